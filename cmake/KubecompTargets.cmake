@@ -1,0 +1,42 @@
+# Helpers shared by every CMakeLists.txt of the project.
+
+# Warnings as errors on our own targets only (third-party headers come from system
+# include directories and generated code is included as SYSTEM).
+function(kc_target_defaults target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror)
+endfunction()
+
+# Adds every direct sub-folder of the current source folder that has a CMakeLists.txt,
+# in sorted order (dependencies between libcore targets are resolved by CMake at
+# generate time, so the order does not matter for linking).
+function(kc_add_subdirectories)
+  file(GLOB children LIST_DIRECTORIES true RELATIVE "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/*")
+  list(SORT children)
+  foreach(child IN LISTS children)
+    if(IS_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}/${child}" AND EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${child}/CMakeLists.txt")
+      add_subdirectory(${child})
+    endif()
+  endforeach()
+endfunction()
+
+# kc_add_test(<name> LABELS <area> [more labels] SOURCES <files> [LIBS <targets>])
+# Builds one Catch2 executable with the project's shared catch main (benchmarking on)
+# and registers every TEST_CASE with CTest under the given labels.
+function(kc_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "LABELS;SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_LABELS)
+    message(FATAL_ERROR "kc_add_test(${name}): LABELS is required (see DEVELOPERS.md)")
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  kc_target_defaults(${name})
+  target_link_libraries(${name} PRIVATE kc_catch_main ${ARG_LIBS})
+  list(JOIN ARG_LABELS ";" labels)
+  catch_discover_tests(${name}
+    TEST_PREFIX "${name}: "
+    PROPERTIES LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT}
+    WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+endfunction()
