@@ -1,0 +1,358 @@
+#include "libcore/kube/config.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace kc::kube {
+
+namespace {
+
+std::string trimWhitespace(std::string s) {
+  auto notSpace = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));
+  s.erase(std::find_if(s.rbegin(), s.rend(), notSpace).base(), s.end());
+  return s;
+}
+
+std::string resolveAgainst(const std::string& file, const std::string& dir) {
+  if (file.empty() || std::filesystem::path(file).is_absolute()) {
+    return file;
+  }
+  return (std::filesystem::path(dir) / file).lexically_normal().string();
+}
+
+std::string scalar(const YAML::Node& n, const char* key) {
+  const YAML::Node v = n[key];
+  if (!v || !v.IsScalar()) {
+    return {};
+  }
+  return v.as<std::string>();
+}
+
+// One named entry of clusters/users/contexts with the directory of the file it came from.
+struct Named {
+  YAML::Node body;
+  std::string dir;
+};
+
+kc::Result<std::string> pemFrom(const YAML::Node& n, const char* dataKey, const char* fileKey, const std::string& dir,
+                                 const std::string& what) {
+  if (std::string data = scalar(n, dataKey); !data.empty()) {
+    auto decoded = decodeBase64(data);
+    if (!decoded) {
+      return kc::makeError("invalid", what + " " + dataKey + ": " + decoded.error().message);
+    }
+    return std::move(decoded).value();
+  }
+  if (std::string file = scalar(n, fileKey); !file.empty()) {
+    auto content = readWholeFile(resolveAgainst(file, dir));
+    if (!content) {
+      return kc::makeError("invalid", what + " " + fileKey + ": " + content.error().message);
+    }
+    return std::move(content).value();
+  }
+  return std::string{};
+}
+
+}  // namespace
+
+EnvLookup processEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe): read-only use
+    if (v == nullptr) {
+      return std::nullopt;
+    }
+    return std::string(v);
+  };
+}
+
+kc::Result<std::string> readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return kc::makeError("not_found", "cannot read '" + path + "'");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    return kc::makeError("unavailable", "error reading '" + path + "'");
+  }
+  return ss.str();
+}
+
+kc::Result<std::string> decodeBase64(std::string_view in) {
+  auto val = [](unsigned char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(in.size() * 3 / 4);
+  std::uint32_t acc = 0;
+  int bits = 0;
+  bool padding = false;
+  for (unsigned char c : in) {
+    if (c == '\n' || c == '\r' || c == ' ' || c == '\t') {
+      continue;
+    }
+    if (c == '=') {
+      padding = true;
+      continue;
+    }
+    int v = val(c);
+    if (v < 0 || padding) {
+      return kc::makeError("invalid", "not valid base64");
+    }
+    acc = (acc << 6) | static_cast<std::uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  if (bits >= 6) {
+    return kc::makeError("invalid", "truncated base64");
+  }
+  return out;
+}
+
+std::vector<std::string> kubeconfigPaths(const EnvLookup& env) {
+  std::vector<std::string> paths;
+  if (auto list = env("KUBECONFIG"); list && !list->empty()) {
+    std::stringstream ss(*list);
+    std::string item;
+    while (std::getline(ss, item, ':')) {
+      if (!item.empty()) {
+        paths.push_back(item);
+      }
+    }
+    if (!paths.empty()) {
+      return paths;
+    }
+  }
+  if (auto home = env("HOME"); home && !home->empty()) {
+    paths.push_back(*home + "/.kube/config");
+  }
+  return paths;
+}
+
+kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, const std::string& contextOverride) {
+  std::map<std::string, Named> clusters;
+  std::map<std::string, Named> users;
+  std::map<std::string, Named> contexts;
+  std::string currentContext;
+  int loaded = 0;
+  std::string sources;
+  for (const auto& path : paths) {
+    auto text = readWholeFile(path);
+    if (!text) {
+      continue;  // kubectl skips missing entries of an explicit list
+    }
+    YAML::Node root;
+    try {
+      root = YAML::Load(*text);
+    } catch (const YAML::Exception& e) {
+      return kc::makeError("invalid", "kubeconfig '" + path + "': " + e.what());
+    }
+    ++loaded;
+    sources += (sources.empty() ? "" : ":") + path;
+    if (!root || root.IsNull()) {
+      continue;  // an empty file is a valid, empty config
+    }
+    if (!root.IsMap()) {
+      return kc::makeError("invalid", "kubeconfig '" + path + "': top level is not a mapping");
+    }
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    auto collect = [&](const char* listKey, const char* bodyKey, std::map<std::string, Named>& into) -> kc::Status {
+      const YAML::Node list = root[listKey];
+      if (!list || list.IsNull()) {
+        return kc::okStatus();
+      }
+      if (!list.IsSequence()) {
+        return kc::makeError("invalid", "kubeconfig '" + path + "': '" + listKey + "' is not a list");
+      }
+      for (const auto& entry : list) {
+        std::string name = entry.IsMap() ? scalar(entry, "name") : "";
+        if (name.empty()) {
+          return kc::makeError("invalid", "kubeconfig '" + path + "': an entry of '" + listKey + "' has no name");
+        }
+        YAML::Node body = entry[bodyKey];
+        if (body && !body.IsMap() && !body.IsNull()) {
+          return kc::makeError("invalid", "kubeconfig '" + path + "': " + listKey + " '" + name + "' is malformed");
+        }
+        into.emplace(name, Named{body ? body : YAML::Node(YAML::NodeType::Map), dir});  // first wins
+      }
+      return kc::okStatus();
+    };
+    try {
+      for (auto [listKey, bodyKey, into] : {std::tuple{"clusters", "cluster", &clusters},
+                                            std::tuple{"users", "user", &users},
+                                            std::tuple{"contexts", "context", &contexts}}) {
+        if (auto st = collect(listKey, bodyKey, *into); !st) {
+          return st.error();
+        }
+      }
+      if (currentContext.empty()) {
+        currentContext = scalar(root, "current-context");
+      }
+    } catch (const YAML::Exception& e) {
+      return kc::makeError("invalid", "kubeconfig '" + path + "': " + e.what());
+    }
+  }
+  if (loaded == 0) {
+    std::string list;
+    for (const auto& p : paths) {
+      list += (list.empty() ? "" : ", ") + p;
+    }
+    return kc::makeError("not_found", "no readable kubeconfig (tried: " + (list.empty() ? "nothing" : list) + ")");
+  }
+  const std::string ctxName = contextOverride.empty() ? currentContext : contextOverride;
+  if (ctxName.empty()) {
+    return kc::makeError("invalid", "kubeconfig " + sources + ": no current-context and none requested");
+  }
+  auto ctxIt = contexts.find(ctxName);
+  if (ctxIt == contexts.end()) {
+    return kc::makeError("invalid", "kubeconfig " + sources + ": context '" + ctxName + "' not found");
+  }
+  try {
+    const YAML::Node& ctx = ctxIt->second.body;
+    const std::string clusterName = scalar(ctx, "cluster");
+    const std::string userName = scalar(ctx, "user");
+    auto clIt = clusters.find(clusterName);
+    if (clIt == clusters.end()) {
+      return kc::makeError("invalid", "kubeconfig: context '" + ctxName + "' names unknown cluster '" + clusterName + "'");
+    }
+    ClusterConfig cfg;
+    cfg.source = sources;
+    const YAML::Node& cl = clIt->second.body;
+    cfg.server = scalar(cl, "server");
+    if (cfg.server.empty()) {
+      return kc::makeError("invalid", "kubeconfig: cluster '" + clusterName + "' has no server");
+    }
+    if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
+      return kc::makeError("invalid", "kubeconfig: cluster '" + clusterName + "' server '" + cfg.server +
+                                          "' is not an http(s) URL");
+    }
+    while (cfg.server.size() > 8 && cfg.server.back() == '/') {
+      cfg.server.pop_back();
+    }
+    auto ca = pemFrom(cl, "certificate-authority-data", "certificate-authority", clIt->second.dir, "cluster");
+    if (!ca) {
+      return ca.error();
+    }
+    cfg.caPem = std::move(ca).value();
+    if (const YAML::Node v = cl["insecure-skip-tls-verify"]; v && v.IsScalar()) {
+      cfg.insecureSkipTlsVerify = v.as<bool>();
+    }
+    cfg.tlsServerName = scalar(cl, "tls-server-name");
+    if (!userName.empty()) {
+      auto uIt = users.find(userName);
+      if (uIt == users.end()) {
+        return kc::makeError("invalid", "kubeconfig: context '" + ctxName + "' names unknown user '" + userName + "'");
+      }
+      const YAML::Node& u = uIt->second.body;
+      if (u["exec"] || u["auth-provider"]) {
+        return kc::makeError("invalid", "kubeconfig: user '" + userName +
+                                            "' uses exec/auth-provider credentials, which this client does not run; "
+                                            "use a token, tokenFile or client certificate");
+      }
+      auto cert = pemFrom(u, "client-certificate-data", "client-certificate", uIt->second.dir, "user");
+      if (!cert) {
+        return cert.error();
+      }
+      auto key = pemFrom(u, "client-key-data", "client-key", uIt->second.dir, "user");
+      if (!key) {
+        return key.error();
+      }
+      if (cert->empty() != key->empty()) {
+        return kc::makeError("invalid", "kubeconfig: user '" + userName + "' has a client certificate without key or vice versa");
+      }
+      cfg.clientCertPem = std::move(cert).value();
+      cfg.clientKeyPem = std::move(key).value();
+      cfg.token = scalar(u, "token");
+      cfg.tokenFile = resolveAgainst(scalar(u, "tokenFile"), uIt->second.dir);
+      cfg.username = scalar(u, "username");
+      cfg.password = scalar(u, "password");
+    }
+    if (std::string ns = scalar(ctx, "namespace"); !ns.empty()) {
+      cfg.defaultNamespace = ns;
+    }
+    return cfg;
+  } catch (const YAML::Exception& e) {
+    return kc::makeError("invalid", std::string("kubeconfig: ") + e.what());
+  }
+}
+
+kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env, const std::string& saDir) {
+  auto host = env("KUBERNETES_SERVICE_HOST");
+  auto port = env("KUBERNETES_SERVICE_PORT");
+  if (!host || host->empty() || !port || port->empty()) {
+    return kc::makeError("not_found",
+                         "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+  }
+  ClusterConfig cfg;
+  cfg.source = "in-cluster";
+  const bool ipv6 = host->find(':') != std::string::npos;
+  cfg.server = "https://" + (ipv6 ? "[" + *host + "]" : *host) + ":" + *port;
+  cfg.tokenFile = saDir + "/token";
+  auto token = readWholeFile(cfg.tokenFile);
+  if (!token || trimWhitespace(*token).empty()) {
+    return kc::makeError("unavailable", "in-cluster: cannot read service account token '" + cfg.tokenFile + "'");
+  }
+  cfg.token = trimWhitespace(std::move(token).value());
+  if (auto ca = readWholeFile(saDir + "/ca.crt")) {
+    cfg.caPem = std::move(ca).value();
+  }
+  if (auto ns = env("POD_NAMESPACE"); ns && !ns->empty()) {
+    cfg.defaultNamespace = *ns;
+  } else if (auto nsFile = readWholeFile(saDir + "/namespace"); nsFile && !trimWhitespace(*nsFile).empty()) {
+    cfg.defaultNamespace = trimWhitespace(std::move(nsFile).value());
+  }
+  return cfg;
+}
+
+kc::Result<ClusterConfig> loadDefaultConfig(const EnvLookup& env) {
+  if (auto host = env("KUBERNETES_SERVICE_HOST"); host && !host->empty()) {
+    return loadInCluster(env);
+  }
+  return loadKubeconfig(kubeconfigPaths(env));
+}
+
+TokenSource::TokenSource(std::string staticToken, std::string tokenFile, SteadyNow now,
+                         std::chrono::steady_clock::duration period)
+    : file_(std::move(tokenFile)),
+      now_(now ? std::move(now) : SteadyNow([] { return std::chrono::steady_clock::now(); })),
+      period_(period),
+      token_(std::move(staticToken)) {}
+
+std::string TokenSource::token() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_.empty()) {
+    return token_;
+  }
+  const auto now = now_();
+  if (!lastRead_ || now - *lastRead_ >= period_) {
+    lastRead_ = now;
+    if (auto content = readWholeFile(file_)) {
+      std::string fresh = trimWhitespace(std::move(content).value());
+      if (!fresh.empty()) {
+        token_ = std::move(fresh);
+      }
+    }
+  }
+  return token_;
+}
+
+void TokenSource::invalidate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  lastRead_.reset();
+}
+
+}  // namespace kc::kube
