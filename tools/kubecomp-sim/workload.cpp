@@ -1,0 +1,140 @@
+#include "tools/kubecomp-sim/workload.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <string_view>
+#include <random>
+#include <vector>
+
+namespace kc::sim {
+namespace {
+
+std::optional<double> parseDouble(std::string_view s) {
+  double v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || ptr != s.data() + s.size() || s.empty() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<Mix> mixByName(const std::string& name) {
+  if (name == "w1") {
+    return Mix{name, {0.5, 0.5, 0, 0, 0}};
+  }
+  if (name == "w2") {
+    return Mix{name, {0.5, 0, 0.5, 0, 0}};
+  }
+  if (name == "w3") {
+    return Mix{name, {0.25, 0.25, 0.25, 0.25, 0}};
+  }
+  if (name == "w4") {
+    return Mix{name, {0.24, 0.24, 0.24, 0.24, 0.04}};
+  }
+  if (name == "fig13") {
+    return Mix{name, {0.2, 0.2, 0.2, 0.2, 0.2}};
+  }
+  if (name.rfind("ae:", 0) == 0) {
+    auto p = parseDouble(std::string_view(name).substr(3));
+    if (!p || *p < 0 || *p > 100) {
+      return makeError("invalid", "mix '" + name + "': the Job A share must be a percentage 0..100");
+    }
+    return Mix{name, {*p / 100.0, 0, 0, 0, 1.0 - *p / 100.0}};
+  }
+  if (name.rfind("custom:", 0) == 0) {
+    std::string_view rest = std::string_view(name).substr(7);
+    Mix mix{name, {}};
+    double sum = 0;
+    for (std::size_t i = 0; i < kJobTypeCount; ++i) {
+      const std::size_t comma = rest.find(',');
+      if ((comma == std::string_view::npos) != (i + 1 == kJobTypeCount)) {
+        return makeError("invalid", "mix '" + name + "': needs exactly five weights a,b,c,d,e");
+      }
+      auto w = parseDouble(rest.substr(0, comma));
+      if (!w || *w < 0) {
+        return makeError("invalid", "mix '" + name + "': weights must be non-negative numbers");
+      }
+      mix.fractions[i] = *w;
+      sum += *w;
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    if (sum <= 0) {
+      return makeError("invalid", "mix '" + name + "': weights sum to zero");
+    }
+    for (auto& f : mix.fractions) {
+      f /= sum;
+    }
+    return mix;
+  }
+  return makeError("invalid", "unknown mix '" + name +
+                                  "' (known: w1 w2 w3 w4 fig13 ae:<percent A> custom:a,b,c,d,e)");
+}
+
+std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t jobs) {
+  std::array<std::uint64_t, kJobTypeCount> counts{};
+  std::array<double, kJobTypeCount> rem{};
+  std::uint64_t used = 0;
+  for (std::size_t i = 0; i < kJobTypeCount; ++i) {
+    const double exact = mix.fractions[i] * static_cast<double>(jobs);
+    counts[i] = static_cast<std::uint64_t>(std::floor(exact + 1e-9));
+    rem[i] = exact - static_cast<double>(counts[i]);
+    used += counts[i];
+  }
+  while (used < jobs) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < kJobTypeCount; ++i) {
+      if (rem[i] > rem[best] + 1e-12) {
+        best = i;
+      }
+    }
+    ++counts[best];
+    rem[best] = -1;
+    ++used;
+  }
+  return counts;
+}
+
+Result<Trace> generateWorkload(const WorkloadSpec& spec) {
+  if (!(spec.lambda > 0) || !std::isfinite(spec.lambda)) {
+    return makeError("invalid", "lambda must be a positive number");
+  }
+  if (spec.intervalUnit < 1) {
+    return makeError("invalid", "interval unit must be at least 1 ms");
+  }
+  if (spec.duration < 0) {
+    return makeError("invalid", "duration must be >= 0");
+  }
+  const auto counts = mixCounts(spec.mix, spec.jobs);
+  std::vector<std::uint8_t> types;
+  types.reserve(spec.jobs);
+  for (std::size_t t = 0; t < kJobTypeCount; ++t) {
+    types.insert(types.end(), counts[t], static_cast<std::uint8_t>(t));
+  }
+  std::mt19937_64 rng(spec.seed);
+  std::shuffle(types.begin(), types.end(), rng);
+  std::poisson_distribution<std::int64_t> gap(spec.lambda);
+  Trace trace;
+  trace.jobs.reserve(types.size());
+  SimMs now = 0;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (i > 0) {
+      now += gap(rng) * spec.intervalUnit;
+    }
+    const JobType& jt = kPaperJobTypes[types[i]];
+    Job job;
+    job.id = std::string(1, jt.name) + "-" + std::to_string(i);
+    job.arrival = now;
+    job.duration = spec.duration;
+    job.gpus = jt.gpus;
+    job.cpuMilli = jt.cpuMilli;
+    trace.jobs.push_back(std::move(job));
+  }
+  return trace;
+}
+
+}  // namespace kc::sim
