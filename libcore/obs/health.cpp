@@ -1,0 +1,150 @@
+#include "libcore/obs/health.hpp"
+
+#include <algorithm>
+
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include "libcore/net/http_server.hpp"
+
+namespace kc::obs {
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {}
+Metrics::~Metrics() = default;
+
+prometheus::Registry& Metrics::registry() { return *registry_; }
+std::shared_ptr<prometheus::Registry> Metrics::sharedRegistry() const { return registry_; }
+
+std::string Metrics::serialize() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+void HealthChecks::addLivenessCheck(std::string name, Check check) {
+  std::lock_guard lock(mutex_);
+  live_.emplace_back(std::move(name), std::move(check));
+}
+
+void HealthChecks::addReadinessCheck(std::string name, Check check) {
+  std::lock_guard lock(mutex_);
+  ready_.emplace_back(std::move(name), std::move(check));
+}
+
+void HealthChecks::failReadiness(std::string reason) {
+  std::lock_guard lock(mutex_);
+  shutdownReason_ = reason.empty() ? std::string("shutting down") : std::move(reason);
+}
+
+bool HealthChecks::shuttingDown() const {
+  std::lock_guard lock(mutex_);
+  return !shutdownReason_.empty();
+}
+
+HealthChecks::Outcome HealthChecks::checkLive(const std::vector<std::string>& exclude) const {
+  std::vector<std::pair<std::string, Check>> checks;
+  {
+    std::lock_guard lock(mutex_);
+    checks = live_;
+  }
+  return run(checks, exclude, false);
+}
+
+HealthChecks::Outcome HealthChecks::checkReady(const std::vector<std::string>& exclude) const {
+  std::vector<std::pair<std::string, Check>> checks;
+  {
+    std::lock_guard lock(mutex_);
+    checks = ready_;
+  }
+  return run(checks, exclude, true);
+}
+
+HealthChecks::Outcome HealthChecks::run(const std::vector<std::pair<std::string, Check>>& checks,
+                                        const std::vector<std::string>& exclude, bool readiness) const {
+  // Checks run outside the lock: they may take a moment (e.g. ask the informer) and must not
+  // block registration or failReadiness().
+  Outcome out;
+  if (readiness) {
+    std::string reason;
+    {
+      std::lock_guard lock(mutex_);
+      reason = shutdownReason_;
+    }
+    if (std::find(exclude.begin(), exclude.end(), "shutdown") == exclude.end()) {
+      Status s = reason.empty() ? okStatus() : Status(makeError("unavailable", reason));
+      out.ok = out.ok && s.ok();
+      out.results.emplace_back("shutdown", std::move(s));
+    }
+  }
+  for (const auto& [name, check] : checks) {
+    if (std::find(exclude.begin(), exclude.end(), name) != exclude.end()) {
+      continue;
+    }
+    Status s = okStatus();
+    try {
+      s = check ? check() : okStatus();
+    } catch (const std::exception& e) {
+      s = makeError("internal", std::string("check threw: ") + e.what());
+    }
+    out.ok = out.ok && s.ok();
+    out.results.emplace_back(name, std::move(s));
+  }
+  return out;
+}
+
+namespace {
+
+// Body in the kube-apiserver style: "ok" when healthy and not verbose; otherwise one line per
+// check and a summary line.
+net::Response renderOutcome(const HealthChecks::Outcome& outcome, std::string_view endpoint, bool verbose) {
+  const unsigned status = outcome.ok ? 200 : 503;
+  if (outcome.ok && !verbose) {
+    return net::Response::text(status, "ok");
+  }
+  std::string body;
+  for (const auto& [name, result] : outcome.results) {
+    if (result.ok()) {
+      body += "[+]" + name + " ok\n";
+    } else {
+      body += "[-]" + name + " failed: " + result.error().message + "\n";
+    }
+  }
+  body += std::string(endpoint) + (outcome.ok ? " check passed\n" : " check failed\n");
+  return net::Response::text(status, std::move(body));
+}
+
+void installOne(net::HttpServer& server, const std::string& endpoint, bool readiness, const HealthChecks& checks) {
+  server.route("GET", "/" + endpoint, [&checks, endpoint, readiness](const net::Request& req) {
+    const auto exclude = req.queryParams("exclude");
+    auto outcome = readiness ? checks.checkReady(exclude) : checks.checkLive(exclude);
+    return renderOutcome(outcome, endpoint, req.hasQueryParam("verbose"));
+  });
+  // /readyz/<check>: run one named check only.
+  server.routePrefix("GET", "/" + endpoint + "/", [&checks, endpoint, readiness](const net::Request& req) {
+    const std::string name = req.path.substr(endpoint.size() + 2);
+    auto outcome = readiness ? checks.checkReady() : checks.checkLive();
+    for (auto& [checkName, result] : outcome.results) {
+      if (checkName == name) {
+        HealthChecks::Outcome one;
+        one.ok = result.ok();
+        one.results.emplace_back(checkName, result);
+        return renderOutcome(one, endpoint + "/" + name, req.hasQueryParam("verbose"));
+      }
+    }
+    return net::Response::error(404, "not_found", "no " + endpoint + " check named '" + name + "'");
+  });
+}
+
+}  // namespace
+
+void installHealthEndpoints(net::HttpServer& server, const HealthChecks& checks) {
+  installOne(server, "livez", false, checks);
+  installOne(server, "readyz", true, checks);
+  installOne(server, "healthz", true, checks);
+}
+
+void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics) {
+  server.route("GET", "/metrics", [&metrics](const net::Request&) {
+    return net::Response::text(200, metrics.serialize(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+}  // namespace kc::obs
