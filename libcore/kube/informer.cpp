@@ -1,0 +1,264 @@
+#include "libcore/kube/informer.hpp"
+
+#include <random>
+
+#include "libcore/net/http_client.hpp"
+
+namespace kc::kube {
+
+Informer::Informer(KubeClient& client, InformerOptions options)
+    : client_(client), opts_(std::move(options)), backoff_(opts_.backoff, opts_.rand01) {
+  if (!opts_.rand01) {
+    opts_.rand01 = [gen = std::mt19937_64(std::random_device{}()),
+                    dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable { return dist(gen); };
+  }
+}
+
+Informer::~Informer() { stop(); }
+
+void Informer::addHandler(ResourceEventHandler handler) { handlers_.push_back(std::move(handler)); }
+
+void Informer::start() {
+  if (thread_.joinable()) {
+    return;
+  }
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    if (cancel_) {
+      cancel_->cancel();
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+bool Informer::waitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [this] { return synced_.load() || stopping_.load(); });
+  return synced_.load();
+}
+
+std::string Informer::lastResourceVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rv_;
+}
+
+Informer::Stats Informer::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Informer::setResourceVersion(std::string rv) {
+  if (rv.empty()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  rv_ = std::move(rv);
+}
+
+bool Informer::sleepFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stopping_.load(); });
+  return !stopping_.load();
+}
+
+void Informer::dispatch(const Notification& n) {
+  for (const auto& h : handlers_) {
+    switch (n.kind) {
+      case Notification::Kind::kAdd:
+        if (h.onAdd) {
+          h.onAdd(n.newObj);
+        }
+        break;
+      case Notification::Kind::kUpdate:
+        if (h.onUpdate) {
+          h.onUpdate(n.oldObj, n.newObj);
+        }
+        break;
+      case Notification::Kind::kDelete:
+        if (h.onDelete) {
+          h.onDelete(n.oldObj);
+        }
+        break;
+    }
+  }
+}
+
+bool Informer::relist() {
+  ListOptions lo;
+  lo.labelSelector = opts_.labelSelector;
+  lo.fieldSelector = opts_.fieldSelector;
+  lo.limit = opts_.pageSize;
+  std::vector<ObjectPtr> items;
+  std::string listRv;
+  bool paged = opts_.pageSize > 0;
+  for (;;) {
+    auto token = std::make_unique<net::CancelToken>();
+    net::CancelToken* raw = token.get();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        return false;
+      }
+      cancel_ = std::move(token);
+    }
+    auto meta = client_.listEach(
+        opts_.resource, opts_.ns, lo,
+        [&items](nlohmann::json&& item) { items.push_back(std::make_shared<const nlohmann::json>(std::move(item))); },
+        raw);
+    if (!meta) {
+      if (meta.error().isExpired() && !lo.continueToken.empty()) {
+        // The continue token outlived its snapshot: start over with one consistent LIST.
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.expired;
+        items.clear();
+        listRv.clear();
+        lo.continueToken.clear();
+        lo.limit = 0;
+        paged = false;
+        continue;
+      }
+      return false;
+    }
+    if (listRv.empty()) {
+      listRv = meta->resourceVersion;
+    }
+    if (!paged || meta->continueToken.empty()) {
+      break;
+    }
+    lo.continueToken = meta->continueToken;
+  }
+  // Items of a built-in LIST carry no kind/apiVersion; handlers should not depend on them,
+  // so nothing is patched in here.
+  const auto diff = store_.replace(std::move(items));
+  setResourceVersion(listRv);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.lists;
+  }
+  for (const auto& n : diff) {
+    dispatch(n);
+  }
+  if (!synced_.exchange(true)) {
+    cv_.notify_all();
+  }
+  return true;
+}
+
+void Informer::run() {
+  bool needList = true;
+  while (!stopping_) {
+    if (needList) {
+      if (!relist()) {
+        if (!sleepFor(backoff_.next())) {
+          return;
+        }
+        continue;
+      }
+      needList = false;
+    }
+    ListOptions wo;
+    wo.labelSelector = opts_.labelSelector;
+    wo.fieldSelector = opts_.fieldSelector;
+    wo.resourceVersion = lastResourceVersion();
+    wo.allowWatchBookmarks = true;
+    const double r = std::clamp(opts_.rand01(), 0.0, 1.0);
+    wo.timeoutSeconds = static_cast<int>(static_cast<double>(opts_.minWatchTimeout.count()) * (1.0 + r));
+    auto token = std::make_unique<net::CancelToken>();
+    net::CancelToken* raw = token.get();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        return;
+      }
+      cancel_ = std::move(token);
+      ++stats_.watches;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    std::uint64_t applied = 0;
+    bool expired = false;
+    std::optional<ApiError> eventError;
+    auto st = client_.watch(
+        opts_.resource, opts_.ns, wo,
+        [&](WatchEvent&& ev) {
+          if (ev.type == "ERROR") {
+            ApiError e = statusFromJson(ev.object);
+            if (e.isExpired()) {
+              expired = true;
+            } else {
+              eventError = std::move(e);
+            }
+            return false;
+          }
+          const std::string rv = objectResourceVersion(ev.object);
+          if (ev.type == "BOOKMARK") {
+            setResourceVersion(rv);
+            std::lock_guard<std::mutex> lock(mu_);
+            ++stats_.bookmarks;
+            return true;
+          }
+          auto obj = std::make_shared<const nlohmann::json>(std::move(ev.object));
+          std::optional<Notification> n;
+          if (ev.type == "ADDED" || ev.type == "MODIFIED") {
+            n = store_.add(std::move(obj));
+          } else if (ev.type == "DELETED") {
+            n = store_.remove(std::move(obj));
+          } else {
+            return true;  // unknown event types are ignored, as client-go does
+          }
+          setResourceVersion(rv);
+          ++applied;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            ++stats_.eventsApplied;
+          }
+          if (n) {
+            dispatch(*n);
+          }
+          return !stopping_.load();
+        },
+        raw);
+    if (stopping_) {
+      return;
+    }
+    if (!st && st.error().isExpired()) {
+      expired = true;
+    }
+    if (expired) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.expired;
+      needList = true;
+      continue;
+    }
+    const bool healthy = applied > 0 || std::chrono::steady_clock::now() - started >= opts_.healthyWatch;
+    if (!st || eventError) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.watchErrors;
+      }
+      if (healthy) {
+        backoff_.reset();
+      }
+      if (!sleepFor(backoff_.next())) {
+        return;
+      }
+      continue;
+    }
+    // Clean end (timeoutSeconds or the server closed): resume from the last seen version.
+    if (healthy) {
+      backoff_.reset();
+    } else if (!sleepFor(backoff_.next())) {
+      return;
+    }
+  }
+}
+
+}  // namespace kc::kube
