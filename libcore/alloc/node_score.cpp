@@ -1,0 +1,163 @@
+#include "libcore/alloc/node_score.hpp"
+
+#include <array>
+#include <string>
+
+namespace kc::alloc {
+namespace {
+
+int threeWay(std::uint64_t a, std::uint64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
+
+bool enough(const NodeState& n, std::uint32_t req) { return n.freeGpus >= req; }
+
+// Nodes that need no move come first.
+int sufficientFirst(const NodeState& a, const NodeState& b, std::uint32_t req) {
+  const bool ea = enough(a, req);
+  const bool eb = enough(b, req);
+  if (ea != eb) {
+    return ea ? -1 : 1;
+  }
+  return 0;
+}
+
+// Best-fit half of Eq. 1 between two nodes that both have enough: a higher req/avail wins.
+// req > 0: smaller avail. req == 0: the score is 100 at avail == 0 and 0 for every other avail.
+int bestFit(const NodeState& a, const NodeState& b, std::uint32_t req) {
+  if (req == 0) {
+    return threeWay(a.freeGpus == 0 ? 0 : 1, b.freeGpus == 0 ? 0 : 1);
+  }
+  return threeWay(a.freeGpus, b.freeGpus);
+}
+
+// Least-demand half between two nodes that both lack GPUs: a higher avail - req wins.
+int leastDemand(const NodeState& a, const NodeState& b) { return threeWay(b.freeGpus, a.freeGpus); }
+
+}  // namespace
+
+std::int64_t eq1Score(std::uint32_t req, std::uint32_t avail) {
+  if (avail == req) {
+    return 100;
+  }
+  if (avail > req) {
+    return static_cast<std::int64_t>(std::uint64_t{req} * 100 / avail);
+  }
+  return static_cast<std::int64_t>(avail) - static_cast<std::int64_t>(req);
+}
+
+int Eq1NodePolicy::compare(const NodeState& a, const NodeState& b, std::uint32_t req) {
+  if (int c = sufficientFirst(a, b, req); c != 0) {
+    return c;
+  }
+  return enough(a, req) ? bestFit(a, b, req) : leastDemand(a, b);
+}
+
+int BestFitNodePolicy::compare(const NodeState& a, const NodeState& b, std::uint32_t req) {
+  if (int c = sufficientFirst(a, b, req); c != 0) {
+    return c;
+  }
+  return enough(a, req) ? bestFit(a, b, req) : 0;
+}
+
+int LeastDemandNodePolicy::compare(const NodeState& a, const NodeState& b, std::uint32_t req) {
+  if (enough(a, req) || enough(b, req)) {
+    return sufficientFirst(a, b, req);  // deficit 0 beats any deficit; two zeros tie
+  }
+  return leastDemand(a, b);
+}
+
+int FirstFeasibleNodePolicy::compare(const NodeState&, const NodeState&, std::uint32_t) {
+  return 0;
+}
+
+std::string_view toString(NodeFilterReason reason) {
+  switch (reason) {
+    case NodeFilterReason::Feasible:
+      return "feasible";
+    case NodeFilterReason::Cordoned:
+      return "cordoned";
+    case NodeFilterReason::InsufficientCpu:
+      return "insufficient cpu";
+    case NodeFilterReason::InsufficientMemory:
+      return "insufficient memory";
+    case NodeFilterReason::NoPool:
+      return "no GPU pool";
+    case NodeFilterReason::PoolShort:
+      return "pool lacks free GPUs";
+    case NodeFilterReason::NodeShort:
+      return "node lacks free GPUs";
+  }
+  return "unknown";
+}
+
+NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodRequest& pod,
+                            Composability mode) {
+  const NodeState& node = state.node(n);
+  if (!node.schedulable) {
+    return NodeFilterReason::Cordoned;
+  }
+  if (pod.cpuMilli > node.cpuMilliFree()) {
+    return NodeFilterReason::InsufficientCpu;
+  }
+  if (pod.memoryMiB > node.memoryMiBFree()) {
+    return NodeFilterReason::InsufficientMemory;
+  }
+  if (pod.gpus == 0 || node.freeGpus >= pod.gpus) {
+    return NodeFilterReason::Feasible;
+  }
+  if (mode == Composability::Preconfigured) {
+    return NodeFilterReason::NodeShort;
+  }
+  if (node.pool == kNoPool) {
+    return NodeFilterReason::NoPool;
+  }
+  // The pool's free GPUs include the node's own: candidates elsewhere = pool - node >= deficit.
+  if (state.pool(node.pool).freeGpus < pod.gpus) {
+    return NodeFilterReason::PoolShort;
+  }
+  return NodeFilterReason::Feasible;
+}
+
+Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
+                              const NodePolicy& policy, Composability mode) {
+  constexpr std::size_t kReasons = 7;
+  std::array<std::uint64_t, kReasons> filtered{};
+  const NodeState* best = nullptr;
+  NodeIndex bestIndex = kNoNode;
+  const auto count = static_cast<NodeIndex>(state.nodeCount());
+  for (NodeIndex n = 0; n < count; ++n) {
+    const NodeFilterReason reason = filterNode(state, n, pod, mode);
+    if (reason != NodeFilterReason::Feasible) {
+      ++filtered[static_cast<std::size_t>(reason)];
+      continue;
+    }
+    const NodeState& node = state.node(n);
+    if (best == nullptr) {
+      best = &node;
+      bestIndex = n;
+      continue;
+    }
+    const int c = policy.compare(node, *best, pod.gpus);
+    if (c < 0 || (c == 0 && node.name < best->name)) {
+      best = &node;
+      bestIndex = n;
+    }
+  }
+  if (best == nullptr) {
+    std::string message = "no node fits the pod (" + std::to_string(pod.cpuMilli) + " mCPU, " +
+                          std::to_string(pod.memoryMiB) + " MiB, " + std::to_string(pod.gpus) +
+                          " GPUs) among " + std::to_string(count) + " nodes";
+    for (std::size_t r = 1; r < kReasons; ++r) {
+      if (filtered[r] != 0) {
+        message += "; " + std::to_string(filtered[r]) + " " +
+                   std::string(toString(static_cast<NodeFilterReason>(r)));
+      }
+    }
+    return makeError("unschedulable", message);
+  }
+  const std::uint32_t avail = best->freeGpus;
+  return NodeChoice{.node = bestIndex,
+                    .deficit = pod.gpus > avail ? pod.gpus - avail : 0,
+                    .score = eq1Score(pod.gpus, avail)};
+}
+
+}  // namespace kc::alloc

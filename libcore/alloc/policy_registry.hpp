@@ -1,0 +1,31 @@
+#pragma once
+// The one registry of allocation policies. The simulator (tools/kubecomp-sim), the scheduler
+// (kubecomp-sched) and the benchmarks choose policies by these names, so an experiment's
+// "--node-policy eq1 --gpu-policy alg1" means the same code everywhere.
+//
+// To add a policy: write a struct with kName, kDescription and compare()/rank() next to the
+// others (node_score.hpp or gpu_candidate.hpp), add one line to the table in
+// policy_registry.cpp, and add its rows to the table tests. See docs/alloc.md.
+
+#include <span>
+#include <string_view>
+
+#include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/node_score.hpp"
+#include "libcore/base/result.hpp"
+
+namespace kc::alloc {
+
+// Default policies: the paper's node scoring and our GPU choice.
+inline constexpr std::string_view kDefaultNodePolicy = Eq1NodePolicy::kName;
+inline constexpr std::string_view kDefaultGpuPolicy = UnattachedFirstGpuPolicy::kName;
+
+// All policies, in a fixed order (paper policies first, then baselines).
+std::span<const NodePolicy> nodePolicies();
+std::span<const GpuPolicy> gpuPolicies();
+
+// Lookup by exact name. Error "not_found" whose message lists the known names.
+Result<NodePolicy> findNodePolicy(std::string_view name);
+Result<GpuPolicy> findGpuPolicy(std::string_view name);
+
+}  // namespace kc::alloc

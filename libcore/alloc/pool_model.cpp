@@ -1,0 +1,312 @@
+#include "libcore/alloc/pool_model.hpp"
+
+#include <string>
+#include <utility>
+
+namespace kc::alloc {
+namespace {
+
+std::string str(std::uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Result<PoolIndex> ClusterState::addPool(std::string name) {
+  if (name.empty()) {
+    return makeError("invalid", "pool name is empty");
+  }
+  if (pools_.size() >= kNoPool) {
+    return makeError("invalid", "too many pools");
+  }
+  if (poolByName_.contains(name)) {
+    return makeError("conflict", "pool '" + name + "' already exists");
+  }
+  const auto index = static_cast<PoolIndex>(pools_.size());
+  poolByName_.emplace(name, index);
+  pools_.push_back(PoolState{.name = std::move(name)});
+  poolGpus_.emplace_back();
+  return index;
+}
+
+Result<NodeIndex> ClusterState::addNode(NodeSpec spec) {
+  if (spec.name.empty()) {
+    return makeError("invalid", "node name is empty");
+  }
+  if (spec.pool != kNoPool && spec.pool >= pools_.size()) {
+    return makeError("invalid", "node '" + spec.name + "': unknown pool index " + str(spec.pool));
+  }
+  if (nodes_.size() >= kNoNode) {
+    return makeError("invalid", "too many nodes");
+  }
+  if (nodeByName_.contains(spec.name)) {
+    return makeError("conflict", "node '" + spec.name + "' already exists");
+  }
+  const auto index = static_cast<NodeIndex>(nodes_.size());
+  nodeByName_.emplace(spec.name, index);
+  if (spec.pool != kNoPool) {
+    ++pools_[spec.pool].nodes;
+  }
+  nodes_.push_back(NodeState{.name = std::move(spec.name),
+                             .pool = spec.pool,
+                             .cpuMilliCapacity = spec.cpuMilliCapacity,
+                             .memoryMiBCapacity = spec.memoryMiBCapacity});
+  nodeGpus_.emplace_back();
+  return index;
+}
+
+Result<GpuIndex> ClusterState::addGpu(GpuSpec spec) {
+  if (spec.id.empty()) {
+    return makeError("invalid", "GPU id is empty");
+  }
+  if (spec.pool >= pools_.size()) {
+    return makeError("invalid", "GPU '" + spec.id + "': unknown pool index " + str(spec.pool));
+  }
+  if (spec.node != kNoNode) {
+    if (spec.node >= nodes_.size()) {
+      return makeError("invalid", "GPU '" + spec.id + "': unknown node index " + str(spec.node));
+    }
+    if (nodes_[spec.node].pool != spec.pool) {
+      return makeError("invalid", "GPU '" + spec.id + "' of pool '" + pools_[spec.pool].name +
+                                      "' cannot be attached to node '" + nodes_[spec.node].name +
+                                      "' outside that pool");
+    }
+  } else if (spec.inUse) {
+    return makeError("invalid", "GPU '" + spec.id + "' is in use but attached to no node");
+  }
+  if (gpus_.size() >= std::numeric_limits<GpuIndex>::max()) {
+    return makeError("invalid", "too many GPUs");
+  }
+  if (gpuById_.contains(spec.id)) {
+    return makeError("conflict", "GPU '" + spec.id + "' already exists");
+  }
+  const auto index = static_cast<GpuIndex>(gpus_.size());
+  gpuById_.emplace(spec.id, index);
+  gpus_.push_back(GpuState{.id = std::move(spec.id),
+                           .uuid = std::move(spec.uuid),
+                           .pool = spec.pool,
+                           .node = kNoNode,
+                           .inUse = spec.inUse,
+                           .healthy = spec.healthy,
+                           .draining = spec.draining});
+  slotInNode_.push_back(0);
+  poolGpus_[spec.pool].push_back(index);
+  ++pools_[spec.pool].gpus;
+  if (spec.node != kNoNode) {
+    linkToNode(index, spec.node);
+  }
+  account(index, +1);
+  return index;
+}
+
+Result<PoolIndex> ClusterState::findPool(std::string_view name) const {
+  if (auto it = poolByName_.find(name); it != poolByName_.end()) {
+    return it->second;
+  }
+  return makeError("not_found", "no pool '" + std::string(name) + "'");
+}
+
+Result<NodeIndex> ClusterState::findNode(std::string_view name) const {
+  if (auto it = nodeByName_.find(name); it != nodeByName_.end()) {
+    return it->second;
+  }
+  return makeError("not_found", "no node '" + std::string(name) + "'");
+}
+
+Result<GpuIndex> ClusterState::findGpu(std::string_view id) const {
+  if (auto it = gpuById_.find(id); it != gpuById_.end()) {
+    return it->second;
+  }
+  return makeError("not_found", "no GPU '" + std::string(id) + "'");
+}
+
+Status ClusterState::checkGpu(GpuIndex g) const {
+  if (g >= gpus_.size()) {
+    return makeError("invalid", "unknown GPU index " + str(g));
+  }
+  return okStatus();
+}
+
+Status ClusterState::checkNode(NodeIndex n) const {
+  if (n >= nodes_.size()) {
+    return makeError("invalid", "unknown node index " + str(n));
+  }
+  return okStatus();
+}
+
+void ClusterState::account(GpuIndex g, int sign) {
+  const GpuState& gpu = gpus_[g];
+  if (!gpu.free()) {
+    return;
+  }
+  // Unsigned wrap-around by adding -1 is well defined and exact here: a contribution is only
+  // removed after it was added.
+  const auto delta = static_cast<std::uint32_t>(sign);
+  pools_[gpu.pool].freeGpus += delta;
+  if (gpu.attached()) {
+    nodes_[gpu.node].freeGpus += delta;
+  } else {
+    pools_[gpu.pool].freeUnattachedGpus += delta;
+  }
+  freeGpus_ += static_cast<std::uint64_t>(static_cast<std::int64_t>(sign));
+}
+
+void ClusterState::linkToNode(GpuIndex g, NodeIndex n) {
+  gpus_[g].node = n;
+  slotInNode_[g] = static_cast<std::uint32_t>(nodeGpus_[n].size());
+  nodeGpus_[n].push_back(g);
+  ++nodes_[n].attachedGpus;
+}
+
+void ClusterState::unlinkFromNode(GpuIndex g) {
+  const NodeIndex n = gpus_[g].node;
+  auto& list = nodeGpus_[n];
+  const std::uint32_t slot = slotInNode_[g];
+  const GpuIndex last = list.back();
+  list[slot] = last;
+  slotInNode_[last] = slot;
+  list.pop_back();
+  --nodes_[n].attachedGpus;
+  gpus_[g].node = kNoNode;
+}
+
+Status ClusterState::attachGpu(GpuIndex g, NodeIndex n) {
+  if (auto s = checkGpu(g); !s) {
+    return s;
+  }
+  if (auto s = checkNode(n); !s) {
+    return s;
+  }
+  GpuState& gpu = gpus_[g];
+  if (gpu.node == n) {
+    return okStatus();
+  }
+  if (gpu.attached()) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is attached to node '" +
+                                     nodes_[gpu.node].name + "'; detach it first");
+  }
+  if (nodes_[n].pool != gpu.pool) {
+    return makeError("invalid", "GPU '" + gpu.id + "' of pool '" + pools_[gpu.pool].name +
+                                    "' is not reachable from node '" + nodes_[n].name + "'");
+  }
+  account(g, -1);
+  linkToNode(g, n);
+  account(g, +1);
+  return okStatus();
+}
+
+Status ClusterState::detachGpu(GpuIndex g) {
+  if (auto s = checkGpu(g); !s) {
+    return s;
+  }
+  GpuState& gpu = gpus_[g];
+  if (!gpu.attached()) {
+    return okStatus();
+  }
+  if (gpu.inUse) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is in use on node '" +
+                                     nodes_[gpu.node].name + "'; cannot detach");
+  }
+  account(g, -1);
+  unlinkFromNode(g);
+  account(g, +1);
+  return okStatus();
+}
+
+Status ClusterState::allocateGpu(GpuIndex g) {
+  if (auto s = checkGpu(g); !s) {
+    return s;
+  }
+  GpuState& gpu = gpus_[g];
+  if (!gpu.attached()) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is not attached to any node");
+  }
+  if (gpu.inUse) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is already in use");
+  }
+  if (!gpu.healthy) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is unhealthy");
+  }
+  if (gpu.draining) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is draining");
+  }
+  account(g, -1);
+  gpu.inUse = true;
+  return okStatus();
+}
+
+Status ClusterState::releaseGpu(GpuIndex g) {
+  if (auto s = checkGpu(g); !s) {
+    return s;
+  }
+  GpuState& gpu = gpus_[g];
+  if (!gpu.inUse) {
+    return makeError("conflict", "GPU '" + gpu.id + "' is not in use");
+  }
+  gpu.inUse = false;
+  account(g, +1);
+  return okStatus();
+}
+
+Status ClusterState::setGpuHealthy(GpuIndex g, bool healthy) {
+  if (auto s = checkGpu(g); !s) {
+    return s;
+  }
+  account(g, -1);
+  gpus_[g].healthy = healthy;
+  account(g, +1);
+  return okStatus();
+}
+
+Status ClusterState::setGpuDraining(GpuIndex g, bool draining) {
+  if (auto s = checkGpu(g); !s) {
+    return s;
+  }
+  account(g, -1);
+  gpus_[g].draining = draining;
+  account(g, +1);
+  return okStatus();
+}
+
+Status ClusterState::setNodeSchedulable(NodeIndex n, bool schedulable) {
+  if (auto s = checkNode(n); !s) {
+    return s;
+  }
+  nodes_[n].schedulable = schedulable;
+  return okStatus();
+}
+
+Status ClusterState::reserve(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t memoryMiB) {
+  if (auto s = checkNode(n); !s) {
+    return s;
+  }
+  NodeState& node = nodes_[n];
+  // Compare against what is left, never add first: no overflow whatever the input.
+  if (cpuMilli > node.cpuMilliFree()) {
+    return makeError("insufficient", "node '" + node.name + "': " + str(cpuMilli) +
+                                         " mCPU requested, " + str(node.cpuMilliFree()) + " free");
+  }
+  if (memoryMiB > node.memoryMiBFree()) {
+    return makeError("insufficient", "node '" + node.name + "': " + str(memoryMiB) +
+                                         " MiB requested, " + str(node.memoryMiBFree()) + " free");
+  }
+  node.cpuMilliUsed += cpuMilli;
+  node.memoryMiBUsed += memoryMiB;
+  return okStatus();
+}
+
+Status ClusterState::release(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t memoryMiB) {
+  if (auto s = checkNode(n); !s) {
+    return s;
+  }
+  NodeState& node = nodes_[n];
+  if (cpuMilli > node.cpuMilliUsed || memoryMiB > node.memoryMiBUsed) {
+    return makeError("conflict", "node '" + node.name + "': releasing " + str(cpuMilli) +
+                                     " mCPU / " + str(memoryMiB) + " MiB but only " +
+                                     str(node.cpuMilliUsed) + " mCPU / " +
+                                     str(node.memoryMiBUsed) + " MiB are used");
+  }
+  node.cpuMilliUsed -= cpuMilli;
+  node.memoryMiBUsed -= memoryMiB;
+  return okStatus();
+}
+
+}  // namespace kc::alloc
