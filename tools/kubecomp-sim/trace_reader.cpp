@@ -250,6 +250,11 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
       ++out.stats.skippedNoEndTime;
       continue;
     }
+    const bool censored = phaseCol && (*fields)[*phaseCol] == "Running";
+    if (censored && options.skipCensored) {
+      ++out.stats.skippedCensored;
+      continue;
+    }
     const bool sharing = **gpus >= 1 && **gpuMilli < 1000;
     if (sharing) {
       if (options.sharing == GpuSharing::Skip) {
@@ -258,7 +263,7 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
       }
       ++out.stats.gpuSharingAsWhole;
     }
-    if (phaseCol && (*fields)[*phaseCol] == "Running") {
+    if (censored) {
       ++out.stats.censoredRunning;
     }
     Job job;

@@ -23,6 +23,10 @@ enum class GpuSharing : std::uint8_t { WholeGpu, Skip };
 struct AlibabaOptions {
   GpuSharing sharing = GpuSharing::WholeGpu;
   bool includeCpuOnly = false;  // num_gpu = 0 tasks; skipped (and counted) by default
+  // pod_phase Running rows were still running when the trace ended: their duration is censored
+  // (long-lived services). Kept by default (ending at deletion_time, the trace's end); skipped
+  // and counted when set, leaving the tasks that completed (Succeeded / Failed).
+  bool skipCensored = false;
 };
 
 // What happened to every data row of a pod list. rows = sum of all the "skipped_*" counters
@@ -34,6 +38,7 @@ struct TraceStats {
   std::uint64_t skippedNoEndTime = 0;      // deletion_time empty
   std::uint64_t skippedCpuOnly = 0;        // num_gpu = 0 (when not included)
   std::uint64_t skippedGpuSharing = 0;     // gpu_milli < 1000 with GpuSharing::Skip
+  std::uint64_t skippedCensored = 0;       // pod_phase Running with skipCensored
   std::uint64_t gpuSharingAsWhole = 0;     // gpu_milli < 1000 kept as one whole GPU
   std::uint64_t censoredRunning = 0;       // pod_phase Running: ends at the trace's end time
   std::uint64_t zeroDuration = 0;          // deletion_time == scheduled_time

@@ -32,6 +32,15 @@ TEST_CASE("the real Alibaba v2023 trace is read with every row accounted for") {
   CHECK(k->stats.skippedGpuSharing == s.gpuSharingAsWhole);
   CHECK(k->stats.jobs + k->stats.skippedGpuSharing == s.jobs);
 
+  AlibabaOptions completedOnly;
+  completedOnly.skipCensored = true;
+  auto c = readAlibabaPodsFile(dir + "/openb_pod_list_default.csv", completedOnly);
+  REQUIRE(c.ok());
+  CHECK(c->stats.skippedCensored == s.censoredRunning);
+  CHECK(c->stats.jobs + c->stats.skippedCensored == s.jobs);
+  CHECK(c->stats.rows == c->stats.jobs + c->stats.skippedNoStartTime + c->stats.skippedNoEndTime +
+                             c->stats.skippedCpuOnly + c->stats.skippedGpuSharing + c->stats.skippedCensored);
+
   auto nodes = readAlibabaNodesFile(dir + "/openb_node_list_gpu_node.csv");
   REQUIRE(nodes.ok());
   CHECK(nodes->size() == 1213);

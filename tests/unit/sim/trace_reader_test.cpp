@@ -70,6 +70,15 @@ TEST_CASE("Alibaba rows without times, CPU-only and GPU-sharing rows are counted
     CHECK(r->trace.jobs[0].id == "d");
     CHECK(r->trace.jobs[0].gpus == 1);
   }
+  SECTION("censored Running rows skipped on request") {
+    AlibabaOptions o;
+    o.skipCensored = true;
+    auto r = pods(body, o);
+    REQUIRE(r.ok());
+    CHECK(r->stats.skippedCensored == 1);
+    CHECK(r->stats.censoredRunning == 0);
+    CHECK(r->stats.jobs == 1);  // e
+  }
   SECTION("sharing rows skipped on request, CPU-only kept on request") {
     auto r = pods(body, AlibabaOptions{GpuSharing::Skip, true});
     REQUIRE(r.ok());

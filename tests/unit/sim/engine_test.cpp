@@ -1,0 +1,269 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/node_score.hpp"
+#include "libcore/alloc/policy_registry.hpp"
+#include "tools/kubecomp-sim/cluster.hpp"
+#include "tools/kubecomp-sim/engine.hpp"
+#include "tools/kubecomp-sim/report.hpp"
+
+using namespace kc::sim;
+namespace alloc = kc::alloc;
+
+namespace {
+
+// Builder for a small trace: times in seconds, 1 CPU, no memory.
+class TraceBuilder {
+ public:
+  TraceBuilder& job(double arrivalS, std::uint32_t gpus, double durationS) {
+    Job j;
+    j.id = "j";
+    j.id += std::to_string(trace_.jobs.size());
+    j.arrival = static_cast<SimMs>(arrivalS * kMsPerSecond);
+    j.duration = static_cast<SimMs>(durationS * kMsPerSecond);
+    j.gpus = gpus;
+    j.cpuMilli = 1000;
+    trace_.jobs.push_back(j);
+    return *this;
+  }
+  Trace build() const { return trace_; }
+
+ private:
+  Trace trace_;
+};
+
+alloc::ClusterState cluster(const std::string& layout, std::uint32_t pools = 1, double cpus = 100) {
+  LayoutSpec spec;
+  spec.pools = pools;
+  spec.perNodeGpus = *parseLayout(layout);
+  spec.nodeCpuMilli = static_cast<std::int64_t>(cpus * 1000);
+  spec.nodeMemoryMib = 1024;
+  auto c = buildCluster(spec);
+  REQUIRE(c.ok());
+  return std::move(*c);
+}
+
+SimConfig config(alloc::Composability mode, double moveS, QueueDiscipline q = QueueDiscipline::Fcfs) {
+  SimConfig c = defaultSimConfig();
+  c.mode = mode;
+  c.moveTime = static_cast<SimMs>(moveS * kMsPerSecond);
+  c.queue = q;
+  return c;
+}
+
+double waitS(const Trace& t, const SimResult& r, std::size_t i) {
+  return static_cast<double>(r.jobs[i].start - t.jobs[i].arrival) / kMsPerSecond;
+}
+
+}  // namespace
+
+// 2 nodes x 2 GPUs, one pool, 10 s per GPU move.
+//   j0 t=0 3 GPUs 100 s: no node has 3 -> least demand, tie -> n000000, move 1 -> start 10.
+//   j1 t=5 1 GPU 50 s: best fit -> n000001 (1 free), start 5.
+//   j2 t=6 1 GPU 20 s: nothing free until j1 ends at 55 -> start 55 on n000001.
+//   j3 t=7 4 GPUs 10 s: behind j2; at 110 j0 ends: n0 has 3, move 1 from n1 (pool idle since
+//   10) -> start 120.
+TEST_CASE("composable FCFS: hand-computed waits, moves serialised and charged") {
+  const Trace t = TraceBuilder().job(0, 3, 100).job(5, 1, 50).job(6, 1, 20).job(7, 4, 10).build();
+  const auto c = cluster("2+2");
+  auto r = simulate(c, t, config(alloc::Composability::Composable, 10));
+  REQUIRE(r.ok());
+  CHECK(waitS(t, *r, 0) == 10);
+  CHECK(waitS(t, *r, 1) == 0);
+  CHECK(waitS(t, *r, 2) == 49);
+  CHECK(waitS(t, *r, 3) == 113);
+  CHECK(c.node(r->jobs[0].node).name == "n000000");
+  CHECK(c.node(r->jobs[1].node).name == "n000001");
+  CHECK(c.node(r->jobs[2].node).name == "n000001");
+  CHECK(c.node(r->jobs[3].node).name == "n000000");
+  CHECK(r->jobs[0].gpusMoved == 1);
+  CHECK(r->jobs[3].gpusMoved == 1);
+  CHECK(r->gpusMoved == 2);
+  CHECK(r->rejected == 0);
+  const Summary s = summarise(t, *r);
+  CHECK(s.waitS.mean == Approx((10 + 0 + 49 + 113) / 4.0));
+  CHECK(s.makespanS == 130);
+  // Used GPU-seconds: 3*100 + 1*50 + 1*20 + 4*10 = 410 over 130 s on 4 GPUs.
+  CHECK(s.gpuUtilisation == Approx(410.0 / (4 * 130)));
+}
+
+TEST_CASE("composable with zero move time: the same decisions, no reconfiguration delay") {
+  const Trace t = TraceBuilder().job(0, 3, 100).job(5, 1, 50).job(6, 1, 20).job(7, 4, 10).build();
+  auto r = simulate(cluster("2+2"), t, config(alloc::Composability::Composable, 0));
+  REQUIRE(r.ok());
+  CHECK(waitS(t, *r, 0) == 0);
+  CHECK(waitS(t, *r, 2) == 49);
+  CHECK(waitS(t, *r, 3) == 93);  // starts when j0 ends at 100
+  CHECK(r->gpusMoved == 2);
+}
+
+TEST_CASE("moves of one pool are serialised; pools move in parallel") {
+  // Two pools of 1+1 nodes... each job needs 2 GPUs on one node: one move each.
+  const Trace t = TraceBuilder().job(0, 2, 100).job(0, 2, 100).build();
+  SECTION("one pool of 4 nodes: the second move waits for the first") {
+    auto r = simulate(cluster("1+1+1+1"), t, config(alloc::Composability::Composable, 10));
+    REQUIRE(r.ok());
+    CHECK(waitS(t, *r, 0) == 10);
+    CHECK(waitS(t, *r, 1) == 20);
+  }
+  SECTION("two pools of 2 nodes: both moves at once") {
+    auto r = simulate(cluster("1+1", 2), t, config(alloc::Composability::Composable, 10));
+    REQUIRE(r.ok());
+    CHECK(waitS(t, *r, 0) == 10);
+    CHECK(waitS(t, *r, 1) == 10);
+  }
+}
+
+// Preconfigured 1+3:
+//   a t=0 2 GPUs 100 s -> n000001 (only node with 2), start 0.
+//   b t=1 3 GPUs 10 s -> waits for a: start 100 on n000001.
+//   c t=2 1 GPU 5 s: FCFS -> behind b, start 100 on n000000; backfill -> start 2.
+//   d t=3 4 GPUs: no node ever holds 4 -> rejected, blocks nobody.
+TEST_CASE("preconfigured: FCFS head-of-line blocking, backfill, rejection") {
+  const Trace t = TraceBuilder().job(0, 2, 100).job(1, 3, 10).job(2, 1, 5).job(3, 4, 1).build();
+  const auto c = cluster("1+3");
+  SECTION("fcfs") {
+    auto r = simulate(c, t, config(alloc::Composability::Preconfigured, 10));
+    REQUIRE(r.ok());
+    CHECK(waitS(t, *r, 0) == 0);
+    CHECK(waitS(t, *r, 1) == 99);
+    CHECK(waitS(t, *r, 2) == 98);
+    CHECK(r->jobs[3].rejected());
+    CHECK(r->rejected == 1);
+    CHECK(r->gpusMoved == 0);
+    CHECK(c.node(r->jobs[2].node).name == "n000000");
+  }
+  SECTION("backfill (beyond the paper)") {
+    auto r = simulate(c, t, config(alloc::Composability::Preconfigured, 10, QueueDiscipline::Backfill));
+    REQUIRE(r.ok());
+    CHECK(waitS(t, *r, 1) == 99);
+    CHECK(waitS(t, *r, 2) == 0);
+    CHECK(r->rejected == 1);
+  }
+  SECTION("the same trace composable: d fits the 4-GPU pool once everything is free") {
+    auto r = simulate(c, t, config(alloc::Composability::Composable, 10));
+    REQUIRE(r.ok());
+    // b needs 3 but a holds 2 of the pool's 4: it waits for a (ends 100), then n000001 has 3.
+    CHECK(waitS(t, *r, 1) == 99);
+    CHECK(c.node(r->jobs[1].node).name == "n000001");
+    CHECK(r->jobs[1].gpusMoved == 0);
+    // c: behind b, then n000000's GPU -> start 100.
+    CHECK(waitS(t, *r, 2) == 98);
+    // d: b ends at 110 (c at 105): n1 has 3 free, n0 1 -> least demand n000001, move 1 -> 120.
+    CHECK(waitS(t, *r, 3) == 117);
+    CHECK(c.node(r->jobs[3].node).name == "n000001");
+    CHECK(r->gpusMoved == 1);
+    CHECK(r->rejected == 0);
+  }
+}
+
+TEST_CASE("CPU-bound jobs wait for CPU even when GPUs are free") {
+  // 1 node x 4 GPUs x 100 CPUs; Job A style (80 CPUs, 1 GPU): only one at a time.
+  Trace t = TraceBuilder().job(0, 1, 300).job(0, 1, 300).job(0, 1, 300).build();
+  for (auto& j : t.jobs) {
+    j.cpuMilli = 80'000;
+  }
+  auto r = simulate(cluster("4"), t, config(alloc::Composability::Composable, 10));
+  REQUIRE(r.ok());
+  CHECK(waitS(t, *r, 0) == 0);
+  CHECK(waitS(t, *r, 1) == 300);
+  CHECK(waitS(t, *r, 2) == 600);
+}
+
+TEST_CASE("the CDF of used GPUs is time-weighted and ends at 1") {
+  // 2 GPUs; one 1-GPU job for 100 s, then a 2-GPU job for 100 s.
+  const Trace t = TraceBuilder().job(0, 1, 100).job(100, 2, 100).build();
+  auto r = simulate(cluster("2"), t, config(alloc::Composability::Composable, 0));
+  REQUIRE(r.ok());
+  const auto j = summaryJson(t, *r);
+  const auto cdf = j["used_gpus_cdf"].get<std::vector<double>>();
+  REQUIRE(cdf.size() == 3);
+  CHECK(cdf[0] == Approx(0));
+  CHECK(cdf[1] == Approx(0.5));
+  CHECK(cdf[2] == Approx(1));
+  CHECK(j["makespan_s"].get<double>() == 200);
+  CHECK(j["gpu_utilisation"].get<double>() == Approx(300.0 / 400));
+}
+
+TEST_CASE("an unsorted trace or a negative duration is rejected") {
+  Trace t = TraceBuilder().job(10, 1, 1).job(5, 1, 1).build();
+  auto r = simulate(cluster("2"), t, defaultSimConfig());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "invalid");
+  Trace n = TraceBuilder().job(0, 1, 1).build();
+  n.jobs[0].duration = -1;
+  CHECK_FALSE(simulate(cluster("2"), n, defaultSimConfig()).ok());
+}
+
+// The simulator must decide exactly as libcore/alloc's registry does on the same state. Jobs
+// never end here, so the mirror below only has to apply each decision: selectNode, then
+// chooseGpus with an identically seeded generator, then take the node's free GPUs.
+TEST_CASE("simulator and policy registry choose the same node and GPUs for the same state") {
+  const auto nodePolicy = GENERATE(as<std::string>{}, "eq1", "best-fit", "least-demand", "none");
+  const auto gpuPolicy = GENERATE(as<std::string>{}, "alg1", "unattached-first", "random", "first-fit");
+  const auto mode = GENERATE(alloc::Composability::Composable, alloc::Composability::Preconfigured);
+  CAPTURE(nodePolicy, gpuPolicy, static_cast<int>(mode));
+  LayoutSpec spec;
+  spec.pools = 3;
+  spec.perNodeGpus = {1, 4, 0, 3, 2};
+  spec.unattachedPerPool = 2;
+  spec.nodeCpuMilli = 64'000;
+  spec.nodeMemoryMib = 1024;
+  const auto c = buildCluster(spec);
+  REQUIRE(c.ok());
+  alloc::SplitMix64 sizes(42);
+  TraceBuilder b;
+  for (int i = 0; i < 60; ++i) {
+    b.job(i, static_cast<std::uint32_t>(sizes.below(5)), 1e9);
+  }
+  Trace t = b.build();
+  for (auto& j : t.jobs) {
+    j.cpuMilli = static_cast<std::int64_t>(1000 * (1 + sizes.below(12)));
+  }
+  SimConfig cfg = defaultSimConfig();
+  cfg.nodePolicy = *alloc::findNodePolicy(nodePolicy);
+  cfg.gpuPolicy = *alloc::findGpuPolicy(gpuPolicy);
+  cfg.mode = mode;
+  cfg.seed = 9;
+  cfg.moveTime = 0;
+  auto r = simulate(*c, t, cfg);
+  REQUIRE(r.ok());
+
+  alloc::ClusterState mirror = *c;
+  alloc::SplitMix64 rng(9);
+  std::size_t compared = 0;
+  for (std::size_t i = 0; i < t.jobs.size(); ++i) {
+    const alloc::PodRequest pod{static_cast<std::uint64_t>(t.jobs[i].cpuMilli), 0, t.jobs[i].gpus};
+    if (r->jobs[i].rejected()) {
+      continue;
+    }
+    auto choice = alloc::selectNode(mirror, pod, cfg.nodePolicy, cfg.mode);
+    if (!choice) {
+      break;  // FCFS: this job and every later one wait forever (nothing ends)
+    }
+    REQUIRE(r->jobs[i].start >= 0);
+    REQUIRE(r->jobs[i].node == choice->node);
+    REQUIRE(r->jobs[i].gpusMoved == choice->deficit);
+    auto moves = alloc::chooseGpus(mirror, choice->node, choice->deficit, cfg.gpuPolicy, &rng);
+    REQUIRE(moves.ok());
+    for (auto g : *moves) {
+      REQUIRE(mirror.detachGpu(g).ok());
+      REQUIRE(mirror.attachGpu(g, choice->node).ok());
+    }
+    std::vector<alloc::GpuIndex> mine;
+    for (auto g : mirror.nodeGpus(choice->node)) {
+      if (mine.size() < pod.gpus && mirror.gpu(g).free()) {
+        mine.push_back(g);
+      }
+    }
+    for (auto g : mine) {
+      REQUIRE(mirror.allocateGpu(g).ok());
+    }
+    REQUIRE(mirror.reserve(choice->node, pod.cpuMilli, 0).ok());
+    ++compared;
+  }
+  CHECK(compared >= 10);
+}

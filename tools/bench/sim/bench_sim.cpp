@@ -1,0 +1,133 @@
+// bench_sim: simulator throughput (issue 5). Two runs, both through the same code path as
+// kubecomp-sim (trace reader -> ClusterState -> simulate with libcore/alloc policies):
+//   1. the Alibaba cluster-trace-gpu-v2023 pod list (8,152 tasks) on its 1,213 GPU nodes,
+//      composable, pools of 4 consecutive nodes; time includes reading and parsing the CSVs.
+//      Goal: < 1 s.
+//   2. 1,000,000 synthetic jobs (equal Table I mix, Poisson(34) gaps of 1 ms, 300 s each:
+//      ~94% of the GPU capacity, so some jobs queue and GPUs move) on 5,000 nodes (1,250 pools of 4 nodes, 4+4+8+8 GPUs,
+//      192 CPUs each), composable. Goal: < 30 s. Peak memory is the process's ru_maxrss.
+// The last stdout line is one JSON object: alibaba_trace_s, jobs_1m_s, jobs_1m_peak_mib.
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "tools/kubecomp-sim/cluster.hpp"
+#include "tools/kubecomp-sim/engine.hpp"
+#include "tools/kubecomp-sim/report.hpp"
+#include "tools/kubecomp-sim/trace_reader.hpp"
+#include "tools/kubecomp-sim/workload.hpp"
+
+using namespace kc::sim;
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double peakMib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // Linux: kilobytes
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::cerr << "bench_sim: " << what << "\n";
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_sim: kubecomp-sim throughput on the Alibaba trace and on 1,000,000 synthetic jobs"};
+  bool quick = false;
+  std::string traceDir = KC_DEFAULT_TRACE_DIR;
+  std::uint64_t jobs = 1'000'000;
+  std::uint32_t pools = 1250;
+  int repeats = 5;
+  app.add_flag("--quick", quick, "one Alibaba repetition instead of 5 (the 1M-job run is the same)");
+  app.add_option("--trace-dir", traceDir, "folder with openb_pod_list_default.csv and openb_node_list_gpu_node.csv")
+      ->capture_default_str();
+  app.add_option("--jobs", jobs, "synthetic jobs in run 2")->capture_default_str();
+  app.add_option("--pools", pools, "pools of 4 nodes in run 2 (nodes = 4 x pools)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    repeats = 1;
+  }
+
+  // Run 1: the Alibaba trace, best of `repeats`.
+  double alibabaBest = 1e300;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto trace = readAlibabaPodsFile(traceDir + "/openb_pod_list_default.csv");
+    if (!trace) {
+      die(trace.error().message);
+    }
+    auto nodes = readAlibabaNodesFile(traceDir + "/openb_node_list_gpu_node.csv");
+    if (!nodes) {
+      die(nodes.error().message);
+    }
+    auto cluster = buildClusterFromNodes(*nodes, 4);
+    if (!cluster) {
+      die(cluster.error().message);
+    }
+    auto result = simulate(*cluster, trace->trace, defaultSimConfig());
+    if (!result) {
+      die(result.error().message);
+    }
+    const double s = secondsSince(t0);
+    alibabaBest = std::min(alibabaBest, s);
+    if (i == 0) {
+      const Summary sum = summarise(trace->trace, *result);
+      std::printf("alibaba: %llu rows -> %llu jobs on %zu nodes / %zu pools: mean wait %.1f s, %llu GPUs moved, %.3f s\n",
+                  static_cast<unsigned long long>(trace->stats.rows), static_cast<unsigned long long>(sum.jobs),
+                  cluster->nodeCount(), cluster->poolCount(), sum.waitS.mean,
+                  static_cast<unsigned long long>(sum.gpusMoved), s);
+    }
+  }
+  std::printf("alibaba trace (read + simulate), best of %d: %.3f s (goal < 1 s)\n", repeats, alibabaBest);
+
+  // Run 2: synthetic jobs on 4 x pools nodes.
+  WorkloadSpec spec;
+  spec.mix = *mixByName("fig13");
+  spec.jobs = jobs;
+  spec.lambda = 34;
+  spec.intervalUnit = 1;
+  spec.seed = 1;
+  LayoutSpec layout;
+  layout.pools = pools;
+  layout.perNodeGpus = {4, 4, 8, 8};
+  layout.nodeCpuMilli = 192'000;
+  layout.nodeMemoryMib = 1 << 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto trace = generateWorkload(spec);
+  auto cluster = buildCluster(layout);
+  if (!trace || !cluster) {
+    die("cannot build the synthetic run");
+  }
+  const double genS = secondsSince(t0);
+  SimConfig config = defaultSimConfig();
+  config.progress = [t0](std::uint64_t done, std::uint64_t total) {
+    std::fprintf(stderr, "bench_sim: %llu/%llu jobs done, %.1f s\n", static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), secondsSince(t0));
+  };
+  auto result = simulate(*cluster, *trace, config);
+  if (!result) {
+    die(result.error().message);
+  }
+  const double totalS = secondsSince(t0);
+  const Summary sum = summarise(*trace, *result);
+  const double peak = peakMib();
+  std::printf("synthetic: %llu jobs on %zu nodes / %zu pools: mean wait %.1f s, util %.3f, %llu GPUs moved, "
+              "%llu placement attempts; generate %.2f s, total %.2f s (goal < 30 s), peak RSS %.0f MiB\n",
+              static_cast<unsigned long long>(sum.jobs), cluster->nodeCount(), cluster->poolCount(), sum.waitS.mean,
+              sum.gpuUtilisation, static_cast<unsigned long long>(sum.gpusMoved),
+              static_cast<unsigned long long>(result->placementAttempts), genS, totalS, peak);
+  std::printf("{\"alibaba_trace_s\": %.4f, \"jobs_1m_s\": %.3f, \"jobs_1m_peak_mib\": %.1f}\n", alibabaBest, totalS,
+              peak);
+  return 0;
+}

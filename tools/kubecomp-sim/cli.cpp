@@ -1,0 +1,344 @@
+#include "tools/kubecomp-sim/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "libcore/alloc/policy_registry.hpp"
+#include "tools/kubecomp-sim/cluster.hpp"
+#include "tools/kubecomp-sim/engine.hpp"
+#include "tools/kubecomp-sim/report.hpp"
+#include "tools/kubecomp-sim/trace_reader.hpp"
+#include "tools/kubecomp-sim/workload.hpp"
+
+namespace kc::sim {
+namespace {
+
+struct Options {
+  // input
+  std::string workload;
+  std::uint64_t jobs = 50;
+  double lambda = 60;
+  double intervalUnitMs = 1000;
+  double jobDurationS = 300;
+  std::uint64_t seed = 1;
+  std::string alibabaPods;
+  std::string alibabaSharing = "whole";
+  bool alibabaCpuOnly = false;
+  bool alibabaCompletedOnly = false;
+  std::string traceCsv;
+  std::string writeTrace;
+  double timeScale = 1.0;
+  // cluster
+  std::string alibabaNodes;
+  std::uint32_t nodesPerPool = 0;
+  std::uint32_t pools = 1;
+  std::string layout = "4+4";
+  std::uint32_t unattached = 0;
+  double nodeCpu = 192;
+  std::int64_t nodeMemoryMib = 1 << 20;
+  // behaviour
+  std::string mode = "composable";
+  std::string nodePolicy{alloc::kDefaultNodePolicy};
+  std::string gpuPolicy{alloc::kDefaultGpuPolicy};
+  std::uint64_t policySeed = 1;
+  double moveTimeS = static_cast<double>(kDefaultMoveTime) / kMsPerSecond;
+  std::string queue = "fcfs";
+  // output
+  std::string jobsOut;
+  std::string summaryOut = "-";
+  bool progress = false;
+  bool quiet = false;
+  bool listPolicies = false;
+};
+
+std::string policyList() {
+  std::string s = "node policies:\n";
+  for (const auto& p : alloc::nodePolicies()) {
+    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
+  }
+  s += "GPU policies:\n";
+  for (const auto& p : alloc::gpuPolicies()) {
+    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
+  }
+  return s;
+}
+
+Result<LoadedTrace> loadTrace(const Options& o) {
+  const int sources = !o.workload.empty() + !o.alibabaPods.empty() + !o.traceCsv.empty();
+  if (sources != 1) {
+    return makeError("invalid", "give exactly one of --workload, --alibaba-pods, --trace-csv");
+  }
+  Result<LoadedTrace> loaded = makeError("invalid", "no input");
+  if (!o.workload.empty()) {
+    auto mix = mixByName(o.workload);
+    if (!mix) {
+      return mix.error();
+    }
+    if (!(o.intervalUnitMs >= 1) || !(o.jobDurationS >= 0)) {
+      return makeError("invalid", "--interval-unit-ms must be >= 1 and --job-duration-s >= 0");
+    }
+    WorkloadSpec spec;
+    spec.mix = *mix;
+    spec.jobs = o.jobs;
+    spec.lambda = o.lambda;
+    spec.intervalUnit = static_cast<SimMs>(std::llround(o.intervalUnitMs));
+    spec.duration = static_cast<SimMs>(std::llround(o.jobDurationS * kMsPerSecond));
+    spec.seed = o.seed;
+    auto trace = generateWorkload(spec);
+    if (!trace) {
+      return trace.error();
+    }
+    LoadedTrace lt;
+    lt.trace = std::move(*trace);
+    lt.stats.rows = lt.stats.jobs = lt.trace.jobs.size();
+    loaded = std::move(lt);
+  } else if (!o.alibabaPods.empty()) {
+    AlibabaOptions ao;
+    if (o.alibabaSharing == "skip") {
+      ao.sharing = GpuSharing::Skip;
+    } else if (o.alibabaSharing != "whole") {
+      return makeError("invalid", "--alibaba-sharing must be 'whole' or 'skip'");
+    }
+    ao.includeCpuOnly = o.alibabaCpuOnly;
+    ao.skipCensored = o.alibabaCompletedOnly;
+    loaded = readAlibabaPodsFile(o.alibabaPods, ao);
+  } else {
+    loaded = readJobCsvFile(o.traceCsv);
+  }
+  if (!loaded) {
+    return loaded;
+  }
+  if (!(o.timeScale > 0) || !std::isfinite(o.timeScale)) {
+    return makeError("invalid", "--time-scale must be a positive number");
+  }
+  if (o.timeScale != 1.0) {
+    for (Job& j : loaded->trace.jobs) {
+      j.arrival = static_cast<SimMs>(std::llround(static_cast<double>(j.arrival) * o.timeScale));
+    }
+  }
+  return loaded;
+}
+
+Result<alloc::ClusterState> loadCluster(const Options& o) {
+  if (!o.alibabaNodes.empty()) {
+    auto nodes = readAlibabaNodesFile(o.alibabaNodes);
+    if (!nodes) {
+      return nodes.error();
+    }
+    return buildClusterFromNodes(*nodes, o.nodesPerPool);
+  }
+  auto layout = parseLayout(o.layout);
+  if (!layout) {
+    return layout.error();
+  }
+  LayoutSpec spec;
+  spec.pools = o.pools;
+  spec.perNodeGpus = *layout;
+  spec.unattachedPerPool = o.unattached;
+  if (!(o.nodeCpu > 0) || !std::isfinite(o.nodeCpu)) {
+    return makeError("invalid", "--node-cpu must be positive");
+  }
+  spec.nodeCpuMilli = static_cast<std::int64_t>(std::llround(o.nodeCpu * 1000));
+  spec.nodeMemoryMib = o.nodeMemoryMib;
+  return buildCluster(spec);
+}
+
+nlohmann::json statsJson(const TraceStats& s) {
+  return {{"rows", s.rows},
+          {"jobs", s.jobs},
+          {"skipped_no_start_time", s.skippedNoStartTime},
+          {"skipped_no_end_time", s.skippedNoEndTime},
+          {"skipped_cpu_only", s.skippedCpuOnly},
+          {"skipped_gpu_sharing", s.skippedGpuSharing},
+          {"skipped_censored_running", s.skippedCensored},
+          {"gpu_sharing_as_whole_gpu", s.gpuSharingAsWhole},
+          {"censored_running", s.censoredRunning},
+          {"zero_duration", s.zeroDuration}};
+}
+
+int fail(const std::string& message) {
+  std::cerr << "kubecomp-sim: " << message << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int runCli(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "kubecomp-sim: trace-driven simulator of a composable GPU cluster (KubeComp, paper 001 "
+      "section VI). Jobs are placed FCFS by the same libcore/alloc policies the scheduler runs. "
+      "Prints a summary JSON (wait, JCT, makespan, GPU utilisation, CDF of used GPUs, GPUs "
+      "moved)."};
+  app.get_formatter()->column_width(40);
+  auto* in = "Input (exactly one of --workload, --alibaba-pods, --trace-csv)";
+  app.add_option("--workload", o.workload,
+                 "synthetic workload mix: w1..w4 (Table II), fig13 (equal A-E), ae:<percent of Job A> "
+                 "(rest Job E, Fig. 11), custom:a,b,c,d,e (weights of Table I types)")
+      ->group(in);
+  app.add_option("--jobs", o.jobs, "synthetic: number of jobs")->capture_default_str()->group(in);
+  app.add_option("--lambda", o.lambda, "synthetic: mean of the Poisson-distributed integer interval between jobs, in interval units")
+      ->capture_default_str()->group(in);
+  app.add_option("--interval-unit-ms", o.intervalUnitMs, "synthetic: length of one interval unit in ms (1000 = seconds, as the paper)")
+      ->capture_default_str()->group(in);
+  app.add_option("--job-duration-s", o.jobDurationS, "synthetic: run time of every job in seconds (paper: 300)")
+      ->capture_default_str()->group(in);
+  app.add_option("--seed", o.seed, "synthetic: seed of the job order and intervals (std::mt19937_64)")
+      ->capture_default_str()->group(in);
+  app.add_option("--alibaba-pods", o.alibabaPods,
+                 "Alibaba cluster-trace-gpu-v2023 pod list (openb_pod_list_*.csv): arrival = creation_time, "
+                 "duration = deletion_time - scheduled_time; rows lacking times and CPU-only rows are skipped and counted")
+      ->group(in);
+  app.add_option("--alibaba-sharing", o.alibabaSharing,
+                 "Alibaba GPU-sharing tasks (gpu_milli < 1000): 'whole' = take one whole GPU, 'skip' = leave out (counted)")
+      ->capture_default_str()->group(in);
+  app.add_flag("--alibaba-include-cpu-only", o.alibabaCpuOnly, "Alibaba: keep num_gpu = 0 tasks (they need CPU and memory only)")
+      ->group(in);
+  app.add_flag("--alibaba-completed-only", o.alibabaCompletedOnly,
+               "Alibaba: skip (and count) pod_phase Running rows, whose duration is censored at the trace's end")
+      ->group(in);
+  app.add_option("--trace-csv", o.traceCsv,
+                 "generic job CSV with header; columns arrival_s, duration_s, gpus (required), id, cpu (cores), memory_mib")
+      ->group(in);
+  app.add_option("--time-scale", o.timeScale, "multiply every arrival time by this factor (< 1 compresses a trace to raise load)")
+      ->capture_default_str()->group(in);
+  app.add_option("--write-trace", o.writeTrace, "also write the input jobs as a generic job CSV to this file")->group(in);
+
+  auto* cl = "Cluster (synthetic layout, or the Alibaba node list)";
+  app.add_option("--pools", o.pools, "number of GPU pools (each with the --layout nodes)")->capture_default_str()->group(cl);
+  app.add_option("--layout", o.layout, "GPUs attached to each node of a pool at the start, e.g. 4+4+8+8 (entries = nodes per pool)")
+      ->capture_default_str()->group(cl);
+  app.add_option("--unattached", o.unattached, "GPUs per pool attached to no node at the start")->capture_default_str()->group(cl);
+  app.add_option("--node-cpu", o.nodeCpu, "CPU cores per node (testbed: 192)")->capture_default_str()->group(cl);
+  app.add_option("--node-memory-mib", o.nodeMemoryMib, "memory per node in MiB")->capture_default_str()->group(cl);
+  app.add_option("--alibaba-nodes", o.alibabaNodes, "Alibaba node list (openb_node_list_gpu_node.csv); replaces --pools/--layout")
+      ->group(cl);
+  app.add_option("--nodes-per-pool", o.nodesPerPool, "Alibaba nodes: consecutive nodes per pool (0 = one pool of all nodes)")
+      ->capture_default_str()->group(cl);
+
+  auto* be = "Behaviour";
+  app.add_option("--mode", o.mode, "composable (GPUs move on demand) or preconfigured (fixed attachment)")
+      ->capture_default_str()->group(be);
+  app.add_option("--node-policy", o.nodePolicy, "node selection policy from the libcore/alloc registry (see --list-policies)")
+      ->capture_default_str()->group(be);
+  app.add_option("--gpu-policy", o.gpuPolicy, "GPU candidate policy from the libcore/alloc registry (see --list-policies)")
+      ->capture_default_str()->group(be);
+  app.add_option("--policy-seed", o.policySeed, "seed of the random GPU policy")->capture_default_str()->group(be);
+  app.add_option("--move-time-s", o.moveTimeS,
+                 "seconds to move one GPU between nodes (serialised per pool); default = midpoint of the measured 17-22 s; 0 allowed")
+      ->capture_default_str()->group(be);
+  app.add_option("--queue", o.queue, "fcfs (the paper) or backfill (greedy, beyond the paper)")->capture_default_str()->group(be);
+  app.add_flag("--list-policies", o.listPolicies, "print the registered policies and exit")->group(be);
+
+  auto* out = "Output";
+  app.add_option("--jobs-out", o.jobsOut, "per-job CSV: id,arrival,start,end,wait,node,gpus,gpus_moved,status")->group(out);
+  app.add_option("--summary-out", o.summaryOut, "summary JSON file ('-' = stdout)")->capture_default_str()->group(out);
+  app.add_flag("--progress", o.progress, "report progress on stderr (on by default for more than 100,000 jobs)")->group(out);
+  app.add_flag("--quiet", o.quiet, "no progress output")->group(out);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (o.listPolicies) {
+    std::cout << policyList();
+    return 0;
+  }
+
+  SimConfig config = defaultSimConfig();
+  auto np = alloc::findNodePolicy(o.nodePolicy);
+  if (!np) {
+    return fail(np.error().message);
+  }
+  auto gp = alloc::findGpuPolicy(o.gpuPolicy);
+  if (!gp) {
+    return fail(gp.error().message);
+  }
+  config.nodePolicy = *np;
+  config.gpuPolicy = *gp;
+  config.seed = o.policySeed;
+  if (o.mode == "composable") {
+    config.mode = alloc::Composability::Composable;
+  } else if (o.mode == "preconfigured") {
+    config.mode = alloc::Composability::Preconfigured;
+  } else {
+    return fail("--mode must be 'composable' or 'preconfigured'");
+  }
+  if (o.queue == "fcfs") {
+    config.queue = QueueDiscipline::Fcfs;
+  } else if (o.queue == "backfill") {
+    config.queue = QueueDiscipline::Backfill;
+  } else {
+    return fail("--queue must be 'fcfs' or 'backfill'");
+  }
+  if (!(o.moveTimeS >= 0) || !std::isfinite(o.moveTimeS)) {
+    return fail("--move-time-s must be >= 0");
+  }
+  config.moveTime = static_cast<SimMs>(std::llround(o.moveTimeS * kMsPerSecond));
+
+  auto cluster = loadCluster(o);
+  if (!cluster) {
+    return fail(cluster.error().message);
+  }
+  auto trace = loadTrace(o);
+  if (!trace) {
+    return fail(trace.error().message);
+  }
+  if (!o.writeTrace.empty()) {
+    std::ofstream f(o.writeTrace);
+    writeJobCsv(f, trace->trace);
+    if (!f) {
+      return fail("cannot write " + o.writeTrace);
+    }
+  }
+  const bool showProgress = !o.quiet && (o.progress || trace->trace.jobs.size() > 100'000);
+  const auto started = std::chrono::steady_clock::now();
+  if (showProgress) {
+    config.progress = [started](std::uint64_t done, std::uint64_t total) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      std::cerr << "kubecomp-sim: " << done << "/" << total << " jobs done ("
+                << (total ? 100 * done / total : 100) << "%), " << s << " s\n";
+    };
+  }
+  auto result = simulate(*cluster, trace->trace, config);
+  if (!result) {
+    return fail(result.error().message);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  if (!o.jobsOut.empty()) {
+    std::ofstream f(o.jobsOut);
+    writeJobOutcomes(f, trace->trace, *result, *cluster);
+    if (!f) {
+      return fail("cannot write " + o.jobsOut);
+    }
+  }
+  nlohmann::json j = summaryJson(trace->trace, *result);
+  j["config"] = {{"mode", o.mode},
+                 {"node_policy", o.nodePolicy},
+                 {"gpu_policy", o.gpuPolicy},
+                 {"queue", o.queue},
+                 {"move_time_s", o.moveTimeS},
+                 {"nodes", static_cast<std::uint64_t>(cluster->nodeCount())},
+                 {"pools", static_cast<std::uint64_t>(cluster->poolCount())}};
+  j["trace"] = statsJson(trace->stats);
+  j["wall_s"] = wall;
+  if (o.summaryOut == "-") {
+    std::cout << j.dump(1) << "\n";
+  } else {
+    std::ofstream f(o.summaryOut);
+    f << j.dump(1) << "\n";
+    if (!f) {
+      return fail("cannot write " + o.summaryOut);
+    }
+  }
+  return 0;
+}
+
+}  // namespace kc::sim

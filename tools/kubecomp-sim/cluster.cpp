@@ -1,0 +1,136 @@
+#include "tools/kubecomp-sim/cluster.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+namespace kc::sim {
+namespace {
+
+std::string padded(const char* prefix, std::uint64_t index, int width) {
+  char buf[48];
+  const int n = std::snprintf(buf, sizeof buf, "%s%0*llu", prefix, width,
+                              static_cast<unsigned long long>(index));
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
+  std::vector<std::uint32_t> out;
+  std::string_view rest = text;
+  if (rest.empty()) {
+    return makeError("invalid", "empty GPU layout (expected e.g. 4+4+8+8)");
+  }
+  while (true) {
+    const std::size_t plus = rest.find('+');
+    const std::string_view part = rest.substr(0, plus);
+    std::uint32_t v = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc{} || ptr != part.data() + part.size() || v > 1024) {
+      return makeError("invalid", "bad GPU layout '" + text + "' (expected counts joined by '+', e.g. 4+4+8+8)");
+    }
+    out.push_back(v);
+    if (plus == std::string_view::npos) {
+      break;
+    }
+    rest = rest.substr(plus + 1);
+  }
+  return out;
+}
+
+Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
+  if (spec.pools == 0 || spec.perNodeGpus.empty()) {
+    return makeError("invalid", "a cluster needs at least one pool and one node per pool");
+  }
+  if (spec.nodeCpuMilli <= 0) {
+    return makeError("invalid", "node CPU must be positive");
+  }
+  if (spec.nodeMemoryMib < 0) {
+    return makeError("invalid", "node memory must be >= 0");
+  }
+  alloc::ClusterState state;
+  std::uint64_t nodeIndex = 0;
+  std::uint64_t gpuIndex = 0;
+  for (std::uint32_t p = 0; p < spec.pools; ++p) {
+    auto pool = state.addPool(padded("pool", p, 5));
+    if (!pool) {
+      return pool.error();
+    }
+    for (std::uint32_t gpus : spec.perNodeGpus) {
+      alloc::NodeSpec ns;
+      ns.name = padded("n", nodeIndex++, 6);
+      ns.pool = *pool;
+      ns.cpuMilliCapacity = static_cast<std::uint64_t>(spec.nodeCpuMilli);
+      ns.memoryMiBCapacity = static_cast<std::uint64_t>(spec.nodeMemoryMib);
+      auto node = state.addNode(std::move(ns));
+      if (!node) {
+        return node.error();
+      }
+      for (std::uint32_t g = 0; g < gpus; ++g) {
+        alloc::GpuSpec gs;
+        gs.id = padded("g", gpuIndex, 7);
+        gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
+        gs.pool = *pool;
+        gs.node = *node;
+        if (auto r = state.addGpu(std::move(gs)); !r) {
+          return r.error();
+        }
+      }
+    }
+    for (std::uint32_t g = 0; g < spec.unattachedPerPool; ++g) {
+      alloc::GpuSpec gs;
+      gs.id = padded("g", gpuIndex, 7);
+      gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
+      gs.pool = *pool;
+      if (auto r = state.addGpu(std::move(gs)); !r) {
+        return r.error();
+      }
+    }
+  }
+  return state;
+}
+
+Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& nodes,
+                                                  std::uint32_t nodesPerPool) {
+  if (nodes.empty()) {
+    return makeError("invalid", "the node list is empty");
+  }
+  alloc::ClusterState state;
+  const std::size_t perPool = nodesPerPool == 0 ? nodes.size() : nodesPerPool;
+  std::uint64_t gpuIndex = 0;
+  alloc::PoolIndex pool = 0;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (i % perPool == 0) {
+      auto p = state.addPool(padded("pool", i / perPool, 5));
+      if (!p) {
+        return p.error();
+      }
+      pool = *p;
+    }
+    alloc::NodeSpec ns;
+    // The trace's names sort in file order already (openb-node-0000 ...); keep them.
+    ns.name = nodes[i].name;
+    ns.pool = pool;
+    ns.cpuMilliCapacity = static_cast<std::uint64_t>(nodes[i].cpuMilli);
+    ns.memoryMiBCapacity = static_cast<std::uint64_t>(nodes[i].memoryMib);
+    auto node = state.addNode(std::move(ns));
+    if (!node) {
+      return node.error();
+    }
+    for (std::uint32_t g = 0; g < nodes[i].gpus; ++g) {
+      alloc::GpuSpec gs;
+      gs.id = padded("g", gpuIndex, 7);
+      gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
+      gs.pool = pool;
+      gs.node = *node;
+      if (auto r = state.addGpu(std::move(gs)); !r) {
+        return r.error();
+      }
+    }
+  }
+  return state;
+}
+
+std::uint64_t totalGpus(const alloc::ClusterState& state) { return state.gpuCount(); }
+
+}  // namespace kc::sim

@@ -1,0 +1,415 @@
+#include "tools/kubecomp-sim/engine.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/rng.hpp"
+
+namespace kc::sim {
+namespace {
+
+Error internal(const std::string& what, const Error& cause) {
+  return makeError("internal", "simulator: " + what + ": " + cause.message);
+}
+
+struct Event {
+  SimMs time;
+  std::uint8_t kind;  // 0: a job starts using its GPUs, 1: a job ends (frees resources)
+  std::uint32_t job;
+  bool operator>(const Event& o) const {
+    return std::tie(time, kind, job) > std::tie(o.time, o.kind, o.job);
+  }
+};
+
+// Accumulates UsageRecord as simulated time advances.
+class UsageAccumulator {
+ public:
+  explicit UsageAccumulator(std::uint64_t totalGpus) { rec_.histogramMs.assign(totalGpus + 1, 0); }
+
+  void start(SimMs origin) {
+    rec_.origin = origin;
+    last_ = origin;
+    started_ = true;
+  }
+  bool started() const { return started_; }
+
+  // Accounts [last, t) at the current level, then moves to t.
+  void advance(SimMs t) {
+    if (!started_ || t <= last_) {
+      return;
+    }
+    rec_.histogramMs[used_] += t - last_;
+    if (used_ > 0) {
+      while (t - rec_.origin > static_cast<SimMs>(UsageRecord::kMaxBuckets) * rec_.bucketMs) {
+        coarsen();
+      }
+      SimMs from = last_;
+      while (from < t) {
+        const auto b = static_cast<std::size_t>((from - rec_.origin) / rec_.bucketMs);
+        const SimMs bucketEnd = rec_.origin + static_cast<SimMs>(b + 1) * rec_.bucketMs;
+        const SimMs to = std::min(t, bucketEnd);
+        if (rec_.bucketGpuMs.size() <= b) {
+          rec_.bucketGpuMs.resize(b + 1, 0);
+        }
+        rec_.bucketGpuMs[b] += (to - from) * static_cast<SimMs>(used_);
+        from = to;
+      }
+    }
+    last_ = t;
+  }
+  void add(std::uint32_t gpus) { used_ += gpus; }
+  void remove(std::uint32_t gpus) { used_ -= gpus; }
+
+  UsageRecord finish(SimMs end) {
+    advance(end);
+    const std::size_t buckets =
+        static_cast<std::size_t>((std::max(end, rec_.origin) - rec_.origin + rec_.bucketMs - 1) / rec_.bucketMs);
+    rec_.bucketGpuMs.resize(std::max(rec_.bucketGpuMs.size(), buckets), 0);
+    return std::move(rec_);
+  }
+
+ private:
+  void coarsen() {
+    std::vector<SimMs>& b = rec_.bucketGpuMs;
+    for (std::size_t i = 0; i < b.size(); i += 2) {
+      b[i / 2] = b[i] + (i + 1 < b.size() ? b[i + 1] : 0);
+    }
+    b.resize((b.size() + 1) / 2);
+    rec_.bucketMs *= 2;
+  }
+
+  UsageRecord rec_;
+  SimMs last_ = 0;
+  std::uint64_t used_ = 0;
+  bool started_ = false;
+};
+
+// Whether a request could run on the EMPTY cluster: some node type with enough CPU, memory
+// and reachable GPUs (its pool's healthy GPUs when composable, its own when preconfigured).
+class RunnableCheck {
+ public:
+  RunnableCheck(const alloc::ClusterState& s, alloc::Composability mode) {
+    std::vector<std::uint64_t> poolHealthy(s.poolCount(), 0);
+    std::vector<std::uint64_t> nodeHealthy(s.nodeCount(), 0);
+    for (alloc::GpuIndex g = 0; g < s.gpuCount(); ++g) {
+      const auto& gpu = s.gpu(g);
+      if (!gpu.healthy) {
+        continue;
+      }
+      ++poolHealthy[gpu.pool];
+      if (gpu.attached()) {
+        ++nodeHealthy[gpu.node];
+      }
+    }
+    std::set<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> types;
+    for (alloc::NodeIndex n = 0; n < s.nodeCount(); ++n) {
+      const auto& node = s.node(n);
+      if (!node.schedulable) {
+        continue;
+      }
+      std::uint64_t gpus = 0;
+      if (mode == alloc::Composability::Composable) {
+        gpus = node.pool == alloc::kNoPool ? 0 : poolHealthy[node.pool];
+      } else {
+        gpus = nodeHealthy[n];
+      }
+      types.emplace(node.cpuMilliCapacity, node.memoryMiBCapacity, gpus);
+    }
+    types_.assign(types.begin(), types.end());
+  }
+
+  bool runnable(const alloc::PodRequest& pod) {
+    const Key key{pod.cpuMilli, pod.memoryMiB, pod.gpus};
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      return it->second;
+    }
+    bool ok = false;
+    for (const auto& [cpu, mem, gpus] : types_) {
+      if (pod.cpuMilli <= cpu && pod.memoryMiB <= mem && pod.gpus <= gpus) {
+        ok = true;
+        break;
+      }
+    }
+    cache_.emplace(key, ok);
+    return ok;
+  }
+
+ private:
+  struct Key {
+    std::uint64_t cpu, mem, gpus;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<std::uint64_t>()(k.cpu * 1'000'003ULL ^ k.mem * 7919ULL ^ k.gpus);
+    }
+  };
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> types_;
+  std::unordered_map<Key, bool, KeyHash> cache_;
+};
+
+class Engine {
+ public:
+  Engine(const alloc::ClusterState& cluster, const Trace& trace, const SimConfig& config)
+      : state_(cluster),
+        trace_(trace),
+        config_(config),
+        rng_(config.seed),
+        usage_(cluster.gpuCount()),
+        runnable_(cluster, config.mode),
+        poolBusyUntil_(cluster.poolCount(), 0) {
+    result_.jobs.resize(trace.jobs.size());
+    result_.totalGpus = cluster.gpuCount();
+    runningGpus_.resize(trace.jobs.size());
+  }
+
+  Result<SimResult> run() {
+    const auto& jobs = trace_.jobs;
+    const std::uint64_t total = jobs.size();
+    const std::uint64_t progressEvery = std::max<std::uint64_t>(1, total / 20);
+    std::size_t nextArrival = 0;
+    SimMs lastEnd = jobs.empty() ? 0 : jobs.front().arrival;
+    if (!jobs.empty()) {
+      usage_.start(jobs.front().arrival);
+    }
+    std::uint64_t finished = 0;
+    while (nextArrival < jobs.size() || !events_.empty()) {
+      SimMs now = events_.empty() ? jobs[nextArrival].arrival : events_.top().time;
+      if (nextArrival < jobs.size()) {
+        now = std::min(now, jobs[nextArrival].arrival);
+      }
+      usage_.advance(now);
+      bool released = false;
+      while (!events_.empty() && events_.top().time == now) {
+        const Event e = events_.top();
+        events_.pop();
+        const Job& job = jobs[e.job];
+        if (e.kind == 0) {
+          usage_.add(job.gpus);
+          continue;
+        }
+        usage_.remove(job.gpus);
+        for (alloc::GpuIndex g : runningGpus_[e.job]) {
+          if (auto s = state_.releaseGpu(g); !s) {
+            return internal("releaseGpu", s.error());
+          }
+        }
+        runningGpus_[e.job].clear();
+        runningGpus_[e.job].shrink_to_fit();
+        if (auto s = state_.release(result_.jobs[e.job].node, static_cast<std::uint64_t>(job.cpuMilli),
+                                    static_cast<std::uint64_t>(job.memoryMib));
+            !s) {
+          return internal("release", s.error());
+        }
+        released = true;
+        lastEnd = std::max(lastEnd, now);
+        ++finished;
+        if (config_.progress && finished % progressEvery == 0) {
+          config_.progress(finished, total);
+        }
+      }
+      if (released) {
+        failedHead_ = kNone;
+      }
+      while (nextArrival < jobs.size() && jobs[nextArrival].arrival == now) {
+        const Job& job = jobs[nextArrival];
+        if (runnable_.runnable(podOf(job))) {
+          queue_.push_back(static_cast<std::uint32_t>(nextArrival));
+        } else {
+          ++result_.rejected;
+          ++finished;
+        }
+        ++nextArrival;
+      }
+      if (auto s = schedule(now); !s) {
+        return s.error();
+      }
+    }
+    if (config_.progress) {
+      config_.progress(finished, total);
+    }
+    result_.usage = usage_.finish(lastEnd);
+    return std::move(result_);
+  }
+
+  Status validate() const {
+    for (std::size_t i = 0; i < trace_.jobs.size(); ++i) {
+      const Job& j = trace_.jobs[i];
+      if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
+        return makeError("invalid", "job '" + j.id + "' has a negative time or request");
+      }
+      if (i > 0 && j.arrival < trace_.jobs[i - 1].arrival) {
+        return makeError("invalid", "trace is not sorted by arrival at job '" + j.id + "'");
+      }
+    }
+    if (config_.gpuPolicy.rank == nullptr || config_.nodePolicy.compare == nullptr) {
+      return makeError("invalid", "node and GPU policies must be set");
+    }
+    if (config_.moveTime < 0) {
+      return makeError("invalid", "move time must be >= 0");
+    }
+    return okStatus();
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+  static alloc::PodRequest podOf(const Job& j) {
+    return alloc::PodRequest{static_cast<std::uint64_t>(j.cpuMilli),
+                             static_cast<std::uint64_t>(j.memoryMib), j.gpus};
+  }
+
+  Status schedule(SimMs now) {
+    if (config_.queue == QueueDiscipline::Fcfs) {
+      while (!queue_.empty()) {
+        const std::uint32_t head = queue_.front();
+        if (head == failedHead_) {
+          break;  // nothing was released since it last failed: it still cannot fit
+        }
+        auto placed = tryPlace(head, now);
+        if (!placed) {
+          return placed.error();
+        }
+        if (!*placed) {
+          failedHead_ = head;
+          break;
+        }
+        queue_.pop_front();
+      }
+      return okStatus();
+    }
+    // Greedy backfill (beyond the paper). A request at least as large as one that failed in
+    // this pass fails too (feasibility is monotone in cpu, memory and GPUs), so skip it.
+    std::vector<alloc::PodRequest> failed;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      const alloc::PodRequest pod = podOf(trace_.jobs[*it]);
+      const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const alloc::PodRequest& f) {
+        return pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
+      });
+      if (dominated) {
+        ++it;
+        continue;
+      }
+      auto placed = tryPlace(*it, now);
+      if (!placed) {
+        return placed.error();
+      }
+      if (*placed) {
+        it = queue_.erase(it);
+      } else {
+        failed.push_back(pod);
+        ++it;
+      }
+    }
+    return okStatus();
+  }
+
+  // Places the job now if the policies find a node; false if none fits at the moment.
+  Result<bool> tryPlace(std::uint32_t j, SimMs now) {
+    const Job& job = trace_.jobs[j];
+    const alloc::PodRequest pod = podOf(job);
+    ++result_.placementAttempts;
+    auto choice = alloc::selectNode(state_, pod, config_.nodePolicy, config_.mode);
+    if (!choice) {
+      if (choice.error().code == "unschedulable") {
+        return false;
+      }
+      return internal("selectNode", choice.error());
+    }
+    const alloc::NodeIndex node = choice->node;
+    SimMs ready = now;
+    if (choice->deficit > 0) {
+      auto moves = alloc::chooseGpus(state_, node, choice->deficit, config_.gpuPolicy, &rng_);
+      if (!moves) {
+        return internal("chooseGpus", moves.error());
+      }
+      for (alloc::GpuIndex g : *moves) {
+        if (auto s = state_.detachGpu(g); !s) {
+          return internal("detachGpu", s.error());
+        }
+        if (auto s = state_.attachGpu(g, node); !s) {
+          return internal("attachGpu", s.error());
+        }
+      }
+      const alloc::PoolIndex pool = state_.node(node).pool;
+      ready = std::max(now, poolBusyUntil_[pool]) + static_cast<SimMs>(choice->deficit) * config_.moveTime;
+      poolBusyUntil_[pool] = ready;
+      result_.gpusMoved += choice->deficit;
+      ++result_.jobsWithMoves;
+    }
+    std::vector<alloc::GpuIndex>& mine = runningGpus_[j];
+    for (alloc::GpuIndex g : state_.nodeGpus(node)) {
+      if (mine.size() == job.gpus) {
+        break;
+      }
+      if (state_.gpu(g).free()) {
+        mine.push_back(g);
+      }
+    }
+    if (mine.size() != job.gpus) {
+      return makeError("internal", "simulator: node '" + state_.node(node).name +
+                                       "' lacks the GPUs selectNode promised");
+    }
+    for (alloc::GpuIndex g : mine) {
+      if (auto s = state_.allocateGpu(g); !s) {
+        return internal("allocateGpu", s.error());
+      }
+    }
+    if (auto s = state_.reserve(node, pod.cpuMilli, pod.memoryMiB); !s) {
+      return internal("reserve", s.error());
+    }
+    JobOutcome& out = result_.jobs[j];
+    out.start = ready;
+    out.end = ready + job.duration;
+    out.node = node;
+    out.gpusMoved = choice->deficit;
+    if (ready > now) {
+      events_.push(Event{ready, 0, j});
+    } else {
+      usage_.add(job.gpus);
+    }
+    events_.push(Event{out.end, 1, j});
+    return true;
+  }
+
+  alloc::ClusterState state_;
+  const Trace& trace_;
+  const SimConfig& config_;
+  alloc::SplitMix64 rng_;
+  UsageAccumulator usage_;
+  RunnableCheck runnable_;
+  std::vector<SimMs> poolBusyUntil_;
+  std::vector<std::vector<alloc::GpuIndex>> runningGpus_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::deque<std::uint32_t> queue_;
+  std::uint32_t failedHead_ = kNone;
+  SimResult result_;
+};
+
+}  // namespace
+
+SimConfig defaultSimConfig() {
+  SimConfig c;
+  c.nodePolicy = *alloc::findNodePolicy(alloc::kDefaultNodePolicy);
+  c.gpuPolicy = *alloc::findGpuPolicy(alloc::kDefaultGpuPolicy);
+  return c;
+}
+
+Result<SimResult> simulate(const alloc::ClusterState& cluster, const Trace& trace,
+                           const SimConfig& config) {
+  if (trace.jobs.size() >= 0xFFFFFFFFu) {
+    return makeError("invalid", "trace too large (at most 2^32-2 jobs)");
+  }
+  Engine engine(cluster, trace, config);
+  if (auto s = engine.validate(); !s) {
+    return s.error();
+  }
+  return engine.run();
+}
+
+}  // namespace kc::sim
