@@ -61,7 +61,11 @@ def main():
                                              ("jct", axes[1], "Fig. 10: avg JCT (s)")]):
         for i, s in enumerate(names):
             vals = [mean(agg[(w, s)][metric]) for w in WORKLOADS]
-            ax.bar([x + (i - 1) * width for x in range(4)], vals, width, label=s)
+            xs = [x + (i - 1) * width for x in range(4)]
+            ax.bar(xs, vals, width, label=s)
+            for x, w, v in zip(xs, WORKLOADS, vals):
+                if mean(agg[(w, s)]["rej"]) > 0:  # mark settings that could not run every job
+                    ax.text(x, v, "E\nrej.", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(4), [w.upper() for w in WORKLOADS])
         ax.set_title(title, fontsize=10)
         if k == 0:

@@ -48,6 +48,10 @@ def main():
                     "rejected (counted per run) and the wait is over the jobs that ran.")
     fig, ax = plt.subplots(figsize=(6, 3.2))
     for s in names:
+        # A layout that rejects Job E ran a different (smaller) workload: not comparable, not plotted.
+        if any(mean(agg[(a, s)]["rej"]) > 0 for a in A_SHARES):
+            ax.plot([], [], label=f"{s}: cannot run Job E (not plotted)", color="none")
+            continue
         ax.plot([f"{a}/{100 - a}" for a in A_SHARES], [mean(agg[(a, s)]["wait"]) for a in A_SHARES],
                 marker="o", label=s)
     ax.set_xlabel("% Job A / % Job E")
