@@ -117,14 +117,19 @@ NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodReq
   return NodeFilterReason::Feasible;
 }
 
-Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
-                              const NodePolicy& policy, Composability mode) {
+namespace {
+
+// The one selection loop (step 1-3 above), over the nodes `nodeAt(0..count-1)`.
+template <typename NodeAt>
+Result<NodeChoice> selectOver(const ClusterState& state, const PodRequest& pod,
+                              const NodePolicy& policy, Composability mode, NodeIndex count,
+                              NodeAt nodeAt) {
   constexpr std::size_t kReasons = 7;
   std::array<std::uint64_t, kReasons> filtered{};
   const NodeState* best = nullptr;
   NodeIndex bestIndex = kNoNode;
-  const auto count = static_cast<NodeIndex>(state.nodeCount());
-  for (NodeIndex n = 0; n < count; ++n) {
+  for (NodeIndex i = 0; i < count; ++i) {
+    const NodeIndex n = nodeAt(i);
     const NodeFilterReason reason = filterNode(state, n, pod, mode);
     if (reason != NodeFilterReason::Feasible) {
       ++filtered[static_cast<std::size_t>(reason)];
@@ -158,6 +163,21 @@ Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
   return NodeChoice{.node = bestIndex,
                     .deficit = pod.gpus > avail ? pod.gpus - avail : 0,
                     .score = eq1Score(pod.gpus, avail)};
+}
+
+}  // namespace
+
+Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
+                              const NodePolicy& policy, Composability mode) {
+  return selectOver(state, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
+                    [](NodeIndex i) { return i; });
+}
+
+Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& pod,
+                                   const NodePolicy& policy, Composability mode,
+                                   std::span<const NodeIndex> candidates) {
+  return selectOver(state, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
+                    [&](NodeIndex i) { return candidates[i]; });
 }
 
 }  // namespace kc::alloc

@@ -24,6 +24,7 @@
 // needed. eq1Score() gives the score itself, as the original reported it, for display.
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "libcore/alloc/pool_model.hpp"
@@ -101,5 +102,14 @@ struct NodeChoice {
 // Error "unschedulable" (message counts the nodes per filter reason) when no node passes.
 Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
                               const NodePolicy& policy, Composability mode);
+
+// selectNode over `candidates` only (any order, no duplicates, every index < nodeCount()): the
+// same filter, comparator and name tie-break, so when the left-out nodes would all be filtered
+// out the choice is selectNode's. For callers that can skip whole groups cheaply, e.g. the
+// simulator leaves out every node of a pool holding fewer than req free GPUs (those nodes fail
+// the filter with PoolShort or NodeShort). O(candidates).
+Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& pod,
+                                   const NodePolicy& policy, Composability mode,
+                                   std::span<const NodeIndex> candidates);
 
 }  // namespace kc::alloc

@@ -244,5 +244,21 @@ TEST_CASE("node selection equals a brute-force oracle on random clusters", "[all
         CHECK(eq1Score(pod.gpus, s.node(other).freeGpus) <= eq1Score(pod.gpus, avail));
       }
     }
+    // selectNodeAmong: every node in reverse order, and only the nodes of pools holding at
+    // least req free GPUs (what the simulator passes), give selectNode's choice.
+    std::vector<NodeIndex> reversed;
+    std::vector<NodeIndex> richPools;
+    for (NodeIndex n = static_cast<NodeIndex>(s.nodeCount()); n-- > 0;) {
+      reversed.push_back(n);
+      const PoolIndex p = s.node(n).pool;
+      if (pod.gpus == 0 || (p != kNoPool && s.pool(p).freeGpus >= pod.gpus)) {
+        richPools.push_back(n);
+      }
+    }
+    for (const auto* subset : {&reversed, &richPools}) {
+      auto among = selectNodeAmong(s, pod, policy, mode, *subset);
+      REQUIRE(among.ok());
+      CHECK(*among == *choice);
+    }
   }
 }
