@@ -1,0 +1,230 @@
+#include "tools/kube-apiserver-double/resource_registry.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace kc::apiserver {
+
+namespace {
+
+const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
+                                            "list",   "patch",  "update",           "watch"};
+
+ResourceInfo builtin(std::string group, std::string version, std::string resource, std::string singular,
+                     std::string kind, bool namespaced, std::vector<std::string> shortNames = {}) {
+  ResourceInfo r;
+  r.group = std::move(group);
+  r.versions = {std::move(version)};
+  r.resource = std::move(resource);
+  r.singular = std::move(singular);
+  r.kind = kind;
+  r.listKind = kind + "List";
+  r.namespaced = namespaced;
+  r.shortNames = std::move(shortNames);
+  return r;
+}
+
+}  // namespace
+
+bool ResourceInfo::servesVersion(const std::string& v) const {
+  return std::find(versions.begin(), versions.end(), v) != versions.end();
+}
+
+ResourceRegistry ResourceRegistry::withBuiltins() {
+  ResourceRegistry reg;
+  auto ns = builtin("", "v1", "namespaces", "namespace", "Namespace", false, {"ns"});
+  ns.hasStatus = true;
+  ns.fieldLabels = {"status.phase"};
+  reg.add(ns);
+
+  auto pods = builtin("", "v1", "pods", "pod", "Pod", true, {"po"});
+  pods.hasStatus = true;
+  pods.hasBinding = true;
+  pods.returnDeletedObject = true;
+  pods.categories = {"all"};
+  pods.fieldLabels = {"spec.nodeName",      "spec.restartPolicy", "spec.schedulerName",
+                      "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+                      "status.podIP",       "status.nominatedNodeName"};
+  reg.add(pods);
+
+  auto nodes = builtin("", "v1", "nodes", "node", "Node", false, {"no"});
+  nodes.hasStatus = true;
+  nodes.fieldLabels = {"spec.unschedulable"};
+  reg.add(nodes);
+
+  auto events = builtin("", "v1", "events", "event", "Event", true, {"ev"});
+  events.fieldLabels = {"involvedObject.kind",      "involvedObject.namespace", "involvedObject.name",
+                        "involvedObject.uid",       "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                        "involvedObject.fieldPath", "reason",                   "reportingComponent",
+                        "source",                   "type"};
+  reg.add(events);
+
+  reg.add(builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}));
+  auto secrets = builtin("", "v1", "secrets", "secret", "Secret", true);
+  secrets.fieldLabels = {"type"};
+  reg.add(secrets);
+  auto svc = builtin("", "v1", "services", "service", "Service", true, {"svc"});
+  svc.hasStatus = true;
+  svc.categories = {"all"};
+  reg.add(svc);
+  reg.add(builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}));
+  auto pvc = builtin("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true,
+                     {"pvc"});
+  pvc.hasStatus = true;
+  reg.add(pvc);
+
+  for (auto [res, sing, kind, shorts] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::vector<std::string>>>{
+           {"deployments", "deployment", "Deployment", {"deploy"}},
+           {"replicasets", "replicaset", "ReplicaSet", {"rs"}},
+           {"statefulsets", "statefulset", "StatefulSet", {"sts"}},
+           {"daemonsets", "daemonset", "DaemonSet", {"ds"}}}) {
+    auto r = builtin("apps", "v1", res, sing, kind, true, shorts);
+    r.hasStatus = true;
+    r.categories = {"all"};
+    reg.add(r);
+  }
+  auto jobs = builtin("batch", "v1", "jobs", "job", "Job", true);
+  jobs.hasStatus = true;
+  jobs.categories = {"all"};
+  reg.add(jobs);
+  reg.add(builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
+  auto ev2 = builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"});
+  ev2.fieldLabels = {"regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
+                     "reason",         "reportingController", "type"};
+  reg.add(ev2);
+  auto crd = builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+                     "CustomResourceDefinition", false, {"crd", "crds"});
+  crd.hasStatus = true;
+  reg.add(crd);
+  return reg;
+}
+
+void ResourceRegistry::add(ResourceInfo info) { byTable_[info.tableKey()] = std::move(info); }
+
+void ResourceRegistry::removeCustom(const std::string& group, const std::string& resource) {
+  auto it = byTable_.find(group + "/" + resource);
+  if (it != byTable_.end() && it->second.custom) {
+    byTable_.erase(it);
+  }
+}
+
+const ResourceInfo* ResourceRegistry::find(const std::string& group, const std::string& version,
+                                           const std::string& resource) const {
+  auto it = byTable_.find(group + "/" + resource);
+  if (it == byTable_.end() || !it->second.servesVersion(version)) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
+const ResourceInfo* ResourceRegistry::findByTable(const std::string& tableKey) const {
+  auto it = byTable_.find(tableKey);
+  return it == byTable_.end() ? nullptr : &it->second;
+}
+
+const ResourceInfo* ResourceRegistry::findByKind(const std::string& group, const std::string& kind) const {
+  for (const auto& [key, info] : byTable_) {
+    if (info.group == group && info.kind == kind) {
+      return &info;
+    }
+  }
+  return nullptr;
+}
+
+nlohmann::json ResourceRegistry::apiVersions() const {
+  return {{"kind", "APIVersions"},
+          {"versions", {"v1"}},
+          {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1"}}}}};
+}
+
+namespace {
+nlohmann::json groupDoc(const std::string& name, const std::vector<std::string>& versions) {
+  nlohmann::json vs = nlohmann::json::array();
+  for (const auto& v : versions) {
+    vs.push_back({{"groupVersion", name + "/" + v}, {"version", v}});
+  }
+  return {{"name", name}, {"versions", vs}, {"preferredVersion", vs.at(0)}};
+}
+
+std::map<std::string, std::vector<std::string>> groupsOf(const std::map<std::string, ResourceInfo>& byTable) {
+  std::map<std::string, std::vector<std::string>> groups;
+  for (const auto& [key, info] : byTable) {
+    if (info.group.empty()) {
+      continue;
+    }
+    auto& vs = groups[info.group];
+    for (const auto& v : info.versions) {
+      if (std::find(vs.begin(), vs.end(), v) == vs.end()) {
+        vs.push_back(v);
+      }
+    }
+  }
+  return groups;
+}
+}  // namespace
+
+nlohmann::json ResourceRegistry::apiGroupList() const {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& [name, versions] : groupsOf(byTable_)) {
+    groups.push_back(groupDoc(name, versions));
+  }
+  return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}};
+}
+
+std::optional<nlohmann::json> ResourceRegistry::apiGroup(const std::string& group) const {
+  auto groups = groupsOf(byTable_);
+  auto it = groups.find(group);
+  if (it == groups.end()) {
+    return std::nullopt;
+  }
+  auto doc = groupDoc(it->first, it->second);
+  doc["kind"] = "APIGroup";
+  doc["apiVersion"] = "v1";
+  return doc;
+}
+
+std::optional<nlohmann::json> ResourceRegistry::resourceList(const std::string& group,
+                                                             const std::string& version) const {
+  nlohmann::json resources = nlohmann::json::array();
+  bool any = false;
+  for (const auto& [key, info] : byTable_) {
+    if (info.group != group || !info.servesVersion(version)) {
+      continue;
+    }
+    any = true;
+    nlohmann::json r = {{"name", info.resource},     {"singularName", info.singular},
+                        {"namespaced", info.namespaced}, {"kind", info.kind},
+                        {"verbs", kAllVerbs}};
+    if (!info.shortNames.empty()) {
+      r["shortNames"] = info.shortNames;
+    }
+    if (!info.categories.empty()) {
+      r["categories"] = info.categories;
+    }
+    resources.push_back(r);
+    if (info.hasStatus) {
+      resources.push_back({{"name", info.resource + "/status"},
+                           {"singularName", ""},
+                           {"namespaced", info.namespaced},
+                           {"kind", info.kind},
+                           {"verbs", {"get", "patch", "update"}}});
+    }
+    if (info.hasBinding) {
+      resources.push_back({{"name", info.resource + "/binding"},
+                           {"singularName", ""},
+                           {"namespaced", info.namespaced},
+                           {"kind", "Binding"},
+                           {"verbs", {"create"}}});
+    }
+  }
+  if (!any) {
+    return std::nullopt;
+  }
+  return nlohmann::json{{"kind", "APIResourceList"},
+                        {"apiVersion", "v1"},
+                        {"groupVersion", group.empty() ? version : group + "/" + version},
+                        {"resources", resources}};
+}
+
+}  // namespace kc::apiserver

@@ -1,0 +1,53 @@
+#pragma once
+// Label and field selectors with the syntax and semantics of apimachinery's
+// labels.Parse / fields.ParseSelector.
+
+#include "libcore/base/result.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace kc::apiserver {
+
+struct LabelRequirement {
+  enum class Op { kEquals, kNotEquals, kIn, kNotIn, kExists, kDoesNotExist, kGreaterThan, kLessThan };
+  std::string key;
+  Op op = Op::kEquals;
+  std::vector<std::string> values;
+};
+
+class LabelSelector {
+ public:
+  // "" selects everything. Errors carry the reason in the real server's words.
+  static Result<LabelSelector> parse(const std::string& text);
+  bool empty() const { return reqs_.empty(); }
+  // labels: the object's metadata.labels (may be null).
+  bool matches(const nlohmann::json& labels) const;
+
+ private:
+  std::vector<LabelRequirement> reqs_;
+};
+
+struct FieldRequirement {
+  std::string field;
+  std::string value;
+  bool negate = false;
+};
+
+class FieldSelector {
+ public:
+  // allowedFields: labels beyond metadata.name/metadata.namespace the resource supports;
+  // an unsupported label is an error ("field label not supported: X").
+  static Result<FieldSelector> parse(const std::string& text, const std::vector<std::string>& allowedFields);
+  bool empty() const { return reqs_.empty(); }
+  bool matches(const nlohmann::json& object) const;
+  // The value a selector sees for a field of an object ("" when absent).
+  static std::string fieldValue(const nlohmann::json& object, const std::string& field);
+
+ private:
+  std::vector<FieldRequirement> reqs_;
+};
+
+}  // namespace kc::apiserver
