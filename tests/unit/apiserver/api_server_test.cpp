@@ -1,0 +1,245 @@
+// GCC 12 reports a false -Wrestrict inside std::string assignment at -O3 (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+#include "tools/kube-apiserver-double/api_server.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace kc::apiserver;
+using nlohmann::json;
+
+namespace {
+
+// Records what the API layer does with a kc::net::ResponseStream.
+class FakeStream : public kc::net::ResponseStream {
+ public:
+  bool begin(unsigned status, kc::net::Headers) override {
+    begunStatus = status;
+    return true;
+  }
+  bool write(std::string_view data) override {
+    body.append(data);
+    return !ended;
+  }
+  void end() override { ended = true; }
+  bool send(kc::net::Response r) override {
+    sent = std::move(r);
+    return true;
+  }
+  bool closed() const override { return ended; }
+  std::size_t pendingBytes() const override { return 0; }
+  void onClose(std::function<void()>) override {}
+
+  unsigned begunStatus = 0;
+  std::string body;
+  bool ended = false;
+  std::optional<kc::net::Response> sent;
+};
+
+kc::net::Request req(std::string method, std::string path, std::string body = "",
+                     std::vector<std::pair<std::string, std::string>> query = {}, std::string contentType = "application/json") {
+  kc::net::Request r;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  r.target = r.path;
+  r.query = std::move(query);
+  r.body = std::move(body);
+  r.headers.push_back({"Authorization", "Bearer s3cret"});
+  if (!contentType.empty()) {
+    r.headers.push_back({"Content-Type", contentType});
+  }
+  return r;
+}
+
+struct Api {
+  Api() : store(options()), api(store, apiOptions()) {}
+  static StoreOptions options() {
+    StoreOptions o;
+    o.historyWindow = 50;
+    return o;
+  }
+  static ApiServerOptions apiOptions() {
+    ApiServerOptions o;
+    o.bearerToken = "s3cret";
+    return o;
+  }
+  json call(const kc::net::Request& r, unsigned expectedStatus) {
+    auto resp = api.handle(r);
+    CAPTURE(r.method, r.path, resp.body);
+    CHECK(resp.status == expectedStatus);
+    return json::parse(resp.body, nullptr, false);
+  }
+  ObjectStore store;
+  ApiServer api;
+};
+
+const char* kPod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","labels":{"app":"web"}},
+  "spec":{"containers":[{"name":"c","image":"busybox:1"}]}})";
+
+const char* kCrd = R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+  "metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+  "names":{"plural":"widgets","singular":"widget","kind":"Widget","shortNames":["wd"]},
+  "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+  "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})";
+
+}  // namespace
+
+TEST_CASE_METHOD(Api, "requests without the bearer token get a 401 Status", "[api]") {
+  auto r = req("GET", "/api/v1/pods");
+  r.headers.clear();
+  auto body = call(r, 401);
+  CHECK(body["kind"] == "Status");
+  CHECK(body["reason"] == "Unauthorized");
+  CHECK(call(req("GET", "/livez"), 200).is_discarded());  // health needs no token, answers text
+}
+
+TEST_CASE_METHOD(Api, "discovery documents list built-ins with verbs and short names", "[api]") {
+  CHECK(call(req("GET", "/api"), 200)["versions"] == json({"v1"}));
+  auto groups = call(req("GET", "/apis"), 200);
+  bool apps = false;
+  for (const auto& g : groups["groups"]) {
+    apps = apps || g["name"] == "apps";
+  }
+  CHECK(apps);
+  auto core = call(req("GET", "/api/v1"), 200);
+  bool pods = false;
+  bool binding = false;
+  for (const auto& r : core["resources"]) {
+    if (r["name"] == "pods") {
+      pods = r["shortNames"] == json({"po"}) && r["namespaced"] == true && r["kind"] == "Pod";
+    }
+    binding = binding || r["name"] == "pods/binding";
+  }
+  CHECK(pods);
+  CHECK(binding);
+  auto appsV1 = call(req("GET", "/apis/apps/v1"), 200);
+  CHECK(appsV1["groupVersion"] == "apps/v1");
+  call(req("GET", "/apis/nope.io/v1"), 404);
+  CHECK(call(req("GET", "/version"), 200)["major"] == "1");
+}
+
+TEST_CASE_METHOD(Api, "CRUD through the REST surface", "[api]") {
+  auto created = call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
+  CHECK(created["kind"] == "Pod");
+  CHECK(created["metadata"]["namespace"] == "default");
+  auto got = call(req("GET", "/api/v1/namespaces/default/pods/p1"), 200);
+  CHECK(got["apiVersion"] == "v1");
+  auto list = call(req("GET", "/api/v1/pods"), 200);
+  CHECK(list["kind"] == "PodList");
+  REQUIRE(list["items"].size() == 1);
+  CHECK_FALSE(list["items"][0].contains("kind"));  // as the real server
+  CHECK_FALSE(list["items"][0].contains("apiVersion"));
+  CHECK(list["metadata"]["resourceVersion"].is_string());
+  call(req("POST", "/api/v1/namespaces/default/pods", kPod), 409);
+  call(req("POST", "/api/v1/namespaces/default/pods", "{not json"), 400);
+  call(req("POST", "/api/v1/namespaces/default/pods", kPod, {}, "application/yaml"), 415);
+  auto stale = created;
+  stale["metadata"]["labels"]["x"] = "1";
+  call(req("PUT", "/api/v1/namespaces/default/pods/p1", stale.dump()), 200);
+  auto conflict = call(req("PUT", "/api/v1/namespaces/default/pods/p1", stale.dump()), 409);
+  CHECK(conflict["reason"] == "Conflict");
+  CHECK(conflict["details"]["kind"] == "pods");
+  auto del = call(req("DELETE", "/api/v1/namespaces/default/pods/p1"), 200);
+  CHECK(del["kind"] == "Pod");  // pods return the deleted object
+  call(req("GET", "/api/v1/namespaces/default/pods/p1"), 404);
+  call(req("GET", "/api/v1/namespaces/default/pods", "", {{"fieldSelector", "spec.bogus=1"}}), 400);
+}
+
+TEST_CASE_METHOD(Api, "PATCH content types", "[api]") {
+  call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
+  auto merged = call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"labels":{"a":"b"}}})", {},
+                         "application/merge-patch+json"),
+                     200);
+  CHECK(merged["metadata"]["labels"]["a"] == "b");
+  auto json6902 = call(req("PATCH", "/api/v1/namespaces/default/pods/p1",
+                           R"([{"op":"replace","path":"/metadata/labels/a","value":"c"}])", {},
+                           "application/json-patch+json"),
+                       200);
+  CHECK(json6902["metadata"]["labels"]["a"] == "c");
+  call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"([{"op":"test","path":"/metadata/labels/a","value":"z"}])",
+           {}, "application/json-patch+json"),
+       422);
+  auto smp = call(req("PATCH", "/api/v1/namespaces/default/pods/p1/status",
+                      R"({"status":{"conditions":[{"type":"Ready","status":"True"}]}})", {},
+                      "application/strategic-merge-patch+json"),
+                  200);
+  CHECK(smp["status"]["conditions"][0]["type"] == "Ready");
+  // A patch carrying a stale resourceVersion is conditional.
+  call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"resourceVersion":"1","labels":{"q":"r"}}})",
+           {}, "application/merge-patch+json"),
+       409);
+  call(req("PATCH", "/api/v1/namespaces/default/pods/p1", "{}", {}, "text/plain"), 415);
+
+  call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
+  call(req("POST", "/apis/example.com/v1/namespaces/default/widgets",
+           R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}})"),
+       201);
+  auto unsupported = call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w", R"({"spec":{"size":2}})", {},
+                              "application/strategic-merge-patch+json"),
+                          415);
+  CHECK(unsupported["message"] ==
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
+  auto w = call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w", R"({"spec":{"size":2}})", {},
+                    "application/merge-patch+json"),
+                200);
+  CHECK(w["spec"]["size"] == 2);
+  CHECK(w["metadata"]["generation"] == 2);
+  auto ssa = call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w2",
+                      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w2"}})",
+                      {{"fieldManager", "test"}}, "application/apply-patch+yaml"),
+                  201);
+  CHECK(ssa["metadata"]["name"] == "w2");
+  auto wd = call(req("GET", "/apis/example.com/v1"), 200);
+  CHECK(wd["resources"][0]["shortNames"] == json({"wd"}));
+}
+
+TEST_CASE_METHOD(Api, "pods/binding answers 201 Status and 409 when bound", "[api]") {
+  call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
+  const std::string binding = R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p1"},"target":{"kind":"Node","name":"n1"}})";
+  auto ok = call(req("POST", "/api/v1/namespaces/default/pods/p1/binding", binding), 201);
+  CHECK(ok == json::parse(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})"));
+  auto again = call(req("POST", "/api/v1/namespaces/default/bindings", binding), 409);
+  CHECK(again["message"] == "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n1\"");
+}
+
+TEST_CASE_METHOD(Api, "watch streams newline-delimited events; expired RV per fault mode", "[api][watch]") {
+  call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
+  auto stream = std::make_shared<FakeStream>();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "true"}}), stream);
+  CHECK(stream->begunStatus == 200);
+  CHECK(stream->body.find("{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\"") == 0);
+  CHECK(stream->body.back() == '\n');
+
+  for (int i = 0; i < 60; ++i) {  // push RV 1 out of the 50-event window
+    call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"labels":{"i":")" + std::to_string(i) + "\"}}}",
+             {}, "application/merge-patch+json"),
+         200);
+  }
+  auto asEvent = std::make_shared<FakeStream>();
+  api.serve(req("GET", "/api/v1/pods", "", {{"watch", "1"}, {"resourceVersion", "1"}}), asEvent);
+  CHECK(asEvent->begunStatus == 200);
+  auto line = json::parse(asEvent->body);
+  CHECK(line["type"] == "ERROR");
+  CHECK(line["object"]["code"] == 410);
+  CHECK(asEvent->ended);
+
+  Faults f;
+  f.expiredAsEvent = false;
+  api.setFaults(f);
+  auto asHttp = std::make_shared<FakeStream>();
+  api.serve(req("GET", "/api/v1/pods", "", {{"watch", "true"}, {"resourceVersion", "1"}}), asHttp);
+  REQUIRE(asHttp->sent.has_value());
+  CHECK(asHttp->sent->status == 410);
+  CHECK(json::parse(asHttp->sent->body)["reason"] == "Expired");
+}
+
+TEST_CASE_METHOD(Api, "fault injection answers 500 and is controlled over HTTP", "[api][faults]") {
+  auto set = call(req("POST", "/_double/faults", R"({"errorFraction":1.0})"), 200);
+  CHECK(set["errorFraction"] == 1.0);
+  auto failed = call(req("GET", "/api/v1/pods"), 500);
+  CHECK(failed["reason"] == "InternalError");
+  call(req("POST", "/_double/faults", R"({"errorFraction":2})"), 400);
+  call(req("POST", "/_double/faults", R"({"errorFraction":0})"), 200);
+  call(req("GET", "/api/v1/pods"), 200);
+}

@@ -1,0 +1,559 @@
+#include "tools/kube-apiserver-double/api_server.hpp"
+
+#include "tools/kube-apiserver-double/patch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+namespace kc::apiserver {
+
+using nlohmann::json;
+
+namespace {
+
+net::Response jsonResponse(unsigned status, std::string body) {
+  net::Response r;
+  r.status = status;
+  r.body = std::move(body);
+  r.withHeader("Content-Type", "application/json");
+  r.withHeader("Cache-Control", "no-cache, private");
+  return r;
+}
+
+net::Response statusResponse(const ApiError& e) { return jsonResponse(static_cast<unsigned>(e.code()), e.toStatus().dump()); }
+
+net::Response successStatus(unsigned code, json details = nullptr) {
+  json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}};
+  if (!details.is_null()) {
+    s["details"] = std::move(details);
+  }
+  s["code"] = code;
+  return jsonResponse(code, s.dump());
+}
+
+std::vector<std::string> splitPath(const std::string& path) {
+  std::vector<std::string> out;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    std::string seg = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (!seg.empty()) {
+      out.push_back(seg);
+    }
+    if (slash == std::string::npos) {
+      break;
+    }
+    start = slash + 1;
+  }
+  return out;
+}
+
+std::string mediaType(const net::Request& r) {
+  std::string ct = r.header("Content-Type").value_or("");
+  if (auto semi = ct.find(';'); semi != std::string::npos) {
+    ct = ct.substr(0, semi);
+  }
+  while (!ct.empty() && ct.back() == ' ') {
+    ct.pop_back();
+  }
+  return ct;
+}
+
+json parseBody(const net::Request& r) {
+  std::string ct = mediaType(r);
+  if (!ct.empty() && ct != "application/json" && ct != "*/*") {
+    throw unsupportedMediaType("the body of the request was in an unknown format - accepted media types include: "
+                               "application/json");
+  }
+  json body = json::parse(r.body, nullptr, false);
+  if (body.is_discarded()) {
+    throw badRequest("the body of the request could not be decoded as JSON");
+  }
+  return body;
+}
+
+bool truthy(const std::optional<std::string>& v) { return v && (*v == "true" || *v == "1"); }
+
+std::int64_t intParam(const net::Request& r, const char* name, std::int64_t fallback) {
+  auto v = r.queryParam(name);
+  if (!v || v->empty()) {
+    return fallback;
+  }
+  try {
+    size_t pos = 0;
+    long long n = std::stoll(*v, &pos);
+    if (pos != v->size()) {
+      throw std::invalid_argument(name);
+    }
+    return n;
+  } catch (const std::exception&) {
+    throw badRequest(std::string(name) + ": Invalid value: " + json(*v).dump() + ": must be an integer");
+  }
+}
+
+// Writes to kc::net's stream; the status line goes out with the first byte.
+class StreamSink : public WatchSink {
+ public:
+  explicit StreamSink(std::shared_ptr<net::ResponseStream> s) : stream_(std::move(s)) {}
+  bool write(const std::string& data) override {
+    ensureBegun();
+    return stream_->write(data);
+  }
+  void end() override {
+    ensureBegun();
+    stream_->end();
+  }
+  bool closed() const override { return stream_->closed(); }
+  void ensureBegun() {
+    std::lock_guard lock(mu_);
+    if (!begun_) {
+      begun_ = true;
+      stream_->begin(200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}});
+    }
+  }
+
+ private:
+  std::shared_ptr<net::ResponseStream> stream_;
+  std::mutex mu_;  // guards begun_
+  bool begun_ = false;
+};
+
+}  // namespace
+
+struct ApiServer::Route {
+  std::string group;
+  std::string version;
+  std::string ns;
+  std::string resource;
+  std::string name;
+  std::string subresource;
+};
+
+ApiServer::ApiServer(ObjectStore& store, ApiServerOptions options, Faults faults)
+    : store_(store), options_(std::move(options)), faults_(faults), rng_(options_.seed) {
+  store_.setWatchFaults(faults_.expiredAsEvent, faults_.dropWatchAfterEvents, faults_.dropWatchProbability);
+}
+
+void ApiServer::setFaults(const Faults& faults) {
+  {
+    std::lock_guard lock(faultsMu_);
+    faults_ = faults;
+  }
+  store_.setWatchFaults(faults.expiredAsEvent, faults.dropWatchAfterEvents, faults.dropWatchProbability);
+}
+
+Faults ApiServer::faults() const {
+  std::lock_guard lock(faultsMu_);
+  return faults_;
+}
+
+bool ApiServer::shouldFail() {
+  std::lock_guard lock(faultsMu_);
+  if (faults_.errorFraction <= 0) {
+    return false;
+  }
+  std::uniform_real_distribution<double> d(0.0, 1.0);
+  return d(rng_) < faults_.errorFraction;
+}
+
+void ApiServer::serve(const net::Request& request, std::shared_ptr<net::ResponseStream> stream) {
+  bool streamed = false;
+  net::Response r = dispatch(request, stream, streamed);
+  if (!streamed) {
+    stream->send(std::move(r));
+  }
+}
+
+net::Response ApiServer::handle(const net::Request& request) {
+  bool streamed = false;
+  return dispatch(request, nullptr, streamed);
+}
+
+net::Response ApiServer::dispatch(const net::Request& request, const std::shared_ptr<net::ResponseStream>& stream,
+                                  bool& streamed) {
+  const std::string& path = request.path;
+  if (path == "/livez" || path == "/readyz" || path == "/healthz") {
+    return net::Response::text(200, "ok");
+  }
+  if (!options_.bearerToken.empty()) {
+    auto auth = request.header("Authorization");
+    if (!auth || *auth != "Bearer " + options_.bearerToken) {
+      return statusResponse(ApiError(401, "Unauthorized", "Unauthorized"));
+    }
+  }
+  if (path.rfind("/_double/", 0) == 0) {
+    return control(request);
+  }
+  std::chrono::milliseconds delay;
+  {
+    std::lock_guard lock(faultsMu_);
+    delay = faults_.delay;
+  }
+  if (delay.count() > 0) {
+    std::this_thread::sleep_for(delay);
+  }
+  if (shouldFail()) {
+    return statusResponse(internalError("fault injected by the API test double"));
+  }
+  try {
+    if (path == "/version" || path == "/version/") {
+      return jsonResponse(200, json{{"major", "1"},
+                                    {"minor", "30"},
+                                    {"gitVersion", options_.gitVersion},
+                                    {"gitCommit", "0000000000000000000000000000000000000000"},
+                                    {"gitTreeState", "clean"},
+                                    {"buildDate", "2026-01-01T00:00:00Z"},
+                                    {"goVersion", "n/a (C++ test double)"},
+                                    {"compiler", "gc"},
+                                    {"platform", "linux/amd64"}}
+                                   .dump());
+    }
+    auto segs = splitPath(path);
+    if (segs.empty()) {
+      json paths = {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"};
+      return jsonResponse(200, json{{"paths", paths}}.dump());
+    }
+    Route route;
+    size_t rest = 0;
+    if (segs[0] == "api") {
+      if (segs.size() == 1) {
+        return jsonResponse(200, store_.apiVersions().dump());
+      }
+      route.version = segs[1];
+      rest = 2;
+    } else if (segs[0] == "apis") {
+      if (segs.size() == 1) {
+        return jsonResponse(200, store_.apiGroupList().dump());
+      }
+      route.group = segs[1];
+      if (segs.size() == 2) {
+        auto g = store_.apiGroup(route.group);
+        if (!g) {
+          throw ApiError(404, "NotFound", "the server could not find the requested resource");
+        }
+        return jsonResponse(200, g->dump());
+      }
+      route.version = segs[2];
+      rest = 3;
+    } else {
+      throw ApiError(404, "NotFound", "the server could not find the requested resource");
+    }
+    if (segs.size() == rest) {
+      auto list = store_.resourceList(route.group, route.version);
+      if (!list) {
+        throw ApiError(404, "NotFound", "the server could not find the requested resource");
+      }
+      if (route.group.empty()) {
+        // The legacy namespaced "bindings" collection (python-kubernetes' create_namespaced_binding).
+        (*list)["resources"].push_back({{"name", "bindings"},
+                                        {"singularName", "binding"},
+                                        {"namespaced", true},
+                                        {"kind", "Binding"},
+                                        {"verbs", {"create"}}});
+      }
+      return jsonResponse(200, list->dump());
+    }
+    std::vector<std::string> r(segs.begin() + static_cast<long>(rest), segs.end());
+    // namespaces/<ns>/<resource>... unless it is the namespace object's own subresource.
+    if (r.size() >= 3 && r[0] == "namespaces" && r[2] != "status" && r[2] != "finalize") {
+      route.ns = r[1];
+      r.erase(r.begin(), r.begin() + 2);
+    }
+    if (r.empty() || r.size() > 3) {
+      throw ApiError(404, "NotFound", "the server could not find the requested resource");
+    }
+    route.resource = r[0];
+    route.name = r.size() > 1 ? r[1] : "";
+    route.subresource = r.size() > 2 ? r[2] : "";
+    return serveResource(request, route, stream, streamed);
+  } catch (const ApiError& e) {
+    return statusResponse(e);
+  } catch (const json::exception& e) {
+    return statusResponse(badRequest(std::string("malformed object: ") + e.what()));
+  }
+}
+
+net::Response ApiServer::serveResource(const net::Request& request, const Route& route,
+                                       const std::shared_ptr<net::ResponseStream>& stream, bool& streamed) {
+  const std::string& method = request.method;
+  // POST namespaces/<ns>/bindings: the older form of pods/<name>/binding.
+  if (route.group.empty() && route.version == "v1" && route.resource == "bindings" && !route.ns.empty() &&
+      route.name.empty()) {
+    if (method != "POST") {
+      throw methodNotAllowed("the server does not allow this method on the requested resource");
+    }
+    json body = parseBody(request);
+    store_.bindPod(route.ns, body.value("metadata", json::object()).value("name", ""), body);
+    return successStatus(201);
+  }
+  auto found = store_.findResource(route.group, route.version, route.resource);
+  if (!found) {
+    throw ApiError(404, "NotFound", "the server could not find the requested resource");
+  }
+  const ResourceInfo& res = *found;
+  if (res.namespaced == false && !route.ns.empty()) {
+    throw ApiError(404, "NotFound", "the server could not find the requested resource");
+  }
+  const std::string apiVersion = res.apiVersion(route.version);
+  if (!route.subresource.empty() && !(route.subresource == "status" && res.hasStatus) &&
+      !(route.subresource == "binding" && res.hasBinding)) {
+    throw ApiError(404, "NotFound", "the server could not find the requested resource");
+  }
+  auto objectResponse = [&](unsigned code, const ObjectPtr& o) {
+    return jsonResponse(code, o->fullJson(apiVersion, res.kind));
+  };
+  if (res.namespaced && route.ns.empty() && !route.name.empty()) {
+    throw ApiError(404, "NotFound", "the server could not find the requested resource");
+  }
+  if (auto dry = request.queryParam("dryRun"); dry && !dry->empty()) {
+    throw badRequest("dryRun is not supported by the API test double");
+  }
+
+  if (route.name.empty()) {
+    if (method == "GET") {
+      if (truthy(request.queryParam("watch"))) {
+        if (!stream) {
+          throw badRequest("watch requests need a streaming response");
+        }
+        WatchOptions wo;
+        wo.ns = route.ns;
+        wo.labelSelector = request.queryParam("labelSelector").value_or("");
+        wo.fieldSelector = request.queryParam("fieldSelector").value_or("");
+        wo.resourceVersion = request.queryParam("resourceVersion");
+        wo.allowBookmarks = truthy(request.queryParam("allowWatchBookmarks"));
+        wo.sendInitialEvents = truthy(request.queryParam("sendInitialEvents"));
+        std::int64_t timeout = intParam(request, "timeoutSeconds", options_.defaultWatchTimeout.count());
+        if (timeout > 0) {
+          wo.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+        }
+        auto sink = std::make_shared<StreamSink>(stream);
+        store_.watch(res, wo, sink);  // throws the 410 when old RVs answer with HTTP status
+        sink->ensureBegun();
+        streamed = true;
+        return {};
+      }
+      ListOptions lo;
+      lo.ns = route.ns;
+      lo.labelSelector = request.queryParam("labelSelector").value_or("");
+      lo.fieldSelector = request.queryParam("fieldSelector").value_or("");
+      lo.resourceVersion = request.queryParam("resourceVersion");
+      lo.resourceVersionMatch = request.queryParam("resourceVersionMatch").value_or("");
+      lo.limit = intParam(request, "limit", 0);
+      lo.continueToken = request.queryParam("continue").value_or("");
+      ListResult lr = store_.list(res, lo);
+      std::size_t size = 128;
+      for (const auto& o : lr.items) {
+        size += o->itemJson.size() + 1;
+      }
+      std::string body;
+      body.reserve(size);
+      body += "{\"kind\":";
+      body += json(res.listKind).dump();
+      body += ",\"apiVersion\":";
+      body += json(apiVersion).dump();
+      body += ",\"metadata\":{\"resourceVersion\":\"";
+      body += std::to_string(lr.resourceVersion);
+      body += '"';
+      if (!lr.continueToken.empty()) {
+        body += ",\"continue\":\"";
+        body += lr.continueToken;
+        body += '"';
+      }
+      body += "},\"items\":[";
+      for (std::size_t i = 0; i < lr.items.size(); ++i) {
+        if (i) {
+          body += ',';
+        }
+        body += lr.items[i]->itemJson;
+      }
+      body += "]}";
+      return jsonResponse(200, std::move(body));
+    }
+    if (method == "POST") {
+      return objectResponse(201, store_.create(res, route.ns, parseBody(request)));
+    }
+    if (method == "DELETE") {
+      ListOptions lo;
+      lo.ns = route.ns;
+      lo.labelSelector = request.queryParam("labelSelector").value_or("");
+      lo.fieldSelector = request.queryParam("fieldSelector").value_or("");
+      ListResult lr = store_.list(res, lo);
+      std::string body = "{\"kind\":" + json(res.listKind).dump() + ",\"apiVersion\":" + json(apiVersion).dump() +
+                         ",\"metadata\":{},\"items\":[";
+      bool first = true;
+      for (const auto& o : lr.items) {
+        try {
+          auto d = store_.remove(res, o->ns, o->name, DeleteOptions{});
+          body += first ? "" : ",";
+          body += d.object->itemJson;
+          first = false;
+        } catch (const ApiError& e) {
+          if (e.code() != 404) {
+            throw;
+          }
+        }
+      }
+      body += "]}";
+      return jsonResponse(200, std::move(body));
+    }
+    throw methodNotAllowed("the server does not allow this method on the requested resource");
+  }
+
+  // A named object.
+  const Subresource sub = route.subresource == "status" ? Subresource::kStatus : Subresource::kNone;
+  if (route.subresource == "binding") {
+    if (method != "POST") {
+      throw methodNotAllowed("the server does not allow this method on the requested resource");
+    }
+    json body = parseBody(request);
+    std::string bodyName = body.value("metadata", json::object()).value("name", "");
+    if (!bodyName.empty() && bodyName != route.name) {
+      throw badRequest("the name of the object (" + bodyName + ") does not match the name on the URL (" +
+                       route.name + ")");
+    }
+    store_.bindPod(route.ns, route.name, body);
+    return successStatus(201);
+  }
+  if (method == "GET") {
+    return objectResponse(200, store_.get(res, route.ns, route.name));
+  }
+  if (method == "PUT") {
+    return objectResponse(200, store_.update(res, route.ns, route.name, parseBody(request), sub));
+  }
+  if (method == "PATCH") {
+    const std::string ct = mediaType(request);
+    const std::string accepted = res.custom
+                                     ? "application/json-patch+json, application/merge-patch+json, "
+                                       "application/apply-patch+yaml"
+                                     : "application/json-patch+json, application/merge-patch+json, "
+                                       "application/strategic-merge-patch+json, application/apply-patch+yaml";
+    const bool known = ct == "application/json-patch+json" || ct == "application/merge-patch+json" ||
+                       ct == "application/apply-patch+yaml" ||
+                       (ct == "application/strategic-merge-patch+json" && !res.custom);
+    if (!known) {
+      throw unsupportedMediaType("the body of the request was in an unknown format - accepted media types include: " +
+                                 accepted);
+    }
+    json patch = json::parse(request.body, nullptr, false);
+    if (patch.is_discarded()) {
+      throw badRequest(ct == "application/apply-patch+yaml"
+                           ? "the API test double accepts apply patches in their JSON form only"
+                           : "the body of the request could not be decoded as JSON");
+    }
+    if (ct == "application/apply-patch+yaml") {
+      // Server-side apply without field ownership: create when absent, else merge.
+      if (request.queryParam("fieldManager").value_or("").empty()) {
+        throw invalid(res.group, res.kind, route.name, "fieldManager", "Required value: is required for apply patch");
+      }
+      try {
+        store_.get(res, route.ns, route.name);
+      } catch (const ApiError& e) {
+        if (e.code() != 404) {
+          throw;
+        }
+        return objectResponse(201, store_.create(res, route.ns, patch));
+      }
+    }
+    auto patchFn = [&](const json& current) -> json {
+      if (ct == "application/merge-patch+json" || ct == "application/apply-patch+yaml") {
+        if (!patch.is_object()) {
+          throw badRequest("a merge patch must be a JSON object");
+        }
+        return applyMergePatch(current, patch);
+      }
+      Result<json> r = ct == "application/json-patch+json" ? applyJsonPatch(current, patch)
+                                                             : applyStrategicMergePatch(current, patch);
+      if (!r) {
+        if (r.error().code == "invalid") {
+          throw ApiError(422, "Invalid", r.error().message);
+        }
+        throw badRequest(r.error().message);
+      }
+      return std::move(r.value());
+    };
+    return objectResponse(200, store_.patch(res, route.ns, route.name, patchFn, sub));
+  }
+  if (method == "DELETE" && sub == Subresource::kNone) {
+    DeleteOptions opts;
+    if (!request.body.empty()) {
+      json body = json::parse(request.body, nullptr, false);
+      if (!body.is_object()) {
+        throw badRequest("the body of a DELETE must be DeleteOptions in JSON");
+      }
+      if (body.contains("preconditions") && body["preconditions"].is_object()) {
+        const json& p = body["preconditions"];
+        if (p.contains("uid") && p["uid"].is_string()) {
+          opts.preconditionUid = p["uid"].get<std::string>();
+        }
+        if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
+          opts.preconditionResourceVersion = p["resourceVersion"].get<std::string>();
+        }
+      }
+      if (body.contains("propagationPolicy") && body["propagationPolicy"].is_string()) {
+        opts.propagationPolicy = body["propagationPolicy"].get<std::string>();
+      }
+      if (body.value("orphanDependents", false)) {
+        opts.propagationPolicy = "Orphan";
+      }
+    }
+    if (auto p = request.queryParam("propagationPolicy"); p && !p->empty()) {
+      opts.propagationPolicy = *p;
+    }
+    if (truthy(request.queryParam("orphanDependents"))) {
+      opts.propagationPolicy = "Orphan";
+    }
+    DeleteResult d = store_.remove(res, route.ns, route.name, opts);
+    if (!d.deletedNow || res.returnDeletedObject) {
+      return objectResponse(200, d.object);
+    }
+    json details = {{"name", route.name}, {"kind", res.resource}, {"uid", d.object->uid}};
+    if (!res.group.empty()) {
+      details["group"] = res.group;
+    }
+    return successStatus(200, details);
+  }
+  throw methodNotAllowed("the server does not allow this method on the requested resource");
+}
+
+// /_double/faults (GET/POST JSON) and /_double/compact (POST): fault control for tests.
+net::Response ApiServer::control(const net::Request& request) {
+  if (request.path == "/_double/compact" && request.method == "POST") {
+    store_.compact();
+    return jsonResponse(200, json{{"compactedResourceVersion", std::to_string(store_.currentResourceVersion())}}.dump());
+  }
+  if (request.path == "/_double/faults") {
+    Faults f = faults();
+    if (request.method == "POST" || request.method == "PUT") {
+      json body = json::parse(request.body, nullptr, false);
+      if (!body.is_object()) {
+        return statusResponse(badRequest("faults must be a JSON object"));
+      }
+      try {
+        f.errorFraction = body.value("errorFraction", f.errorFraction);
+        f.delay = std::chrono::milliseconds(body.value("delayMs", static_cast<std::int64_t>(f.delay.count())));
+        f.dropWatchAfterEvents = body.value("dropWatchAfterEvents", f.dropWatchAfterEvents);
+        f.dropWatchProbability = body.value("dropWatchProbability", f.dropWatchProbability);
+        f.expiredAsEvent = body.value("expiredAsEvent", f.expiredAsEvent);
+      } catch (const json::exception& e) {
+        return statusResponse(badRequest(std::string("bad fault value: ") + e.what()));
+      }
+      if (f.errorFraction < 0 || f.errorFraction > 1 || f.dropWatchProbability < 0 || f.dropWatchProbability > 1 ||
+          f.delay.count() < 0) {
+        return statusResponse(badRequest("fractions must be within [0,1] and delayMs >= 0"));
+      }
+      setFaults(f);
+    } else if (request.method != "GET") {
+      return statusResponse(methodNotAllowed("use GET or POST"));
+    }
+    return jsonResponse(200, json{{"errorFraction", f.errorFraction},
+                                  {"delayMs", f.delay.count()},
+                                  {"dropWatchAfterEvents", f.dropWatchAfterEvents},
+                                  {"dropWatchProbability", f.dropWatchProbability},
+                                  {"expiredAsEvent", f.expiredAsEvent}}
+                                 .dump());
+  }
+  return statusResponse(ApiError(404, "NotFound", "no such control endpoint"));
+}
+
+}  // namespace kc::apiserver
