@@ -107,8 +107,8 @@ Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex ta
     return makeError("invalid", "unknown node index " + std::to_string(target));
   }
   if (policy.needsRng && rng == nullptr) {
-    return makeError("invalid", "GPU policy '" + std::string(policy.name) +
-                                    "' needs a random generator");
+    return makeError("invalid",
+                     "GPU policy '" + std::string(policy.name) + "' needs a random generator");
   }
   if (count == 0) {
     return std::vector<GpuIndex>{};

@@ -40,8 +40,8 @@ struct GpuPolicy {
   std::string_view name;
   std::string_view description;
   bool needsRng;
-  void (*rank)(const ClusterState& state, std::vector<GpuIndex>& candidates,
-               std::uint32_t count, SplitMix64* rng);
+  void (*rank)(const ClusterState& state, std::vector<GpuIndex>& candidates, std::uint32_t count,
+               SplitMix64* rng);
 };
 
 struct Algorithm1GpuPolicy {

@@ -6,9 +6,13 @@
 namespace kc::alloc {
 namespace {
 
-int threeWay(std::uint64_t a, std::uint64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
+int threeWay(std::uint64_t a, std::uint64_t b) {
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
 
-bool enough(const NodeState& n, std::uint32_t req) { return n.freeGpus >= req; }
+bool enough(const NodeState& n, std::uint32_t req) {
+  return n.freeGpus >= req;
+}
 
 // Nodes that need no move come first.
 int sufficientFirst(const NodeState& a, const NodeState& b, std::uint32_t req) {
@@ -30,7 +34,9 @@ int bestFit(const NodeState& a, const NodeState& b, std::uint32_t req) {
 }
 
 // Least-demand half between two nodes that both lack GPUs: a higher avail - req wins.
-int leastDemand(const NodeState& a, const NodeState& b) { return threeWay(b.freeGpus, a.freeGpus); }
+int leastDemand(const NodeState& a, const NodeState& b) {
+  return threeWay(b.freeGpus, a.freeGpus);
+}
 
 }  // namespace
 

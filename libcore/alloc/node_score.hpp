@@ -82,9 +82,9 @@ enum class NodeFilterReason : std::uint8_t {
   Cordoned,
   InsufficientCpu,
   InsufficientMemory,
-  NoPool,           // GPUs needed but the node is wired to no pool
-  PoolShort,        // the node's pool has fewer than req free GPUs
-  NodeShort,        // preconfigured mode: the node itself has fewer than req free GPUs
+  NoPool,     // GPUs needed but the node is wired to no pool
+  PoolShort,  // the node's pool has fewer than req free GPUs
+  NodeShort,  // preconfigured mode: the node itself has fewer than req free GPUs
 };
 std::string_view toString(NodeFilterReason reason);
 

@@ -42,8 +42,12 @@ std::string knownNames(const Table& table) {
 
 }  // namespace
 
-std::span<const NodePolicy> nodePolicies() { return kNodePolicies; }
-std::span<const GpuPolicy> gpuPolicies() { return kGpuPolicies; }
+std::span<const NodePolicy> nodePolicies() {
+  return kNodePolicies;
+}
+std::span<const GpuPolicy> gpuPolicies() {
+  return kGpuPolicies;
+}
 
 Result<NodePolicy> findNodePolicy(std::string_view name) {
   for (const NodePolicy& p : kNodePolicies) {

@@ -6,7 +6,9 @@
 namespace kc::alloc {
 namespace {
 
-std::string str(std::uint64_t v) { return std::to_string(v); }
+std::string str(std::uint64_t v) {
+  return std::to_string(v);
+}
 
 }  // namespace
 
@@ -301,8 +303,8 @@ Status ClusterState::release(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   if (cpuMilli > node.cpuMilliUsed || memoryMiB > node.memoryMiBUsed) {
     return makeError("conflict", "node '" + node.name + "': releasing " + str(cpuMilli) +
                                      " mCPU / " + str(memoryMiB) + " MiB but only " +
-                                     str(node.cpuMilliUsed) + " mCPU / " +
-                                     str(node.memoryMiBUsed) + " MiB are used");
+                                     str(node.cpuMilliUsed) + " mCPU / " + str(node.memoryMiBUsed) +
+                                     " MiB are used");
   }
   node.cpuMilliUsed -= cpuMilli;
   node.memoryMiBUsed -= memoryMiB;

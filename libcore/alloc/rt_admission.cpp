@@ -10,7 +10,9 @@ namespace {
 
 __extension__ typedef unsigned __int128 U128;  // GCC/Clang; __extension__ keeps -Wpedantic quiet
 
-std::string str(std::uint64_t v) { return std::to_string(v); }
+std::string str(std::uint64_t v) {
+  return std::to_string(v);
+}
 
 std::string describe(const RtReservation& r) {
   return "reservation (runtime " + str(r.runtimeUs) + " us, period " + str(r.periodUs) +
@@ -106,7 +108,7 @@ Result<RtCoreState> RtCoreState::create(RtBound bound, std::vector<std::uint32_t
 }
 
 Result<std::vector<std::size_t>> RtCoreState::coresOf(const RtReservation& r,
-                                                       std::span<const std::uint32_t> cpuIds) const {
+                                                      std::span<const std::uint32_t> cpuIds) const {
   if (auto s = validateReservation(r); !s) {
     return s.error();
   }
@@ -172,13 +174,16 @@ bool utilizationSumAdmits(const RtCoreState& node, const RtReservation& r, std::
     return false;
   }
   // total + cpus*u <= num/den * cores * bound, cross-multiplied: no division, no rounding.
-  const U128 demand = static_cast<U128>(node.totalUsedPpb()) + static_cast<U128>(r.cpus) * utilizationPpb(r);
+  const U128 demand =
+      static_cast<U128>(node.totalUsedPpb()) + static_cast<U128>(r.cpus) * utilizationPpb(r);
   const U128 lhs = demand * limitDen;
   const U128 rhs = static_cast<U128>(limitNum) * node.coreCount() * node.boundPpb();
   return lhs <= rhs;
 }
 
-std::span<const RtPacking> rtPackings() { return kPackings; }
+std::span<const RtPacking> rtPackings() {
+  return kPackings;
+}
 
 Result<RtPacking> findRtPacking(std::string_view name) {
   for (const RtPacking& p : kPackings) {
@@ -186,8 +191,8 @@ Result<RtPacking> findRtPacking(std::string_view name) {
       return p;
     }
   }
-  return makeError("not_found", "unknown RT packing '" + std::string(name) +
-                                    "' (known: first-fit, worst-fit)");
+  return makeError("not_found",
+                   "unknown RT packing '" + std::string(name) + "' (known: first-fit, worst-fit)");
 }
 
 Result<std::vector<std::uint32_t>> placeReservation(const RtCoreState& node, const RtReservation& r,

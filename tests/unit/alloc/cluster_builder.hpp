@@ -4,7 +4,6 @@
 // order is inventory order.
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -27,10 +26,8 @@ class ClusterBuilder {
   // A node of the current pool with `freeGpus` free GPUs attached (and `usedGpus` in use).
   ClusterBuilder& node(const std::string& name, std::uint32_t freeGpus, std::uint32_t usedGpus = 0,
                        std::uint64_t cpuMilli = 64'000, std::uint64_t memoryMiB = 256 * 1024) {
-    auto n = state_.addNode(NodeSpec{.name = name,
-                                     .pool = pool_,
-                                     .cpuMilliCapacity = cpuMilli,
-                                     .memoryMiBCapacity = memoryMiB});
+    auto n = state_.addNode(NodeSpec{
+        .name = name, .pool = pool_, .cpuMilliCapacity = cpuMilli, .memoryMiBCapacity = memoryMiB});
     REQUIRE(n.ok());
     for (std::uint32_t i = 0; i < freeGpus + usedGpus; ++i) {
       addGpu(*n, i < usedGpus);
@@ -50,11 +47,8 @@ class ClusterBuilder {
   GpuIndex addGpu(NodeIndex node, bool inUse) {
     char id[16];
     std::snprintf(id, sizeof id, "g%04u", next_++);
-    auto g = state_.addGpu(GpuSpec{.id = id,
-                                   .uuid = std::string("GPU-") + id,
-                                   .pool = pool_,
-                                   .node = node,
-                                   .inUse = inUse});
+    auto g = state_.addGpu(GpuSpec{
+        .id = id, .uuid = std::string("GPU-") + id, .pool = pool_, .node = node, .inUse = inUse});
     REQUIRE(g.ok());
     return *g;
   }
@@ -84,6 +78,8 @@ inline std::string named(std::string_view prefix, std::uint64_t n, std::uint64_t
   return out;
 }
 
-inline ClusterBuilder makeCluster() { return ClusterBuilder{}; }
+inline ClusterBuilder makeCluster() {
+  return ClusterBuilder{};
+}
 
 }  // namespace kc::alloc::test

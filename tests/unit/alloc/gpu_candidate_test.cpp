@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "libcore/alloc/gpu_candidate.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/rng.hpp"
@@ -37,7 +37,8 @@ using Ids = std::vector<std::string>;
 
 TEST_CASE("Algorithm 1 scores: minus the free candidates on the same node", "[alloc][gpu]") {
   // target t (2 free, never candidates); a: g0002; b: g0003..g0005; unattached g0006, g0007.
-  const ClusterState s = makeCluster().pool("p").node("t", 2).node("a", 1).node("b", 3).unattached(2).build();
+  const ClusterState s =
+      makeCluster().pool("p").node("t", 2).node("a", 1).node("b", 3).unattached(2).build();
   const auto candidates = gpuCandidates(s, 0);
   CHECK(ids(s, candidates) == Ids{"g0002", "g0003", "g0004", "g0005", "g0006", "g0007"});
   CHECK(algorithm1Scores(s, candidates) == std::vector<std::int64_t>{-1, -3, -3, -3, -2, -2});
@@ -60,14 +61,20 @@ TEST_CASE("GPU choice per policy", "[alloc][gpu]") {
   }));
   // clang-format on
   CAPTURE(unattachedCount, count, policy);
-  const ClusterState s =
-      makeCluster().pool("p").node("t", 2).node("a", 1).node("b", 3).unattached(unattachedCount).build();
+  const ClusterState s = makeCluster()
+                             .pool("p")
+                             .node("t", 2)
+                             .node("a", 1)
+                             .node("b", 3)
+                             .unattached(unattachedCount)
+                             .build();
   auto chosen = chooseGpus(s, 0, count, policyNamed(policy));
   REQUIRE(chosen.ok());
   CHECK(ids(s, *chosen) == expected);
 }
 
-TEST_CASE("GPU candidates exclude busy, unhealthy, draining, target and other-pool GPUs", "[alloc][gpu]") {
+TEST_CASE("GPU candidates exclude busy, unhealthy, draining, target and other-pool GPUs",
+          "[alloc][gpu]") {
   auto b = makeCluster().pool("p").node("t", 1).node("a", 4, 1).unattached(1);
   ClusterState& s = b.state();
   // a holds g0001 (in use), g0002..g0005 free; g0006 unattached.
@@ -99,7 +106,8 @@ TEST_CASE("GPU choice rejects bad arguments", "[alloc][gpu]") {
 }
 
 TEST_CASE("random GPU choice is reproducible from its seed", "[alloc][gpu]") {
-  const ClusterState s = makeCluster().pool("p").node("t", 0).node("a", 5).node("b", 5).unattached(10).build();
+  const ClusterState s =
+      makeCluster().pool("p").node("t", 0).node("a", 5).node("b", 5).unattached(10).build();
   const GpuPolicy random = policyNamed("random");
   SplitMix64 r1(42);
   SplitMix64 r2(42);
@@ -123,8 +131,10 @@ TEST_CASE("select node then move GPUs: properties over random clusters", "[alloc
   }
   const auto nodes = static_cast<std::uint32_t>(1 + rng.below(10));
   for (std::uint32_t n = 0; n < nodes; ++n) {
-    REQUIRE(s.addNode(NodeSpec{.name = test::named("n", n), .pool = static_cast<PoolIndex>(rng.below(pools)),
-                               .cpuMilliCapacity = 8000, .memoryMiBCapacity = 8192})
+    REQUIRE(s.addNode(NodeSpec{.name = test::named("n", n),
+                               .pool = static_cast<PoolIndex>(rng.below(pools)),
+                               .cpuMilliCapacity = 8000,
+                               .memoryMiBCapacity = 8192})
                 .ok());
   }
   const auto gpus = static_cast<std::uint32_t>(rng.below(48));
@@ -133,11 +143,15 @@ TEST_CASE("select node then move GPUs: properties over random clusters", "[alloc
     const auto n = static_cast<NodeIndex>(rng.below(nodes));
     const NodeIndex node = (s.node(n).pool == pool && rng.below(4) != 0) ? n : kNoNode;
     REQUIRE(s.addGpu(GpuSpec{.id = test::named("g", 1000 + rng.below(9000), g),
-                             .pool = pool, .node = node, .inUse = node != kNoNode && rng.below(3) == 0,
-                             .healthy = rng.below(12) != 0, .draining = rng.below(12) == 0})
+                             .pool = pool,
+                             .node = node,
+                             .inUse = node != kNoNode && rng.below(3) == 0,
+                             .healthy = rng.below(12) != 0,
+                             .draining = rng.below(12) == 0})
                 .ok());
   }
-  const PodRequest pod{.cpuMilli = 1000, .memoryMiB = 1024, .gpus = static_cast<std::uint32_t>(1 + rng.below(12))};
+  const PodRequest pod{
+      .cpuMilli = 1000, .memoryMiB = 1024, .gpus = static_cast<std::uint32_t>(1 + rng.below(12))};
 
   for (const NodePolicy& nodePolicy : nodePolicies()) {
     auto choice = selectNode(s, pod, nodePolicy, Composability::Composable);
@@ -156,17 +170,19 @@ TEST_CASE("select node then move GPUs: properties over random clusters", "[alloc
       REQUIRE(chosen->size() == choice->deficit);
       std::set<GpuIndex> seen;
       for (GpuIndex g : *chosen) {
-        CHECK(seen.insert(g).second);                       // no GPU chosen twice
-        CHECK(s.gpu(g).node != target);                     // none from the target node
-        CHECK(s.gpu(g).free());                             // only free GPUs
-        CHECK(s.gpu(g).pool == s.node(target).pool);        // only the target's pool
+        CHECK(seen.insert(g).second);                 // no GPU chosen twice
+        CHECK(s.gpu(g).node != target);               // none from the target node
+        CHECK(s.gpu(g).free());                       // only free GPUs
+        CHECK(s.gpu(g).pool == s.node(target).pool);  // only the target's pool
       }
       // Score-ranked policies take the best-scored candidates: no unchosen candidate has a
       // strictly better rank than a chosen one.
-      if (gpuPolicy.name == Algorithm1GpuPolicy::kName || gpuPolicy.name == UnattachedFirstGpuPolicy::kName) {
+      if (gpuPolicy.name == Algorithm1GpuPolicy::kName ||
+          gpuPolicy.name == UnattachedFirstGpuPolicy::kName) {
         const bool ours = gpuPolicy.name == UnattachedFirstGpuPolicy::kName;
         auto rankOf = [&](GpuIndex g) {
-          const auto i = static_cast<std::size_t>(std::find(candidates.begin(), candidates.end(), g) - candidates.begin());
+          const auto i = static_cast<std::size_t>(
+              std::find(candidates.begin(), candidates.end(), g) - candidates.begin());
           // ours: unattached outrank every attached GPU
           return (ours && !s.gpu(g).attached()) ? std::int64_t{1} : scores[i];
         };

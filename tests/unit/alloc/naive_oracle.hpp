@@ -45,7 +45,8 @@ inline bool aggregatesConsistent(const ClusterState& s) {
   }
   for (NodeIndex n = 0; n < s.nodeCount(); ++n) {
     if (s.node(n).freeGpus != naiveFreeOnNode(s, n) ||
-        s.node(n).attachedGpus != naiveAttached(s, n) || s.nodeGpus(n).size() != naiveAttached(s, n)) {
+        s.node(n).attachedGpus != naiveAttached(s, n) ||
+        s.nodeGpus(n).size() != naiveAttached(s, n)) {
       return false;
     }
     for (GpuIndex g : s.nodeGpus(n)) {

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "libcore/alloc/node_score.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/rng.hpp"
 #include "tests/unit/alloc/cluster_builder.hpp"
@@ -159,13 +159,15 @@ TEST_CASE("node selection is total on degenerate clusters", "[alloc][node]") {
   }
   SECTION("over-request at the integer limits") {
     const ClusterState s = onePool({2}, 0);
-    auto c = selectNode(s, PodRequest{.cpuMilli = UINT64_MAX, .memoryMiB = UINT64_MAX, .gpus = kMax32},
-                        eq1, Composability::Composable);
+    auto c =
+        selectNode(s, PodRequest{.cpuMilli = UINT64_MAX, .memoryMiB = UINT64_MAX, .gpus = kMax32},
+                   eq1, Composability::Composable);
     CHECK_FALSE(c.ok());
   }
 }
 
-TEST_CASE("node selection equals a brute-force oracle on random clusters", "[alloc][node][property]") {
+TEST_CASE("node selection equals a brute-force oracle on random clusters",
+          "[alloc][node][property]") {
   const std::uint64_t seed = GENERATE(range<std::uint64_t>(1, 801));
   CAPTURE(seed);
   SplitMix64 rng(seed);
@@ -178,7 +180,8 @@ TEST_CASE("node selection equals a brute-force oracle on random clusters", "[all
   for (std::uint32_t n = 0; n < nodes; ++n) {
     // Names in scrambled order so that the name tie-break differs from index order.
     REQUIRE(s.addNode(NodeSpec{.name = test::named("n", rng.below(1000), n),
-                               .pool = rng.below(6) == 0 ? kNoPool : static_cast<PoolIndex>(rng.below(pools)),
+                               .pool = rng.below(6) == 0 ? kNoPool
+                                                         : static_cast<PoolIndex>(rng.below(pools)),
                                .cpuMilliCapacity = rng.below(8) * 1000,
                                .memoryMiBCapacity = rng.below(8) * 1024})
                 .ok());
@@ -194,14 +197,19 @@ TEST_CASE("node selection equals a brute-force oracle on random clusters", "[all
       node = s.node(n).pool == pool ? n : kNoNode;
     }
     const bool inUse = node != kNoNode && rng.below(3) == 0;
-    REQUIRE(s.addGpu(GpuSpec{.id = test::named("g", g), .pool = pool, .node = node,
-                             .inUse = inUse, .healthy = rng.below(10) != 0,
+    REQUIRE(s.addGpu(GpuSpec{.id = test::named("g", g),
+                             .pool = pool,
+                             .node = node,
+                             .inUse = inUse,
+                             .healthy = rng.below(10) != 0,
                              .draining = rng.below(10) == 0})
                 .ok());
   }
-  const PodRequest pod{.cpuMilli = rng.below(4) * 1000, .memoryMiB = rng.below(4) * 1024,
+  const PodRequest pod{.cpuMilli = rng.below(4) * 1000,
+                       .memoryMiB = rng.below(4) * 1024,
                        .gpus = static_cast<std::uint32_t>(rng.below(10))};
-  const Composability mode = rng.below(4) == 0 ? Composability::Preconfigured : Composability::Composable;
+  const Composability mode =
+      rng.below(4) == 0 ? Composability::Preconfigured : Composability::Composable;
 
   for (const NodePolicy& policy : nodePolicies()) {
     CAPTURE(policy.name);
@@ -210,9 +218,9 @@ TEST_CASE("node selection equals a brute-force oracle on random clusters", "[all
     for (NodeIndex n = 0; n < s.nodeCount(); ++n) {
       const NodeState& node = s.node(n);
       const std::uint32_t avail = test::naiveFreeOnNode(s, n);
-      const bool gpuOk = pod.gpus <= avail ||
-                         (mode == Composability::Composable && node.pool != kNoPool &&
-                          test::naiveFreeInPool(s, node.pool, false) >= pod.gpus);
+      const bool gpuOk =
+          pod.gpus <= avail || (mode == Composability::Composable && node.pool != kNoPool &&
+                                test::naiveFreeInPool(s, node.pool, false) >= pod.gpus);
       if (node.schedulable && pod.cpuMilli <= node.cpuMilliCapacity - node.cpuMilliUsed &&
           pod.memoryMiB <= node.memoryMiBCapacity && gpuOk) {
         feasible.push_back(n);

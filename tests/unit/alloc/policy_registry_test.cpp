@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "libcore/alloc/policy_registry.hpp"
 
+#include <catch2/catch.hpp>
 #include <set>
 #include <string>
-
-#include "libcore/alloc/policy_registry.hpp"
 
 using namespace kc::alloc;
 

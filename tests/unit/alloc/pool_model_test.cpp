@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "libcore/alloc/pool_model.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <tuple>
 
-#include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/rng.hpp"
 #include "tests/unit/alloc/cluster_builder.hpp"
 #include "tests/unit/alloc/naive_oracle.hpp"
@@ -42,8 +42,13 @@ bool sameState(const ClusterState& a, const ClusterState& b) {
 }  // namespace
 
 TEST_CASE("pool model: builder aggregates match the inventory", "[alloc][pool]") {
-  auto c = makeCluster().pool("p0").node("n1", 2, 1).node("n2", 0).unattached(3).pool("p1").node(
-      "m1", 4);
+  auto c = makeCluster()
+               .pool("p0")
+               .node("n1", 2, 1)
+               .node("n2", 0)
+               .unattached(3)
+               .pool("p1")
+               .node("m1", 4);
   const ClusterState& s = c.state();
   REQUIRE(s.poolCount() == 2);
   CHECK(s.pool(0).nodes == 2);
@@ -84,8 +89,13 @@ TEST_CASE("pool model: invalid building input is rejected and changes nothing", 
 
 TEST_CASE("pool model: mutators validate and report the reason", "[alloc][pool]") {
   // n1: g0000 free; n2: g0001 in use; g0002 unattached; pool p1: m1 (no GPUs).
-  auto c = makeCluster().pool("p0").node("n1", 1).node("n2", 0, 1).unattached(1).pool("p1").node(
-      "m1", 0);
+  auto c = makeCluster()
+               .pool("p0")
+               .node("n1", 1)
+               .node("n2", 0, 1)
+               .unattached(1)
+               .pool("p1")
+               .node("m1", 0);
   ClusterState& s = c.state();
   using Op = std::function<kc::Status(ClusterState&)>;
   // clang-format off
@@ -154,7 +164,8 @@ TEST_CASE("pool model: a GPU moves, serves a pod and comes back", "[alloc][pool]
   CHECK(test::aggregatesConsistent(s));
 }
 
-TEST_CASE("pool model: aggregates stay exact over random mutation sequences", "[alloc][pool][property]") {
+TEST_CASE("pool model: aggregates stay exact over random mutation sequences",
+          "[alloc][pool][property]") {
   const std::uint64_t seed = GENERATE(range<std::uint64_t>(1, 41));
   CAPTURE(seed);
   SplitMix64 rng(seed);
@@ -166,7 +177,8 @@ TEST_CASE("pool model: aggregates stay exact over random mutation sequences", "[
   const auto nodes = static_cast<std::uint32_t>(1 + rng.below(8));
   for (std::uint32_t n = 0; n < nodes; ++n) {
     REQUIRE(s.addNode(NodeSpec{.name = test::named("n", n),
-                               .pool = rng.below(5) == 0 ? kNoPool : static_cast<PoolIndex>(rng.below(pools)),
+                               .pool = rng.below(5) == 0 ? kNoPool
+                                                         : static_cast<PoolIndex>(rng.below(pools)),
                                .cpuMilliCapacity = rng.below(10'000),
                                .memoryMiBCapacity = rng.below(10'000)})
                 .ok());
@@ -185,15 +197,33 @@ TEST_CASE("pool model: aggregates stay exact over random mutation sequences", "[
     const auto n = static_cast<NodeIndex>(rng.below(nodes + 2));
     kc::Status result = kc::okStatus();
     switch (rng.below(9)) {
-      case 0: result = s.attachGpu(g, n); break;
-      case 1: result = s.detachGpu(g); break;
-      case 2: result = s.allocateGpu(g); break;
-      case 3: result = s.releaseGpu(g); break;
-      case 4: result = s.setGpuHealthy(g, rng.below(4) != 0); break;
-      case 5: result = s.setGpuDraining(g, rng.below(4) == 0); break;
-      case 6: result = s.reserve(n, rng.below(4000), rng.below(4000)); break;
-      case 7: result = s.release(n, rng.below(4000), rng.below(4000)); break;
-      default: result = s.setNodeSchedulable(n, rng.below(2) == 0); break;
+      case 0:
+        result = s.attachGpu(g, n);
+        break;
+      case 1:
+        result = s.detachGpu(g);
+        break;
+      case 2:
+        result = s.allocateGpu(g);
+        break;
+      case 3:
+        result = s.releaseGpu(g);
+        break;
+      case 4:
+        result = s.setGpuHealthy(g, rng.below(4) != 0);
+        break;
+      case 5:
+        result = s.setGpuDraining(g, rng.below(4) == 0);
+        break;
+      case 6:
+        result = s.reserve(n, rng.below(4000), rng.below(4000));
+        break;
+      case 7:
+        result = s.release(n, rng.below(4000), rng.below(4000));
+        break;
+      default:
+        result = s.setNodeSchedulable(n, rng.below(2) == 0);
+        break;
     }
     if (!result.ok()) {
       CHECK(sameState(s, before));

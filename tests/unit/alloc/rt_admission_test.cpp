@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "libcore/alloc/rt_admission.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "libcore/alloc/rng.hpp"
-#include "libcore/alloc/rt_admission.hpp"
 
 using namespace kc::alloc;
 
@@ -62,7 +62,8 @@ TEST_CASE("RT reservations are validated with a reason", "[alloc][rt]") {
   }
 }
 
-TEST_CASE("utilisation in parts per billion: reservations round up, bounds round down", "[alloc][rt]") {
+TEST_CASE("utilisation in parts per billion: reservations round up, bounds round down",
+          "[alloc][rt]") {
   // clang-format off
   auto [runtime, period, ppb] = GENERATE(table<std::uint64_t, std::uint64_t, std::uint64_t>({
     {1, 3, 333'333'334}, {2, 3, 666'666'667}, {1, 1, 1'000'000'000},
@@ -97,13 +98,14 @@ TEST_CASE("per-core bound from sched_rt_runtime_us / sched_rt_period_us", "[allo
   }
 }
 
-TEST_CASE("the paper's sum test admits 3 x 0.51 on 2 cores, per-core packing does not", "[alloc][rt]") {
+TEST_CASE("the paper's sum test admits 3 x 0.51 on 2 cores, per-core packing does not",
+          "[alloc][rt]") {
   RtCoreState node = makeNode(2);
   const RtReservation half = res(51, 1);
   for (int i = 0; i < 3; ++i) {
     CAPTURE(i);
-    CHECK(utilizationSumAdmits(node, half));           // 1.53 <= 2
-    CHECK(utilizationSumAdmits(node, half, 8, 10));    // even the original's 0.8 factor: 1.53 <= 1.6
+    CHECK(utilizationSumAdmits(node, half));         // 1.53 <= 2
+    CHECK(utilizationSumAdmits(node, half, 8, 10));  // even the original's 0.8 factor: 1.53 <= 1.6
     auto cores = placeReservation(node, half, packingNamed("first-fit"));
     if (i < 2) {
       REQUIRE(cores.ok());
@@ -163,9 +165,9 @@ TEST_CASE("RT core state validates admit and release and changes nothing on erro
     }
     return node.totalUsedPpb() == before.totalUsedPpb();
   };
-  CHECK(node.admit(res(50, 2), Cpus{3}).error().code == "invalid");       // wrong count
-  CHECK(node.admit(res(10, 1), Cpus{4}).error().code == "invalid");       // not an RT core
-  CHECK(node.admit(res(10, 2), Cpus{5, 5}).error().code == "invalid");    // repeated core
+  CHECK(node.admit(res(50, 2), Cpus{3}).error().code == "invalid");          // wrong count
+  CHECK(node.admit(res(10, 1), Cpus{4}).error().code == "invalid");          // not an RT core
+  CHECK(node.admit(res(10, 2), Cpus{5, 5}).error().code == "invalid");       // repeated core
   CHECK(node.admit(res(46, 2), Cpus{5, 7}).error().code == "insufficient");  // 7 would reach 0.96
   CHECK(node.admit(RtReservation{0, 1, 1}, Cpus{5}).error().code == "invalid");
   CHECK(node.release(res(60, 1), Cpus{3}).error().code == "conflict");
@@ -177,7 +179,21 @@ TEST_CASE("RT core state validates admit and release and changes nothing on erro
   CHECK(node.usedPpb(0) == 0);
   CHECK(node.totalUsedPpb() == 2 * 450'000'000ULL);
   CHECK(findRtPacking("best-fit").error().code == "not_found");
-  CHECK(placeReservation(node, RtReservation{5, 1, 1}, packingNamed("first-fit")).error().code == "invalid");
+  // Over-request: more servers than RT cores, under both packings; a zero limit admits nothing.
+  for (const RtPacking& packing : rtPackings()) {
+    auto tooMany = placeReservation(node, res(1, 4), packing);
+    REQUIRE_FALSE(tooMany.ok());
+    CHECK(tooMany.error().code == "insufficient");
+  }
+  CHECK_FALSE(utilizationSumAdmits(node, res(1, 1), 1, 0));
+  CHECK_FALSE(utilizationSumAdmits(node, RtReservation{}, 1, 1));
+  // A node whose bound is 0 (sched_rt_runtime_us = 0) admits nothing.
+  RtCoreState off = *RtCoreState::create(RtBound{0, 1'000'000}, {0, 1});
+  CHECK(placeReservation(off, RtReservation{1, 1'000'000, 1}, packingNamed("first-fit"))
+            .error()
+            .code == "insufficient");
+  CHECK(placeReservation(node, RtReservation{5, 1, 1}, packingNamed("first-fit")).error().code ==
+        "invalid");
 }
 
 TEST_CASE("RT packing properties over random reservation sequences", "[alloc][rt][property]") {
@@ -187,7 +203,8 @@ TEST_CASE("RT packing properties over random reservation sequences", "[alloc][rt
   const auto cores = static_cast<std::uint32_t>(1 + rng.below(12));
   const RtBound bound{rng.below(3) == 0 ? 1'000'000 : 500'000 + rng.below(500'001), 1'000'000};
   RtCoreState node = makeNode(cores, bound);
-  const RtPacking packing = rng.below(2) == 0 ? packingNamed("first-fit") : packingNamed("worst-fit");
+  const RtPacking packing =
+      rng.below(2) == 0 ? packingNamed("first-fit") : packingNamed("worst-fit");
   const RtPacking other = packing.worstFit ? packingNamed("first-fit") : packingNamed("worst-fit");
   struct Held {
     RtReservation r;
@@ -202,7 +219,9 @@ TEST_CASE("RT packing properties over random reservation sequences", "[alloc][rt
       continue;
     }
     const std::uint64_t period = 1 + rng.below(1'000'000);
-    const RtReservation r{1 + rng.below(period), period, static_cast<std::uint32_t>(1 + rng.below(std::min<std::uint32_t>(cores, 4)))};
+    const RtReservation r{
+        1 + rng.below(period), period,
+        static_cast<std::uint32_t>(1 + rng.below(std::min<std::uint32_t>(cores, 4)))};
     const std::uint64_t u = utilizationPpb(r);
     std::uint32_t roomy = 0;
     for (std::size_t c = 0; c < node.coreCount(); ++c) {
@@ -226,7 +245,8 @@ TEST_CASE("RT packing properties over random reservation sequences", "[alloc][rt
       continue;
     }
     REQUIRE(placed->size() == r.cpus);
-    REQUIRE(std::adjacent_find(placed->begin(), placed->end()) == placed->end());  // distinct, sorted
+    REQUIRE(std::adjacent_find(placed->begin(), placed->end()) ==
+            placed->end());  // distinct, sorted
     REQUIRE(node.admit(r, *placed).ok());
     held.push_back(Held{r, *placed});
     std::uint64_t total = 0;

@@ -150,8 +150,8 @@ ClusterState buildCluster(std::uint32_t nodes, std::uint32_t pools, SplitMix64& 
   std::uint32_t id = 0;
   for (std::uint32_t n = 0; n < nodes; ++n) {
     const auto attached = static_cast<std::uint32_t>(rng.below(9));  // 0..8
-    const auto loose = static_cast<std::uint32_t>(6 - std::min<std::uint32_t>(6, attached) +
-                                                  rng.below(2));
+    const auto loose =
+        static_cast<std::uint32_t>(6 - std::min<std::uint32_t>(6, attached) + rng.below(2));
     for (std::uint32_t i = 0; i < attached + loose; ++i) {
       const std::string gid = named("gpu-", id++);
       auto g = s.addGpu(GpuSpec{.id = gid,
@@ -330,7 +330,7 @@ struct VniRow {
 };
 
 VniRow benchVni(std::uint32_t live, std::uint32_t oursOps, std::uint32_t seedOps) {
-  VniRangeOptions options;  // the default range 1024..65535 with 0, 1, 10 reserved
+  VniRangeOptions options;        // the default range 1024..65535 with 0, 1, 10 reserved
   options.cooldown = VniTime{0};  // the seed has no cooldown: compare allocation alone
   auto made = VniRange::create(options);
   if (!made) {
@@ -413,7 +413,8 @@ int main(int argc, char** argv) {
 
   std::printf("bench_alloc (%s mode)\n\n", quick ? "quick" : "full");
   std::printf("Node selection, paper Eq. 1 + multi-pool filter (one decision; 6 GPUs/node avg)\n");
-  std::printf("dec/s = decisions / total time; p50 x = naive p50 / ours p50 (robust to preemption)\n");
+  std::printf(
+      "dec/s = decisions / total time; p50 x = naive p50 / ours p50 (robust to preemption)\n");
   std::printf("%7s %6s | %12s %9s %9s | %12s %9s %9s | %7s %s\n", "nodes", "pools", "ours dec/s",
               "p50 us", "p99 us", "naive dec/s", "p50 us", "p99 us", "p50 x", "same choice");
   double p99At5000 = 0;
@@ -424,9 +425,9 @@ int main(int argc, char** argv) {
       const std::uint32_t naiveEvery = nodes >= 5000 ? 10 : 2;
       const NodeRow row = benchNodeSelection(nodes, pools, decisions, naiveEvery);
       const std::uint64_t compared = (decisions + naiveEvery - 1) / naiveEvery;
-      std::printf("%7u %6u | %12.0f %9.2f %9.2f | %12.0f %9.2f %9.2f | %6.1fx %llu/%llu\n", row.nodes,
-                  row.pools, row.ours.perSecond, row.ours.p50, row.ours.p99, row.naive.perSecond,
-                  row.naive.p50, row.naive.p99,
+      std::printf("%7u %6u | %12.0f %9.2f %9.2f | %12.0f %9.2f %9.2f | %6.1fx %llu/%llu\n",
+                  row.nodes, row.pools, row.ours.perSecond, row.ours.p50, row.ours.p99,
+                  row.naive.perSecond, row.naive.p50, row.naive.p99,
                   row.ours.p50 > 0 ? row.naive.p50 / row.ours.p50 : 0.0,
                   static_cast<unsigned long long>(compared - row.mismatches),
                   static_cast<unsigned long long>(compared));
@@ -466,8 +467,9 @@ int main(int argc, char** argv) {
   if (!allSame) {
     std::printf("ERROR: ours and the naive implementation chose different nodes\n");
   }
-  std::printf("{\"node_select_p99_us_5000\": %.3f, \"vni_speedup_vs_seed_50k\": %.1f, "
-              "\"rt_pack_p99_us\": %.3f}\n",
-              p99At5000, speedup50k, rtP99);
+  std::printf(
+      "{\"node_select_p99_us_5000\": %.3f, \"vni_speedup_vs_seed_50k\": %.1f, "
+      "\"rt_pack_p99_us\": %.3f}\n",
+      p99At5000, speedup50k, rtP99);
   return allSame ? 0 : 1;
 }
