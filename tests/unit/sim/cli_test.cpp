@@ -1,0 +1,84 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "tools/kubecomp-sim/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "kc-sim-cli-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "kubecomp-sim");
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  return kc::sim::runCli(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("kubecomp-sim CLI: generic CSV in, per-job CSV and summary JSON out") {
+  TempDir dir;
+  {
+    std::ofstream f(dir / "jobs.csv");
+    f << "id,arrival_s,duration_s,gpus,cpu\na,0,100,3,1\nb,5,50,1,1\nc,6,20,1,1\nd,7,10,4,1\n";
+  }
+  const int rc = run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "2+2", "--move-time-s", "10",
+                      "--jobs-out", (dir / "out.csv").string(), "--summary-out", (dir / "sum.json").string()});
+  REQUIRE(rc == 0);
+  // The hand-computed trace of engine_test: waits 10, 0, 49, 113.
+  const std::string jobs = slurp(dir / "out.csv");
+  CHECK_THAT(jobs, Catch::StartsWith("id,arrival,start,end,wait,node,gpus,gpus_moved,status\n"));
+  CHECK_THAT(jobs, Catch::Contains("a,0.000,10.000,110.000,10.000,n000000,3,1,done\n"));
+  CHECK_THAT(jobs, Catch::Contains("d,7.000,120.000,130.000,113.000,n000000,4,1,done\n"));
+  const auto sum = nlohmann::json::parse(slurp(dir / "sum.json"));
+  CHECK(sum["wait_s"]["mean"].get<double>() == Approx(43));
+  CHECK(sum["gpus_moved"].get<int>() == 2);
+  CHECK(sum["trace"]["rows"].get<int>() == 4);
+}
+
+TEST_CASE("kubecomp-sim CLI: bad input fails with exit code 1 and writes nothing") {
+  TempDir dir;
+  {
+    std::ofstream f(dir / "bad.csv");
+    f << "arrival_s,duration_s,gpus\n0,10,1\n3,-2,1\n";
+  }
+  const fs::path out = dir / "sum.json";
+  CHECK(run({"--trace-csv", (dir / "bad.csv").string(), "--summary-out", out.string()}) == 1);
+  CHECK_FALSE(fs::exists(out));
+  CHECK(run({"--workload", "w9", "--summary-out", out.string()}) == 1);
+  CHECK(run({"--workload", "w1", "--node-policy", "nope", "--summary-out", out.string()}) == 1);
+  CHECK(run({"--workload", "w1", "--trace-csv", "x.csv"}) == 1);
+  CHECK(run({"--workload", "w1", "--layout", "4+x"}) == 1);
+  CHECK(run({"--no-such-flag"}) == 2);
+  CHECK_FALSE(fs::exists(out));
+}
