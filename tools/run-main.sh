@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The suite's main job, run locally with no cluster. Installs what it needs, builds the
-# release preset, and runs the most complete end-to-end run the suite has.
-# Today: the allocation benchmarks (paper policies vs baselines), printing comparisons.
+# release preset, then reproduces the KubeComp paper's evaluation (Fig. 8-13) with the
+# trace-driven simulator, which runs the scheduler's own libcore/alloc policies. Tables and
+# plots are written under docs/results/ (see docs/results.md).
+# Extra arguments are passed to tools/experiments/run-all.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
-build/release/tools/bench/bench_alloc "$@"
+bash tools/experiments/run-all.sh "$@"
