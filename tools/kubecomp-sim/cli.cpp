@@ -177,68 +177,123 @@ int runCli(int argc, char** argv) {
       "moved)."};
   app.get_formatter()->column_width(40);
   auto* in = "Input (exactly one of --workload, --alibaba-pods, --trace-csv)";
-  app.add_option("--workload", o.workload,
-                 "synthetic workload mix: w1..w4 (Table II), fig13 (equal A-E), ae:<percent of Job A> "
-                 "(rest Job E, Fig. 11), custom:a,b,c,d,e (weights of Table I types)")
+  app.add_option(
+         "--workload", o.workload,
+         "synthetic workload mix: w1..w4 (Table II), fig13 (equal A-E), ae:<percent of Job A> "
+         "(rest Job E, Fig. 11), custom:a,b,c,d,e (weights of Table I types)")
       ->group(in);
   app.add_option("--jobs", o.jobs, "synthetic: number of jobs")->capture_default_str()->group(in);
-  app.add_option("--lambda", o.lambda, "synthetic: mean of the Poisson-distributed integer interval between jobs, in interval units")
-      ->capture_default_str()->group(in);
-  app.add_option("--interval-unit-ms", o.intervalUnitMs, "synthetic: length of one interval unit in ms (1000 = seconds, as the paper)")
-      ->capture_default_str()->group(in);
-  app.add_option("--job-duration-s", o.jobDurationS, "synthetic: run time of every job in seconds (paper: 300)")
-      ->capture_default_str()->group(in);
-  app.add_option("--seed", o.seed, "synthetic: seed of the job order and intervals (std::mt19937_64)")
-      ->capture_default_str()->group(in);
+  app.add_option("--lambda", o.lambda,
+                 "synthetic: mean of the Poisson-distributed integer interval between jobs, in "
+                 "interval units")
+      ->capture_default_str()
+      ->group(in);
+  app.add_option("--interval-unit-ms", o.intervalUnitMs,
+                 "synthetic: length of one interval unit in ms (1000 = seconds, as the paper)")
+      ->capture_default_str()
+      ->group(in);
+  app.add_option("--job-duration-s", o.jobDurationS,
+                 "synthetic: run time of every job in seconds (paper: 300)")
+      ->capture_default_str()
+      ->group(in);
+  app.add_option("--seed", o.seed,
+                 "synthetic: seed of the job order and intervals (std::mt19937_64)")
+      ->capture_default_str()
+      ->group(in);
   app.add_option("--alibaba-pods", o.alibabaPods,
-                 "Alibaba cluster-trace-gpu-v2023 pod list (openb_pod_list_*.csv): arrival = creation_time, "
-                 "duration = deletion_time - scheduled_time; rows lacking times and CPU-only rows are skipped and counted")
+                 "Alibaba cluster-trace-gpu-v2023 pod list (openb_pod_list_*.csv): arrival = "
+                 "creation_time, "
+                 "duration = deletion_time - scheduled_time; rows lacking times and CPU-only rows "
+                 "are skipped and counted")
       ->group(in);
   app.add_option("--alibaba-sharing", o.alibabaSharing,
-                 "Alibaba GPU-sharing tasks (gpu_milli < 1000): 'whole' = take one whole GPU, 'skip' = leave out (counted)")
-      ->capture_default_str()->group(in);
-  app.add_flag("--alibaba-include-cpu-only", o.alibabaCpuOnly, "Alibaba: keep num_gpu = 0 tasks (they need CPU and memory only)")
+                 "Alibaba GPU-sharing tasks (gpu_milli < 1000): 'whole' = take one whole GPU, "
+                 "'skip' = leave out (counted)")
+      ->capture_default_str()
+      ->group(in);
+  app.add_flag("--alibaba-include-cpu-only", o.alibabaCpuOnly,
+               "Alibaba: keep num_gpu = 0 tasks (they need CPU and memory only)")
       ->group(in);
   app.add_flag("--alibaba-completed-only", o.alibabaCompletedOnly,
-               "Alibaba: skip (and count) pod_phase Running rows, whose duration is censored at the trace's end")
+               "Alibaba: skip (and count) pod_phase Running rows, whose duration is censored at "
+               "the trace's end")
       ->group(in);
   app.add_option("--trace-csv", o.traceCsv,
-                 "generic job CSV with header; columns arrival_s, duration_s, gpus (required), id, cpu (cores), memory_mib")
+                 "generic job CSV with header; columns arrival_s, duration_s, gpus (required), id, "
+                 "cpu (cores), memory_mib")
       ->group(in);
-  app.add_option("--time-scale", o.timeScale, "multiply every arrival time by this factor (< 1 compresses a trace to raise load)")
-      ->capture_default_str()->group(in);
-  app.add_option("--write-trace", o.writeTrace, "also write the input jobs as a generic job CSV to this file")->group(in);
+  app.add_option(
+         "--time-scale", o.timeScale,
+         "multiply every arrival time by this factor (< 1 compresses a trace to raise load)")
+      ->capture_default_str()
+      ->group(in);
+  app.add_option("--write-trace", o.writeTrace,
+                 "also write the input jobs as a generic job CSV to this file")
+      ->group(in);
 
   auto* cl = "Cluster (synthetic layout, or the Alibaba node list)";
-  app.add_option("--pools", o.pools, "number of GPU pools (each with the --layout nodes)")->capture_default_str()->group(cl);
-  app.add_option("--layout", o.layout, "GPUs attached to each node of a pool at the start, e.g. 4+4+8+8 (entries = nodes per pool)")
-      ->capture_default_str()->group(cl);
-  app.add_option("--unattached", o.unattached, "GPUs per pool attached to no node at the start")->capture_default_str()->group(cl);
-  app.add_option("--node-cpu", o.nodeCpu, "CPU cores per node (testbed: 192)")->capture_default_str()->group(cl);
-  app.add_option("--node-memory-mib", o.nodeMemoryMib, "memory per node in MiB")->capture_default_str()->group(cl);
-  app.add_option("--alibaba-nodes", o.alibabaNodes, "Alibaba node list (openb_node_list_gpu_node.csv); replaces --pools/--layout")
+  app.add_option("--pools", o.pools, "number of GPU pools (each with the --layout nodes)")
+      ->capture_default_str()
       ->group(cl);
-  app.add_option("--nodes-per-pool", o.nodesPerPool, "Alibaba nodes: consecutive nodes per pool (0 = one pool of all nodes)")
-      ->capture_default_str()->group(cl);
+  app.add_option("--layout", o.layout,
+                 "GPUs attached to each node of a pool at the start, e.g. 4+4+8+8 (entries = nodes "
+                 "per pool)")
+      ->capture_default_str()
+      ->group(cl);
+  app.add_option("--unattached", o.unattached, "GPUs per pool attached to no node at the start")
+      ->capture_default_str()
+      ->group(cl);
+  app.add_option("--node-cpu", o.nodeCpu, "CPU cores per node (testbed: 192)")
+      ->capture_default_str()
+      ->group(cl);
+  app.add_option("--node-memory-mib", o.nodeMemoryMib, "memory per node in MiB")
+      ->capture_default_str()
+      ->group(cl);
+  app.add_option("--alibaba-nodes", o.alibabaNodes,
+                 "Alibaba node list (openb_node_list_gpu_node.csv); replaces --pools/--layout")
+      ->group(cl);
+  app.add_option("--nodes-per-pool", o.nodesPerPool,
+                 "Alibaba nodes: consecutive nodes per pool (0 = one pool of all nodes)")
+      ->capture_default_str()
+      ->group(cl);
 
   auto* be = "Behaviour";
-  app.add_option("--mode", o.mode, "composable (GPUs move on demand) or preconfigured (fixed attachment)")
-      ->capture_default_str()->group(be);
-  app.add_option("--node-policy", o.nodePolicy, "node selection policy from the libcore/alloc registry (see --list-policies)")
-      ->capture_default_str()->group(be);
-  app.add_option("--gpu-policy", o.gpuPolicy, "GPU candidate policy from the libcore/alloc registry (see --list-policies)")
-      ->capture_default_str()->group(be);
-  app.add_option("--policy-seed", o.policySeed, "seed of the random GPU policy")->capture_default_str()->group(be);
+  app.add_option("--mode", o.mode,
+                 "composable (GPUs move on demand) or preconfigured (fixed attachment)")
+      ->capture_default_str()
+      ->group(be);
+  app.add_option("--node-policy", o.nodePolicy,
+                 "node selection policy from the libcore/alloc registry (see --list-policies)")
+      ->capture_default_str()
+      ->group(be);
+  app.add_option("--gpu-policy", o.gpuPolicy,
+                 "GPU candidate policy from the libcore/alloc registry (see --list-policies)")
+      ->capture_default_str()
+      ->group(be);
+  app.add_option("--policy-seed", o.policySeed, "seed of the random GPU policy")
+      ->capture_default_str()
+      ->group(be);
   app.add_option("--move-time-s", o.moveTimeS,
-                 "seconds to move one GPU between nodes (serialised per pool); default = midpoint of the measured 17-22 s; 0 allowed")
-      ->capture_default_str()->group(be);
-  app.add_option("--queue", o.queue, "fcfs (the paper) or backfill (greedy, beyond the paper)")->capture_default_str()->group(be);
-  app.add_flag("--list-policies", o.listPolicies, "print the registered policies and exit")->group(be);
+                 "seconds to move one GPU between nodes (serialised per pool); default = midpoint "
+                 "of the measured 17-22 s; 0 allowed")
+      ->capture_default_str()
+      ->group(be);
+  app.add_option("--queue", o.queue, "fcfs (the paper) or backfill (greedy, beyond the paper)")
+      ->capture_default_str()
+      ->group(be);
+  app.add_flag("--list-policies", o.listPolicies, "print the registered policies and exit")
+      ->group(be);
 
   auto* out = "Output";
-  app.add_option("--jobs-out", o.jobsOut, "per-job CSV: id,arrival,start,end,wait,node,gpus,gpus_moved,status")->group(out);
-  app.add_option("--summary-out", o.summaryOut, "summary JSON file ('-' = stdout)")->capture_default_str()->group(out);
-  app.add_flag("--progress", o.progress, "report progress on stderr (on by default for more than 100,000 jobs)")->group(out);
+  app.add_option("--jobs-out", o.jobsOut,
+                 "per-job CSV: id,arrival,start,end,wait,node,gpus,gpus_moved,status")
+      ->group(out);
+  app.add_option("--summary-out", o.summaryOut, "summary JSON file ('-' = stdout)")
+      ->capture_default_str()
+      ->group(out);
+  app.add_flag("--progress", o.progress,
+               "report progress on stderr (on by default for more than 100,000 jobs)")
+      ->group(out);
   app.add_flag("--quiet", o.quiet, "no progress output")->group(out);
 
   try {
@@ -301,7 +356,8 @@ int runCli(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   if (showProgress) {
     config.progress = [started](std::uint64_t done, std::uint64_t total) {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       std::cerr << "kubecomp-sim: " << done << "/" << total << " jobs done ("
                 << (total ? 100 * done / total : 100) << "%), " << s << " s\n";
     };
@@ -310,7 +366,8 @@ int runCli(int argc, char** argv) {
   if (!result) {
     return fail(result.error().message);
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   if (!o.jobsOut.empty()) {
     std::ofstream f(o.jobsOut);

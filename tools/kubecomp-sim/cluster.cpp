@@ -27,7 +27,8 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
     std::uint32_t v = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc{} || ptr != part.data() + part.size() || v > 1024) {
-      return makeError("invalid", "bad GPU layout '" + text + "' (expected counts joined by '+', e.g. 4+4+8+8)");
+      return makeError(
+          "invalid", "bad GPU layout '" + text + "' (expected counts joined by '+', e.g. 4+4+8+8)");
     }
     out.push_back(v);
     if (plus == std::string_view::npos) {
@@ -131,6 +132,8 @@ Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& n
   return state;
 }
 
-std::uint64_t totalGpus(const alloc::ClusterState& state) { return state.gpuCount(); }
+std::uint64_t totalGpus(const alloc::ClusterState& state) {
+  return state.gpuCount();
+}
 
 }  // namespace kc::sim

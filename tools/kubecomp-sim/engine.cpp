@@ -67,8 +67,8 @@ class UsageAccumulator {
 
   UsageRecord finish(SimMs end) {
     advance(end);
-    const std::size_t buckets =
-        static_cast<std::size_t>((std::max(end, rec_.origin) - rec_.origin + rec_.bucketMs - 1) / rec_.bucketMs);
+    const std::size_t buckets = static_cast<std::size_t>(
+        (std::max(end, rec_.origin) - rec_.origin + rec_.bucketMs - 1) / rec_.bucketMs);
     rec_.bucketGpuMs.resize(std::max(rec_.bucketGpuMs.size(), buckets), 0);
     return std::move(rec_);
   }
@@ -207,8 +207,9 @@ class Engine {
         }
         runningGpus_[e.job].clear();
         runningGpus_[e.job].shrink_to_fit();
-        if (auto s = state_.release(result_.jobs[e.job].node, static_cast<std::uint64_t>(job.cpuMilli),
-                                    static_cast<std::uint64_t>(job.memoryMib));
+        if (auto s =
+                state_.release(result_.jobs[e.job].node, static_cast<std::uint64_t>(job.cpuMilli),
+                               static_cast<std::uint64_t>(job.memoryMib));
             !s) {
           return internal("release", s.error());
         }
@@ -294,9 +295,10 @@ class Engine {
     std::vector<alloc::PodRequest> failed;
     for (auto it = queue_.begin(); it != queue_.end();) {
       const alloc::PodRequest pod = podOf(trace_.jobs[*it]);
-      const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const alloc::PodRequest& f) {
-        return pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
-      });
+      const bool dominated =
+          std::any_of(failed.begin(), failed.end(), [&](const alloc::PodRequest& f) {
+            return pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
+          });
       if (dominated) {
         ++it;
         continue;
@@ -370,7 +372,8 @@ class Engine {
         }
       }
       const alloc::PoolIndex pool = state_.node(node).pool;
-      ready = std::max(now, poolBusyUntil_[pool]) + static_cast<SimMs>(choice->deficit) * config_.moveTime;
+      ready = std::max(now, poolBusyUntil_[pool]) +
+              static_cast<SimMs>(choice->deficit) * config_.moveTime;
       poolBusyUntil_[pool] = ready;
       result_.gpusMoved += choice->deficit;
       ++result_.jobsWithMoves;
@@ -419,7 +422,7 @@ class Engine {
   std::vector<SimMs> poolBusyUntil_;
   std::vector<std::vector<alloc::GpuIndex>> runningGpus_;
   std::vector<std::vector<alloc::NodeIndex>> poolNodes_;  // nodes of each pool, index order
-  std::vector<alloc::NodeIndex> candidates_;               // scratch of chooseNode
+  std::vector<alloc::NodeIndex> candidates_;              // scratch of chooseNode
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::deque<std::uint32_t> queue_;
   std::uint32_t failedHead_ = kNone;

@@ -87,7 +87,8 @@ Summary summarise(const Trace& trace, const SimResult& result) {
     usedGpuMs += static_cast<double>(k) * static_cast<double>(result.usage.histogramMs[k]);
   }
   if (last > first && result.totalGpus > 0) {
-    s.gpuUtilisation = usedGpuMs / (static_cast<double>(result.totalGpus) * static_cast<double>(last - first));
+    s.gpuUtilisation =
+        usedGpuMs / (static_cast<double>(result.totalGpus) * static_cast<double>(last - first));
   }
   s.gpusMoved = result.gpusMoved;
   s.jobsWithMoves = result.jobsWithMoves;

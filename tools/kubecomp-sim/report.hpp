@@ -29,8 +29,8 @@ struct Summary {
   std::uint64_t rejected = 0;
   Distribution waitS;
   Distribution jctS;
-  double makespanS = 0;        // first arrival to last end
-  double gpuUtilisation = 0;   // GPU-time used / (all GPUs x makespan)
+  double makespanS = 0;       // first arrival to last end
+  double gpuUtilisation = 0;  // GPU-time used / (all GPUs x makespan)
   std::uint64_t gpusMoved = 0;
   std::uint64_t jobsWithMoves = 0;
 };

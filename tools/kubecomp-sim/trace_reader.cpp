@@ -88,7 +88,9 @@ std::optional<std::int64_t> parseSecondsMs(std::string_view s) {
 }
 
 // Decimal cores -> millicores ("1", "0.5", "80").
-std::optional<std::int64_t> parseCoresMilli(std::string_view s) { return parseSecondsMs(s); }
+std::optional<std::int64_t> parseCoresMilli(std::string_view s) {
+  return parseSecondsMs(s);
+}
 
 class Header {
  public:
@@ -202,7 +204,8 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
       }
       auto v = parseInt(f);
       if (!v) {
-        return rowError(source, no, std::string(name) + " is not an integer: '" + std::string(f) + "'");
+        return rowError(source, no,
+                        std::string(name) + " is not an integer: '" + std::string(f) + "'");
       }
       if (*v < 0) {
         return rowError(source, no, std::string(name) + " is negative: " + std::to_string(*v));
@@ -375,7 +378,8 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
       auto v = parseSecondsMs(f);
       if (!v) {
         return rowError(source, no,
-                        std::string(col) + " is not a number of seconds (>= 0, at most 3 decimals): '" +
+                        std::string(col) +
+                            " is not a number of seconds (>= 0, at most 3 decimals): '" +
                             std::string(f) + "'");
       }
       dst = *v;
@@ -396,16 +400,18 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
     if (cpuCol) {
       auto c = parseCoresMilli((*fields)[*cpuCol]);
       if (!c) {
-        return rowError(source, no, "cpu is not a non-negative number of cores: '" +
-                                        std::string((*fields)[*cpuCol]) + "'");
+        return rowError(
+            source, no,
+            "cpu is not a non-negative number of cores: '" + std::string((*fields)[*cpuCol]) + "'");
       }
       job.cpuMilli = *c;
     }
     if (memCol) {
       auto m = parseInt((*fields)[*memCol]);
       if (!m || *m < 0) {
-        return rowError(source, no, "memory_mib is not a non-negative integer: '" +
-                                        std::string((*fields)[*memCol]) + "'");
+        return rowError(
+            source, no,
+            "memory_mib is not a non-negative integer: '" + std::string((*fields)[*memCol]) + "'");
       }
       job.memoryMib = *m;
     }
@@ -427,9 +433,11 @@ namespace {
 std::string formatMs(SimMs ms) {
   char buf[32];
   const SimMs frac = ms % kMsPerSecond;
-  int n = frac == 0 ? std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(ms / kMsPerSecond))
-                    : std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ms / kMsPerSecond),
-                                    static_cast<long long>(frac));
+  int n =
+      frac == 0
+          ? std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(ms / kMsPerSecond))
+          : std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ms / kMsPerSecond),
+                          static_cast<long long>(frac));
   std::string s(buf, static_cast<std::size_t>(n));
   if (frac != 0) {
     while (s.back() == '0') {

@@ -32,16 +32,16 @@ struct AlibabaOptions {
 // What happened to every data row of a pod list. rows = sum of all the "skipped_*" counters
 // plus jobs; the other counters describe kept jobs.
 struct TraceStats {
-  std::uint64_t rows = 0;                  // data rows read (header excluded)
-  std::uint64_t jobs = 0;                  // jobs produced
-  std::uint64_t skippedNoStartTime = 0;    // scheduled_time empty (pending at trace end)
-  std::uint64_t skippedNoEndTime = 0;      // deletion_time empty
-  std::uint64_t skippedCpuOnly = 0;        // num_gpu = 0 (when not included)
-  std::uint64_t skippedGpuSharing = 0;     // gpu_milli < 1000 with GpuSharing::Skip
-  std::uint64_t skippedCensored = 0;       // pod_phase Running with skipCensored
-  std::uint64_t gpuSharingAsWhole = 0;     // gpu_milli < 1000 kept as one whole GPU
-  std::uint64_t censoredRunning = 0;       // pod_phase Running: ends at the trace's end time
-  std::uint64_t zeroDuration = 0;          // deletion_time == scheduled_time
+  std::uint64_t rows = 0;                // data rows read (header excluded)
+  std::uint64_t jobs = 0;                // jobs produced
+  std::uint64_t skippedNoStartTime = 0;  // scheduled_time empty (pending at trace end)
+  std::uint64_t skippedNoEndTime = 0;    // deletion_time empty
+  std::uint64_t skippedCpuOnly = 0;      // num_gpu = 0 (when not included)
+  std::uint64_t skippedGpuSharing = 0;   // gpu_milli < 1000 with GpuSharing::Skip
+  std::uint64_t skippedCensored = 0;     // pod_phase Running with skipCensored
+  std::uint64_t gpuSharingAsWhole = 0;   // gpu_milli < 1000 kept as one whole GPU
+  std::uint64_t censoredRunning = 0;     // pod_phase Running: ends at the trace's end time
+  std::uint64_t zeroDuration = 0;        // deletion_time == scheduled_time
 };
 
 struct LoadedTrace {
@@ -57,7 +57,8 @@ struct LoadedTrace {
 // field, deletion before scheduling, scheduling before creation, wrong field count.
 Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
                                     const AlibabaOptions& options = {});
-Result<LoadedTrace> readAlibabaPodsFile(const std::string& path, const AlibabaOptions& options = {});
+Result<LoadedTrace> readAlibabaPodsFile(const std::string& path,
+                                        const AlibabaOptions& options = {});
 
 struct NodeSpec {
   std::string name;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
-#include <string_view>
 #include <random>
+#include <string_view>
 #include <vector>
 
 namespace kc::sim {
@@ -42,7 +42,8 @@ Result<Mix> mixByName(const std::string& name) {
   if (name.rfind("ae:", 0) == 0) {
     auto p = parseDouble(std::string_view(name).substr(3));
     if (!p || *p < 0 || *p > 100) {
-      return makeError("invalid", "mix '" + name + "': the Job A share must be a percentage 0..100");
+      return makeError("invalid",
+                       "mix '" + name + "': the Job A share must be a percentage 0..100");
     }
     return Mix{name, {*p / 100.0, 0, 0, 0, 1.0 - *p / 100.0}};
   }

@@ -51,8 +51,8 @@ Result<Mix> mixByName(const std::string& name);
 struct WorkloadSpec {
   Mix mix;
   std::uint64_t jobs = 50;
-  double lambda = 60.0;              // mean of the Poisson interval, in interval units
-  SimMs intervalUnit = kMsPerSecond; // one interval unit (1 s like the paper's scripts)
+  double lambda = 60.0;               // mean of the Poisson interval, in interval units
+  SimMs intervalUnit = kMsPerSecond;  // one interval unit (1 s like the paper's scripts)
   SimMs duration = kPaperJobDuration;
   std::uint64_t seed = 1;
 };

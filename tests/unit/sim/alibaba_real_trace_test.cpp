@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "tools/kubecomp-sim/trace_reader.hpp"
@@ -39,7 +38,8 @@ TEST_CASE("the real Alibaba v2023 trace is read with every row accounted for") {
   CHECK(c->stats.skippedCensored == s.censoredRunning);
   CHECK(c->stats.jobs + c->stats.skippedCensored == s.jobs);
   CHECK(c->stats.rows == c->stats.jobs + c->stats.skippedNoStartTime + c->stats.skippedNoEndTime +
-                             c->stats.skippedCpuOnly + c->stats.skippedGpuSharing + c->stats.skippedCensored);
+                             c->stats.skippedCpuOnly + c->stats.skippedGpuSharing +
+                             c->stats.skippedCensored);
 
   auto nodes = readAlibabaNodesFile(dir + "/openb_node_list_gpu_node.csv");
   REQUIRE(nodes.ok());

@@ -1,14 +1,14 @@
-#include <catch2/catch.hpp>
+#include "tools/kubecomp-sim/cli.hpp"
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
-
-#include "tools/kubecomp-sim/cli.hpp"
 
 namespace fs = std::filesystem;
 
@@ -52,8 +52,9 @@ TEST_CASE("kubecomp-sim CLI: generic CSV in, per-job CSV and summary JSON out") 
     std::ofstream f(dir / "jobs.csv");
     f << "id,arrival_s,duration_s,gpus,cpu\na,0,100,3,1\nb,5,50,1,1\nc,6,20,1,1\nd,7,10,4,1\n";
   }
-  const int rc = run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "2+2", "--move-time-s", "10",
-                      "--jobs-out", (dir / "out.csv").string(), "--summary-out", (dir / "sum.json").string()});
+  const int rc =
+      run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "2+2", "--move-time-s", "10",
+           "--jobs-out", (dir / "out.csv").string(), "--summary-out", (dir / "sum.json").string()});
   REQUIRE(rc == 0);
   // The hand-computed trace of engine_test: waits 10, 0, 49, 113.
   const std::string jobs = slurp(dir / "out.csv");

@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
+#include "tools/kubecomp-sim/engine.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
@@ -7,7 +8,6 @@
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
-#include "tools/kubecomp-sim/engine.hpp"
 #include "tools/kubecomp-sim/report.hpp"
 
 using namespace kc::sim;
@@ -46,7 +46,8 @@ alloc::ClusterState cluster(const std::string& layout, std::uint32_t pools = 1, 
   return std::move(*c);
 }
 
-SimConfig config(alloc::Composability mode, double moveS, QueueDiscipline q = QueueDiscipline::Fcfs) {
+SimConfig config(alloc::Composability mode, double moveS,
+                 QueueDiscipline q = QueueDiscipline::Fcfs) {
   SimConfig c = defaultSimConfig();
   c.mode = mode;
   c.moveTime = static_cast<SimMs>(moveS * kMsPerSecond);
@@ -137,7 +138,8 @@ TEST_CASE("preconfigured: FCFS head-of-line blocking, backfill, rejection") {
     CHECK(c.node(r->jobs[2].node).name == "n000000");
   }
   SECTION("backfill (beyond the paper)") {
-    auto r = simulate(c, t, config(alloc::Composability::Preconfigured, 10, QueueDiscipline::Backfill));
+    auto r =
+        simulate(c, t, config(alloc::Composability::Preconfigured, 10, QueueDiscipline::Backfill));
     REQUIRE(r.ok());
     CHECK(waitS(t, *r, 1) == 99);
     CHECK(waitS(t, *r, 2) == 0);
@@ -203,7 +205,8 @@ TEST_CASE("an unsorted trace or a negative duration is rejected") {
 // chooseGpus with an identically seeded generator, then take the node's free GPUs.
 TEST_CASE("simulator and policy registry choose the same node and GPUs for the same state") {
   const auto nodePolicy = GENERATE(as<std::string>{}, "eq1", "best-fit", "least-demand", "none");
-  const auto gpuPolicy = GENERATE(as<std::string>{}, "alg1", "unattached-first", "random", "first-fit");
+  const auto gpuPolicy =
+      GENERATE(as<std::string>{}, "alg1", "unattached-first", "random", "first-fit");
   const auto mode = GENERATE(alloc::Composability::Composable, alloc::Composability::Preconfigured);
   CAPTURE(nodePolicy, gpuPolicy, static_cast<int>(mode));
   LayoutSpec spec;

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
+#include "tools/kubecomp-sim/trace_reader.hpp"
 
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <string>
 #include <tuple>
-
-#include "tools/kubecomp-sim/trace_reader.hpp"
 
 using namespace kc::sim;
 
@@ -49,10 +48,10 @@ TEST_CASE("Alibaba pod rows become jobs: arrival = creation, duration = deletion
 
 TEST_CASE("Alibaba rows without times, CPU-only and GPU-sharing rows are counted, never lost") {
   const std::string body =
-      "a,1000,10,1,1000,,LS,Pending,10,20,\n"     // no scheduled_time
-      "b,1000,10,1,1000,,LS,Running,10,,10\n"     // no deletion_time
-      "c,1000,10,0,0,,LS,Succeeded,10,20,10\n"    // CPU only
-      "d,1000,10,1,460,,LS,Running,10,30,10\n"    // shares a GPU, censored
+      "a,1000,10,1,1000,,LS,Pending,10,20,\n"       // no scheduled_time
+      "b,1000,10,1,1000,,LS,Running,10,,10\n"       // no deletion_time
+      "c,1000,10,0,0,,LS,Succeeded,10,20,10\n"      // CPU only
+      "d,1000,10,1,460,,LS,Running,10,30,10\n"      // shares a GPU, censored
       "e,1000,10,2,1000,,LS,Succeeded,10,10,10\n";  // zero duration
   SECTION("default: sharing rows take one whole GPU") {
     auto r = pods(body);
@@ -110,14 +109,16 @@ TEST_CASE("bad Alibaba rows give an error naming the line") {
 }
 
 TEST_CASE("an Alibaba header lacking a required column is rejected") {
-  std::istringstream in("name,cpu_milli,memory_mib,num_gpu,creation_time,deletion_time,scheduled_time\n");
+  std::istringstream in(
+      "name,cpu_milli,memory_mib,num_gpu,creation_time,deletion_time,scheduled_time\n");
   auto r = readAlibabaPods(in, "pods.csv");
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error().message, Catch::Contains("pods.csv:1: missing required column 'gpu_milli'"));
 }
 
 TEST_CASE("Alibaba node list rows become nodes") {
-  std::istringstream in("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,8,G2\nn1,64000,262144,2,P100\n");
+  std::istringstream in(
+      "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,8,G2\nn1,64000,262144,2,P100\n");
   auto r = readAlibabaNodes(in, "nodes.csv");
   REQUIRE(r.ok());
   REQUIRE(r->size() == 2);

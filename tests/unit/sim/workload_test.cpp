@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "tools/kubecomp-sim/workload.hpp"
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <string>
-
-#include "tools/kubecomp-sim/workload.hpp"
 
 using namespace kc::sim;
 

@@ -4,8 +4,9 @@
 //      composable, pools of 4 consecutive nodes; time includes reading and parsing the CSVs.
 //      Goal: < 1 s.
 //   2. 1,000,000 synthetic jobs (equal Table I mix, Poisson(34) gaps of 1 ms, 300 s each:
-//      ~94% of the GPU capacity, so some jobs queue and GPUs move) on 5,000 nodes (1,250 pools of 4 nodes, 4+4+8+8 GPUs,
-//      192 CPUs each), composable. Goal: < 30 s. Peak memory is the process's ru_maxrss.
+//      ~94% of the GPU capacity, so some jobs queue and GPUs move) on 5,000 nodes (1,250 pools of 4
+//      nodes, 4+4+8+8 GPUs, 192 CPUs each), composable. Goal: < 30 s. Peak memory is the process's
+//      ru_maxrss.
 // The last stdout line is one JSON object: alibaba_trace_s, jobs_1m_s, jobs_1m_peak_mib.
 #include <sys/resource.h>
 
@@ -43,17 +44,21 @@ double peakMib() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_sim: kubecomp-sim throughput on the Alibaba trace and on 1,000,000 synthetic jobs"};
+  CLI::App app{
+      "bench_sim: kubecomp-sim throughput on the Alibaba trace and on 1,000,000 synthetic jobs"};
   bool quick = false;
   std::string traceDir = KC_DEFAULT_TRACE_DIR;
   std::uint64_t jobs = 1'000'000;
   std::uint32_t pools = 1250;
   int repeats = 5;
-  app.add_flag("--quick", quick, "one Alibaba repetition instead of 5 (the 1M-job run is the same)");
-  app.add_option("--trace-dir", traceDir, "folder with openb_pod_list_default.csv and openb_node_list_gpu_node.csv")
+  app.add_flag("--quick", quick,
+               "one Alibaba repetition instead of 5 (the 1M-job run is the same)");
+  app.add_option("--trace-dir", traceDir,
+                 "folder with openb_pod_list_default.csv and openb_node_list_gpu_node.csv")
       ->capture_default_str();
   app.add_option("--jobs", jobs, "synthetic jobs in run 2")->capture_default_str();
-  app.add_option("--pools", pools, "pools of 4 nodes in run 2 (nodes = 4 x pools)")->capture_default_str();
+  app.add_option("--pools", pools, "pools of 4 nodes in run 2 (nodes = 4 x pools)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     repeats = 1;
@@ -83,13 +88,16 @@ int main(int argc, char** argv) {
     alibabaBest = std::min(alibabaBest, s);
     if (i == 0) {
       const Summary sum = summarise(trace->trace, *result);
-      std::printf("alibaba: %llu rows -> %llu jobs on %zu nodes / %zu pools: mean wait %.1f s, %llu GPUs moved, %.3f s\n",
-                  static_cast<unsigned long long>(trace->stats.rows), static_cast<unsigned long long>(sum.jobs),
-                  cluster->nodeCount(), cluster->poolCount(), sum.waitS.mean,
-                  static_cast<unsigned long long>(sum.gpusMoved), s);
+      std::printf(
+          "alibaba: %llu rows -> %llu jobs on %zu nodes / %zu pools: mean wait %.1f s, %llu GPUs "
+          "moved, %.3f s\n",
+          static_cast<unsigned long long>(trace->stats.rows),
+          static_cast<unsigned long long>(sum.jobs), cluster->nodeCount(), cluster->poolCount(),
+          sum.waitS.mean, static_cast<unsigned long long>(sum.gpusMoved), s);
     }
   }
-  std::printf("alibaba trace (read + simulate), best of %d: %.3f s (goal < 1 s)\n", repeats, alibabaBest);
+  std::printf("alibaba trace (read + simulate), best of %d: %.3f s (goal < 1 s)\n", repeats,
+              alibabaBest);
 
   // Run 2: synthetic jobs on 4 x pools nodes.
   WorkloadSpec spec;
@@ -112,8 +120,9 @@ int main(int argc, char** argv) {
   const double genS = secondsSince(t0);
   SimConfig config = defaultSimConfig();
   config.progress = [t0](std::uint64_t done, std::uint64_t total) {
-    std::fprintf(stderr, "bench_sim: %llu/%llu jobs done, %.1f s\n", static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total), secondsSince(t0));
+    std::fprintf(stderr, "bench_sim: %llu/%llu jobs done, %.1f s\n",
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                 secondsSince(t0));
   };
   auto result = simulate(*cluster, *trace, config);
   if (!result) {
@@ -122,12 +131,14 @@ int main(int argc, char** argv) {
   const double totalS = secondsSince(t0);
   const Summary sum = summarise(*trace, *result);
   const double peak = peakMib();
-  std::printf("synthetic: %llu jobs on %zu nodes / %zu pools: mean wait %.1f s, util %.3f, %llu GPUs moved, "
-              "%llu placement attempts; generate %.2f s, total %.2f s (goal < 30 s), peak RSS %.0f MiB\n",
-              static_cast<unsigned long long>(sum.jobs), cluster->nodeCount(), cluster->poolCount(), sum.waitS.mean,
-              sum.gpuUtilisation, static_cast<unsigned long long>(sum.gpusMoved),
-              static_cast<unsigned long long>(result->placementAttempts), genS, totalS, peak);
-  std::printf("{\"alibaba_trace_s\": %.4f, \"jobs_1m_s\": %.3f, \"jobs_1m_peak_mib\": %.1f}\n", alibabaBest, totalS,
-              peak);
+  std::printf(
+      "synthetic: %llu jobs on %zu nodes / %zu pools: mean wait %.1f s, util %.3f, %llu GPUs "
+      "moved, "
+      "%llu placement attempts; generate %.2f s, total %.2f s (goal < 30 s), peak RSS %.0f MiB\n",
+      static_cast<unsigned long long>(sum.jobs), cluster->nodeCount(), cluster->poolCount(),
+      sum.waitS.mean, sum.gpuUtilisation, static_cast<unsigned long long>(sum.gpusMoved),
+      static_cast<unsigned long long>(result->placementAttempts), genS, totalS, peak);
+  std::printf("{\"alibaba_trace_s\": %.4f, \"jobs_1m_s\": %.3f, \"jobs_1m_peak_mib\": %.1f}\n",
+              alibabaBest, totalS, peak);
   return 0;
 }
