@@ -212,11 +212,8 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
       return err;
     }
     state_->retries.fetch_add(1, std::memory_order_relaxed);
-    auto delay = backoff.next();
-    if (err.retryAfter.count() > 0) {
-      delay = std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter);
-    }
-    options_.sleep(delay);
+    options_.sleep(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter)
+                                              : backoff.next());
   }
 }
 
