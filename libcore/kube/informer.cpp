@@ -225,7 +225,10 @@ void Informer::run() {
           }
           return !stopping_.load();
         },
-        raw);
+        raw,
+        // Backstop for a dead connection: the server ends the stream after timeoutSeconds, so
+        // silence longer than that (+30 s) means nobody is on the other end any more.
+        std::chrono::seconds(*wo.timeoutSeconds + 30));
     if (stopping_) {
       return;
     }
