@@ -45,9 +45,10 @@ VniService::VniService(ServiceOptions options, WallClockMs clock, std::unique_pt
 VniService::~VniService() { stop(); }
 
 void VniService::setStatsListener(StatsListener listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
   statsListener_ = std::move(listener);
   if (statsListener_) {
-    statsListener_(stats());
+    statsListener_(stats_);
   }
 }
 
@@ -110,9 +111,9 @@ void VniService::writerLoop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stats_ = stats;
-    }
-    if (statsListener_) {
-      statsListener_(stats);
+      if (statsListener_) {
+        statsListener_(stats);  // cheap (sets gauges); under the lock so it can be unset safely
+      }
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Pending& p = batch[i];

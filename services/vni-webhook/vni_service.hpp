@@ -56,7 +56,7 @@ class VniService {
   // Blocking convenience for tests and tools.
   HookReply handleNow(HookKind kind, const std::string& body);
 
-  // Called from the writer thread after each batch (set before traffic starts).
+  // Called after each batch (and once at once); pass nullptr to unset. Thread-safe.
   void setStatsListener(StatsListener listener);
   ServiceStats stats() const;
   // Finishes queued work, then stops the writer. Idempotent.
@@ -78,9 +78,8 @@ class VniService {
   ServiceOptions options_;
   WallClockMs clock_;
   std::unique_ptr<VniStore> store_;  // touched only by the writer thread after start
+  mutable std::mutex mutex_;  // guards queue_, stopping_, stats_, statsListener_
   StatsListener statsListener_;
-
-  mutable std::mutex mutex_;  // guards queue_, stopping_, stats_
   std::condition_variable wake_;
   std::deque<Pending> queue_;
   bool stopping_ = false;
