@@ -30,16 +30,22 @@ Result<Vni> SeedVniTable::allocate() {
     return makeError("exhausted", "no free VNI in [" + std::to_string(min_) + ", " +
                                       std::to_string(max_) + ")");
   }
+  rowOf_[*v] = rows_.size();
   rows_.push_back(*v);
   return *v;
 }
 
 Status SeedVniTable::release(Vni vni) {
-  auto it = std::find(rows_.begin(), rows_.end(), vni);
-  if (it == rows_.end()) {
+  auto it = rowOf_.find(vni);
+  if (it == rowOf_.end()) {
     return makeError("not_allocated", "VNI " + std::to_string(vni) + " is not allocated");
   }
-  *it = rows_.back();
+  const std::size_t i = it->second;
+  rowOf_.erase(it);
+  if (i + 1 != rows_.size()) {
+    rows_[i] = rows_.back();
+    rowOf_[rows_[i]] = i;
+  }
   rows_.pop_back();
   return okStatus();
 }

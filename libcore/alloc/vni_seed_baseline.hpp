@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "libcore/alloc/vni_range.hpp"
@@ -26,7 +27,7 @@ class SeedVniTable {
 
   // Rebuilds the bool table and takes the first free value ("exhausted" when full).
   Result<Vni> allocate();
-  // Deletes the value's row; "not_allocated" if absent.
+  // Deletes the value's row (O(1), like the seed's indexed DELETE); "not_allocated" if absent.
   Status release(Vni vni);
   std::size_t allocatedCount() const { return rows_.size(); }
 
@@ -34,6 +35,7 @@ class SeedVniTable {
   Vni min_;
   Vni max_;
   std::vector<Vni> rows_;
+  std::unordered_map<Vni, std::size_t> rowOf_;  // value -> index in rows_
 };
 
 }  // namespace kc::alloc
