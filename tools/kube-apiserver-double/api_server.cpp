@@ -73,7 +73,10 @@ json parseBody(const net::Request& r) {
   return body;
 }
 
-bool truthy(const std::optional<std::string>& v) { return v && (*v == "true" || *v == "1"); }
+// Go's strconv.ParseBool spellings of true (python-kubernetes sends "True").
+bool truthy(const std::optional<std::string>& v) {
+  return v && (*v == "true" || *v == "1" || *v == "t" || *v == "T" || *v == "TRUE" || *v == "True");
+}
 
 std::int64_t intParam(const net::Request& r, const char* name, std::int64_t fallback) {
   auto v = r.queryParam(name);
@@ -210,6 +213,37 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
                                    .dump());
     }
     auto segs = splitPath(path);
+    if (path == "/openapi/v2") {
+      // No schemas: kubectl 1.20 asks for protobuf, and an empty protobuf Document is a
+      // valid, empty spec (client-side validation then skips every kind).
+      if (request.header("Accept").value_or("").find("protobuf") != std::string::npos) {
+        net::Response r;
+        r.status = 200;
+        r.withHeader("Content-Type", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
+        return r;
+      }
+      return jsonResponse(200, json{{"swagger", "2.0"},
+                                    {"info", {{"title", "Kubernetes (kube-apiserver-double, no schemas)"},
+                                              {"version", "v1.30.0"}}},
+                                    {"paths", json::object()},
+                                    {"definitions", json::object()}}
+                                   .dump());
+    }
+    if (segs.size() >= 2 && segs[0] == "openapi" && segs[1] == "v3") {
+      if (segs.size() == 2) {
+        return jsonResponse(200, store_.openApiV3Root().dump());
+      }
+      std::optional<json> doc;
+      if (segs.size() == 4 && segs[2] == "api") {
+        doc = store_.openApiV3("", segs[3]);
+      } else if (segs.size() == 5 && segs[2] == "apis") {
+        doc = store_.openApiV3(segs[3], segs[4]);
+      }
+      if (!doc) {
+        throw ApiError(404, "NotFound", "the server could not find the requested resource");
+      }
+      return jsonResponse(200, doc->dump());
+    }
     if (segs.empty()) {
       json paths = {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"};
       return jsonResponse(200, json{{"paths", paths}}.dump());

@@ -409,6 +409,15 @@ std::optional<nlohmann::json> ObjectStore::resourceList(const std::string& group
   return registry_.resourceList(group, version);
 }
 
+nlohmann::json ObjectStore::openApiV3Root() const {
+  std::lock_guard lock(mu_);
+  return registry_.openApiV3Root();
+}
+std::optional<nlohmann::json> ObjectStore::openApiV3(const std::string& group, const std::string& version) const {
+  std::lock_guard lock(mu_);
+  return registry_.openApiV3(group, version);
+}
+
 std::uint64_t ObjectStore::currentResourceVersion() const {
   std::lock_guard lock(mu_);
   return rv_;

@@ -124,6 +124,9 @@ class ObjectStore {
   std::optional<nlohmann::json> apiGroup(const std::string& group) const;
   std::optional<nlohmann::json> resourceList(const std::string& group, const std::string& version) const;
 
+  nlohmann::json openApiV3Root() const;
+  std::optional<nlohmann::json> openApiV3(const std::string& group, const std::string& version) const;
+
   ObjectPtr get(const ResourceInfo& res, const std::string& ns, const std::string& name) const;
   ListResult list(const ResourceInfo& res, const ListOptions& options) const;
   ObjectPtr create(const ResourceInfo& res, const std::string& ns, nlohmann::json body);

@@ -227,4 +227,42 @@ std::optional<nlohmann::json> ResourceRegistry::resourceList(const std::string& 
                         {"resources", resources}};
 }
 
+nlohmann::json ResourceRegistry::openApiV3Root() const {
+  nlohmann::json paths = nlohmann::json::object();
+  for (const auto& [key, info] : byTable_) {
+    for (const auto& v : info.versions) {
+      std::string gv = info.group.empty() ? "api/" + v : "apis/" + info.group + "/" + v;
+      // The hash changes when the set of kinds in the group-version changes (CRDs).
+      std::size_t h = std::hash<std::string>{}(openApiV3(info.group, v)->dump());
+      paths[gv] = {{"serverRelativeURL", "/openapi/v3/" + gv + "?hash=" + std::to_string(h)}};
+    }
+  }
+  return {{"paths", paths}};
+}
+
+std::optional<nlohmann::json> ResourceRegistry::openApiV3(const std::string& group, const std::string& version) const {
+  nlohmann::json paths = nlohmann::json::object();
+  for (const auto& [key, info] : byTable_) {
+    if (info.group != group || !info.servesVersion(version)) {
+      continue;
+    }
+    std::string base = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+    std::string path = base + (info.namespaced ? "/namespaces/{namespace}/" : "/") + info.resource + "/{name}";
+    nlohmann::json patch = {
+        {"x-kubernetes-group-version-kind", {{"group", group}, {"version", version}, {"kind", info.kind}}},
+        {"x-kubernetes-action", "patch"},
+        {"parameters",
+         {{{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
+          {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}}}},
+        {"responses", {{"200", {{"description", "OK"}}}}}};
+    paths[path] = {{"patch", patch}};
+  }
+  if (paths.empty()) {
+    return std::nullopt;
+  }
+  return nlohmann::json{{"openapi", "3.0.0"},
+                        {"info", {{"title", "Kubernetes (kube-apiserver-double, no schemas)"}, {"version", "v1.30.0"}}},
+                        {"paths", paths}};
+}
+
 }  // namespace kc::apiserver

@@ -53,6 +53,12 @@ class ResourceRegistry {
   nlohmann::json apiGroupList() const;   // /apis
   std::optional<nlohmann::json> apiGroup(const std::string& group) const;  // /apis/<g>
   std::optional<nlohmann::json> resourceList(const std::string& group, const std::string& version) const;
+  // Minimal OpenAPI v3 documents: the root index and, per group-version, one PATCH
+  // operation per kind declaring the fieldValidation parameter. That is what kubectl
+  // (>= 1.27) reads to decide that the server validates fields, so it skips client-side
+  // schema validation. No schemas are served.
+  nlohmann::json openApiV3Root() const;
+  std::optional<nlohmann::json> openApiV3(const std::string& group, const std::string& version) const;
 
  private:
   std::map<std::string, ResourceInfo> byTable_;  // tableKey -> info

@@ -270,7 +270,8 @@ std::string FieldSelector::fieldValue(const nlohmann::json& object, const std::s
 
 bool FieldSelector::matches(const nlohmann::json& object) const {
   for (const auto& r : reqs_) {
-    std::string v = fieldValue(object, r.field);
+    // Core events select "source" by the reporting component.
+    std::string v = fieldValue(object, r.field == "source" ? "source.component" : r.field);
     // Booleans compare as the apiserver prints them; absent spec.unschedulable is "false".
     if (v.empty() && (r.field == "spec.unschedulable" || r.field == "spec.hostNetwork")) {
       v = "false";

@@ -243,3 +243,31 @@ TEST_CASE_METHOD(Api, "fault injection answers 500 and is controlled over HTTP",
   call(req("POST", "/_double/faults", R"({"errorFraction":0})"), 200);
   call(req("GET", "/api/v1/pods"), 200);
 }
+
+TEST_CASE_METHOD(Api, "watch=True (python-kubernetes spelling) starts a watch", "[api][watch]") {
+  auto stream = std::make_shared<FakeStream>();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "True"}}), stream);
+  CHECK(stream->begunStatus == 200);
+  CHECK_FALSE(stream->sent.has_value());
+}
+
+TEST_CASE_METHOD(Api, "OpenAPI: v3 index and per-group PATCH operations, empty v2", "[api]") {
+  auto root = call(req("GET", "/openapi/v3"), 200);
+  REQUIRE(root["paths"].contains("api/v1"));
+  REQUIRE(root["paths"].contains("apis/apps/v1"));
+  std::string url = root["paths"]["apis/apps/v1"]["serverRelativeURL"];
+  CHECK(url.rfind("/openapi/v3/apis/apps/v1?hash=", 0) == 0);
+  auto apps = call(req("GET", "/openapi/v3/apis/apps/v1"), 200);
+  const json& patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+  CHECK(patch["x-kubernetes-group-version-kind"]["kind"] == "Deployment");
+  CHECK(patch["parameters"][0]["name"] == "fieldValidation");
+  call(req("GET", "/openapi/v3/apis/nope/v1"), 404);
+  auto proto = req("GET", "/openapi/v2");
+  proto.headers.push_back({"Accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"});
+  auto r = api.handle(proto);
+  CHECK(r.status == 200);
+  CHECK(r.body.empty());
+  // A CRD adds its group to the index.
+  call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
+  CHECK(call(req("GET", "/openapi/v3"), 200)["paths"].contains("apis/example.com/v1"));
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""Debian's python3-kubernetes (the official Python client) against the API test double:
+list, watch from a resourceVersion, 410 after compaction, create + bind a pod, optimistic
+concurrency, leases, events and custom objects.
+
+Usage: python_client_fidelity.py <path to kube-apiserver-double>
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib3
+
+try:
+    import kubernetes
+    from kubernetes import client, config, watch
+    from kubernetes.client.rest import ApiException
+except ImportError:
+    print("python3-kubernetes is not installed (tools/setup-deps.sh installs it)")
+    sys.exit(1)
+
+urllib3.disable_warnings()
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what)
+
+
+def start_double(binary, tmp):
+    kubeconfig = os.path.join(tmp, "kubeconfig")
+    log = open(os.path.join(tmp, "server.log"), "w")
+    proc = subprocess.Popen([binary, "--port", "0", "--token", "py-token", "--kubeconfig-out", kubeconfig,
+                             "--history-window", "200", "--seed", "3"], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(100):
+        if os.path.exists(kubeconfig) and os.path.getsize(kubeconfig) > 0:
+            return proc, kubeconfig
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the double did not start: " + open(os.path.join(tmp, "server.log")).read())
+
+
+def pod_body(name, labels=None):
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels or {}),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox:1.36")]))
+
+
+def main():
+    binary = sys.argv[1]
+    print("python3-kubernetes", kubernetes.__version__)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, kubeconfig = start_double(binary, tmp)
+        try:
+            run(kubeconfig)
+        except BaseException:
+            print("--- server log")
+            print(open(os.path.join(tmp, "server.log")).read())
+            raise
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    print("PASS: python client fidelity")
+
+
+def run(kubeconfig):
+    api_client = config.new_client_from_config(config_file=kubeconfig)
+    v1 = client.CoreV1Api(api_client)
+    ns = "default"
+
+    names = [n.metadata.name for n in v1.list_namespace().items]
+    expect({"default", "kube-system"} <= set(names), "namespaces listed")
+
+    # --- create, list with selectors and paging
+    for i in range(5):
+        v1.create_namespaced_pod(ns, pod_body("p%d" % i, {"app": "web" if i % 2 == 0 else "db"}))
+    web = v1.list_namespaced_pod(ns, label_selector="app=web")
+    expect(sorted(p.metadata.name for p in web.items) == ["p0", "p2", "p4"], "label selector")
+    page = v1.list_namespaced_pod(ns, limit=2)
+    expect(len(page.items) == 2 and page.metadata._continue, "first page has a continue token")
+    rest = v1.list_namespaced_pod(ns, limit=10, _continue=page.metadata._continue)
+    expect(len(rest.items) == 3 and rest.metadata.resource_version == page.metadata.resource_version,
+           "second page: remaining items at the same list resourceVersion")
+    unbound = v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=")
+    expect(len(unbound.items) == 5, "field selector spec.nodeName=")
+    try:
+        v1.list_namespaced_pod(ns, field_selector="spec.nope=1")
+        expect(False, "unsupported field selector must fail")
+    except ApiException as e:
+        expect(e.status == 400 and "field label not supported" in e.body, "unsupported field selector is a 400")
+
+    # --- watch from a resourceVersion sees changes made after it
+    rv = v1.list_namespaced_pod(ns).metadata.resource_version
+    seen = []
+
+    def modify():
+        time.sleep(0.5)
+        v1.patch_namespaced_pod("p1", ns, {"metadata": {"labels": {"stage": "blue"}}})
+        v1.delete_namespaced_pod("p3", ns)
+
+    t = threading.Thread(target=modify)
+    t.start()
+    w = watch.Watch()
+    for ev in w.stream(v1.list_namespaced_pod, ns, resource_version=rv, timeout_seconds=10):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if len(seen) == 2:
+            w.stop()
+    t.join()
+    expect(seen == [("MODIFIED", "p1"), ("DELETED", "p3")], "watch from resourceVersion: %s" % seen)
+
+    # --- an old resourceVersion after compaction: 410 Expired
+    api_client.call_api("/_double/compact", "POST", auth_settings=["BearerToken"], _preload_content=False)
+    try:
+        for ev in watch.Watch().stream(v1.list_namespaced_pod, ns, resource_version=rv, timeout_seconds=5):
+            expect(False, "expected 410, got event %s" % ev["type"])
+    except ApiException as e:
+        expect(e.status == 410, "watch from a compacted resourceVersion gets 410 (%s)" % e.reason)
+
+    # --- optimistic concurrency
+    p0 = v1.read_namespaced_pod("p0", ns)
+    p0.metadata.labels["x"] = "1"
+    v1.replace_namespaced_pod("p0", ns, p0)
+    try:
+        v1.replace_namespaced_pod("p0", ns, p0)  # still the old resourceVersion
+        expect(False, "stale update must conflict")
+    except ApiException as e:
+        status = json.loads(e.body)
+        expect(e.status == 409 and status["reason"] == "Conflict" and
+               status["message"] == 'Operation cannot be fulfilled on pods "p0": the object has been modified; '
+                                    'please apply your changes to the latest version and try again',
+               "stale update is 409 Conflict with the real message")
+
+    # --- binding. The server answers 201 with a Status (as kube-apiserver does); the
+    # client's generated code tries to read it as a V1Binding and fails on the missing
+    # `target` -- the well-known quirk. Callers use _preload_content=False.
+    body = client.V1Binding(metadata=client.V1ObjectMeta(name="p0"),
+                            target=client.V1ObjectReference(kind="Node", name="node-1"))
+    try:
+        v1.create_namespaced_binding(ns, body)
+        expect(False, "the client's V1Binding deserialisation quirk did not show")
+    except ValueError as e:
+        expect("target" in str(e), "create_namespaced_binding quirk (Status body is not a V1Binding)")
+    expect(v1.read_namespaced_pod("p0", ns).spec.node_name == "node-1", "pod bound by the first call")
+    body2 = client.V1Binding(metadata=client.V1ObjectMeta(name="p2", annotations={"kubecomp.io/why": "test"}),
+                             target=client.V1ObjectReference(kind="Node", name="node-2"))
+    resp = v1.create_namespaced_pod_binding("p2", ns, body2, _preload_content=False)
+    status = json.loads(resp.data)
+    expect(resp.status == 201 and status["kind"] == "Status" and status["status"] == "Success",
+           "pods/<name>/binding answers 201 Status")
+    p2 = v1.read_namespaced_pod("p2", ns)
+    expect(p2.spec.node_name == "node-2" and p2.metadata.annotations["kubecomp.io/why"] == "test",
+           "binding sets nodeName and merges annotations")
+    expect(any(c.type == "PodScheduled" and c.status == "True" for c in p2.status.conditions),
+           "binding sets PodScheduled=True")
+    try:
+        v1.create_namespaced_pod_binding("p2", ns, body2, _preload_content=False)
+        expect(False, "second binding must conflict")
+    except ApiException as e:
+        body = e.body.decode() if isinstance(e.body, bytes) else e.body
+        expect(e.status == 409 and json.loads(body)["message"] ==
+               'Operation cannot be fulfilled on pods/binding "p2": pod p2 is already assigned to node "node-2"',
+               "second binding is 409 Conflict with the real message")
+
+    # --- status subresource
+    p4 = v1.read_namespaced_pod("p4", ns)
+    p4.status.phase = "Running"
+    v1.replace_namespaced_pod_status("p4", ns, p4)
+    expect(v1.read_namespaced_pod("p4", ns).status.phase == "Running", "status subresource update")
+
+    # --- events and leases
+    v1.create_namespaced_event(ns, client.CoreV1Event(
+        metadata=client.V1ObjectMeta(name="p2.1"), reason="Scheduled", message="assigned",
+        involved_object=client.V1ObjectReference(kind="Pod", name="p2", namespace=ns, uid=p2.metadata.uid),
+        type="Normal", count=1))
+    evs = v1.list_namespaced_event(ns, field_selector="involvedObject.name=p2")
+    expect(len(evs.items) == 1 and evs.items[0].reason == "Scheduled", "events by involvedObject.name")
+    coord = client.CoordinationV1Api(api_client)
+    lease = coord.create_namespaced_lease("kube-system", client.V1Lease(
+        metadata=client.V1ObjectMeta(name="leader"),
+        spec=client.V1LeaseSpec(holder_identity="a", lease_duration_seconds=15)))
+    lease.spec.holder_identity = "b"
+    coord.replace_namespaced_lease("leader", "kube-system", lease)
+    try:
+        coord.replace_namespaced_lease("leader", "kube-system", lease)
+        expect(False, "stale lease update must conflict")
+    except ApiException as e:
+        expect(e.status == 409, "lease update race is 409")
+    expect(coord.read_namespaced_lease("leader", "kube-system").spec.holder_identity == "b", "lease holder")
+
+    # --- CRD + custom objects
+    ext = client.ApiextensionsV1Api(api_client)
+    ext.create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "bridgejobs.bridge.kubecomp.io"},
+        "spec": {"group": "bridge.kubecomp.io", "scope": "Namespaced",
+                 "names": {"plural": "bridgejobs", "singular": "bridgejob", "kind": "BridgeJob"},
+                 "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                               "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    co = client.CustomObjectsApi(api_client)
+    co.create_namespaced_custom_object("bridge.kubecomp.io", "v1alpha1", ns, "bridgejobs", {
+        "apiVersion": "bridge.kubecomp.io/v1alpha1", "kind": "BridgeJob",
+        "metadata": {"name": "job1"}, "spec": {"resourceURL": "http://slurm:6820"}})
+    co.patch_namespaced_custom_object_status("bridge.kubecomp.io", "v1alpha1", ns, "bridgejobs", "job1",
+                                             {"status": {"state": "DONE"}})
+    got = co.get_namespaced_custom_object("bridge.kubecomp.io", "v1alpha1", ns, "bridgejobs", "job1")
+    expect(got["status"]["state"] == "DONE" and got["kind"] == "BridgeJob", "custom object status patch")
+    listed = co.list_namespaced_custom_object("bridge.kubecomp.io", "v1alpha1", ns, "bridgejobs")
+    expect(len(listed["items"]) == 1, "custom objects listed")
+
+    # --- finalizer blocks deletion; ownerReferences garbage collection
+    cm = v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="owner")))
+    v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(
+        name="dependent", owner_references=[client.V1OwnerReference(
+            api_version="v1", kind="ConfigMap", name="owner", uid=cm.metadata.uid)])))
+    v1.delete_namespaced_config_map("owner", ns)
+    try:
+        v1.read_namespaced_config_map("dependent", ns)
+        expect(False, "dependent must be garbage collected")
+    except ApiException as e:
+        expect(e.status == 404, "dependent garbage-collected after its owner")
+
+
+if __name__ == "__main__":
+    main()
