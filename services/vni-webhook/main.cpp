@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
   bool release = false, yes = false, json = false;
   admin->add_option("command", adminCommand, "list | audit")->required()
       ->check(CLI::IsMember({"list", "audit"}));
+  admin->add_option("--db", db, "SQLite database file")->envname("VNI_WEBHOOK_DB");
   admin->add_option("--namespace", ns, "list: only this namespace");
   admin->add_option("--live", liveFile,
                     "audit: live owners (kubectl get ... -A -o json, or namespace/uid lines)");
