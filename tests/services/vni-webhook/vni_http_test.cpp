@@ -78,11 +78,12 @@ struct LoadResult {
   int dbChecks = 0;
 };
 
-// One hook call, retried (as Metacontroller does) until the server answers 200.
+// One hook call, retried (as Metacontroller does) until the server answers 200; null after
+// 30 s of failures (the caller records that as a violation instead of hanging).
 json callUntilOk(LoopbackClient& client, const std::atomic<std::uint16_t>& port,
                  std::uint16_t& usedPort, const char* path, const std::string& body,
                  std::int64_t& retries) {
-  for (;;) {
+  for (int attempt = 0; attempt < 3000; ++attempt) {
     if (usedPort != port.load()) {
       usedPort = port.load();
       client.setPort(usedPort);
@@ -94,6 +95,7 @@ json callUntilOk(LoopbackClient& client, const std::atomic<std::uint16_t>& port,
     ++retries;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return json();
 }
 
 // Checks the database against what the clients know: every slot that is live and untouched
@@ -183,6 +185,11 @@ LoadResult runLoad(LoadModel& model, const std::atomic<std::uint16_t>& port,
           }
           json r = callUntilOk(client, port, usedPort, "/sync", parent.body(HookKind::kSync),
                                myRetries);
+          if (r.is_null()) {
+            std::lock_guard<std::mutex> lock(model.mutex);
+            model.violations.push_back("sync kept failing for " + slotUid(i, s.generation));
+            continue;
+          }
           const std::int64_t v = r["attachments"][0]["spec"]["vni"].get<std::int64_t>();
           std::lock_guard<std::mutex> lock(model.mutex);
           Slot& slot = model.slots[i];
@@ -210,6 +217,10 @@ LoadResult runLoad(LoadModel& model, const std::atomic<std::uint16_t>& port,
                                parent.body(HookKind::kFinalize), myRetries);
           std::lock_guard<std::mutex> lock(model.mutex);
           Slot& slot = model.slots[i];
+          if (r.is_null()) {
+            model.violations.push_back("finalize kept failing for " + slotUid(i, slot.generation));
+            continue;
+          }
           if (slot.phase == Phase::kLive) {
             if (r["finalized"] != false) {
               model.violations.push_back("finalized while the VNI object was observed");
