@@ -219,7 +219,8 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
       if (request.header("Accept").value_or("").find("protobuf") != std::string::npos) {
         net::Response r;
         r.status = 200;
-        r.withHeader("Content-Type", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
+        // Go's mime parser rejects the "@" of the Accept form; the real server answers this:
+        r.withHeader("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
         return r;
       }
       return jsonResponse(200, json{{"swagger", "2.0"},
