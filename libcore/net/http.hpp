@@ -21,8 +21,8 @@ namespace kc::net {
 // One header field. Names keep the spelling they were received/added with; every lookup is
 // case-insensitive (RFC 9110 field names are case-insensitive).
 struct Header {
-  std::string name;
-  std::string value;
+  std::string name{};
+  std::string value{};
 
   friend bool operator==(const Header&, const Header&) = default;
 };
@@ -39,19 +39,19 @@ void setHeader(Headers& headers, std::string_view name, std::string_view value);
 
 // A request as the server hands it to a handler (and as the client sends it).
 struct Request {
-  std::string method;  // "GET", "POST", ... as received (HTTP methods are case-sensitive)
-  std::string target;  // raw request-target: "/api/v1/pods?watch=true&limit=5"
-  std::string path;    // percent-decoded path of the target: "/api/v1/pods"
+  std::string method{};  // "GET", "POST", ... as received (HTTP methods are case-sensitive)
+  std::string target{};  // raw request-target: "/api/v1/pods?watch=true&limit=5"
+  std::string path{};    // percent-decoded path of the target: "/api/v1/pods"
   // Query parameters in order of appearance, percent-decoded ('+' decodes to a space, as
   // in Go's url.ParseQuery). Repeated keys are kept as separate entries.
-  std::vector<std::pair<std::string, std::string>> query;
-  Headers headers;
-  std::string body;
-  std::string remoteAddress;  // "127.0.0.1:53412" (server side only)
+  std::vector<std::pair<std::string, std::string>> query{};
+  Headers headers{};
+  std::string body{};
+  std::string remoteAddress{};  // "127.0.0.1:53412" (server side only)
   bool tls = false;           // arrived over TLS (server side only)
   // Subject of the verified client certificate ("/CN=admin/O=system:masters"), empty when the
   // connection is plain or the client sent none (server side only).
-  std::string peerCertSubject;
+  std::string peerCertSubject{};
 
   std::optional<std::string> header(std::string_view name) const { return findHeader(headers, name); }
   // First value of query parameter `name`, or nullopt when absent.
@@ -65,8 +65,8 @@ struct Request {
 // Content-Type set here wins.
 struct Response {
   unsigned status = 200;
-  Headers headers;
-  std::string body;
+  Headers headers{};
+  std::string body{};
 
   std::optional<std::string> header(std::string_view name) const { return findHeader(headers, name); }
   Response& withHeader(std::string_view name, std::string_view value) {
@@ -99,10 +99,10 @@ std::string buildQuery(const std::vector<std::pair<std::string, std::string>>& p
 
 // A parsed absolute http(s) URL: "https://10.0.0.1:6443/prefix".
 struct Url {
-  std::string scheme;  // "http" or "https"
-  std::string host;    // "10.0.0.1", "example.org", "::1" (IPv6 without brackets)
+  std::string scheme{};  // "http" or "https"
+  std::string host{};    // "10.0.0.1", "example.org", "::1" (IPv6 without brackets)
   std::uint16_t port = 0;  // explicit or the scheme default (80 / 443)
-  std::string basePath;    // "" or "/prefix" (no trailing '/')
+  std::string basePath{};    // "" or "/prefix" (no trailing '/')
 
   bool isTls() const { return scheme == "https"; }
   // "host:port" with IPv6 brackets, as used in a Host header.

@@ -30,28 +30,28 @@
 namespace kc::net {
 
 struct ClientTlsOptions {
-  std::string caFile;  // PEM bundle of trusted CAs; with caPem empty and this empty: system store
-  std::string caPem;
-  std::string certFile;  // client certificate (mutual TLS), PEM
-  std::string certPem;
-  std::string keyFile;  // its private key, PEM
-  std::string keyPem;
+  std::string caFile{};  // PEM bundle of trusted CAs; with caPem empty and this empty: system store
+  std::string caPem{};
+  std::string certFile{};  // client certificate (mutual TLS), PEM
+  std::string certPem{};
+  std::string keyFile{};  // its private key, PEM
+  std::string keyPem{};
   bool insecureSkipVerify = false;  // no chain or name check (kubeconfig insecure-skip-tls-verify)
-  std::string serverName;  // name to verify and send as SNI instead of the URL host (optional)
+  std::string serverName{};  // name to verify and send as SNI instead of the URL host (optional)
 };
 
 struct ClientOptions {
-  std::string baseUrl;  // "http://host:port" or "https://host:port[/prefix]"
-  ClientTlsOptions tls;
+  std::string baseUrl{};  // "http://host:port" or "https://host:port[/prefix]"
+  ClientTlsOptions tls{};
   std::chrono::milliseconds connectTimeout{10'000};
   std::chrono::milliseconds requestTimeout{30'000};
   std::size_t responseBodyLimit = 256u << 20;  // request() only; 0 = unlimited
   bool keepAlive = true;
   std::size_t maxIdleConnections = 8;
-  Headers defaultHeaders;  // sent with every request (a per-call header of the same name wins)
+  Headers defaultHeaders{};  // sent with every request (a per-call header of the same name wins)
   // Called before every request; its headers are added after defaultHeaders (e.g. a bearer
   // token re-read from a rotating file). May be empty.
-  std::function<Headers()> headerProvider;
+  std::function<Headers()> headerProvider{};
   std::string userAgent = "kubecomp/0.1";
 };
 
@@ -90,10 +90,10 @@ struct StreamOptions {
 // Callbacks of stream(). They run on the calling thread.
 struct StreamCallbacks {
   // Status and headers, once, before any data. Return false to abandon the body.
-  std::function<bool(unsigned status, const Headers& headers)> onHeaders;
+  std::function<bool(unsigned status, const Headers& headers)> onHeaders{};
   // Body bytes as they arrive (chunk boundaries are NOT message boundaries). Return false to
   // stop; stream() then returns ok.
-  std::function<bool(std::string_view data)> onData;
+  std::function<bool(std::string_view data)> onData{};
 };
 
 class HttpClient {

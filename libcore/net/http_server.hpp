@@ -43,14 +43,14 @@ namespace kc::net {
 // Server TLS material. Each item may come from a file or inline PEM text (the *Pem field wins
 // when both are set).
 struct ServerTlsOptions {
-  std::string certFile;  // PEM certificate chain, leaf first
-  std::string certPem;
-  std::string keyFile;  // PEM private key
-  std::string keyPem;
+  std::string certFile{};  // PEM certificate chain, leaf first
+  std::string certPem{};
+  std::string keyFile{};  // PEM private key
+  std::string keyPem{};
   // When either is set, clients must present a certificate signed by this CA (mutual TLS);
   // the verified subject is passed to handlers as Request::peerCertSubject.
-  std::string clientCaFile;
-  std::string clientCaPem;
+  std::string clientCaFile{};
+  std::string clientCaPem{};
   // With a client CA set: false = a client certificate is optional but verified when sent.
   bool requireClientCert = true;
 };
@@ -67,7 +67,7 @@ struct ServerOptions {
   // (kube-apiserver drops slow watchers the same way).
   std::size_t streamBufferLimit = 64u << 20;
   unsigned ioThreads = 2;
-  std::optional<ServerTlsOptions> tls;
+  std::optional<ServerTlsOptions> tls{};
   std::string serverHeader = "kubecomp";  // value of the Server response header
 };
 
