@@ -105,6 +105,12 @@ VniHttpFrontend::VniHttpFrontend(VniService& service, obs::Metrics& metrics,
   route(HookKind::kSync, "/sync");
   route(HookKind::kFinalize, "/finalize");
   route(HookKind::kCustomize, "/customize");
+  health.addReadinessCheck("vni-store", [this]() -> Status {
+    if (!service_.accepting()) {
+      return makeError("unavailable", "the VNI store writer is stopping");
+    }
+    return okStatus();
+  });
   obs::installHealthEndpoints(server_, health);
   obs::installMetricsEndpoint(server_, metrics);
 }

@@ -57,6 +57,11 @@ ServiceStats VniService::stats() const {
   return stats_;
 }
 
+bool VniService::accepting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !stopping_;
+}
+
 void VniService::handle(HookKind kind, const std::string& body, Done done) {
   auto request = parseHookRequest(kind, body);
   if (!request) {

@@ -59,6 +59,8 @@ class VniService {
   // Called after each batch (and once at once); pass nullptr to unset. Thread-safe.
   void setStatsListener(StatsListener listener);
   ServiceStats stats() const;
+  // False once stop() began (readiness).
+  bool accepting() const;
   // Finishes queued work, then stops the writer. Idempotent.
   void stop();
 

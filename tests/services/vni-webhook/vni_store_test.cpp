@@ -302,7 +302,7 @@ TEST_CASE("A ReplicaSet of a Deployment holding a VNI gets none of its own", "[v
   CHECK(vniOf(service->handleNow(HookKind::kSync, lone.body(HookKind::kSync))) == vni + 1);
 }
 
-TEST_CASE("A recreated job (same name, new uid) gets its own VNI; the old finalize keeps it",
+TEST_CASE("A recreated job (same name, new uid) gets its own VNI and the old finalize keeps it",
           "[vni]") {
   TempDir dir;
   FakeClock clock;
