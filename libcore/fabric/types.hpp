@@ -70,6 +70,7 @@ inline constexpr const char* kProtocol = "protocol";        // malformed or unex
 inline constexpr const char* kAuth = "auth";                // credentials rejected
 inline constexpr const char* kUnverified = "unverified";    // inventory does not show the move
 inline constexpr const char* kUnhealthy = "unhealthy";      // GPU lost / not usable
+inline constexpr const char* kRefused = "refused";          // chassis said no and nothing changed
 }  // namespace errc
 
 }  // namespace kc::fabric

@@ -305,13 +305,15 @@ std::string_view toString(FaultKind kind) {
       return "lose_gpu";
     case FaultKind::kMalformed:
       return "malformed";
+    case FaultKind::kPrecondition:
+      return "precondition";
   }
   return "?";
 }
 
 std::optional<FaultKind> parseFaultKind(std::string_view text) {
   for (FaultKind k : {FaultKind::kFail, FaultKind::kHang, FaultKind::kLieFailure, FaultKind::kLieSuccess,
-                      FaultKind::kLoseGpu, FaultKind::kMalformed}) {
+                      FaultKind::kLoseGpu, FaultKind::kMalformed, FaultKind::kPrecondition}) {
     if (toString(k) == text) {
       return k;
     }
@@ -346,7 +348,7 @@ Result<Fault> parseFault(const json& doc) {
   }
   const auto parsedKind = parseFaultKind(*kind);
   if (!parsedKind) {
-    return invalid("fault: kind must be fail, hang, lie_failure, lie_success, lose_gpu or malformed");
+    return invalid("fault: kind must be fail, hang, lie_failure, lie_success, lose_gpu, malformed or precondition");
   }
   f.chassis = *chassis;
   f.op = *parsedOp;

@@ -35,6 +35,7 @@ enum class FaultKind : std::uint8_t {
   kLieSuccess,      // replies success, does nothing
   kLoseGpu,         // the GPU drops off the fabric (unhealthy); assign/unassign reply success
   kMalformed,       // replies `body` (or `bodyBytes` of filler) with status 200, nothing changes
+  kPrecondition,    // Redfish: 428 as if the ETag went stale (concurrent change); H3: like fail
 };
 std::string_view toString(FaultKind kind);
 std::optional<FaultKind> parseFaultKind(std::string_view text);

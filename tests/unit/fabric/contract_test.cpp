@@ -1,0 +1,253 @@
+// The FabricDriver contract, run identically against every implementation: the H3 driver,
+// the Redfish driver (session and basic auth) and a FabricPool of both, each talking to the
+// chassis simulator in-process over real HTTP.
+
+#include <catch2/catch.hpp>
+
+#include "tests/unit/fabric/sim_harness.hpp"
+
+using namespace kc::fabric;
+using test::SimHarness;
+using test::SleepLog;
+
+namespace {
+
+// What a contract test drives: a driver, the chassis its GPUs live on, and how it names hosts.
+struct Subject {
+  std::string label;
+  std::unique_ptr<FabricDriver> driver;
+  std::string chassis = "falcon-a";
+  std::function<std::string(std::uint32_t)> host;
+  std::string gpu(const std::string& gid) const { return makeGpuId(chassis, gid); }
+};
+
+Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
+  Subject s;
+  s.label = kind;
+  const auto systemOf = [](std::uint32_t port) { return port == 48 ? std::string("node-1") : std::string("node-2"); };
+  if (kind == "h3") {
+    s.driver = sim.h3("falcon-a", log, test::fastPolicy(), Credentials{"admin", "secret"});
+    s.host = [](std::uint32_t port) { return std::to_string(port); };
+  } else if (kind == "redfish-session") {
+    s.driver = sim.redfish("falcon-a", log, RedfishAuth::kSession);
+    s.host = systemOf;
+  } else if (kind == "redfish-basic") {
+    s.driver = sim.redfish("falcon-a", log, RedfishAuth::kBasic);
+    s.host = systemOf;
+  } else {
+    std::vector<std::unique_ptr<FabricDriver>> members;
+    members.push_back(sim.redfish("falcon-a", log));
+    members.push_back(sim.h3("falcon-b", log, test::fastPolicy(), Credentials{"admin", "secret"}));
+    auto pool = FabricPool::create("pool-1", std::move(members));
+    REQUIRE(pool.ok());
+    s.driver = std::move(pool).value();
+    s.host = [systemOf](std::uint32_t port) { return "falcon-a/" + systemOf(port); };
+  }
+  return s;
+}
+
+#define KINDS GENERATE(as<std::string>{}, "h3", "redfish-session", "redfish-basic", "pool")
+
+}  // namespace
+
+TEST_CASE("contract: inventory reports every GPU as the chassis has it", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  CAPTURE(kind);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+  auto inv = s.driver->inventory();
+  REQUIRE(inv.ok());
+  const auto truth = *sim.model().snapshot(s.chassis);
+  for (const auto& g : truth.gpus) {
+    const GpuInfo* got = inv->find(s.gpu(g.gid));
+    REQUIRE(got != nullptr);
+    CHECK(got->uuid == g.uuid);
+    CHECK_FALSE(got->model.empty());
+    CHECK(got->health == GpuHealth::kOk);
+    CHECK(got->hostPort == (g.host ? std::optional<std::string>(s.host(*g.host)) : std::nullopt));
+  }
+  CHECK(std::find(inv->hosts.begin(), inv->hosts.end(), s.host(48)) != inv->hosts.end());
+  CHECK(std::is_sorted(inv->gpus.begin(), inv->gpus.end(),
+                       [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; }));
+}
+
+TEST_CASE("contract: attach and detach are verified and idempotent", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  CAPTURE(kind);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+
+  auto attached = s.driver->attach(s.gpu("000500"), s.host(0));
+  REQUIRE(attached.ok());
+  CHECK(attached->changed);
+  CHECK(attached->attempts == 1);
+  CHECK_FALSE(attached->hostBefore.has_value());
+  CHECK(attached->hostAfter == s.host(0));
+  CHECK(sim.trueHost("falcon-a", "000500") == 0);
+
+  const auto assignsBefore = sim.counter("falcon-a", "assign");
+  auto again = s.driver->attach(s.gpu("000500"), s.host(0));
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->changed);
+  CHECK(sim.counter("falcon-a", "assign") == assignsBefore);  // nothing sent
+
+  auto detached = s.driver->detach(s.gpu("001300"));
+  REQUIRE(detached.ok());
+  CHECK(detached->changed);
+  CHECK(detached->hostBefore == s.host(48));
+  CHECK(sim.trueHost("falcon-a", "001300") == -1);
+  auto detachedAgain = s.driver->detach(s.gpu("001300"));
+  REQUIRE(detachedAgain.ok());
+  CHECK_FALSE(detachedAgain->changed);
+
+  auto inv = s.driver->inventory();
+  REQUIRE(inv.ok());
+  CHECK(inv->find(s.gpu("000500"))->hostPort == s.host(0));
+  CHECK_FALSE(inv->find(s.gpu("001300"))->hostPort.has_value());
+  CHECK(log.count() == 0);  // no retries were needed
+}
+
+TEST_CASE("contract: bad requests fail clearly and change nothing", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  CAPTURE(kind);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+  const auto gpusOf = [&sim] {
+    std::vector<nlohmann::json> out;
+    const auto st = sim.state();
+    for (const auto& c : st["chassis"]) {
+      out.push_back(c["gpus"]);
+    }
+    return out;
+  };
+  const auto before = gpusOf();
+
+  auto conflict = s.driver->attach(s.gpu("001300"), s.host(0));  // attached to 48
+  REQUIRE_FALSE(conflict.ok());
+  CHECK(conflict.error().code == errc::kConflict);
+  CHECK_THAT(conflict.error().message, Catch::Contains("detach it first"));
+
+  auto unknownGpu = s.driver->attach(s.gpu("0ABCDE"), s.host(0));
+  REQUIRE_FALSE(unknownGpu.ok());
+  CHECK(unknownGpu.error().code == errc::kNotFound);
+
+  auto badId = s.driver->detach("not-an-id");
+  REQUIRE_FALSE(badId.ok());
+  CHECK(badId.error().code == errc::kInvalid);
+
+  CHECK(gpusOf() == before);
+}
+
+TEST_CASE("contract: every injected lie is caught by verification", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  CAPTURE(kind);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+
+  SECTION("reports success but does nothing, once: retried, then verified") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"lie_success","gpu":"000500"})");
+    auto r = s.driver->attach(s.gpu("000500"), s.host(48));
+    REQUIRE(r.ok());
+    CHECK(r->attempts == 2);
+    CHECK(sim.trueHost("falcon-a", "000500") == 48);
+    CHECK(log.count() == 1);
+  }
+  SECTION("reports success but does nothing, always: unverified, never success") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"lie_success","times":-1})");
+    auto r = s.driver->attach(s.gpu("000500"), s.host(48));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::kUnverified);
+    CHECK(sim.trueHost("falcon-a", "000500") == -1);
+    sim.fault(R"({"chassis":"falcon-a","op":"unassign","kind":"lie_success","times":-1})");
+    auto d = s.driver->detach(s.gpu("000C00"));
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.error().code == errc::kUnverified);
+    CHECK(sim.trueHost("falcon-a", "000C00") == 0);
+  }
+  SECTION("reports failure but does the move (the H3 assign quirk): success with a note") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"lie_failure"})");
+    auto r = s.driver->attach(s.gpu("000500"), s.host(0));
+    REQUIRE(r.ok());
+    CHECK(r->attempts == 1);
+    REQUIRE(r->notes.size() == 1);
+    CHECK(sim.trueHost("falcon-a", "000500") == 0);
+    sim.fault(R"({"chassis":"falcon-a","op":"unassign","kind":"lie_failure"})");
+    auto d = s.driver->detach(s.gpu("000500"));
+    REQUIRE(d.ok());
+    CHECK(d->attempts == 1);
+    CHECK(sim.trueHost("falcon-a", "000500") == -1);
+  }
+  SECTION("fails every time: error after the configured attempts with backoff") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"fail","times":-1})");
+    auto r = s.driver->attach(s.gpu("000500"), s.host(0));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::Contains("after 3 attempts"));
+    CHECK(sim.trueHost("falcon-a", "000500") == -1);
+    std::lock_guard lock(log.mutex);
+    CHECK(log.sleeps == std::vector<Millis>{Millis{100}, Millis{200}});
+  }
+  SECTION("loses the GPU during the move: unhealthy, and inventory says so") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"lose_gpu","gpu":"000500"})");
+    auto r = s.driver->attach(s.gpu("000500"), s.host(0));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::kUnhealthy);
+    auto inv = s.driver->inventory();
+    REQUIRE(inv.ok());
+    CHECK(inv->find(s.gpu("000500"))->health == GpuHealth::kUnhealthy);
+    auto again = s.driver->attach(s.gpu("000500"), s.host(0));
+    REQUIRE_FALSE(again.ok());
+    CHECK(again.error().code == errc::kUnhealthy);
+  }
+  SECTION("hangs past the client timeout once: retried and verified") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"hang","hangMs":3000})");
+    auto r = s.driver->attach(s.gpu("000500"), s.host(48));
+    REQUIRE(r.ok());
+    CHECK(r->attempts == 2);
+    CHECK(sim.trueHost("falcon-a", "000500") == 48);
+  }
+}
+
+TEST_CASE("contract: inventory failures are retried, then reported", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  CAPTURE(kind);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+
+  sim.fault(R"({"chassis":"falcon-a","op":"inventory","kind":"fail","times":2})");
+  auto ok = s.driver->inventory();
+  REQUIRE(ok.ok());
+  CHECK(log.count() == 2);
+
+  sim.fault(R"({"chassis":"falcon-a","op":"inventory","kind":"fail","times":-1})");
+  auto failed = s.driver->inventory();
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().code == errc::kUnavailable);
+}
+
+TEST_CASE("contract: malformed replies are errors, never a success", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  auto body = GENERATE(as<std::string>{}, R"({"bodyBytes":9437184})", R"({"body":"{\"Members\":[{\"x\":1}]"})",
+                       R"({"body":"[{\"dev_type\":\"GPU\",\"Dev_GID\":5}]"})", R"({"body":"<html>oops</html>"})",
+                       R"({"body":"{\"Members\":\"all\"}"})");
+  CAPTURE(kind, body);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+  auto spec = nlohmann::json::parse(body);
+  spec["chassis"] = "falcon-a";
+  spec["op"] = "inventory";
+  spec["kind"] = "malformed";
+  spec["times"] = -1;
+  sim.fault(spec.dump());
+  auto inv = s.driver->inventory();
+  REQUIRE_FALSE(inv.ok());
+  CHECK(inv.error().code == errc::kProtocol);
+  auto moved = s.driver->attach(s.gpu("000500"), s.host(0));
+  REQUIRE_FALSE(moved.ok());
+  CHECK(sim.trueHost("falcon-a", "000500") == -1);
+}

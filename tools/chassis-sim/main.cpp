@@ -1,0 +1,95 @@
+// chassis-sim: a simulated PCIe-fabric GPU chassis (test double) serving the H3 Falcon and
+// DMTF Redfish dialects from one in-memory model. Thin main: flags, build, run.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "libcore/fabric/credentials.hpp"
+#include "libcore/obs/shutdown.hpp"
+#include "tools/chassis-sim/model.hpp"
+#include "tools/chassis-sim/server.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "chassis-sim: simulated PCIe-fabric GPU chassis (a TEST DOUBLE, not a chassis).\n"
+      "Serves the H3 Falcon h3api/v1 and DMTF Redfish composition dialects from one in-memory\n"
+      "model loaded from --topology, with per-operation latency (defaults: the measured H3\n"
+      "figures, inventory 3-4 s, unassign 5-8 s, assign 8-16 s, times --latency-scale) and\n"
+      "fault injection through the control API (GET /sim/v1/state, POST|DELETE /sim/v1/faults,\n"
+      "DELETE /sim/v1/sessions).\n"
+      "It PERSISTS NOTHING: every start begins from the topology file and all state is lost\n"
+      "on exit."};
+  std::string topologyPath;
+  std::string bind = "127.0.0.1";
+  std::uint16_t port = 8080;
+  double latencyScale = 1.0;
+  std::string dialect = "both";
+  std::string basicAuth;
+  std::string credentialsFile;
+  std::uint64_t seed = 1;
+  unsigned ioThreads = 2;
+  app.add_option("--topology", topologyPath, "chassis topology, JSON or YAML (see docs/fabric.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--bind", bind, "address to listen on")->capture_default_str();
+  app.add_option("--port", port, "port to listen on (0 = ephemeral, printed at start)")->capture_default_str();
+  app.add_option("--latency-scale", latencyScale, "multiplies every operation latency; 0 = instant")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  app.add_option("--dialect", dialect, "dialects to serve")
+      ->check(CLI::IsMember({"h3", "redfish", "both"}))
+      ->capture_default_str();
+  auto* basic = app.add_option("--basic-auth", basicAuth, "require these credentials, user:password");
+  app.add_option("--credentials-file", credentialsFile,
+                 "require credentials from a file (user:password) or a Secret directory (username, password)")
+      ->excludes(basic);
+  app.add_option("--seed", seed, "seed of the latency sampling")->capture_default_str();
+  app.add_option("--io-threads", ioThreads, "HTTP io threads")->check(CLI::Range(1u, 64u))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto topology = kc::chassis_sim::loadTopology(topologyPath);
+  if (!topology) {
+    std::cerr << "chassis-sim: " << topology.error().message << "\n";
+    return 2;
+  }
+  topology->latencies.scale = latencyScale;
+  kc::chassis_sim::SimServerOptions options;
+  options.bindAddress = bind;
+  options.port = port;
+  options.h3 = dialect != "redfish";
+  options.redfish = dialect != "h3";
+  options.ioThreads = ioThreads;
+  if (!basicAuth.empty() || !credentialsFile.empty()) {
+    auto creds = basicAuth.empty() ? kc::fabric::loadCredentials(credentialsFile) : kc::fabric::parseUserPass(basicAuth);
+    if (!creds) {
+      std::cerr << "chassis-sim: " << creds.error().message << "\n";
+      return 2;
+    }
+    options.credentials = *creds;
+  }
+  auto model = std::make_shared<kc::chassis_sim::ChassisModel>(*topology, seed);
+  kc::chassis_sim::SimServer server(model, options);
+  auto bound = server.start();
+  if (!bound) {
+    std::cerr << "chassis-sim: cannot listen on " << bind << ":" << port << ": " << bound.error().message << "\n";
+    return 1;
+  }
+  std::cout << "chassis-sim listening on " << server.baseUrl() << " (dialects: " << dialect
+            << ", latency scale " << latencyScale << ", persists nothing)\n";
+  for (const auto& name : model->chassisNames()) {
+    std::cout << "  chassis " << name << ": " << server.chassisUrl(name) << "\n";
+  }
+  std::cout << std::flush;
+
+  kc::obs::ShutdownHandler shutdown({nullptr, {}, [&server] { server.stop(); }});
+  if (auto st = shutdown.install(); !st) {
+    std::cerr << "chassis-sim: " << st.error().message << "\n";
+    return 1;
+  }
+  shutdown.wait();
+  std::cout << "chassis-sim stopped (" << shutdown.reason() << ")\n";
+  return 0;
+}

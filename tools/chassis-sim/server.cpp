@@ -1,0 +1,673 @@
+#include "tools/chassis-sim/server.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <thread>
+
+#include "libcore/fabric/h3_codec.hpp"
+#include "libcore/fabric/redfish_codec.hpp"
+#include "libcore/net/http_server.hpp"
+
+namespace kc::chassis_sim {
+namespace {
+
+using nlohmann::json;
+using net::Request;
+using net::Response;
+using net::ResponseStream;
+using Clock = std::chrono::steady_clock;
+
+// Runs closures at a due time on one thread, so held replies never block io threads.
+class Timer {
+ public:
+  Timer() : thread_([this] { run(); }) {}
+  ~Timer() { stop(); }
+  void at(Clock::time_point due, std::function<void()> task) {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {
+      return;
+    }
+    queue_.push(Item{due, seq_++, std::move(task)});
+    cv_.notify_all();
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) {
+        return;
+      }
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    thread_.join();
+    // Dropping pending tasks drops their streams: the server answers 500 on our behalf.
+    std::lock_guard lock(mutex_);
+    queue_ = {};
+  }
+
+ private:
+  struct Item {
+    Clock::time_point due;
+    std::uint64_t seq;
+    std::function<void()> task;
+    bool operator>(const Item& o) const { return due != o.due ? due > o.due : seq > o.seq; }
+  };
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (queue_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      const auto due = queue_.top().due;
+      if (Clock::now() < due) {
+        cv_.wait_until(lock, due);
+        continue;
+      }
+      auto task = queue_.top().task;
+      queue_.pop();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;  // guards queue_, stopping_, seq_
+  std::condition_variable cv_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> queue_;
+  bool stopping_ = false;
+  std::uint64_t seq_ = 0;
+  std::thread thread_;
+};
+
+Response redfishError(unsigned status, const std::string& id, const std::string& message) {
+  json body{{"error",
+             {{"code", "Base.1.8." + id},
+              {"message", message},
+              {"@Message.ExtendedInfo", json::array({{{"MessageId", "Base.1.8." + id}, {"Message", message}}})}}}};
+  return Response::json(status, body);
+}
+
+Response h3Reply(unsigned status, const std::string& action, bool result, const std::string& remark) {
+  json body{{"Action", action}, {"Result", json::array({result})}, {"Remark", remark}};
+  return Response::json(status, body);
+}
+
+std::string etagOf(char kind, std::uint64_t version) {
+  std::string tag = "\"";
+  tag.push_back(kind);
+  tag.append(std::to_string(version)).push_back('"');
+  return tag;
+}
+
+std::string redfishUuid(const std::string& uuid) {
+  // Redfish UUIDs carry no "GPU-" prefix (nvidia-smi's spelling); the driver adds it back.
+  return uuid.rfind("GPU-", 0) == 0 ? uuid.substr(4) : uuid;
+}
+
+Response malformedReply(const Fault& f) {
+  if (f.bodyBytes > 0) {
+    return Response::text(200, std::string(f.bodyBytes, '['), "application/json");
+  }
+  return Response::text(200, f.body, "application/json");
+}
+
+}  // namespace
+
+class SimServer::Impl {
+ public:
+  Impl(std::shared_ptr<ChassisModel> model, SimServerOptions options)
+      : model_(std::move(model)), options_(std::move(options)) {
+    net::ServerOptions so;
+    so.bindAddress = options_.bindAddress;
+    so.port = options_.port;
+    so.ioThreads = options_.ioThreads;
+    so.bodyLimit = 256 * 1024;  // allocation requests are tiny; faults may carry a body
+    server_ = std::make_unique<net::HttpServer>(so);
+    server_->routePrefixStream("", "/", [this](const Request& req, std::shared_ptr<ResponseStream> stream) {
+      dispatch(req, std::move(stream));
+    });
+  }
+
+  Result<std::uint16_t> start() { return server_->start(); }
+  void stop() {
+    timer_.stop();
+    server_->stop(std::chrono::milliseconds(500));
+  }
+  std::string baseUrl() const { return server_->baseUrl(); }
+
+ private:
+  // --- plumbing ---------------------------------------------------------------------------
+
+  // Sends `make()` after `delay` (at once when 0).
+  void later(Millis delay, std::shared_ptr<ResponseStream> stream, std::function<Response()> make) {
+    if (delay.count() <= 0) {
+      stream->send(make());
+      return;
+    }
+    timer_.at(Clock::now() + delay, [stream, make = std::move(make)] { stream->send(make()); });
+  }
+
+  // Applies latency and the hang fault around an operation; `apply` sees the other faults.
+  void operation(const std::string& chassis, Op op, const std::string& gid, std::shared_ptr<ResponseStream> stream,
+                 std::function<Response(const std::optional<Fault>&)> apply) {
+    Plan plan = model_->plan(chassis, op, gid);
+    model_->count(chassis, toString(op));
+    if (plan.fault && plan.fault->kind == FaultKind::kHang) {
+      later(plan.fault->hang, std::move(stream),
+            [] { return Response::error(504, "hang", "simulated hang: the chassis never answered in time"); });
+      return;
+    }
+    later(plan.delay, std::move(stream), [apply = std::move(apply), fault = plan.fault] { return apply(fault); });
+  }
+
+  bool authorizedBasic(const Request& req) const {
+    if (!options_.credentials) {
+      return true;
+    }
+    const auto auth = req.header("Authorization");
+    return auth && *auth == fabric_basic();
+  }
+  std::string fabric_basic() const;
+
+  void dispatch(const Request& req, std::shared_ptr<ResponseStream> stream) {
+    const std::string& path = req.path;
+    if (path.rfind("/sim/v1/", 0) == 0) {
+      stream->send(control(req));
+      return;
+    }
+    std::string chassis;
+    std::string rest;
+    std::string prefix;
+    static const std::string kChassis = "/chassis/";
+    if (path.rfind(kChassis, 0) == 0) {
+      const auto slash = path.find('/', kChassis.size());
+      chassis = path.substr(kChassis.size(), slash == std::string::npos ? std::string::npos : slash - kChassis.size());
+      rest = slash == std::string::npos ? "" : path.substr(slash);
+      prefix = kChassis + chassis;
+      if (!model_->hasChassis(chassis)) {
+        stream->send(Response::error(404, "not_found", "no chassis " + chassis));
+        return;
+      }
+    } else {
+      const auto names = model_->chassisNames();
+      if (names.size() != 1) {
+        stream->send(Response::error(404, "not_found",
+                                     "several chassis are simulated: address one as /chassis/<name>" + path));
+        return;
+      }
+      chassis = names.front();
+      rest = path;
+    }
+    if (options_.h3 && rest.rfind("/h3api/", 0) == 0) {
+      h3(req, rest, chassis, std::move(stream));
+      return;
+    }
+    if (options_.redfish && (rest == "/redfish" || rest.rfind("/redfish/v1", 0) == 0)) {
+      redfish(req, rest, chassis, prefix, std::move(stream));
+      return;
+    }
+    stream->send(Response::error(404, "not_found", "no resource " + path));
+  }
+
+  // --- control ----------------------------------------------------------------------------
+
+  Response control(const Request& req) {
+    if (req.path == "/sim/v1/state" && req.method == "GET") {
+      return Response::json(200, model_->stateJson());
+    }
+    if (req.path == "/sim/v1/faults" && req.method == "GET") {
+      json out = json::array();
+      for (const auto& f : model_->faults()) {
+        out.push_back(toJson(f));
+      }
+      return Response::json(200, out);
+    }
+    if (req.path == "/sim/v1/faults" && req.method == "POST") {
+      auto doc = json::parse(req.body, nullptr, false);
+      if (doc.is_discarded()) {
+        return Response::error(400, "invalid", "fault body is not valid JSON");
+      }
+      auto fault = parseFault(doc);
+      if (!fault) {
+        return Response::error(400, fault.error().code, fault.error().message);
+      }
+      if (!fault->chassis.empty() && !model_->hasChassis(fault->chassis)) {
+        return Response::error(400, "invalid", "no chassis " + fault->chassis);
+      }
+      model_->addFault(*fault);
+      return Response::json(201, toJson(*fault));
+    }
+    if (req.path == "/sim/v1/faults" && req.method == "DELETE") {
+      model_->clearFaults();
+      return Response{204, {}, {}};
+    }
+    if (req.path == "/sim/v1/sessions" && req.method == "DELETE") {
+      model_->clearSessions();
+      return Response{204, {}, {}};
+    }
+    return Response::error(404, "not_found", "no control endpoint " + req.method + " " + req.path);
+  }
+
+  // --- H3 Falcon dialect ------------------------------------------------------------------
+
+  void h3(const Request& req, const std::string& rest, const std::string& chassis,
+          std::shared_ptr<ResponseStream> stream) {
+    if (!authorizedBasic(req)) {
+      stream->send(Response::error(401, "unauthorized", "credentials required")
+                       .withHeader("WWW-Authenticate", "Basic realm=\"chassis-sim\""));
+      return;
+    }
+    if (rest == fabric::h3::kResourcesPath && req.method == "GET") {
+      operation(chassis, Op::kInventory, "", std::move(stream), [this, chassis](const std::optional<Fault>& f) {
+        if (f && f->kind == FaultKind::kFail) {
+          return Response::text(500, "simulated failure", "text/plain");
+        }
+        if (f && f->kind == FaultKind::kMalformed) {
+          return malformedReply(*f);
+        }
+        if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
+          (void)model_->loseGpu(chassis, *f->gpu);
+        }
+        return h3Resources(chassis);
+      });
+      return;
+    }
+    if (rest == fabric::h3::kAllocationPath && (req.method == "POST" || req.method == "DELETE")) {
+      const bool assign = req.method == "POST";
+      const std::string action = assign ? "assign" : "unassign";
+      auto parsed = fabric::h3::parseAllocationRequest(req.body, assign);
+      if (!parsed) {
+        stream->send(h3Reply(400, action, false, parsed.error().message));
+        return;
+      }
+      const std::string gid = parsed->devGid;
+      std::uint32_t port = 0;
+      if (assign) {
+        port = *fabric::h3::parsePortGid(*parsed->portGid);
+      }
+      operation(chassis, assign ? Op::kAssign : Op::kUnassign, gid, std::move(stream),
+                [this, chassis, gid, port, assign, action](const std::optional<Fault>& f) {
+                  if (f) {
+                    switch (f->kind) {
+                      case FaultKind::kFail:
+                      case FaultKind::kPrecondition:
+                        return h3Reply(200, action, false, "simulated failure");
+                      case FaultKind::kMalformed:
+                        return malformedReply(*f);
+                      case FaultKind::kLieSuccess:
+                        return h3Reply(200, action, true, "");
+                      case FaultKind::kLoseGpu:
+                        (void)model_->loseGpu(chassis, gid);
+                        return h3Reply(200, action, true, "");
+                      default:
+                        break;
+                    }
+                  }
+                  Status st = assign ? model_->assign(chassis, gid, port) : model_->unassign(chassis, gid);
+                  if (f && f->kind == FaultKind::kLieFailure) {
+                    return h3Reply(200, action, false, "");  // the real chassis' assign quirk
+                  }
+                  return h3Reply(200, action, st.ok(), st.ok() ? "" : st.error().message);
+                });
+      return;
+    }
+    stream->send(Response::error(404, "not_found", "no H3 resource " + req.method + " " + rest));
+  }
+
+  Response h3Resources(const std::string& chassis) {
+    const auto snap = model_->snapshot(chassis);
+    json rows = json::array();
+    for (const auto& g : snap->gpus) {
+      rows.push_back({{"dev_type", "GPU"},
+                      {"Dev_GID", g.gid},
+                      {"Host_Port#", g.host ? std::to_string(*g.host) : ""},
+                      {"OB_GPU_GUID", g.healthy ? g.uuid : ""}});
+    }
+    for (const auto& h : snap->hosts) {
+      rows.push_back({{"Port#", std::to_string(h.port)}, {"Port_GID", *fabric::h3::portGid(h.port)}});
+    }
+    return Response::json(200, rows);
+  }
+
+  // --- Redfish dialect --------------------------------------------------------------------
+
+  struct Links {
+    std::string root, systems, comp, blocks, sessionService, sessions;
+    bool opaque = false;
+    std::string system(std::size_t index, const Host& h) const {
+      return systems + "/" + (opaque ? "sys-" + std::to_string(index) : h.system);
+    }
+    std::string block(std::size_t index, const Gpu& g) const {
+      return blocks + "/" + (opaque ? "rb-" + std::to_string(index) : g.gid);
+    }
+    std::string addAction(std::size_t index, const Host& h) const {
+      return system(index, h) + (opaque ? "/Actions/AddBlock" : "/Actions/ComputerSystem.AddResourceBlock");
+    }
+    std::string removeAction(std::size_t index, const Host& h) const {
+      return system(index, h) + (opaque ? "/Actions/RemoveBlock" : "/Actions/ComputerSystem.RemoveResourceBlock");
+    }
+  };
+
+  Links linksFor(const std::string& prefix) const {
+    Links l;
+    l.root = prefix + "/redfish/v1";
+    l.systems = l.root + "/Systems";
+    l.comp = l.root + "/CompositionService";
+    l.blocks = l.comp + "/ResourceBlocks";
+    l.sessionService = l.root + "/SessionService";
+    l.sessions = l.sessionService + "/Sessions";
+    l.opaque = model_->initial().redfishUris == "opaque";
+    return l;
+  }
+
+  json systemJson(const Links& l, const Chassis& c, std::size_t i) const {
+    const Host& h = c.hosts[i];
+    json blocks = json::array();
+    for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+      if (c.gpus[g].host == h.port) {
+        blocks.push_back({{"@odata.id", l.block(g, c.gpus[g])}});
+      }
+    }
+    return {{"@odata.id", l.system(i, h)},
+            {"@odata.type", "#ComputerSystem.v1_20_0.ComputerSystem"},
+            {"@odata.etag", etagOf('s', h.version)},
+            {"Id", h.system},
+            {"Name", "Host on port " + std::to_string(h.port)},
+            {"SystemType", "Composed"},
+            {"Links", {{"ResourceBlocks", blocks}, {"ResourceBlocks@odata.count", blocks.size()}}},
+            {"Actions",
+             {{std::string(fabric::redfish::kAddAction), {{"target", l.addAction(i, h)}}},
+              {std::string(fabric::redfish::kRemoveAction), {{"target", l.removeAction(i, h)}}}}}};
+  }
+
+  json blockJson(const Links& l, const Chassis& c, std::size_t g) const {
+    const Gpu& gpu = c.gpus[g];
+    json systems = json::array();
+    for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+      if (gpu.host == c.hosts[i].port) {
+        systems.push_back({{"@odata.id", l.system(i, c.hosts[i])}});
+      }
+    }
+    const std::string link = l.block(g, gpu);
+    return {{"@odata.id", link},
+            {"@odata.type", "#ResourceBlock.v1_4_0.ResourceBlock"},
+            {"@odata.etag", etagOf('b', gpu.version)},
+            {"Id", gpu.gid},
+            {"Name", "GPU slot " + gpu.gid},
+            {"ResourceBlockType", json::array({"Processor"})},
+            {"Status", {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"}, {"Health", gpu.healthy ? "OK" : "Critical"}}},
+            {"CompositionStatus",
+             {{"CompositionState", gpu.host ? "Composed" : "Unused"},
+              {"Reserved", false},
+              {"SharingCapable", false},
+              {"MaxCompositions", 1},
+              {"NumberOfCompositions", gpu.host ? 1 : 0}}},
+            {"Processors", json::array({{{"@odata.id", link + "/Processors/GPU0"}}})},
+            {"Processors@odata.count", 1},
+            {"Links", {{"ComputerSystems", systems}, {"ComputerSystems@odata.count", systems.size()}}}};
+  }
+
+  json processorJson(const std::string& link, const Gpu& gpu) const {
+    return {{"@odata.id", link},
+            {"@odata.type", "#Processor.v1_18_0.Processor"},
+            {"Id", "GPU0"},
+            {"Name", "GPU"},
+            {"ProcessorType", "GPU"},
+            {"Manufacturer", "NVIDIA"},
+            {"Model", gpu.model},
+            {"UUID", redfishUuid(gpu.uuid)},
+            {"Status", {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"}, {"Health", gpu.healthy ? "OK" : "Critical"}}}};
+  }
+
+  static json collection(const std::string& link, const std::string& type, const std::string& name,
+                         const std::vector<std::string>& members) {
+    json m = json::array();
+    for (const auto& s : members) {
+      m.push_back({{"@odata.id", s}});
+    }
+    return {{"@odata.id", link}, {"@odata.type", type}, {"Name", name}, {"Members", m}, {"Members@odata.count", members.size()}};
+  }
+
+  bool redfishAuthorized(const Request& req) const {
+    if (const auto token = req.header("X-Auth-Token")) {
+      return model_->validSession(*token);
+    }
+    if (!options_.credentials) {
+      return true;
+    }
+    return authorizedBasic(req);
+  }
+
+  Response withEtag(json body) {
+    const std::string etag = body.value("@odata.etag", "");
+    Response r = Response::json(200, body);
+    if (!etag.empty()) {
+      r.withHeader("ETag", etag);
+    }
+    return r;
+  }
+
+  void redfish(const Request& req, const std::string& rest, const std::string& chassis, const std::string& prefix,
+               std::shared_ptr<ResponseStream> stream) {
+    const Links l = linksFor(prefix);
+    const std::string path = prefix + rest;
+    if ((path == l.root || path == l.root + "/") && req.method == "GET") {
+      stream->send(Response::json(
+          200, {{"@odata.id", l.root},
+                {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
+                {"Id", "RootService"},
+                {"Name", "chassis-sim " + chassis + " (test double)"},
+                {"RedfishVersion", "1.17.0"},
+                {"Systems", {{"@odata.id", l.systems}}},
+                {"CompositionService", {{"@odata.id", l.comp}}},
+                {"SessionService", {{"@odata.id", l.sessionService}}},
+                {"Links", {{"Sessions", {{"@odata.id", l.sessions}}}}}}));
+      return;
+    }
+    if (path == l.sessions && req.method == "POST") {
+      auto login = fabric::redfish::parseLogin(req.body);
+      if (!login) {
+        stream->send(redfishError(400, "MalformedJSON", login.error().message));
+        return;
+      }
+      if (options_.credentials &&
+          (login->user != options_.credentials->username || login->password != options_.credentials->password)) {
+        stream->send(redfishError(401, "InsufficientPrivilege", "invalid user name or password"));
+        return;
+      }
+      const auto session = model_->createSession(login->user);
+      const std::string link = l.sessions + "/" + session.id;
+      Response r = Response::json(201, {{"@odata.id", link}, {"Id", session.id}, {"UserName", login->user}});
+      r.withHeader("X-Auth-Token", session.token).withHeader("Location", link);
+      stream->send(std::move(r));
+      return;
+    }
+    if (!redfishAuthorized(req)) {
+      stream->send(redfishError(401, "NoValidSession", "authentication required")
+                       .withHeader("WWW-Authenticate", "Basic realm=\"chassis-sim\""));
+      return;
+    }
+    if (path.rfind(l.sessions + "/", 0) == 0 && req.method == "DELETE") {
+      const bool gone = model_->deleteSession(path.substr(l.sessions.size() + 1));
+      stream->send(gone ? Response{204, {}, {}} : redfishError(404, "ResourceMissingAtURI", "no such session"));
+      return;
+    }
+    if (path == l.sessionService && req.method == "GET") {
+      stream->send(Response::json(200, {{"@odata.id", l.sessionService}, {"Sessions", {{"@odata.id", l.sessions}}}}));
+      return;
+    }
+    const auto snap = model_->snapshot(chassis);
+    const Chassis& c = *snap;
+    if (req.method == "GET") {
+      if (path == l.comp) {
+        stream->send(Response::json(200, {{"@odata.id", l.comp},
+                                          {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
+                                          {"Id", "CompositionService"},
+                                          {"ServiceEnabled", true},
+                                          {"ResourceBlocks", {{"@odata.id", l.blocks}}}}));
+        return;
+      }
+      if (path == l.systems) {
+        std::vector<std::string> members;
+        for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+          members.push_back(l.system(i, c.hosts[i]));
+        }
+        stream->send(Response::json(200, collection(l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
+                                                    "Systems", members)));
+        return;
+      }
+      if (path == l.blocks) {
+        // The inventory read: latency and inventory faults apply here.
+        operation(chassis, Op::kInventory, "", std::move(stream), [this, chassis, l](const std::optional<Fault>& f) {
+          if (f && f->kind == FaultKind::kFail) {
+            return redfishError(500, "InternalError", "simulated failure");
+          }
+          if (f && f->kind == FaultKind::kMalformed) {
+            return malformedReply(*f);
+          }
+          if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
+            (void)model_->loseGpu(chassis, *f->gpu);
+          }
+          const auto now = model_->snapshot(chassis);
+          std::vector<std::string> members;
+          for (std::size_t g = 0; g < now->gpus.size(); ++g) {
+            members.push_back(l.block(g, now->gpus[g]));
+          }
+          return Response::json(
+              200, collection(l.blocks, "#ResourceBlockCollection.ResourceBlockCollection", "Resource Blocks", members));
+        });
+        return;
+      }
+      for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+        if (path == l.system(i, c.hosts[i])) {
+          stream->send(withEtag(systemJson(l, c, i)));
+          return;
+        }
+      }
+      for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+        const std::string link = l.block(g, c.gpus[g]);
+        if (path == link) {
+          stream->send(withEtag(blockJson(l, c, g)));
+          return;
+        }
+        if (path == link + "/Processors/GPU0") {
+          stream->send(Response::json(200, processorJson(path, c.gpus[g])));
+          return;
+        }
+      }
+    }
+    if (req.method == "POST") {
+      for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+        const bool add = path == l.addAction(i, c.hosts[i]);
+        if (add || path == l.removeAction(i, c.hosts[i])) {
+          blockAction(req, l, c, i, add, chassis, std::move(stream));
+          return;
+        }
+      }
+    }
+    stream->send(redfishError(404, "ResourceMissingAtURI", "no resource " + req.method + " " + path));
+  }
+
+  void blockAction(const Request& req, const Links& l, const Chassis& c, std::size_t hostIndex, bool add,
+                   const std::string& chassis, std::shared_ptr<ResponseStream> stream) {
+    auto action = fabric::redfish::parseBlockAction(req.body);
+    if (!action) {
+      stream->send(redfishError(400, "ActionParameterMissing", action.error().message));
+      return;
+    }
+    const Host& host = c.hosts[hostIndex];
+    const Gpu* gpu = nullptr;
+    for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+      if (l.block(g, c.gpus[g]) == action->block) {
+        gpu = &c.gpus[g];
+      }
+    }
+    if (!gpu) {
+      stream->send(redfishError(400, "ResourceBlockNotFound", "resource block " + action->block + " is not found"));
+      return;
+    }
+    const bool etagsMissing = !action->blockEtag || !action->systemEtag;
+    if ((model_->initial().redfishRequireEtags && etagsMissing) ||
+        (action->blockEtag && *action->blockEtag != etagOf('b', gpu->version)) ||
+        (action->systemEtag && *action->systemEtag != etagOf('s', host.version))) {
+      stream->send(redfishError(428, "PreconditionRequired",
+                                "ResourceBlockETag/ComputerSystemETag missing or not current"));
+      return;
+    }
+    const std::string gid = gpu->gid;
+    const std::uint32_t port = host.port;
+    operation(chassis, add ? Op::kAssign : Op::kUnassign, gid, std::move(stream),
+              [this, chassis, gid, port, add](const std::optional<Fault>& f) {
+                if (f) {
+                  switch (f->kind) {
+                    case FaultKind::kFail:
+                      return redfishError(500, "InternalError", "simulated failure");
+                    case FaultKind::kPrecondition:
+                      return redfishError(428, "PreconditionRequired", "simulated stale ETag");
+                    case FaultKind::kMalformed:
+                      return malformedReply(*f);
+                    case FaultKind::kLieSuccess:
+                      return Response{204, {}, {}};
+                    case FaultKind::kLoseGpu:
+                      (void)model_->loseGpu(chassis, gid);
+                      return Response{204, {}, {}};
+                    default:
+                      break;
+                  }
+                }
+                Status st = add ? model_->assign(chassis, gid, port) : model_->unassign(chassis, gid, port);
+                if (f && f->kind == FaultKind::kLieFailure) {
+                  return redfishError(500, "InternalError", "simulated failure report");
+                }
+                if (!st.ok()) {
+                  const unsigned code = st.error().code == "not_found" ? 404 : 400;
+                  return redfishError(code, st.error().code == "conflict" ? "ResourceInUse" : "ActionNotSupported",
+                                      st.error().message);
+                }
+                return Response{204, {}, {}};
+              });
+  }
+
+  std::shared_ptr<ChassisModel> model_;
+  SimServerOptions options_;
+  std::unique_ptr<net::HttpServer> server_;
+  Timer timer_;
+};
+
+std::string SimServer::Impl::fabric_basic() const {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::string in = options_.credentials->username + ":" + options_.credentials->password;
+  std::string out = "Basic ";
+  std::uint32_t buf = 0;
+  int bits = 0;
+  for (unsigned char ch : in) {
+    buf = (buf << 8) | ch;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kAlphabet[(buf >> bits) & 63];
+    }
+  }
+  if (bits > 0) {
+    out += kAlphabet[(buf << (6 - bits)) & 63];
+  }
+  while ((out.size() - 6) % 4 != 0) {
+    out += '=';
+  }
+  return out;
+}
+
+SimServer::SimServer(std::shared_ptr<ChassisModel> model, SimServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {}
+SimServer::~SimServer() { impl_->stop(); }
+Result<std::uint16_t> SimServer::start() { return impl_->start(); }
+void SimServer::stop() { impl_->stop(); }
+std::string SimServer::baseUrl() const { return impl_->baseUrl(); }
+std::string SimServer::chassisUrl(const std::string& chassis) const { return impl_->baseUrl() + "/chassis/" + chassis; }
+
+}  // namespace kc::chassis_sim
