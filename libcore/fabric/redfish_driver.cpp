@@ -181,6 +181,17 @@ Result<Ok> RedfishDriver::discover() {
 }
 
 Result<RedfishDriver::View> RedfishDriver::readView() {
+  auto view = readViewOnce();
+  if (!view && view.error().code == errc::kNotFound) {
+    // A link we cached may have moved (service restarted, re-cabled): discover again once.
+    root_.reset();
+    blocksLink_.clear();
+    view = readViewOnce();
+  }
+  return view;
+}
+
+Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
   auto found = discover();
   if (!found) {
     return found.error();

@@ -79,7 +79,8 @@ class RedfishDriver final : public FabricDriver {
   Result<Reply> getOk(const std::string& target, bool authenticated = true);
   Result<Ok> login();
   Result<Ok> discover();
-  Result<View> readView();
+  Result<View> readView();      // readViewOnce, re-discovering the links once on a 404
+  Result<View> readViewOnce();
   Result<std::string> localIdOf(const std::string& gpuId) const;
   Result<MoveReport> move(const std::string& gpuId, const std::optional<std::string>& host);
 
