@@ -19,7 +19,7 @@ struct CallPolicy {
   // 4005 (inventory 3-4 s, unassign 5-8 s, assign 8-16 s).
   Millis readTimeout{15'000};
   Millis moveTimeout{45'000};
-  std::uint32_t attempts = 3;      // per call, >= 1
+  std::uint32_t attempts = 3;  // per call, >= 1
   Millis initialBackoff{500};
   Millis maxBackoff{8'000};
 

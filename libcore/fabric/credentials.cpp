@@ -13,7 +13,8 @@ Result<std::string> readSmallFile(const std::filesystem::path& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) {
-    return makeError("invalid", "cannot read credentials file " + path.string() + ": " + ec.message());
+    return makeError("invalid",
+                     "cannot read credentials file " + path.string() + ": " + ec.message());
   }
   if (size > kMaxSecretBytes) {
     return makeError("invalid", "credentials file " + path.string() + " is larger than 64 KiB");

@@ -1,9 +1,8 @@
 #include "libcore/fabric/h3_codec.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cctype>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "libcore/fabric/json_guard.hpp"
@@ -13,10 +12,13 @@ namespace {
 
 using nlohmann::json;
 
-Error protocolError(std::string message) { return makeError("protocol", std::move(message)); }
+Error protocolError(std::string message) {
+  return makeError("protocol", std::move(message));
+}
 
 // A string field of a row; nullopt when absent, error when present with another type.
-Result<std::optional<std::string>> stringField(const json& row, const char* key, std::size_t index) {
+Result<std::optional<std::string>> stringField(const json& row, const char* key,
+                                               std::size_t index) {
   const auto it = row.find(key);
   if (it == row.end() || it->is_null()) {
     return std::optional<std::string>{};
@@ -55,7 +57,8 @@ Result<std::uint32_t> parseHostPort(std::string_view text) {
     value = value * 10 + static_cast<std::uint32_t>(c - '0');
   }
   if (value > kMaxHostPort) {
-    return protocolError("host port " + std::to_string(value) + " is above " + std::to_string(kMaxHostPort));
+    return protocolError("host port " + std::to_string(value) + " is above " +
+                         std::to_string(kMaxHostPort));
   }
   return value;
 }
@@ -77,11 +80,13 @@ Result<std::uint32_t> parsePortGid(std::string_view gid) {
   std::uint32_t value = 0;
   for (char c : gid.substr(0, gid.size() - 1)) {
     if (!std::isxdigit(static_cast<unsigned char>(c))) {
-      return protocolError("port_gid \"" + excerpt(gid, 16) + "\" is not hex digits followed by 'h'");
+      return protocolError("port_gid \"" + excerpt(gid, 16) +
+                           "\" is not hex digits followed by 'h'");
     }
-    value = value * 16 + static_cast<std::uint32_t>(std::isdigit(static_cast<unsigned char>(c))
-                                                        ? c - '0'
-                                                        : std::toupper(static_cast<unsigned char>(c)) - 'A' + 10);
+    value = value * 16 + static_cast<std::uint32_t>(
+                             std::isdigit(static_cast<unsigned char>(c))
+                                 ? c - '0'
+                                 : std::toupper(static_cast<unsigned char>(c)) - 'A' + 10);
   }
   return value;
 }
@@ -100,8 +105,8 @@ Result<Resources> parseResources(std::string_view body) {
   std::size_t index = 0;
   for (const auto& row : *doc) {
     if (!row.is_object()) {
-      return protocolError("H3 resources row " + std::to_string(index) + " is a " + row.type_name() +
-                           ", expected an object");
+      return protocolError("H3 resources row " + std::to_string(index) + " is a " +
+                           row.type_name() + ", expected an object");
     }
     auto devType = stringField(row, "dev_type", index);
     auto portNo = stringField(row, "Port#", index);
@@ -136,8 +141,8 @@ Result<Resources> parseResources(std::string_view body) {
       if (host->has_value() && !(*host)->empty()) {
         auto port = parseHostPort(**host);
         if (!port) {
-          return protocolError("H3 resources row " + std::to_string(index) + " (Dev_GID " + gpu.devGid +
-                               "): " + port.error().message);
+          return protocolError("H3 resources row " + std::to_string(index) + " (Dev_GID " +
+                               gpu.devGid + "): " + port.error().message);
         }
         gpu.hostPort = *port;
       }
@@ -146,7 +151,8 @@ Result<Resources> parseResources(std::string_view body) {
     } else if (portNo->has_value() && portGidText->has_value()) {
       auto port = parseHostPort(**portNo);
       if (!port) {
-        return protocolError("H3 resources row " + std::to_string(index) + ": " + port.error().message);
+        return protocolError("H3 resources row " + std::to_string(index) + ": " +
+                             port.error().message);
       }
       out.ports[*port] = **portGidText;
     }
@@ -162,7 +168,8 @@ Result<Reply> parseReply(std::string_view body) {
     return doc.error();
   }
   if (!doc->is_object()) {
-    return protocolError(std::string("H3 allocation reply is a JSON ") + doc->type_name() + ", expected an object");
+    return protocolError(std::string("H3 allocation reply is a JSON ") + doc->type_name() +
+                         ", expected an object");
   }
   Reply reply;
   const auto action = doc->find("Action");
@@ -218,7 +225,8 @@ Result<AllocationRequest> parseAllocationRequest(std::string_view body, bool isA
   auto field = [&](const char* key) -> Result<std::string> {
     const auto it = doc->find(key);
     if (it == doc->end() || !it->is_string()) {
-      return makeError("invalid", std::string("allocation request needs string field \"") + key + "\"");
+      return makeError("invalid",
+                       std::string("allocation request needs string field \"") + key + "\"");
     }
     return it->get<std::string>();
   };

@@ -1,9 +1,10 @@
 #pragma once
 // Wire format of the H3 Falcon 4005 REST API (h3api/v1), as used against real hardware:
 //   GET    /h3api/v1/resources   -> JSON array of flat string maps (device rows and port rows)
-//   POST   /h3api/v1/allocation  Content-Type: text/plain, {"gep":"0","port_gid":"30h","dev_gid":"001300"}
-//   DELETE /h3api/v1/allocation  Content-Type: text/plain, {"gep":"0","dev_gid":"001300"}
-//   reply  {"Action":"...","Result":[true|false],"Remark":"..."}
+//   POST   /h3api/v1/allocation  Content-Type: text/plain,
+//   {"gep":"0","port_gid":"30h","dev_gid":"001300"} DELETE /h3api/v1/allocation  Content-Type:
+//   text/plain, {"gep":"0","dev_gid":"001300"} reply
+//   {"Action":"...","Result":[true|false],"Remark":"..."}
 // Host port numbers are decimal in rows ("Host_Port#":"48") and hex + 'h' in requests ("30h").
 // Pure functions: both the driver and the simulator's tests use them; the simulator renders
 // its replies with its own code so that the two sides are checked against each other.
@@ -24,14 +25,14 @@ inline constexpr std::string_view kAllocationPath = "/h3api/v1/allocation";
 inline constexpr std::uint32_t kMaxHostPort = 255;
 
 struct GpuRow {
-  std::string devGid;                   // "001300"
+  std::string devGid;                     // "001300"
   std::optional<std::uint32_t> hostPort;  // Host_Port#, nullopt when unattached ("" or absent)
-  std::string guid;                     // OB_GPU_GUID, empty when the chassis cannot read it
+  std::string guid;                       // OB_GPU_GUID, empty when the chassis cannot read it
 };
 
 struct Resources {
-  std::vector<GpuRow> gpus;                     // rows with dev_type "GPU", in reply order
-  std::map<std::uint32_t, std::string> ports;   // port rows: Port# -> Port_GID
+  std::vector<GpuRow> gpus;                    // rows with dev_type "GPU", in reply order
+  std::map<std::uint32_t, std::string> ports;  // port rows: Port# -> Port_GID
 };
 
 // Strict: the reply must be an array of objects; GPU rows need a valid Dev_GID, a Host_Port#

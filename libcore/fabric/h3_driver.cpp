@@ -32,7 +32,8 @@ std::string describeHost(const std::optional<std::string>& host) {
 
 Result<std::unique_ptr<H3Driver>> H3Driver::create(H3Options options) {
   if (!isValidChassisName(options.chassis)) {
-    return makeError(errc::kInvalid, "h3 chassis name \"" + options.chassis + "\" must be a lower-case DNS label");
+    return makeError(errc::kInvalid,
+                     "h3 chassis name \"" + options.chassis + "\" must be a lower-case DNS label");
   }
   if (options.policy.attempts == 0) {
     return makeError(errc::kInvalid, "h3 chassis " + options.chassis + ": attempts must be >= 1");
@@ -76,12 +77,14 @@ Result<h3::Resources> H3Driver::readResources() {
       continue;
     }
     if (resp->status == 401 || resp->status == 403) {
-      return makeError(errc::kAuth, "h3 chassis " + options_.chassis + " rejected the credentials (HTTP " +
+      return makeError(errc::kAuth, "h3 chassis " + options_.chassis +
+                                        " rejected the credentials (HTTP " +
                                         std::to_string(resp->status) + ")");
     }
     if (resp->status != 200) {
       last = makeError(resp->status >= 500 ? errc::kUnavailable : errc::kProtocol,
-                       "GET " + target + " answered HTTP " + std::to_string(resp->status) + ": " + excerpt(resp->body));
+                       "GET " + target + " answered HTTP " + std::to_string(resp->status) + ": " +
+                           excerpt(resp->body));
       if (resp->status >= 500) {
         continue;
       }
@@ -95,7 +98,8 @@ Result<h3::Resources> H3Driver::readResources() {
     return parsed;
   }
   return makeError(last.code, "h3 chassis " + options_.chassis + ": inventory failed after " +
-                                  std::to_string(options_.policy.attempts) + " attempts: " + last.message);
+                                  std::to_string(options_.policy.attempts) +
+                                  " attempts: " + last.message);
 }
 
 Inventory H3Driver::toInventory(const h3::Resources& resources) const {
@@ -118,7 +122,8 @@ Inventory H3Driver::toInventory(const h3::Resources& resources) const {
   for (const auto& [port, gid] : resources.ports) {
     inv.hosts.push_back(std::to_string(port));
   }
-  std::sort(inv.gpus.begin(), inv.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
+  std::sort(inv.gpus.begin(), inv.gpus.end(),
+            [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
   std::sort(inv.hosts.begin(), inv.hosts.end());
   return inv;
 }
@@ -135,7 +140,8 @@ Result<Inventory> H3Driver::inventory() {
 Result<std::string> H3Driver::localIdOf(const std::string& gpuId) const {
   const auto parts = splitGpuId(gpuId);
   if (!parts || parts->chassis != options_.chassis) {
-    return makeError(errc::kInvalid, "\"" + gpuId + "\" is not a GPU id of chassis " + options_.chassis);
+    return makeError(errc::kInvalid,
+                     "\"" + gpuId + "\" is not a GPU id of chassis " + options_.chassis);
   }
   if (!h3::isValidDevGid(parts->localId)) {
     return makeError(errc::kInvalid, "\"" + parts->localId + "\" is not an H3 Dev_GID");
@@ -146,7 +152,8 @@ Result<std::string> H3Driver::localIdOf(const std::string& gpuId) const {
 Result<h3::Reply> H3Driver::sendAllocation(const std::string& method, const std::string& body) {
   const std::string target = endpoint_->basePath + std::string(h3::kAllocationPath);
   net::Headers h = headers();
-  h.push_back({"Content-Type", "text/plain"});  // what the chassis expects, although the body is JSON
+  h.push_back(
+      {"Content-Type", "text/plain"});  // what the chassis expects, although the body is JSON
   net::RequestOptions ro;
   ro.timeout = options_.policy.moveTimeout;
   auto resp = endpoint_->client->request(method, target, body, std::move(h), ro);
@@ -154,16 +161,18 @@ Result<h3::Reply> H3Driver::sendAllocation(const std::string& method, const std:
     return detail::transportError(resp.error(), method + " " + target);
   }
   if (resp->status == 401 || resp->status == 403) {
-    return makeError(errc::kAuth, "h3 chassis " + options_.chassis + " rejected the credentials (HTTP " +
+    return makeError(errc::kAuth, "h3 chassis " + options_.chassis +
+                                      " rejected the credentials (HTTP " +
                                       std::to_string(resp->status) + ")");
   }
   if (resp->status >= 500) {
-    return makeError(errc::kUnavailable, method + " " + target + " answered HTTP " + std::to_string(resp->status) +
-                                             ": " + excerpt(resp->body));
+    return makeError(errc::kUnavailable, method + " " + target + " answered HTTP " +
+                                             std::to_string(resp->status) + ": " +
+                                             excerpt(resp->body));
   }
   if (resp->status != 200) {
-    return makeError(errc::kRefused, method + " " + target + " answered HTTP " + std::to_string(resp->status) + ": " +
-                                    excerpt(resp->body));
+    return makeError(errc::kRefused, method + " " + target + " answered HTTP " +
+                                         std::to_string(resp->status) + ": " + excerpt(resp->body));
   }
   return h3::parseReply(resp->body);
 }
@@ -189,18 +198,20 @@ Result<MoveReport> H3Driver::attach(const std::string& gpuId, const std::string&
     return makeError(errc::kNotFound, "chassis " + options_.chassis + " has no GPU " + *devGid);
   }
   if (!before->ports.empty() && !before->ports.count(*port)) {
-    return makeError(errc::kNotFound, "chassis " + options_.chassis + " has no host port " + hostText);
+    return makeError(errc::kNotFound,
+                     "chassis " + options_.chassis + " has no host port " + hostText);
   }
   MoveReport report{gpuId, hostOf(*row), hostText, false, 0, {}};
   if (row->guid.empty()) {
-    return makeError(errc::kUnhealthy, "GPU " + gpuId + " is not readable by the chassis (lost); not attaching");
+    return makeError(errc::kUnhealthy,
+                     "GPU " + gpuId + " is not readable by the chassis (lost); not attaching");
   }
   if (row->hostPort == *port) {
     return report;  // already there
   }
   if (row->hostPort) {
-    return makeError(errc::kConflict, "GPU " + gpuId + " is attached to host port " + std::to_string(*row->hostPort) +
-                                          "; detach it first");
+    return makeError(errc::kConflict, "GPU " + gpuId + " is attached to host port " +
+                                          std::to_string(*row->hostPort) + "; detach it first");
   }
   const std::string body = h3::encodeAssign(options_.gep, portGid, *devGid);
   Error last = makeError(errc::kRefused, "no attempt made");
@@ -217,32 +228,39 @@ Result<MoveReport> H3Driver::attach(const std::string& gpuId, const std::string&
     // Whatever the reply said, the inventory decides.
     auto after = readResources();
     if (!after) {
-      return makeError(after.error().code, "attach " + gpuId + ": could not verify: " + after.error().message);
+      return makeError(after.error().code,
+                       "attach " + gpuId + ": could not verify: " + after.error().message);
     }
     const h3::GpuRow* now = findRow(*after, *devGid);
     if (!now) {
-      return makeError(errc::kUnhealthy, "GPU " + gpuId + " disappeared from the chassis inventory during attach");
+      return makeError(errc::kUnhealthy,
+                       "GPU " + gpuId + " disappeared from the chassis inventory during attach");
     }
     if (now->guid.empty()) {
-      return makeError(errc::kUnhealthy, "GPU " + gpuId + " was lost (no OB_GPU_GUID) during attach");
+      return makeError(errc::kUnhealthy,
+                       "GPU " + gpuId + " was lost (no OB_GPU_GUID) during attach");
     }
     if (now->hostPort == *port) {
       report.changed = true;
       if (reply && !reply->result) {
-        report.notes.push_back("chassis answered Result:[false] (" + reply->remark + ") but the GPU is attached");
+        report.notes.push_back("chassis answered Result:[false] (" + reply->remark +
+                               ") but the GPU is attached");
       } else if (!reply) {
-        report.notes.push_back("request failed (" + reply.error().message + ") but the GPU is attached");
+        report.notes.push_back("request failed (" + reply.error().message +
+                               ") but the GPU is attached");
       }
       return report;
     }
     if (now->hostPort) {
-      return makeError(errc::kConflict, "GPU " + gpuId + " is now on host port " + std::to_string(*now->hostPort) +
-                                            ", not " + hostText + " (moved by someone else?)");
+      return makeError(errc::kConflict, "GPU " + gpuId + " is now on host port " +
+                                            std::to_string(*now->hostPort) + ", not " + hostText +
+                                            " (moved by someone else?)");
     }
     if (reply && reply->result) {
       claimedSuccess = true;
-      last = makeError(errc::kUnverified, "chassis answered Result:[true] but the inventory shows GPU " + gpuId +
-                                              " unattached");
+      last = makeError(
+          errc::kUnverified,
+          "chassis answered Result:[true] but the inventory shows GPU " + gpuId + " unattached");
     } else if (reply) {
       last = makeError(errc::kRefused, "chassis answered Result:[false]: " + reply->remark);
     } else {
@@ -286,18 +304,22 @@ Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
     }
     auto after = readResources();
     if (!after) {
-      return makeError(after.error().code, "detach " + gpuId + ": could not verify: " + after.error().message);
+      return makeError(after.error().code,
+                       "detach " + gpuId + ": could not verify: " + after.error().message);
     }
     const h3::GpuRow* now = findRow(*after, *devGid);
     if (!now) {
-      return makeError(errc::kUnhealthy, "GPU " + gpuId + " disappeared from the chassis inventory during detach");
+      return makeError(errc::kUnhealthy,
+                       "GPU " + gpuId + " disappeared from the chassis inventory during detach");
     }
     if (!now->hostPort) {
       report.changed = true;
       if (reply && !reply->result) {
-        report.notes.push_back("chassis answered Result:[false] (" + reply->remark + ") but the GPU is detached");
+        report.notes.push_back("chassis answered Result:[false] (" + reply->remark +
+                               ") but the GPU is detached");
       } else if (!reply) {
-        report.notes.push_back("request failed (" + reply.error().message + ") but the GPU is detached");
+        report.notes.push_back("request failed (" + reply.error().message +
+                               ") but the GPU is detached");
       }
       if (now->guid.empty()) {
         report.notes.push_back("GPU is no longer readable by the chassis (lost)");
@@ -306,8 +328,9 @@ Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
     }
     if (reply && reply->result) {
       claimedSuccess = true;
-      last = makeError(errc::kUnverified, "chassis answered Result:[true] but the inventory still shows GPU " + gpuId +
-                                              " on " + describeHost(hostOf(*now)));
+      last = makeError(errc::kUnverified,
+                       "chassis answered Result:[true] but the inventory still shows GPU " + gpuId +
+                           " on " + describeHost(hostOf(*now)));
     } else if (reply) {
       last = makeError(errc::kRefused, "chassis answered Result:[false]: " + reply->remark);
     } else {

@@ -21,14 +21,14 @@ struct Endpoint;
 }
 
 struct H3Options {
-  std::string chassis;   // DNS label; prefix of this chassis' GPU ids
-  std::string baseUrl;   // "http://10.0.0.5" or "http://sim:8080/chassis/falcon-a"
-  std::string gep = "0"; // the "gep" field of allocation requests (always "0" on the testbed)
-  std::string gpuModel;  // resources rows carry no model: what the operator installed
+  std::string chassis;    // DNS label; prefix of this chassis' GPU ids
+  std::string baseUrl;    // "http://10.0.0.5" or "http://sim:8080/chassis/falcon-a"
+  std::string gep = "0";  // the "gep" field of allocation requests (always "0" on the testbed)
+  std::string gpuModel;   // resources rows carry no model: what the operator installed
   CallPolicy policy;
   std::optional<Credentials> credentials;  // HTTP basic auth when set (the testbed used none)
   net::ClientTlsOptions tls;
-  Sleeper sleeper;       // default: realSleeper()
+  Sleeper sleeper;  // default: realSleeper()
 };
 
 class H3Driver final : public FabricDriver {

@@ -9,7 +9,8 @@ Result<Endpoint> makeEndpoint(const std::string& baseUrl, const net::ClientTlsOp
                               std::chrono::milliseconds connectTimeout) {
   auto url = net::parseUrl(baseUrl);
   if (!url) {
-    return makeError(errc::kInvalid, "chassis endpoint \"" + baseUrl + "\": " + url.error().message);
+    return makeError(errc::kInvalid,
+                     "chassis endpoint \"" + baseUrl + "\": " + url.error().message);
   }
   net::ClientOptions options;
   options.baseUrl = url->scheme + "://" + url->authority();
@@ -20,7 +21,8 @@ Result<Endpoint> makeEndpoint(const std::string& baseUrl, const net::ClientTlsOp
   options.userAgent = "kubecomp-fabric/0.1";
   auto client = net::HttpClient::create(std::move(options));
   if (!client) {
-    return makeError(errc::kInvalid, "chassis endpoint \"" + baseUrl + "\": " + client.error().message);
+    return makeError(errc::kInvalid,
+                     "chassis endpoint \"" + baseUrl + "\": " + client.error().message);
   }
   return Endpoint{std::move(client).value(), url->basePath};
 }
@@ -38,12 +40,14 @@ Error transportError(const Error& error, const std::string& what) {
 }
 
 std::string basicAuthorization(const Credentials& credentials) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const std::string in = credentials.username + ":" + credentials.password;
   std::string out = "Basic ";
   std::size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    const auto n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8) |
+    const auto n = (static_cast<unsigned char>(in[i]) << 16) |
+                   (static_cast<unsigned char>(in[i + 1]) << 8) |
                    static_cast<unsigned char>(in[i + 2]);
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
@@ -56,7 +60,8 @@ std::string basicAuthorization(const Credentials& credentials) {
     out += kAlphabet[(n >> 12) & 63];
     out += "==";
   } else if (i + 2 == in.size()) {
-    const auto n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
+    const auto n =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
     out += kAlphabet[(n >> 18) & 63];
     out += kAlphabet[(n >> 12) & 63];
     out += kAlphabet[(n >> 6) & 63];
@@ -66,7 +71,8 @@ std::string basicAuthorization(const Credentials& credentials) {
 }
 
 bool retryable(const Error& error) {
-  return error.code == errc::kTimeout || error.code == errc::kUnavailable || error.code == errc::kProtocol;
+  return error.code == errc::kTimeout || error.code == errc::kUnavailable ||
+         error.code == errc::kProtocol;
 }
 
 }  // namespace kc::fabric::detail

@@ -1,7 +1,6 @@
 #include "libcore/fabric/json_guard.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace kc::fabric {
@@ -52,7 +51,8 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
   }
   auto doc = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
-    return makeError("protocol", std::string(what) + " is not valid JSON: \"" + excerpt(body) + "\"");
+    return makeError("protocol",
+                     std::string(what) + " is not valid JSON: \"" + excerpt(body) + "\"");
   }
   return doc;
 }

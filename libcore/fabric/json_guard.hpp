@@ -3,9 +3,8 @@
 // nesting limits first, then nlohmann without exceptions. Never throws.
 
 #include <cstddef>
-#include <string_view>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string_view>
 
 #include "libcore/base/result.hpp"
 

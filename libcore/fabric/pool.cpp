@@ -21,8 +21,8 @@ Result<MoveReport> qualify(const std::string& chassis, Result<MoveReport> report
 
 }  // namespace
 
-Result<std::unique_ptr<FabricPool>> FabricPool::create(std::string name,
-                                                       std::vector<std::unique_ptr<FabricDriver>> chassis) {
+Result<std::unique_ptr<FabricPool>> FabricPool::create(
+    std::string name, std::vector<std::unique_ptr<FabricDriver>> chassis) {
   if (!isValidChassisName(name)) {
     return makeError(errc::kInvalid, "pool name \"" + name + "\" must be a lower-case DNS label");
   }
@@ -36,7 +36,8 @@ Result<std::unique_ptr<FabricPool>> FabricPool::create(std::string name,
       return makeError(errc::kInvalid, "pool " + name + ": null driver");
     }
     if (!names.insert(driver->name()).second) {
-      return makeError(errc::kInvalid, "pool " + name + ": chassis " + driver->name() + " listed twice");
+      return makeError(errc::kInvalid,
+                       "pool " + name + ": chassis " + driver->name() + " listed twice");
     }
     members.push_back(Member{std::move(driver), std::make_unique<std::mutex>()});
   }
@@ -72,7 +73,8 @@ Result<Inventory> FabricPool::inventory() {
       if (firstCode.empty()) {
         firstCode = entry.inventory.error().code;
       }
-      failures += (failures.empty() ? "" : "; ") + entry.chassis + ": " + entry.inventory.error().message;
+      failures +=
+          (failures.empty() ? "" : "; ") + entry.chassis + ": " + entry.inventory.error().message;
       continue;
     }
     for (auto& gpu : entry.inventory->gpus) {
@@ -88,7 +90,8 @@ Result<Inventory> FabricPool::inventory() {
   if (!failures.empty()) {
     return makeError(firstCode, "pool " + name_ + ": " + failures);
   }
-  std::sort(merged.gpus.begin(), merged.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
+  std::sort(merged.gpus.begin(), merged.gpus.end(),
+            [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
   std::sort(merged.hosts.begin(), merged.hosts.end());
   return merged;
 }

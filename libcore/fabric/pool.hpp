@@ -21,8 +21,8 @@ namespace kc::fabric {
 class FabricPool final : public FabricDriver {
  public:
   // Fails ("invalid") on an empty list, an invalid pool name, or two drivers with one name.
-  static Result<std::unique_ptr<FabricPool>> create(std::string name,
-                                                    std::vector<std::unique_ptr<FabricDriver>> chassis);
+  static Result<std::unique_ptr<FabricPool>> create(
+      std::string name, std::vector<std::unique_ptr<FabricDriver>> chassis);
 
   std::string_view dialect() const override { return "pool"; }
   const std::string& name() const override { return name_; }

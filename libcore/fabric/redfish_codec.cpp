@@ -9,7 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-Error protocolError(std::string message) { return makeError("protocol", std::move(message)); }
+Error protocolError(std::string message) {
+  return makeError("protocol", std::move(message));
+}
 
 Result<json> parseObject(std::string_view body, std::string_view what) {
   auto doc = parseJsonGuarded(body, what);
@@ -17,7 +19,8 @@ Result<json> parseObject(std::string_view body, std::string_view what) {
     return doc.error();
   }
   if (!doc->is_object()) {
-    return protocolError(std::string(what) + " is a JSON " + doc->type_name() + ", expected an object");
+    return protocolError(std::string(what) + " is a JSON " + doc->type_name() +
+                         ", expected an object");
   }
   return doc;
 }
@@ -34,7 +37,8 @@ Result<std::string> linkOf(const json& value, std::string_view where) {
   auto link = it->get<std::string>();
   if (link.empty() || link.front() != '/' || link.size() > 2048 ||
       link.find_first_of(" \r\n\t?#") != std::string::npos) {
-    return protocolError(std::string(where) + " \"@odata.id\" is not an absolute path: " + excerpt(link, 60));
+    return protocolError(std::string(where) +
+                         " \"@odata.id\" is not an absolute path: " + excerpt(link, 60));
   }
   return link;
 }
@@ -59,7 +63,8 @@ Result<std::string> requiredString(const json& obj, const char* key, std::string
   return it->get<std::string>();
 }
 
-Result<std::optional<std::string>> optionalString(const json& obj, const char* key, std::string_view where) {
+Result<std::optional<std::string>> optionalString(const json& obj, const char* key,
+                                                  std::string_view where) {
   auto m = optionalMember(obj, key, json::value_t::string, where);
   if (!m) {
     return m.error();
@@ -70,7 +75,8 @@ Result<std::optional<std::string>> optionalString(const json& obj, const char* k
   return std::optional<std::string>{(*m)->get<std::string>()};
 }
 
-Result<std::vector<std::string>> linkArray(const json& obj, const char* key, std::string_view where) {
+Result<std::vector<std::string>> linkArray(const json& obj, const char* key,
+                                           std::string_view where) {
   std::vector<std::string> out;
   auto m = optionalMember(obj, key, json::value_t::array, where);
   if (!m) {
@@ -91,8 +97,8 @@ Result<std::vector<std::string>> linkArray(const json& obj, const char* key, std
 }
 
 // Status.Health / Status.State
-Result<std::pair<std::optional<std::string>, std::optional<std::string>>> statusOf(const json& obj,
-                                                                                   std::string_view where) {
+Result<std::pair<std::optional<std::string>, std::optional<std::string>>> statusOf(
+    const json& obj, std::string_view where) {
   auto st = optionalMember(obj, "Status", json::value_t::object, where);
   if (!st) {
     return st.error();
@@ -131,7 +137,8 @@ Result<ServiceRoot> parseServiceRoot(std::string_view body) {
   root.systems = *sys;
   const auto comp = doc->find("CompositionService");
   if (comp == doc->end()) {
-    return protocolError("Redfish service root has no CompositionService link: the service does not compose");
+    return protocolError(
+        "Redfish service root has no CompositionService link: the service does not compose");
   }
   auto compLink = linkOf(*comp, "ServiceRoot.CompositionService");
   if (!compLink) {
@@ -298,7 +305,8 @@ Result<ComputerSystem> parseComputerSystem(std::string_view body) {
     return actions.error();
   }
   if (actions->has_value()) {
-    for (auto [name, slot] : {std::pair{kAddAction, &sys.addTarget}, std::pair{kRemoveAction, &sys.removeTarget}}) {
+    for (auto [name, slot] :
+         {std::pair{kAddAction, &sys.addTarget}, std::pair{kRemoveAction, &sys.removeTarget}}) {
       const auto it = (*actions)->find(std::string(name));
       if (it == (*actions)->end()) {
         continue;
@@ -319,7 +327,8 @@ Result<ComputerSystem> parseComputerSystem(std::string_view body) {
   return sys;
 }
 
-std::string encodeBlockAction(std::string_view blockOdataId, const std::optional<std::string>& blockEtag,
+std::string encodeBlockAction(std::string_view blockOdataId,
+                              const std::optional<std::string>& blockEtag,
                               const std::optional<std::string>& systemEtag) {
   nlohmann::ordered_json body;
   body["ResourceBlock"]["@odata.id"] = std::string(blockOdataId);

@@ -9,9 +9,10 @@
 //  ResourceBlock        Id, CompositionStatus.CompositionState, Status.Health, Processors[],
 //                       Links.ComputerSystems[]
 //  Processor            ProcessorType ("GPU"), UUID, Model, Status.Health
-//  ComputerSystem       Id, Links.ResourceBlocks[], Actions."#ComputerSystem.AddResourceBlock".target,
+//  ComputerSystem       Id, Links.ResourceBlocks[],
+//  Actions."#ComputerSystem.AddResourceBlock".target,
 //                       Actions."#ComputerSystem.RemoveResourceBlock".target
-//  action body          {"ResourceBlock":{"@odata.id":...},"ResourceBlockETag":...,"ComputerSystemETag":...}
+//  action body {"ResourceBlock":{"@odata.id":...},"ResourceBlockETag":...,"ComputerSystemETag":...}
 //  session login        POST <Sessions> {"UserName","Password"} -> 201 + X-Auth-Token
 
 #include <optional>
@@ -28,8 +29,8 @@ inline constexpr std::string_view kAddAction = "#ComputerSystem.AddResourceBlock
 inline constexpr std::string_view kRemoveAction = "#ComputerSystem.RemoveResourceBlock";
 
 struct ServiceRoot {
-  std::string systems;             // @odata.id of the Systems collection
-  std::string compositionService;  // @odata.id of the CompositionService
+  std::string systems;                  // @odata.id of the Systems collection
+  std::string compositionService;       // @odata.id of the CompositionService
   std::optional<std::string> sessions;  // Links.Sessions (or SessionService/Sessions)
 };
 Result<ServiceRoot> parseServiceRoot(std::string_view body);
@@ -43,11 +44,12 @@ Result<std::vector<std::string>> parseCollection(std::string_view body, std::str
 struct ResourceBlock {
   std::string odataId;
   std::string id;
-  std::string compositionState;          // Unused, Composed, ComposedAndAvailable, Composing, Failed, Unavailable
-  std::optional<std::string> health;     // Status.Health: OK, Warning, Critical
-  std::optional<std::string> state;      // Status.State: Enabled, Absent, UnavailableOffline ...
-  std::vector<std::string> processors;   // links
-  std::vector<std::string> systems;      // Links.ComputerSystems
+  std::string
+      compositionState;  // Unused, Composed, ComposedAndAvailable, Composing, Failed, Unavailable
+  std::optional<std::string> health;    // Status.Health: OK, Warning, Critical
+  std::optional<std::string> state;     // Status.State: Enabled, Absent, UnavailableOffline ...
+  std::vector<std::string> processors;  // links
+  std::vector<std::string> systems;     // Links.ComputerSystems
 };
 Result<ResourceBlock> parseResourceBlock(std::string_view body);
 
@@ -68,7 +70,8 @@ struct ComputerSystem {
 };
 Result<ComputerSystem> parseComputerSystem(std::string_view body);
 
-std::string encodeBlockAction(std::string_view blockOdataId, const std::optional<std::string>& blockEtag,
+std::string encodeBlockAction(std::string_view blockOdataId,
+                              const std::optional<std::string>& blockEtag,
                               const std::optional<std::string>& systemEtag);
 struct BlockActionRequest {
   std::string block;

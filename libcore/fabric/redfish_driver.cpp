@@ -8,24 +8,31 @@
 namespace kc::fabric {
 namespace {
 
-bool healthy(const std::optional<std::string>& health) { return !health || *health == "OK"; }
+bool healthy(const std::optional<std::string>& health) {
+  return !health || *health == "OK";
+}
 
 std::string statusLine(const std::string& method, const std::string& target, unsigned status,
                        const std::string& body) {
-  return method + " " + target + " answered HTTP " + std::to_string(status) + ": " + redfish::describeError(body);
+  return method + " " + target + " answered HTTP " + std::to_string(status) + ": " +
+         redfish::describeError(body);
 }
 
 }  // namespace
 
 Result<std::unique_ptr<RedfishDriver>> RedfishDriver::create(RedfishOptions options) {
   if (!isValidChassisName(options.chassis)) {
-    return makeError(errc::kInvalid, "redfish chassis name \"" + options.chassis + "\" must be a lower-case DNS label");
+    return makeError(errc::kInvalid, "redfish chassis name \"" + options.chassis +
+                                         "\" must be a lower-case DNS label");
   }
   if (options.policy.attempts == 0) {
-    return makeError(errc::kInvalid, "redfish chassis " + options.chassis + ": attempts must be >= 1");
+    return makeError(errc::kInvalid,
+                     "redfish chassis " + options.chassis + ": attempts must be >= 1");
   }
-  if (options.auth != RedfishAuth::kNone && (!options.credentials || options.credentials->empty())) {
-    return makeError(errc::kInvalid, "redfish chassis " + options.chassis + ": session/basic auth needs credentials");
+  if (options.auth != RedfishAuth::kNone &&
+      (!options.credentials || options.credentials->empty())) {
+    return makeError(errc::kInvalid, "redfish chassis " + options.chassis +
+                                         ": session/basic auth needs credentials");
   }
   if (!options.sleeper) {
     options.sleeper = realSleeper();
@@ -52,28 +59,33 @@ RedfishDriver::~RedfishDriver() {
 
 Result<Ok> RedfishDriver::login() {
   if (!root_ || !root_->sessions) {
-    return makeError(errc::kProtocol, "redfish service of chassis " + options_.chassis +
-                                          " lists no Links.Sessions in its service root; use basic auth");
+    return makeError(errc::kProtocol,
+                     "redfish service of chassis " + options_.chassis +
+                         " lists no Links.Sessions in its service root; use basic auth");
   }
   const std::string& target = *root_->sessions;
   net::RequestOptions ro;
   ro.timeout = options_.policy.readTimeout;
   auto resp = endpoint_->client->request(
-      "POST", target, redfish::encodeLogin(options_.credentials->username, options_.credentials->password),
+      "POST", target,
+      redfish::encodeLogin(options_.credentials->username, options_.credentials->password),
       {{"Content-Type", "application/json"}}, ro);
   if (!resp) {
     return detail::transportError(resp.error(), "POST " + target);
   }
   if (resp->status == 401 || resp->status == 403) {
-    return makeError(errc::kAuth, "redfish chassis " + options_.chassis + " refused the session login for user " +
-                                      options_.credentials->username + " (HTTP " + std::to_string(resp->status) + ")");
+    return makeError(errc::kAuth, "redfish chassis " + options_.chassis +
+                                      " refused the session login for user " +
+                                      options_.credentials->username + " (HTTP " +
+                                      std::to_string(resp->status) + ")");
   }
   if (resp->status != 201 && resp->status != 200) {
     return makeError(errc::kProtocol, statusLine("POST", target, resp->status, resp->body));
   }
   auto token = resp->header("X-Auth-Token");
   if (!token || token->empty() || token->size() > 4096) {
-    return makeError(errc::kProtocol, "session login answered without a usable X-Auth-Token header");
+    return makeError(errc::kProtocol,
+                     "session login answered without a usable X-Auth-Token header");
   }
   token_ = *token;
   sessionLink_.clear();
@@ -88,8 +100,9 @@ Result<Ok> RedfishDriver::login() {
   return Ok{};
 }
 
-Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method, const std::string& target,
-                                                 const std::string& body, std::chrono::milliseconds timeout,
+Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method,
+                                                 const std::string& target, const std::string& body,
+                                                 std::chrono::milliseconds timeout,
                                                  bool authenticated) {
   for (int round = 0; round < 2; ++round) {
     net::Headers headers;
@@ -113,14 +126,17 @@ Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method, cons
     if (!resp) {
       return detail::transportError(resp.error(), method + " " + target);
     }
-    if (resp->status == 401 && authenticated && options_.auth == RedfishAuth::kSession && round == 0) {
+    if (resp->status == 401 && authenticated && options_.auth == RedfishAuth::kSession &&
+        round == 0) {
       token_.clear();  // session expired or was deleted: log in again once
       continue;
     }
     if (resp->status == 401 || resp->status == 403) {
-      const std::string who = options_.credentials ? "user " + options_.credentials->username : "anonymous access";
-      return makeError(errc::kAuth, "redfish chassis " + options_.chassis + " rejected " + who + " (HTTP " +
-                                        std::to_string(resp->status) + " on " + method + " " + target + ")");
+      const std::string who =
+          options_.credentials ? "user " + options_.credentials->username : "anonymous access";
+      return makeError(errc::kAuth, "redfish chassis " + options_.chassis + " rejected " + who +
+                                        " (HTTP " + std::to_string(resp->status) + " on " + method +
+                                        " " + target + ")");
     }
     return Reply{resp->status, std::move(resp->body), resp->header("ETag")};
   }
@@ -144,14 +160,17 @@ Result<RedfishDriver::Reply> RedfishDriver::getOk(const std::string& target, boo
     if (reply->status == 200) {
       return reply;
     }
-    last = makeError(reply->status >= 500 ? errc::kUnavailable : reply->status == 404 ? errc::kNotFound : errc::kProtocol,
+    last = makeError(reply->status >= 500   ? errc::kUnavailable
+                     : reply->status == 404 ? errc::kNotFound
+                                            : errc::kProtocol,
                      statusLine("GET", target, reply->status, reply->body));
     if (reply->status < 500) {
       return last;
     }
   }
-  return makeError(last.code, "redfish chassis " + options_.chassis + ": " + last.message + " (after " +
-                                  std::to_string(options_.policy.attempts) + " attempts)");
+  return makeError(last.code, "redfish chassis " + options_.chassis + ": " + last.message +
+                                  " (after " + std::to_string(options_.policy.attempts) +
+                                  " attempts)");
 }
 
 Result<Ok> RedfishDriver::discover() {
@@ -230,7 +249,8 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
   if (!blocksReply) {
     return blocksReply.error();
   }
-  auto blockLinks = redfish::parseCollection(blocksReply->body, "Redfish ResourceBlocks collection");
+  auto blockLinks =
+      redfish::parseCollection(blocksReply->body, "Redfish ResourceBlocks collection");
   if (!blockLinks) {
     return blockLinks.error();
   }
@@ -272,8 +292,9 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
     entry.gpu.localId = block->id;
     entry.gpu.id = makeGpuId(options_.chassis, block->id);
     // Redfish UUIDs are bare; NVIDIA_VISIBLE_DEVICES and nvidia-smi use "GPU-<uuid>".
-    entry.gpu.uuid = gpuProc->uuid.empty() || gpuProc->uuid.rfind("GPU-", 0) == 0 ? gpuProc->uuid
-                                                                                   : "GPU-" + gpuProc->uuid;
+    entry.gpu.uuid = gpuProc->uuid.empty() || gpuProc->uuid.rfind("GPU-", 0) == 0
+                         ? gpuProc->uuid
+                         : "GPU-" + gpuProc->uuid;
     entry.gpu.model = gpuProc->model;
     if (!block->systems.empty()) {
       const std::string& sysLink = block->systems.front();
@@ -285,12 +306,14 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
       entry.systemLink = sysLink;
       entry.gpu.hostPort = view.systems[sysLink].system.id;
     }
-    const bool stateBad = block->compositionState == "Failed" || block->compositionState == "Unavailable" ||
-                          (block->state && (*block->state == "Absent" || *block->state == "UnavailableOffline"));
+    const bool stateBad =
+        block->compositionState == "Failed" || block->compositionState == "Unavailable" ||
+        (block->state && (*block->state == "Absent" || *block->state == "UnavailableOffline"));
     if (!healthy(block->health) || !healthy(gpuProc->health) || stateBad) {
       entry.gpu.health = GpuHealth::kUnhealthy;
-      entry.gpu.healthDetail = "ResourceBlock health " + block->health.value_or("-") + ", GPU health " +
-                               gpuProc->health.value_or("-") + ", CompositionState " + block->compositionState;
+      entry.gpu.healthDetail = "ResourceBlock health " + block->health.value_or("-") +
+                               ", GPU health " + gpuProc->health.value_or("-") +
+                               ", CompositionState " + block->compositionState;
     }
     const std::string id = block->id;
     entry.block = std::move(*block);
@@ -314,14 +337,16 @@ Result<Inventory> RedfishDriver::inventory() {
   for (const auto& [sysId, link] : view->systemIdToLink) {
     inv.hosts.push_back(sysId);
   }
-  std::sort(inv.gpus.begin(), inv.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
+  std::sort(inv.gpus.begin(), inv.gpus.end(),
+            [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
   return inv;
 }
 
 Result<std::string> RedfishDriver::localIdOf(const std::string& gpuId) const {
   const auto parts = splitGpuId(gpuId);
   if (!parts || parts->chassis != options_.chassis) {
-    return makeError(errc::kInvalid, "\"" + gpuId + "\" is not a GPU id of chassis " + options_.chassis);
+    return makeError(errc::kInvalid,
+                     "\"" + gpuId + "\" is not a GPU id of chassis " + options_.chassis);
   }
   return parts->localId;
 }
@@ -340,7 +365,8 @@ Result<MoveReport> RedfishDriver::detach(const std::string& gpuId) {
 }
 
 // attach (host set) or detach (host empty), verified by re-reading the ResourceBlocks.
-Result<MoveReport> RedfishDriver::move(const std::string& gpuId, const std::optional<std::string>& host) {
+Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
+                                       const std::optional<std::string>& host) {
   auto localId = localIdOf(gpuId);
   if (!localId) {
     return localId.error();
@@ -352,26 +378,28 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId, const std::opti
   }
   auto it = view->blocks.find(*localId);
   if (it == view->blocks.end()) {
-    return makeError(errc::kNotFound, "chassis " + options_.chassis + " has no GPU ResourceBlock " + *localId);
+    return makeError(errc::kNotFound,
+                     "chassis " + options_.chassis + " has no GPU ResourceBlock " + *localId);
   }
   MoveReport report{gpuId, it->second.gpu.hostPort, host, false, 0, {}};
   std::string systemLink;
   if (host) {
     const auto sys = view->systemIdToLink.find(*host);
     if (sys == view->systemIdToLink.end()) {
-      return makeError(errc::kNotFound, "chassis " + options_.chassis + " has no ComputerSystem " + *host);
+      return makeError(errc::kNotFound,
+                       "chassis " + options_.chassis + " has no ComputerSystem " + *host);
     }
     systemLink = sys->second;
     if (it->second.systemLink == systemLink) {
       return report;
     }
     if (it->second.systemLink) {
-      return makeError(errc::kConflict, "GPU " + gpuId + " is composed into " + *it->second.gpu.hostPort +
-                                            "; detach it first");
+      return makeError(errc::kConflict, "GPU " + gpuId + " is composed into " +
+                                            *it->second.gpu.hostPort + "; detach it first");
     }
     if (it->second.gpu.health != GpuHealth::kOk) {
-      return makeError(errc::kUnhealthy, "GPU " + gpuId + " is unhealthy (" + it->second.gpu.healthDetail +
-                                             "); not attaching");
+      return makeError(errc::kUnhealthy, "GPU " + gpuId + " is unhealthy (" +
+                                             it->second.gpu.healthDetail + "); not attaching");
     }
   } else {
     if (!it->second.systemLink) {
@@ -379,7 +407,9 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId, const std::opti
     }
     systemLink = *it->second.systemLink;
   }
-  auto reached = [&](const Block& b) { return host ? b.systemLink == systemLink : !b.systemLink.has_value(); };
+  auto reached = [&](const Block& b) {
+    return host ? b.systemLink == systemLink : !b.systemLink.has_value();
+  };
   Error last = makeError(errc::kRefused, "no attempt made");
   bool claimedSuccess = false;
   for (std::uint32_t attempt = 1; attempt <= options_.policy.attempts; ++attempt) {
@@ -391,11 +421,13 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId, const std::opti
     const System& system = view->systems.at(systemLink);
     const auto& target = host ? system.system.addTarget : system.system.removeTarget;
     if (!target) {
-      return makeError(errc::kProtocol, "ComputerSystem " + system.system.id + " offers no " +
-                                            std::string(host ? redfish::kAddAction : redfish::kRemoveAction) +
-                                            " action");
+      return makeError(errc::kProtocol,
+                       "ComputerSystem " + system.system.id + " offers no " +
+                           std::string(host ? redfish::kAddAction : redfish::kRemoveAction) +
+                           " action");
     }
-    auto reply = call("POST", *target, redfish::encodeBlockAction(block.block.odataId, block.etag, system.etag),
+    auto reply = call("POST", *target,
+                      redfish::encodeBlockAction(block.block.odataId, block.etag, system.etag),
                       options_.policy.moveTimeout);
     if (!reply && reply.error().code == errc::kAuth) {
       return reply.error();
@@ -409,9 +441,11 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId, const std::opti
                                                 " but the ResourceBlock does not show the change");
       } else if (st == 202) {
         accepted = true;
-        last = makeError(errc::kTimeout, "service accepted the action (202) but it did not complete in time");
+        last = makeError(errc::kTimeout,
+                         "service accepted the action (202) but it did not complete in time");
       } else if (st == 428 || st == 412) {
-        report.notes.push_back("ETag precondition failed (HTTP " + std::to_string(st) + "); re-read and retried");
+        report.notes.push_back("ETag precondition failed (HTTP " + std::to_string(st) +
+                               "); re-read and retried");
         last = makeError(errc::kConflict, statusLine("POST", *target, st, reply->body));
       } else if (st >= 500) {
         last = makeError(errc::kUnavailable, statusLine("POST", *target, st, reply->body));
@@ -425,30 +459,34 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId, const std::opti
     for (std::uint32_t poll = 0;; ++poll) {
       auto after = readView();
       if (!after) {
-        return makeError(after.error().code, verb + " " + gpuId + ": could not verify: " + after.error().message);
+        return makeError(after.error().code,
+                         verb + " " + gpuId + ": could not verify: " + after.error().message);
       }
       view = std::move(after);
       auto now = view->blocks.find(*localId);
       if (now == view->blocks.end()) {
-        return makeError(errc::kUnhealthy, "GPU " + gpuId + " disappeared from the ResourceBlocks during " + verb);
+        return makeError(errc::kUnhealthy,
+                         "GPU " + gpuId + " disappeared from the ResourceBlocks during " + verb);
       }
       if (reached(now->second)) {
         report.changed = true;
         if (reply && reply->status >= 300) {
-          report.notes.push_back("service answered HTTP " + std::to_string(reply->status) + " but the " + verb +
-                                 " happened");
+          report.notes.push_back("service answered HTTP " + std::to_string(reply->status) +
+                                 " but the " + verb + " happened");
         } else if (!reply) {
-          report.notes.push_back("request failed (" + reply.error().message + ") but the " + verb + " happened");
+          report.notes.push_back("request failed (" + reply.error().message + ") but the " + verb +
+                                 " happened");
         }
         return report;
       }
       if (now->second.gpu.health != GpuHealth::kOk) {
-        return makeError(errc::kUnhealthy, "GPU " + gpuId + " became unhealthy during " + verb + " (" +
-                                               now->second.gpu.healthDetail + ")");
+        return makeError(errc::kUnhealthy, "GPU " + gpuId + " became unhealthy during " + verb +
+                                               " (" + now->second.gpu.healthDetail + ")");
       }
       if (host && now->second.systemLink) {
-        return makeError(errc::kConflict, "GPU " + gpuId + " is now composed into " + *now->second.gpu.hostPort +
-                                              ", not " + *host + " (moved by someone else?)");
+        return makeError(errc::kConflict, "GPU " + gpuId + " is now composed into " +
+                                              *now->second.gpu.hostPort + ", not " + *host +
+                                              " (moved by someone else?)");
       }
       if (!host && now->second.systemLink != systemLink) {
         systemLink = *now->second.systemLink;  // moved elsewhere meanwhile: detach from there

@@ -26,13 +26,13 @@ struct Endpoint;
 enum class RedfishAuth : std::uint8_t { kSession, kBasic, kNone };
 
 struct RedfishOptions {
-  std::string chassis;   // DNS label; prefix of this service's GPU ids
-  std::string baseUrl;   // "https://bmc" (service root at <baseUrl>/redfish/v1)
+  std::string chassis;  // DNS label; prefix of this service's GPU ids
+  std::string baseUrl;  // "https://bmc" (service root at <baseUrl>/redfish/v1)
   RedfishAuth auth = RedfishAuth::kSession;
   std::optional<Credentials> credentials;
   CallPolicy policy;
   net::ClientTlsOptions tls;
-  Sleeper sleeper;       // default: realSleeper()
+  Sleeper sleeper;  // default: realSleeper()
 };
 
 class RedfishDriver final : public FabricDriver {
@@ -79,7 +79,7 @@ class RedfishDriver final : public FabricDriver {
   Result<Reply> getOk(const std::string& target, bool authenticated = true);
   Result<Ok> login();
   Result<Ok> discover();
-  Result<View> readView();      // readViewOnce, re-discovering the links once on a 404
+  Result<View> readView();  // readViewOnce, re-discovering the links once on a 404
   Result<View> readViewOnce();
   Result<std::string> localIdOf(const std::string& gpuId) const;
   Result<MoveReport> move(const std::string& gpuId, const std::optional<std::string>& host);

@@ -28,11 +28,11 @@ std::optional<GpuIdParts> splitGpuId(std::string_view gpuId);
 bool isValidChassisName(std::string_view name);
 
 struct GpuInfo {
-  std::string id;        // pool-wide, see makeGpuId
+  std::string id;  // pool-wide, see makeGpuId
   std::string chassis;
   std::string localId;
-  std::string uuid;      // "GPU-..." as nvidia-smi prints it; empty when the chassis cannot read it
-  std::string model;     // empty when the dialect does not report it
+  std::string uuid;   // "GPU-..." as nvidia-smi prints it; empty when the chassis cannot read it
+  std::string model;  // empty when the dialect does not report it
   std::optional<std::string> hostPort;  // attached host (H3: decimal port, Redfish: system Id)
   GpuHealth health = GpuHealth::kOk;
   std::string healthDetail;  // why a GPU is unhealthy, for people
@@ -42,8 +42,8 @@ struct GpuInfo {
 
 // One chassis' (or, from a pool, several chassis') view at one moment.
 struct Inventory {
-  std::vector<GpuInfo> gpus;        // sorted by id
-  std::vector<std::string> hosts;   // host ports the chassis can attach GPUs to, sorted
+  std::vector<GpuInfo> gpus;       // sorted by id
+  std::vector<std::string> hosts;  // host ports the chassis can attach GPUs to, sorted
 
   const GpuInfo* find(std::string_view gpuId) const;
 };
@@ -55,7 +55,7 @@ struct MoveReport {
   std::optional<std::string> hostBefore;
   std::optional<std::string> hostAfter;
   bool changed = false;
-  std::uint32_t attempts = 0;   // requests sent to the chassis
+  std::uint32_t attempts = 0;      // requests sent to the chassis
   std::vector<std::string> notes;  // e.g. "chassis answered Result:[false] but the move happened"
 };
 

@@ -2,7 +2,6 @@
 // DMTF Redfish dialects from one in-memory model. Thin main: flags, build, run.
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -35,19 +34,24 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--bind", bind, "address to listen on")->capture_default_str();
-  app.add_option("--port", port, "port to listen on (0 = ephemeral, printed at start)")->capture_default_str();
+  app.add_option("--port", port, "port to listen on (0 = ephemeral, printed at start)")
+      ->capture_default_str();
   app.add_option("--latency-scale", latencyScale, "multiplies every operation latency; 0 = instant")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
   app.add_option("--dialect", dialect, "dialects to serve")
       ->check(CLI::IsMember({"h3", "redfish", "both"}))
       ->capture_default_str();
-  auto* basic = app.add_option("--basic-auth", basicAuth, "require these credentials, user:password");
+  auto* basic =
+      app.add_option("--basic-auth", basicAuth, "require these credentials, user:password");
   app.add_option("--credentials-file", credentialsFile,
-                 "require credentials from a file (user:password) or a Secret directory (username, password)")
+                 "require credentials from a file (user:password) or a Secret directory (username, "
+                 "password)")
       ->excludes(basic);
   app.add_option("--seed", seed, "seed of the latency sampling")->capture_default_str();
-  app.add_option("--io-threads", ioThreads, "HTTP io threads")->check(CLI::Range(1u, 64u))->capture_default_str();
+  app.add_option("--io-threads", ioThreads, "HTTP io threads")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto topology = kc::chassis_sim::loadTopology(topologyPath);
@@ -63,7 +67,8 @@ int main(int argc, char** argv) {
   options.redfish = dialect != "h3";
   options.ioThreads = ioThreads;
   if (!basicAuth.empty() || !credentialsFile.empty()) {
-    auto creds = basicAuth.empty() ? kc::fabric::loadCredentials(credentialsFile) : kc::fabric::parseUserPass(basicAuth);
+    auto creds = basicAuth.empty() ? kc::fabric::loadCredentials(credentialsFile)
+                                   : kc::fabric::parseUserPass(basicAuth);
     if (!creds) {
       std::cerr << "chassis-sim: " << creds.error().message << "\n";
       return 2;
@@ -74,7 +79,8 @@ int main(int argc, char** argv) {
   kc::chassis_sim::SimServer server(model, options);
   auto bound = server.start();
   if (!bound) {
-    std::cerr << "chassis-sim: cannot listen on " << bind << ":" << port << ": " << bound.error().message << "\n";
+    std::cerr << "chassis-sim: cannot listen on " << bind << ":" << port << ": "
+              << bound.error().message << "\n";
     return 1;
   }
   std::cout << "chassis-sim listening on " << server.baseUrl() << " (dialects: " << dialect

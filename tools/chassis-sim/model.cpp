@@ -15,7 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-Error invalid(std::string message) { return makeError("invalid", std::move(message)); }
+Error invalid(std::string message) {
+  return makeError("invalid", std::move(message));
+}
 
 // YAML scalars carry no type; numbers and booleans are recognised so that JSON and YAML
 // topologies validate the same way.
@@ -65,7 +67,8 @@ json yamlToJson(const YAML::Node& node, int depth = 0) {
   }
 }
 
-Result<std::string> stringOf(const json& obj, const char* key, const std::string& where, bool required) {
+Result<std::string> stringOf(const json& obj, const char* key, const std::string& where,
+                             bool required) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     if (required) {
@@ -79,7 +82,8 @@ Result<std::string> stringOf(const json& obj, const char* key, const std::string
   return it->get<std::string>();
 }
 
-Result<std::optional<std::uint32_t>> portOf(const json& obj, const char* key, const std::string& where) {
+Result<std::optional<std::uint32_t>> portOf(const json& obj, const char* key,
+                                            const std::string& where) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
     return std::optional<std::uint32_t>{};
@@ -92,8 +96,9 @@ Result<std::optional<std::uint32_t>> portOf(const json& obj, const char* key, co
 }
 
 Result<LatencyRange> rangeOf(const json& value, const std::string& where) {
-  if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() || !value[1].is_number_integer() ||
-      value[0].get<std::int64_t>() < 0 || value[1].get<std::int64_t>() < value[0].get<std::int64_t>()) {
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() ||
+      !value[1].is_number_integer() || value[0].get<std::int64_t>() < 0 ||
+      value[1].get<std::int64_t>() < value[0].get<std::int64_t>()) {
     return invalid(where + " must be [min_ms, max_ms] with 0 <= min <= max");
   }
   return LatencyRange{Millis{value[0].get<std::int64_t>()}, Millis{value[1].get<std::int64_t>()}};
@@ -240,7 +245,8 @@ Result<Topology> topologyFromJson(const json& doc) {
         return host.error();
       }
       if (host->has_value() && !ports.count(**host)) {
-        return invalid(gw + ": host " + std::to_string(**host) + " is not one of the chassis' host ports");
+        return invalid(gw + ": host " + std::to_string(**host) +
+                       " is not one of the chassis' host ports");
       }
       gpu.host = *host;
       if (const auto it = gj.find("healthy"); it != gj.end()) {
@@ -312,8 +318,9 @@ std::string_view toString(FaultKind kind) {
 }
 
 std::optional<FaultKind> parseFaultKind(std::string_view text) {
-  for (FaultKind k : {FaultKind::kFail, FaultKind::kHang, FaultKind::kLieFailure, FaultKind::kLieSuccess,
-                      FaultKind::kLoseGpu, FaultKind::kMalformed, FaultKind::kPrecondition}) {
+  for (FaultKind k :
+       {FaultKind::kFail, FaultKind::kHang, FaultKind::kLieFailure, FaultKind::kLieSuccess,
+        FaultKind::kLoseGpu, FaultKind::kMalformed, FaultKind::kPrecondition}) {
     if (toString(k) == text) {
       return k;
     }
@@ -326,7 +333,8 @@ Result<Fault> parseFault(const json& doc) {
     return invalid("fault must be a JSON object");
   }
   for (const auto& [key, value] : doc.items()) {
-    static const std::set<std::string> known{"chassis", "op", "kind", "gpu", "times", "body", "bodyBytes", "hangMs"};
+    static const std::set<std::string> known{"chassis", "op",   "kind",      "gpu",
+                                             "times",   "body", "bodyBytes", "hangMs"};
     if (!known.count(key)) {
       return invalid("fault: unknown field \"" + key + "\"");
     }
@@ -348,7 +356,9 @@ Result<Fault> parseFault(const json& doc) {
   }
   const auto parsedKind = parseFaultKind(*kind);
   if (!parsedKind) {
-    return invalid("fault: kind must be fail, hang, lie_failure, lie_success, lose_gpu, malformed or precondition");
+    return invalid(
+        "fault: kind must be fail, hang, lie_failure, lie_success, lose_gpu, malformed or "
+        "precondition");
   }
   f.chassis = *chassis;
   f.op = *parsedOp;
@@ -365,13 +375,15 @@ Result<Fault> parseFault(const json& doc) {
     f.times = static_cast<std::int32_t>(it->get<std::int64_t>());
   }
   if (const auto it = doc.find("bodyBytes"); it != doc.end()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > (64 << 20)) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+        it->get<std::int64_t>() > (64 << 20)) {
       return invalid("fault: bodyBytes must be 0..67108864");
     }
     f.bodyBytes = static_cast<std::size_t>(it->get<std::int64_t>());
   }
   if (const auto it = doc.find("hangMs"); it != doc.end()) {
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 0 || it->get<std::int64_t>() > 3'600'000) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+        it->get<std::int64_t>() > 3'600'000) {
       return invalid("fault: hangMs must be 0..3600000");
     }
     f.hang = Millis{it->get<std::int64_t>()};
@@ -468,7 +480,10 @@ const Gpu* Chassis::gpu(std::string_view gid) const {
 }
 
 ChassisModel::ChassisModel(Topology topology, std::uint64_t seed)
-    : initial_(topology), chassis_(std::move(topology.chassis)), latencies_(topology.latencies), rng_(seed) {}
+    : initial_(topology),
+      chassis_(std::move(topology.chassis)),
+      latencies_(topology.latencies),
+      rng_(seed) {}
 
 std::vector<std::string> ChassisModel::chassisNames() const {
   std::lock_guard lock(mutex_);
@@ -481,7 +496,8 @@ std::vector<std::string> ChassisModel::chassisNames() const {
 
 bool ChassisModel::hasChassis(std::string_view name) const {
   std::lock_guard lock(mutex_);
-  return std::any_of(chassis_.begin(), chassis_.end(), [&](const Chassis& c) { return c.name == name; });
+  return std::any_of(chassis_.begin(), chassis_.end(),
+                     [&](const Chassis& c) { return c.name == name; });
 }
 
 Chassis* ChassisModel::find(std::string_view name) {
@@ -499,10 +515,12 @@ Plan ChassisModel::plan(std::string_view chassis, Op op, std::string_view gid) {
   const auto range = rangeFor(latencies_, op);
   if (latencies_.scale > 0 && range.max.count() > 0) {
     std::uniform_int_distribution<std::int64_t> dist(range.min.count(), range.max.count());
-    plan.delay = Millis{static_cast<std::int64_t>(static_cast<double>(dist(rng_)) * latencies_.scale)};
+    plan.delay =
+        Millis{static_cast<std::int64_t>(static_cast<double>(dist(rng_)) * latencies_.scale)};
   }
   for (auto it = faults_.begin(); it != faults_.end(); ++it) {
-    if (it->op != op || (!it->chassis.empty() && it->chassis != chassis) || (it->gpu && *it->gpu != gid)) {
+    if (it->op != op || (!it->chassis.empty() && it->chassis != chassis) ||
+        (it->gpu && *it->gpu != gid)) {
       continue;
     }
     plan.fault = *it;
@@ -534,8 +552,8 @@ Status ChassisModel::assign(std::string_view chassis, std::string_view gid, std:
     return okStatus();
   }
   if (gpu->host) {
-    return makeError("conflict", "device " + gpu->gid + " is assigned to host port " + std::to_string(*gpu->host) +
-                                     "; unassign it first");
+    return makeError("conflict", "device " + gpu->gid + " is assigned to host port " +
+                                     std::to_string(*gpu->host) + "; unassign it first");
   }
   gpu->host = port;
   ++gpu->version;
@@ -547,7 +565,8 @@ Status ChassisModel::assign(std::string_view chassis, std::string_view gid, std:
   return okStatus();
 }
 
-Status ChassisModel::unassign(std::string_view chassis, std::string_view gid, std::optional<std::uint32_t> fromPort) {
+Status ChassisModel::unassign(std::string_view chassis, std::string_view gid,
+                              std::optional<std::uint32_t> fromPort) {
   std::lock_guard lock(mutex_);
   Chassis* ch = find(chassis);
   if (!ch) {
@@ -558,7 +577,8 @@ Status ChassisModel::unassign(std::string_view chassis, std::string_view gid, st
     return makeError("not_found", "no device " + std::string(gid));
   }
   if (fromPort && gpu->host != fromPort) {
-    return makeError("conflict", "device " + gpu->gid + " is not assigned to host port " + std::to_string(*fromPort));
+    return makeError("conflict", "device " + gpu->gid + " is not assigned to host port " +
+                                     std::to_string(*fromPort));
   }
   if (!gpu->host) {
     return okStatus();
@@ -660,7 +680,10 @@ json ChassisModel::stateJson() const {
   std::lock_guard lock(mutex_);
   json out{{"persistent", false}, {"chassis", json::array()}, {"faults", json::array()}};
   for (const auto& c : chassis_) {
-    json cj{{"name", c.name}, {"hosts", json::array()}, {"gpus", json::array()}, {"counters", c.counters}};
+    json cj{{"name", c.name},
+            {"hosts", json::array()},
+            {"gpus", json::array()},
+            {"counters", c.counters}};
     for (const auto& h : c.hosts) {
       cj["hosts"].push_back({{"port", h.port}, {"system", h.system}});
     }

@@ -9,13 +9,12 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 
@@ -29,19 +28,19 @@ std::optional<Op> parseOp(std::string_view text);
 
 // What an injected fault does to the next matching operation.
 enum class FaultKind : std::uint8_t {
-  kFail,            // error reply, nothing changes
-  kHang,            // no reply for `hang` (past any sane client timeout), nothing changes
-  kLieFailure,      // does the operation, replies failure (the real H3 assign quirk)
-  kLieSuccess,      // replies success, does nothing
-  kLoseGpu,         // the GPU drops off the fabric (unhealthy); assign/unassign reply success
-  kMalformed,       // replies `body` (or `bodyBytes` of filler) with status 200, nothing changes
-  kPrecondition,    // Redfish: 428 as if the ETag went stale (concurrent change); H3: like fail
+  kFail,          // error reply, nothing changes
+  kHang,          // no reply for `hang` (past any sane client timeout), nothing changes
+  kLieFailure,    // does the operation, replies failure (the real H3 assign quirk)
+  kLieSuccess,    // replies success, does nothing
+  kLoseGpu,       // the GPU drops off the fabric (unhealthy); assign/unassign reply success
+  kMalformed,     // replies `body` (or `bodyBytes` of filler) with status 200, nothing changes
+  kPrecondition,  // Redfish: 428 as if the ETag went stale (concurrent change); H3: like fail
 };
 std::string_view toString(FaultKind kind);
 std::optional<FaultKind> parseFaultKind(std::string_view text);
 
 struct Fault {
-  std::string chassis;             // empty = any chassis
+  std::string chassis;  // empty = any chassis
   Op op = Op::kAssign;
   FaultKind kind = FaultKind::kFail;
   std::optional<std::string> gpu;  // Dev_GID; empty = any GPU
@@ -66,13 +65,13 @@ struct Latencies {
 };
 
 struct Host {
-  std::uint32_t port = 0;  // H3 host port (decimal); port_gid is its hex + 'h'
-  std::string system;      // Redfish ComputerSystem Id
+  std::uint32_t port = 0;     // H3 host port (decimal); port_gid is its hex + 'h'
+  std::string system;         // Redfish ComputerSystem Id
   std::uint64_t version = 1;  // ETag source
 };
 
 struct Gpu {
-  std::string gid;   // Dev_GID, also the Redfish ResourceBlock Id
+  std::string gid;  // Dev_GID, also the Redfish ResourceBlock Id
   std::string uuid;
   std::string model;
   std::optional<std::uint32_t> host;  // attached host port
@@ -130,7 +129,8 @@ class ChassisModel {
   // succeed without change.
   Status assign(std::string_view chassis, std::string_view gid, std::uint32_t port);
   // `fromPort`, when given, must be the GPU's current host ("conflict" otherwise).
-  Status unassign(std::string_view chassis, std::string_view gid, std::optional<std::uint32_t> fromPort = {});
+  Status unassign(std::string_view chassis, std::string_view gid,
+                  std::optional<std::uint32_t> fromPort = {});
   Status loseGpu(std::string_view chassis, std::string_view gid);
   void count(std::string_view chassis, std::string_view what);
 

@@ -15,10 +15,10 @@
 namespace kc::chassis_sim {
 namespace {
 
-using nlohmann::json;
 using net::Request;
 using net::Response;
 using net::ResponseStream;
+using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 // Runs closures at a due time on one thread, so held replies never block io threads.
@@ -88,11 +88,13 @@ Response redfishError(unsigned status, const std::string& id, const std::string&
   json body{{"error",
              {{"code", "Base.1.8." + id},
               {"message", message},
-              {"@Message.ExtendedInfo", json::array({{{"MessageId", "Base.1.8." + id}, {"Message", message}}})}}}};
+              {"@Message.ExtendedInfo",
+               json::array({{{"MessageId", "Base.1.8." + id}, {"Message", message}}})}}}};
   return Response::json(status, body);
 }
 
-Response h3Reply(unsigned status, const std::string& action, bool result, const std::string& remark) {
+Response h3Reply(unsigned status, const std::string& action, bool result,
+                 const std::string& remark) {
   json body{{"Action", action}, {"Result", json::array({result})}, {"Remark", remark}};
   return Response::json(status, body);
 }
@@ -128,9 +130,10 @@ class SimServer::Impl {
     so.ioThreads = options_.ioThreads;
     so.bodyLimit = 256 * 1024;  // allocation requests are tiny; faults may carry a body
     server_ = std::make_unique<net::HttpServer>(so);
-    server_->routePrefixStream("", "/", [this](const Request& req, std::shared_ptr<ResponseStream> stream) {
-      dispatch(req, std::move(stream));
-    });
+    server_->routePrefixStream("", "/",
+                               [this](const Request& req, std::shared_ptr<ResponseStream> stream) {
+                                 dispatch(req, std::move(stream));
+                               });
   }
 
   Result<std::uint16_t> start() { return server_->start(); }
@@ -153,16 +156,19 @@ class SimServer::Impl {
   }
 
   // Applies latency and the hang fault around an operation; `apply` sees the other faults.
-  void operation(const std::string& chassis, Op op, const std::string& gid, std::shared_ptr<ResponseStream> stream,
+  void operation(const std::string& chassis, Op op, const std::string& gid,
+                 std::shared_ptr<ResponseStream> stream,
                  std::function<Response(const std::optional<Fault>&)> apply) {
     Plan plan = model_->plan(chassis, op, gid);
     model_->count(chassis, toString(op));
     if (plan.fault && plan.fault->kind == FaultKind::kHang) {
-      later(plan.fault->hang, std::move(stream),
-            [] { return Response::error(504, "hang", "simulated hang: the chassis never answered in time"); });
+      later(plan.fault->hang, std::move(stream), [] {
+        return Response::error(504, "hang", "simulated hang: the chassis never answered in time");
+      });
       return;
     }
-    later(plan.delay, std::move(stream), [apply = std::move(apply), fault = plan.fault] { return apply(fault); });
+    later(plan.delay, std::move(stream),
+          [apply = std::move(apply), fault = plan.fault] { return apply(fault); });
   }
 
   bool authorizedBasic(const Request& req) const {
@@ -186,7 +192,8 @@ class SimServer::Impl {
     static const std::string kChassis = "/chassis/";
     if (path.rfind(kChassis, 0) == 0) {
       const auto slash = path.find('/', kChassis.size());
-      chassis = path.substr(kChassis.size(), slash == std::string::npos ? std::string::npos : slash - kChassis.size());
+      chassis = path.substr(kChassis.size(), slash == std::string::npos ? std::string::npos
+                                                                        : slash - kChassis.size());
       rest = slash == std::string::npos ? "" : path.substr(slash);
       prefix = kChassis + chassis;
       if (!model_->hasChassis(chassis)) {
@@ -196,8 +203,9 @@ class SimServer::Impl {
     } else {
       const auto names = model_->chassisNames();
       if (names.size() != 1) {
-        stream->send(Response::error(404, "not_found",
-                                     "several chassis are simulated: address one as /chassis/<name>" + path));
+        stream->send(Response::error(
+            404, "not_found",
+            "several chassis are simulated: address one as /chassis/<name>" + path));
         return;
       }
       chassis = names.front();
@@ -263,18 +271,19 @@ class SimServer::Impl {
       return;
     }
     if (rest == fabric::h3::kResourcesPath && req.method == "GET") {
-      operation(chassis, Op::kInventory, "", std::move(stream), [this, chassis](const std::optional<Fault>& f) {
-        if (f && f->kind == FaultKind::kFail) {
-          return Response::text(500, "simulated failure", "text/plain");
-        }
-        if (f && f->kind == FaultKind::kMalformed) {
-          return malformedReply(*f);
-        }
-        if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
-          (void)model_->loseGpu(chassis, *f->gpu);
-        }
-        return h3Resources(chassis);
-      });
+      operation(chassis, Op::kInventory, "", std::move(stream),
+                [this, chassis](const std::optional<Fault>& f) {
+                  if (f && f->kind == FaultKind::kFail) {
+                    return Response::text(500, "simulated failure", "text/plain");
+                  }
+                  if (f && f->kind == FaultKind::kMalformed) {
+                    return malformedReply(*f);
+                  }
+                  if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
+                    (void)model_->loseGpu(chassis, *f->gpu);
+                  }
+                  return h3Resources(chassis);
+                });
       return;
     }
     if (rest == fabric::h3::kAllocationPath && (req.method == "POST" || req.method == "DELETE")) {
@@ -308,7 +317,8 @@ class SimServer::Impl {
                         break;
                     }
                   }
-                  Status st = assign ? model_->assign(chassis, gid, port) : model_->unassign(chassis, gid);
+                  Status st =
+                      assign ? model_->assign(chassis, gid, port) : model_->unassign(chassis, gid);
                   if (f && f->kind == FaultKind::kLieFailure) {
                     return h3Reply(200, action, false, "");  // the real chassis' assign quirk
                   }
@@ -329,7 +339,8 @@ class SimServer::Impl {
                       {"OB_GPU_GUID", g.healthy ? g.uuid : ""}});
     }
     for (const auto& h : snap->hosts) {
-      rows.push_back({{"Port#", std::to_string(h.port)}, {"Port_GID", *fabric::h3::portGid(h.port)}});
+      rows.push_back(
+          {{"Port#", std::to_string(h.port)}, {"Port_GID", *fabric::h3::portGid(h.port)}});
     }
     return Response::json(200, rows);
   }
@@ -346,10 +357,12 @@ class SimServer::Impl {
       return blocks + "/" + (opaque ? "rb-" + std::to_string(index) : g.gid);
     }
     std::string addAction(std::size_t index, const Host& h) const {
-      return system(index, h) + (opaque ? "/Actions/AddBlock" : "/Actions/ComputerSystem.AddResourceBlock");
+      return system(index, h) +
+             (opaque ? "/Actions/AddBlock" : "/Actions/ComputerSystem.AddResourceBlock");
     }
     std::string removeAction(std::size_t index, const Host& h) const {
-      return system(index, h) + (opaque ? "/Actions/RemoveBlock" : "/Actions/ComputerSystem.RemoveResourceBlock");
+      return system(index, h) +
+             (opaque ? "/Actions/RemoveBlock" : "/Actions/ComputerSystem.RemoveResourceBlock");
     }
   };
 
@@ -394,22 +407,25 @@ class SimServer::Impl {
       }
     }
     const std::string link = l.block(g, gpu);
-    return {{"@odata.id", link},
-            {"@odata.type", "#ResourceBlock.v1_4_0.ResourceBlock"},
-            {"@odata.etag", etagOf('b', gpu.version)},
-            {"Id", gpu.gid},
-            {"Name", "GPU slot " + gpu.gid},
-            {"ResourceBlockType", json::array({"Processor"})},
-            {"Status", {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"}, {"Health", gpu.healthy ? "OK" : "Critical"}}},
-            {"CompositionStatus",
-             {{"CompositionState", gpu.host ? "Composed" : "Unused"},
-              {"Reserved", false},
-              {"SharingCapable", false},
-              {"MaxCompositions", 1},
-              {"NumberOfCompositions", gpu.host ? 1 : 0}}},
-            {"Processors", json::array({{{"@odata.id", link + "/Processors/GPU0"}}})},
-            {"Processors@odata.count", 1},
-            {"Links", {{"ComputerSystems", systems}, {"ComputerSystems@odata.count", systems.size()}}}};
+    return {
+        {"@odata.id", link},
+        {"@odata.type", "#ResourceBlock.v1_4_0.ResourceBlock"},
+        {"@odata.etag", etagOf('b', gpu.version)},
+        {"Id", gpu.gid},
+        {"Name", "GPU slot " + gpu.gid},
+        {"ResourceBlockType", json::array({"Processor"})},
+        {"Status",
+         {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"},
+          {"Health", gpu.healthy ? "OK" : "Critical"}}},
+        {"CompositionStatus",
+         {{"CompositionState", gpu.host ? "Composed" : "Unused"},
+          {"Reserved", false},
+          {"SharingCapable", false},
+          {"MaxCompositions", 1},
+          {"NumberOfCompositions", gpu.host ? 1 : 0}}},
+        {"Processors", json::array({{{"@odata.id", link + "/Processors/GPU0"}}})},
+        {"Processors@odata.count", 1},
+        {"Links", {{"ComputerSystems", systems}, {"ComputerSystems@odata.count", systems.size()}}}};
   }
 
   json processorJson(const std::string& link, const Gpu& gpu) const {
@@ -421,7 +437,9 @@ class SimServer::Impl {
             {"Manufacturer", "NVIDIA"},
             {"Model", gpu.model},
             {"UUID", redfishUuid(gpu.uuid)},
-            {"Status", {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"}, {"Health", gpu.healthy ? "OK" : "Critical"}}}};
+            {"Status",
+             {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"},
+              {"Health", gpu.healthy ? "OK" : "Critical"}}}};
   }
 
   static json collection(const std::string& link, const std::string& type, const std::string& name,
@@ -430,7 +448,11 @@ class SimServer::Impl {
     for (const auto& s : members) {
       m.push_back({{"@odata.id", s}});
     }
-    return {{"@odata.id", link}, {"@odata.type", type}, {"Name", name}, {"Members", m}, {"Members@odata.count", members.size()}};
+    return {{"@odata.id", link},
+            {"@odata.type", type},
+            {"Name", name},
+            {"Members", m},
+            {"Members@odata.count", members.size()}};
   }
 
   bool redfishAuthorized(const Request& req) const {
@@ -452,21 +474,20 @@ class SimServer::Impl {
     return r;
   }
 
-  void redfish(const Request& req, const std::string& rest, const std::string& chassis, const std::string& prefix,
-               std::shared_ptr<ResponseStream> stream) {
+  void redfish(const Request& req, const std::string& rest, const std::string& chassis,
+               const std::string& prefix, std::shared_ptr<ResponseStream> stream) {
     const Links l = linksFor(prefix);
     const std::string path = prefix + rest;
     if ((path == l.root || path == l.root + "/") && req.method == "GET") {
-      stream->send(Response::json(
-          200, {{"@odata.id", l.root},
-                {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
-                {"Id", "RootService"},
-                {"Name", "chassis-sim " + chassis + " (test double)"},
-                {"RedfishVersion", "1.17.0"},
-                {"Systems", {{"@odata.id", l.systems}}},
-                {"CompositionService", {{"@odata.id", l.comp}}},
-                {"SessionService", {{"@odata.id", l.sessionService}}},
-                {"Links", {{"Sessions", {{"@odata.id", l.sessions}}}}}}));
+      stream->send(Response::json(200, {{"@odata.id", l.root},
+                                        {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
+                                        {"Id", "RootService"},
+                                        {"Name", "chassis-sim " + chassis + " (test double)"},
+                                        {"RedfishVersion", "1.17.0"},
+                                        {"Systems", {{"@odata.id", l.systems}}},
+                                        {"CompositionService", {{"@odata.id", l.comp}}},
+                                        {"SessionService", {{"@odata.id", l.sessionService}}},
+                                        {"Links", {{"Sessions", {{"@odata.id", l.sessions}}}}}}));
       return;
     }
     if (path == l.sessions && req.method == "POST") {
@@ -475,14 +496,15 @@ class SimServer::Impl {
         stream->send(redfishError(400, "MalformedJSON", login.error().message));
         return;
       }
-      if (options_.credentials &&
-          (login->user != options_.credentials->username || login->password != options_.credentials->password)) {
+      if (options_.credentials && (login->user != options_.credentials->username ||
+                                   login->password != options_.credentials->password)) {
         stream->send(redfishError(401, "InsufficientPrivilege", "invalid user name or password"));
         return;
       }
       const auto session = model_->createSession(login->user);
       const std::string link = l.sessions + "/" + session.id;
-      Response r = Response::json(201, {{"@odata.id", link}, {"Id", session.id}, {"UserName", login->user}});
+      Response r =
+          Response::json(201, {{"@odata.id", link}, {"Id", session.id}, {"UserName", login->user}});
       r.withHeader("X-Auth-Token", session.token).withHeader("Location", link);
       stream->send(std::move(r));
       return;
@@ -494,22 +516,25 @@ class SimServer::Impl {
     }
     if (path.rfind(l.sessions + "/", 0) == 0 && req.method == "DELETE") {
       const bool gone = model_->deleteSession(path.substr(l.sessions.size() + 1));
-      stream->send(gone ? Response{204, {}, {}} : redfishError(404, "ResourceMissingAtURI", "no such session"));
+      stream->send(gone ? Response{204, {}, {}}
+                        : redfishError(404, "ResourceMissingAtURI", "no such session"));
       return;
     }
     if (path == l.sessionService && req.method == "GET") {
-      stream->send(Response::json(200, {{"@odata.id", l.sessionService}, {"Sessions", {{"@odata.id", l.sessions}}}}));
+      stream->send(Response::json(
+          200, {{"@odata.id", l.sessionService}, {"Sessions", {{"@odata.id", l.sessions}}}}));
       return;
     }
     const auto snap = model_->snapshot(chassis);
     const Chassis& c = *snap;
     if (req.method == "GET") {
       if (path == l.comp) {
-        stream->send(Response::json(200, {{"@odata.id", l.comp},
-                                          {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
-                                          {"Id", "CompositionService"},
-                                          {"ServiceEnabled", true},
-                                          {"ResourceBlocks", {{"@odata.id", l.blocks}}}}));
+        stream->send(
+            Response::json(200, {{"@odata.id", l.comp},
+                                 {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
+                                 {"Id", "CompositionService"},
+                                 {"ServiceEnabled", true},
+                                 {"ResourceBlocks", {{"@odata.id", l.blocks}}}}));
         return;
       }
       if (path == l.systems) {
@@ -517,30 +542,34 @@ class SimServer::Impl {
         for (std::size_t i = 0; i < c.hosts.size(); ++i) {
           members.push_back(l.system(i, c.hosts[i]));
         }
-        stream->send(Response::json(200, collection(l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
-                                                    "Systems", members)));
+        stream->send(Response::json(
+            200, collection(l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
+                            "Systems", members)));
         return;
       }
       if (path == l.blocks) {
         // The inventory read: latency and inventory faults apply here.
-        operation(chassis, Op::kInventory, "", std::move(stream), [this, chassis, l](const std::optional<Fault>& f) {
-          if (f && f->kind == FaultKind::kFail) {
-            return redfishError(500, "InternalError", "simulated failure");
-          }
-          if (f && f->kind == FaultKind::kMalformed) {
-            return malformedReply(*f);
-          }
-          if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
-            (void)model_->loseGpu(chassis, *f->gpu);
-          }
-          const auto now = model_->snapshot(chassis);
-          std::vector<std::string> members;
-          for (std::size_t g = 0; g < now->gpus.size(); ++g) {
-            members.push_back(l.block(g, now->gpus[g]));
-          }
-          return Response::json(
-              200, collection(l.blocks, "#ResourceBlockCollection.ResourceBlockCollection", "Resource Blocks", members));
-        });
+        operation(chassis, Op::kInventory, "", std::move(stream),
+                  [this, chassis, l](const std::optional<Fault>& f) {
+                    if (f && f->kind == FaultKind::kFail) {
+                      return redfishError(500, "InternalError", "simulated failure");
+                    }
+                    if (f && f->kind == FaultKind::kMalformed) {
+                      return malformedReply(*f);
+                    }
+                    if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
+                      (void)model_->loseGpu(chassis, *f->gpu);
+                    }
+                    const auto now = model_->snapshot(chassis);
+                    std::vector<std::string> members;
+                    for (std::size_t g = 0; g < now->gpus.size(); ++g) {
+                      members.push_back(l.block(g, now->gpus[g]));
+                    }
+                    return Response::json(
+                        200,
+                        collection(l.blocks, "#ResourceBlockCollection.ResourceBlockCollection",
+                                   "Resource Blocks", members));
+                  });
         return;
       }
       for (std::size_t i = 0; i < c.hosts.size(); ++i) {
@@ -570,11 +599,12 @@ class SimServer::Impl {
         }
       }
     }
-    stream->send(redfishError(404, "ResourceMissingAtURI", "no resource " + req.method + " " + path));
+    stream->send(
+        redfishError(404, "ResourceMissingAtURI", "no resource " + req.method + " " + path));
   }
 
-  void blockAction(const Request& req, const Links& l, const Chassis& c, std::size_t hostIndex, bool add,
-                   const std::string& chassis, std::shared_ptr<ResponseStream> stream) {
+  void blockAction(const Request& req, const Links& l, const Chassis& c, std::size_t hostIndex,
+                   bool add, const std::string& chassis, std::shared_ptr<ResponseStream> stream) {
     auto action = fabric::redfish::parseBlockAction(req.body);
     if (!action) {
       stream->send(redfishError(400, "ActionParameterMissing", action.error().message));
@@ -588,7 +618,8 @@ class SimServer::Impl {
       }
     }
     if (!gpu) {
-      stream->send(redfishError(400, "ResourceBlockNotFound", "resource block " + action->block + " is not found"));
+      stream->send(redfishError(400, "ResourceBlockNotFound",
+                                "resource block " + action->block + " is not found"));
       return;
     }
     const bool etagsMissing = !action->blockEtag || !action->systemEtag;
@@ -620,14 +651,16 @@ class SimServer::Impl {
                       break;
                   }
                 }
-                Status st = add ? model_->assign(chassis, gid, port) : model_->unassign(chassis, gid, port);
+                Status st =
+                    add ? model_->assign(chassis, gid, port) : model_->unassign(chassis, gid, port);
                 if (f && f->kind == FaultKind::kLieFailure) {
                   return redfishError(500, "InternalError", "simulated failure report");
                 }
                 if (!st.ok()) {
                   const unsigned code = st.error().code == "not_found" ? 404 : 400;
-                  return redfishError(code, st.error().code == "conflict" ? "ResourceInUse" : "ActionNotSupported",
-                                      st.error().message);
+                  return redfishError(
+                      code, st.error().code == "conflict" ? "ResourceInUse" : "ActionNotSupported",
+                      st.error().message);
                 }
                 return Response{204, {}, {}};
               });
@@ -640,7 +673,8 @@ class SimServer::Impl {
 };
 
 std::string SimServer::Impl::fabric_basic() const {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const std::string in = options_.credentials->username + ":" + options_.credentials->password;
   std::string out = "Basic ";
   std::uint32_t buf = 0;
@@ -664,10 +698,20 @@ std::string SimServer::Impl::fabric_basic() const {
 
 SimServer::SimServer(std::shared_ptr<ChassisModel> model, SimServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {}
-SimServer::~SimServer() { impl_->stop(); }
-Result<std::uint16_t> SimServer::start() { return impl_->start(); }
-void SimServer::stop() { impl_->stop(); }
-std::string SimServer::baseUrl() const { return impl_->baseUrl(); }
-std::string SimServer::chassisUrl(const std::string& chassis) const { return impl_->baseUrl() + "/chassis/" + chassis; }
+SimServer::~SimServer() {
+  impl_->stop();
+}
+Result<std::uint16_t> SimServer::start() {
+  return impl_->start();
+}
+void SimServer::stop() {
+  impl_->stop();
+}
+std::string SimServer::baseUrl() const {
+  return impl_->baseUrl();
+}
+std::string SimServer::chassisUrl(const std::string& chassis) const {
+  return impl_->baseUrl() + "/chassis/" + chassis;
+}
 
 }  // namespace kc::chassis_sim

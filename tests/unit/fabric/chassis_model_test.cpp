@@ -45,7 +45,8 @@ TEST_CASE("sim topology: YAML and JSON describe the same chassis", "[fabric][sim
   CHECK(t.latencies.assign.min.count() == 100);
   CHECK(t.latencies.unassign.min.count() == 5000);  // measured default kept
 
-  auto j = parseTopology(R"({"chassis":[{"name":"falcon-a","hosts":[{"port":48,"system":"node-1"},{"port":0}],
+  auto j = parseTopology(
+      R"({"chassis":[{"name":"falcon-a","hosts":[{"port":48,"system":"node-1"},{"port":0}],
     "gpus":[{"gid":"001300","uuid":"GPU-16a0c321-fc4f-fd47-26e7-770eb9ecf5f9","model":"Tesla V100-PCIE-32GB","host":48},
             {"gid":"000C00","uuid":"GPU-2"}]}]})");
   REQUIRE(j.ok());
@@ -61,11 +62,18 @@ TEST_CASE("sim topology: invalid files name the problem", "[fabric][sim-model]")
       {"chassis: [{name: a, hosts: [], gpus: []}]", "hosts"},
       {"chassis: [{name: a, hosts: [{port: 300}], gpus: []}]", "0..255"},
       {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: zz, uuid: u}]}]", "hex"},
-      {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: '01', uuid: u, host: 2}]}]", "not one of"},
-      {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: '01', uuid: u}, {gid: '01', uuid: v}]}]", "duplicate gid"},
-      {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: '01', uuid: u}, {gid: '02', uuid: u}]}]", "unique"},
-      {"latency: {assign: [5, 1]}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]", "min <= max"},
-      {"latency: {teleport: [1, 1]}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]", "unknown operation"},
+      {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: '01', uuid: u, host: 2}]}]",
+       "not one of"},
+      {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: '01', uuid: u}, {gid: '01', uuid: "
+       "v}]}]",
+       "duplicate gid"},
+      {"chassis: [{name: a, hosts: [{port: 1}], gpus: [{gid: '01', uuid: u}, {gid: '02', uuid: "
+       "u}]}]",
+       "unique"},
+      {"latency: {assign: [5, 1]}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
+       "min <= max"},
+      {"latency: {teleport: [1, 1]}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
+       "unknown operation"},
   }));
   CAPTURE(text);
   auto t = parseTopology(text);
@@ -90,7 +98,8 @@ TEST_CASE("sim model: assign and unassign semantics", "[fabric][sim-model]") {
 
 TEST_CASE("sim model: faults match op, chassis and GPU and are consumed", "[fabric][sim-model]") {
   ChassisModel m(topo());
-  auto fault = parseFault(nlohmann::json::parse(R"({"op":"assign","kind":"lie_success","gpu":"000C00","times":2})"));
+  auto fault = parseFault(
+      nlohmann::json::parse(R"({"op":"assign","kind":"lie_success","gpu":"000C00","times":2})"));
   REQUIRE(fault.ok());
   m.addFault(*fault);
   CHECK_FALSE(m.plan("falcon-a", Op::kAssign, "001300").fault.has_value());
@@ -108,7 +117,8 @@ TEST_CASE("sim model: faults match op, chassis and GPU and are consumed", "[fabr
   CHECK_FALSE(m.plan("falcon-a", Op::kInventory, "").fault.has_value());
 }
 
-TEST_CASE("sim model: latency sampled in range, scaled, zero when scale is 0", "[fabric][sim-model]") {
+TEST_CASE("sim model: latency sampled in range, scaled, zero when scale is 0",
+          "[fabric][sim-model]") {
   ChassisModel m(topo(), 42);
   for (int i = 0; i < 100; ++i) {
     auto d = m.plan("falcon-a", Op::kAssign, "001300").delay.count();
@@ -126,9 +136,11 @@ TEST_CASE("sim model: latency sampled in range, scaled, zero when scale is 0", "
 }
 
 TEST_CASE("sim model: bad fault requests are refused", "[fabric][sim-model]") {
-  for (const char* bad : {R"({"op":"assign"})", R"({"op":"x","kind":"fail"})", R"({"op":"assign","kind":"nope"})",
-                          R"({"op":"assign","kind":"fail","times":0})", R"({"op":"assign","kind":"malformed"})",
-                          R"({"op":"assign","kind":"lose_gpu"})", R"({"op":"assign","kind":"fail","extra":1})", "[]"}) {
+  for (const char* bad :
+       {R"({"op":"assign"})", R"({"op":"x","kind":"fail"})", R"({"op":"assign","kind":"nope"})",
+        R"({"op":"assign","kind":"fail","times":0})", R"({"op":"assign","kind":"malformed"})",
+        R"({"op":"assign","kind":"lose_gpu"})", R"({"op":"assign","kind":"fail","extra":1})",
+        "[]"}) {
     CAPTURE(bad);
     CHECK_FALSE(parseFault(nlohmann::json::parse(bad)).ok());
   }

@@ -24,7 +24,9 @@ struct Subject {
 Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
   Subject s;
   s.label = kind;
-  const auto systemOf = [](std::uint32_t port) { return port == 48 ? std::string("node-1") : std::string("node-2"); };
+  const auto systemOf = [](std::uint32_t port) {
+    return port == 48 ? std::string("node-1") : std::string("node-2");
+  };
   if (kind == "h3") {
     s.driver = sim.h3("falcon-a", log, test::fastPolicy(), Credentials{"admin", "secret"});
     s.host = [](std::uint32_t port) { return std::to_string(port); };
@@ -231,9 +233,10 @@ TEST_CASE("contract: inventory failures are retried, then reported", "[fabric][c
 
 TEST_CASE("contract: malformed replies are errors, never a success", "[fabric][contract]") {
   const std::string kind = KINDS;
-  auto body = GENERATE(as<std::string>{}, R"({"bodyBytes":9437184})", R"({"body":"{\"Members\":[{\"x\":1}]"})",
-                       R"({"body":"[{\"dev_type\":\"GPU\",\"Dev_GID\":5}]"})", R"({"body":"<html>oops</html>"})",
-                       R"({"body":"{\"Members\":\"all\"}"})");
+  auto body = GENERATE(as<std::string>{}, R"({"bodyBytes":9437184})",
+                       R"({"body":"{\"Members\":[{\"x\":1}]"})",
+                       R"({"body":"[{\"dev_type\":\"GPU\",\"Dev_GID\":5}]"})",
+                       R"({"body":"<html>oops</html>"})", R"({"body":"{\"Members\":\"all\"}"})");
   CAPTURE(kind, body);
   SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
   SleepLog log;

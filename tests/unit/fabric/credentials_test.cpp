@@ -1,6 +1,7 @@
+#include "libcore/fabric/credentials.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "libcore/fabric/credentials.hpp"
 #include "tests/unit/fabric/support.hpp"
 
 using namespace kc::fabric;

@@ -2,7 +2,6 @@
 // sessions, ETags, link following.
 
 #include <catch2/catch.hpp>
-
 #include <mutex>
 
 #include "libcore/net/http_server.hpp"
@@ -57,9 +56,11 @@ TEST_CASE("h3 driver: sends the exact requests the real chassis takes", "[fabric
       R"([{"dev_type":"GPU","Dev_GID":"000500","Host_Port#":"","OB_GPU_GUID":"GPU-1"},{"Port#":"48","Port_GID":"30h"}])";
   const std::string after =
       R"([{"dev_type":"GPU","Dev_GID":"000500","Host_Port#":"48","OB_GPU_GUID":"GPU-1"},{"Port#":"48","Port_GID":"30h"}])";
-  chassis.reply("GET /h3api/v1/resources", kc::net::Response::text(200, before, "application/json"));
+  chassis.reply("GET /h3api/v1/resources",
+                kc::net::Response::text(200, before, "application/json"));
   chassis.reply("POST /h3api/v1/allocation",
-                kc::net::Response::text(200, R"({"Action":"assign","Result":[false],"Remark":""})", "application/json"));
+                kc::net::Response::text(200, R"({"Action":"assign","Result":[false],"Remark":""})",
+                                        "application/json"));
   SleepLog log;
   H3Options o;
   o.chassis = "falcon-x";
@@ -84,7 +85,8 @@ TEST_CASE("h3 driver: sends the exact requests the real chassis takes", "[fabric
 
   chassis.reply("GET /h3api/v1/resources", kc::net::Response::text(200, after, "application/json"));
   chassis.reply("DELETE /h3api/v1/allocation",
-                kc::net::Response::text(200, R"({"Action":"unassign","Result":[true],"Remark":""})", "application/json"));
+                kc::net::Response::text(200, R"({"Action":"unassign","Result":[true],"Remark":""})",
+                                        "application/json"));
   // Now attached: idempotent attach, and a detach whose verification fails (inventory unchanged).
   auto same = (*driver)->attach("falcon-x.000500", "48");
   REQUIRE(same.ok());
@@ -150,7 +152,8 @@ TEST_CASE("h3 driver: connection refused is unavailable after retries", "[fabric
   CHECK(log.count() == 2);
 }
 
-TEST_CASE("redfish driver: sessions are created once and renewed after expiry", "[fabric][redfish]") {
+TEST_CASE("redfish driver: sessions are created once and renewed after expiry",
+          "[fabric][redfish]") {
   SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
   SleepLog log;
   auto d = sim.redfish("falcon-a", log);
@@ -164,7 +167,8 @@ TEST_CASE("redfish driver: sessions are created once and renewed after expiry", 
   CHECK(sim.trueHost("falcon-a", "000500") == 0);
 }
 
-TEST_CASE("redfish driver: rejected credentials are an auth error without the password", "[fabric][redfish]") {
+TEST_CASE("redfish driver: rejected credentials are an auth error without the password",
+          "[fabric][redfish]") {
   SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
   SleepLog log;
   auto mode = GENERATE(RedfishAuth::kSession, RedfishAuth::kBasic);
@@ -179,7 +183,8 @@ TEST_CASE("redfish driver: rejected credentials are an auth error without the pa
 }
 
 TEST_CASE("redfish driver: stale ETag (428) is re-read and retried", "[fabric][redfish]") {
-  SimHarness sim(test::defaultTopology("redfish: {requireEtags: true}\n"), Credentials{"admin", "secret"});
+  SimHarness sim(test::defaultTopology("redfish: {requireEtags: true}\n"),
+                 Credentials{"admin", "secret"});
   SleepLog log;
   auto d = sim.redfish("falcon-a", log);
   sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"precondition"})");
@@ -192,7 +197,8 @@ TEST_CASE("redfish driver: stale ETag (428) is re-read and retried", "[fabric][r
 }
 
 TEST_CASE("redfish driver: follows links, not URI conventions", "[fabric][redfish]") {
-  SimHarness sim(test::defaultTopology("redfish: {uris: opaque}\n"), Credentials{"admin", "secret"});
+  SimHarness sim(test::defaultTopology("redfish: {uris: opaque}\n"),
+                 Credentials{"admin", "secret"});
   SleepLog log;
   auto d = sim.redfish("falcon-a", log);
   auto inv = d->inventory();
@@ -206,8 +212,9 @@ TEST_CASE("redfish driver: follows links, not URI conventions", "[fabric][redfis
 TEST_CASE("redfish driver: a service without composition is refused clearly", "[fabric][redfish]") {
   ScriptedChassis svc;
   svc.reply("GET /redfish/v1",
-            kc::net::Response::text(200, R"({"@odata.id":"/redfish/v1","Systems":{"@odata.id":"/redfish/v1/Systems"}})",
-                                    "application/json"));
+            kc::net::Response::text(
+                200, R"({"@odata.id":"/redfish/v1","Systems":{"@odata.id":"/redfish/v1/Systems"}})",
+                "application/json"));
   SleepLog log;
   RedfishOptions o;
   o.chassis = "bmc";

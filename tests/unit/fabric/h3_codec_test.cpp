@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "libcore/fabric/h3_codec.hpp"
 
+#include <catch2/catch.hpp>
 #include <random>
 #include <string>
-
-#include "libcore/fabric/h3_codec.hpp"
 
 using namespace kc::fabric;
 
@@ -33,7 +32,8 @@ TEST_CASE("h3: resources reply rows become GPUs and ports", "[fabric][h3]") {
 }
 
 TEST_CASE("h3: host port <-> port_gid", "[fabric][h3]") {
-  auto [port, gid] = GENERATE(table<std::uint32_t, std::string>({{48, "30h"}, {0, "00h"}, {10, "0Ah"}, {255, "FFh"}}));
+  auto [port, gid] = GENERATE(
+      table<std::uint32_t, std::string>({{48, "30h"}, {0, "00h"}, {10, "0Ah"}, {255, "FFh"}}));
   CAPTURE(port, gid);
   CHECK(*h3::portGid(port) == gid);
   CHECK(*h3::parsePortGid(gid) == port);
@@ -45,9 +45,11 @@ TEST_CASE("h3: host port <-> port_gid", "[fabric][h3]") {
 }
 
 TEST_CASE("h3: request bodies are byte-exact", "[fabric][h3]") {
-  CHECK(h3::encodeAssign("0", "30h", "001300") == R"({"gep":"0","port_gid":"30h","dev_gid":"001300"})");
+  CHECK(h3::encodeAssign("0", "30h", "001300") ==
+        R"({"gep":"0","port_gid":"30h","dev_gid":"001300"})");
   CHECK(h3::encodeUnassign("0", "001300") == R"({"gep":"0","dev_gid":"001300"})");
-  auto req = h3::parseAllocationRequest(R"({"gep" : "0", "port_gid" : "30h", "dev_gid" : "001300"})", true);
+  auto req = h3::parseAllocationRequest(
+      R"({"gep" : "0", "port_gid" : "30h", "dev_gid" : "001300"})", true);
   REQUIRE(req.ok());
   CHECK(req->portGid == "30h");
   CHECK(req->devGid == "001300");

@@ -1,13 +1,12 @@
-#include <catch2/catch.hpp>
+#include "libcore/fabric/pool.hpp"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include "libcore/fabric/pool.hpp"
 
 using namespace kc::fabric;
 
@@ -56,11 +55,12 @@ struct Concurrency {
 
 class FakeDriver final : public FabricDriver {
  public:
-  FakeDriver(std::string name, Concurrency& c, bool fail = false) : name_(std::move(name)), c_(c), fail_(fail) {
-    gpus_.push_back(GpuInfo{makeGpuId(name_, "001300"), name_, "001300", cat("GPU-", name_, "-1"), "V100",
-                            std::string("48"), GpuHealth::kOk, ""});
-    gpus_.push_back(GpuInfo{makeGpuId(name_, "000C00"), name_, "000C00", cat("GPU-", name_, "-2"), "V100",
-                            std::nullopt, GpuHealth::kOk, ""});
+  FakeDriver(std::string name, Concurrency& c, bool fail = false)
+      : name_(std::move(name)), c_(c), fail_(fail) {
+    gpus_.push_back(GpuInfo{makeGpuId(name_, "001300"), name_, "001300", cat("GPU-", name_, "-1"),
+                            "V100", std::string("48"), GpuHealth::kOk, ""});
+    gpus_.push_back(GpuInfo{makeGpuId(name_, "000C00"), name_, "000C00", cat("GPU-", name_, "-2"),
+                            "V100", std::nullopt, GpuHealth::kOk, ""});
   }
   std::string_view dialect() const override { return "fake"; }
   const std::string& name() const override { return name_; }
@@ -139,7 +139,9 @@ TEST_CASE("pool: moves on one chassis are serialised, chassis run in parallel", 
     threads.emplace_back([&, t] {
       const std::string chassis = cat("c", std::to_string(t % 2));
       for (int i = 0; i < 50; ++i) {
-        if (!pool->attach(cat(chassis, ".000C00"), cat(chassis, "/", std::to_string(i % 2 ? 0 : 48))).ok()) {
+        if (!pool->attach(cat(chassis, ".000C00"),
+                          cat(chassis, "/", std::to_string(i % 2 ? 0 : 48)))
+                 .ok()) {
           ++failures;
         }
       }

@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "libcore/fabric/redfish_codec.hpp"
 
+#include <catch2/catch.hpp>
 #include <random>
 #include <string>
-
-#include "libcore/fabric/redfish_codec.hpp"
 
 using namespace kc::fabric;
 
@@ -50,10 +49,13 @@ TEST_CASE("redfish: computer system actions", "[fabric][redfish]") {
 }
 
 TEST_CASE("redfish: action and login bodies", "[fabric][redfish]") {
-  CHECK(redfish::encodeBlockAction("/rb/1", std::nullopt, std::nullopt) == R"({"ResourceBlock":{"@odata.id":"/rb/1"}})");
-  CHECK(redfish::encodeBlockAction("/rb/1", std::string("\"3\""), std::string("\"7\"")) ==
-        R"({"ResourceBlock":{"@odata.id":"/rb/1"},"ResourceBlockETag":"\"3\"","ComputerSystemETag":"\"7\""})");
-  auto req = redfish::parseBlockAction(R"({"ResourceBlock":{"@odata.id":"/rb/1"},"ComputerSystemETag":"\"7\""})");
+  CHECK(redfish::encodeBlockAction("/rb/1", std::nullopt, std::nullopt) ==
+        R"({"ResourceBlock":{"@odata.id":"/rb/1"}})");
+  CHECK(
+      redfish::encodeBlockAction("/rb/1", std::string("\"3\""), std::string("\"7\"")) ==
+      R"({"ResourceBlock":{"@odata.id":"/rb/1"},"ResourceBlockETag":"\"3\"","ComputerSystemETag":"\"7\""})");
+  auto req = redfish::parseBlockAction(
+      R"({"ResourceBlock":{"@odata.id":"/rb/1"},"ComputerSystemETag":"\"7\""})");
   REQUIRE(req.ok());
   CHECK(req->block == "/rb/1");
   CHECK(req->systemEtag == "\"7\"");
@@ -69,11 +71,16 @@ TEST_CASE("redfish: malformed documents are clear errors", "[fabric][redfish]") 
       {R"({"Id":"1"})", "@odata.id"},
       {R"({"@odata.id":"/rb/1","Id":"1"})", "CompositionStatus"},
       {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{}})", "CompositionState"},
-      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":3}})", "CompositionState"},
-      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Unused"},"Processors":{}})", "Processors"},
-      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Unused"},"Processors":[{"@odata.id":"http://evil/x"}]})", "absolute path"},
-      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Unused"},"Status":{"Health":1}})", "Health"},
-      {R"({"@odata.id":"/rb/1","Id":"","CompositionStatus":{"CompositionState":"Unused"}})", "1..128"},
+      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":3}})",
+       "CompositionState"},
+      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Unused"},"Processors":{}})",
+       "Processors"},
+      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Unused"},"Processors":[{"@odata.id":"http://evil/x"}]})",
+       "absolute path"},
+      {R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Unused"},"Status":{"Health":1}})",
+       "Health"},
+      {R"({"@odata.id":"/rb/1","Id":"","CompositionStatus":{"CompositionState":"Unused"}})",
+       "1..128"},
   }));
   CAPTURE(body);
   auto block = redfish::parseResourceBlock(body);
@@ -83,19 +90,23 @@ TEST_CASE("redfish: malformed documents are clear errors", "[fabric][redfish]") 
 }
 
 TEST_CASE("redfish: collections and error bodies", "[fabric][redfish]") {
-  auto members = redfish::parseCollection(R"({"Members":[{"@odata.id":"/a"},{"@odata.id":"/b"}],"Members@odata.count":2})", "c");
+  auto members = redfish::parseCollection(
+      R"({"Members":[{"@odata.id":"/a"},{"@odata.id":"/b"}],"Members@odata.count":2})", "c");
   REQUIRE(members.ok());
   CHECK(members->size() == 2);
   CHECK_FALSE(redfish::parseCollection(R"({"Members":[{"id":"/a"}]})", "c").ok());
   CHECK_FALSE(redfish::parseCollection(R"({})", "c").ok());
-  CHECK(redfish::describeError(R"({"error":{"code":"Base.1.8.GeneralError","message":"boom","@Message.ExtendedInfo":[{"Message":"detail"}]}})") ==
-        "Base.1.8.GeneralError: boom; detail");
+  CHECK(
+      redfish::describeError(
+          R"({"error":{"code":"Base.1.8.GeneralError","message":"boom","@Message.ExtendedInfo":[{"Message":"detail"}]}})") ==
+      "Base.1.8.GeneralError: boom; detail");
   CHECK(redfish::describeError("plain text") == "plain text");
 }
 
 TEST_CASE("redfish: fuzzed documents never crash", "[fabric][redfish][fuzz]") {
   std::mt19937 rng(7);
-  const std::string seed = R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Composed"},"Status":{"Health":"OK"},"Processors":[{"@odata.id":"/p"}],"Links":{"ComputerSystems":[{"@odata.id":"/s"}]},"Actions":{"#ComputerSystem.AddResourceBlock":{"target":"/t"}}})";
+  const std::string seed =
+      R"({"@odata.id":"/rb/1","Id":"1","CompositionStatus":{"CompositionState":"Composed"},"Status":{"Health":"OK"},"Processors":[{"@odata.id":"/p"}],"Links":{"ComputerSystems":[{"@odata.id":"/s"}]},"Actions":{"#ComputerSystem.AddResourceBlock":{"target":"/t"}}})";
   const std::string alphabet = "{}[]\":,@/ 0aZ";
   for (int i = 0; i < 3000; ++i) {
     std::string body = seed;

@@ -3,13 +3,11 @@
 // tests. Latency scale 0: nothing waits except where a test injects a hang.
 
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/fabric/h3_driver.hpp"
 #include "libcore/fabric/pool.hpp"
@@ -25,7 +23,8 @@ namespace kc::fabric::test {
 inline std::string defaultTopology(const std::string& redfishExtra = "") {
   return R"(
 latency: {inventory: [3000, 4000], unassign: [5000, 8000], assign: [8000, 16000]}
-)" + redfishExtra + R"(
+)" + redfishExtra +
+         R"(
 chassis:
   - name: falcon-a
     hosts: [{port: 48, system: node-1}, {port: 0, system: node-2}]
@@ -94,7 +93,8 @@ class SimHarness {
   // Adds a fault through the control API (real HTTP), e.g.
   // fault(R"({"op":"assign","kind":"lie_success"})").
   void fault(const std::string& json) {
-    auto resp = control_->request("POST", "/sim/v1/faults", json, {{"Content-Type", "application/json"}});
+    auto resp =
+        control_->request("POST", "/sim/v1/faults", json, {{"Content-Type", "application/json"}});
     REQUIRE(resp.ok());
     INFO(resp->body);
     REQUIRE(resp->status == 201);
@@ -136,7 +136,8 @@ class SimHarness {
     return 0;
   }
 
-  std::unique_ptr<H3Driver> h3(const std::string& chassis, SleepLog& log, CallPolicy policy = fastPolicy(),
+  std::unique_ptr<H3Driver> h3(const std::string& chassis, SleepLog& log,
+                               CallPolicy policy = fastPolicy(),
                                std::optional<Credentials> creds = std::nullopt) {
     H3Options o;
     o.chassis = chassis;
@@ -152,7 +153,8 @@ class SimHarness {
 
   std::unique_ptr<RedfishDriver> redfish(const std::string& chassis, SleepLog& log,
                                          RedfishAuth auth = RedfishAuth::kSession,
-                                         std::optional<Credentials> creds = Credentials{"admin", "secret"},
+                                         std::optional<Credentials> creds = Credentials{"admin",
+                                                                                        "secret"},
                                          CallPolicy policy = fastPolicy()) {
     RedfishOptions o;
     o.chassis = chassis;

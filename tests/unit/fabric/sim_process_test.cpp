@@ -1,13 +1,12 @@
 // The chassis-sim executable as a separate process: flags, --help, and both drivers against it.
 
-#include <catch2/catch.hpp>
-
-#include <csignal>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -97,7 +96,8 @@ const std::string kTestbed = CHASSIS_SIM_TESTBED;
 
 }  // namespace
 
-TEST_CASE("chassis-sim process: --help says it is a test double that persists nothing", "[fabric][sim-process]") {
+TEST_CASE("chassis-sim process: --help says it is a test double that persists nothing",
+          "[fabric][sim-process]") {
   Child child({kBin, "--help"});
   const std::string help = child.readAll();
   CHECK(child.wait() == 0);
@@ -107,17 +107,21 @@ TEST_CASE("chassis-sim process: --help says it is a test double that persists no
   CHECK_THAT(help, Catch::Contains("--basic-auth"));
 }
 
-TEST_CASE("chassis-sim process: a bad topology fails fast with the reason", "[fabric][sim-process]") {
+TEST_CASE("chassis-sim process: a bad topology fails fast with the reason",
+          "[fabric][sim-process]") {
   test::TempDir dir;
-  const std::string bad = dir.write("bad.yaml", "chassis: [{name: a, hosts: [{port: 999}], gpus: []}]\n");
+  const std::string bad =
+      dir.write("bad.yaml", "chassis: [{name: a, hosts: [{port: 999}], gpus: []}]\n");
   Child child({kBin, "--topology", bad, "--port", "0"});
   const std::string out = child.readAll();
   CHECK(child.wait() == 2);
   CHECK_THAT(out, Catch::Contains("0..255"));
 }
 
-TEST_CASE("chassis-sim process: both drivers against the executable, then SIGTERM", "[fabric][sim-process]") {
-  Child child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0", "--basic-auth", "ops:pw"});
+TEST_CASE("chassis-sim process: both drivers against the executable, then SIGTERM",
+          "[fabric][sim-process]") {
+  Child child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0", "--basic-auth",
+               "ops:pw"});
   const std::string first = child.readLine();
   INFO(first);
   const auto at = first.find("http://");
