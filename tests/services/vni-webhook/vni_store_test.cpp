@@ -71,7 +71,7 @@ std::size_t rowCount(const std::string& db) {
 
 }  // namespace
 
-TEST_CASE("Sync twice gives the same VNI; another owner gets another", "[vni]") {
+TEST_CASE("Sync twice gives the same VNI, another owner gets another", "[vni]") {
   TempDir dir;
   FakeClock clock;
   auto service = startService(options(dir.db(), 1024, 65535), clock);

@@ -111,7 +111,7 @@ TEST_CASE("request fields: decoded path and query, headers, body, remote address
   CHECK(j["remote"].get<std::string>().rfind("127.0.0.1:", 0) == 0);
 }
 
-TEST_CASE("fallback sees unrouted paths; handler exceptions become 500", "[net][server]") {
+TEST_CASE("fallback sees unrouted paths, handler exceptions become 500", "[net][server]") {
   HttpServer server;
   server.route("GET", "/boom", [](const Request&) -> Response { throw std::runtime_error("kaput"); });
   server.setFallback([](const Request& r) { return Response::text(200, "fallback " + r.path); });
@@ -127,7 +127,7 @@ TEST_CASE("fallback sees unrouted paths; handler exceptions become 500", "[net][
   CHECK(nlohmann::json::parse(b->body)["message"].get<std::string>().find("kaput") != std::string::npos);
 }
 
-TEST_CASE("body limit: 413 by Content-Length and by chunked size; limit is configurable", "[net][server]") {
+TEST_CASE("body limit: 413 by Content-Length and by chunked size, limit is configurable", "[net][server]") {
   ServerOptions so;
   so.bodyLimit = 1000;
   HttpServer server(so);
@@ -317,7 +317,7 @@ TEST_CASE("stream: client disconnect is seen by the server stream", "[net][serve
   CHECK_FALSE(kept->write("more\n"));
 }
 
-TEST_CASE("stream: send() answers asynchronously; abandoned streams are finished", "[net][server][stream]") {
+TEST_CASE("stream: send() answers asynchronously, abandoned streams are finished", "[net][server][stream]") {
   HttpServer server;
   std::vector<std::thread> workers;
   server.routeStream("GET", "/later", [&](const Request&, std::shared_ptr<ResponseStream> s) {
@@ -431,7 +431,7 @@ TEST_CASE("stop drains: an in-flight request completes, open streams end, new co
   CHECK_FALSE(after.connected());
 }
 
-TEST_CASE("read timeout closes a silent or slow client; idle keep-alive times out", "[net][server][timeout]") {
+TEST_CASE("read timeout closes a silent or slow client, idle keep-alive times out", "[net][server][timeout]") {
   ServerOptions so;
   so.readTimeout = 200ms;
   so.idleTimeout = 200ms;
@@ -547,7 +547,7 @@ TEST_CASE("cancel a stream from another thread", "[net][client][stream]") {
   CHECK(st.error().code == "cancelled");
 }
 
-TEST_CASE("bodies beyond Beast's 8 MB default; responseBodyLimit enforced", "[net][client]") {
+TEST_CASE("bodies beyond Beast's 8 MB default, responseBodyLimit enforced", "[net][client]") {
   ServerOptions so;
   so.bodyLimit = 32u << 20;  // the API double raises the request limit like this
   HttpServer server(so);

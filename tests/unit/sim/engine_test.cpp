@@ -101,7 +101,7 @@ TEST_CASE("composable with zero move time: the same decisions, no reconfiguratio
   CHECK(r->gpusMoved == 2);
 }
 
-TEST_CASE("moves of one pool are serialised; pools move in parallel") {
+TEST_CASE("moves of one pool are serialised, pools move in parallel") {
   // Two pools of 1+1 nodes... each job needs 2 GPUs on one node: one move each.
   const Trace t = TraceBuilder().job(0, 2, 100).job(0, 2, 100).build();
   SECTION("one pool of 4 nodes: the second move waits for the first") {

@@ -1,0 +1,456 @@
+// Client, informer and leader election against tools/kube-apiserver-double over TLS with a
+// bearer token, with the double's fault modes switched on where the test needs them.
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/informer.hpp"
+#include "libcore/kube/leader.hpp"
+#include "tests/unit/kube/double_process.hpp"
+#include "tests/unit/kube/temp_dir.hpp"
+
+using namespace kc::kube;
+using kc::kube::testing::DoubleProcess;
+using kc::kube::testing::TempDir;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<KubeClient> clientFor(const ClusterConfig& cfg, KubeClientOptions o = {}) {
+  o.qps = 0;  // the tests measure behaviour, not pacing
+  auto c = KubeClient::create(cfg, std::move(o));
+  REQUIRE(c.ok());
+  return std::move(c).value();
+}
+
+nlohmann::json configMap(const std::string& ns, const std::string& name, int value) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}, {"namespace", ns}, {"labels", {{"app", "conv"}}}}},
+          {"data", {{"value", std::to_string(value)}}}};
+}
+
+std::map<std::string, std::string> serverState(KubeClient& c, const GroupVersionResource& r, const std::string& ns) {
+  ListOptions lo;
+  lo.limit = 1000;
+  auto all = c.listAll(r, ns, lo);
+  REQUIRE(all.ok());
+  std::map<std::string, std::string> out;
+  for (const auto& item : all->items) {
+    out[item["metadata"]["namespace"].get<std::string>() + "/" + item["metadata"]["name"].get<std::string>()] =
+        item["metadata"]["resourceVersion"];
+  }
+  return out;
+}
+
+std::map<std::string, std::string> cacheState(const Store& s) {
+  std::map<std::string, std::string> out;
+  for (const auto& o : s.list()) {
+    out[objectKey(*o)] = objectResourceVersion(*o);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("informer converges after 10,000 random changes with dropped watches and 410s", "[kube][double]") {
+  TempDir dir;
+  // Faults: watch streams dropped at random, a short history window so reconnects hit 410,
+  // and expiry reported both as HTTP 410 and as an ERROR event.
+  DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string(),
+                    {"--drop-watch-probability", "0.003", "--history-window", "400"});
+  auto writer = clientFor(api.config());
+  auto reader = clientFor(api.config());
+  const std::string ns = "conv";
+  REQUIRE(writer->create(gvr::namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}).ok());
+
+  InformerOptions io;
+  io.resource = gvr::configMaps();
+  io.ns = ns;
+  io.pageSize = 50;
+  io.backoff = {10ms, 200ms, 2.0, 0.5};
+  io.healthyWatch = 50ms;
+  std::mt19937 seedRng(20261122);
+  io.rand01 = [rng = std::mt19937(seedRng()), d = std::uniform_real_distribution<double>(0, 1)]() mutable {
+    return d(rng);
+  };
+  Informer informer(*reader, io);
+  // A handler-side mirror built only from callbacks: it must end equal to the cache.
+  std::mutex mirrorMu;
+  std::map<std::string, std::string> mirror;
+  std::atomic<int> badUpdates{0};
+  informer.addHandler(ResourceEventHandler{
+      [&](const ObjectPtr& o) {
+        std::lock_guard<std::mutex> lock(mirrorMu);
+        mirror[objectKey(*o)] = objectResourceVersion(*o);
+      },
+      [&](const ObjectPtr& oldObj, const ObjectPtr& o) {
+        std::lock_guard<std::mutex> lock(mirrorMu);
+        if (objectKey(*oldObj) != objectKey(*o)) {
+          ++badUpdates;  // Catch2 assertions are not thread-safe: count here, check below
+        }
+        mirror[objectKey(*o)] = objectResourceVersion(*o);
+      },
+      [&](const ObjectPtr& o) {
+        std::lock_guard<std::mutex> lock(mirrorMu);
+        mirror.erase(objectKey(*o));
+      }});
+  informer.start();
+  REQUIRE(informer.waitForSync(10s));
+
+  constexpr int kThreads = 4;
+  constexpr int kOpsPerThread = 2500;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(1000 + static_cast<unsigned>(t));
+      std::map<std::string, nlohmann::json> mine;  // this writer owns its names
+      for (int i = 0; i < kOpsPerThread; ++i) {
+        const std::string name = "cm-" + std::to_string(t) + "-" + std::to_string(rng() % 60);
+        auto it = mine.find(name);
+        const unsigned dice = rng() % 10;
+        if (it == mine.end()) {
+          auto c = writer->create(gvr::configMaps(), ns, configMap(ns, name, i));
+          c.ok() ? void(mine[name] = std::move(c).value()) : void(++failures);
+        } else if (dice < 6) {
+          nlohmann::json obj = it->second;
+          obj["data"]["value"] = std::to_string(i);
+          auto u = writer->update(gvr::configMaps(), ns, obj);
+          u.ok() ? void(it->second = std::move(u).value()) : void(++failures);
+        } else {
+          auto d = writer->remove(gvr::configMaps(), ns, name);
+          d.ok() ? void(mine.erase(it)) : void(++failures);
+        }
+      }
+    });
+  }
+  // Chaos, every few hundred ms: end every watch after its next event while new requests are
+  // held back 80 ms, compact the history meanwhile (so the informer comes back with a version
+  // that is now too old: 410), and switch between reporting expiry as HTTP 410 and as a
+  // 200 + ERROR event. Independently, the double drops watch streams at random.
+  std::atomic<bool> writing{true};
+  std::atomic<int> chaosFailures{0};
+  auto chaosClient = clientFor(api.config());
+  std::thread chaos([&] {
+    auto& c = chaosClient;
+    std::mt19937 rng(77);
+    auto faults = [&](const nlohmann::json& f) {
+      if (!c->call("POST", "/_double/faults", f.dump(), "application/json").ok()) {
+        ++chaosFailures;
+      }
+    };
+    for (int cycle = 0; writing || cycle < 6; ++cycle) {  // at least 6 rounds of 410s
+      std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 250));
+      faults({{"delayMs", 80}, {"dropWatchAfterEvents", 1}});
+      std::this_thread::sleep_for(40ms);
+      if (!c->call("POST", "/_double/compact", "{}", "application/json").ok()) {
+        ++chaosFailures;
+      }
+      faults({{"delayMs", 0}, {"dropWatchAfterEvents", 0}, {"expiredAsEvent", rng() % 2 == 0}});
+    }
+  });
+  for (auto& th : threads) {
+    th.join();
+  }
+  writing = false;
+  chaos.join();
+  CHECK(failures == 0);
+  CHECK(chaosFailures == 0);
+  const auto want = serverState(*writer, gvr::configMaps(), ns);
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (cacheState(informer.store()) != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const auto stats = informer.stats();
+  const std::string lastRv = informer.lastResourceVersion();
+  informer.stop();
+  CAPTURE(stats.lists, stats.expired, stats.watches, stats.watchErrors, stats.eventsApplied, lastRv);
+  const auto got = cacheState(informer.store());
+  std::string diff;
+  for (const auto& [k, v] : want) {
+    auto it = got.find(k);
+    if (it == got.end() || it->second != v) {
+      diff += k + " server@" + v + " cache@" + (it == got.end() ? "-" : it->second) + "; ";
+    }
+  }
+  for (const auto& [k, v] : got) {
+    if (want.find(k) == want.end()) {
+      diff += k + " server@- cache@" + v + "; ";
+    }
+  }
+  INFO("differences: " << diff);
+  CHECK(diff.empty());
+  {
+    std::lock_guard<std::mutex> lock(mirrorMu);
+    CHECK(mirror == want);
+  }
+  CHECK(badUpdates == 0);
+  // The faults really happened: several watches, at least one relist after a 410.
+  CHECK(stats.watches > 3);
+  CHECK(stats.expired > 0);
+  CHECK(stats.lists > 1);
+  // Indexes agree with the cache.
+  CHECK(informer.store().byLabel("app", "conv").size() == want.size());
+  CHECK(informer.store().byNamespace(ns).size() == want.size());
+}
+
+TEST_CASE("conflicts are surfaced and retried by the caller", "[kube][double]") {
+  TempDir dir;
+  DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
+  auto a = clientFor(api.config());
+  auto b = clientFor(api.config());
+  REQUIRE(a->create(gvr::configMaps(), "default", configMap("default", "counter", 0)).ok());
+  auto dup = b->create(gvr::configMaps(), "default", configMap("default", "counter", 0));
+  REQUIRE_FALSE(dup.ok());
+  CHECK(dup.error().isAlreadyExists());
+
+  auto seenByA = a->get(gvr::configMaps(), "default", "counter");
+  auto seenByB = b->get(gvr::configMaps(), "default", "counter");
+  REQUIRE(seenByA.ok());
+  REQUIRE(seenByB.ok());
+  (*seenByA)["data"]["value"] = "1";
+  REQUIRE(a->update(gvr::configMaps(), "default", *seenByA).ok());
+  (*seenByB)["data"]["value"] = "2";
+  auto stale = b->update(gvr::configMaps(), "default", *seenByB);
+  REQUIRE_FALSE(stale.ok());
+  CHECK(stale.error().isConflict());
+  CHECK(stale.error().httpCode == 409);
+  CHECK_THAT(stale.error().message, Catch::Contains("the object has been modified"));
+
+  // Read-modify-write with retry on conflict from 4 threads: no increment is lost.
+  std::atomic<int> conflicts{0};
+  std::atomic<int> unexpected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto& c = t % 2 == 0 ? *a : *b;
+      for (int i = 0; i < 25; ++i) {
+        for (;;) {
+          auto cur = c.get(gvr::configMaps(), "default", "counter");
+          if (!cur.ok()) {
+            ++unexpected;
+            return;
+          }
+          int v = std::stoi((*cur)["data"]["value"].get<std::string>());
+          (*cur)["data"]["value"] = std::to_string(v + 1);
+          auto u = c.update(gvr::configMaps(), "default", *cur);
+          if (u.ok()) {
+            break;
+          }
+          if (!u.error().isConflict()) {
+            ++unexpected;
+            return;
+          }
+          ++conflicts;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  CHECK(unexpected == 0);
+  auto final = a->get(gvr::configMaps(), "default", "counter");
+  REQUIRE(final.ok());
+  CHECK((*final)["data"]["value"] == "101");
+  INFO("conflicts retried: " << conflicts.load());
+
+  // A merge patch carrying a stale resourceVersion is conditional too.
+  auto patched = a->patch(gvr::configMaps(), "default", "counter", PatchType::kMerge,
+                          {{"metadata", {{"resourceVersion", (*seenByA)["metadata"]["resourceVersion"]}}},
+                           {"data", {{"value", "x"}}}});
+  REQUIRE_FALSE(patched.ok());
+  CHECK(patched.error().isConflict());
+  // DELETE with a wrong UID precondition is refused, with the right one it succeeds.
+  DeleteOptions wrong;
+  wrong.preconditionUid = "not-the-uid";
+  auto refused = a->remove(gvr::configMaps(), "default", "counter", wrong);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().isConflict());
+  DeleteOptions right;
+  right.preconditionUid = (*final)["metadata"]["uid"].get<std::string>();
+  REQUIRE(a->remove(gvr::configMaps(), "default", "counter", right).ok());
+  CHECK(a->get(gvr::configMaps(), "default", "counter").error().isNotFound());
+}
+
+TEST_CASE("a rotated token file is picked up", "[kube][double]") {
+  TempDir dir;
+  DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
+  const std::string good = api.token();
+  CHECK(api.config().token == good);
+  REQUIRE_FALSE(good.empty());
+  auto file = dir.write("sa-token", good + "\n");
+  ClusterConfig cfg = api.config();
+  cfg.token.clear();
+  cfg.tokenFile = file;
+  auto now = std::chrono::steady_clock::time_point{};
+  std::mutex nowMu;
+  KubeClientOptions o;
+  o.now = [&] {
+    std::lock_guard<std::mutex> lock(nowMu);
+    return now;
+  };
+  o.maxRetries = 0;
+  auto client = clientFor(cfg, o);
+  REQUIRE(client->get(gvr::namespaces(), "", "default").ok());
+  // The kubelet rewrites the file; within the minute the cached token is still used.
+  dir.write("sa-token", "revoked-token\n");
+  REQUIRE(client->get(gvr::namespaces(), "", "default").ok());
+  {
+    std::lock_guard<std::mutex> lock(nowMu);
+    now += 61s;
+  }
+  auto denied = client->get(gvr::namespaces(), "", "default");
+  REQUIRE_FALSE(denied.ok());
+  CHECK(denied.error().isUnauthorized());
+  // The next rotation brings a valid token back; the 401 path re-reads at once.
+  dir.write("sa-token", good);
+  CHECK(client->get(gvr::namespaces(), "", "default").ok());
+}
+
+TEST_CASE("TLS with a wrong CA fails clearly and no token is a typed 401", "[kube][double]") {
+  TempDir dirA;
+  TempDir dirB;
+  DoubleProcess a(KC_APISERVER_DOUBLE_EXE, dirA.path().string());
+  DoubleProcess b(KC_APISERVER_DOUBLE_EXE, dirB.path().string());
+  REQUIRE(a.config().server.rfind("https://", 0) == 0);
+  ClusterConfig wrongCa = a.config();
+  wrongCa.caPem = b.config().caPem;  // another double's self-signed CA
+  KubeClientOptions o;
+  o.maxRetries = 2;
+  auto client = clientFor(wrongCa, o);
+  auto res = client->get(gvr::namespaces(), "", "default");
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.error().isTransport());
+  CHECK(res.error().reason == "tls");
+  CHECK_THAT(res.error().message, Catch::Contains("certificate", Catch::CaseSensitive::No));
+  CHECK(client->stats().requests == 1);  // a verification failure is not retried
+
+  ClusterConfig insecure = wrongCa;
+  insecure.insecureSkipTlsVerify = true;
+  CHECK(clientFor(insecure)->get(gvr::namespaces(), "", "default").ok());
+
+  ClusterConfig anonymous = a.config();
+  anonymous.token.clear();
+  auto denied = clientFor(anonymous)->get(gvr::namespaces(), "", "default");
+  REQUIRE_FALSE(denied.ok());
+  CHECK(denied.error().isUnauthorized());
+}
+
+TEST_CASE("leader election: one leader at a time, hand-over within the lease", "[kube][double]") {
+  TempDir dir;
+  DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
+  auto client = clientFor(api.config());
+  const auto lease = 3000ms;
+  const auto renew = 2000ms;
+  const auto retry = 300ms;
+
+  std::atomic<int> leaders{0};
+  std::atomic<int> maxLeaders{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string current;
+  auto makeCandidate = [&](const std::string& id, bool releaseOnStop) {
+    LeaderElectionConfig cfg;
+    cfg.ns = "default";
+    cfg.name = "kube-test-lock";
+    cfg.identity = id;
+    cfg.leaseDuration = lease;
+    cfg.renewDeadline = renew;
+    cfg.retryPeriod = retry;
+    cfg.releaseOnStop = releaseOnStop;
+    cfg.onStartedLeading = [&, id] {
+      int n = ++leaders;
+      int prev = maxLeaders.load();
+      while (n > prev && !maxLeaders.compare_exchange_weak(prev, n)) {
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      current = id;
+      cv.notify_all();
+    };
+    cfg.onStoppedLeading = [&] {
+      --leaders;
+      std::lock_guard<std::mutex> lock(mu);
+      current.clear();
+    };
+    auto e = LeaderElector::create(*client, cfg);
+    REQUIRE(e.ok());
+    return std::move(e).value();
+  };
+  auto waitLeader = [&](std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, timeout, [&] { return !current.empty(); });
+    return current;
+  };
+
+  // Invalid timing is refused.
+  LeaderElectionConfig bad;
+  bad.name = "x";
+  bad.identity = "y";
+  bad.leaseDuration = 1000ms;
+  bad.renewDeadline = 2000ms;
+  CHECK_FALSE(LeaderElector::create(*client, bad).ok());
+
+  auto a = makeCandidate("candidate-a", false);
+  auto b = makeCandidate("candidate-b", false);
+  a->start();
+  b->start();
+  const std::string first = waitLeader(5s);
+  REQUIRE_FALSE(first.empty());
+  // Stable: the other candidate does not take over while the leader renews.
+  std::this_thread::sleep_for(lease + 500ms);
+  CHECK(leaders == 1);
+  CHECK((a->isLeader() != b->isLeader()));
+  auto& leader = first == "candidate-a" ? a : b;
+  auto& follower = first == "candidate-a" ? b : a;
+  CHECK(follower->observedHolder() == first);
+
+  // The leader dies without releasing: the follower takes over once the lease ran out on its
+  // own clock, i.e. within leaseDuration (+ one jittered retry period).
+  const auto stoppedAt = std::chrono::steady_clock::now();
+  leader->stop();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, lease + 3s, [&] { return !current.empty(); });
+  }
+  const auto handover = std::chrono::steady_clock::now() - stoppedAt;
+  REQUIRE(follower->isLeader());
+  CHECK(handover <= lease + retry * 3);  // lease + polling (1.2 x retry) + scheduling slack
+  CHECK(handover >= lease - retry * 2);  // not before the lease could have expired
+
+  // Graceful hand-over: a leader that releases lets the next candidate in within ~retryPeriod.
+  auto c = makeCandidate("candidate-c", true);
+  c->start();
+  std::this_thread::sleep_for(retry * 2);
+  CHECK_FALSE(c->isLeader());
+  auto released = makeCandidate("candidate-d", true);
+  follower->stop();  // was started without release: wait out the lease for c
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, lease + 3s, [&] { return !current.empty(); });
+  }
+  REQUIRE(c->isLeader());
+  released->start();
+  const auto releaseAt = std::chrono::steady_clock::now();
+  c->stop();  // releases
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, lease, [&] { return !current.empty(); });
+  }
+  CHECK(released->isLeader());
+  CHECK(std::chrono::steady_clock::now() - releaseAt < lease / 2);
+  released->stop();
+  CHECK(maxLeaders == 1);
+  CHECK(leaders == 0);
+
+  auto rec = client->get(gvr::leases(), "default", "kube-test-lock");
+  REQUIRE(rec.ok());
+  CHECK((*rec)["spec"]["holderIdentity"] == "");
+  CHECK((*rec)["spec"]["leaseTransitions"].get<int>() >= 3);
+}
