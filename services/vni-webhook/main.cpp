@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
   std::string logLevel = "info", logFormat = "text";
   int lockWaitSec = 30;
   std::string portFile;
+  double shutdownDelaySec = 0;
+  double drainSec = 10;
 
   app.add_option("--listen", listen, "bind address")->envname("VNI_WEBHOOK_LISTEN");
   app.add_option("--port", port, "TCP port (0 = ephemeral)")->envname("VNI_WEBHOOK_PORT");
@@ -175,6 +177,15 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", logFormat, "text or json")->envname("VNI_WEBHOOK_LOG_FORMAT");
   app.add_option("--lock-wait-seconds", lockWaitSec, "wait for another instance's writer lock");
   app.add_option("--port-file", portFile, "write the bound port here once serving (tests)");
+  app.add_option("--shutdown-delay-seconds", shutdownDelaySec,
+                 "on SIGTERM keep serving this long with /readyz failing, so the Service stops "
+                 "routing here before the listener closes")
+      ->check(CLI::Range(0.0, 600.0))
+      ->envname("VNI_WEBHOOK_SHUTDOWN_DELAY_SECONDS");
+  app.add_option("--drain-seconds", drainSec,
+                 "then wait up to this long for in-flight requests before closing them")
+      ->check(CLI::Range(0.0, 600.0))
+      ->envname("VNI_WEBHOOK_DRAIN_SECONDS");
 
   CLI::App* admin = app.add_subcommand("admin", "operator commands on the database");
   std::string adminCommand, ns, liveFile;
@@ -265,7 +276,17 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), portFile.c_str());
   }
 
-  kc::obs::ShutdownHandler shutdown({&health, [&] { frontend.stop(std::chrono::seconds(10)); },
+  // SIGTERM: readiness fails at once; requests are still served for --shutdown-delay-seconds;
+  // then the listener closes and in-flight requests get up to --drain-seconds; then the
+  // writer commits what is queued and stops.
+  const auto toMillis = [](double sec) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));
+  };
+  kc::obs::ShutdownHandler shutdown({&health,
+                                     [&] {
+                                       std::this_thread::sleep_for(toMillis(shutdownDelaySec));
+                                       frontend.stop(toMillis(drainSec));
+                                     },
                                      [&] { (*service)->stop(); }});
   if (auto s = shutdown.install(); !s) {
     spdlog::critical("{}", s.error().message);

@@ -69,6 +69,31 @@ class WebhookProcess {
     }
   }
 
+  // Sends `signal` without waiting.
+  void signal(int signal) {
+    if (pid_ > 0) {
+      ::kill(pid_, signal);
+    }
+  }
+
+  // Waits up to `limit` for the process to exit; its exit status (128 + signal when killed),
+  // or -1 if it still runs (it is then left running).
+  int waitExit(std::chrono::milliseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+
   // SIGTERM and the exit status (0 = graceful).
   int terminate() {
     if (pid_ <= 0) {

@@ -1,0 +1,143 @@
+// vni-webhook shut down by SIGTERM, as kubelet does when the pod stops: readiness fails at
+// once, requests keep being served for --shutdown-delay-seconds, then the listener closes and
+// a request already in flight (headers read, body still arriving) is answered before the
+// process exits 0. Every allocation answered is in the database after a restart.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "services/vni-webhook/loopback_client.hpp"
+#include "tests/services/vni-webhook/hook_request_builder.hpp"
+#include "tests/services/vni-webhook/webhook_process.hpp"
+#include "tests/unit/net/raw_socket.hpp"
+
+using kc::vni::HookKind;
+using kc::vni::LoopbackClient;
+using kc::vni::testing::makeParent;
+using kc::vni::testing::WebhookProcess;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::random_device rd;
+    path = std::filesystem::temp_directory_path() /
+           ("vni-drain-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::int64_t syncVni(LoopbackClient& client, const std::string& job) {
+  auto r = client.request("POST", "/sync", makeParent("Job", job).optIn().body(HookKind::kSync));
+  REQUIRE(r.ok());
+  REQUIRE(r->status == 200);
+  return json::parse(r->body)["attachments"][0]["spec"]["vni"].get<std::int64_t>();
+}
+
+// Polls `probe` every 5 ms until it returns true or `limit` passes.
+template <typename Probe>
+bool eventually(std::chrono::milliseconds limit, Probe probe) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (probe()) {
+      return true;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exit 0, nothing lost",
+          "[vni][shutdown]") {
+  TempDir dir;
+  WebhookProcess server(dir.path.string(),
+                        {"--shutdown-delay-seconds", "1.5", "--drain-seconds", "10"});
+  const std::uint16_t port = server.start();
+  LoopbackClient client("127.0.0.1", port);
+  const std::int64_t before = syncVni(client, "before");
+  auto ready = client.request("GET", "/readyz", "");
+  REQUIRE(ready.ok());
+  CHECK(ready->status == 200);
+
+  // A request in flight: headers read by the server (it answered 100 Continue), half the body.
+  const std::string body = makeParent("Job", "in-flight").optIn().body(HookKind::kSync);
+  kc::net::test::RawSocket inflight(port, 15000);
+  REQUIRE(inflight.connected());
+  REQUIRE(inflight.send("POST /sync HTTP/1.1\r\nHost: vni\r\nContent-Type: application/json\r\n"
+                        "Expect: 100-continue\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n"));
+  CHECK_THAT(inflight.readUntil("\r\n\r\n"), Catch::StartsWith("HTTP/1.1 100"));
+  REQUIRE(inflight.send(body.substr(0, body.size() / 2)));
+
+  server.signal(SIGTERM);
+
+  // Readiness fails at once while requests are still served (the shutdown delay).
+  std::string readyBody;
+  CHECK(eventually(1000ms, [&] {
+    auto r = client.request("GET", "/readyz?verbose", "");
+    if (r.ok() && r->status == 503) {
+      readyBody = r->body;
+      return true;
+    }
+    return false;
+  }));
+  CHECK_THAT(readyBody, Catch::Contains("[-]shutdown failed: shutting down (signal SIGTERM)"));
+  auto live = client.request("GET", "/livez", "");
+  REQUIRE(live.ok());
+  CHECK(live->status == 200);
+  LoopbackClient lateClient("127.0.0.1", port);
+  const std::int64_t late = syncVni(lateClient, "late");
+
+  // After the delay the listener closes: new connections are refused...
+  CHECK(eventually(5000ms, [&] { return !kc::net::test::RawSocket(port, 1000).connected(); }));
+  // ...but the request in flight is still answered, then its connection closes.
+  REQUIRE(inflight.send(body.substr(body.size() / 2)));
+  bool closedByPeer = false;
+  const std::string reply = inflight.readAll(&closedByPeer);
+  CHECK(closedByPeer);
+  REQUIRE_THAT(reply, Catch::StartsWith("HTTP/1.1 200"));
+  const auto headerEnd = reply.find("\r\n\r\n");
+  REQUIRE(headerEnd != std::string::npos);
+  CHECK_THAT(reply.substr(0, headerEnd), Catch::Contains("Connection: close", Catch::CaseSensitive::No));
+  const json answer = json::parse(reply.substr(headerEnd + 4), nullptr, false);
+  REQUIRE_FALSE(answer.is_discarded());
+  const std::int64_t inFlight = answer["attachments"][0]["spec"]["vni"].get<std::int64_t>();
+
+  CHECK(server.waitExit(15000ms) == 0);
+
+  // Every VNI answered before and during the shutdown was committed.
+  WebhookProcess again(dir.path.string(), {});
+  LoopbackClient after("127.0.0.1", again.start());
+  CHECK(syncVni(after, "before") == before);
+  CHECK(syncVni(after, "late") == late);
+  CHECK(syncVni(after, "in-flight") == inFlight);
+  CHECK(std::set<std::int64_t>{before, late, inFlight}.size() == 3);
+  CHECK(again.terminate() == 0);
+}
+
+TEST_CASE("A second SIGTERM during the shutdown delay exits at once with 143", "[vni][shutdown]") {
+  TempDir dir;
+  WebhookProcess server(dir.path.string(), {"--shutdown-delay-seconds", "30"});
+  LoopbackClient client("127.0.0.1", server.start());
+  syncVni(client, "j");
+  server.signal(SIGTERM);
+  CHECK(eventually(2000ms, [&] {
+    auto r = client.request("GET", "/readyz", "");
+    return r.ok() && r->status == 503;
+  }));
+  server.signal(SIGTERM);
+  CHECK(server.waitExit(5000ms) == 128 + SIGTERM);
+}
