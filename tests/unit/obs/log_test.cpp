@@ -22,9 +22,16 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
+// setupLoggingTo writes into a caller-owned string: put spdlog back on stderr before that
+// string dies, so later tests in the same process do not log into freed memory.
+struct RestoreStderrLogger {
+  ~RestoreStderrLogger() { (void)obs::setupLogging(obs::LogOptions{}); }
+};
+
 }  // namespace
 
 TEST_CASE("log: JSON mode writes one parseable object per line with fields", "[obs][log]") {
+  RestoreStderrLogger restore;
   std::string out;
   obs::LogOptions options;
   options.name = "vni-webhook";
@@ -62,6 +69,7 @@ TEST_CASE("log: JSON mode writes one parseable object per line with fields", "[o
 }
 
 TEST_CASE("log: text mode appends key=value, quoting values that need it", "[obs][log]") {
+  RestoreStderrLogger restore;
   std::string out;
   obs::LogOptions options;
   options.name = "sched";
@@ -75,6 +83,7 @@ TEST_CASE("log: text mode appends key=value, quoting values that need it", "[obs
 }
 
 TEST_CASE("log: unknown level or format is refused and changes nothing", "[obs][log]") {
+  RestoreStderrLogger restore;
   std::string first;
   obs::LogOptions options;
   options.name = "first";
