@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM = os.environ.get("KUBECOMP_SIM", os.path.join(ROOT, "build", "release", "tools", "kubecomp-sim", "kubecomp-sim"))
 OUT = os.path.join(ROOT, "docs", "results")
-TRACES = os.environ.get("KC_TRACE_DIR", os.path.join(ROOT, "..", "shared", "traces", "alibaba-gpu-v2023"))
+TRACES = os.environ.get("KC_TRACE_DIR", os.path.join(ROOT, "tools", "experiments", "traces", "alibaba-gpu-v2023"))
 WORKERS = int(os.environ.get("KC_EXPERIMENT_JOBS", "2"))
 
 
