@@ -48,12 +48,21 @@ Result<std::set<OwnerKey>> parseLiveOwners(const std::string& text) {
 }
 
 std::vector<AllocationRow> findOrphans(const std::vector<AllocationRow>& rows,
-                                       const std::set<OwnerKey>& live) {
+                                       const std::set<OwnerKey>& live, std::int64_t cutoffMs,
+                                       std::size_t* tooRecent) {
   std::vector<AllocationRow> orphans;
+  std::size_t recent = 0;
   for (const AllocationRow& row : rows) {
+    if (row.allocatedAtMs > cutoffMs) {
+      ++recent;
+      continue;
+    }
     if (live.count(OwnerKey{row.uid, row.ns}) == 0) {
       orphans.push_back(row);
     }
+  }
+  if (tooRecent != nullptr) {
+    *tooRecent = recent;
   }
   return orphans;
 }

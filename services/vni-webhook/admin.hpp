@@ -19,9 +19,12 @@ namespace kc::vni {
 // (a List with items[].metadata.{namespace,uid}) or from lines "namespace/uid".
 Result<std::set<OwnerKey>> parseLiveOwners(const std::string& text);
 
-// Rows whose owner is not live.
+// Rows whose owner is not live. Only rows allocated at or before `cutoffMs` are judged: a row
+// written after the live list was taken may belong to an owner created after it, so it is
+// never an orphan here (`tooRecent`, if given, counts those rows).
 std::vector<AllocationRow> findOrphans(const std::vector<AllocationRow>& rows,
-                                       const std::set<OwnerKey>& live);
+                                       const std::set<OwnerKey>& live, std::int64_t cutoffMs,
+                                       std::size_t* tooRecent = nullptr);
 
 void printAllocations(std::ostream& out, const std::vector<AllocationRow>& rows, bool json);
 

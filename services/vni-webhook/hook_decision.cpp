@@ -461,10 +461,14 @@ nlohmann::json renderCustomizeResponse(const HookRequest& request) {
   const ObservedParent& p = request.parent;
   json related = json::array();
   json selector;
-  if (p.kind == "Job") {
-    selector = json{{"matchLabels", {{kJobControllerUidLabel, p.uid}}}};
-  } else if (p.selector.is_object() && !p.selector.empty()) {
+  // The parent's own spec.selector names its pods. A Job's generated selector carries
+  // batch.kubernetes.io/controller-uid (Kubernetes >= 1.27) or controller-uid (older), so
+  // using it works on both; a Job seen before the controller filled it in falls back to the
+  // current label.
+  if (p.selector.is_object() && !p.selector.empty()) {
     selector = p.selector;
+  } else if (p.kind == "Job") {
+    selector = json{{"matchLabels", {{kJobControllerUidLabel, p.uid}}}};
   }
   if (!selector.is_null()) {
     related.push_back(json{{"apiVersion", "v1"},

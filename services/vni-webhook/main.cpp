@@ -9,7 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -54,20 +56,31 @@ int acquireWriterLock(const std::string& db, std::chrono::seconds wait) {
   return fd;
 }
 
-std::vector<kc::alloc::Vni> parseReserved(const std::string& text) {
+// "1,10" -> {0, 1, 10} (0 is always reserved). Error on anything but decimal VNIs < 65536.
+kc::Result<std::vector<kc::alloc::Vni>> parseReserved(const std::string& text) {
   std::vector<kc::alloc::Vni> out{0};  // 0 is always invalid
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (!item.empty()) {
-      out.push_back(static_cast<kc::alloc::Vni>(std::stoul(item)));
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) {
+      continue;
     }
+    const auto last = item.find_last_not_of(" \t");
+    const std::string_view v(item.data() + first, last - first + 1);
+    std::uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+    if (ec != std::errc() || end != v.data() + v.size() || value >= kc::alloc::kVniLimit) {
+      return kc::makeError("invalid", "--reserved: '" + std::string(v) +
+                                          "' is not a VNI (a decimal number below 65536)");
+    }
+    out.push_back(static_cast<kc::alloc::Vni>(value));
   }
   return out;
 }
 
 int runAdmin(const std::string& db, const std::string& command, const std::string& ns,
-             const std::string& liveFile, bool release, bool yes, bool json) {
+             const std::string& liveFile, double marginSec, bool release, bool yes, bool json) {
   auto rows = kc::vni::readAllocations(db);
   if (!rows) {
     std::cerr << "error: " << rows.error().message << "\n";
@@ -96,9 +109,26 @@ int runAdmin(const std::string& db, const std::string& command, const std::strin
     std::cerr << "error: " << live.error().message << "\n";
     return 1;
   }
-  const auto orphans = kc::vni::findOrphans(*rows, *live);
+  // The live list is as old as its file: only rows allocated before that (minus a margin
+  // for how long the listing took and clock skew) can be judged.
+  std::error_code ec;
+  const auto mtime = std::filesystem::last_write_time(liveFile, ec);
+  if (ec) {
+    std::cerr << "error: cannot stat " << liveFile << ": " << ec.message() << "\n";
+    return 1;
+  }
+  const auto mtimeSys = std::chrono::time_point_cast<std::chrono::milliseconds>(
+      std::chrono::file_clock::to_sys(mtime));
+  const std::int64_t cutoffMs = mtimeSys.time_since_epoch().count() -
+                                static_cast<std::int64_t>(marginSec * 1000);
+  std::size_t tooRecent = 0;
+  const auto orphans = kc::vni::findOrphans(*rows, *live, cutoffMs, &tooRecent);
   std::cout << rows->size() << " allocations, " << live->size() << " live owners, "
-            << orphans.size() << " orphans\n";
+            << orphans.size() << " orphans";
+  if (tooRecent > 0) {
+    std::cout << ", " << tooRecent << " allocated after the live list was taken (not judged)";
+  }
+  std::cout << "\n";
   kc::vni::printAllocations(std::cout, orphans, json);
   if (!release || orphans.empty()) {
     return orphans.empty() ? 0 : 3;
@@ -190,12 +220,16 @@ int main(int argc, char** argv) {
   CLI::App* admin = app.add_subcommand("admin", "operator commands on the database");
   std::string adminCommand, ns, liveFile;
   bool release = false, yes = false, json = false;
+  double auditMarginSec = 300;
   admin->add_option("command", adminCommand, "list | audit")->required()
       ->check(CLI::IsMember({"list", "audit"}));
   admin->add_option("--db", db, "SQLite database file")->envname("VNI_WEBHOOK_DB");
   admin->add_option("--namespace", ns, "list: only this namespace");
   admin->add_option("--live", liveFile,
                     "audit: live owners (kubectl get ... -A -o json, or namespace/uid lines)");
+  admin->add_option("--margin-seconds", auditMarginSec,
+                    "audit: only judge rows allocated this long before the live file was written")
+      ->check(CLI::Range(0.0, 86400.0));
   admin->add_flag("--release", release, "audit: free the orphans (asks for confirmation)");
   admin->add_flag("--yes", yes, "do not ask");
   admin->add_flag("--json", json, "JSON output");
@@ -206,7 +240,7 @@ int main(int argc, char** argv) {
       std::cerr << "error: audit needs --live FILE\n";
       return 2;
     }
-    return runAdmin(db, adminCommand, ns, liveFile, release, yes, json);
+    return runAdmin(db, adminCommand, ns, liveFile, auditMarginSec, release, yes, json);
   }
 
   auto format = kc::obs::parseLogFormat(logFormat);
@@ -216,6 +250,11 @@ int main(int argc, char** argv) {
   }
   if (tlsCert.empty() != tlsKey.empty()) {
     spdlog::critical("--tls-cert and --tls-key go together");
+    return 2;
+  }
+  auto reservedVnis = parseReserved(reserved);
+  if (!reservedVnis) {
+    std::cerr << "error: " << reservedVnis.error().message << "\n";
     return 2;
   }
   const int lockFd = acquireWriterLock(db, std::chrono::seconds(lockWaitSec));
@@ -228,7 +267,7 @@ int main(int argc, char** argv) {
   options.store.path = db;
   options.store.range.min = vniMin;
   options.store.range.max = vniMax;
-  options.store.range.reserved = parseReserved(reserved);
+  options.store.range.reserved = std::move(*reservedVnis);
   options.store.range.cooldown =
       kc::alloc::VniTime{static_cast<std::int64_t>(cooldownSec * 1000)};
   options.store.durability =

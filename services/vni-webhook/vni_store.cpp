@@ -204,6 +204,9 @@ StoreOutcome VniStore::execute(const StoreOp& op, alloc::VniTime now) {
         }
       }
       Vni vni = 0;
+      if (op.adopt) {
+        range_->advanceTo(now);  // a value whose cooldown just ended is free to adopt
+      }
       if (op.adopt && range_->state(*op.adopt) == alloc::VniState::Free) {
         // The VNI object survived while our row did not (e.g. the database was restored from
         // an older backup): keep the value the pods already use.

@@ -204,4 +204,11 @@ TEST_CASE("Customize relates the parent's pods", "[vni]") {
                        .body(HookKind::kCustomize));
   CHECK(kc::vni::renderCustomizeResponse(dep)["relatedResources"][0]["labelSelector"] ==
         json{{"matchLabels", {{"app", "web"}}}});
+  // A Job from a cluster older than 1.27: its generated selector uses controller-uid.
+  auto oldJob = parse(HookKind::kCustomize,
+                      makeParent("Job", "j").uid("u-9").ns("ml")
+                          .selector(json{{"matchLabels", {{"controller-uid", "u-9"}}}})
+                          .body(HookKind::kCustomize));
+  CHECK(kc::vni::renderCustomizeResponse(oldJob)["relatedResources"][0]["labelSelector"] ==
+        json{{"matchLabels", {{"controller-uid", "u-9"}}}});
 }

@@ -70,6 +70,9 @@ class ParentBuilder {
     if (kind_ == "Job") {
       spec = {{"parallelism", 2}, {"completions", 2}, {"backoffLimit", 6},
               {"template", {{"spec", {{"containers", json::array()}}}}}};
+      if (!selector_.is_null()) {  // as the job controller fills it in
+        spec["selector"] = selector_;
+      }
     } else {
       spec = {{"replicas", 2}, {"selector", selector_.is_null()
                                                 ? json{{"matchLabels", {{"app", name_}}}}

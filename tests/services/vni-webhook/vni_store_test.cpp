@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
 #include <atomic>
 #include <filesystem>
 #include <random>
@@ -327,6 +330,24 @@ TEST_CASE("A lost database adopts the value recorded in the surviving VNI object
   CHECK(vniOf(service->handleNow(HookKind::kSync, other.body(HookKind::kSync))) == 1024);
 }
 
+TEST_CASE("A surviving VNI object adopts its value once that value's cooldown has ended", "[vni]") {
+  TempDir dir;
+  FakeClock clock;
+  auto service = startService(options(dir.db(), 1024, 2048, 60'000), clock);
+  auto first = makeParent("Job", "first").optIn();
+  REQUIRE(vniOf(service->handleNow(HookKind::kSync, first.body(HookKind::kSync))) == 1024);
+  REQUIRE(service->handleNow(HookKind::kFinalize, first.body(HookKind::kFinalize)).status == 200);
+  auto survivor = makeParent("Job", "survivor").optIn().vniObserved(1024);
+  SECTION("still cooling: not adopted") {
+    clock.advanceMs(59'000);
+    CHECK(vniOf(service->handleNow(HookKind::kSync, survivor.body(HookKind::kSync))) == 1025);
+  }
+  SECTION("cooldown over: adopted") {
+    clock.advanceMs(60'000);
+    CHECK(vniOf(service->handleNow(HookKind::kSync, survivor.body(HookKind::kSync))) == 1024);
+  }
+}
+
 TEST_CASE("Bad requests change nothing", "[vni]") {
   TempDir dir;
   FakeClock clock;
@@ -348,15 +369,22 @@ TEST_CASE("The database refuses a duplicate VNI whatever the code above it does"
     (void)vniOf(service->handleNow(HookKind::kSync,
                                    makeParent("Job", "a").optIn().body(HookKind::kSync)));
   }
-  // A second process writing the same VNI for another owner fails on UNIQUE(vni).
-  auto released = kc::vni::releaseOwners(dir.db(), {}, 0);
-  REQUIRE(released.ok());
+  // Another writer inserting the same VNI for another owner fails on UNIQUE(vni).
   auto rows = kc::vni::readAllocations(dir.db());
   REQUIRE(rows.ok());
   REQUIRE(rows->size() == 1);
-  const std::string sql = "sqlite3 " + dir.db() +
-                          " \"INSERT INTO vni_allocs(uid, namespace, vni, allocated_at_ms) "
-                          "VALUES ('x', 'y', 1024, 0)\" 2>/dev/null";
-  CHECK(std::system(sql.c_str()) != 0);
+  const auto held = (*rows)[0].vni;
+  SQLite::Database other(dir.db(), SQLite::OPEN_READWRITE);
+  int extended = 0;
+  try {
+    SQLite::Statement insert(other,
+                             "INSERT INTO vni_allocs(uid, namespace, vni, allocated_at_ms) "
+                             "VALUES ('x', 'y', ?, 0)");
+    insert.bind(1, static_cast<std::int64_t>(held));
+    insert.exec();
+  } catch (const SQLite::Exception& e) {
+    extended = e.getExtendedErrorCode();
+  }
+  CHECK(extended == SQLITE_CONSTRAINT_UNIQUE);
   CHECK(rowCount(dir.db()) == 1);
 }
