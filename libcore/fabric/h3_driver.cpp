@@ -326,6 +326,12 @@ Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
       }
       return report;
     }
+    if (now->guid.empty()) {
+      // The chassis can no longer read the GPU and still has it on the host: retrying the
+      // unassign will not help; the caller must treat the GPU as broken.
+      return makeError(errc::kUnhealthy, "GPU " + gpuId + " was lost during detach and is still on " +
+                                             describeHost(hostOf(*now)));
+    }
     if (reply && reply->result) {
       claimedSuccess = true;
       last = makeError(errc::kUnverified,

@@ -207,6 +207,11 @@ Result<ResourceBlock> parseResourceBlock(std::string_view body) {
   if (block.id.empty() || block.id.size() > 128) {
     return protocolError("ResourceBlock Id must have 1..128 characters");
   }
+  auto blockEtag = optionalString(*doc, "@odata.etag", where);
+  if (!blockEtag) {
+    return blockEtag.error();
+  }
+  block.etag = *blockEtag;
   auto cs = optionalMember(*doc, "CompositionStatus", json::value_t::object, where);
   if (!cs) {
     return cs.error();
@@ -289,6 +294,11 @@ Result<ComputerSystem> parseComputerSystem(std::string_view body) {
     return protocolError("ComputerSystem Id must have 1..128 characters");
   }
   const std::string where = "ComputerSystem " + excerpt(sys.id, 40);
+  auto sysEtag = optionalString(*doc, "@odata.etag", where);
+  if (!sysEtag) {
+    return sysEtag.error();
+  }
+  sys.etag = *sysEtag;
   auto links = optionalMember(*doc, "Links", json::value_t::object, where);
   if (!links) {
     return links.error();

@@ -50,6 +50,7 @@ struct ResourceBlock {
   std::optional<std::string> state;     // Status.State: Enabled, Absent, UnavailableOffline ...
   std::vector<std::string> processors;  // links
   std::vector<std::string> systems;     // Links.ComputerSystems
+  std::optional<std::string> etag;      // "@odata.etag" (services that send no ETag header)
 };
 Result<ResourceBlock> parseResourceBlock(std::string_view body);
 
@@ -67,6 +68,7 @@ struct ComputerSystem {
   std::vector<std::string> resourceBlocks;
   std::optional<std::string> addTarget;
   std::optional<std::string> removeTarget;
+  std::optional<std::string> etag;  // "@odata.etag"
 };
 Result<ComputerSystem> parseComputerSystem(std::string_view body);
 

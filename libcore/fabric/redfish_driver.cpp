@@ -237,7 +237,9 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
       return makeError(errc::kProtocol, "two ComputerSystems share the Id " + sys->id);
     }
     view.systemIdToLink[sys->id] = link;
-    view.systems[link] = System{std::move(*sys), reply->etag};
+    // The ETag header wins; some services only put it in the body as @odata.etag.
+    auto etag = reply->etag ? reply->etag : sys->etag;
+    view.systems[link] = System{std::move(*sys), std::move(etag)};
     return Ok{};
   };
   for (const auto& link : *systemLinks) {
@@ -287,7 +289,7 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
                                             " systems; shared GPU blocks are not supported");
     }
     Block entry;
-    entry.etag = reply->etag;
+    entry.etag = reply->etag ? reply->etag : block->etag;
     entry.gpu.chassis = options_.chassis;
     entry.gpu.localId = block->id;
     entry.gpu.id = makeGpuId(options_.chassis, block->id);
@@ -417,8 +419,18 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
       options_.sleeper(options_.policy.backoffBefore(attempt));
     }
     report.attempts = attempt;
-    const Block& block = view->blocks.at(*localId);
-    const System& system = view->systems.at(systemLink);
+    const auto blockIt = view->blocks.find(*localId);
+    const auto systemIt = view->systems.find(systemLink);
+    if (blockIt == view->blocks.end() || systemIt == view->systems.end()) {
+      // A re-read between attempts no longer lists the GPU or the target system.
+      return makeError(errc::kNotFound,
+                       "redfish chassis " + options_.chassis + ": " +
+                           (blockIt == view->blocks.end() ? "ResourceBlock " + *localId
+                                                          : "ComputerSystem " + systemLink) +
+                           " disappeared from the inventory during the move");
+    }
+    const Block& block = blockIt->second;
+    const System& system = systemIt->second;
     const auto& target = host ? system.system.addTarget : system.system.removeTarget;
     if (!target) {
       return makeError(errc::kProtocol,

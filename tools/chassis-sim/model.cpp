@@ -150,6 +150,12 @@ Result<Topology> topologyFromJson(const json& doc) {
       }
       topo.redfishRequireEtags = it->get<bool>();
     }
+    if (const auto it = rf->find("etagHeader"); it != rf->end()) {
+      if (!it->is_boolean()) {
+        return invalid("redfish.etagHeader must be a boolean");
+      }
+      topo.redfishEtagHeader = it->get<bool>();
+    }
   }
   const auto list = doc.find("chassis");
   if (list == doc.end() || !list->is_array() || list->empty()) {

@@ -100,6 +100,8 @@ struct Topology {
   std::string redfishUris = "standard";
   // Redfish actions without ETags are refused with 428 when true.
   bool redfishRequireEtags = false;
+  // false: ETags only in the body ("@odata.etag"), no ETag response header (some BMCs).
+  bool redfishEtagHeader = true;
 };
 
 // Topology from JSON or YAML text (see docs/fabric.md for the schema). Validates names,

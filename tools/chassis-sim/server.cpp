@@ -468,7 +468,7 @@ class SimServer::Impl {
   Response withEtag(json body) {
     const std::string etag = body.value("@odata.etag", "");
     Response r = Response::json(200, body);
-    if (!etag.empty()) {
+    if (!etag.empty() && model_->initial().redfishEtagHeader) {
       r.withHeader("ETag", etag);
     }
     return r;

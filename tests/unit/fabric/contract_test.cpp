@@ -204,6 +204,13 @@ TEST_CASE("contract: every injected lie is caught by verification", "[fabric][co
     REQUIRE_FALSE(again.ok());
     CHECK(again.error().code == errc::kUnhealthy);
   }
+  SECTION("loses the GPU during a detach that does not happen: unhealthy, not unverified") {
+    REQUIRE(s.driver->attach(s.gpu("000500"), s.host(0)).ok());
+    sim.fault(R"({"chassis":"falcon-a","op":"unassign","kind":"lose_gpu","gpu":"000500"})");
+    auto r = s.driver->detach(s.gpu("000500"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::kUnhealthy);
+  }
   SECTION("hangs past the client timeout once: retried and verified") {
     sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"hang","hangMs":3000})");
     auto r = s.driver->attach(s.gpu("000500"), s.host(48));

@@ -196,6 +196,20 @@ TEST_CASE("redfish driver: stale ETag (428) is re-read and retried", "[fabric][r
   CHECK(sim.trueHost("falcon-a", "000500") == 48);
 }
 
+TEST_CASE("redfish driver: ETags found only in bodies are sent with actions", "[fabric][redfish]") {
+  SimHarness sim(test::defaultTopology("redfish: {requireEtags: true, etagHeader: false}\n"),
+                 Credentials{"admin", "secret"});
+  SleepLog log;
+  auto d = sim.redfish("falcon-a", log);
+  auto r = d->attach("falcon-a.000500", "node-1");
+  REQUIRE(r.ok());
+  CHECK(r->attempts == 1);
+  CHECK(sim.trueHost("falcon-a", "000500") == 48);
+  auto back = d->detach("falcon-a.000500");
+  REQUIRE(back.ok());
+  CHECK(back->attempts == 1);
+}
+
 TEST_CASE("redfish driver: follows links, not URI conventions", "[fabric][redfish]") {
   SimHarness sim(test::defaultTopology("redfish: {uris: opaque}\n"),
                  Credentials{"admin", "secret"});
