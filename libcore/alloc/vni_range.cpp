@@ -226,7 +226,11 @@ Status VniRange::restoreCooldown(Vni vni, VniTime releasedAt) {
   return okStatus();
 }
 
-void VniRange::setLastAllocated(Vni last) { last_ = last; }
+void VniRange::setLastAllocated(Vni last) {
+  // A value outside the range (e.g. read back after the range changed) restarts the search at
+  // min, as after construction.
+  last_ = inRange(last) ? last : max_ - 1;
+}
 
 VniState VniRange::state(Vni vni) const {
   return inRange(vni) ? states_[index(vni)] : VniState::OutOfRange;

@@ -2,7 +2,7 @@
 # Reproduces the paper's evaluation (paper 001, Fig. 8-13) with kubecomp-sim and writes every
 # table and plot under docs/results/. Builds nothing: it expects the release build
 # (cmake --preset release && cmake --build --preset release --target kubecomp-sim).
-# Runs two simulations at a time (KC_EXPERIMENT_JOBS to change); a few minutes on 2 cores.
+# Runs two simulations at a time (KC_EXPERIMENT_JOBS to change); about 15 s on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIM="${KUBECOMP_SIM:-build/release/tools/kubecomp-sim/kubecomp-sim}"

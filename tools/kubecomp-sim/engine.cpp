@@ -67,6 +67,10 @@ class UsageAccumulator {
 
   UsageRecord finish(SimMs end) {
     advance(end);
+    // An idle tail (no GPU in use) was not coarsened by advance(): keep the bucket bound.
+    while (started_ && end - rec_.origin > static_cast<SimMs>(UsageRecord::kMaxBuckets) * rec_.bucketMs) {
+      coarsen();
+    }
     const std::size_t buckets = static_cast<std::size_t>(
         (std::max(end, rec_.origin) - rec_.origin + rec_.bucketMs - 1) / rec_.bucketMs);
     rec_.bucketGpuMs.resize(std::max(rec_.bucketGpuMs.size(), buckets), 0);
@@ -358,10 +362,14 @@ class Engine {
     }
     const alloc::NodeIndex node = choice->node;
     SimMs ready = now;
+    std::vector<alloc::GpuIndex> moved;
     if (choice->deficit > 0) {
       auto moves = alloc::chooseGpus(state_, node, choice->deficit, config_.gpuPolicy, &rng_);
       if (!moves) {
         return internal("chooseGpus", moves.error());
+      }
+      if (config_.onPlace) {
+        moved = *moves;
       }
       for (alloc::GpuIndex g : *moves) {
         if (auto s = state_.detachGpu(g); !s) {
@@ -398,6 +406,9 @@ class Engine {
     }
     if (auto s = state_.reserve(node, pod.cpuMilli, pod.memoryMiB); !s) {
       return internal("reserve", s.error());
+    }
+    if (config_.onPlace) {
+      config_.onPlace(j, node, moved, mine);
     }
     JobOutcome& out = result_.jobs[j];
     out.start = ready;

@@ -47,6 +47,11 @@ struct SimConfig {
   QueueDiscipline queue = QueueDiscipline::Fcfs;
   // Called with (jobs finished, jobs total) now and then during long runs; may be empty.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
+  // Called at each placement with (job index, node, GPUs moved to it, GPUs the job runs on);
+  // may be empty. Tests use it to compare the GPU choice with the policy registry's.
+  std::function<void(std::size_t, alloc::NodeIndex, const std::vector<alloc::GpuIndex>&,
+                     const std::vector<alloc::GpuIndex>&)>
+      onPlace;
 };
 
 // Defaults: eq1 node policy, our GPU policy.

@@ -234,6 +234,13 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
     if (**gpuMilli > 1000) {
       return rowError(source, no, "gpu_milli above 1000: " + std::to_string(**gpuMilli));
     }
+    // Times are seconds; beyond ~292 years the conversion to ms would overflow.
+    constexpr std::int64_t kMaxTraceSeconds = std::int64_t{1} << 43;
+    for (const auto* t : {&created, &deleted, &scheduled}) {
+      if (**t && ***t > kMaxTraceSeconds) {
+        return rowError(source, no, "time out of range: " + std::to_string(***t) + " s");
+      }
+    }
     // Validate what is present before deciding to skip, so a bad row is never hidden by a skip.
     if (*scheduled && **scheduled < **created) {
       return rowError(source, no, "scheduled_time before creation_time");

@@ -153,6 +153,14 @@ TEST_CASE("VniRange is next-fit: it continues after the last value and wraps", "
   range.setLastAllocated(102);
   REQUIRE(range.release(103, VniTime{0}).ok());
   CHECK(*range.allocate(VniTime{0}) == 103);
+  // A last value from outside the range (a database written under another range, or
+  // garbage) restarts the search at min instead of reading outside the bitmap.
+  for (Vni bogus : {Vni{0}, Vni{99}, Vni{105}, Vni{4'294'967'295u}}) {
+    range.setLastAllocated(bogus);
+    CHECK(range.lastAllocated() == 104);  // max - 1: the next search starts at min
+  }
+  REQUIRE(range.release(101, VniTime{0}).ok());
+  CHECK(*range.allocate(VniTime{0}) == 101);
 }
 
 TEST_CASE("VniRange exhaustion is exact and recovers after one release", "[alloc]") {

@@ -1,6 +1,8 @@
 #include "tools/kubecomp-sim/engine.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <map>
 #include <string>
 #include <vector>
 
@@ -232,6 +234,9 @@ TEST_CASE("simulator and policy registry choose the same node and GPUs for the s
   cfg.mode = mode;
   cfg.seed = 9;
   cfg.moveTime = 0;
+  std::map<std::size_t, std::pair<std::vector<alloc::GpuIndex>, std::vector<alloc::GpuIndex>>> placed;
+  cfg.onPlace = [&](std::size_t j, alloc::NodeIndex, const std::vector<alloc::GpuIndex>& moved,
+                    const std::vector<alloc::GpuIndex>& runsOn) { placed[j] = {moved, runsOn}; };
   auto r = simulate(*c, t, cfg);
   REQUIRE(r.ok());
 
@@ -250,9 +255,15 @@ TEST_CASE("simulator and policy registry choose the same node and GPUs for the s
     REQUIRE(r->jobs[i].start >= 0);
     REQUIRE(r->jobs[i].node == choice->node);
     REQUIRE(r->jobs[i].gpusMoved == choice->deficit);
-    auto moves = alloc::chooseGpus(mirror, choice->node, choice->deficit, cfg.gpuPolicy, &rng);
-    REQUIRE(moves.ok());
-    for (auto g : *moves) {
+    REQUIRE(placed.count(i) == 1);
+    std::vector<alloc::GpuIndex> moves;
+    if (choice->deficit > 0) {  // the simulator asks the policy only when GPUs must move
+      auto chosen = alloc::chooseGpus(mirror, choice->node, choice->deficit, cfg.gpuPolicy, &rng);
+      REQUIRE(chosen.ok());
+      moves = *chosen;
+    }
+    REQUIRE(placed[i].first == moves);
+    for (auto g : moves) {
       REQUIRE(mirror.detachGpu(g).ok());
       REQUIRE(mirror.attachGpu(g, choice->node).ok());
     }
@@ -262,6 +273,7 @@ TEST_CASE("simulator and policy registry choose the same node and GPUs for the s
         mine.push_back(g);
       }
     }
+    REQUIRE(placed[i].second == mine);
     for (auto g : mine) {
       REQUIRE(mirror.allocateGpu(g).ok());
     }
@@ -269,4 +281,19 @@ TEST_CASE("simulator and policy registry choose the same node and GPUs for the s
     ++compared;
   }
   CHECK(compared >= 10);
+}
+
+TEST_CASE("the utilisation series keeps its bucket bound across a long idle tail") {
+  // One GPU job for 10 s, then a CPU-only job running for ~11.6 days: nothing runs on GPUs
+  // in the tail, which must still be folded into at most kMaxBuckets buckets.
+  Trace t = TraceBuilder().job(0, 1, 10).job(5, 0, 1e6).build();
+  auto r = simulate(cluster("2"), t, defaultSimConfig());
+  REQUIRE(r.ok());
+  CHECK(r->usage.bucketGpuMs.size() <= UsageRecord::kMaxBuckets);
+  CHECK(r->usage.bucketMs * static_cast<SimMs>(r->usage.bucketGpuMs.size()) >= 1'000'005'000);
+  SimMs total = 0;
+  for (SimMs b : r->usage.bucketGpuMs) {
+    total += b;
+  }
+  CHECK(total == 10'000);  // 1 GPU x 10 s
 }

@@ -100,6 +100,8 @@ TEST_CASE("bad Alibaba rows give an error naming the line") {
       {"\n\nx,1,1,1,1000,,LS,Succeeded,1.5,2,1\n", "pods.csv:4: creation_time is not an integer"},
       // A bad row is an error even when the row would be skipped anyway (no scheduled_time).
       {"x,1,1,1,zz,,LS,Pending,1,2,\n", "pods.csv:2: gpu_milli is not an integer"},
+      // Seconds that would overflow once converted to milliseconds.
+      {"x,1,1,1,1000,,LS,Succeeded,1,9300000000000000,1\n", "pods.csv:2: time out of range"},
   }));
   CAPTURE(body);
   auto r = pods(body);
