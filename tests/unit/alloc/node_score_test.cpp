@@ -1,6 +1,8 @@
 #include "libcore/alloc/node_score.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <tuple>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -245,6 +247,36 @@ TEST_CASE("node selection equals a brute-force oracle on random clusters",
       if (c == 0) {
         CHECK(s.node(chosen).name <= s.node(other).name);  // deterministic tie-break
       }
+    }
+    // Independent oracle: each policy's ranking written out from its definition (paper Eq. 1
+    // and its halves), with avail counted from the GPU list, smallest key wins, then the name.
+    {
+      auto key = [&](NodeIndex n) {
+        const std::int64_t avail = test::naiveFreeOnNode(s, n);
+        const std::int64_t req = pod.gpus;
+        const bool enough = avail >= req;
+        const std::int64_t fit = req == 0 ? (avail == 0 ? 0 : 1) : avail;  // higher req/avail first
+        std::int64_t a = 0;
+        std::int64_t b = 0;
+        if (policy.name == Eq1NodePolicy::kName) {
+          a = enough ? 0 : 1;
+          b = enough ? fit : -avail;  // best-fit when it fits, else least demand (most free)
+        } else if (policy.name == BestFitNodePolicy::kName) {
+          a = enough ? 0 : 1;
+          b = enough ? fit : 0;
+        } else if (policy.name == LeastDemandNodePolicy::kName) {
+          a = enough ? 0 : 1;
+          b = enough ? 0 : -avail;
+        }
+        return std::make_tuple(a, b, s.node(n).name);
+      };
+      NodeIndex expected = feasible.front();
+      for (NodeIndex n : feasible) {
+        if (key(n) < key(expected)) {
+          expected = n;
+        }
+      }
+      CHECK(s.node(chosen).name == s.node(expected).name);
     }
     if (policy.name == Eq1NodePolicy::kName) {
       // Eq. 1 order agrees with the original's integer score wherever that score is strict.
