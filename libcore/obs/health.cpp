@@ -16,7 +16,24 @@ prometheus::Registry& Metrics::registry() { return *registry_; }
 std::shared_ptr<prometheus::Registry> Metrics::sharedRegistry() const { return registry_; }
 
 std::string Metrics::serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  auto families = registry_->Collect();
+  // Text format 0.0.4 escapes `\` and newline in HELP text; prometheus-cpp 1.0 writes it raw,
+  // so a help string with a newline would break the whole exposition. Escape it here.
+  for (auto& family : families) {
+    std::string escaped;
+    escaped.reserve(family.help.size());
+    for (const char c : family.help) {
+      if (c == '\\') {
+        escaped += "\\\\";
+      } else if (c == '\n') {
+        escaped += "\\n";
+      } else {
+        escaped.push_back(c);
+      }
+    }
+    family.help = std::move(escaped);
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 void HealthChecks::addLivenessCheck(std::string name, Check check) {

@@ -108,12 +108,16 @@ class ShutdownHandler::Impl {
     gPipeWrite.compare_exchange_strong(mine, -1);
   }
 
+  // Marks the sequence as started at once (so triggered() and reason() answer as soon as
+  // trigger() returns) and wakes the watcher, which runs it.
   void trigger(std::string why) {
     {
       std::lock_guard lock(mutex);
-      if (reason.empty()) {
-        reason = std::move(why);
+      if (started) {
+        return;
       }
+      started = true;
+      reason = std::move(why);
     }
     writeByte(kWake);
   }
@@ -130,12 +134,13 @@ class ShutdownHandler::Impl {
       }
       {
         std::lock_guard lock(mutex);
-        if (started) {
+        if (ran) {
           continue;
         }
-        started = true;
-        if (b != kWake || reason.empty()) {
-          reason = b == kWake ? "requested" : "signal " + signalName(b);
+        ran = true;
+        if (!started) {  // a signal (trigger() sets started and the reason itself)
+          started = true;
+          reason = "signal " + signalName(b);
         }
       }
       runSequence();
@@ -182,7 +187,8 @@ class ShutdownHandler::Impl {
   mutable std::mutex mutex;
   std::condition_variable doneCv;
   std::string reason;    // guarded by mutex
-  bool started = false;  // guarded by mutex
+  bool started = false;  // guarded by mutex; set by trigger() or the watcher on a signal
+  bool ran = false;      // guarded by mutex; the watcher took the sequence on
   bool done = false;     // guarded by mutex
 };
 

@@ -53,8 +53,9 @@ class ShutdownHandler {
   // As wait(), with a limit; true when the sequence has completed.
   bool waitFor(std::chrono::milliseconds timeout);
 
+  // True once trigger() has returned or a signal has been picked up by the watcher.
   bool triggered() const;
-  // "signal SIGTERM" or the reason given to trigger(); empty before.
+  // "signal SIGTERM" or the reason given to the first trigger(); empty before.
   std::string reason() const;
 
   class Impl;

@@ -7,6 +7,7 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -143,4 +144,76 @@ TEST_CASE("metrics: Prometheus text format 0.0.4 with escaped labels", "[obs][me
   CHECK_THAT(t, Catch::Contains("kc_test_latency_seconds_bucket{le=\"+Inf\"} 1"));
   CHECK_THAT(t, Catch::Contains("kc_test_latency_seconds_count 1"));
   CHECK(s.metrics.serialize() == t);
+}
+
+TEST_CASE("health: per-check paths take verbose and exclude is repeatable",
+          "[obs][health]") {
+  Served s;
+  s.health.addLivenessCheck("loop", [] { return okStatus(); });
+  s.health.addReadinessCheck("a", [] { return Status(makeError("unavailable", "a down")); });
+  s.health.addReadinessCheck("b", [] { return Status(makeError("unavailable", "b down")); });
+  s.health.addReadinessCheck("c", [] { return okStatus(); });
+
+  auto one = s.get("/readyz/c?verbose");
+  CHECK(one.status == 200);
+  CHECK(one.body == "[+]c ok\nreadyz/c check passed\n");
+  auto failing = s.get("/readyz/a");
+  CHECK(failing.status == 503);
+  CHECK(failing.body == "[-]a failed: a down\nreadyz/a check failed\n");
+  CHECK(s.get("/livez/loop").body == "ok");
+  // The shutdown pseudo-check is addressable like any other readiness check.
+  CHECK(s.get("/readyz/shutdown").status == 200);
+  // A liveness check is not a readiness check and vice versa.
+  CHECK(s.get("/readyz/loop").status == 404);
+  CHECK(s.get("/livez/a").status == 404);
+
+  // Only excluding both failing checks makes readiness pass; the excluded ones are not listed.
+  CHECK(s.get("/readyz?exclude=a").status == 503);
+  auto both = s.get("/readyz?exclude=a&exclude=b&verbose");
+  CHECK(both.status == 200);
+  CHECK(both.body == "[+]shutdown ok\n[+]c ok\nreadyz check passed\n");
+  // Excluding the shutdown pseudo-check hides a failReadiness() too (kube-apiserver does the same).
+  s.health.failReadiness("draining");
+  CHECK(s.get("/readyz?exclude=a&exclude=b").status == 503);
+  CHECK(s.get("/readyz?exclude=a&exclude=b&exclude=shutdown").status == 200);
+  // Liveness never lists the shutdown pseudo-check.
+  CHECK(s.get("/livez?verbose").body == "[+]loop ok\nlivez check passed\n");
+}
+
+TEST_CASE("health: checks run on every request, outside the registry lock", "[obs][health]") {
+  Served s;
+  std::atomic<int> calls{0};
+  // A check that itself reads the health state must not deadlock (checks run unlocked).
+  s.health.addReadinessCheck("self", [&]() -> Status {
+    ++calls;
+    return s.health.shuttingDown() ? Status(makeError("unavailable", "nested")) : okStatus();
+  });
+  CHECK(s.get("/readyz").status == 200);
+  CHECK(s.get("/readyz").status == 200);
+  CHECK(calls == 2);
+  s.health.failReadiness("bye");
+  auto r = s.get("/readyz");
+  CHECK(r.status == 503);
+  CHECK(r.body == "[-]shutdown failed: bye\n[-]self failed: nested\nreadyz check failed\n");
+}
+
+TEST_CASE("metrics: HELP text is escaped and families registered later appear", "[obs][metrics]") {
+  Served s;
+  CHECK(s.get("/metrics").body.empty());
+  prometheus::BuildCounter()
+      .Name("kc_test_help_total")
+      .Help("line one\nback\\slash")
+      .Register(s.metrics.registry())
+      .Add({{"a", "1"}, {"b", "2"}})
+      .Increment(0.5);
+  const std::string t = s.get("/metrics").body;
+  // In text format 0.0.4 a HELP line escapes backslash and newline (not quotes).
+  CHECK_THAT(t, Catch::Contains("# HELP kc_test_help_total line one\\nback\\\\slash\n"));
+  CHECK_THAT(t, Catch::Contains("kc_test_help_total{a=\"1\",b=\"2\"} 0.5"));
+  // Every line is a comment or a sample: no raw newline leaked from the help text.
+  std::istringstream in(t);
+  for (std::string line; std::getline(in, line);) {
+    INFO(line);
+    CHECK((line.rfind("# ", 0) == 0 || line.rfind("kc_test_help_total", 0) == 0));
+  }
 }

@@ -1,7 +1,9 @@
 // Logging set-up: JSON lines that parse, text lines with key=value fields, level handling.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -106,4 +108,73 @@ TEST_CASE("log: unknown level or format is refused and changes nothing", "[obs][
   auto f = obs::parseLogFormat("xml");
   REQUIRE_FALSE(f.ok());
   CHECK(f.error().code == "invalid");
+}
+
+TEST_CASE("log: JSON lines stay whole and valid under concurrent logging and odd bytes", "[obs][log]") {
+  RestoreStderrLogger restore;
+  std::string out;
+  obs::LogOptions options;
+  options.name = "conc";
+  options.format = obs::LogFormat::kJson;
+  REQUIRE(obs::setupLoggingTo(options, &out).ok());
+
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        spdlog::info("line {}{}", i, obs::kv({{"thread", std::to_string(t)}, {"i", std::to_string(i)}}));
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  // Invalid UTF-8, a control character and the kv() marker bytes inside user text.
+  spdlog::info("bad \xff\xfe utf8 \x01 ctl{}", obs::kv({{"k\x1e", "v\x1f\x1d"}}));
+  // Two kv() groups in one message both become fields.
+  spdlog::info("two groups{}{}", obs::kv({{"x", "1"}}), obs::kv({{"y", "2"}}));
+
+  const auto got = lines(out);
+  REQUIRE(got.size() == kThreads * kPerThread + 2);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (std::size_t n = 0; n < kThreads * kPerThread; ++n) {
+    const json j = json::parse(got[n], nullptr, false);
+    REQUIRE_FALSE(j.is_discarded());
+    CHECK(j["level"] == "info");
+    CHECK(j["msg"] == "line " + j["i"].get<std::string>());
+    seen.emplace(j["thread"], j["i"]);
+  }
+  CHECK(seen.size() == kThreads * kPerThread);  // every line exactly once
+
+  const json odd = json::parse(got[kThreads * kPerThread], nullptr, false);
+  REQUIRE_FALSE(odd.is_discarded());
+  const std::string msg = odd["msg"];
+  CHECK_THAT(msg, Catch::StartsWith("bad "));
+  CHECK_THAT(msg, Catch::EndsWith(" utf8 \x01 ctl"));
+  CHECK(odd["k?"] == "v??");  // marker bytes in keys/values are neutralised, not misparsed
+
+  const json two = json::parse(got.back(), nullptr, false);
+  REQUIRE_FALSE(two.is_discarded());
+  CHECK(two["msg"] == "two groups");
+  CHECK(two["x"] == "1");
+  CHECK(two["y"] == "2");
+}
+
+TEST_CASE("log: the level filter applies in JSON mode and warnings are flushed", "[obs][log]") {
+  RestoreStderrLogger restore;
+  std::string out;
+  obs::LogOptions options;
+  options.format = obs::LogFormat::kJson;
+  options.level = GENERATE(as<std::string>{}, "warn", "warning");
+  REQUIRE(obs::setupLoggingTo(options, &out).ok());
+  spdlog::info("dropped");
+  spdlog::warn("kept");
+  spdlog::critical("also kept");
+  const auto got = lines(out);
+  REQUIRE(got.size() == 2);
+  CHECK(json::parse(got[0])["level"] == "warn");
+  CHECK(json::parse(got[0])["logger"] == "kubecomp");
+  CHECK(json::parse(got[1])["level"] == "critical");
 }
