@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <atomic>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -140,4 +142,80 @@ TEST_CASE("A second SIGTERM during the shutdown delay exits at once with 143", "
   }));
   server.signal(SIGTERM);
   CHECK(server.waitExit(5000ms) == 128 + SIGTERM);
+}
+
+TEST_CASE("SIGTERM under load: every request is answered 200 or refused, every 200 is durable",
+          "[vni][shutdown]") {
+  TempDir dir;
+  WebhookProcess server(dir.path.string(), {"--shutdown-delay-seconds", "0", "--drain-seconds", "10"});
+  const std::uint16_t port = server.start();
+
+  // Clients sync distinct jobs back to back over keep-alive connections until the server goes.
+  constexpr int kClients = 6;
+  constexpr int kMaxPerClient = 3000;  // bound; the signal comes long before
+  struct Outcome {
+    std::vector<std::pair<std::string, std::int64_t>> answered;
+    std::vector<std::string> bad;  // non-200 answers or unparseable bodies
+    std::string lastError;
+  };
+  std::vector<Outcome> outcomes(kClients);
+  std::atomic<int> answeredTotal{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      LoopbackClient client("127.0.0.1", port);
+      Outcome& out = outcomes[c];
+      for (int i = 0; i < kMaxPerClient; ++i) {
+        const std::string job = "load-" + std::to_string(c) + "-" + std::to_string(i);
+        auto r = client.request("POST", "/sync", makeParent("Job", job).optIn().body(HookKind::kSync));
+        if (!r.ok()) {
+          out.lastError = r.error().code + ": " + r.error().message;
+          return;  // refused or connection lost: the server is going away
+        }
+        const json j = json::parse(r->body, nullptr, false);
+        if (r->status != 200 || j.is_discarded() || !j["attachments"][0]["spec"]["vni"].is_number_integer()) {
+          out.bad.push_back(job + " -> " + std::to_string(r->status) + " " + r->body);
+          return;
+        }
+        out.answered.emplace_back(job, j["attachments"][0]["spec"]["vni"].get<std::int64_t>());
+        ++answeredTotal;
+      }
+    });
+  }
+  // Signal once the load is really running (bounded wait on a condition, not a fixed sleep).
+  const bool loaded = eventually(20000ms, [&] { return answeredTotal.load() >= 60; });
+  server.signal(SIGTERM);
+  for (auto& t : clients) {
+    t.join();
+  }
+  REQUIRE(loaded);
+  const int status = server.waitExit(15000ms);
+  CHECK(status == 0);
+
+  std::map<std::string, std::int64_t> answered;
+  std::set<std::int64_t> vnis;
+  for (const auto& out : outcomes) {
+    for (const auto& bad : out.bad) {
+      FAIL_CHECK("a request got a bad answer during the drain: " << bad);
+    }
+    CHECK_FALSE(out.lastError.empty());  // every client stopped because the server went away
+    for (const auto& [job, vni] : out.answered) {
+      answered.emplace(job, vni);
+      vnis.insert(vni);
+    }
+  }
+  CHECK(answered.size() >= 60);
+  CHECK(vnis.size() == answered.size());  // distinct jobs, distinct VNIs
+
+  // Every answer given is committed: after a restart each job gets the VNI it was told.
+  WebhookProcess again(dir.path.string(), {});
+  LoopbackClient after("127.0.0.1", again.start());
+  std::size_t mismatched = 0;
+  for (const auto& [job, vni] : answered) {
+    if (syncVni(after, job) != vni) {
+      ++mismatched;
+    }
+  }
+  CHECK(mismatched == 0);
+  CHECK(again.terminate() == 0);
 }
