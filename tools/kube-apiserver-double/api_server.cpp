@@ -377,9 +377,12 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       lo.limit = intParam(request, "limit", 0);
       lo.continueToken = request.queryParam("continue").value_or("");
       ListResult lr = store_.list(res, lo);
+      // Built-in types omit kind/apiVersion on LIST items; custom resources (unstructured
+      // storage on the real server) carry them on every item.
+      auto item = [&](const ObjectPtr& o) { return res.custom ? o->fullJson(apiVersion, res.kind) : o->itemJson; };
       std::size_t size = 128;
       for (const auto& o : lr.items) {
-        size += o->itemJson.size() + 1;
+        size += o->itemJson.size() + apiVersion.size() + res.kind.size() + 32;
       }
       std::string body;
       body.reserve(size);
@@ -400,7 +403,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         if (i) {
           body += ',';
         }
-        body += lr.items[i]->itemJson;
+        body += item(lr.items[i]);
       }
       body += "]}";
       return jsonResponse(200, std::move(body));
@@ -421,7 +424,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         try {
           auto d = store_.remove(res, o->ns, o->name, DeleteOptions{});
           body += first ? "" : ",";
-          body += d.object->itemJson;
+          body += res.custom ? d.object->fullJson(apiVersion, res.kind) : d.object->itemJson;
           first = false;
         } catch (const ApiError& e) {
           if (e.code() != 404) {

@@ -1151,17 +1151,15 @@ DeleteResult ObjectStore::remove(const ResourceInfo& res, const std::string& ns,
 
 DeleteResult ObjectStore::removeLocked(const ResourceInfo& res, ObjectPtr current, const DeleteOptions& opt) {
   if (opt.preconditionUid && *opt.preconditionUid != current->uid) {
-    throw ApiError(409, "Conflict",
+    throw conflict(res.group, res.resource, current->name,
                    "Precondition failed: UID in precondition: " + *opt.preconditionUid +
-                       ", UID in object meta: " + current->uid,
-                   json{{"name", current->name}, {"kind", res.resource}});
+                       ", UID in object meta: " + current->uid);
   }
   if (opt.preconditionResourceVersion &&
       *opt.preconditionResourceVersion != std::to_string(current->resourceVersion)) {
-    throw ApiError(409, "Conflict",
+    throw conflict(res.group, res.resource, current->name,
                    "Precondition failed: ResourceVersion in precondition: " + *opt.preconditionResourceVersion +
-                       ", ResourceVersion in object meta: " + std::to_string(current->resourceVersion),
-                   json{{"name", current->name}, {"kind", res.resource}});
+                       ", ResourceVersion in object meta: " + std::to_string(current->resourceVersion));
   }
   const std::string& policy = opt.propagationPolicy;
   if (!policy.empty() && policy != "Background" && policy != "Foreground" && policy != "Orphan") {

@@ -273,3 +273,61 @@ TEST_CASE_METHOD(Api, "OpenAPI: v3 index and per-group PATCH operations, empty v
   call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
   CHECK(call(req("GET", "/openapi/v3"), 200)["paths"].contains("apis/example.com/v1"));
 }
+
+TEST_CASE_METHOD(Api, "custom-resource LIST items carry kind and apiVersion, built-in items do not", "[api]") {
+  call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
+  call(req("POST", "/apis/example.com/v1/namespaces/default/widgets",
+           R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}})"),
+       201);
+  call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
+  auto widgets = call(req("GET", "/apis/example.com/v1/namespaces/default/widgets"), 200);
+  CHECK(widgets["kind"] == "WidgetList");
+  REQUIRE(widgets["items"].size() == 1);
+  CHECK(widgets["items"][0]["kind"] == "Widget");
+  CHECK(widgets["items"][0]["apiVersion"] == "example.com/v1");
+  CHECK(widgets["items"][0]["spec"]["size"] == 1);
+  auto all = call(req("GET", "/apis/example.com/v1/widgets"), 200);
+  REQUIRE(all["items"].size() == 1);
+  CHECK(all["items"][0]["kind"] == "Widget");
+  auto pods = call(req("GET", "/api/v1/namespaces/default/pods"), 200);
+  REQUIRE(pods["items"].size() == 1);
+  CHECK_FALSE(pods["items"][0].contains("kind"));
+  // DELETE on the collection answers the deleted items the same way.
+  auto deleted = call(req("DELETE", "/apis/example.com/v1/namespaces/default/widgets"), 200);
+  REQUIRE(deleted["items"].size() == 1);
+  CHECK(deleted["items"][0]["kind"] == "Widget");
+  CHECK(deleted["items"][0]["apiVersion"] == "example.com/v1");
+}
+
+TEST_CASE_METHOD(Api, "DELETE precondition failures are 409 Conflict with the real wording", "[api]") {
+  auto pod = call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
+  const std::string uid = pod["metadata"]["uid"];
+  const std::string rv = pod["metadata"]["resourceVersion"];
+  auto byUid = call(req("DELETE", "/api/v1/namespaces/default/pods/p1",
+                        R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"other"}})"),
+                    409);
+  CHECK(byUid["kind"] == "Status");
+  CHECK(byUid["reason"] == "Conflict");
+  CHECK(byUid["message"] == "Operation cannot be fulfilled on pods \"p1\": Precondition failed: UID in precondition: "
+                            "other, UID in object meta: " + uid);
+  CHECK(byUid["details"] == json({{"name", "p1"}, {"kind", "pods"}}));
+  auto byRv = call(req("DELETE", "/api/v1/namespaces/default/pods/p1",
+                       R"({"preconditions":{"resourceVersion":"999"}})"),
+                   409);
+  CHECK(byRv["message"] == "Operation cannot be fulfilled on pods \"p1\": Precondition failed: ResourceVersion in "
+                           "precondition: 999, ResourceVersion in object meta: " + rv);
+  call(req("GET", "/api/v1/namespaces/default/pods/p1"), 200);  // nothing changed
+
+  call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
+  call(req("POST", "/apis/example.com/v1/namespaces/default/widgets",
+           R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}})"),
+       201);
+  auto grouped = call(req("DELETE", "/apis/example.com/v1/namespaces/default/widgets/w",
+                          R"({"preconditions":{"uid":"x"}})"),
+                      409);
+  CHECK(grouped["message"].get<std::string>().rfind(
+            "Operation cannot be fulfilled on widgets.example.com \"w\": Precondition failed: UID in precondition: x, "
+            "UID in object meta: ", 0) == 0);
+  CHECK(grouped["details"]["group"] == "example.com");
+  call(req("DELETE", "/api/v1/namespaces/default/pods/p1", R"({"preconditions":{"uid":")" + uid + "\"}}"), 200);
+}

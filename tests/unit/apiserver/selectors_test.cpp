@@ -24,6 +24,11 @@ TEST_CASE("label selectors follow apimachinery semantics", "[selectors]") {
       {"app=web,tier=back", false},
       {"n>5", true},
       {"n<5", false},
+      // apimachinery parses "()" as the one-element set {""} (parseValues), it does not reject it.
+      {"app in ()", false},
+      {"app notin ()", true},
+      {"missing in ()", false},
+      {"missing notin ()", true},
   }));
   CAPTURE(text);
   auto sel = LabelSelector::parse(text);
@@ -60,4 +65,18 @@ TEST_CASE("an unsupported field label is an error with the real message", "[sele
   auto sel = FieldSelector::parse("spec.foo=bar", {"spec.nodeName"});
   REQUIRE_FALSE(sel.ok());
   CHECK(sel.error().message == "field label not supported: spec.foo");
+}
+
+TEST_CASE("an empty value list means the empty value, as apimachinery parses it", "[selectors]") {
+  const json labels = {{"flag", ""}, {"app", "web"}};
+  auto [text, expected] = GENERATE(table<std::string, bool>({
+      {"flag in ()", true},
+      {"flag notin ()", false},
+      {"flag in (),app=web", true},
+      {"app in (web, )", true},
+  }));
+  CAPTURE(text);
+  auto sel = LabelSelector::parse(text);
+  REQUIRE(sel.ok());
+  CHECK(sel->matches(labels) == expected);
 }
