@@ -358,7 +358,13 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         wo.resourceVersion = request.queryParam("resourceVersion");
         wo.allowBookmarks = truthy(request.queryParam("allowWatchBookmarks"));
         wo.sendInitialEvents = truthy(request.queryParam("sendInitialEvents"));
-        std::int64_t timeout = intParam(request, "timeoutSeconds", options_.defaultWatchTimeout.count());
+        // Like the real server, timeoutSeconds=0 (or absent) means "the server's default"
+        // (--min-request-timeout, 1800 s; the real server randomises it up to twice that),
+        // never an endless watch. A negative value is treated the same way.
+        std::int64_t timeout = intParam(request, "timeoutSeconds", 0);
+        if (timeout <= 0) {
+          timeout = options_.defaultWatchTimeout.count();
+        }
         if (timeout > 0) {
           wo.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
         }

@@ -331,3 +331,26 @@ TEST_CASE_METHOD(Api, "DELETE precondition failures are 409 Conflict with the re
   CHECK(grouped["details"]["group"] == "example.com");
   call(req("DELETE", "/api/v1/namespaces/default/pods/p1", R"({"preconditions":{"uid":")" + uid + "\"}}"), 200);
 }
+
+TEST_CASE_METHOD(Api, "watch timeoutSeconds=0 means the server default, not an endless watch", "[api][watch]") {
+  auto value = GENERATE(as<std::string>{}, "0", "", "-5");
+  CAPTURE(value);
+  auto stream = std::make_shared<FakeStream>();
+  std::vector<std::pair<std::string, std::string>> q = {{"watch", "true"}};
+  if (!value.empty()) {
+    q.push_back({"timeoutSeconds", value});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods", "", q), stream);
+  REQUIRE(stream->begunStatus == 200);
+  store.tick(start + std::chrono::seconds(1790));
+  CHECK_FALSE(stream->ended);
+  store.tick(std::chrono::steady_clock::now() + std::chrono::seconds(1801));  // past the 1800 s default
+  CHECK(stream->ended);
+
+  auto explicitTimeout = std::make_shared<FakeStream>();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "true"}, {"timeoutSeconds", "10"}}),
+            explicitTimeout);
+  store.tick(std::chrono::steady_clock::now() + std::chrono::seconds(11));
+  CHECK(explicitTimeout->ended);
+}
