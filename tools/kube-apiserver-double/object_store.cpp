@@ -1015,6 +1015,7 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     onCrdChanged(&created->object, nullptr);
   }
+  collectIfOwnersMissing(res, created);
   return created;
 }
 
@@ -1137,6 +1138,7 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     onCrdChanged(&updated->object, &oldObj);
   }
+  collectIfOwnersMissing(res, updated);
   return updated;
 }
 
@@ -1296,6 +1298,19 @@ void ObjectStore::collectGarbage(const std::string& ownerUid,
       json next = dep->object;
       next["metadata"]["ownerReferences"] = refs;
       commit(*depRes, depKey, dep, std::move(next));
+    }
+  }
+}
+
+// The real garbage collector also acts on a dependent whose owner uid does not exist (never
+// existed, or is already gone): with no live owner left it is deleted in the background,
+// otherwise the dangling references are removed. The double does this right after the write
+// that stored such ownerReferences (the write itself still answers with the stored object).
+void ObjectStore::collectIfOwnersMissing(const ResourceInfo& res, const ObjectPtr& obj) {
+  for (const auto& owner : ownerUids(obj->object)) {
+    if (!uids_.count(owner)) {
+      collectGarbage(owner, {{res.tableKey(), objectKey(res, obj->ns, obj->name)}});
+      return;  // collectGarbage drops every reference to a missing uid at once
     }
   }
 }

@@ -196,6 +196,7 @@ class ObjectStore {
                    std::optional<nlohmann::json> object);
   ObjectPtr finalRemove(const ResourceInfo& res, ObjectPtr current);
   void collectGarbage(const std::string& ownerUid, std::vector<std::pair<std::string, std::string>> dependents);
+  void collectIfOwnersMissing(const ResourceInfo& res, const ObjectPtr& obj);
   void onCrdChanged(const nlohmann::json* crd, const nlohmann::json* previous);
   void onNamespaceTerminating(const std::string& ns);
   void maybeFinishNamespace(const std::string& ns);

@@ -532,3 +532,34 @@ TEST_CASE_METHOD(Fixture, "deleting a namespace deletes its content and blocks n
   store.update(pods(), "team", "held", held, Subresource::kNone);
   CHECK_THROWS_AS(store.get(nss, "", "team"), ApiError);
 }
+
+TEST_CASE_METHOD(Fixture, "ownerReferences naming a missing owner uid: the dependent is collected", "[store][gc]") {
+  auto cms = res("", "v1", "configmaps");
+  auto live = store.create(cms, "default", json{{"metadata", {{"name", "live"}}}});
+  auto sink = std::make_shared<RecordingSink>();
+  WatchOptions wo;
+  wo.ns = "default";
+  wo.resourceVersion = std::to_string(rvOf(live));
+  store.watch(pods(), wo, sink);
+
+  // Never-existing owner: the create answers the object, then background GC deletes it.
+  auto orphan = store.create(pods(), "default", PodBuilder("orphan").owner("no-such-uid"));
+  CHECK(orphan->name == "orphan");
+  CHECK_THROWS_AS(store.get(pods(), "default", "orphan"), ApiError);
+  CHECK(sink->types() == std::vector<std::string>{"ADDED", "DELETED"});
+
+  // One live owner and one missing: kept, the dangling reference is dropped.
+  store.create(pods(), "default", PodBuilder("mixed").owner(live->uid).owner("gone-uid"));
+  auto mixed = store.get(pods(), "default", "mixed");
+  REQUIRE(mixed->object["metadata"]["ownerReferences"].size() == 1);
+  CHECK(mixed->object["metadata"]["ownerReferences"][0]["uid"] == live->uid);
+
+  // An update that points a dependent at an owner that is already gone.
+  auto keep = store.create(pods(), "default", PodBuilder("kept"));
+  json body = keep->object;
+  body["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "x"},
+                                                      {"uid", "deleted-uid"}}});
+  store.update(pods(), "default", "kept", body, Subresource::kNone);
+  CHECK_THROWS_AS(store.get(pods(), "default", "kept"), ApiError);
+  CHECK(store.objectCount(pods()) == 1);  // only "mixed"
+}
