@@ -174,24 +174,52 @@ KubeClient::Stats KubeClient::stats() const {
 
 ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const std::string& target,
                                               const std::string& body, const std::string& contentType,
-                                              bool idempotent) {
+                                              bool idempotent, const CallOptions& call) {
+  using Clock = std::chrono::steady_clock;
+  const bool bounded = call.deadline != Clock::time_point{};
+  const int maxRetries = call.maxRetries >= 0 ? call.maxRetries : options_.maxRetries;
+  auto timedOut = [&] {
+    ApiError e = transportError(method + " " + target + ": call deadline passed");
+    e.reason = "timeout";
+    return e;
+  };
+  // Sleeps d, or reports false when the call deadline would pass first.
+  auto waitWithin = [&](std::chrono::nanoseconds d) {
+    if (bounded && Clock::now() + d >= call.deadline) {
+      return false;
+    }
+    options_.sleep(d);
+    return true;
+  };
   Backoff backoff(options_.retryBackoff);
   bool reauthed = false;
   for (int attempt = 0;; ++attempt) {
-    throttle();
+    if (!call.bypassRateLimit) {
+      throttle();
+    }
+    net::RequestOptions ro;
+    if (bounded) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - Clock::now());
+      if (left.count() <= 0) {
+        return timedOut();
+      }
+      ro.timeout = std::min(left, options_.requestTimeout);
+    }
     state_->requests.fetch_add(1, std::memory_order_relaxed);
     net::Headers headers;
     if (!contentType.empty()) {
       headers.push_back({"Content-Type", contentType});
     }
-    auto res = state_->http->request(method, target, body, std::move(headers));
-    const bool canRetry = attempt < options_.maxRetries;
+    auto res = state_->http->request(method, target, body, std::move(headers), ro);
+    const bool canRetry = attempt < maxRetries;
     if (!res) {
       if (permanentTransport(res.error()) || !idempotent || !canRetry) {
         return transportFrom(res.error());
       }
       state_->retries.fetch_add(1, std::memory_order_relaxed);
-      options_.sleep(backoff.next());
+      if (!waitWithin(backoff.next())) {
+        return transportFrom(res.error());
+      }
       continue;
     }
     const int status = static_cast<int>(res->status);
@@ -212,15 +240,17 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
       return err;
     }
     state_->retries.fetch_add(1, std::memory_order_relaxed);
-    options_.sleep(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter)
-                                              : backoff.next());
+    if (!waitWithin(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(err.retryAfter)
+                                               : std::chrono::duration_cast<std::chrono::nanoseconds>(backoff.next()))) {
+      return err;
+    }
   }
 }
 
 ApiResult<nlohmann::json> KubeClient::sendJson(const std::string& method, const std::string& target,
                                                const std::string& body, const std::string& contentType,
-                                               bool idempotent) {
-  auto reply = send(method, target, body, contentType, idempotent);
+                                               bool idempotent, const CallOptions& call) {
+  auto reply = send(method, target, body, contentType, idempotent, call);
   if (!reply) {
     return std::move(reply).error();
   }
@@ -244,7 +274,8 @@ ApiResult<nlohmann::json> KubeClient::call(const std::string& method, const std:
 }
 
 ApiResult<nlohmann::json> KubeClient::get(const GroupVersionResource& r, const std::string& ns,
-                                          const std::string& name, const std::string& subresource) {
+                                          const std::string& name, const std::string& subresource,
+                                          const CallOptions& call) {
   if (name.empty()) {
     return invalidArgument("get " + r.resource + ": empty name");
   }
@@ -252,7 +283,7 @@ ApiResult<nlohmann::json> KubeClient::get(const GroupVersionResource& r, const s
   if (!path) {
     return invalidArgument(path.error().message);
   }
-  return sendJson("GET", *path, {}, {}, true);
+  return sendJson("GET", *path, {}, {}, true, call);
 }
 
 ApiResult<ObjectList> KubeClient::list(const GroupVersionResource& r, const std::string& ns, const ListOptions& opts) {
@@ -377,7 +408,8 @@ ApiResult<ListMeta> KubeClient::listEach(const GroupVersionResource& r, const st
 }
 
 ApiResult<nlohmann::json> KubeClient::create(const GroupVersionResource& r, const std::string& ns,
-                                             const nlohmann::json& obj, const std::string& subresource) {
+                                             const nlohmann::json& obj, const std::string& subresource,
+                                             const CallOptions& call) {
   if (!obj.is_object()) {
     return invalidArgument("create " + r.resource + ": object must be a JSON object");
   }
@@ -389,11 +421,11 @@ ApiResult<nlohmann::json> KubeClient::create(const GroupVersionResource& r, cons
   if (!path) {
     return invalidArgument(path.error().message);
   }
-  return sendJson("POST", *path, obj.dump(), "application/json", false);
+  return sendJson("POST", *path, obj.dump(), "application/json", false, call);
 }
 
 ApiResult<nlohmann::json> KubeClient::update(const GroupVersionResource& r, const std::string& ns,
-                                             const nlohmann::json& obj) {
+                                             const nlohmann::json& obj, const CallOptions& call) {
   const std::string name = nameOf(obj);
   if (name.empty()) {
     return invalidArgument("update " + r.resource + ": object has no metadata.name");
@@ -403,7 +435,7 @@ ApiResult<nlohmann::json> KubeClient::update(const GroupVersionResource& r, cons
     return invalidArgument(path.error().message);
   }
   const bool conditional = obj["metadata"].contains("resourceVersion");
-  return sendJson("PUT", *path, obj.dump(), "application/json", conditional);
+  return sendJson("PUT", *path, obj.dump(), "application/json", conditional, call);
 }
 
 ApiResult<nlohmann::json> KubeClient::updateStatus(const GroupVersionResource& r, const std::string& ns,

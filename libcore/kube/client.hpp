@@ -45,6 +45,17 @@ struct KubeClientOptions {
   std::function<void(std::chrono::nanoseconds)> sleep;    // injectable sleep (retries, QPS)
 };
 
+// Per-call limits, for callers that must not wait longer than they can afford (the leader
+// elector). Defaults change nothing.
+struct CallOptions {
+  // Absolute limit for the whole call including retries and their waits; an attempt gets at
+  // most the time left (and never more than requestTimeout). Passed: the call fails with a
+  // transport error of reason "timeout" without being sent. Default (epoch): none.
+  std::chrono::steady_clock::time_point deadline{};
+  int maxRetries = -1;        // < 0: KubeClientOptions::maxRetries
+  bool bypassRateLimit = false;  // do not wait for the client-side token bucket
+};
+
 // One page of a LIST.
 struct ObjectList {
   std::vector<nlohmann::json> items;
@@ -87,7 +98,7 @@ class KubeClient {
   const ClusterConfig& config() const { return config_; }
 
   ApiResult<nlohmann::json> get(const GroupVersionResource& r, const std::string& ns, const std::string& name,
-                                const std::string& subresource = {});
+                                const std::string& subresource = {}, const CallOptions& call = {});
   // One page (opts.limit / opts.continueToken).
   ApiResult<ObjectList> list(const GroupVersionResource& r, const std::string& ns, const ListOptions& opts = {});
   // Every page, following continue tokens (opts.limit = page size, 0 = one request).
@@ -98,9 +109,10 @@ class KubeClient {
                                const std::function<void(nlohmann::json&&)>& onItem, net::CancelToken* cancel = nullptr);
 
   ApiResult<nlohmann::json> create(const GroupVersionResource& r, const std::string& ns, const nlohmann::json& obj,
-                                   const std::string& subresource = {});
+                                   const std::string& subresource = {}, const CallOptions& call = {});
   // PUT of the whole object; metadata.resourceVersion makes it conditional (409 Conflict).
-  ApiResult<nlohmann::json> update(const GroupVersionResource& r, const std::string& ns, const nlohmann::json& obj);
+  ApiResult<nlohmann::json> update(const GroupVersionResource& r, const std::string& ns, const nlohmann::json& obj,
+                                   const CallOptions& call = {});
   ApiResult<nlohmann::json> updateStatus(const GroupVersionResource& r, const std::string& ns,
                                          const nlohmann::json& obj);
   ApiResult<nlohmann::json> patch(const GroupVersionResource& r, const std::string& ns, const std::string& name,
@@ -137,9 +149,9 @@ class KubeClient {
     std::string body;
   };
   ApiResult<Reply> send(const std::string& method, const std::string& target, const std::string& body,
-                        const std::string& contentType, bool idempotent);
+                        const std::string& contentType, bool idempotent, const CallOptions& call = {});
   ApiResult<nlohmann::json> sendJson(const std::string& method, const std::string& target, const std::string& body,
-                                     const std::string& contentType, bool idempotent);
+                                     const std::string& contentType, bool idempotent, const CallOptions& call = {});
   void throttle();
 
   struct State;

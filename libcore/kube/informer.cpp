@@ -235,13 +235,22 @@ void Informer::run() {
     if (!st && st.error().isExpired()) {
       expired = true;
     }
+    const bool healthy = applied > 0 || std::chrono::steady_clock::now() - started >= opts_.healthyWatch;
     if (expired) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.expired;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.expired;
+      }
       needList = true;
+      // After a healthy watch relist at once; a 410 right after a LIST (the version expired
+      // again at once) backs off, so repeated 410s do not loop LIST -> WATCH -> 410.
+      if (healthy) {
+        backoff_.reset();
+      } else if (!sleepFor(backoff_.next())) {
+        return;
+      }
       continue;
     }
-    const bool healthy = applied > 0 || std::chrono::steady_clock::now() - started >= opts_.healthyWatch;
     if (!st || eventError) {
       {
         std::lock_guard<std::mutex> lock(mu_);

@@ -1,5 +1,6 @@
 #include "libcore/kube/leader.hpp"
 
+#include <algorithm>
 #include <random>
 
 namespace kc::kube {
@@ -59,10 +60,25 @@ bool LeaderElector::sleepFor(std::chrono::milliseconds d) {
 }
 
 bool LeaderElector::tryAcquireOrRenew() {
+  return tryAcquireOrRenew(std::chrono::steady_clock::now() + cfg_.renewDeadline);
+}
+
+CallOptions LeaderElector::bounded(std::chrono::steady_clock::time_point deadline) const {
+  // No retries inside the client (this loop is the retry), no wait for the shared QPS bucket,
+  // and never past the deadline: a renewal gives up in time for the leader to step down.
+  CallOptions call;
+  call.deadline = deadline;
+  call.maxRetries = 0;
+  call.bypassRateLimit = true;
+  return call;
+}
+
+bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point deadline) {
+  const CallOptions call = bounded(deadline);
   const auto now = cfg_.now();
   const std::string nowMicro = formatMicroTime(std::chrono::system_clock::now());
   const auto leaseSeconds = ceilSeconds(cfg_.leaseDuration).count();
-  auto current = client_.get(gvr::leases(), cfg_.ns, cfg_.name);
+  auto current = client_.get(gvr::leases(), cfg_.ns, cfg_.name, {}, call);
   if (!current) {
     if (!current.error().isNotFound()) {
       return false;
@@ -76,7 +92,7 @@ bool LeaderElector::tryAcquireOrRenew() {
                               {"acquireTime", nowMicro},
                               {"renewTime", nowMicro},
                               {"leaseTransitions", 0}}}};
-    auto created = client_.create(gvr::leases(), cfg_.ns, lease);
+    auto created = client_.create(gvr::leases(), cfg_.ns, lease, {}, call);
     if (!created) {
       return false;  // AlreadyExists: someone else was faster
     }
@@ -122,7 +138,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     ns["acquireTime"] = nowMicro;
     ns["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
   }
-  auto updated = client_.update(gvr::leases(), cfg_.ns, next);  // carries metadata.resourceVersion
+  auto updated = client_.update(gvr::leases(), cfg_.ns, next, call);  // carries metadata.resourceVersion
   if (!updated) {
     return false;  // 409 Conflict: the record changed under us
   }
@@ -146,7 +162,7 @@ void LeaderElector::release() {
   lease["spec"]["holderIdentity"] = "";
   lease["spec"]["leaseDurationSeconds"] = 1;
   lease["spec"]["renewTime"] = formatMicroTime(std::chrono::system_clock::now());
-  (void)client_.update(gvr::leases(), cfg_.ns, lease);  // best effort; 409 means someone took it
+  (void)client_.update(gvr::leases(), cfg_.ns, lease, bounded(std::chrono::steady_clock::now() + cfg_.renewDeadline));  // best effort; 409 means someone took it
 }
 
 void LeaderElector::start() {
@@ -166,6 +182,13 @@ void LeaderElector::stop() {
   if (thread_.joinable()) {
     thread_.join();
   }
+  joinStarted();
+}
+
+void LeaderElector::joinStarted() {
+  if (started_.joinable()) {
+    started_.join();
+  }
 }
 
 void LeaderElector::run() {
@@ -179,10 +202,17 @@ void LeaderElector::run() {
       }
     }
   };
+  using std::chrono::steady_clock;
   while (!stopping_) {
-    // Campaign.
+    // The previous term's onStartedLeading must have returned before a new term begins.
+    joinStarted();
+    // Campaign. A successful write is dated from the start of its attempt (conservative:
+    // the server stored it later than that).
+    auto lastRenew = cfg_.now();
     while (!stopping_) {
-      if (tryAcquireOrRenew()) {
+      const auto attemptStart = cfg_.now();
+      if (tryAcquireOrRenew(steady_clock::now() + cfg_.renewDeadline)) {
+        lastRenew = attemptStart;
         break;
       }
       noteHolder();
@@ -196,22 +226,32 @@ void LeaderElector::run() {
     leader_ = true;
     noteHolder();
     if (cfg_.onStartedLeading) {
-      cfg_.onStartedLeading();
+      started_ = std::thread([cb = cfg_.onStartedLeading] { cb(); });
     }
-    // Lead: renew every retryPeriod; give up once renewDeadline passed without success.
-    auto lastRenew = cfg_.now();
+    // Lead: renew every retryPeriod. Every request is bounded by lastRenew + renewDeadline,
+    // so once that passes without a successful renewal the leader steps down at once.
     bool lost = false;
-    while (sleepFor(cfg_.retryPeriod)) {
-      if (tryAcquireOrRenew()) {
-        lastRenew = cfg_.now();
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - cfg_.now());
+      if (left.count() <= 0) {
+        lost = true;
+        break;
+      }
+      if (!sleepFor(std::min(cfg_.retryPeriod, left))) {
+        break;  // stopping
+      }
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - cfg_.now());
+      if (left.count() <= 0) {
+        lost = true;
+        break;
+      }
+      const auto attemptStart = cfg_.now();
+      if (tryAcquireOrRenew(steady_clock::now() + left)) {
+        lastRenew = attemptStart;
         continue;
       }
       if (observedHolder() != cfg_.identity && !observedHolder().empty()) {
         lost = true;  // someone else holds it now
-      } else if (cfg_.now() - lastRenew >= cfg_.renewDeadline) {
-        lost = true;
-      }
-      if (lost) {
         break;
       }
     }

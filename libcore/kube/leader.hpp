@@ -6,7 +6,20 @@
 // renews every retryPeriod; if it cannot renew for renewDeadline it steps down and calls
 // onStoppedLeading at once, so a daemon stops acting before anyone else can take over
 // (renewDeadline < leaseDuration). All writes are optimistic (resourceVersion → 409).
-// Like client-go this is not fencing: a paused leader may act until it notices.
+//
+// Time bounds: every lease request of the elector bypasses the client's QPS bucket, is not
+// retried inside the client, and carries a deadline (CallOptions) of lastRenew +
+// renewDeadline, where lastRenew is the START of the last successful renew attempt. A stalled
+// or failing API server therefore cannot hold the elector past that point: leader_ turns false
+// and onStoppedLeading runs at most renewDeadline (+ the HTTP client's timer and scheduling
+// latency) after lastRenew, while another candidate can take over only leaseDuration after it
+// last saw the record change, which is no earlier than lastRenew.
+// Like client-go this is not fencing: a process paused (SIGSTOP, swap) may act until it notices.
+//
+// Callbacks: onStartedLeading runs on its own thread, so it may run the daemon's main loop; it
+// must return once onStoppedLeading (or stop()) told it to, because the next term waits for it
+// and stop()/the destructor join it. It must not call stop() itself. onStoppedLeading and
+// onNewLeader run on the elector thread and must return promptly.
 
 #include <atomic>
 #include <chrono>
@@ -61,6 +74,9 @@ class LeaderElector {
   void run();
   bool sleepFor(std::chrono::milliseconds d);
   void release();
+  bool tryAcquireOrRenew(std::chrono::steady_clock::time_point deadline);
+  CallOptions bounded(std::chrono::steady_clock::time_point deadline) const;
+  void joinStarted();
   std::chrono::milliseconds jittered(std::chrono::milliseconds d);
 
   KubeClient& client_;
@@ -68,6 +84,7 @@ class LeaderElector {
   std::atomic<bool> leader_{false};
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::thread started_;  // runs onStartedLeading of the current/last term
   mutable std::mutex mu_;  // guards observed*, and the stop wait
   std::condition_variable cv_;
   nlohmann::json observedLease_;  // last lease object seen (with resourceVersion)

@@ -1,10 +1,13 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/events.hpp"
+#include "libcore/kube/informer.hpp"
 #include "tests/unit/kube/fake_server.hpp"
 #include "tests/unit/kube/temp_dir.hpp"
 
@@ -378,4 +381,47 @@ TEST_CASE("event recorder aggregates repeats into count and lastTimestamp", "[ku
   CHECK(posts == 3);
   CHECK(patches == 3);  // two aggregations + the one that found the event gone
   CHECK_FALSE(recorder.record(ref, "Info", "X", "y").ok());
+}
+
+TEST_CASE("informer backs off between relists when every watch answers 410 at once", "[kube][informer]") {
+  FakeServer fake;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::chrono::steady_clock::time_point> lists;
+  fake.setHandler([&](const kc::net::Request& req) {
+    if (req.target.find("watch=") != std::string::npos) {
+      return statusResponse(410, "Expired", "too old resource version");
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      lists.push_back(std::chrono::steady_clock::now());
+    }
+    cv.notify_all();
+    return kc::net::Response::json(200, {{"kind", "PodList"},
+                                         {"apiVersion", "v1"},
+                                         {"metadata", {{"resourceVersion", "7"}}},
+                                         {"items", nlohmann::json::array({pod("a", "7")})}});
+  });
+  KubeClientOptions o;
+  o.qps = 0;
+  auto client = makeClient(fake.config(), o);
+  InformerOptions io;
+  io.resource = gvr::pods();
+  io.ns = "ns";
+  io.backoff = {std::chrono::milliseconds(100), std::chrono::milliseconds(1000), 2.0, 0.0};
+  io.healthyWatch = std::chrono::seconds(30);
+  io.rand01 = [] { return 0.0; };
+  Informer inf(*client, io);
+  inf.start();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return lists.size() >= 4; }));
+  }
+  inf.stop();
+  std::lock_guard<std::mutex> lock(mu);
+  // Backoff 100, 200, 400 ms between the relists (an immediate relist loop takes ~1 ms).
+  CHECK(lists[1] - lists[0] >= std::chrono::milliseconds(90));
+  CHECK(lists[2] - lists[1] >= std::chrono::milliseconds(180));
+  CHECK(lists[3] - lists[2] >= std::chrono::milliseconds(360));
+  CHECK(inf.stats().expired >= 3);
 }

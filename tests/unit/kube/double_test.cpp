@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "libcore/kube/informer.hpp"
 #include "libcore/kube/leader.hpp"
 #include "tests/unit/kube/double_process.hpp"
+#include "tests/unit/kube/stall_proxy.hpp"
 #include "tests/unit/kube/temp_dir.hpp"
 
 using namespace kc::kube;
@@ -453,4 +455,79 @@ TEST_CASE("leader election: one leader at a time, hand-over within the lease", "
   REQUIRE(rec.ok());
   CHECK((*rec)["spec"]["holderIdentity"] == "");
   CHECK((*rec)["spec"]["leaseTransitions"].get<int>() >= 3);
+}
+
+TEST_CASE("leader election: a leader cut off from the API server steps down before a successor starts",
+          "[kube][double]") {
+  TempDir dir;
+  DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
+  const std::string server = api.config().server;
+  const int upstreamPort = std::stoi(server.substr(server.rfind(':') + 1));
+  kc::kube::testing::StallProxy proxy(upstreamPort);
+  ClusterConfig viaProxy = api.config();
+  viaProxy.server = "https://127.0.0.1:" + std::to_string(proxy.port());
+  auto stalledClient = clientFor(viaProxy);  // default options: 30 s request timeout, 5 retries
+  auto directClient = clientFor(api.config());
+  const auto lease = 3000ms;
+  const auto renew = 2000ms;
+  const auto retry = 300ms;
+
+  using Clock = std::chrono::steady_clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Clock::time_point> aStarted, aStopped, bStarted;
+  auto candidate = [&](KubeClient& client, const std::string& id, std::optional<Clock::time_point>& started,
+                       std::optional<Clock::time_point>* stopped) {
+    LeaderElectionConfig cfg;
+    cfg.ns = "default";
+    cfg.name = "stall-lock";
+    cfg.identity = id;
+    cfg.leaseDuration = lease;
+    cfg.renewDeadline = renew;
+    cfg.retryPeriod = retry;
+    cfg.releaseOnStop = false;
+    cfg.onStartedLeading = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      started = Clock::now();
+      cv.notify_all();
+    };
+    cfg.onStoppedLeading = [&, stopped] {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopped != nullptr) {
+        *stopped = Clock::now();
+      }
+      cv.notify_all();
+    };
+    auto e = LeaderElector::create(client, cfg);
+    REQUIRE(e.ok());
+    return std::move(e).value();
+  };
+  auto a = candidate(*stalledClient, "candidate-a", aStarted, &aStopped);
+  auto b = candidate(*directClient, "candidate-b", bStarted, nullptr);
+  a->start();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, 5s, [&] { return aStarted.has_value(); }));
+  }
+  b->start();
+  // B has seen A's lease; A keeps it while it can renew.
+  std::this_thread::sleep_for(lease);
+  REQUIRE(a->isLeader());
+  REQUIRE_FALSE(b->isLeader());
+
+  const auto stallAt = Clock::now();
+  proxy.stall(true);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, lease + 5s, [&] { return bStarted.has_value(); }));
+    REQUIRE(aStopped.has_value());
+    CHECK(*aStopped < *bStarted);
+    // A's last successful renew began before the stall, so it gives up within renewDeadline.
+    CHECK(*aStopped - stallAt <= renew + 500ms);
+  }
+  CHECK_FALSE(a->isLeader());
+  CHECK(b->isLeader());
+  b->stop();
+  a->stop();
+  proxy.stall(false);
 }
