@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include <thread>
 
 namespace kc::apiserver {
@@ -160,7 +162,71 @@ bool ApiServer::shouldFail() {
   return d(rng_) < faults_.errorFraction;
 }
 
+ApiServer::~ApiServer() {
+  {
+    std::lock_guard lock(delayMu_);
+    stopping_ = true;
+  }
+  delayCv_.notify_all();
+  if (delayThread_.joinable()) {
+    delayThread_.join();
+  }
+}
+
+void ApiServer::enqueueDelayed(const net::Request& request, std::shared_ptr<net::ResponseStream> stream,
+                               std::chrono::milliseconds delay) {
+  {
+    std::lock_guard lock(delayMu_);
+    delayed_.push_back({std::chrono::steady_clock::now() + delay, request, std::move(stream)});
+    if (!delayThread_.joinable()) {
+      delayThread_ = std::thread([this] { delayLoop(); });
+    }
+  }
+  delayCv_.notify_all();
+}
+
+void ApiServer::delayLoop() {
+  std::unique_lock lock(delayMu_);
+  while (!stopping_) {
+    if (delayed_.empty()) {
+      delayCv_.wait(lock);
+      continue;
+    }
+    auto next = std::min_element(delayed_.begin(), delayed_.end(),
+                                 [](const Delayed& a, const Delayed& b) { return a.due < b.due; });
+    if (std::chrono::steady_clock::now() < next->due) {
+      delayCv_.wait_until(lock, next->due);
+      continue;
+    }
+    Delayed d = std::move(*next);
+    delayed_.erase(next);
+    lock.unlock();
+    try {
+      bool streamed = false;
+      net::Response r = dispatch(d.request, d.stream, streamed, /*delayApplied=*/true);
+      if (!streamed) {
+        d.stream->send(std::move(r));
+      }
+    } catch (const std::exception&) {
+      d.stream->send(statusResponse(internalError("API test double failed to answer a delayed request")));
+    }
+    lock.lock();
+  }
+}
+
 void ApiServer::serve(const net::Request& request, std::shared_ptr<net::ResponseStream> stream) {
+  const std::string& path = request.path;
+  if (path != "/livez" && path != "/readyz" && path != "/healthz" && path.rfind("/_double/", 0) != 0) {
+    std::chrono::milliseconds delay;
+    {
+      std::lock_guard lock(faultsMu_);
+      delay = faults_.delay;
+    }
+    if (delay.count() > 0) {
+      enqueueDelayed(request, std::move(stream), delay);
+      return;
+    }
+  }
   bool streamed = false;
   net::Response r = dispatch(request, stream, streamed);
   if (!streamed) {
@@ -174,7 +240,7 @@ net::Response ApiServer::handle(const net::Request& request) {
 }
 
 net::Response ApiServer::dispatch(const net::Request& request, const std::shared_ptr<net::ResponseStream>& stream,
-                                  bool& streamed) {
+                                  bool& streamed, bool delayApplied) {
   const std::string& path = request.path;
   if (path == "/livez" || path == "/readyz" || path == "/healthz") {
     return net::Response::text(200, "ok");
@@ -193,8 +259,8 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
     std::lock_guard lock(faultsMu_);
     delay = faults_.delay;
   }
-  if (delay.count() > 0) {
-    std::this_thread::sleep_for(delay);
+  if (delay.count() > 0 && !delayApplied && !stream) {
+    std::this_thread::sleep_for(delay);  // handle() only (tests); serve() queues instead
   }
   if (shouldFail()) {
     return statusResponse(internalError("fault injected by the API test double"));

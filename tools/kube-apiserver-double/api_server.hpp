@@ -10,11 +10,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace kc::apiserver {
 
@@ -36,6 +39,9 @@ struct ApiServerOptions {
 class ApiServer {
  public:
   ApiServer(ObjectStore& store, ApiServerOptions options, Faults faults = {});
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
 
   // Serves any request (register as the server's stream fallback).
   void serve(const net::Request& request, std::shared_ptr<net::ResponseStream> stream);
@@ -48,17 +54,33 @@ class ApiServer {
  private:
   struct Route;
   net::Response dispatch(const net::Request& request, const std::shared_ptr<net::ResponseStream>& stream,
-                         bool& streamed);
+                         bool& streamed, bool delayApplied = false);
   net::Response serveResource(const net::Request& request, const Route& route,
                               const std::shared_ptr<net::ResponseStream>& stream, bool& streamed);
   net::Response control(const net::Request& request);
   bool shouldFail();
+  // The delay fault: a delayed request waits in this queue and is answered by one worker
+  // thread when due (through its ResponseStream), so io threads never sleep and
+  // other requests (and /_double/faults) keep being served.
+  struct Delayed {
+    std::chrono::steady_clock::time_point due;
+    net::Request request;
+    std::shared_ptr<net::ResponseStream> stream;
+  };
+  void enqueueDelayed(const net::Request& request, std::shared_ptr<net::ResponseStream> stream,
+                      std::chrono::milliseconds delay);
+  void delayLoop();
 
   ObjectStore& store_;
   const ApiServerOptions options_;
   mutable std::mutex faultsMu_;  // guards faults_ and rng_
   Faults faults_;
   std::mt19937_64 rng_;
+  std::mutex delayMu_;  // guards delayed_, stopping_, delayThread_ start
+  std::condition_variable delayCv_;
+  std::vector<Delayed> delayed_;
+  bool stopping_ = false;
+  std::thread delayThread_;
 };
 
 }  // namespace kc::apiserver

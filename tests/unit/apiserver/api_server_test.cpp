@@ -354,3 +354,65 @@ TEST_CASE_METHOD(Api, "watch timeoutSeconds=0 means the server default, not an e
   store.tick(std::chrono::steady_clock::now() + std::chrono::seconds(11));
   CHECK(explicitTimeout->ended);
 }
+
+namespace {
+// A ResponseStream answered from another thread (the delay worker).
+class SyncStream : public kc::net::ResponseStream {
+ public:
+  bool begin(unsigned, kc::net::Headers) override { return true; }
+  bool write(std::string_view) override { return true; }
+  void end() override {}
+  bool send(kc::net::Response r) override {
+    std::lock_guard lock(mu);
+    status = r.status;
+    cv.notify_all();
+    return true;
+  }
+  bool closed() const override { return false; }
+  std::size_t pendingBytes() const override { return 0; }
+  void onClose(std::function<void()>) override {}
+  unsigned answered() {
+    std::lock_guard lock(mu);
+    return status;
+  }
+  bool waitAnswered(std::chrono::seconds limit) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, limit, [&] { return status != 0; });
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned status = 0;
+};
+}  // namespace
+
+TEST_CASE_METHOD(Api, "the delay fault does not hold the caller: other requests answer while delayed ones wait",
+                 "[api][faults]") {
+  call(req("POST", "/_double/faults", R"({"delayMs":400})"), 200);
+  std::vector<std::shared_ptr<SyncStream>> delayed;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i) {  // more than any io-thread count
+    delayed.push_back(std::make_shared<SyncStream>());
+    api.serve(req("GET", "/api/v1/namespaces/default/pods"), delayed.back());
+  }
+  // serve() returned at once for every delayed request (no thread slept in it) ...
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(300));
+  // ... and the faults endpoint and health answer immediately, on the caller's thread.
+  auto faults = std::make_shared<SyncStream>();
+  api.serve(req("GET", "/_double/faults"), faults);
+  CHECK(faults->answered() == 200);
+  auto health = std::make_shared<SyncStream>();
+  api.serve(req("GET", "/readyz"), health);
+  CHECK(health->answered() == 200);
+  for (const auto& s : delayed) {
+    CHECK(s->answered() == 0);  // still waiting for the delay
+  }
+  for (const auto& s : delayed) {
+    REQUIRE(s->waitAnswered(std::chrono::seconds(10)));
+    CHECK(s->answered() == 200);
+  }
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(400));
+  call(req("POST", "/_double/faults", R"({"delayMs":0})"), 200);
+  auto prompt = std::make_shared<SyncStream>();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods"), prompt);
+  CHECK(prompt->answered() == 200);
+}
