@@ -193,6 +193,7 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
   };
   Backoff backoff(options_.retryBackoff);
   bool reauthed = false;
+  bool replyLost = false;  // an earlier attempt may have reached the server
   for (int attempt = 0;; ++attempt) {
     if (!call.bypassRateLimit) {
       throttle();
@@ -217,6 +218,7 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
         return transportFrom(res.error());
       }
       state_->retries.fetch_add(1, std::memory_order_relaxed);
+      replyLost = true;
       if (!waitWithin(backoff.next())) {
         return transportFrom(res.error());
       }
@@ -226,7 +228,23 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
     if (is2xx(status)) {
       return Reply{status, std::move(res->body)};
     }
-    ApiError err = parseStatusError(status, res->body, res->header("Retry-After").value_or(""));
+    if (status == 404 && method == "DELETE" && replyLost) {
+      // An earlier attempt whose answer was lost most likely deleted it: the object is gone,
+      // which is what the caller asked for.
+      nlohmann::json ok = {{"kind", "Status"},
+                           {"apiVersion", "v1"},
+                           {"metadata", nlohmann::json::object()},
+                           {"status", "Success"},
+                           {"message", "not found on a retry after a lost reply; treated as deleted"}};
+      return Reply{200, ok.dump()};
+    }
+    const std::string retryAfterHeader = res->header("Retry-After").value_or("");
+    ApiError err = parseStatusError(status, res->body, retryAfterHeader);
+    // Like client-go, a write that is not safe to repeat is retried on 5xx only when the
+    // server said so with a Retry-After HTTP header (details.retryAfterSeconds in the body
+    // does not count); 429 means the request was not processed and is always retried.
+    const bool headerRetryAfter =
+        !retryAfterHeader.empty() && parseStatusError(status, {}, retryAfterHeader).retryAfter.count() > 0;
     if (status == 401 && !reauthed && !config_.tokenFile.empty()) {
       // The token may have rotated under us: re-read the file once and repeat.
       reauthed = true;
@@ -235,7 +253,7 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
     }
     const bool retryable =
         status == 429 || ((status == 500 || status == 502 || status == 503 || status == 504) &&
-                          (idempotent || err.retryAfter.count() > 0));
+                          (idempotent || headerRetryAfter));
     if (!retryable || !canRetry) {
       return err;
     }

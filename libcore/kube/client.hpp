@@ -5,8 +5,12 @@
 // Every request: waits for the client-side token bucket (qps/burst), sends the current bearer
 // token (re-read from the token file about every minute), and is retried with jittered
 // backoff on 429 (honouring Retry-After) and 5xx, and on transport failures for requests that
-// are safe to repeat (GET, PUT with a resourceVersion, DELETE). 409/410/4xx are never retried
-// here: they go back to the caller, who knows whether to re-read and try again.
+// are safe to repeat (GET, PUT with a resourceVersion, DELETE). Writes that are not safe to
+// repeat (POST, PATCH, unconditional PUT) are retried on 429, and on 5xx only when the answer
+// carried a Retry-After HTTP header (as client-go; details.retryAfterSeconds alone does not
+// count). A DELETE retried after a lost reply that then gets 404 is reported as success (the
+// object is gone). 409/410/4xx are never retried here: they go back to the caller, who knows
+// whether to re-read and try again.
 //
 // Thread-safe: one client serves every informer, recorder and elector of a daemon.
 

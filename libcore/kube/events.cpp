@@ -71,6 +71,33 @@ ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding
   const std::string msg = message.size() > 1024 ? message.substr(0, 1024) : message;
   const std::string key = regarding.kind + "\x1f" + ns + "\x1f" + regarding.name + "\x1f" + regarding.uid + "\x1f" +
                           type + "\x1f" + reason + "\x1f" + msg;
+  KeyLock* kl;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = keyLocks_[key];
+    if (!slot) {
+      slot = std::make_unique<KeyLock>();
+    }
+    ++slot->users;
+    kl = slot.get();
+  }
+  ApiResult<nlohmann::json> result = kc::kube::ApiError{};
+  {
+    std::lock_guard<std::mutex> keyLock(kl->m);
+    result = recordKey(regarding, ns, key, type, reason, msg);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--kl->users == 0) {
+      keyLocks_.erase(key);
+    }
+  }
+  return result;
+}
+
+ApiResult<nlohmann::json> EventRecorder::recordKey(const ObjectReference& regarding, const std::string& ns,
+                                                   const std::string& key, const std::string& type,
+                                                   const std::string& reason, const std::string& msg) {
   const std::string now = formatTime(std::chrono::system_clock::now());
   std::optional<Written> known;
   {
@@ -120,9 +147,8 @@ ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding
                           {"source", {{"component", component_}, {"host", instance_}}},
                           {"reportingComponent", component_},
                           {"reportingInstance", instance_}};
-  if (regarding.ns.empty()) {
-    event["involvedObject"]["namespace"] = ns;  // legacy validation: must match the Event's
-  }
+  // A cluster-scoped involved object (Node) keeps an empty namespace; the Event itself lives in
+  // "default", which the API server's validation accepts for such objects.
   auto created = client_.create(gvr::events(), ns, event);
   if (created) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -61,6 +62,15 @@ class EventRecorder {
   std::unordered_map<std::string, Written> written_;
   std::list<std::string> lru_;  // most recent first
   std::uint64_t seq_ = 0;
+  // One lock per key being recorded, so concurrent repeats of the same event are counted one
+  // after the other (N+1, N+2) instead of both patching N+1. Entries live while in use.
+  struct KeyLock {
+    std::mutex m;
+    int users = 0;
+  };
+  std::unordered_map<std::string, std::unique_ptr<KeyLock>> keyLocks_;  // guarded by mu_
+  ApiResult<nlohmann::json> recordKey(const ObjectReference& regarding, const std::string& ns, const std::string& key,
+                                      const std::string& type, const std::string& reason, const std::string& msg);
 };
 
 }  // namespace kc::kube

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -424,4 +425,130 @@ TEST_CASE("informer backs off between relists when every watch answers 410 at on
   CHECK(lists[2] - lists[1] >= std::chrono::milliseconds(180));
   CHECK(lists[3] - lists[2] >= std::chrono::milliseconds(360));
   CHECK(inf.stats().expired >= 3);
+}
+
+TEST_CASE("event recorder counts concurrent repeats one after the other", "[kube][events]") {
+  FakeServer fake;
+  std::mutex mu;
+  std::condition_variable cv;
+  nlohmann::json stored;
+  std::vector<std::int64_t> patchedCounts;
+  int inPatch = 0;
+  fake.setHandler([&](const kc::net::Request& req) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (req.method == "POST") {
+      stored = nlohmann::json::parse(req.body);
+      return kc::net::Response::json(201, stored);
+    }
+    const auto body = nlohmann::json::parse(req.body);
+    patchedCounts.push_back(body["count"].get<std::int64_t>());
+    // Hold the first PATCH until a second one arrives (bounded): without per-key ordering
+    // both are in flight with the same count.
+    ++inPatch;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::milliseconds(300), [&] { return inPatch >= 2; });
+    --inPatch;
+    stored.merge_patch(body);
+    return kc::net::Response::json(200, stored);
+  });
+  KubeClientOptions o;
+  o.qps = 0;
+  auto client = makeClient(fake.config(), o);
+  EventRecorder recorder(*client, "kubecomp-test", "host-a");
+  auto ref = ObjectReference::of(pod("p1"), "Pod", "v1");
+  REQUIRE(recorder.record(ref, "Warning", "Busy", "again").ok());
+  std::thread t1([&] { CHECK(recorder.record(ref, "Warning", "Busy", "again").ok()); });
+  std::thread t2([&] { CHECK(recorder.record(ref, "Warning", "Busy", "again").ok()); });
+  t1.join();
+  t2.join();
+  std::lock_guard<std::mutex> lock(mu);
+  std::sort(patchedCounts.begin(), patchedCounts.end());
+  CHECK(patchedCounts == std::vector<std::int64_t>{2, 3});
+  CHECK(stored["count"] == 3);
+}
+
+TEST_CASE("events about a cluster-scoped object go to default with an empty involvedObject namespace",
+          "[kube][events]") {
+  FakeServer fake;
+  fake.setHandler([&](const kc::net::Request& req) {
+    return kc::net::Response::json(201, nlohmann::json::parse(req.body));
+  });
+  KubeClientOptions o;
+  o.qps = 0;
+  auto client = makeClient(fake.config(), o);
+  EventRecorder recorder(*client, "kubecomp-test", "host-a");
+  nlohmann::json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}, {"uid", "u1"}}}};
+  auto ev = recorder.record(ObjectReference::of(node, "Node", "v1"), "Normal", "Ready", "node is ready");
+  REQUIRE(ev.ok());
+  auto reqs = fake.requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].path == "/api/v1/namespaces/default/events");
+  const auto body = nlohmann::json::parse(reqs[0].body);
+  CHECK(body["metadata"]["namespace"] == "default");
+  CHECK_FALSE(body["involvedObject"].contains("namespace"));
+  CHECK(body["involvedObject"]["name"] == "node-1");
+}
+
+TEST_CASE("a POST is retried on 5xx only with a Retry-After header", "[kube][client]") {
+  FakeServer fake;
+  std::atomic<int> calls{0};
+  std::atomic<bool> withHeader{false};
+  fake.setHandler([&](const kc::net::Request&) {
+    if (calls++ == 0) {
+      auto r = kc::net::Response::json(503, {{"kind", "Status"},
+                                             {"apiVersion", "v1"},
+                                             {"status", "Failure"},
+                                             {"reason", "ServiceUnavailable"},
+                                             {"message", "busy"},
+                                             {"details", {{"retryAfterSeconds", 1}}},
+                                             {"code", 503}});
+      return withHeader ? r.withHeader("Retry-After", "1") : r;
+    }
+    return kc::net::Response::json(201, pod("p"));
+  });
+  Recorded rec;
+  auto client = makeClient(fake.config(), recordingOptions(rec));
+  auto bodyOnly = client->create(gvr::pods(), "ns", pod("p"));
+  REQUIRE_FALSE(bodyOnly.ok());
+  CHECK(bodyOnly.error().httpCode == 503);
+  CHECK(calls == 1);
+  calls = 0;
+  withHeader = true;
+  auto retried = client->create(gvr::pods(), "ns", pod("p"));
+  CHECK(retried.ok());
+  CHECK(calls == 2);
+}
+
+TEST_CASE("a DELETE whose first reply was lost and then finds 404 succeeds", "[kube][client]") {
+  FakeServer fake;
+  std::mutex mu;
+  std::condition_variable cv;
+  int calls = 0;
+  fake.setHandler([&](const kc::net::Request&) {
+    std::unique_lock<std::mutex> lock(mu);
+    const int n = calls++;
+    cv.notify_all();
+    if (n == 0) {
+      // The delete happens, but the answer comes too late for the client (it timed out).
+      cv.wait_for(lock, std::chrono::seconds(2), [&] { return calls >= 2; });
+      return kc::net::Response::json(200, pod("p"));
+    }
+    return statusResponse(404, "NotFound", "pods \"p\" not found");
+  });
+  Recorded rec;
+  auto opts = recordingOptions(rec);
+  opts.requestTimeout = std::chrono::milliseconds(200);
+  auto client = makeClient(fake.config(), opts);
+  auto removed = client->remove(gvr::pods(), "ns", "p");
+  REQUIRE(removed.ok());
+  CHECK((*removed)["status"] == "Success");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    CHECK(calls == 2);
+    calls = 5;  // from now on every answer is 404
+  }
+  // Without a lost reply a 404 stays an error.
+  auto again = client->remove(gvr::pods(), "ns", "p");
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().isNotFound());
 }
