@@ -218,11 +218,13 @@ void ApiServer::serve(const net::Request& request, std::shared_ptr<net::Response
   const std::string& path = request.path;
   if (path != "/livez" && path != "/readyz" && path != "/healthz" && path.rfind("/_double/", 0) != 0) {
     std::chrono::milliseconds delay;
+    bool watchesOnly = false;
     {
       std::lock_guard lock(faultsMu_);
       delay = faults_.delay;
+      watchesOnly = faults_.delayWatchesOnly;
     }
-    if (delay.count() > 0) {
+    if (delay.count() > 0 && (!watchesOnly || truthy(request.queryParam("watch")))) {
       enqueueDelayed(request, std::move(stream), delay);
       return;
     }
@@ -255,11 +257,13 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
     return control(request);
   }
   std::chrono::milliseconds delay;
+  bool watchesOnly = false;
   {
     std::lock_guard lock(faultsMu_);
     delay = faults_.delay;
+    watchesOnly = faults_.delayWatchesOnly;
   }
-  if (delay.count() > 0 && !delayApplied && !stream) {
+  if (delay.count() > 0 && !delayApplied && !stream && (!watchesOnly || truthy(request.queryParam("watch")))) {
     std::this_thread::sleep_for(delay);  // handle() only (tests); serve() queues instead
   }
   if (shouldFail()) {
@@ -642,6 +646,7 @@ net::Response ApiServer::control(const net::Request& request) {
       try {
         f.errorFraction = body.value("errorFraction", f.errorFraction);
         f.delay = std::chrono::milliseconds(body.value("delayMs", static_cast<std::int64_t>(f.delay.count())));
+        f.delayWatchesOnly = body.value("delayWatchesOnly", f.delayWatchesOnly);
         f.dropWatchAfterEvents = body.value("dropWatchAfterEvents", f.dropWatchAfterEvents);
         f.dropWatchProbability = body.value("dropWatchProbability", f.dropWatchProbability);
         f.expiredAsEvent = body.value("expiredAsEvent", f.expiredAsEvent);
@@ -658,6 +663,7 @@ net::Response ApiServer::control(const net::Request& request) {
     }
     return jsonResponse(200, json{{"errorFraction", f.errorFraction},
                                   {"delayMs", f.delay.count()},
+                                  {"delayWatchesOnly", f.delayWatchesOnly},
                                   {"dropWatchAfterEvents", f.dropWatchAfterEvents},
                                   {"dropWatchProbability", f.dropWatchProbability},
                                   {"expiredAsEvent", f.expiredAsEvent}}

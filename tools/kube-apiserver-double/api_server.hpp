@@ -24,6 +24,7 @@ namespace kc::apiserver {
 struct Faults {
   double errorFraction = 0.0;                // answer 500 InternalError on this share of API requests
   std::chrono::milliseconds delay{0};        // added before every API response
+  bool delayWatchesOnly = false;             // apply the delay to watch requests only
   std::uint64_t dropWatchAfterEvents = 0;    // end every watch after N events (0 = never)
   double dropWatchProbability = 0.0;         // end a watch after an event with this probability
   bool expiredAsEvent = true;                // 410 for an old watch RV as ERROR event (else HTTP 410)

@@ -359,7 +359,12 @@ namespace {
 // A ResponseStream answered from another thread (the delay worker).
 class SyncStream : public kc::net::ResponseStream {
  public:
-  bool begin(unsigned, kc::net::Headers) override { return true; }
+  bool begin(unsigned code, kc::net::Headers) override {  // a watch starts streaming
+    std::lock_guard lock(mu);
+    status = code;
+    cv.notify_all();
+    return true;
+  }
   bool write(std::string_view) override { return true; }
   void end() override {}
   bool send(kc::net::Response r) override {
@@ -415,4 +420,23 @@ TEST_CASE_METHOD(Api, "the delay fault does not hold the caller: other requests 
   auto prompt = std::make_shared<SyncStream>();
   api.serve(req("GET", "/api/v1/namespaces/default/pods"), prompt);
   CHECK(prompt->answered() == 200);
+}
+
+TEST_CASE_METHOD(Api, "delayWatchesOnly holds back watch requests while other requests answer at once",
+                 "[api][faults]") {
+  auto shown = call(req("POST", "/_double/faults", R"({"delayMs":300,"delayWatchesOnly":true})"), 200);
+  CHECK(shown["delayWatchesOnly"] == true);
+  const auto start = std::chrono::steady_clock::now();
+  auto watch = std::make_shared<SyncStream>();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "true"}}), watch);
+  auto list = std::make_shared<SyncStream>();
+  api.serve(req("GET", "/api/v1/namespaces/default/pods"), list);
+  CHECK(list->answered() == 200);  // not delayed
+  CHECK(watch->answered() == 0);   // waiting
+  REQUIRE(watch->waitAnswered(std::chrono::seconds(10)));
+  CHECK(watch->answered() == 200);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
+  call(req("POST", "/_double/faults", R"({"delayWatchesOnly":"yes"})"), 400);  // bad value, unchanged
+  CHECK(call(req("GET", "/_double/faults"), 200)["delayWatchesOnly"] == true);
+  call(req("POST", "/_double/faults", R"({"delayMs":0,"delayWatchesOnly":false})"), 200);
 }

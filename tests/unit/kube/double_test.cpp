@@ -132,10 +132,11 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
       }
     });
   }
-  // Chaos, every few hundred ms: end every watch after its next event while new requests are
-  // held back 80 ms, compact the history meanwhile (so the informer comes back with a version
-  // that is now too old: 410), and switch between reporting expiry as HTTP 410 and as a
-  // 200 + ERROR event. Independently, the double drops watch streams at random.
+  // Chaos, every few hundred ms: end every watch after its next event while new watch
+  // requests are held back 300 ms (writes go on); once the informer has asked to watch again,
+  // let the writers move on for 30 ms and compact the history, so the held request carries a
+  // version that is now too old (410). Each round switches between reporting expiry as HTTP
+  // 410 and as a 200 + ERROR event. Independently, the double drops watch streams at random.
   std::atomic<bool> writing{true};
   std::atomic<int> chaosFailures{0};
   auto chaosClient = clientFor(api.config());
@@ -149,12 +150,18 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
     };
     for (int cycle = 0; writing || cycle < 6; ++cycle) {  // at least 6 rounds of 410s
       std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 250));
-      faults({{"delayMs", 80}, {"dropWatchAfterEvents", 1}});
-      std::this_thread::sleep_for(40ms);
+      faults({{"delayMs", 300}, {"delayWatchesOnly", true}, {"dropWatchAfterEvents", 1}});
+      const auto before = informer.stats().watches;
+      const auto until = std::chrono::steady_clock::now() + 2s;
+      while (writing && informer.stats().watches == before && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(2ms);
+      }
+      std::this_thread::sleep_for(30ms);
       if (!c->call("POST", "/_double/compact", "{}", "application/json").ok()) {
         ++chaosFailures;
       }
-      faults({{"delayMs", 0}, {"dropWatchAfterEvents", 0}, {"expiredAsEvent", rng() % 2 == 0}});
+      faults({{"delayMs", 0}, {"delayWatchesOnly", false}, {"dropWatchAfterEvents", 0},
+              {"expiredAsEvent", rng() % 2 == 0}});
     }
   });
   for (auto& th : threads) {
