@@ -109,11 +109,11 @@ int main(int argc, char** argv) {
     std::cerr << "kube-apiserver-double: cannot write " << kubeconfigOut << "\n";
     return 1;
   }
-  std::cout << "kube-apiserver-double (TEST DOUBLE, in-memory, not for production) listening on " << server.baseUrl()
+  std::cerr << "kube-apiserver-double (TEST DOUBLE, in-memory, not for production) listening on " << server.baseUrl()
             << std::endl;
   int sig = 0;
   sigwait(&signals, &sig);
-  std::cout << "kube-apiserver-double: signal " << sig << ", stopping" << std::endl;
+  std::cerr << "kube-apiserver-double: signal " << sig << ", stopping" << std::endl;
   server.stop();
   return 0;
 }
