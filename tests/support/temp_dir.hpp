@@ -1,18 +1,19 @@
 #pragma once
-// A fresh directory under the system temp dir, removed on scope exit.
+// A fresh directory under the system temp dir, removed on scope exit (shared by all tests).
 
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 
-namespace kc::kube::testing {
+namespace kc::testing {
 
 class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("kc-kube-" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = std::filesystem::temp_directory_path() /
+            ("kc-test-" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
@@ -34,4 +35,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace kc::kube::testing
+}  // namespace kc::testing

@@ -19,7 +19,9 @@
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
 #include "tests/unit/net/raw_socket.hpp"
+#include "tests/support/temp_dir.hpp"
 
+using kc::testing::TempDir;
 using kc::vni::HookKind;
 using kc::vni::LoopbackClient;
 using kc::vni::testing::makeParent;
@@ -28,17 +30,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() /
-           ("vni-drain-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 std::int64_t syncVni(LoopbackClient& client, const std::string& job) {
   auto r = client.request("POST", "/sync", makeParent("Job", job).optIn().body(HookKind::kSync));
@@ -65,7 +56,7 @@ bool eventually(std::chrono::milliseconds limit, Probe probe) {
 TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exit 0, nothing lost",
           "[vni][shutdown]") {
   TempDir dir;
-  WebhookProcess server(dir.path.string(),
+  WebhookProcess server(dir.path().string(),
                         {"--shutdown-delay-seconds", "1.5", "--drain-seconds", "10"});
   const std::uint16_t port = server.start();
   LoopbackClient client("127.0.0.1", port);
@@ -121,7 +112,7 @@ TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exi
   CHECK(server.waitExit(15000ms) == 0);
 
   // Every VNI answered before and during the shutdown was committed.
-  WebhookProcess again(dir.path.string(), {});
+  WebhookProcess again(dir.path().string(), {});
   LoopbackClient after("127.0.0.1", again.start());
   CHECK(syncVni(after, "before") == before);
   CHECK(syncVni(after, "late") == late);
@@ -132,7 +123,7 @@ TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exi
 
 TEST_CASE("A second SIGTERM during the shutdown delay exits at once with 143", "[vni][shutdown]") {
   TempDir dir;
-  WebhookProcess server(dir.path.string(), {"--shutdown-delay-seconds", "30"});
+  WebhookProcess server(dir.path().string(), {"--shutdown-delay-seconds", "30"});
   LoopbackClient client("127.0.0.1", server.start());
   syncVni(client, "j");
   server.signal(SIGTERM);
@@ -147,7 +138,7 @@ TEST_CASE("A second SIGTERM during the shutdown delay exits at once with 143", "
 TEST_CASE("SIGTERM under load: every request is answered 200 or refused, every 200 is durable",
           "[vni][shutdown]") {
   TempDir dir;
-  WebhookProcess server(dir.path.string(), {"--shutdown-delay-seconds", "0", "--drain-seconds", "10"});
+  WebhookProcess server(dir.path().string(), {"--shutdown-delay-seconds", "0", "--drain-seconds", "10"});
   const std::uint16_t port = server.start();
 
   // Clients sync distinct jobs back to back over keep-alive connections until the server goes.
@@ -208,7 +199,7 @@ TEST_CASE("SIGTERM under load: every request is answered 200 or refused, every 2
   CHECK(vnis.size() == answered.size());  // distinct jobs, distinct VNIs
 
   // Every answer given is committed: after a restart each job gets the VNI it was told.
-  WebhookProcess again(dir.path.string(), {});
+  WebhookProcess again(dir.path().string(), {});
   LoopbackClient after("127.0.0.1", again.start());
   std::size_t mismatched = 0;
   for (const auto& [job, vni] : answered) {

@@ -16,7 +16,9 @@
 #include "services/vni-webhook/vni_store.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
+#include "tests/support/temp_dir.hpp"
 
+using kc::testing::TempDir;
 using kc::vni::HookKind;
 using kc::vni::LoopbackClient;
 using kc::vni::testing::makeParent;
@@ -30,17 +32,6 @@ constexpr int kClientThreads = 64;
 constexpr int kTotalOps = 100'000;
 constexpr int kOwners = 5'000;
 constexpr int kKills = 10;
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() /
-           ("vni-http-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 json parseBody(const kc::vni::LoopbackReply& r) {
   json j = json::parse(r.body, nullptr, false);
@@ -284,7 +275,7 @@ std::vector<std::string> loadArgs() {
 
 TEST_CASE("HTTP contract: status codes, JSON errors, health and metrics", "[vni]") {
   TempDir dir;
-  WebhookProcess server(dir.path.string(),
+  WebhookProcess server(dir.path().string(),
                         {"--vni-min", "1024", "--vni-max", "1026", "--max-body-bytes", "65536"});
   const std::uint16_t port = server.start();
   LoopbackClient client("127.0.0.1", port);
@@ -350,7 +341,7 @@ TEST_CASE("Restart of the process keeps every allocation", "[vni]") {
   TempDir dir;
   std::map<std::string, std::int64_t> got;
   {
-    WebhookProcess server(dir.path.string(), {});
+    WebhookProcess server(dir.path().string(), {});
     LoopbackClient client("127.0.0.1", server.start());
     for (int i = 0; i < 20; ++i) {
       auto p = makeParent("Job", "j" + std::to_string(i)).optIn();
@@ -360,7 +351,7 @@ TEST_CASE("Restart of the process keeps every allocation", "[vni]") {
     }
     server.kill(SIGKILL);
   }
-  WebhookProcess server(dir.path.string(), {});
+  WebhookProcess server(dir.path().string(), {});
   LoopbackClient client("127.0.0.1", server.start());
   for (int i = 0; i < 20; ++i) {
     auto p = makeParent("Job", "j" + std::to_string(i)).optIn();
@@ -373,7 +364,7 @@ TEST_CASE("Restart of the process keeps every allocation", "[vni]") {
 TEST_CASE("64 clients, 100,000 mixed sync/finalize over 5,000 owners: no duplicate, no leak",
           "[vni][load]") {
   TempDir dir;
-  WebhookProcess server(dir.path.string(), loadArgs());
+  WebhookProcess server(dir.path().string(), loadArgs());
   std::atomic<std::uint16_t> port{server.start()};
   LoadModel model;
   const LoadResult result = runLoad(model, port, server.db(), [] {});
@@ -390,7 +381,7 @@ TEST_CASE("64 clients, 100,000 mixed sync/finalize over 5,000 owners: no duplica
 TEST_CASE("The same load with the server killed by SIGKILL 10 times keeps the invariants",
           "[vni][load]") {
   TempDir dir;
-  WebhookProcess server(dir.path.string(), loadArgs());
+  WebhookProcess server(dir.path().string(), loadArgs());
   std::atomic<std::uint16_t> port{server.start()};
   LoadModel model;
   std::atomic<int> kills{0};

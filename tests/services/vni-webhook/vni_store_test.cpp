@@ -11,7 +11,9 @@
 
 #include "services/vni-webhook/vni_service.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
+#include "tests/support/temp_dir.hpp"
 
+using kc::testing::TempDir;
 using kc::vni::HookKind;
 using kc::vni::HookReply;
 using kc::vni::VniService;
@@ -19,19 +21,6 @@ using kc::vni::testing::makeParent;
 using nlohmann::json;
 
 namespace {
-
-// A fresh temporary directory per test, removed afterwards.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::random_device rd;
-    path = std::filesystem::temp_directory_path() /
-           ("vni-store-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string db() const { return (path / "vni.sqlite3").string(); }
-};
 
 // Injected wall clock (Unix ms).
 struct FakeClock {
@@ -77,7 +66,7 @@ std::size_t rowCount(const std::string& db) {
 TEST_CASE("Sync twice gives the same VNI, another owner gets another", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 65535), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 65535), clock);
   auto a = makeParent("Job", "a").optIn();
   const auto first = vniOf(service->handleNow(HookKind::kSync, a.body(HookKind::kSync)));
   CHECK(first == 1024);
@@ -85,14 +74,14 @@ TEST_CASE("Sync twice gives the same VNI, another owner gets another", "[vni]") 
         first);
   auto b = makeParent("Deployment", "b").optIn();
   CHECK(vniOf(service->handleNow(HookKind::kSync, b.body(HookKind::kSync))) == 1025);
-  CHECK(rowCount(dir.db()) == 2);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 2);
 }
 
 TEST_CASE("Finalize releases once, answers 200 every time, finalized after the object is gone",
           "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   auto job = makeParent("Job", "j").optIn();
   const auto vni = vniOf(service->handleNow(HookKind::kSync, job.body(HookKind::kSync)));
   job.vniObserved(vni).deleting("2026-11-22T21:00:00Z");
@@ -101,7 +90,7 @@ TEST_CASE("Finalize releases once, answers 200 every time, finalized after the o
   CHECK(r1.status == 200);
   CHECK(r1.body["finalized"] == false);
   CHECK(r1.body["attachments"].empty());
-  CHECK(rowCount(dir.db()) == 0);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 0);
   // A retry with the object still observed (Metacontroller's deletion pending) is harmless.
   HookReply r2 = service->handleNow(HookKind::kFinalize, job.body(HookKind::kFinalize));
   CHECK(r2.status == 200);
@@ -117,18 +106,18 @@ TEST_CASE("Finalize releases once, answers 200 every time, finalized after the o
 TEST_CASE("Finalize releases by the owner's uid even when the VNI object is absent", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   auto job = makeParent("Job", "j").optIn();
   (void)vniOf(service->handleNow(HookKind::kSync, job.body(HookKind::kSync)));
   HookReply r = service->handleNow(HookKind::kFinalize, job.body(HookKind::kFinalize));
   CHECK(r.body["finalized"] == true);
-  CHECK(rowCount(dir.db()) == 0);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 0);
 }
 
 TEST_CASE("Finalize holds the VNI while the job's pods run, then releases", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   auto job = makeParent("Job", "j").optIn();
   const auto vni = vniOf(service->handleNow(HookKind::kSync, job.body(HookKind::kSync)));
 
@@ -144,18 +133,18 @@ TEST_CASE("Finalize holds the VNI while the job's pods run, then releases", "[vn
     // A sync without the annotation neither frees nor allocates.
     auto noAnnotation = makeParent("Job", "j").vniObserved(vni);
     CHECK(vniOf(service->handleNow(HookKind::kSync, noAnnotation.body(HookKind::kSync))) == vni);
-    CHECK(rowCount(dir.db()) == 1);
+    CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
   }
   SECTION("deleted job: waits for pods, bounded by the timeout") {
     auto deleted = makeParent("Job", "j").optIn().vniObserved(vni)
                        .deleting("2026-11-22T21:00:00Z").pod("j-1", "Running");
     CHECK(service->handleNow(HookKind::kFinalize, deleted.body(HookKind::kFinalize))
               .body["finalized"] == false);
-    CHECK(rowCount(dir.db()) == 1);
+    CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
     clock.advanceMs(301'000);  // default timeout 300 s after the deletionTimestamp
     HookReply r = service->handleNow(HookKind::kFinalize, deleted.body(HookKind::kFinalize));
     CHECK(r.body["attachments"].empty());
-    CHECK(rowCount(dir.db()) == 0);
+    CHECK(rowCount(dir.file("vni.sqlite3")) == 0);
   }
 }
 
@@ -163,7 +152,7 @@ TEST_CASE("Exhaustion answers 503 naming the range, writes nothing, recovers aft
           "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 1027), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 1027), clock);
   std::vector<kc::vni::testing::ParentBuilder> jobs;
   for (int i = 0; i < 3; ++i) {
     jobs.push_back(makeParent("Job", "j" + std::to_string(i)).optIn());
@@ -176,7 +165,7 @@ TEST_CASE("Exhaustion answers 503 naming the range, writes nothing, recovers aft
   CHECK(full.body["range"] == json{{"min", 1024}, {"max", 1027}});
   CHECK(full.body["held"] == 3);
   CHECK_THAT(full.body["message"].get<std::string>(), Catch::Contains("[1024, 1027)"));
-  CHECK(rowCount(dir.db()) == 3);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 3);
 
   CHECK(service->handleNow(HookKind::kFinalize, jobs[1].body(HookKind::kFinalize)).status == 200);
   CHECK(vniOf(service->handleNow(HookKind::kSync, extra.body(HookKind::kSync))) == 1025);
@@ -185,7 +174,7 @@ TEST_CASE("Exhaustion answers 503 naming the range, writes nothing, recovers aft
 TEST_CASE("Cooldown: a released VNI is not reissued before it passes", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 1026, 60'000), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 1026, 60'000), clock);
   auto a = makeParent("Job", "a").optIn();
   auto b = makeParent("Job", "b").optIn();
   CHECK(vniOf(service->handleNow(HookKind::kSync, a.body(HookKind::kSync))) == 1024);
@@ -203,7 +192,7 @@ TEST_CASE("Cooldown: a released VNI is not reissued before it passes", "[vni]") 
   SECTION("across a restart") {
     service.reset();
     kc::vni::StoreReport report;
-    service = startService(options(dir.db(), 1024, 1026, 60'000), clock, &report);
+    service = startService(options(dir.file("vni.sqlite3"), 1024, 1026, 60'000), clock, &report);
     CHECK(report.coolingRestored == 1);
     CHECK(service->handleNow(HookKind::kSync, c.body(HookKind::kSync)).status == 503);
     clock.advanceMs(1);
@@ -216,7 +205,7 @@ TEST_CASE("Restart keeps every allocation and continues next-fit", "[vni]") {
   FakeClock clock;
   std::map<std::string, std::int64_t> got;
   {
-    auto service = startService(options(dir.db(), 1024, 65535), clock);
+    auto service = startService(options(dir.file("vni.sqlite3"), 1024, 65535), clock);
     for (int i = 0; i < 50; ++i) {
       auto p = makeParent("Job", "j" + std::to_string(i)).optIn();
       got[p.uidValue()] = vniOf(service->handleNow(HookKind::kSync, p.body(HookKind::kSync)));
@@ -226,7 +215,7 @@ TEST_CASE("Restart keeps every allocation and continues next-fit", "[vni]") {
     got.erase(j7.uidValue());
   }
   kc::vni::StoreReport report;
-  auto service = startService(options(dir.db(), 1024, 65535), clock, &report);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 65535), clock, &report);
   CHECK(report.allocations == 49);
   for (int i = 0; i < 50; ++i) {
     auto p = makeParent("Job", "j" + std::to_string(i)).optIn();
@@ -243,7 +232,7 @@ TEST_CASE("Restart keeps every allocation and continues next-fit", "[vni]") {
 TEST_CASE("Reserved VNIs 0, 1 and 10 are never issued", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 0, 16), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 0, 16), clock);
   std::set<std::int64_t> issued;
   for (int i = 0; i < 20; ++i) {
     auto p = makeParent("Job", "j" + std::to_string(i)).optIn();
@@ -265,12 +254,12 @@ TEST_CASE("A range change across restarts keeps old allocations valid and report
   auto a = makeParent("Job", "a").optIn();
   auto b = makeParent("Job", "b").optIn();
   {
-    auto service = startService(options(dir.db(), 1024, 1034), clock);
+    auto service = startService(options(dir.file("vni.sqlite3"), 1024, 1034), clock);
     CHECK(vniOf(service->handleNow(HookKind::kSync, a.body(HookKind::kSync))) == 1024);
     CHECK(vniOf(service->handleNow(HookKind::kSync, b.body(HookKind::kSync))) == 1025);
   }
   kc::vni::StoreReport report;
-  auto service = startService(options(dir.db(), 1025, 1030), clock, &report);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1025, 1030), clock, &report);
   REQUIRE(report.previousRange.has_value());
   CHECK(report.previousRange->first == 1024);
   CHECK(report.outOfRange == 1);
@@ -281,13 +270,13 @@ TEST_CASE("A range change across restarts keeps old allocations valid and report
   CHECK(vniOf(service->handleNow(HookKind::kSync, c.body(HookKind::kSync))) == 1026);
   REQUIRE(service->handleNow(HookKind::kFinalize, a.body(HookKind::kFinalize)).status == 200);
   CHECK(service->stats().outOfRange == 0);
-  CHECK(rowCount(dir.db()) == 2);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 2);
 }
 
 TEST_CASE("A ReplicaSet of a Deployment holding a VNI gets none of its own", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   auto dep = makeParent("Deployment", "web").uid("dep-uid").optIn();
   const auto vni = vniOf(service->handleNow(HookKind::kSync, dep.body(HookKind::kSync)));
   auto rs = makeParent("ReplicaSet", "web-7d9").optIn().ownedByDeployment("web", "dep-uid");
@@ -295,11 +284,11 @@ TEST_CASE("A ReplicaSet of a Deployment holding a VNI gets none of its own", "[v
   CHECK(r.status == 200);
   CHECK(r.body["attachments"].empty());
   CHECK(r.body["labels"]["vni.kubecomp.io/vni"] == std::to_string(vni));
-  CHECK(rowCount(dir.db()) == 1);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
   // Its finalize frees nothing of the Deployment's.
   CHECK(service->handleNow(HookKind::kFinalize, rs.body(HookKind::kFinalize)).body["finalized"] ==
         true);
-  CHECK(rowCount(dir.db()) == 1);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
   // A ReplicaSet whose Deployment holds nothing is a job of its own.
   auto lone = makeParent("ReplicaSet", "other-1").optIn().ownedByDeployment("other", "o-uid");
   CHECK(vniOf(service->handleNow(HookKind::kSync, lone.body(HookKind::kSync))) == vni + 1);
@@ -309,7 +298,7 @@ TEST_CASE("A recreated job (same name, new uid) gets its own VNI and the old fin
           "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   auto old = makeParent("Job", "j").uid("uid-old").optIn();
   auto fresh = makeParent("Job", "j").uid("uid-new").optIn();
   const auto v1 = vniOf(service->handleNow(HookKind::kSync, old.body(HookKind::kSync)));
@@ -322,7 +311,7 @@ TEST_CASE("A recreated job (same name, new uid) gets its own VNI and the old fin
 TEST_CASE("A lost database adopts the value recorded in the surviving VNI object", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   auto job = makeParent("Job", "j").optIn().vniObserved(1500);
   CHECK(vniOf(service->handleNow(HookKind::kSync, job.body(HookKind::kSync))) == 1500);
   // An observed value held by someone else is not adopted twice.
@@ -333,7 +322,7 @@ TEST_CASE("A lost database adopts the value recorded in the surviving VNI object
 TEST_CASE("A surviving VNI object adopts its value once that value's cooldown has ended", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048, 60'000), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048, 60'000), clock);
   auto first = makeParent("Job", "first").optIn();
   REQUIRE(vniOf(service->handleNow(HookKind::kSync, first.body(HookKind::kSync))) == 1024);
   REQUIRE(service->handleNow(HookKind::kFinalize, first.body(HookKind::kFinalize)).status == 200);
@@ -351,30 +340,30 @@ TEST_CASE("A surviving VNI object adopts its value once that value's cooldown ha
 TEST_CASE("Bad requests change nothing", "[vni]") {
   TempDir dir;
   FakeClock clock;
-  auto service = startService(options(dir.db(), 1024, 2048), clock);
+  auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
   for (const std::string body : {"{", "[]", R"({"object":{"kind":"Job"}})",
                                  R"({"controller":{"spec":{"hooks":{"sync":{"version":"v9"}}}}})"}) {
     HookReply r = service->handleNow(HookKind::kSync, body);
     CHECK(r.status == 400);
     CHECK(r.body["error"] == "invalid");
   }
-  CHECK(rowCount(dir.db()) == 0);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 0);
 }
 
 TEST_CASE("The database refuses a duplicate VNI whatever the code above it does", "[vni]") {
   TempDir dir;
   FakeClock clock;
   {
-    auto service = startService(options(dir.db(), 1024, 2048), clock);
+    auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
     (void)vniOf(service->handleNow(HookKind::kSync,
                                    makeParent("Job", "a").optIn().body(HookKind::kSync)));
   }
   // Another writer inserting the same VNI for another owner fails on UNIQUE(vni).
-  auto rows = kc::vni::readAllocations(dir.db());
+  auto rows = kc::vni::readAllocations(dir.file("vni.sqlite3"));
   REQUIRE(rows.ok());
   REQUIRE(rows->size() == 1);
   const auto held = (*rows)[0].vni;
-  SQLite::Database other(dir.db(), SQLite::OPEN_READWRITE);
+  SQLite::Database other(dir.file("vni.sqlite3"), SQLite::OPEN_READWRITE);
   int extended = 0;
   try {
     SQLite::Statement insert(other,
@@ -386,5 +375,5 @@ TEST_CASE("The database refuses a duplicate VNI whatever the code above it does"
     extended = e.getExtendedErrorCode();
   }
   CHECK(extended == SQLITE_CONSTRAINT_UNIQUE);
-  CHECK(rowCount(dir.db()) == 1);
+  CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
 }

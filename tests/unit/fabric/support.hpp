@@ -1,37 +1,10 @@
 #pragma once
-// Helpers shared by the fabric tests: temp dirs, topology builders.
+// Helpers shared by the fabric tests.
 
-#include <filesystem>
-#include <fstream>
-#include <random>
-#include <string>
+#include "tests/support/temp_dir.hpp"
 
 namespace kc::fabric::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("kc-fabric-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& content) const {
-    const auto p = path_ / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-    return p.string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = kc::testing::TempDir;
 
 }  // namespace kc::fabric::test

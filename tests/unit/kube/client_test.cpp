@@ -10,12 +10,12 @@
 #include "libcore/kube/events.hpp"
 #include "libcore/kube/informer.hpp"
 #include "tests/unit/kube/fake_server.hpp"
-#include "tests/unit/kube/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace kc::kube;
 using kc::kube::testing::FakeServer;
 using kc::kube::testing::statusResponse;
-using kc::kube::testing::TempDir;
+using kc::testing::TempDir;
 
 namespace {
 

@@ -3,10 +3,10 @@
 #include <map>
 
 #include "libcore/kube/config.hpp"
-#include "tests/unit/kube/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace kc::kube;
-using kc::kube::testing::TempDir;
+using kc::testing::TempDir;
 
 namespace {
 

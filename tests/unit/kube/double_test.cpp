@@ -14,11 +14,11 @@
 #include "libcore/kube/leader.hpp"
 #include "tests/unit/kube/double_process.hpp"
 #include "tests/unit/kube/stall_proxy.hpp"
-#include "tests/unit/kube/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace kc::kube;
 using kc::kube::testing::DoubleProcess;
-using kc::kube::testing::TempDir;
+using kc::testing::TempDir;
 using namespace std::chrono_literals;
 
 namespace {

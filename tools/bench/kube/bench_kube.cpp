@@ -26,7 +26,7 @@
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
 #include "tests/unit/kube/double_process.hpp"
-#include "tests/unit/kube/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace kc::kube;
 using Clock = std::chrono::steady_clock;
@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string self = std::filesystem::canonical("/proc/self/exe").string();
-    kc::kube::testing::TempDir dir;
+    kc::testing::TempDir dir;
     kc::kube::testing::DoubleProcess api(doubleExe, dir.path().string(),
                                          {"--history-window", std::to_string(std::max(events * 2, 20'000))});
     const auto& cfg = api.config();
