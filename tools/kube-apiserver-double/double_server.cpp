@@ -1,6 +1,7 @@
 #include "tools/kube-apiserver-double/double_server.hpp"
 
 #include "libcore/net/http_server.hpp"
+#include "libcore/net/pki.hpp"
 
 namespace kc::apiserver {
 
@@ -38,13 +39,22 @@ Result<std::uint16_t> DoubleServer::start() {
       if (options_.bindAddress != "127.0.0.1" && options_.bindAddress != "0.0.0.0" && options_.bindAddress != "::") {
         ips.push_back(options_.bindAddress);
       }
-      auto material = generateTlsMaterial({"localhost", "kubernetes", "kubernetes.default.svc"}, ips);
-      if (!material) {
-        return material.error();
+      auto ca = net::makeSelfSignedCa("kube-apiserver-double-ca");
+      if (!ca) {
+        return ca.error();
       }
-      caPem_ = material->caCertPem;
-      tls.certPem = material->certPem;
-      tls.keyPem = material->keyPem;
+      net::CertRequest req;
+      req.commonName = "kube-apiserver-double";
+      req.organizations = {"kubecomp test double"};
+      req.dnsNames = {"localhost", "kubernetes", "kubernetes.default.svc"};
+      req.ipAddresses = ips;
+      auto serving = net::issueCertificate(*ca, req);
+      if (!serving) {
+        return serving.error();
+      }
+      caPem_ = ca->certPem;
+      tls.certPem = serving->certPem;
+      tls.keyPem = serving->keyPem;
     }
     so.tls = tls;
   }

@@ -6,7 +6,7 @@
 #include "libcore/base/result.hpp"
 #include "tools/kube-apiserver-double/api_server.hpp"
 #include "tools/kube-apiserver-double/object_store.hpp"
-#include "tools/kube-apiserver-double/tls_material.hpp"
+#include "tools/kube-apiserver-double/kubeconfig.hpp"
 
 #include <atomic>
 #include <condition_variable>

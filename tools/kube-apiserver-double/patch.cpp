@@ -8,18 +8,8 @@
 namespace kc::apiserver {
 
 nlohmann::json applyMergePatch(const nlohmann::json& target, const nlohmann::json& patch) {
-  if (!patch.is_object()) {
-    return patch;
-  }
-  nlohmann::json result = target.is_object() ? target : nlohmann::json::object();
-  for (auto it = patch.begin(); it != patch.end(); ++it) {
-    if (it->is_null()) {
-      result.erase(it.key());
-    } else {
-      auto existing = result.find(it.key());
-      result[it.key()] = applyMergePatch(existing == result.end() ? nlohmann::json() : *existing, *it);
-    }
-  }
+  nlohmann::json result = target;
+  result.merge_patch(patch);  // nlohmann implements RFC 7386 section 2 as written
   return result;
 }
 

@@ -11,6 +11,29 @@ TEST_CASE("merge patch replaces lists and deletes with null (RFC 7386)", "[patch
   CHECK(applyMergePatch(target, patch) == json({{"b", {{"c", 5}, {"d", 3}}}, {"l", {3}}}));
 }
 
+// The test vectors of RFC 7386 appendix A (original, patch, result), written out by hand.
+TEST_CASE("merge patch gives the RFC 7386 appendix A results", "[patch]") {
+  auto [original, patch, result] = GENERATE(table<const char*, const char*, const char*>({
+      {R"({"a":"b"})", R"({"a":"c"})", R"({"a":"c"})"},
+      {R"({"a":"b"})", R"({"b":"c"})", R"({"a":"b","b":"c"})"},
+      {R"({"a":"b"})", R"({"a":null})", R"({})"},
+      {R"({"a":"b","b":"c"})", R"({"a":null})", R"({"b":"c"})"},
+      {R"({"a":["b"]})", R"({"a":"c"})", R"({"a":"c"})"},
+      {R"({"a":"c"})", R"({"a":["b"]})", R"({"a":["b"]})"},
+      {R"({"a":{"b":"c"}})", R"({"a":{"b":"d","c":null}})", R"({"a":{"b":"d"}})"},
+      {R"({"a":[{"b":"c"}]})", R"({"a":[1]})", R"({"a":[1]})"},
+      {R"(["a","b"])", R"(["c","d"])", R"(["c","d"])"},
+      {R"({"a":"b"})", R"(["c"])", R"(["c"])"},
+      {R"({"a":"foo"})", "null", "null"},
+      {R"({"a":"foo"})", R"("bar")", R"("bar")"},
+      {R"({"e":null})", R"({"a":1})", R"({"e":null,"a":1})"},
+      {R"([1,2])", R"({"a":"b","c":null})", R"({"a":"b"})"},
+      {R"({})", R"({"a":{"bb":{"ccc":null}}})", R"({"a":{"bb":{}}})"},
+  }));
+  CAPTURE(original, patch);
+  CHECK(applyMergePatch(json::parse(original), json::parse(patch)) == json::parse(result));
+}
+
 TEST_CASE("json patch applies RFC 6902 ops and reports failed tests as invalid", "[patch]") {
   json target = {{"metadata", {{"labels", {{"a", "b"}}}}}};
   auto ok = applyJsonPatch(target, json::parse(R"([{"op":"test","path":"/metadata/labels/a","value":"b"},
