@@ -1,20 +1,8 @@
 #include "tools/kube-apiserver-double/kubeconfig.hpp"
 
-#include <openssl/evp.h>
+#include "libcore/base/base64.hpp"
 
 namespace kc::apiserver {
-
-namespace {
-
-std::string base64(const std::string& data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-}  // namespace
 
 std::string renderKubeconfig(const std::string& server, const std::string& caCertPem, const std::string& token) {
   std::string y;
@@ -22,7 +10,7 @@ std::string renderKubeconfig(const std::string& server, const std::string& caCer
   y += "apiVersion: v1\nkind: Config\ncurrent-context: kube-apiserver-double\n";
   y += "clusters:\n- name: kube-apiserver-double\n  cluster:\n    server: " + server + "\n";
   if (!caCertPem.empty()) {
-    y += "    certificate-authority-data: " + base64(caCertPem) + "\n";
+    y += "    certificate-authority-data: " + base64Encode(caCertPem) + "\n";
   }
   y += "users:\n- name: kube-apiserver-double\n  user:\n";
   y += token.empty() ? "    {}\n" : "    token: " + token + "\n";

@@ -10,6 +10,11 @@
 // Semantics follow kube-apiserver's generic registry where our daemons and kubectl
 // depend on them (see docs/apiserver-double.md for what is and is not modelled). Failures
 // are thrown as ApiError and turned into Status bodies by ApiServer.
+//
+// One class, several translation units by concern: object_store.cpp (reads, LIST, commit,
+// create/update), store_watch.cpp (WATCH), store_delete.cpp (DELETE, finalizers, GC,
+// namespaces), store_crd.cpp (CRDs), store_pods.cpp (pod subresources);
+// object_defaults.cpp holds per-kind validation and defaulting.
 
 #include "tools/kube-apiserver-double/api_error.hpp"
 #include "tools/kube-apiserver-double/resource_registry.hpp"
@@ -197,6 +202,7 @@ class ObjectStore {
   ObjectPtr finalRemove(const ResourceInfo& res, ObjectPtr current);
   void collectGarbage(const std::string& ownerUid, std::vector<std::pair<std::string, std::string>> dependents);
   void collectIfOwnersMissing(const ResourceInfo& res, const ObjectPtr& obj);
+  void acceptCrdLocked(const ResourceInfo& res, const std::string& name, nlohmann::json& body);
   void onCrdChanged(const nlohmann::json* crd, const nlohmann::json* previous);
   void onNamespaceTerminating(const std::string& ns);
   void maybeFinishNamespace(const std::string& ns);
@@ -210,7 +216,5 @@ class ObjectStore {
 
 // Key of an object in its table: "<ns>/<name>" (namespaced) or "<name>".
 std::string objectKey(const ResourceInfo& res, const std::string& ns, const std::string& name);
-// RFC3339 UTC with seconds, as metav1.Time serialises.
-std::string formatTimestamp(std::chrono::system_clock::time_point t);
 
 }  // namespace kc::apiserver

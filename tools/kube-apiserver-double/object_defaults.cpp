@@ -1,0 +1,124 @@
+#include "tools/kube-apiserver-double/object_defaults.hpp"
+
+#include "tools/kube-apiserver-double/store_internal.hpp"
+
+#include <regex>
+
+namespace kc::apiserver {
+
+bool isDnsSubdomain(const std::string& s) {
+  static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return !s.empty() && s.size() <= 253 && std::regex_match(s, kRe);
+}
+
+bool isDnsLabel(const std::string& s) {
+  static const std::regex kRe("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  return !s.empty() && s.size() <= 63 && std::regex_match(s, kRe);
+}
+
+const char* const kSubdomainMsg =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const char* const kLabelMsg =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+// Everything but metadata/status/kind/apiVersion: what bumps metadata.generation.
+bool specChanged(const json& a, const json& b) {
+  auto strip = [](const json& o) {
+    json c = json::object();
+    if (o.is_object()) {
+      for (auto it = o.begin(); it != o.end(); ++it) {
+        if (it.key() != "metadata" && it.key() != "status" && it.key() != "kind" && it.key() != "apiVersion") {
+          c[it.key()] = *it;
+        }
+      }
+    }
+    return c;
+  };
+  return strip(a) != strip(b);
+}
+
+
+std::string podQosClass(const json& spec) {
+  bool any = false;
+  bool guaranteed = true;
+  auto containers = spec.value("containers", json::array());
+  for (const auto& c : containers) {
+    json req = c.contains("resources") ? c["resources"].value("requests", json::object()) : json::object();
+    json lim = c.contains("resources") ? c["resources"].value("limits", json::object()) : json::object();
+    if (!req.empty() || !lim.empty()) {
+      any = true;
+    }
+    for (const char* r : {"cpu", "memory"}) {
+      if (!lim.contains(r) || (req.contains(r) && req[r] != lim[r])) {
+        guaranteed = false;
+      }
+    }
+  }
+  if (!any) {
+    return "BestEffort";
+  }
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+void defaultPod(json& pod) {
+  json& spec = pod["spec"];
+  if (!spec.is_object()) {
+    spec = json::object();
+  }
+  auto setDefault = [](json& o, const char* k, json v) {
+    if (!o.contains(k) || o[k].is_null()) {
+      o[k] = std::move(v);
+    }
+  };
+  setDefault(spec, "schedulerName", "default-scheduler");
+  setDefault(spec, "restartPolicy", "Always");
+  setDefault(spec, "dnsPolicy", "ClusterFirst");
+  setDefault(spec, "terminationGracePeriodSeconds", 30);
+  setDefault(spec, "securityContext", json::object());
+  setDefault(spec, "enableServiceLinks", true);
+  setDefault(spec, "priority", 0);
+  for (const char* list : {"containers", "initContainers"}) {
+    if (!spec.contains(list) || !spec[list].is_array()) {
+      continue;
+    }
+    for (auto& c : spec[list]) {
+      if (!c.is_object()) {
+        continue;
+      }
+      std::string image = str(c, "image");
+      bool latest = image.find(':') == std::string::npos || image.size() < 7 ||
+                    image.substr(image.size() - 7) == ":latest";
+      setDefault(c, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
+      setDefault(c, "terminationMessagePath", "/dev/termination-log");
+      setDefault(c, "terminationMessagePolicy", "File");
+      setDefault(c, "resources", json::object());
+    }
+  }
+  pod["status"] = {{"phase", "Pending"}, {"qosClass", podQosClass(spec)}};
+}
+
+void defaultDeployment(json& d) {
+  json& spec = d["spec"];
+  if (!spec.is_object()) {
+    spec = json::object();
+  }
+  if (!spec.contains("replicas")) {
+    spec["replicas"] = 1;
+  }
+  if (!spec.contains("revisionHistoryLimit")) {
+    spec["revisionHistoryLimit"] = 10;
+  }
+  if (!spec.contains("progressDeadlineSeconds")) {
+    spec["progressDeadlineSeconds"] = 600;
+  }
+  if (!spec.contains("strategy")) {
+    spec["strategy"] = {{"type", "RollingUpdate"}, {"rollingUpdate", {{"maxUnavailable", "25%"}, {"maxSurge", "25%"}}}};
+  }
+}
+
+
+}  // namespace kc::apiserver
