@@ -5,18 +5,50 @@
 #include "libcore/net/http_client.hpp"
 
 namespace kc::kube {
+namespace {
+
+std::function<double()> defaultRand01() {
+  return [gen = std::mt19937_64(std::random_device{}()),
+          dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable { return dist(gen); };
+}
+
+}  // namespace
 
 Informer::Informer(KubeClient& client, InformerOptions options)
-    : client_(client), opts_(std::move(options)), backoff_(opts_.backoff, opts_.rand01) {
+    : ownedSource_(std::make_unique<ClientListerWatcher>(client, options.resource, options.ns)),
+      source_(*ownedSource_),
+      opts_(std::move(options)),
+      clock_(kc::clockOr(opts_.clock)),
+      backoff_(opts_.backoff, opts_.rand01) {
   if (!opts_.rand01) {
-    opts_.rand01 = [gen = std::mt19937_64(std::random_device{}()),
-                    dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable { return dist(gen); };
+    opts_.rand01 = defaultRand01();
+  }
+}
+
+Informer::Informer(ListerWatcher& source, InformerOptions options)
+    : source_(source), opts_(std::move(options)), clock_(kc::clockOr(opts_.clock)), backoff_(opts_.backoff, opts_.rand01) {
+  if (!opts_.rand01) {
+    opts_.rand01 = defaultRand01();
   }
 }
 
 Informer::~Informer() { stop(); }
 
 void Informer::addHandler(ResourceEventHandler handler) { handlers_.push_back(std::move(handler)); }
+
+void Informer::setTransform(ObjectTransform transform) { opts_.transform = std::move(transform); }
+
+ObjectPtr Informer::admit(nlohmann::json&& obj) {
+  if (opts_.transform) {
+    obj = opts_.transform(std::move(obj));
+    if (objectKey(obj).empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.dropped;
+      return nullptr;
+    }
+  }
+  return std::make_shared<const nlohmann::json>(std::move(obj));
+}
 
 void Informer::start() {
   if (thread_.joinable()) {
@@ -66,8 +98,7 @@ void Informer::setResourceVersion(std::string rv) {
 
 bool Informer::sleepFor(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping_.load(); });
-  return !stopping_.load();
+  return !clock_.waitFor(lock, cv_, d, [this] { return stopping_.load(); });
 }
 
 void Informer::dispatch(const Notification& n) {
@@ -110,9 +141,13 @@ bool Informer::relist() {
       }
       cancel_ = std::move(token);
     }
-    auto meta = client_.listEach(
-        opts_.resource, opts_.ns, lo,
-        [&items](nlohmann::json&& item) { items.push_back(std::make_shared<const nlohmann::json>(std::move(item))); },
+    auto meta = source_.list(
+        lo,
+        [this, &items](nlohmann::json&& item) {
+          if (auto obj = admit(std::move(item))) {
+            items.push_back(std::move(obj));
+          }
+        },
         raw);
     if (!meta) {
       if (meta.error().isExpired() && !lo.continueToken.empty()) {
@@ -165,112 +200,117 @@ void Informer::run() {
       }
       needList = false;
     }
-    ListOptions wo;
-    wo.labelSelector = opts_.labelSelector;
-    wo.fieldSelector = opts_.fieldSelector;
-    wo.resourceVersion = lastResourceVersion();
-    wo.allowWatchBookmarks = true;
-    const double r = std::clamp(opts_.rand01(), 0.0, 1.0);
-    wo.timeoutSeconds = static_cast<int>(static_cast<double>(opts_.minWatchTimeout.count()) * (1.0 + r));
-    auto token = std::make_unique<net::CancelToken>();
-    net::CancelToken* raw = token.get();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) {
-        return;
-      }
-      cancel_ = std::move(token);
-      ++stats_.watches;
-    }
-    const auto started = std::chrono::steady_clock::now();
-    std::uint64_t applied = 0;
-    bool expired = false;
-    std::optional<ApiError> eventError;
-    auto st = client_.watch(
-        opts_.resource, opts_.ns, wo,
-        [&](WatchEvent&& ev) {
-          if (ev.type == "ERROR") {
-            ApiError e = statusFromJson(ev.object);
-            if (e.isExpired()) {
-              expired = true;
-            } else {
-              eventError = std::move(e);
-            }
-            return false;
-          }
-          const std::string rv = objectResourceVersion(ev.object);
-          if (ev.type == "BOOKMARK") {
-            setResourceVersion(rv);
-            std::lock_guard<std::mutex> lock(mu_);
-            ++stats_.bookmarks;
-            return true;
-          }
-          auto obj = std::make_shared<const nlohmann::json>(std::move(ev.object));
-          std::optional<Notification> n;
-          if (ev.type == "ADDED" || ev.type == "MODIFIED") {
-            n = store_.add(std::move(obj));
-          } else if (ev.type == "DELETED") {
-            n = store_.remove(std::move(obj));
-          } else {
-            return true;  // unknown event types are ignored, as client-go does
-          }
-          setResourceVersion(rv);
-          ++applied;
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            ++stats_.eventsApplied;
-          }
-          if (n) {
-            dispatch(*n);
-          }
-          return !stopping_.load();
-        },
-        raw,
-        // Backstop for a dead connection: the server ends the stream after timeoutSeconds, so
-        // silence longer than that (+30 s) means nobody is on the other end any more.
-        std::chrono::seconds(*wo.timeoutSeconds + 30));
-    if (stopping_) {
-      return;
-    }
-    if (!st && st.error().isExpired()) {
-      expired = true;
-    }
-    const bool healthy = applied > 0 || std::chrono::steady_clock::now() - started >= opts_.healthyWatch;
-    if (expired) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.expired;
-      }
-      needList = true;
-      // After a healthy watch relist at once; a 410 right after a LIST (the version expired
-      // again at once) backs off, so repeated 410s do not loop LIST -> WATCH -> 410.
-      if (healthy) {
-        backoff_.reset();
-      } else if (!sleepFor(backoff_.next())) {
-        return;
-      }
-      continue;
-    }
-    if (!st || eventError) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.watchErrors;
-      }
-      if (healthy) {
-        backoff_.reset();
-      }
-      if (!sleepFor(backoff_.next())) {
-        return;
-      }
-      continue;
-    }
-    // Clean end (timeoutSeconds or the server closed): resume from the last seen version.
-    if (healthy) {
-      backoff_.reset();
-    } else if (!sleepFor(backoff_.next())) {
+    if (!watchOnce(needList)) {
       return;
     }
   }
+}
+
+bool Informer::watchOnce(bool& needList) {
+  ListOptions wo;
+  wo.labelSelector = opts_.labelSelector;
+  wo.fieldSelector = opts_.fieldSelector;
+  wo.resourceVersion = lastResourceVersion();
+  wo.allowWatchBookmarks = true;
+  const double r = std::clamp(opts_.rand01(), 0.0, 1.0);
+  wo.timeoutSeconds = static_cast<int>(static_cast<double>(opts_.minWatchTimeout.count()) * (1.0 + r));
+  auto token = std::make_unique<net::CancelToken>();
+  net::CancelToken* raw = token.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      return false;
+    }
+    cancel_ = std::move(token);
+    ++stats_.watches;
+  }
+  const auto started = clock_.now();
+  std::uint64_t applied = 0;
+  bool expired = false;
+  std::optional<ApiError> eventError;
+  auto st = source_.watch(
+      wo,
+      [&](WatchEvent&& ev) {
+        if (ev.type == "ERROR") {
+          ApiError e = statusFromJson(ev.object);
+          if (e.isExpired()) {
+            expired = true;
+          } else {
+            eventError = std::move(e);
+          }
+          return false;
+        }
+        std::string rv = objectResourceVersion(ev.object);
+        if (ev.type == "BOOKMARK") {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!rv.empty()) {
+            rv_ = std::move(rv);
+          }
+          ++stats_.bookmarks;
+          return true;
+        }
+        const bool upsert = ev.type == "ADDED" || ev.type == "MODIFIED";
+        if (!upsert && ev.type != "DELETED") {
+          return true;  // unknown event types are ignored, as client-go does
+        }
+        std::optional<Notification> n;
+        if (auto obj = admit(std::move(ev.object))) {
+          n = upsert ? store_.add(std::move(obj)) : store_.remove(std::move(obj));
+        }
+        ++applied;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!rv.empty()) {
+            rv_ = std::move(rv);
+          }
+          ++stats_.eventsApplied;
+        }
+        if (n) {
+          dispatch(*n);
+        }
+        return !stopping_.load();
+      },
+      raw,
+      // Backstop for a dead connection: the server ends the stream after timeoutSeconds, so
+      // silence longer than that (+30 s) means nobody is on the other end any more.
+      std::chrono::seconds(*wo.timeoutSeconds + 30));
+  if (stopping_) {
+    return false;
+  }
+  if (!st && st.error().isExpired()) {
+    expired = true;
+  }
+  const bool healthy = applied > 0 || clock_.now() - started >= opts_.healthyWatch;
+  if (expired) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.expired;
+    }
+    needList = true;
+    // After a healthy watch relist at once; a 410 right after a LIST (the version expired
+    // again at once) backs off, so repeated 410s do not loop LIST -> WATCH -> 410.
+    if (healthy) {
+      backoff_.reset();
+      return true;
+    }
+    return sleepFor(backoff_.next());
+  }
+  if (!st || eventError) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.watchErrors;
+    }
+    if (healthy) {
+      backoff_.reset();
+    }
+    return sleepFor(backoff_.next());
+  }
+  // Clean end (timeoutSeconds or the server closed): resume from the last seen version.
+  if (healthy) {
+    backoff_.reset();
+    return true;
+  }
+  return sleepFor(backoff_.next());
 }
 
 }  // namespace kc::kube

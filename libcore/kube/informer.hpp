@@ -9,6 +9,12 @@
 // When the version is too old (HTTP 410, or an ERROR event with code 410 / Expired / Gone):
 // LIST again and resync. Errors back off 0.8 s → 30 s (jittered), reset after a healthy
 // watch. Handlers run on the informer thread, in order, outside the store lock.
+//
+// The informer reads the server through a ListerWatcher (lister_watcher.hpp): the KubeClient
+// constructor builds the real one; tests pass kc::testing::FakeListerWatcher. A transform
+// (client-go's SetTransform) sees every object before it enters the store, so a daemon keeps
+// only the fields it reads (kube/transform.hpp: keepFields). Time (backoff waits, how long a
+// watch lived) comes from the injected kc::Clock.
 
 #include <atomic>
 #include <condition_variable>
@@ -20,8 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "libcore/base/clock.hpp"
 #include "libcore/kube/backoff.hpp"
 #include "libcore/kube/client.hpp"
+#include "libcore/kube/lister_watcher.hpp"
 #include "libcore/kube/store.hpp"
 
 namespace kc::kube {
@@ -32,7 +40,14 @@ struct ResourceEventHandler {
   std::function<void(const ObjectPtr&)> onDelete;  // the last state seen
 };
 
+// Applied to every object (LIST items, watch ADDED/MODIFIED/DELETED) before the store sees
+// it. It must keep metadata.name, metadata.namespace and metadata.resourceVersion (the store
+// keys and diffs by them); an object without a name afterwards is dropped and counted in
+// Stats::dropped. Runs on the informer thread.
+using ObjectTransform = std::function<nlohmann::json(nlohmann::json&&)>;
+
 struct InformerOptions {
+  // Used by the KubeClient constructor only (a ListerWatcher is already bound to both).
   GroupVersionResource resource = gvr::pods();
   std::string ns;  // "" = all namespaces
   std::string labelSelector;
@@ -44,17 +59,24 @@ struct InformerOptions {
   // A watch that delivered events or lived this long counts as healthy (backoff reset).
   std::chrono::milliseconds healthyWatch{2000};
   std::function<double()> rand01;  // injectable randomness (timeouts, jitter)
+  ObjectTransform transform;       // optional, see ObjectTransform
+  kc::Clock* clock = nullptr;      // not owned; null = kc::systemClock()
 };
 
 class Informer {
  public:
+  // LIST/WATCH of options.resource in options.ns through `client`.
   Informer(KubeClient& client, InformerOptions options);
+  // LIST/WATCH through `source` (not owned, must outlive the informer).
+  Informer(ListerWatcher& source, InformerOptions options);
   ~Informer();
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
   // Register before start().
   void addHandler(ResourceEventHandler handler);
+  // Replaces options.transform. Before start().
+  void setTransform(ObjectTransform transform);
   void start();
   // Cancels the watch and joins the thread. Idempotent.
   void stop();
@@ -72,18 +94,23 @@ class Informer {
     std::uint64_t watchErrors = 0;     // watches ended by an error
     std::uint64_t eventsApplied = 0;   // ADDED/MODIFIED/DELETED applied to the store
     std::uint64_t bookmarks = 0;
+    std::uint64_t dropped = 0;         // objects without a name after the transform
   };
   Stats stats() const;
 
  private:
   void run();
+  bool watchOnce(bool& needList);  // false: stopping
+  ObjectPtr admit(nlohmann::json&& obj);  // transform + share; null if dropped
   bool relist();  // false: stopping or failed (caller backs off)
   void dispatch(const Notification& n);
   bool sleepFor(std::chrono::milliseconds d);  // false if stopping
   void setResourceVersion(std::string rv);
 
-  KubeClient& client_;
+  std::unique_ptr<ListerWatcher> ownedSource_;  // the KubeClient constructor's
+  ListerWatcher& source_;
   InformerOptions opts_;
+  kc::Clock& clock_;
   Store store_;
   std::vector<ResourceEventHandler> handlers_;
   Backoff backoff_;

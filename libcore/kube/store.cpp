@@ -173,9 +173,14 @@ std::optional<Notification> Store::remove(ObjectPtr obj) {
 std::vector<Notification> Store::replace(std::vector<ObjectPtr> items) {
   std::unordered_map<std::string, ObjectPtr> fresh;
   fresh.reserve(items.size());
+  std::vector<const std::string*> order;  // first appearance of each key, in LIST order
+  order.reserve(items.size());
   for (auto& obj : items) {
     if (std::string key = obj ? objectKey(*obj) : std::string{}; !key.empty()) {
-      fresh[key] = std::move(obj);
+      auto [it, inserted] = fresh.insert_or_assign(std::move(key), std::move(obj));
+      if (inserted) {
+        order.push_back(&it->first);
+      }
     }
   }
   std::vector<Notification> out;
@@ -185,7 +190,9 @@ std::vector<Notification> Store::replace(std::vector<ObjectPtr> items) {
       out.push_back(Notification{Notification::Kind::kDelete, old, nullptr});
     }
   }
-  for (auto& [key, obj] : fresh) {
+  for (const std::string* keyp : order) {
+    const std::string& key = *keyp;
+    const ObjectPtr& obj = fresh.find(key)->second;
     auto it = objects_.find(key);
     if (it == objects_.end()) {
       out.push_back(Notification{Notification::Kind::kAdd, nullptr, obj});

@@ -7,7 +7,8 @@
 // Apply rules (tolerant, because watch and relist race with each other):
 // ADDED of a known key is an update; MODIFIED of an unknown key is an add; DELETED of an
 // unknown key is nothing. replace() (after LIST) diffs the old contents against the list:
-// new keys → add, changed resourceVersion → update, missing keys → delete.
+// new keys → add, changed resourceVersion → update, missing keys → delete (deletes first,
+// then adds and updates in LIST order).
 
 #include <functional>
 #include <map>
