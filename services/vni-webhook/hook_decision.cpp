@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
+#include <chrono>
+
+#include "libcore/base/rfc3339.hpp"
 
 namespace kc::vni {
 
@@ -115,10 +117,12 @@ Result<ObservedParent> parseParent(const json& object) {
     if (!del->is_string()) {
       return invalid("object.metadata.deletionTimestamp must be an RFC 3339 string");
     }
-    p.deletionTimestampSec = parseRfc3339(del->get<std::string>());
-    if (!p.deletionTimestampSec) {
+    auto deleted = kc::parseRfc3339(del->get<std::string>());
+    if (!deleted) {
       return invalid("object.metadata.deletionTimestamp is not RFC 3339: " + del->dump());
     }
+    p.deletionTimestampSec =
+        std::chrono::floor<std::chrono::seconds>(deleted->time_since_epoch()).count();
   }
   if (const json* spec = member(object, "spec"); spec != nullptr) {
     if (const json* sel = member(*spec, "selector"); sel != nullptr && sel->is_object()) {
@@ -202,18 +206,6 @@ json vniObject(const ObservedParent& p, Vni vni) {
               {"spec", {{"vni", vni}}}};
 }
 
-bool digitsAt(const std::string& s, std::size_t pos, std::size_t count) {
-  if (pos + count > s.size()) {
-    return false;
-  }
-  for (std::size_t i = pos; i < pos + count; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 const char* hookName(HookKind kind) {
@@ -238,50 +230,6 @@ bool isOptedIn(const ObservedParent& parent) {
   std::string v = it->second;
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
   return v == "true" || v == "yes";
-}
-
-std::optional<std::int64_t> parseRfc3339(const std::string& s) {
-  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
-  if (!digitsAt(s, 0, 4) || s.size() < 20 || s[4] != '-' || !digitsAt(s, 5, 2) || s[7] != '-' ||
-      !digitsAt(s, 8, 2) || (s[10] != 'T' && s[10] != 't') || !digitsAt(s, 11, 2) ||
-      s[13] != ':' || !digitsAt(s, 14, 2) || s[16] != ':' || !digitsAt(s, 17, 2)) {
-    return std::nullopt;
-  }
-  std::tm tm{};
-  tm.tm_year = std::stoi(s.substr(0, 4)) - 1900;
-  tm.tm_mon = std::stoi(s.substr(5, 2)) - 1;
-  tm.tm_mday = std::stoi(s.substr(8, 2));
-  tm.tm_hour = std::stoi(s.substr(11, 2));
-  tm.tm_min = std::stoi(s.substr(14, 2));
-  tm.tm_sec = std::stoi(s.substr(17, 2));
-  if (tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-      tm.tm_sec > 60) {
-    return std::nullopt;
-  }
-  std::size_t pos = 19;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    const std::size_t start = pos;
-    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
-      ++pos;
-    }
-    if (pos == start) {
-      return std::nullopt;
-    }
-  }
-  std::int64_t offset = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z') && pos + 1 == s.size()) {
-    offset = 0;
-  } else if (pos + 6 == s.size() && (s[pos] == '+' || s[pos] == '-') && digitsAt(s, pos + 1, 2) &&
-             s[pos + 3] == ':' && digitsAt(s, pos + 4, 2)) {
-    offset = (std::stoi(s.substr(pos + 1, 2)) * 60 + std::stoi(s.substr(pos + 4, 2))) * 60;
-    if (s[pos] == '-') {
-      offset = -offset;
-    }
-  } else {
-    return std::nullopt;
-  }
-  return static_cast<std::int64_t>(timegm(&tm)) - offset;
 }
 
 Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {

@@ -91,9 +91,6 @@ struct HookRequest {
 // `kind` is the endpoint called; a sync request with finalizing=true is treated as finalize.
 Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body);
 
-// Parses RFC 3339 "2026-11-22T21:00:00Z" (fraction and numeric offsets accepted).
-std::optional<std::int64_t> parseRfc3339(const std::string& text);
-
 struct DecisionConfig {
   // A finalize waits while the parent's pods remain, at most this long after the parent's
   // deletionTimestamp (then the VNI is released anyway, logged; the cooldown still protects

@@ -65,14 +65,17 @@ TEST_CASE("Malformed hook requests are rejected with a reason", "[vni]") {
   CHECK_THAT(r.error().message, Catch::Contains(fragment));
 }
 
-TEST_CASE("RFC 3339 timestamps parse with fractions and offsets", "[vni]") {
-  CHECK(kc::vni::parseRfc3339("1970-01-01T00:00:00Z") == 0);
-  CHECK(kc::vni::parseRfc3339("2026-11-22T21:00:00Z") == 1795381200);
-  CHECK(kc::vni::parseRfc3339("2026-11-22T21:00:00.123456Z") == 1795381200);
-  CHECK(kc::vni::parseRfc3339("2026-11-22T22:00:00+01:00") == 1795381200);
-  CHECK_FALSE(kc::vni::parseRfc3339("2026-11-22 21:00:00").has_value());
-  CHECK_FALSE(kc::vni::parseRfc3339("2026-13-22T21:00:00Z").has_value());
-  CHECK_FALSE(kc::vni::parseRfc3339("2026-11-22T21:00:00").has_value());
+TEST_CASE("deletionTimestamp is read as RFC 3339 with fractions and offsets, floored to seconds", "[vni]") {
+  auto [stamp, secs] = GENERATE(table<std::string, std::int64_t>({
+      {"2026-11-22T21:00:00Z", 1795381200},
+      {"2026-11-22T21:00:00.999999Z", 1795381200},
+      {"2026-11-22T22:00:00+01:00", 1795381200},
+      {"1969-12-31T23:59:59.5Z", -1},
+  }));
+  CAPTURE(stamp);
+  auto r = kc::vni::parseHookRequest(HookKind::kFinalize, makeParent("Job", "j").deleting(stamp).body(HookKind::kFinalize));
+  REQUIRE(r.ok());
+  CHECK(r->parent.deletionTimestampSec == secs);
 }
 
 TEST_CASE("Sync plans: opt-in acquires, no opt-in only looks up, RS defers to its Deployment",
