@@ -6,6 +6,7 @@
 
 #include "libcore/kube/framing.hpp"
 #include "libcore/net/http_client.hpp"
+#include "libcore/base/base64.hpp"
 
 namespace kc::kube {
 
@@ -60,31 +61,6 @@ const char* patchContentType(PatchType t) {
   return "application/merge-patch+json";
 }
 
-std::string formatMicroTime(std::chrono::system_clock::time_point t) {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(us / 1'000'000);
-  long frac = static_cast<long>(us % 1'000'000);
-  if (frac < 0) {
-    frac += 1'000'000;
-    --secs;
-  }
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-  return buf;
-}
-
-std::string formatTime(std::chrono::system_clock::time_point t) {
-  std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 struct KubeClient::State {
   std::unique_ptr<net::HttpClient> http;
   std::shared_ptr<TokenSource> tokens;
@@ -136,19 +112,7 @@ kc::Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& 
     };
   } else if (!config.username.empty()) {
     // Basic auth: base64 of "user:password".
-    static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string in = config.username + ":" + config.password;
-    std::string out;
-    for (std::size_t i = 0; i < in.size(); i += 3) {
-      std::uint32_t n = static_cast<unsigned char>(in[i]) << 16;
-      if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-      if (i + 2 < in.size()) n |= static_cast<unsigned char>(in[i + 2]);
-      out += kB64[(n >> 18) & 63];
-      out += kB64[(n >> 12) & 63];
-      out += i + 1 < in.size() ? kB64[(n >> 6) & 63] : '=';
-      out += i + 2 < in.size() ? kB64[n & 63] : '=';
-    }
-    http.defaultHeaders.push_back({"Authorization", "Basic " + out});
+    http.defaultHeaders.push_back({"Authorization", "Basic " + kc::base64Encode(config.username + ":" + config.password)});
   }
   auto httpClient = net::HttpClient::create(std::move(http));
   if (!httpClient) {

@@ -164,9 +164,4 @@ class KubeClient {
   std::unique_ptr<State> state_;
 };
 
-// RFC 3339 with microseconds in UTC ("2006-01-02T15:04:05.000000Z"), the MicroTime format.
-std::string formatMicroTime(std::chrono::system_clock::time_point t);
-// RFC 3339 seconds in UTC ("2006-01-02T15:04:05Z"), the meta/v1 Time format.
-std::string formatTime(std::chrono::system_clock::time_point t);
-
 }  // namespace kc::kube

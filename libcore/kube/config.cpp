@@ -8,6 +8,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "libcore/base/base64.hpp"
+
 namespace kc::kube {
 
 namespace {
@@ -43,7 +45,8 @@ struct Named {
 kc::Result<std::string> pemFrom(const YAML::Node& n, const char* dataKey, const char* fileKey, const std::string& dir,
                                  const std::string& what) {
   if (std::string data = scalar(n, dataKey); !data.empty()) {
-    auto decoded = decodeBase64(data);
+    // Wrapped or unpadded data is tolerated: hand-edited kubeconfigs carry both.
+    auto decoded = kc::base64Decode(data, {.skipLineBreaks = true, .paddingOptional = true});
     if (!decoded) {
       return kc::makeError("invalid", what + " " + dataKey + ": " + decoded.error().message);
     }
@@ -82,45 +85,6 @@ kc::Result<std::string> readWholeFile(const std::string& path) {
     return kc::makeError("unavailable", "error reading '" + path + "'");
   }
   return ss.str();
-}
-
-kc::Result<std::string> decodeBase64(std::string_view in) {
-  auto val = [](unsigned char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::string out;
-  out.reserve(in.size() * 3 / 4);
-  std::uint32_t acc = 0;
-  int bits = 0;
-  bool padding = false;
-  for (unsigned char c : in) {
-    if (c == '\n' || c == '\r' || c == ' ' || c == '\t') {
-      continue;
-    }
-    if (c == '=') {
-      padding = true;
-      continue;
-    }
-    int v = val(c);
-    if (v < 0 || padding) {
-      return kc::makeError("invalid", "not valid base64");
-    }
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  if (bits >= 6) {
-    return kc::makeError("invalid", "truncated base64");
-  }
-  return out;
 }
 
 std::vector<std::string> kubeconfigPaths(const EnvLookup& env) {

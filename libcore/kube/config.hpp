@@ -55,7 +55,6 @@ kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env,
 // In-cluster when KUBERNETES_SERVICE_HOST is set, else kubeconfig.
 kc::Result<ClusterConfig> loadDefaultConfig(const EnvLookup& env);
 
-kc::Result<std::string> decodeBase64(std::string_view in);
 kc::Result<std::string> readWholeFile(const std::string& path);
 
 // The bearer token to send now. With a token file, re-reads it when `period` has passed

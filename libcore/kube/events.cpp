@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "libcore/base/rfc3339.hpp"
+
 namespace kc::kube {
 
 ObjectReference ObjectReference::of(const nlohmann::json& obj, const std::string& kind,
@@ -98,7 +100,7 @@ ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding
 ApiResult<nlohmann::json> EventRecorder::recordKey(const ObjectReference& regarding, const std::string& ns,
                                                    const std::string& key, const std::string& type,
                                                    const std::string& reason, const std::string& msg) {
-  const std::string now = formatTime(std::chrono::system_clock::now());
+  const std::string now = kc::formatRfc3339(std::chrono::system_clock::now());
   std::optional<Written> known;
   {
     std::lock_guard<std::mutex> lock(mu_);

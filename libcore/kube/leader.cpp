@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "libcore/base/rfc3339.hpp"
+
 namespace kc::kube {
 
 namespace {
@@ -76,7 +78,7 @@ CallOptions LeaderElector::bounded(std::chrono::steady_clock::time_point deadlin
 bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point deadline) {
   const CallOptions call = bounded(deadline);
   const auto now = cfg_.now();
-  const std::string nowMicro = formatMicroTime(std::chrono::system_clock::now());
+  const std::string nowMicro = kc::formatRfc3339(std::chrono::system_clock::now(), kc::Rfc3339Precision::kMicros);
   const auto leaseSeconds = ceilSeconds(cfg_.leaseDuration).count();
   auto current = client_.get(gvr::leases(), cfg_.ns, cfg_.name, {}, call);
   if (!current) {
@@ -161,7 +163,7 @@ void LeaderElector::release() {
   }
   lease["spec"]["holderIdentity"] = "";
   lease["spec"]["leaseDurationSeconds"] = 1;
-  lease["spec"]["renewTime"] = formatMicroTime(std::chrono::system_clock::now());
+  lease["spec"]["renewTime"] = kc::formatRfc3339(std::chrono::system_clock::now(), kc::Rfc3339Precision::kMicros);
   (void)client_.update(gvr::leases(), cfg_.ns, lease, bounded(std::chrono::steady_clock::now() + cfg_.renewDeadline));  // best effort; 409 means someone took it
 }
 

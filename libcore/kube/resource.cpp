@@ -1,5 +1,7 @@
 #include "libcore/kube/resource.hpp"
 
+#include "libcore/base/percent_encoding.hpp"
+
 namespace kc::kube {
 
 bool isValidPathSegment(std::string_view s) {
@@ -55,31 +57,13 @@ kc::Result<std::string> resourcePath(const GroupVersionResource& r, std::string_
   return p;
 }
 
-std::string queryEscape(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                      c == '_' || c == '.' || c == '~';
-    if (unreserved) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xf]);
-    }
-  }
-  return out;
-}
-
 std::string encodeQuery(const ListOptions& o) {
   std::string q;
   auto add = [&q](std::string_view k, std::string_view v) {
     q += q.empty() ? "?" : "&";
     q += k;
     q += "=";
-    q += queryEscape(v);
+    q += kc::percentEncode(v);
   };
   if (!o.labelSelector.empty()) {
     add("labelSelector", o.labelSelector);

@@ -53,9 +53,6 @@ struct ListOptions {
   std::optional<int> timeoutSeconds;
 };
 
-// Percent-encodes everything outside RFC 3986 unreserved characters.
-std::string queryEscape(std::string_view s);
-
 // "?k=v&..." in a fixed order, or "" when nothing is set.
 std::string encodeQuery(const ListOptions& o);
 
