@@ -5,28 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libcore/base/percent_encoding.hpp"
+
 namespace kc::net {
 namespace {
 
 char lowerAscii(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool isUnreserved(unsigned char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
-}
-
-int hexValue(char c) noexcept {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
 
 }  // namespace
 
@@ -138,48 +122,6 @@ std::string_view reasonPhrase(unsigned status) noexcept {
   }
 }
 
-std::string encodeComponent(std::string_view raw) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(raw.size());
-  for (char ch : raw) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (isUnreserved(c)) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
-
-Result<std::string> decodeComponent(std::string_view encoded, bool plusAsSpace) {
-  std::string out;
-  out.reserve(encoded.size());
-  for (std::size_t i = 0; i < encoded.size(); ++i) {
-    const char c = encoded[i];
-    if (c == '%') {
-      if (i + 2 >= encoded.size()) {
-        return makeError("invalid", "truncated percent-escape in '" + std::string(encoded) + "'");
-      }
-      const int hi = hexValue(encoded[i + 1]);
-      const int lo = hexValue(encoded[i + 2]);
-      if (hi < 0 || lo < 0) {
-        return makeError("invalid", "bad percent-escape in '" + std::string(encoded) + "'");
-      }
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plusAsSpace) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 Result<std::vector<std::pair<std::string, std::string>>> parseQuery(std::string_view query) {
   std::vector<std::pair<std::string, std::string>> out;
   while (!query.empty()) {
@@ -190,13 +132,13 @@ Result<std::vector<std::pair<std::string, std::string>>> parseQuery(std::string_
       continue;
     }
     const auto eq = part.find('=');
-    auto key = decodeComponent(part.substr(0, eq), true);
+    auto key = percentDecode(part.substr(0, eq), true);
     if (!key) {
       return std::move(key).error();
     }
     std::string value;
     if (eq != std::string_view::npos) {
-      auto v = decodeComponent(part.substr(eq + 1), true);
+      auto v = percentDecode(part.substr(eq + 1), true);
       if (!v) {
         return std::move(v).error();
       }
@@ -213,9 +155,9 @@ std::string buildQuery(const std::vector<std::pair<std::string, std::string>>& p
     if (!out.empty()) {
       out.push_back('&');
     }
-    out += encodeComponent(k);
+    out += percentEncode(k);
     out.push_back('=');
-    out += encodeComponent(v);
+    out += percentEncode(v);
   }
   return out;
 }

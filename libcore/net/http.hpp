@@ -86,15 +86,9 @@ struct Response {
 // Standard reason phrase for a status code ("Not Found"); "Unknown" for unknown codes.
 std::string_view reasonPhrase(unsigned status) noexcept;
 
-// Percent-encoding. `encodeComponent` escapes everything except RFC 3986 unreserved
-// characters (use it for query values and path segments).
-std::string encodeComponent(std::string_view raw);
-// Decodes %XX escapes; with plusAsSpace, '+' becomes ' ' (query strings). A malformed escape
-// ("%G1", truncated "%4") is an error with code "invalid".
-Result<std::string> decodeComponent(std::string_view encoded, bool plusAsSpace = false);
 // Parses "a=1&b=x%20y&flag" into ordered, decoded pairs ("flag" gets an empty value).
 Result<std::vector<std::pair<std::string, std::string>>> parseQuery(std::string_view query);
-// Builds "a=1&b=x%20y" from pairs (keys and values encoded with encodeComponent).
+// Builds "a=1&b=x%20y" from pairs (keys and values percent-encoded, libcore/base/percent_encoding.hpp).
 std::string buildQuery(const std::vector<std::pair<std::string, std::string>>& params);
 
 // A parsed absolute http(s) URL: "https://10.0.0.1:6443/prefix".

@@ -21,6 +21,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "libcore/base/percent_encoding.hpp"
 #include "libcore/net/detail/asio.hpp"
 
 namespace kc::net {
@@ -550,7 +551,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       return;
     }
     const auto q = target.find('?');
-    auto path = decodeComponent(target.substr(0, q), false);
+    auto path = percentDecode(target.substr(0, q), false);
     if (!path) {
       fail(400, "bad_request", path.error().message);
       return;

@@ -1,4 +1,4 @@
-// Pure helpers of libcore/net/http.hpp: URL parsing, percent-coding, query strings, headers.
+// Pure helpers of libcore/net/http.hpp: URL parsing, query strings, headers.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -32,21 +32,6 @@ TEST_CASE("parseUrl rejects what it cannot serve", "[net][url]") {
   auto url = parseUrl(text);
   REQUIRE_FALSE(url.ok());
   CHECK(url.error().code == "invalid");
-}
-
-TEST_CASE("percent coding round-trips and rejects malformed escapes", "[net][query]") {
-  CHECK(encodeComponent("a b/c?d=e&f~_.-") == "a%20b%2Fc%3Fd%3De%26f~_.-");
-  CHECK(*decodeComponent("a%20b%2fc") == "a b/c");
-  CHECK(*decodeComponent("a+b", true) == "a b");
-  CHECK(*decodeComponent("a+b", false) == "a+b");
-  for (const char* bad : {"%", "%4", "%G1", "abc%2"}) {
-    CAPTURE(bad);
-    auto r = decodeComponent(bad);
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.error().code == "invalid");
-  }
-  const std::string binary("\x00\xff=&", 4);
-  CHECK(*decodeComponent(encodeComponent(binary)) == binary);
 }
 
 TEST_CASE("parseQuery keeps order, repeats and empty values", "[net][query]") {
