@@ -1,5 +1,6 @@
 #include "libcore/fabric/http_endpoint.hpp"
 
+#include "libcore/base/base64.hpp"
 #include "libcore/fabric/json_guard.hpp"
 #include "libcore/fabric/types.hpp"
 
@@ -40,34 +41,7 @@ Error transportError(const Error& error, const std::string& what) {
 }
 
 std::string basicAuthorization(const Credentials& credentials) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const std::string in = credentials.username + ":" + credentials.password;
-  std::string out = "Basic ";
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const auto n = (static_cast<unsigned char>(in[i]) << 16) |
-                   (static_cast<unsigned char>(in[i + 1]) << 8) |
-                   static_cast<unsigned char>(in[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  if (i + 1 == in.size()) {
-    const auto n = static_cast<unsigned char>(in[i]) << 16;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    const auto n =
-        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += '=';
-  }
-  return out;
+  return "Basic " + base64Encode(credentials.username + ":" + credentials.password);
 }
 
 bool retryable(const Error& error) {

@@ -8,6 +8,7 @@
 #include <queue>
 #include <thread>
 
+#include "libcore/base/base64.hpp"
 #include "libcore/fabric/h3_codec.hpp"
 #include "libcore/fabric/redfish_codec.hpp"
 #include "libcore/net/http_server.hpp"
@@ -176,9 +177,8 @@ class SimServer::Impl {
       return true;
     }
     const auto auth = req.header("Authorization");
-    return auth && *auth == fabric_basic();
+    return auth && *auth == "Basic " + base64Encode(options_.credentials->username + ":" + options_.credentials->password);
   }
-  std::string fabric_basic() const;
 
   void dispatch(const Request& req, std::shared_ptr<ResponseStream> stream) {
     const std::string& path = req.path;
@@ -671,30 +671,6 @@ class SimServer::Impl {
   std::unique_ptr<net::HttpServer> server_;
   Timer timer_;
 };
-
-std::string SimServer::Impl::fabric_basic() const {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const std::string in = options_.credentials->username + ":" + options_.credentials->password;
-  std::string out = "Basic ";
-  std::uint32_t buf = 0;
-  int bits = 0;
-  for (unsigned char ch : in) {
-    buf = (buf << 8) | ch;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(buf >> bits) & 63];
-    }
-  }
-  if (bits > 0) {
-    out += kAlphabet[(buf << (6 - bits)) & 63];
-  }
-  while ((out.size() - 6) % 4 != 0) {
-    out += '=';
-  }
-  return out;
-}
 
 SimServer::SimServer(std::shared_ptr<ChassisModel> model, SimServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {}
