@@ -10,6 +10,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "libcore/base/rfc3339.hpp"
+
 namespace kc::obs {
 namespace {
 
@@ -60,21 +62,6 @@ SplitMessage split(std::string_view payload) {
   return out;
 }
 
-std::string timestamp(spdlog::log_clock::time_point tp) {
-  const auto sinceEpoch = tp.time_since_epoch();
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(sinceEpoch);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(sinceEpoch - secs).count();
-  const std::time_t t = secs.count();
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  const auto n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string out(buf, n);
-  char ms[8];
-  std::snprintf(ms, sizeof ms, ".%03dZ", static_cast<int>(millis));
-  return out + ms;
-}
-
 std::string_view levelName(spdlog::level::level_enum level) {
   switch (level) {
     case spdlog::level::trace: return "trace";
@@ -101,7 +88,7 @@ class LineFormatter final : public spdlog::formatter {
     std::string line;
     if (format_ == LogFormat::kJson) {
       nlohmann::ordered_json j;
-      j["ts"] = timestamp(msg.time);
+      j["ts"] = formatRfc3339(msg.time, Rfc3339Precision::kMillis);
       j["level"] = levelName(msg.level);
       j["logger"] = std::string(msg.logger_name.data(), msg.logger_name.size());
       j["msg"] = std::string(parts.text);
@@ -117,7 +104,7 @@ class LineFormatter final : public spdlog::formatter {
       }
       line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     } else {
-      line = timestamp(msg.time) + " " + std::string(levelName(msg.level)) + " [" +
+      line = formatRfc3339(msg.time, Rfc3339Precision::kMillis) + " " + std::string(levelName(msg.level)) + " [" +
              std::string(msg.logger_name.data(), msg.logger_name.size()) + "] " + std::string(parts.text);
       for (const auto& [k, v] : parts.fields) {
         line.push_back(' ');
