@@ -1,0 +1,111 @@
+#pragma once
+// The device plugin's decisions, as pure functions over the GPUPool objects it watches: which
+// GPUs this node has, what kubelet should see (draining GPUs withdrawn), what Allocate hands a
+// container, which devices GetPreferredAllocation proposes, and the usage report the plugin
+// publishes on its Node for reconfig-mgr. No I/O, no clocks: the gRPC service, the informer
+// handlers and the tests all call these.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libcore/base/result.hpp"
+
+namespace kc::devplugin {
+
+inline constexpr std::string_view kResourceName = "kubecomp.io/gpu";
+// Node annotation holding the plugin's UsageReport (JSON), read by reconfig-mgr.
+inline constexpr std::string_view kUsageAnnotation = "kubecomp.io/gpu-usage";
+inline constexpr std::string_view kHealthy = "Healthy";
+inline constexpr std::string_view kUnhealthy = "Unhealthy";
+// kubelet: a device ID is at most 63 characters.
+inline constexpr std::size_t kMaxDeviceIdLength = 63;
+
+// One GPU the pool status says is attached to this node.
+struct NodeGpu {
+  std::string id;       // pool GPU id = device ID
+  std::string uuid;     // NVIDIA_VISIBLE_DEVICES value
+  std::string pool;     // GPUPool name
+  std::string chassis;  // for GetPreferredAllocation locality
+  std::string model;
+  bool healthy = true;
+  bool draining = false;
+  std::string detail;  // why unhealthy, for people
+
+  friend bool operator==(const NodeGpu&, const NodeGpu&) = default;
+};
+
+// Everything attached to one node across every pool, sorted by id. `problems` lists status
+// entries that were malformed or conflicting (logged and counted; never a crash).
+struct NodeInventory {
+  std::vector<NodeGpu> gpus;
+  std::vector<std::string> problems;
+
+  const NodeGpu* find(std::string_view id) const;
+  friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
+};
+
+// Reads `status.gpus` of every GPUPool object and keeps the GPUs attached to `node`.
+// Entries without a usable id are dropped; an entry without a UUID or with an unknown health
+// value is kept as Unhealthy (kubelet must not hand it out); the same id in two pools drops
+// both (a device ID must be unique on the node).
+NodeInventory nodeInventory(const std::vector<nlohmann::json>& pools, std::string_view node);
+
+// One entry of a ListAndWatch response.
+struct Advertised {
+  std::string id;
+  bool healthy = true;
+  friend bool operator==(const Advertised&, const Advertised&) = default;
+};
+
+// What kubelet should see: attached and not draining (a draining GPU is withdrawn first, so
+// kubelet stops giving it to new pods before anything detaches it), sorted by id.
+std::vector<Advertised> advertisedDevices(const NodeInventory& inventory);
+// Ids of this node's draining GPUs, sorted.
+std::vector<std::string> drainingIds(const NodeInventory& inventory);
+
+// What Allocate returns for one container.
+struct ContainerAllocation {
+  std::map<std::string, std::string> envs;  // NVIDIA_VISIBLE_DEVICES, KUBECOMP_GPU_IDS
+  friend bool operator==(const ContainerAllocation&, const ContainerAllocation&) = default;
+};
+
+// All or nothing: every requested id must be advertised (attached, not draining) and
+// healthy, and appear once in the whole request. Error "invalid" (empty request, repeated id)
+// or "not_found" (unknown or withdrawn id) naming the id; nothing is allocated then.
+Result<std::vector<ContainerAllocation>> planAllocation(
+    const NodeInventory& inventory, const std::vector<std::vector<std::string>>& containers);
+
+// GetPreferredAllocation for one container: `size` ids out of `available`, including every id
+// of `mustInclude`. Prefers GPUs of one chassis: first the chassis of the must-include GPUs,
+// then the smallest chassis group that can supply the rest alone (keeping large groups whole
+// for large requests), else the largest groups first. Deterministic. Fewer than `size` ids
+// when `available` is short (kubelet then decides).
+std::vector<std::string> preferredAllocation(const NodeInventory& inventory,
+                                             const std::vector<std::string>& available,
+                                             const std::vector<std::string>& mustInclude,
+                                             std::int32_t size);
+
+// What the plugin publishes on its Node (annotation kUsageAnnotation) for reconfig-mgr.
+struct UsageReport {
+  std::string pool;                 // "" when the node's GPUs come from several pools
+  std::vector<std::string> advertised;  // ids kubelet sees, sorted
+  // Draining GPUs confirmed withdrawn: kubelet has received a list without them AND a
+  // PodResources read taken after that delivery is reflected in `inUse`. reconfig-mgr may
+  // detach a GPU only when it is here and not in `inUse`.
+  std::vector<std::string> withdrawn;
+  std::map<std::string, std::vector<std::string>> inUse;  // id -> ["namespace/pod", ...]
+  bool registered = false;          // kubelet accepted our registration
+
+  friend bool operator==(const UsageReport&, const UsageReport&) = default;
+};
+
+nlohmann::json toJson(const UsageReport& report);
+// Strict: error "invalid" naming the field when the annotation is not a UsageReport.
+Result<UsageReport> parseUsageReport(std::string_view text);
+
+}  // namespace kc::devplugin

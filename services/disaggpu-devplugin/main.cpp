@@ -1,0 +1,145 @@
+// disaggpu-devplugin: kubelet device plugin (v1beta1) for GPUs re-attached at runtime through
+// a PCIe fabric. Advertises the GPUs the GPUPool status says are attached to this node, never
+// calls the fabric itself. Thin main: flags -> library -> run.
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/config.hpp"
+#include "libcore/net/http_server.hpp"
+#include "libcore/obs/health.hpp"
+#include "libcore/obs/log.hpp"
+#include "libcore/obs/shutdown.hpp"
+#include "services/disaggpu-devplugin/devplugin.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "disaggpu-devplugin: kubelet device plugin (v1beta1) advertising the composable GPUs that\n"
+      "the GPUPool status shows attached to this node (resource kubecomp.io/gpu). Runs as a\n"
+      "DaemonSet, one per node; reads GPUPools from the API server, in-use devices from\n"
+      "kubelet's PodResources API, and publishes usage on its Node (annotation\n"
+      "kubecomp.io/gpu-usage) for reconfig-mgr."};
+  kc::devplugin::DevPluginOptions o;
+  std::string kubeconfig;
+  std::string listen = "0.0.0.0";
+  std::uint16_t port = 9410;
+  std::string portFile;
+  std::string logLevel = "info";
+  std::string logFormat = "text";
+  double pollSec = 1.0;
+  double stopGraceSec = 2.0;
+  bool noInotify = false;
+  const char* nodeEnv = std::getenv("NODE_NAME");
+  if (nodeEnv != nullptr) {
+    o.nodeName = nodeEnv;
+  }
+  app.add_option("--node-name", o.nodeName, "this node's name (default: $NODE_NAME)");
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--device-plugin-dir", o.registrar.pluginDir,
+                 "kubelet's device-plugin directory (our socket and kubelet.sock live here)")
+      ->capture_default_str();
+  app.add_option("--socket-name", o.registrar.socketName,
+                 "our socket's file name in --device-plugin-dir")
+      ->capture_default_str();
+  app.add_option("--kubelet-socket", o.registrar.kubeletSocket,
+                 "kubelet's Registration socket (default: <device-plugin-dir>/kubelet.sock)");
+  app.add_option("--resource-name", o.registrar.resourceName, "extended resource advertised")
+      ->capture_default_str();
+  app.add_option("--pod-resources-socket", o.podResourcesSocket,
+                 "kubelet's PodResources API socket")
+      ->capture_default_str();
+  app.add_option("--pod-resources-interval-seconds", pollSec,
+                 "read PodResources at least this often (and at once on any change)")
+      ->check(CLI::Range(0.05, 3600.0))
+      ->capture_default_str();
+  app.add_flag("--no-inotify", noInotify,
+               "notice kubelet restarts by checking the sockets every 200 ms only");
+  app.add_option("--listen", listen, "bind address of /livez /readyz /metrics")
+      ->capture_default_str();
+  app.add_option("--port", port, "HTTP port of /livez /readyz /metrics (0 = ephemeral)")
+      ->capture_default_str();
+  app.add_option("--port-file", portFile, "write the bound HTTP port here once serving (tests)");
+  app.add_option("--stop-grace-seconds", stopGraceSec,
+                 "on SIGTERM, in-flight gRPC calls get this long")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
+  app.add_option("--log-level", logLevel)->capture_default_str();
+  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto format = kc::obs::parseLogFormat(logFormat);
+  if (!format || !kc::obs::setupLogging({"disaggpu-devplugin", logLevel, *format})) {
+    std::fprintf(stderr, "error: bad --log-level or --log-format\n");
+    return 2;
+  }
+  o.usage.pollInterval = std::chrono::milliseconds(static_cast<std::int64_t>(pollSec * 1000));
+  o.registrar.useInotify = !noInotify;
+  o.registrar.stopGrace =
+      std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000));
+  if (o.nodeName.empty()) {
+    spdlog::critical("no node name: set --node-name or NODE_NAME (fieldRef spec.nodeName)");
+    return 2;
+  }
+  if (auto s = kc::devplugin::validate(o.registrar); !s) {
+    spdlog::critical("{}", s.error().message);
+    return 2;
+  }
+
+  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
+                                   : kc::kube::loadKubeconfig({kubeconfig});
+  if (!config) {
+    spdlog::critical("cluster config: {}", config.error().message);
+    return 2;
+  }
+  auto client = kc::kube::KubeClient::create(*config);
+  if (!client) {
+    spdlog::critical("API client: {}", client.error().message);
+    return 2;
+  }
+
+  kc::obs::Metrics metrics;
+  kc::obs::HealthChecks health;
+  kc::devplugin::DevPlugin plugin(o, **client, &metrics, &health);
+
+  kc::net::ServerOptions so;
+  so.bindAddress = listen;
+  so.port = port;
+  so.serverHeader = "disaggpu-devplugin";
+  kc::net::HttpServer http(so);
+  kc::obs::installHealthEndpoints(http, health);
+  kc::obs::installMetricsEndpoint(http, metrics);
+  auto bound = http.start();
+  if (!bound) {
+    spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
+    return 1;
+  }
+
+  if (auto s = plugin.start(); !s) {
+    spdlog::critical("{}", s.error().message);
+    http.stop(std::chrono::milliseconds(0));
+    return 1;
+  }
+  spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})",
+               o.nodeName, plugin.registrar().socketPath(), *bound);
+  if (!portFile.empty()) {
+    const std::string tmp = portFile + ".tmp";
+    std::ofstream(tmp) << *bound << "\n";
+    std::rename(tmp.c_str(), portFile.c_str());
+  }
+
+  kc::obs::ShutdownHandler shutdown(
+      {&health, [&] { plugin.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});
+  if (auto s = shutdown.install(); !s) {
+    spdlog::critical("{}", s.error().message);
+    return 1;
+  }
+  shutdown.wait();
+  spdlog::info("disaggpu-devplugin stopped ({})", shutdown.reason());
+  return 0;
+}
