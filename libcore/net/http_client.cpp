@@ -173,6 +173,111 @@ bool idempotent(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" || method == "OPTIONS";
 }
 
+bool isRedirect(unsigned status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+bool startsWithNoCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
+}
+
+// RFC 3986 5.2.4: removes "." and ".." segments from an absolute path.
+std::string removeDotSegments(std::string_view path) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 1;  // path starts with '/'
+  bool trailingSlash = false;
+  while (pos <= path.size()) {
+    const auto next = path.find('/', pos);
+    const auto seg = path.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos);
+    trailingSlash = next == std::string_view::npos && (seg == "." || seg == "..");
+    if (seg == "..") {
+      if (!out.empty()) {
+        out.pop_back();
+      }
+    } else if (seg != ".") {
+      out.push_back(seg);
+    }
+    if (next == std::string_view::npos) {
+      break;
+    }
+    pos = next + 1;
+  }
+  std::string joined;
+  for (const auto& seg : out) {
+    joined += "/";
+    joined += seg;
+  }
+  if (joined.empty() || trailingSlash) {
+    joined += "/";
+  }
+  return joined;
+}
+
+// The request-target a Location header points to, relative to the request `target` sent to
+// `origin`. Errors: "redirect" for another origin, "protocol" for a malformed Location.
+Result<std::string> redirectTarget(const Url& origin, std::string_view target, std::string_view location) {
+  while (!location.empty() && (location.front() == ' ' || location.front() == '\t')) {
+    location.remove_prefix(1);
+  }
+  while (!location.empty() && (location.back() == ' ' || location.back() == '\t')) {
+    location.remove_suffix(1);
+  }
+  if (const auto hash = location.find('#'); hash != std::string_view::npos) {
+    location = location.substr(0, hash);  // fragments are never sent
+  }
+  for (const char ch : location) {
+    if (static_cast<unsigned char>(ch) <= 0x20 || ch == 0x7f) {
+      return makeError("protocol", "malformed Location header in a redirect from " + origin.authority());
+    }
+  }
+  if (location.empty()) {
+    return makeError("protocol", "empty Location header in a redirect from " + origin.authority());
+  }
+  std::string absolute;  // "scheme://authority/path?query" when the Location names an origin
+  if (startsWithNoCase(location, "http://") || startsWithNoCase(location, "https://")) {
+    absolute = std::string(location);
+  } else if (location.rfind("//", 0) == 0) {
+    absolute = origin.scheme + ":" + std::string(location);
+  }
+  std::string pathAndQuery;
+  if (!absolute.empty()) {
+    const auto authStart = absolute.find("://") + 3;
+    const auto pathStart = absolute.find_first_of("/?", authStart);
+    auto there = parseUrl(absolute.substr(0, pathStart));
+    if (!there) {
+      return makeError("protocol", "malformed Location '" + std::string(location).substr(0, 200) +
+                                       "' in a redirect from " + origin.authority());
+    }
+    if (!iequals(there->scheme, origin.scheme) || !iequals(there->host, origin.host) ||
+        there->port != origin.port) {
+      return makeError("redirect", "redirect from " + origin.scheme + "://" + origin.authority() + " to another origin (" +
+                                       there->scheme + "://" + there->authority() +
+                                       ") refused: only same-origin redirects are followed; if the service "
+                                       "really lives there, configure that URL");
+    }
+    pathAndQuery = pathStart == std::string::npos ? "/" : absolute.substr(pathStart);
+    if (pathAndQuery.front() == '?') {
+      pathAndQuery = "/" + pathAndQuery;
+    }
+  } else if (location.front() == '/') {
+    pathAndQuery = std::string(location);
+  } else {
+    // Relative reference: resolved against the directory of the current path.
+    const std::string_view current = target.substr(0, target.find('?'));
+    if (location.front() == '?') {
+      pathAndQuery = std::string(current) + std::string(location);
+    } else {
+      pathAndQuery = std::string(current.substr(0, current.rfind('/') + 1)) + std::string(location);
+    }
+  }
+  const auto q = pathAndQuery.find('?');
+  std::string out = removeDotSegments(std::string_view(pathAndQuery).substr(0, q));
+  if (q != std::string::npos) {
+    out += pathAndQuery.substr(q);
+  }
+  return out;
+}
+
 bool headerSafe(const Header& h) {
   return !h.name.empty() && h.name.find_first_of("\r\n: \t") == std::string::npos &&
          h.value.find_first_of("\r\n") == std::string::npos;
@@ -382,8 +487,46 @@ class HttpClient::Impl {
     if (!req) {
       return std::move(req).error();
     }
+    std::string currentMethod(method);
+    std::string currentTarget(req->target());
+    for (std::uint32_t hop = 0;; ++hop) {
+      auto result = exchangeOnce(*req, currentMethod, deadline, ro.cancel);
+      if (!result || !isRedirect(result->status) || options.maxRedirects == 0) {
+        return result;
+      }
+      const auto location = result->header("Location");
+      if (!location) {
+        return result;  // nothing to follow: the caller sees the 3xx
+      }
+      const std::string what = currentMethod + " " + currentTarget + " (HTTP " + std::to_string(result->status) +
+                               " to '" + location->substr(0, 200) + "')";
+      if (hop >= options.maxRedirects) {
+        return makeError("redirect", what + ": more than " + std::to_string(options.maxRedirects) +
+                                         " redirects from " + url.authority());
+      }
+      auto next = redirectTarget(url, currentTarget, *location);
+      if (!next) {
+        return makeError(next.error().code, what + ": " + next.error().message);
+      }
+      const unsigned st = result->status;
+      const bool toGet = (st == 303 && currentMethod != "HEAD") || ((st == 301 || st == 302) && currentMethod == "POST");
+      if (toGet) {
+        currentMethod = "GET";
+        req->method(http::verb::get);
+        req->body().clear();
+        req->erase(http::field::content_length);
+        req->erase(http::field::content_type);
+      }
+      currentTarget = *next;
+      req->target(currentTarget);
+    }
+  }
+
+  // One exchange, retried once on a fresh connection when a pooled one turned out dead.
+  Result<Response> exchangeOnce(http::request<http::string_body>& req, std::string_view method,
+                                Clock::time_point deadline, CancelToken* cancel) {
     for (int attempt = 0;; ++attempt) {
-      auto result = exchange(*req, method, deadline, ro.cancel, attempt == 0);
+      auto result = exchange(req, method, deadline, cancel, attempt == 0);
       if (!result && result.error().code == "stale" && attempt == 0) {
         continue;
       }

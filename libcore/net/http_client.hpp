@@ -12,12 +12,20 @@
 //   A failed verification is an error (code "tls") that names the reason and the CA in use.
 // - Error codes: "invalid" (bad URL/options), "unavailable" (resolve/connect/refused/reset),
 //   "timeout", "tls", "too_large" (response over responseBodyLimit), "protocol" (malformed
-//   HTTP from the server), "cancelled".
+//   HTTP from the server), "cancelled", "redirect" (a redirect request() will not follow).
+// - Redirects: request() follows 301, 302, 303, 307 and 308 on the same origin (scheme, host
+//   and port of the base URL), at most `maxRedirects` hops within the one request timeout.
+//   307/308 repeat the method and body; 303 turns every method but HEAD into a bodiless GET;
+//   301/302 keep the method, except POST, which becomes a bodiless GET (what browsers, curl
+//   and Go do, and RFC 9110 15.4.2/15.4.3 allow). A redirect to another origin, or more hops
+//   than allowed, is an error with code "redirect" naming the Location; a 3xx without a
+//   Location is returned as is. stream() never follows redirects (watches are not redirected).
 // - Response bodies of any size are parsed incrementally (Beast's 8 MB default lifted).
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -53,6 +61,8 @@ struct ClientOptions {
   // token re-read from a rotating file). May be empty.
   std::function<Headers()> headerProvider{};
   std::string userAgent = "kubecomp/0.1";
+  // Same-origin redirects request() follows per call; 0 = return 3xx responses unfollowed.
+  std::uint32_t maxRedirects = 5;
 };
 
 // Cancels a stream() (or request()) from another thread. Thread-safe; cancel() is idempotent
