@@ -4,6 +4,7 @@
 
 #include "libcore/fabric/http_endpoint.hpp"
 #include "libcore/fabric/json_guard.hpp"
+#include "libcore/fabric/verified_move.hpp"
 
 namespace kc::fabric {
 namespace {
@@ -26,6 +27,28 @@ std::optional<std::string> hostOf(const h3::GpuRow& row) {
 
 std::string describeHost(const std::optional<std::string>& host) {
   return host ? "host port " + *host : "no host";
+}
+
+// An allocation reply as a claim for verifiedMove: Result:[true] claims the move, anything
+// else is a refusal or a failed request (errors other than rejected credentials are not fatal:
+// the re-read decides).
+Result<MoveClaim> claimOf(Result<h3::Reply> reply, const std::string& unseen,
+                          const std::string& happened) {
+  if (!reply && reply.error().code == errc::kAuth) {
+    return reply.error();
+  }
+  MoveClaim claim;
+  if (reply && reply->result) {
+    claim.kind = MoveClaim::Kind::kDone;
+    claim.error = makeError(errc::kUnverified, "chassis answered Result:[true] but " + unseen);
+  } else if (reply) {
+    claim.error = makeError(errc::kRefused, "chassis answered Result:[false]: " + reply->remark);
+    claim.note = "chassis answered Result:[false] (" + reply->remark + ") but " + happened;
+  } else {
+    claim.error = reply.error();
+    claim.note = "request failed (" + reply.error().message + ") but " + happened;
+  }
+  return claim;
 }
 
 }  // namespace
@@ -214,18 +237,13 @@ Result<MoveReport> H3Driver::attach(const std::string& gpuId, const std::string&
                                           std::to_string(*row->hostPort) + "; detach it first");
   }
   const std::string body = h3::encodeAssign(options_.gep, portGid, *devGid);
-  Error last = makeError(errc::kRefused, "no attempt made");
-  bool claimedSuccess = false;
-  for (std::uint32_t attempt = 1; attempt <= options_.policy.attempts; ++attempt) {
-    if (attempt > 1) {
-      options_.sleeper(options_.policy.backoffBefore(attempt));
-    }
-    report.attempts = attempt;
-    auto reply = sendAllocation("POST", body);
-    if (!reply && reply.error().code == errc::kAuth) {
-      return reply.error();
-    }
-    // Whatever the reply said, the inventory decides.
+  MoveSteps steps;
+  steps.what = "attach " + gpuId + " to host port " + hostText;
+  steps.send = [&]() -> Result<MoveClaim> {
+    return claimOf(sendAllocation("POST", body), "the inventory shows GPU " + gpuId + " unattached",
+                   "the GPU is attached");
+  };
+  steps.observe = [&]() -> Result<Observed> {
     auto after = readResources();
     if (!after) {
       return makeError(after.error().code,
@@ -241,35 +259,16 @@ Result<MoveReport> H3Driver::attach(const std::string& gpuId, const std::string&
                        "GPU " + gpuId + " was lost (no OB_GPU_GUID) during attach");
     }
     if (now->hostPort == *port) {
-      report.changed = true;
-      if (reply && !reply->result) {
-        report.notes.push_back("chassis answered Result:[false] (" + reply->remark +
-                               ") but the GPU is attached");
-      } else if (!reply) {
-        report.notes.push_back("request failed (" + reply.error().message +
-                               ") but the GPU is attached");
-      }
-      return report;
+      return Observed::kReached;
     }
     if (now->hostPort) {
       return makeError(errc::kConflict, "GPU " + gpuId + " is now on host port " +
                                             std::to_string(*now->hostPort) + ", not " + hostText +
                                             " (moved by someone else?)");
     }
-    if (reply && reply->result) {
-      claimedSuccess = true;
-      last = makeError(
-          errc::kUnverified,
-          "chassis answered Result:[true] but the inventory shows GPU " + gpuId + " unattached");
-    } else if (reply) {
-      last = makeError(errc::kRefused, "chassis answered Result:[false]: " + reply->remark);
-    } else {
-      last = reply.error();
-    }
-  }
-  return makeError(claimedSuccess ? std::string(errc::kUnverified) : last.code,
-                   "attach " + gpuId + " to host port " + hostText + " failed after " +
-                       std::to_string(options_.policy.attempts) + " attempts: " + last.message);
+    return Observed::kNotYet;
+  };
+  return verifiedMove(std::move(report), options_.policy, options_.sleeper, steps);
 }
 
 Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
@@ -291,17 +290,16 @@ Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
     return report;  // already detached
   }
   const std::string body = h3::encodeUnassign(options_.gep, *devGid);
-  Error last = makeError(errc::kRefused, "no attempt made");
-  bool claimedSuccess = false;
-  for (std::uint32_t attempt = 1; attempt <= options_.policy.attempts; ++attempt) {
-    if (attempt > 1) {
-      options_.sleeper(options_.policy.backoffBefore(attempt));
-    }
-    report.attempts = attempt;
-    auto reply = sendAllocation("DELETE", body);
-    if (!reply && reply.error().code == errc::kAuth) {
-      return reply.error();
-    }
+  std::optional<std::string> lastSeenOn = hostOf(*row);
+  MoveSteps steps;
+  steps.what = "detach " + gpuId;
+  steps.send = [&]() -> Result<MoveClaim> {
+    return claimOf(sendAllocation("DELETE", body),
+                   "the inventory still shows GPU " + gpuId + " on " + describeHost(lastSeenOn),
+                   "the GPU is detached");
+  };
+  bool lostAfterDetach = false;
+  steps.observe = [&]() -> Result<Observed> {
     auto after = readResources();
     if (!after) {
       return makeError(after.error().code,
@@ -313,39 +311,24 @@ Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
                        "GPU " + gpuId + " disappeared from the chassis inventory during detach");
     }
     if (!now->hostPort) {
-      report.changed = true;
-      if (reply && !reply->result) {
-        report.notes.push_back("chassis answered Result:[false] (" + reply->remark +
-                               ") but the GPU is detached");
-      } else if (!reply) {
-        report.notes.push_back("request failed (" + reply.error().message +
-                               ") but the GPU is detached");
-      }
-      if (now->guid.empty()) {
-        report.notes.push_back("GPU is no longer readable by the chassis (lost)");
-      }
-      return report;
+      lostAfterDetach = now->guid.empty();
+      return Observed::kReached;
     }
     if (now->guid.empty()) {
       // The chassis can no longer read the GPU and still has it on the host: retrying the
       // unassign will not help; the caller must treat the GPU as broken.
-      return makeError(errc::kUnhealthy, "GPU " + gpuId + " was lost during detach and is still on " +
-                                             describeHost(hostOf(*now)));
+      return makeError(
+          errc::kUnhealthy,
+          "GPU " + gpuId + " was lost during detach and is still on " + describeHost(hostOf(*now)));
     }
-    if (reply && reply->result) {
-      claimedSuccess = true;
-      last = makeError(errc::kUnverified,
-                       "chassis answered Result:[true] but the inventory still shows GPU " + gpuId +
-                           " on " + describeHost(hostOf(*now)));
-    } else if (reply) {
-      last = makeError(errc::kRefused, "chassis answered Result:[false]: " + reply->remark);
-    } else {
-      last = reply.error();
-    }
+    lastSeenOn = hostOf(*now);
+    return Observed::kNotYet;
+  };
+  auto done = verifiedMove(std::move(report), options_.policy, options_.sleeper, steps);
+  if (done && lostAfterDetach) {
+    done->notes.push_back("GPU is no longer readable by the chassis (lost)");
   }
-  return makeError(claimedSuccess ? std::string(errc::kUnverified) : last.code,
-                   "detach " + gpuId + " failed after " + std::to_string(options_.policy.attempts) +
-                       " attempts: " + last.message);
+  return done;
 }
 
 }  // namespace kc::fabric

@@ -137,7 +137,8 @@ Result<ServiceRoot> parseServiceRoot(std::string_view body) {
   root.systems = *sys;
   const auto comp = doc->find("CompositionService");
   if (comp == doc->end()) {
-    return protocolError(
+    return makeError(
+        "unsupported",
         "Redfish service root has no CompositionService link: the service does not compose");
   }
   auto compLink = linkOf(*comp, "ServiceRoot.CompositionService");
@@ -159,32 +160,171 @@ Result<ServiceRoot> parseServiceRoot(std::string_view body) {
   return root;
 }
 
-Result<std::string> parseCompositionService(std::string_view body) {
+Result<CompositionService> parseCompositionService(std::string_view body) {
   auto doc = parseObject(body, "Redfish CompositionService");
   if (!doc) {
     return doc.error();
   }
-  const auto enabled = doc->find("ServiceEnabled");
-  if (enabled != doc->end() && enabled->is_boolean() && !enabled->get<bool>()) {
-    return makeError("unavailable", "Redfish CompositionService reports ServiceEnabled=false");
-  }
+  CompositionService out;
   const auto blocks = doc->find("ResourceBlocks");
   if (blocks == doc->end()) {
     return protocolError("Redfish CompositionService has no ResourceBlocks link");
   }
-  return linkOf(*blocks, "CompositionService.ResourceBlocks");
+  auto link = linkOf(*blocks, "CompositionService.ResourceBlocks");
+  if (!link) {
+    return link.error();
+  }
+  out.resourceBlocks = *link;
+  if (const auto zones = doc->find("ResourceZones"); zones != doc->end() && !zones->is_null()) {
+    auto z = linkOf(*zones, "CompositionService.ResourceZones");
+    if (!z) {
+      return z.error();
+    }
+    out.resourceZones = *z;
+  }
+  for (auto [key, slot] : {std::pair{"ServiceEnabled", &out.serviceEnabled},
+                           std::pair{"AllowOverprovisioning", &out.allowOverprovisioning},
+                           std::pair{"AllowZoneAffinity", &out.allowZoneAffinity}}) {
+    const auto it = doc->find(key);
+    if (it == doc->end() || it->is_null()) {
+      continue;
+    }
+    if (!it->is_boolean()) {
+      return protocolError(std::string("CompositionService \"") + key + "\" is " + it->type_name() +
+                           ", expected a boolean");
+    }
+    *slot = it->get<bool>();
+  }
+  return out;
 }
 
-Result<std::vector<std::string>> parseCollection(std::string_view body, std::string_view what) {
+namespace {
+
+// Member entries: {"@odata.id": "/..."} (DSP0266) or a bare "/..." string (a deviation).
+Result<std::vector<std::string>> memberLinks(const json& array, const std::string& where) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  for (const auto& item : array) {
+    const std::string at = where + "[" + std::to_string(i++) + "]";
+    if (item.is_string()) {
+      auto link = linkOf(json{{"@odata.id", item}}, at);
+      if (!link) {
+        return link.error();
+      }
+      out.push_back(std::move(*link));
+      continue;
+    }
+    auto link = linkOf(item, at);
+    if (!link) {
+      return link.error();
+    }
+    out.push_back(std::move(*link));
+  }
+  return out;
+}
+
+std::string keysOf(const json& obj) {
+  std::string out;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (out.size() > 200) {
+      out += ", ...";
+      break;
+    }
+    out += (out.empty() ? "" : ", ") + it.key();
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+Result<Collection> parseCollectionPage(std::string_view body, std::string_view what) {
   auto doc = parseObject(body, what);
   if (!doc) {
     return doc.error();
   }
+  const std::string where(what);
+  Collection out;
+  // DSP0266 first.
   const auto members = doc->find("Members");
-  if (members == doc->end() || !members->is_array()) {
-    return protocolError(std::string(what) + " has no \"Members\" array");
+  const auto links = doc->find("Links");
+  if (members != doc->end() && !members->is_null()) {
+    if (!members->is_array()) {
+      return protocolError(where + ": \"Members\" is a " + members->type_name() +
+                           ", expected an array of {\"@odata.id\": ...}");
+    }
+    auto m = memberLinks(*members, where + ".Members");
+    if (!m) {
+      return m.error();
+    }
+    out.members = std::move(*m);
+    out.shape = "Members";
+  } else if (links != doc->end() && links->is_object() && links->contains("Members") &&
+             !(*links)["Members"].is_null()) {
+    const auto& lm = (*links)["Members"];
+    if (!lm.is_array()) {
+      return protocolError(where + ": \"Links\".\"Members\" is a " + std::string(lm.type_name()) +
+                           ", expected an array");
+    }
+    auto m = memberLinks(lm, where + ".Links.Members");
+    if (!m) {
+      return m.error();
+    }
+    out.members = std::move(*m);
+    out.shape = "Links.Members";
+  } else if (const auto count = doc->find("Members@odata.count");
+             count != doc->end() && count->is_number_integer() && count->get<std::int64_t>() == 0) {
+    out.shape = "empty (Members@odata.count 0, no Members)";
+  } else {
+    return protocolError(where +
+                         " lists no members: expected \"Members\" (an array of "
+                         "{\"@odata.id\": ...}) or \"Links\".\"Members\"; the reply has keys: " +
+                         keysOf(*doc));
   }
-  return linkArray(*doc, "Members", what);
+  if (const auto next = doc->find("Members@odata.nextLink");
+      next != doc->end() && !next->is_null()) {
+    auto n = linkOf(json{{"@odata.id", *next}}, where + " Members@odata.nextLink");
+    if (!n) {
+      return n.error();
+    }
+    out.nextLink = *n;
+  }
+  // @Redfish.CollectionCapabilities: {"Capabilities": [{"UseCase": ..., "Links":
+  // {"TargetCollection": {"@odata.id": ...}}}]}. Malformed capabilities are ignored: they
+  // only widen what the driver may try, and the re-read judges every move.
+  if (const auto caps = doc->find("@Redfish.CollectionCapabilities");
+      caps != doc->end() && caps->is_object()) {
+    const auto list = caps->find("Capabilities");
+    if (list != caps->end() && list->is_array()) {
+      for (const auto& c : *list) {
+        if (!c.is_object()) {
+          continue;
+        }
+        const auto useCase = c.find("UseCase");
+        if (useCase == c.end() || !useCase->is_string() ||
+            useCase->get<std::string>() != kCompositionUseCase) {
+          continue;
+        }
+        const auto l = c.find("Links");
+        if (l == c.end() || !l->is_object() || !l->contains("TargetCollection")) {
+          continue;
+        }
+        auto target = linkOf((*l)["TargetCollection"], "TargetCollection");
+        if (target) {
+          out.compositionTarget = *target;
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> parseCollection(std::string_view body, std::string_view what) {
+  auto page = parseCollectionPage(body, what);
+  if (!page) {
+    return page.error();
+  }
+  return std::move(page->members);
 }
 
 Result<ResourceBlock> parseResourceBlock(std::string_view body) {
@@ -224,6 +364,24 @@ Result<ResourceBlock> parseResourceBlock(std::string_view body) {
     return state.error();
   }
   block.compositionState = *state;
+  if (const auto it = (*cs)->find("SharingEnabled"); it != (*cs)->end() && it->is_boolean()) {
+    block.sharingEnabled = it->get<bool>();
+  }
+  if (const auto it = (*cs)->find("MaxCompositions");
+      it != (*cs)->end() && it->is_number_integer()) {
+    block.maxCompositions = it->get<std::int64_t>();
+  }
+  if (const auto it = (*cs)->find("NumberOfCompositions");
+      it != (*cs)->end() && it->is_number_integer()) {
+    block.numberOfCompositions = it->get<std::int64_t>();
+  }
+  if (const auto it = doc->find("ResourceBlockType"); it != doc->end() && it->is_array()) {
+    for (const auto& t : *it) {
+      if (t.is_string()) {
+        block.types.push_back(t.get<std::string>());
+      }
+    }
+  }
   auto status = statusOf(*doc, where);
   if (!status) {
     return status.error();
@@ -332,6 +490,15 @@ Result<ComputerSystem> parseComputerSystem(std::string_view body) {
         return protocolError(where + ": action target is not an absolute path");
       }
       *slot = *target;
+      const auto allowable = it->find("ResourceBlock@Redfish.AllowableValues");
+      if (allowable != it->end() && allowable->is_array()) {
+        auto links = memberLinks(*allowable, where + " action " + std::string(name) +
+                                                 " ResourceBlock@Redfish.AllowableValues");
+        if (!links) {
+          return links.error();
+        }
+        (name == kAddAction ? sys.addAllowable : sys.removeAllowable) = std::move(*links);
+      }
     }
   }
   return sys;
@@ -373,6 +540,55 @@ Result<BlockActionRequest> parseBlockAction(std::string_view body) {
   req.blockEtag = *be;
   req.systemEtag = *se;
   return req;
+}
+
+bool ResourceBlock::isCompute() const {
+  for (const auto& t : types) {
+    if (t == "Compute" || t == "ComputerSystem") {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ResourceBlock::canJoinAnotherComposition() const {
+  if (systems.empty() && numberOfCompositions.value_or(0) == 0) {
+    return true;
+  }
+  if (sharingEnabled == false) {
+    return false;
+  }
+  if (maxCompositions && numberOfCompositions) {
+    return *numberOfCompositions < *maxCompositions;
+  }
+  return sharingEnabled == true;
+}
+
+std::string encodeComposeRequest(std::string_view name, const std::vector<std::string>& blocks) {
+  nlohmann::ordered_json body;
+  body["Name"] = std::string(name);
+  body["Links"]["ResourceBlocks"] = nlohmann::ordered_json::array();
+  for (const auto& b : blocks) {
+    body["Links"]["ResourceBlocks"].push_back({{"@odata.id", b}});
+  }
+  return body.dump();
+}
+
+Result<std::vector<std::string>> parseComposeRequest(std::string_view body) {
+  auto doc = parseJsonGuarded(body, "composition request", 64 * 1024);
+  if (!doc || !doc->is_object()) {
+    return makeError("invalid", "composition request must be a JSON object");
+  }
+  const auto links = doc->find("Links");
+  if (links == doc->end() || !links->is_object() || !links->contains("ResourceBlocks") ||
+      !(*links)["ResourceBlocks"].is_array()) {
+    return makeError("invalid", "composition request needs \"Links\": {\"ResourceBlocks\": [...]}");
+  }
+  auto out = memberLinks((*links)["ResourceBlocks"], "Links.ResourceBlocks");
+  if (!out) {
+    return makeError("invalid", out.error().message);
+  }
+  return out;
 }
 
 std::string encodeLogin(std::string_view user, std::string_view password) {

@@ -4,17 +4,25 @@
 // Links are followed through "@odata.id"; nothing assumes a URI layout.
 //
 //  ServiceRoot          Systems, CompositionService, SessionService, Links.Sessions
-//  CompositionService   ResourceBlocks
-//  collection           Members[] of {"@odata.id"}
-//  ResourceBlock        Id, CompositionStatus.CompositionState, Status.Health, Processors[],
-//                       Links.ComputerSystems[]
+//  CompositionService   ResourceBlocks, ResourceZones, ServiceEnabled, AllowOverprovisioning,
+//                       AllowZoneAffinity
+//  collection           Members[] of {"@odata.id"} (DSP0266), Members@odata.nextLink, and
+//                       @Redfish.CollectionCapabilities (UseCase "ComputerSystemComposition");
+//                       tolerated deviations: see parseCollectionPage
+//  ResourceBlock        Id, ResourceBlockType[], CompositionStatus (CompositionState,
+//                       SharingEnabled, MaxCompositions, NumberOfCompositions), Status.Health,
+//                       Processors[], Links.ComputerSystems[]
 //  Processor            ProcessorType ("GPU"), UUID, Model, Status.Health
 //  ComputerSystem       Id, Links.ResourceBlocks[],
 //  Actions."#ComputerSystem.AddResourceBlock".target,
-//                       Actions."#ComputerSystem.RemoveResourceBlock".target
+//                       Actions."#ComputerSystem.RemoveResourceBlock".target, and each
+//                       action's "ResourceBlock@Redfish.AllowableValues"
 //  action body {"ResourceBlock":{"@odata.id":...},"ResourceBlockETag":...,"ComputerSystemETag":...}
+//  specific composition POST <Systems> {"Name":...,"Links":{"ResourceBlocks":[{"@odata.id"}...]}},
+//                       DELETE <composed system> to decompose (DSP0266 "Composition requests")
 //  session login        POST <Sessions> {"UserName","Password"} -> 201 + X-Auth-Token
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,7 +32,10 @@
 
 namespace kc::fabric::redfish {
 
-inline constexpr std::string_view kServiceRootPath = "/redfish/v1";
+// DSP0266 names the service root "/redfish/v1/" (with the slash); some services redirect the
+// slash-less form, others answer both.
+inline constexpr std::string_view kServiceRootPath = "/redfish/v1/";
+inline constexpr std::string_view kCompositionUseCase = "ComputerSystemComposition";
 inline constexpr std::string_view kAddAction = "#ComputerSystem.AddResourceBlock";
 inline constexpr std::string_view kRemoveAction = "#ComputerSystem.RemoveResourceBlock";
 
@@ -35,15 +46,37 @@ struct ServiceRoot {
 };
 Result<ServiceRoot> parseServiceRoot(std::string_view body);
 
-// CompositionService -> ResourceBlocks collection link.
-Result<std::string> parseCompositionService(std::string_view body);
+struct CompositionService {
+  std::string resourceBlocks;                // @odata.id of the ResourceBlocks collection
+  std::optional<std::string> resourceZones;  // @odata.id of the ResourceZones collection
+  std::optional<bool> serviceEnabled;
+  std::optional<bool> allowOverprovisioning;  // a composition may get more than was asked
+  std::optional<bool> allowZoneAffinity;      // a request may name the zone to compose from
+};
+Result<CompositionService> parseCompositionService(std::string_view body);
 
-// Any resource collection -> member links.
+struct Collection {
+  std::vector<std::string> members;
+  std::optional<std::string> nextLink;  // Members@odata.nextLink: more members on another page
+  // @Redfish.CollectionCapabilities lists UseCase "ComputerSystemComposition" (on a Systems
+  // collection or a ResourceZone): a POST of Links.ResourceBlocks to `compositionTarget`
+  // composes a system.
+  std::optional<std::string> compositionTarget;
+  std::string shape;  // "Members", "Links.Members", ... which form was found, for people
+};
+// Any resource collection (or a ResourceZone, for its capabilities). The DSP0266 form is read
+// first: "Members": [{"@odata.id": ...}]. Deviations seen in public services are accepted:
+// "Links": {"Members": [...]} (older schema drafts; the DMTF Redfish Interface Emulator),
+// member entries that are bare URI strings, and a missing "Members" when
+// "Members@odata.count" is 0. Anything else is a "protocol" error saying what was missing.
+Result<Collection> parseCollectionPage(std::string_view body, std::string_view what);
+// Member links only (the first page).
 Result<std::vector<std::string>> parseCollection(std::string_view body, std::string_view what);
 
 struct ResourceBlock {
   std::string odataId;
   std::string id;
+  std::vector<std::string> types;  // ResourceBlockType: "Compute", "Processor", ...
   std::string
       compositionState;  // Unused, Composed, ComposedAndAvailable, Composing, Failed, Unavailable
   std::optional<std::string> health;    // Status.Health: OK, Warning, Critical
@@ -51,6 +84,13 @@ struct ResourceBlock {
   std::vector<std::string> processors;  // links
   std::vector<std::string> systems;     // Links.ComputerSystems
   std::optional<std::string> etag;      // "@odata.etag" (services that send no ETag header)
+  std::optional<bool> sharingEnabled;   // CompositionStatus.SharingEnabled
+  std::optional<std::int64_t> maxCompositions;
+  std::optional<std::int64_t> numberOfCompositions;
+
+  bool isCompute() const;  // ResourceBlockType lists "Compute" or "ComputerSystem"
+  // Can join one more composition (shared compute block of a host)?
+  bool canJoinAnotherComposition() const;
 };
 Result<ResourceBlock> parseResourceBlock(std::string_view body);
 
@@ -68,6 +108,10 @@ struct ComputerSystem {
   std::vector<std::string> resourceBlocks;
   std::optional<std::string> addTarget;
   std::optional<std::string> removeTarget;
+  // "ResourceBlock@Redfish.AllowableValues" of each action, when the service lists them: the
+  // only blocks that action accepts.
+  std::optional<std::vector<std::string>> addAllowable;
+  std::optional<std::vector<std::string>> removeAllowable;
   std::optional<std::string> etag;  // "@odata.etag"
 };
 Result<ComputerSystem> parseComputerSystem(std::string_view body);
@@ -81,6 +125,10 @@ struct BlockActionRequest {
   std::optional<std::string> systemEtag;
 };
 Result<BlockActionRequest> parseBlockAction(std::string_view body);
+
+// Specific composition request body: {"Name": name, "Links": {"ResourceBlocks": [...]}}.
+std::string encodeComposeRequest(std::string_view name, const std::vector<std::string>& blocks);
+Result<std::vector<std::string>> parseComposeRequest(std::string_view body);
 
 std::string encodeLogin(std::string_view user, std::string_view password);
 struct LoginRequest {

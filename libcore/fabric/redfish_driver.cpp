@@ -4,6 +4,7 @@
 
 #include "libcore/fabric/http_endpoint.hpp"
 #include "libcore/fabric/json_guard.hpp"
+#include "libcore/fabric/verified_move.hpp"
 
 namespace kc::fabric {
 namespace {
@@ -186,17 +187,69 @@ Result<Ok> RedfishDriver::discover() {
   if (!root) {
     return root.error();
   }
-  root_ = *root;
-  auto comp = getOk(root_->compositionService);
+  root_ = *root;  // the session login below needs Links.Sessions
+  auto comp = getOk(root->compositionService);
   if (!comp) {
+    root_.reset();
     return comp.error();
   }
-  auto blocks = redfish::parseCompositionService(comp->body);
-  if (!blocks) {
-    return blocks.error();
+  auto service = redfish::parseCompositionService(comp->body);
+  if (!service) {
+    root_.reset();
+    return service.error();
   }
-  blocksLink_ = *blocks;
+  composition_ = *service;
+  blocksLink_ = service->resourceBlocks;
+  // A ResourceZone may advertise specific composition (the Systems collection may too; that
+  // one is read with every inventory). Zones are read once per discovery, at most 16.
+  zoneCompositionTarget_.reset();
+  if (service->resourceZones) {
+    auto zones =
+        readCollection(*service->resourceZones, "Redfish ResourceZones collection", nullptr);
+    if (!zones) {
+      root_.reset();
+      return zones.error();
+    }
+    for (std::size_t i = 0; i < zones->size() && i < 16 && !zoneCompositionTarget_; ++i) {
+      auto zone = getOk((*zones)[i]);
+      if (!zone) {
+        root_.reset();
+        return zone.error();
+      }
+      auto page = redfish::parseCollectionPage(zone->body, "Redfish ResourceZone " + (*zones)[i]);
+      if (page && page->compositionTarget) {
+        zoneCompositionTarget_ = page->compositionTarget;
+      }
+    }
+  }
   return Ok{};
+}
+
+// Every member of a collection, following Members@odata.nextLink (at most 64 pages).
+Result<std::vector<std::string>> RedfishDriver::readCollection(
+    const std::string& link, const std::string& what,
+    std::optional<std::string>* compositionTarget) {
+  std::vector<std::string> out;
+  std::string next = link;
+  for (int page = 0; page < 64; ++page) {
+    auto reply = getOk(next);
+    if (!reply) {
+      return reply.error();
+    }
+    auto parsed = redfish::parseCollectionPage(reply->body, what + " at " + next);
+    if (!parsed) {
+      return parsed.error();
+    }
+    if (compositionTarget && parsed->compositionTarget) {
+      *compositionTarget = parsed->compositionTarget;
+    }
+    out.insert(out.end(), parsed->members.begin(), parsed->members.end());
+    if (!parsed->nextLink) {
+      return out;
+    }
+    next = *parsed->nextLink;
+  }
+  return makeError(errc::kProtocol, what + " at " + link + " has more than 64 pages");
 }
 
 Result<RedfishDriver::View> RedfishDriver::readView() {
@@ -216,14 +269,12 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
     return found.error();
   }
   View view;
-  auto systemsReply = getOk(root_->systems);
-  if (!systemsReply) {
-    return systemsReply.error();
-  }
-  auto systemLinks = redfish::parseCollection(systemsReply->body, "Redfish Systems collection");
+  std::optional<std::string> systemsTarget;
+  auto systemLinks = readCollection(root_->systems, "Redfish Systems collection", &systemsTarget);
   if (!systemLinks) {
     return systemLinks.error();
   }
+  view.compositionTarget = systemsTarget ? systemsTarget : zoneCompositionTarget_;
   auto loadSystem = [&](const std::string& link) -> Result<Ok> {
     auto reply = getOk(link);
     if (!reply) {
@@ -247,12 +298,7 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
       return r.error();
     }
   }
-  auto blocksReply = getOk(blocksLink_);
-  if (!blocksReply) {
-    return blocksReply.error();
-  }
-  auto blockLinks =
-      redfish::parseCollection(blocksReply->body, "Redfish ResourceBlocks collection");
+  auto blockLinks = readCollection(blocksLink_, "Redfish ResourceBlocks collection", nullptr);
   if (!blockLinks) {
     return blockLinks.error();
   }
@@ -265,62 +311,101 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
     if (!block) {
       return block.error();
     }
-    std::optional<redfish::Processor> gpuProc;
-    for (const auto& procLink : block->processors) {
-      auto procReply = getOk(procLink);
-      if (!procReply) {
-        return procReply.error();
-      }
-      auto proc = redfish::parseProcessor(procReply->body);
-      if (!proc) {
-        return proc.error();
-      }
-      if (proc->processorType == "GPU") {
-        gpuProc = std::move(*proc);
-        break;  // one GPU per block is the composable-GPU norm; the block moves as a unit
-      }
-    }
-    if (!gpuProc) {
-      continue;  // CPU, memory, storage or network blocks are not ours
-    }
-    if (block->systems.size() > 1) {
-      return makeError(errc::kProtocol, "ResourceBlock " + block->id + " is composed into " +
-                                            std::to_string(block->systems.size()) +
-                                            " systems; shared GPU blocks are not supported");
-    }
     Block entry;
+    entry.link = link;
     entry.etag = reply->etag ? reply->etag : block->etag;
-    entry.gpu.chassis = options_.chassis;
-    entry.gpu.localId = block->id;
-    entry.gpu.id = makeGpuId(options_.chassis, block->id);
-    // Redfish UUIDs are bare; NVIDIA_VISIBLE_DEVICES and nvidia-smi use "GPU-<uuid>".
-    entry.gpu.uuid = gpuProc->uuid.empty() || gpuProc->uuid.rfind("GPU-", 0) == 0
-                         ? gpuProc->uuid
-                         : "GPU-" + gpuProc->uuid;
-    entry.gpu.model = gpuProc->model;
-    if (!block->systems.empty()) {
-      const std::string& sysLink = block->systems.front();
+    std::optional<redfish::Processor> gpuProc;
+    if (!block->isCompute()) {
+      for (const auto& procLink : block->processors) {
+        auto procReply = getOk(procLink);
+        if (!procReply) {
+          return procReply.error();
+        }
+        auto proc = redfish::parseProcessor(procReply->body);
+        if (!proc) {
+          return proc.error();
+        }
+        if (proc->processorType == "GPU") {
+          gpuProc = std::move(*proc);
+          break;  // one GPU per block is the composable-GPU norm; the block moves as a unit
+        }
+      }
+    }
+    if (gpuProc) {
+      entry.gpuBlock = true;
+      entry.gpu.chassis = options_.chassis;
+      entry.gpu.localId = block->id;
+      entry.gpu.id = makeGpuId(options_.chassis, block->id);
+      // Redfish UUIDs are bare; NVIDIA_VISIBLE_DEVICES and nvidia-smi use "GPU-<uuid>".
+      entry.gpu.uuid = gpuProc->uuid.empty() || gpuProc->uuid.rfind("GPU-", 0) == 0
+                           ? gpuProc->uuid
+                           : "GPU-" + gpuProc->uuid;
+      entry.gpu.model = gpuProc->model;
+      const bool stateBad =
+          block->compositionState == "Failed" || block->compositionState == "Unavailable" ||
+          (block->state && (*block->state == "Absent" || *block->state == "UnavailableOffline"));
+      if (!healthy(block->health) || !healthy(gpuProc->health) || stateBad) {
+        entry.gpu.health = GpuHealth::kUnhealthy;
+        entry.gpu.healthDetail = "ResourceBlock health " + block->health.value_or("-") +
+                                 ", GPU health " + gpuProc->health.value_or("-") +
+                                 ", CompositionState " + block->compositionState;
+      }
+    } else if (!block->isCompute()) {
+      continue;  // memory, storage or network blocks are not ours
+    } else {
+      view.computeHosts = true;
+    }
+    entry.systemLinks.insert(block->systems.begin(), block->systems.end());
+    const std::string id = block->id;
+    view.blockLinkToId[link] = id;
+    view.blockLinkToId[block->odataId] = id;
+    entry.block = std::move(*block);
+    if (!view.blocks.emplace(id, std::move(entry)).second) {
+      return makeError(errc::kProtocol, "two ResourceBlocks share the Id " + id);
+    }
+  }
+  // Attachment from both sides: a block names its systems, a system names its blocks. Systems a
+  // block names that the Systems collection did not list are read too.
+  for (auto& [id, block] : view.blocks) {
+    for (const auto& sysLink : block.systemLinks) {
       if (!view.systems.count(sysLink)) {
         if (auto r = loadSystem(sysLink); !r) {
           return r.error();
         }
       }
-      entry.systemLink = sysLink;
-      entry.gpu.hostPort = view.systems[sysLink].system.id;
     }
-    const bool stateBad =
-        block->compositionState == "Failed" || block->compositionState == "Unavailable" ||
-        (block->state && (*block->state == "Absent" || *block->state == "UnavailableOffline"));
-    if (!healthy(block->health) || !healthy(gpuProc->health) || stateBad) {
-      entry.gpu.health = GpuHealth::kUnhealthy;
-      entry.gpu.healthDetail = "ResourceBlock health " + block->health.value_or("-") +
-                               ", GPU health " + gpuProc->health.value_or("-") +
-                               ", CompositionState " + block->compositionState;
+  }
+  for (const auto& [sysLink, sys] : view.systems) {
+    for (const auto& blockLink : sys.system.resourceBlocks) {
+      const auto it = view.blockLinkToId.find(blockLink);
+      if (it != view.blockLinkToId.end()) {
+        view.blocks[it->second].systemLinks.insert(sysLink);
+      }
     }
-    const std::string id = block->id;
-    entry.block = std::move(*block);
-    if (!view.blocks.emplace(id, std::move(entry)).second) {
-      return makeError(errc::kProtocol, "two ResourceBlocks share the Id " + id);
+  }
+  for (auto& [id, block] : view.blocks) {
+    if (!block.gpuBlock) {
+      continue;
+    }
+    if (block.systemLinks.size() > 1) {
+      return makeError(errc::kProtocol, "ResourceBlock " + id + " is composed into " +
+                                            std::to_string(block.systemLinks.size()) +
+                                            " systems; shared GPU blocks are not supported");
+    }
+    if (block.systemLinks.empty()) {
+      continue;
+    }
+    const std::string& sysLink = *block.systemLinks.begin();
+    block.systemLink = sysLink;
+    block.gpu.hostPort = view.systems[sysLink].system.id;
+    if (view.computeHosts) {
+      // The host is the compute block composed into the same system.
+      for (const auto& [otherId, other] : view.blocks) {
+        if (!other.gpuBlock && other.systemLinks.count(sysLink)) {
+          block.gpu.hostPort = otherId;
+          break;
+        }
+      }
     }
   }
   return view;
@@ -336,8 +421,16 @@ Result<Inventory> RedfishDriver::inventory() {
   for (auto& [id, block] : view->blocks) {
     inv.gpus.push_back(block.gpu);
   }
-  for (const auto& [sysId, link] : view->systemIdToLink) {
-    inv.hosts.push_back(sysId);
+  if (view->computeHosts) {
+    for (const auto& [id, block] : view->blocks) {
+      if (!block.gpuBlock) {
+        inv.hosts.push_back(id);
+      }
+    }
+  } else {
+    for (const auto& [sysId, link] : view->systemIdToLink) {
+      inv.hosts.push_back(sysId);
+    }
   }
   std::sort(inv.gpus.begin(), inv.gpus.end(),
             [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
@@ -366,6 +459,125 @@ Result<MoveReport> RedfishDriver::detach(const std::string& gpuId) {
   return move(gpuId, std::nullopt);
 }
 
+namespace {
+
+bool allows(const std::optional<std::vector<std::string>>& allowable, const std::string& link,
+            const std::string& odataId) {
+  return !allowable ||
+         std::find_if(allowable->begin(), allowable->end(), [&](const std::string& a) {
+           return a == link || a == odataId;
+         }) != allowable->end();
+}
+
+}  // namespace
+
+// How the service can do this move (see the header); kUnsupported when it cannot.
+Result<RedfishDriver::MovePlan> RedfishDriver::planMove(
+    const View& view, const std::string& localId, const std::optional<std::string>& host) const {
+  const Block& gpu = view.blocks.at(localId);
+  const std::string& gpuOdataId = gpu.block.odataId;
+  if (composition_ && composition_->serviceEnabled == false) {
+    return makeError(errc::kUnsupported,
+                     "redfish chassis " + options_.chassis +
+                         ": the CompositionService reports ServiceEnabled=false");
+  }
+  MovePlan plan;
+  if (host) {
+    // The system to grow: the host's own system, or the one its compute block is composed into.
+    std::optional<std::string> systemLink;
+    const Block* compute = nullptr;
+    if (view.computeHosts) {
+      compute = &view.blocks.at(*host);
+      if (compute->systemLinks.size() == 1) {
+        systemLink = *compute->systemLinks.begin();
+      }
+    } else {
+      systemLink = view.systemIdToLink.at(*host);
+    }
+    std::string why;
+    if (systemLink) {
+      const System& sys = view.systems.at(*systemLink);
+      if (sys.system.addTarget && allows(sys.system.addAllowable, gpu.link, gpuOdataId)) {
+        plan.kind = MovePlan::Kind::kAction;
+        plan.target = *sys.system.addTarget;
+        plan.systemLink = *systemLink;
+        return plan;
+      }
+      why = sys.system.addTarget
+                ? "ComputerSystem " + sys.system.id + "'s " + std::string(redfish::kAddAction) +
+                      " does not list ResourceBlock " + localId + " among its allowable values"
+                : "ComputerSystem " + sys.system.id + " offers no " +
+                      std::string(redfish::kAddAction) + " action";
+    } else if (!compute) {
+      why = "host " + *host + " has no ComputerSystem";
+    } else {
+      why = compute->systemLinks.empty() ? "host " + *host + " is not composed into a system"
+                                         : "host " + *host + " is composed into several systems";
+    }
+    if (!compute) {
+      return makeError(errc::kUnsupported,
+                       "redfish chassis " + options_.chassis + " cannot attach " + localId + ": " +
+                           why + ", and specific composition needs Compute ResourceBlocks");
+    }
+    if (!view.compositionTarget) {
+      return makeError(
+          errc::kUnsupported,
+          "redfish chassis " + options_.chassis + " cannot attach " + localId + ": " + why +
+              ", and no @Redfish.CollectionCapabilities with UseCase " +
+              std::string(redfish::kCompositionUseCase) +
+              " (on the Systems collection or a ResourceZone) offers specific composition");
+    }
+    if (!compute->block.canJoinAnotherComposition()) {
+      return makeError(
+          errc::kUnsupported,
+          "redfish chassis " + options_.chassis + " cannot attach " + localId + ": " + why +
+              ", and host " + *host +
+              "'s compute block cannot join another composition (SharingEnabled " +
+              (compute->block.sharingEnabled ? (*compute->block.sharingEnabled ? "true" : "false")
+                                             : "not reported") +
+              "); recomposing its system would detach its other devices");
+    }
+    plan.kind = MovePlan::Kind::kCompose;
+    plan.target = *view.compositionTarget;
+    plan.blocks = {compute->block.odataId, gpuOdataId};
+    return plan;
+  }
+  const std::string& systemLink = *gpu.systemLink;
+  const System& sys = view.systems.at(systemLink);
+  if (sys.system.removeTarget && allows(sys.system.removeAllowable, gpu.link, gpuOdataId)) {
+    plan.kind = MovePlan::Kind::kAction;
+    plan.target = *sys.system.removeTarget;
+    plan.systemLink = systemLink;
+    return plan;
+  }
+  // Decomposing the system is safe only when it holds nothing but this GPU and compute blocks.
+  std::vector<std::string> others;
+  for (const auto& [id, block] : view.blocks) {
+    if (id != localId && block.gpuBlock && block.systemLinks.count(systemLink)) {
+      others.push_back(id);
+    }
+  }
+  for (const auto& link : sys.system.resourceBlocks) {
+    if (!view.blockLinkToId.count(link)) {
+      others.push_back(link);  // a memory, storage or network block we do not manage
+    }
+  }
+  if (!others.empty()) {
+    std::string list;
+    for (const auto& o : others) {
+      list += (list.empty() ? "" : ", ") + o;
+    }
+    return makeError(errc::kUnsupported, "redfish chassis " + options_.chassis + " cannot detach " +
+                                             localId + ": ComputerSystem " + sys.system.id +
+                                             " offers no usable " +
+                                             std::string(redfish::kRemoveAction) +
+                                             " action, and deleting it would also detach " + list);
+  }
+  plan.kind = MovePlan::Kind::kDecompose;
+  plan.target = systemLink;
+  return plan;
+}
+
 // attach (host set) or detach (host empty), verified by re-reading the ResourceBlocks.
 Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
                                        const std::optional<std::string>& host) {
@@ -379,23 +591,25 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
     return view.error();
   }
   auto it = view->blocks.find(*localId);
-  if (it == view->blocks.end()) {
+  if (it == view->blocks.end() || !it->second.gpuBlock) {
     return makeError(errc::kNotFound,
                      "chassis " + options_.chassis + " has no GPU ResourceBlock " + *localId);
   }
   MoveReport report{gpuId, it->second.gpu.hostPort, host, false, 0, {}};
-  std::string systemLink;
   if (host) {
-    const auto sys = view->systemIdToLink.find(*host);
-    if (sys == view->systemIdToLink.end()) {
+    const bool known = view->computeHosts
+                           ? view->blocks.count(*host) && !view->blocks.at(*host).gpuBlock
+                           : view->systemIdToLink.count(*host) > 0;
+    if (!known) {
       return makeError(errc::kNotFound,
-                       "chassis " + options_.chassis + " has no ComputerSystem " + *host);
+                       "chassis " + options_.chassis + " has no " +
+                           (view->computeHosts ? "Compute ResourceBlock " : "ComputerSystem ") +
+                           *host);
     }
-    systemLink = sys->second;
-    if (it->second.systemLink == systemLink) {
+    if (it->second.gpu.hostPort == *host) {
       return report;
     }
-    if (it->second.systemLink) {
+    if (it->second.gpu.hostPort) {
       return makeError(errc::kConflict, "GPU " + gpuId + " is composed into " +
                                             *it->second.gpu.hostPort + "; detach it first");
     }
@@ -403,115 +617,104 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
       return makeError(errc::kUnhealthy, "GPU " + gpuId + " is unhealthy (" +
                                              it->second.gpu.healthDetail + "); not attaching");
     }
-  } else {
-    if (!it->second.systemLink) {
-      return report;
-    }
-    systemLink = *it->second.systemLink;
+  } else if (!it->second.gpu.hostPort) {
+    return report;
   }
-  auto reached = [&](const Block& b) {
-    return host ? b.systemLink == systemLink : !b.systemLink.has_value();
-  };
-  Error last = makeError(errc::kRefused, "no attempt made");
-  bool claimedSuccess = false;
-  for (std::uint32_t attempt = 1; attempt <= options_.policy.attempts; ++attempt) {
-    if (attempt > 1) {
-      options_.sleeper(options_.policy.backoffBefore(attempt));
+
+  MoveSteps steps;
+  steps.what = verb + " " + gpuId + (host ? " to " + *host : std::string());
+  steps.send = [&]() -> Result<MoveClaim> {
+    if (view->blocks.find(*localId) == view->blocks.end()) {
+      return makeError(errc::kNotFound, "redfish chassis " + options_.chassis + ": ResourceBlock " +
+                                            *localId +
+                                            " disappeared from the inventory during the move");
     }
-    report.attempts = attempt;
-    const auto blockIt = view->blocks.find(*localId);
-    const auto systemIt = view->systems.find(systemLink);
-    if (blockIt == view->blocks.end() || systemIt == view->systems.end()) {
-      // A re-read between attempts no longer lists the GPU or the target system.
-      return makeError(errc::kNotFound,
-                       "redfish chassis " + options_.chassis + ": " +
-                           (blockIt == view->blocks.end() ? "ResourceBlock " + *localId
-                                                          : "ComputerSystem " + systemLink) +
-                           " disappeared from the inventory during the move");
+    auto plan = planMove(*view, *localId, host);
+    if (!plan) {
+      return plan.error();
     }
-    const Block& block = blockIt->second;
-    const System& system = systemIt->second;
-    const auto& target = host ? system.system.addTarget : system.system.removeTarget;
-    if (!target) {
-      return makeError(errc::kProtocol,
-                       "ComputerSystem " + system.system.id + " offers no " +
-                           std::string(host ? redfish::kAddAction : redfish::kRemoveAction) +
-                           " action");
+    const Block& block = view->blocks.at(*localId);
+    std::string method = "POST";
+    std::string body;
+    switch (plan->kind) {
+      case MovePlan::Kind::kAction:
+        body = redfish::encodeBlockAction(block.block.odataId, block.etag,
+                                          view->systems.at(plan->systemLink).etag);
+        break;
+      case MovePlan::Kind::kCompose:
+        body = redfish::encodeComposeRequest("kubecomp " + *host + " + " + *localId, plan->blocks);
+        break;
+      case MovePlan::Kind::kDecompose:
+        method = "DELETE";
+        break;
     }
-    auto reply = call("POST", *target,
-                      redfish::encodeBlockAction(block.block.odataId, block.etag, system.etag),
-                      options_.policy.moveTimeout);
+    auto reply = call(method, plan->target, body, options_.policy.moveTimeout);
     if (!reply && reply.error().code == errc::kAuth) {
       return reply.error();
     }
-    bool accepted = false;
-    if (reply) {
-      const unsigned st = reply->status;
-      if (st == 200 || st == 201 || st == 204) {
-        claimedSuccess = true;
-        last = makeError(errc::kUnverified, "service answered HTTP " + std::to_string(st) +
-                                                " but the ResourceBlock does not show the change");
-      } else if (st == 202) {
-        accepted = true;
-        last = makeError(errc::kTimeout,
-                         "service accepted the action (202) but it did not complete in time");
-      } else if (st == 428 || st == 412) {
-        report.notes.push_back("ETag precondition failed (HTTP " + std::to_string(st) +
-                               "); re-read and retried");
-        last = makeError(errc::kConflict, statusLine("POST", *target, st, reply->body));
-      } else if (st >= 500) {
-        last = makeError(errc::kUnavailable, statusLine("POST", *target, st, reply->body));
-      } else {
-        last = makeError(errc::kRefused, statusLine("POST", *target, st, reply->body));
-      }
+    MoveClaim claim;
+    if (!reply) {
+      claim.error = reply.error();
+      claim.note = "request failed (" + reply.error().message + ") but the " + verb + " happened";
+      return claim;
+    }
+    const unsigned st = reply->status;
+    claim.note = "service answered HTTP " + std::to_string(st) + " but the " + verb + " happened";
+    if (st == 200 || st == 201 || st == 204) {
+      claim.kind = MoveClaim::Kind::kDone;
+      claim.note.clear();
+      claim.error =
+          makeError(errc::kUnverified, "service answered HTTP " + std::to_string(st) +
+                                           " but the ResourceBlock does not show the change");
+    } else if (st == 202) {
+      claim.kind = MoveClaim::Kind::kAccepted;
+      claim.note.clear();
+      claim.error = makeError(errc::kTimeout,
+                              "service accepted the request (202) but it did not complete in time");
+    } else if (st == 405 || st == 501) {
+      // The service does not implement what it seemed to offer: retrying will not help.
+      return makeError(errc::kUnsupported, "redfish chassis " + options_.chassis + ": " +
+                                               statusLine(method, plan->target, st, reply->body));
+    } else if (st == 428 || st == 412) {
+      claim.error = makeError(errc::kConflict, statusLine(method, plan->target, st, reply->body));
+      claim.note.clear();
+      claim.attemptNote =
+          "ETag precondition failed (HTTP " + std::to_string(st) + "); re-read and retried";
+    } else if (st >= 500) {
+      claim.error =
+          makeError(errc::kUnavailable, statusLine(method, plan->target, st, reply->body));
     } else {
-      last = reply.error();
+      claim.error = makeError(errc::kRefused, statusLine(method, plan->target, st, reply->body));
     }
-    // The ResourceBlock decides. A 202 gets a few polls before the action is re-sent.
-    for (std::uint32_t poll = 0;; ++poll) {
-      auto after = readView();
-      if (!after) {
-        return makeError(after.error().code,
-                         verb + " " + gpuId + ": could not verify: " + after.error().message);
-      }
-      view = std::move(after);
-      auto now = view->blocks.find(*localId);
-      if (now == view->blocks.end()) {
-        return makeError(errc::kUnhealthy,
-                         "GPU " + gpuId + " disappeared from the ResourceBlocks during " + verb);
-      }
-      if (reached(now->second)) {
-        report.changed = true;
-        if (reply && reply->status >= 300) {
-          report.notes.push_back("service answered HTTP " + std::to_string(reply->status) +
-                                 " but the " + verb + " happened");
-        } else if (!reply) {
-          report.notes.push_back("request failed (" + reply.error().message + ") but the " + verb +
-                                 " happened");
-        }
-        return report;
-      }
-      if (now->second.gpu.health != GpuHealth::kOk) {
-        return makeError(errc::kUnhealthy, "GPU " + gpuId + " became unhealthy during " + verb +
-                                               " (" + now->second.gpu.healthDetail + ")");
-      }
-      if (host && now->second.systemLink) {
-        return makeError(errc::kConflict, "GPU " + gpuId + " is now composed into " +
-                                              *now->second.gpu.hostPort + ", not " + *host +
-                                              " (moved by someone else?)");
-      }
-      if (!host && now->second.systemLink != systemLink) {
-        systemLink = *now->second.systemLink;  // moved elsewhere meanwhile: detach from there
-      }
-      if (!accepted || poll + 1 >= options_.policy.attempts) {
-        break;
-      }
-      options_.sleeper(options_.policy.backoffBefore(poll + 2));
+    return claim;
+  };
+  steps.observe = [&]() -> Result<Observed> {
+    auto after = readView();
+    if (!after) {
+      return makeError(after.error().code,
+                       verb + " " + gpuId + ": could not verify: " + after.error().message);
     }
-  }
-  return makeError(claimedSuccess ? std::string(errc::kUnverified) : last.code,
-                   verb + " " + gpuId + (host ? " to " + *host : std::string()) + " failed after " +
-                       std::to_string(options_.policy.attempts) + " attempts: " + last.message);
+    view = std::move(after);
+    auto now = view->blocks.find(*localId);
+    if (now == view->blocks.end() || !now->second.gpuBlock) {
+      return makeError(errc::kUnhealthy,
+                       "GPU " + gpuId + " disappeared from the ResourceBlocks during " + verb);
+    }
+    if (host ? now->second.gpu.hostPort == *host : !now->second.gpu.hostPort) {
+      return Observed::kReached;
+    }
+    if (now->second.gpu.health != GpuHealth::kOk) {
+      return makeError(errc::kUnhealthy, "GPU " + gpuId + " became unhealthy during " + verb +
+                                             " (" + now->second.gpu.healthDetail + ")");
+    }
+    if (host && now->second.gpu.hostPort) {
+      return makeError(errc::kConflict, "GPU " + gpuId + " is now composed into " +
+                                            *now->second.gpu.hostPort + ", not " + *host +
+                                            " (moved by someone else?)");
+    }
+    return Observed::kNotYet;
+  };
+  return verifiedMove(std::move(report), options_.policy, options_.sleeper, steps);
 }
 
 }  // namespace kc::fabric

@@ -1,15 +1,33 @@
 #pragma once
 // FabricDriver for DMTF Redfish composition: GPUs are ResourceBlocks whose Processors have
-// ProcessorType "GPU"; each node is a composed ComputerSystem; a GPU moves with the
-// ComputerSystem.RemoveResourceBlock / AddResourceBlock actions. The driver discovers every
-// URI from the service root and @odata.id links, sends ETags when the service offers them
-// (re-reading and retrying on 428/412), and verifies every action by re-reading the blocks.
+// ProcessorType "GPU". The driver discovers every URI from the service root ("/redfish/v1/",
+// DSP0266's form; same-origin redirects are followed) and @odata.id links, reads collections
+// defensively (redfish_codec.hpp), and reads attachment from both sides (ResourceBlock
+// Links.ComputerSystems and ComputerSystem Links.ResourceBlocks).
+//
+// Hosts: when the service has Compute ResourceBlocks (a host's side of the fabric), a host is
+// named by its compute block's Id, because composed systems come and go; otherwise a host is a
+// ComputerSystem Id.
+//
+// A move uses what the service offers, in this order:
+//  1. the ComputerSystem.AddResourceBlock / RemoveResourceBlock actions of the composed system
+//     (when the action's ResourceBlock@Redfish.AllowableValues, if listed, names the block);
+//  2. DSP0266 specific composition: attach = POST {"Links":{"ResourceBlocks":[compute, gpu]}}
+//     to the collection a @Redfish.CollectionCapabilities "ComputerSystemComposition" names
+//     (on the Systems collection or a ResourceZone), when the host's compute block may join
+//     another composition; detach = DELETE of the composed system holding the GPU, when it
+//     holds nothing else but compute blocks;
+//  3. otherwise errc::kUnsupported, naming what the service lacks.
+// ETags are sent when the service offers them (re-reading and retrying on 428/412), and every
+// move is verified by re-reading (verifiedMove).
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "libcore/fabric/call_policy.hpp"
 #include "libcore/fabric/credentials.hpp"
@@ -53,9 +71,12 @@ class RedfishDriver final : public FabricDriver {
  private:
   struct Block {
     redfish::ResourceBlock block;
+    std::string link;  // as listed in the collection
     std::optional<std::string> etag;
+    bool gpuBlock = false;
     GpuInfo gpu;
-    std::optional<std::string> systemLink;
+    std::set<std::string> systemLinks;      // both sides: the block's links and systems listing it
+    std::optional<std::string> systemLink;  // GPU blocks: the one system holding it
   };
   struct System {
     redfish::ComputerSystem system;
@@ -65,6 +86,16 @@ class RedfishDriver final : public FabricDriver {
     std::map<std::string, Block> blocks;    // by ResourceBlock Id
     std::map<std::string, System> systems;  // by link
     std::map<std::string, std::string> systemIdToLink;
+    std::map<std::string, std::string> blockLinkToId;  // collection links and @odata.ids
+    bool computeHosts = false;                         // hosts are compute block Ids
+    std::optional<std::string> compositionTarget;      // where a specific composition POSTs
+  };
+  // How one move is done on this service.
+  struct MovePlan {
+    enum class Kind : std::uint8_t { kAction, kCompose, kDecompose } kind = Kind::kAction;
+    std::string target;      // action target, composition collection, or the system to delete
+    std::string systemLink;  // kAction: the system the action belongs to
+    std::vector<std::string> blocks;  // kCompose
   };
   struct Reply {
     unsigned status = 0;
@@ -83,11 +114,17 @@ class RedfishDriver final : public FabricDriver {
   Result<View> readViewOnce();
   Result<std::string> localIdOf(const std::string& gpuId) const;
   Result<MoveReport> move(const std::string& gpuId, const std::optional<std::string>& host);
+  Result<MovePlan> planMove(const View& view, const std::string& localId,
+                            const std::optional<std::string>& host) const;
+  Result<std::vector<std::string>> readCollection(const std::string& link, const std::string& what,
+                                                  std::optional<std::string>* compositionTarget);
 
   RedfishOptions options_;
   std::unique_ptr<detail::Endpoint> endpoint_;
   std::mutex mutex_;  // one call at a time per driver; guards the fields below
   std::optional<redfish::ServiceRoot> root_;
+  std::optional<redfish::CompositionService> composition_;
+  std::optional<std::string> zoneCompositionTarget_;  // from a ResourceZone's capabilities
   std::string blocksLink_;
   std::string token_;
   std::string sessionLink_;

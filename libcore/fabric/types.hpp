@@ -71,6 +71,9 @@ inline constexpr const char* kAuth = "auth";                // credentials rejec
 inline constexpr const char* kUnverified = "unverified";    // inventory does not show the move
 inline constexpr const char* kUnhealthy = "unhealthy";      // GPU lost / not usable
 inline constexpr const char* kRefused = "refused";          // chassis said no and nothing changed
+// The service cannot do this move at all (no composition style it offers fits); retrying will
+// not help. Distinct from kProtocol, which means a malformed reply.
+inline constexpr const char* kUnsupported = "unsupported";
 }  // namespace errc
 
 }  // namespace kc::fabric
