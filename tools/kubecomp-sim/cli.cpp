@@ -3,10 +3,16 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "libcore/alloc/policy_registry.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
@@ -21,7 +27,7 @@ namespace {
 struct Options {
   // input
   std::string workload;
-  std::uint64_t jobs = 50;
+  std::int64_t jobs = 50;
   double lambda = 60;
   double intervalUnitMs = 1000;
   double jobDurationS = 300;
@@ -35,10 +41,10 @@ struct Options {
   double timeScale = 1.0;
   // cluster
   std::string alibabaNodes;
-  std::uint32_t nodesPerPool = 0;
-  std::uint32_t pools = 1;
+  std::int64_t nodesPerPool = 0;
+  std::int64_t pools = 1;
   std::string layout = "4+4";
-  std::uint32_t unattached = 0;
+  std::int64_t unattached = 0;
   double nodeCpu = 192;
   std::int64_t nodeMemoryMib = 1 << 20;
   // behaviour
@@ -68,6 +74,90 @@ std::string policyList() {
   return s;
 }
 
+// Every flag that sizes memory or time is bounded, with the limit in the message.
+Status inRange(const char* flag, double value, double min, double max) {
+  if (!(value >= min && value <= max)) {  // also false for NaN
+    std::ostringstream m;
+    m << flag << " must be in " << min << ".." << max << " (got " << value << ")";
+    return makeError("invalid", m.str());
+  }
+  return okStatus();
+}
+
+Status inRange(const char* flag, std::int64_t value, std::int64_t min, std::int64_t max) {
+  if (value < min || value > max) {
+    return makeError("invalid", std::string(flag) + " must be in " + std::to_string(min) + ".." +
+                                    std::to_string(max) + " (got " + std::to_string(value) + ")");
+  }
+  return okStatus();
+}
+
+std::string formatNumber(double v) {
+  std::ostringstream m;
+  m << v;
+  return m.str();
+}
+
+constexpr auto kMaxSeconds = static_cast<double>(kMaxTraceSeconds);
+
+Status checkFlags(const Options& o) {
+  for (const Status& s : {
+           inRange("--jobs", o.jobs, 1, static_cast<std::int64_t>(kMaxJobs)),
+           inRange("--lambda", o.lambda, 1e-9, 1e9),
+           inRange("--interval-unit-ms", o.intervalUnitMs, 1, 1e9),
+           inRange("--job-duration-s", o.jobDurationS, 0, kMaxSeconds),
+           inRange("--time-scale", o.timeScale, 1e-6, 1e6),
+           inRange("--pools", o.pools, 1, static_cast<std::int64_t>(kMaxPools)),
+           inRange("--unattached", o.unattached, 0, 1024),
+           inRange("--node-cpu", o.nodeCpu, 0.001, 1e9),
+           inRange("--node-memory-mib", o.nodeMemoryMib, 0, std::int64_t{1} << 50),
+           inRange("--nodes-per-pool", o.nodesPerPool, 0, static_cast<std::int64_t>(kMaxNodes)),
+           inRange("--move-time-s", o.moveTimeS, 0, 1e6),
+       }) {
+    if (!s) {
+      return s;
+    }
+  }
+  return okStatus();
+}
+
+// An output file and what goes into it.
+struct Output {
+  std::string path;
+  std::function<void(std::ostream&)> write;
+};
+
+// Writes every output to a temporary file next to its target, then renames them into place:
+// a failed run or a failed write leaves no file, and no half-written one, under a target name.
+Status writeOutputs(const std::vector<Output>& outputs) {
+  std::vector<std::string> temps;
+  auto removeTemps = [&] {
+    for (const auto& t : temps) {
+      std::remove(t.c_str());
+    }
+  };
+  for (const Output& o : outputs) {
+    const std::string temp = o.path + ".tmp." + std::to_string(::getpid());
+    temps.push_back(temp);
+    std::ofstream f(temp, std::ios::trunc);
+    if (f) {
+      o.write(f);
+      f.close();
+    }
+    if (!f) {
+      removeTemps();
+      return makeError("unavailable", "cannot write " + o.path);
+    }
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (std::rename(temps[i].c_str(), outputs[i].path.c_str()) != 0) {
+      removeTemps();
+      return makeError("unavailable", "cannot write " + outputs[i].path);
+    }
+  }
+  return okStatus();
+}
+
 Result<LoadedTrace> loadTrace(const Options& o) {
   const int sources = !o.workload.empty() + !o.alibabaPods.empty() + !o.traceCsv.empty();
   if (sources != 1) {
@@ -79,12 +169,9 @@ Result<LoadedTrace> loadTrace(const Options& o) {
     if (!mix) {
       return mix.error();
     }
-    if (!(o.intervalUnitMs >= 1) || !(o.jobDurationS >= 0)) {
-      return makeError("invalid", "--interval-unit-ms must be >= 1 and --job-duration-s >= 0");
-    }
     WorkloadSpec spec;
     spec.mix = *mix;
-    spec.jobs = o.jobs;
+    spec.jobs = static_cast<std::uint64_t>(o.jobs);
     spec.lambda = o.lambda;
     spec.intervalUnit = static_cast<SimMs>(std::llround(o.intervalUnitMs));
     spec.duration = static_cast<SimMs>(std::llround(o.jobDurationS * kMsPerSecond));
@@ -113,12 +200,15 @@ Result<LoadedTrace> loadTrace(const Options& o) {
   if (!loaded) {
     return loaded;
   }
-  if (!(o.timeScale > 0) || !std::isfinite(o.timeScale)) {
-    return makeError("invalid", "--time-scale must be a positive number");
-  }
   if (o.timeScale != 1.0) {
     for (Job& j : loaded->trace.jobs) {
-      j.arrival = static_cast<SimMs>(std::llround(static_cast<double>(j.arrival) * o.timeScale));
+      const double scaled = static_cast<double>(j.arrival) * o.timeScale;
+      if (!(scaled <= static_cast<double>(kMaxTraceMs))) {
+        return makeError("invalid", "--time-scale " + formatNumber(o.timeScale) + " puts job '" +
+                                        j.id + "' past the arrival limit of " +
+                                        std::to_string(kMaxTraceSeconds) + " s");
+      }
+      j.arrival = static_cast<SimMs>(std::llround(scaled));
     }
   }
   return loaded;
@@ -130,19 +220,16 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
     if (!nodes) {
       return nodes.error();
     }
-    return buildClusterFromNodes(*nodes, o.nodesPerPool);
+    return buildClusterFromNodes(*nodes, static_cast<std::uint32_t>(o.nodesPerPool));
   }
   auto layout = parseLayout(o.layout);
   if (!layout) {
     return layout.error();
   }
   LayoutSpec spec;
-  spec.pools = o.pools;
+  spec.pools = static_cast<std::uint32_t>(o.pools);
   spec.perNodeGpus = *layout;
-  spec.unattachedPerPool = o.unattached;
-  if (!(o.nodeCpu > 0) || !std::isfinite(o.nodeCpu)) {
-    return makeError("invalid", "--node-cpu must be positive");
-  }
+  spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
   spec.nodeCpuMilli = static_cast<std::int64_t>(std::llround(o.nodeCpu * 1000));
   spec.nodeMemoryMib = o.nodeMemoryMib;
   return buildCluster(spec);
@@ -158,7 +245,28 @@ nlohmann::json statsJson(const TraceStats& s) {
           {"skipped_censored_running", s.skippedCensored},
           {"gpu_sharing_as_whole_gpu", s.gpuSharingAsWhole},
           {"censored_running", s.censoredRunning},
-          {"zero_duration", s.zeroDuration}};
+          {"zero_duration", s.zeroDuration},
+          {"gpu_spec_constrained", s.gpuSpecConstrained}};
+}
+
+// Said plainly instead of summarising an empty run (a mean wait of 0.0 over no jobs).
+std::string noJobsMessage(const TraceStats& s) {
+  if (s.rows == 0) {
+    return "no jobs to simulate: the input has no data rows";
+  }
+  std::string why;
+  auto add = [&](std::uint64_t n, const char* what) {
+    if (n > 0) {
+      why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    }
+  };
+  add(s.skippedCpuOnly, "CPU-only (--alibaba-include-cpu-only keeps them)");
+  add(s.skippedNoStartTime, "without scheduled_time");
+  add(s.skippedNoEndTime, "without deletion_time");
+  add(s.skippedGpuSharing, "GPU-sharing");
+  add(s.skippedCensored, "still running");
+  return "no jobs to simulate: every one of the " + std::to_string(s.rows) +
+         " data rows was skipped (" + why + ")";
 }
 
 int fail(const std::string& message) {
@@ -306,6 +414,9 @@ int runCli(int argc, char** argv) {
     return 0;
   }
 
+  if (auto s = checkFlags(o); !s) {
+    return fail(s.error().message);
+  }
   SimConfig config = defaultSimConfig();
   auto np = alloc::findNodePolicy(o.nodePolicy);
   if (!np) {
@@ -332,9 +443,6 @@ int runCli(int argc, char** argv) {
   } else {
     return fail("--queue must be 'fcfs' or 'backfill'");
   }
-  if (!(o.moveTimeS >= 0) || !std::isfinite(o.moveTimeS)) {
-    return fail("--move-time-s must be >= 0");
-  }
   config.moveTime = static_cast<SimMs>(std::llround(o.moveTimeS * kMsPerSecond));
 
   auto cluster = loadCluster(o);
@@ -345,12 +453,8 @@ int runCli(int argc, char** argv) {
   if (!trace) {
     return fail(trace.error().message);
   }
-  if (!o.writeTrace.empty()) {
-    std::ofstream f(o.writeTrace);
-    writeJobCsv(f, trace->trace);
-    if (!f) {
-      return fail("cannot write " + o.writeTrace);
-    }
+  if (trace->trace.jobs.empty()) {
+    return fail(noJobsMessage(trace->stats));
   }
   const bool showProgress = !o.quiet && (o.progress || trace->trace.jobs.size() > 100'000);
   const auto started = std::chrono::steady_clock::now();
@@ -369,13 +473,6 @@ int runCli(int argc, char** argv) {
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  if (!o.jobsOut.empty()) {
-    std::ofstream f(o.jobsOut);
-    writeJobOutcomes(f, trace->trace, *result, *cluster);
-    if (!f) {
-      return fail("cannot write " + o.jobsOut);
-    }
-  }
   nlohmann::json j = summaryJson(trace->trace, *result);
   j["config"] = {{"mode", o.mode},
                  {"node_policy", o.nodePolicy},
@@ -386,14 +483,24 @@ int runCli(int argc, char** argv) {
                  {"pools", static_cast<std::uint64_t>(cluster->poolCount())}};
   j["trace"] = statsJson(trace->stats);
   j["wall_s"] = wall;
+  // Files only now, after a successful run, each complete or not at all.
+  std::vector<Output> outputs;
+  if (!o.writeTrace.empty()) {
+    outputs.push_back({o.writeTrace, [&](std::ostream& f) { writeJobCsv(f, trace->trace); }});
+  }
+  if (!o.jobsOut.empty()) {
+    outputs.push_back({o.jobsOut, [&](std::ostream& f) {
+                         writeJobOutcomes(f, trace->trace, *result, *cluster);
+                       }});
+  }
+  if (o.summaryOut != "-") {
+    outputs.push_back({o.summaryOut, [&](std::ostream& f) { f << j.dump(1) << "\n"; }});
+  }
+  if (auto s = writeOutputs(outputs); !s) {
+    return fail(s.error().message);
+  }
   if (o.summaryOut == "-") {
     std::cout << j.dump(1) << "\n";
-  } else {
-    std::ofstream f(o.summaryOut);
-    f << j.dump(1) << "\n";
-    if (!f) {
-      return fail("cannot write " + o.summaryOut);
-    }
   }
   return 0;
 }

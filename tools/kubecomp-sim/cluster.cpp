@@ -49,6 +49,20 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
   if (spec.nodeMemoryMib < 0) {
     return makeError("invalid", "node memory must be >= 0");
   }
+  // Sizes are checked before anything is allocated (the limits are in job.hpp).
+  std::uint64_t gpusPerPool = spec.unattachedPerPool;
+  for (std::uint32_t g : spec.perNodeGpus) {
+    gpusPerPool += g;
+  }
+  if (spec.pools > kMaxPools) {
+    return makeError("invalid", "more than " + std::to_string(kMaxPools) + " pools (the limit)");
+  }
+  if (std::uint64_t{spec.pools} * spec.perNodeGpus.size() > kMaxNodes) {
+    return makeError("invalid", "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
+  }
+  if (std::uint64_t{spec.pools} * gpusPerPool > kMaxGpus) {
+    return makeError("invalid", "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
+  }
   alloc::ClusterState state;
   std::uint64_t nodeIndex = 0;
   std::uint64_t gpuIndex = 0;

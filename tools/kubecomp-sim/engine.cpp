@@ -38,16 +38,15 @@ class UsageAccumulator {
   }
   bool started() const { return started_; }
 
-  // Accounts [last, t) at the current level, then moves to t.
-  void advance(SimMs t) {
+  // Accounts [last, t) at the current level, then moves to t. Times are at most kMaxSimMs
+  // (the engine checks), so spans fit; the GPU-ms products are checked.
+  Status advance(SimMs t) {
     if (!started_ || t <= last_) {
-      return;
+      return okStatus();
     }
     rec_.histogramMs[used_] += t - last_;
     if (used_ > 0) {
-      while (t - rec_.origin > static_cast<SimMs>(UsageRecord::kMaxBuckets) * rec_.bucketMs) {
-        coarsen();
-      }
+      fitBuckets(t);
       SimMs from = last_;
       while (from < t) {
         const auto b = static_cast<std::size_t>((from - rec_.origin) / rec_.bucketMs);
@@ -56,28 +55,49 @@ class UsageAccumulator {
         if (rec_.bucketGpuMs.size() <= b) {
           rec_.bucketGpuMs.resize(b + 1, 0);
         }
-        rec_.bucketGpuMs[b] += (to - from) * static_cast<SimMs>(used_);
+        SimMs gpuMs = 0;
+        if (__builtin_mul_overflow(to - from, static_cast<SimMs>(used_), &gpuMs) ||
+            __builtin_add_overflow(rec_.bucketGpuMs[b], gpuMs, &rec_.bucketGpuMs[b])) {
+          return makeError("invalid", "GPU-time of the utilisation series overflows int64 ms "
+                                      "(the trace spans too long for this many GPUs)");
+        }
         from = to;
       }
     }
     last_ = t;
+    return okStatus();
   }
   void add(std::uint32_t gpus) { used_ += gpus; }
   void remove(std::uint32_t gpus) { used_ -= gpus; }
 
-  UsageRecord finish(SimMs end) {
-    advance(end);
-    // An idle tail (no GPU in use) was not coarsened by advance(): keep the bucket bound.
-    while (started_ && end - rec_.origin > static_cast<SimMs>(UsageRecord::kMaxBuckets) * rec_.bucketMs) {
-      coarsen();
+  Result<UsageRecord> finish(SimMs end) {
+    if (auto st = advance(end); !st) {
+      return st.error();
     }
-    const std::size_t buckets = static_cast<std::size_t>(
-        (std::max(end, rec_.origin) - rec_.origin + rec_.bucketMs - 1) / rec_.bucketMs);
+    if (!started_) {
+      return std::move(rec_);
+    }
+    // An idle tail (no GPU in use) was not coarsened by advance(): keep the bucket bound.
+    fitBuckets(end);
+    const SimMs span = std::max(end, rec_.origin) - rec_.origin;
+    const auto buckets =
+        static_cast<std::size_t>(span / rec_.bucketMs + (span % rec_.bucketMs != 0 ? 1 : 0));
     rec_.bucketGpuMs.resize(std::max(rec_.bucketGpuMs.size(), buckets), 0);
     return std::move(rec_);
   }
 
  private:
+  // Coarsens until [origin, t) fits kMaxBuckets buckets. Written without multiplying, so it
+  // cannot overflow and ends: bucketMs only grows to ceil(span / kMaxBuckets).
+  void fitBuckets(SimMs t) {
+    const SimMs span = t - rec_.origin;
+    const auto max = static_cast<SimMs>(UsageRecord::kMaxBuckets);
+    const SimMs needed = span / max + (span % max != 0 ? 1 : 0);
+    while (rec_.bucketMs < needed) {
+      coarsen();
+    }
+  }
+
   void coarsen() {
     std::vector<SimMs>& b = rec_.bucketGpuMs;
     for (std::size_t i = 0; i < b.size(); i += 2) {
@@ -193,7 +213,9 @@ class Engine {
       if (nextArrival < jobs.size()) {
         now = std::min(now, jobs[nextArrival].arrival);
       }
-      usage_.advance(now);
+      if (auto st = usage_.advance(now); !st) {
+        return st.error();
+      }
       bool released = false;
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
@@ -244,7 +266,11 @@ class Engine {
     if (config_.progress) {
       config_.progress(finished, total);
     }
-    result_.usage = usage_.finish(lastEnd);
+    auto usage = usage_.finish(lastEnd);
+    if (!usage) {
+      return usage.error();
+    }
+    result_.usage = std::move(*usage);
     return std::move(result_);
   }
 
@@ -254,6 +280,10 @@ class Engine {
       if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
         return makeError("invalid", "job '" + j.id + "' has a negative time or request");
       }
+      if (j.arrival > kMaxTraceMs || j.duration > kMaxTraceMs) {
+        return makeError("invalid", "job '" + j.id + "': arrival or duration above the limit of " +
+                                        std::to_string(kMaxTraceSeconds) + " s");
+      }
       if (i > 0 && j.arrival < trace_.jobs[i - 1].arrival) {
         return makeError("invalid", "trace is not sorted by arrival at job '" + j.id + "'");
       }
@@ -261,14 +291,20 @@ class Engine {
     if (config_.gpuPolicy.rank == nullptr || config_.nodePolicy.compare == nullptr) {
       return makeError("invalid", "node and GPU policies must be set");
     }
-    if (config_.moveTime < 0) {
-      return makeError("invalid", "move time must be >= 0");
+    if (config_.moveTime < 0 || config_.moveTime > kMaxTraceMs) {
+      return makeError("invalid", "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
     }
     return okStatus();
   }
 
  private:
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
+
+  static Error pastTimeLimit(const Job& job) {
+    return makeError("invalid", "job '" + job.id +
+                                    "' would end past the simulated-time limit of 2^62 ms "
+                                    "(queueing behind very long jobs)");
+  }
 
   static alloc::PodRequest podOf(const Job& j) {
     return alloc::PodRequest{static_cast<std::uint64_t>(j.cpuMilli),
@@ -380,8 +416,12 @@ class Engine {
         }
       }
       const alloc::PoolIndex pool = state_.node(node).pool;
-      ready = std::max(now, poolBusyUntil_[pool]) +
-              static_cast<SimMs>(choice->deficit) * config_.moveTime;
+      SimMs moving = 0;
+      if (__builtin_mul_overflow(static_cast<SimMs>(choice->deficit), config_.moveTime, &moving) ||
+          __builtin_add_overflow(std::max(now, poolBusyUntil_[pool]), moving, &ready) ||
+          ready > kMaxSimMs) {
+        return pastTimeLimit(job);
+      }
       poolBusyUntil_[pool] = ready;
       result_.gpusMoved += choice->deficit;
       ++result_.jobsWithMoves;
@@ -412,7 +452,9 @@ class Engine {
     }
     JobOutcome& out = result_.jobs[j];
     out.start = ready;
-    out.end = ready + job.duration;
+    if (__builtin_add_overflow(ready, job.duration, &out.end) || out.end > kMaxSimMs) {
+      return pastTimeLimit(job);
+    }
     out.node = node;
     out.gpusMoved = choice->deficit;
     if (ready > now) {

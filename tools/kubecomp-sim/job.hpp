@@ -15,6 +15,21 @@ using SimMs = std::int64_t;
 
 inline constexpr SimMs kMsPerSecond = 1000;
 
+// Input limits, checked where a value enters (trace readers, flags) with an error naming the
+// limit. They keep every quantity the engine derives far from int64 overflow and memory use
+// bounded; the engine still checks its own sums (queueing can push an end time past any input).
+//   times (arrival, duration): at most 10^12 s (~31,700 years), so at most 10^15 ms
+//   jobs in one trace: 10,000,000 (about 1 GiB of simulator state)
+//   cluster: 100,000 pools, 1,000,000 nodes, 10,000,000 GPUs
+//   simulated time: the engine stops with an error past 2^62 ms
+inline constexpr std::int64_t kMaxTraceSeconds = 1'000'000'000'000;
+inline constexpr SimMs kMaxTraceMs = kMaxTraceSeconds * kMsPerSecond;
+inline constexpr std::uint64_t kMaxJobs = 10'000'000;
+inline constexpr std::uint64_t kMaxPools = 100'000;
+inline constexpr std::uint64_t kMaxNodes = 1'000'000;
+inline constexpr std::uint64_t kMaxGpus = 10'000'000;
+inline constexpr SimMs kMaxSimMs = SimMs{1} << 62;
+
 struct Job {
   std::string id;
   SimMs arrival = 0;           // submission time
@@ -22,6 +37,9 @@ struct Job {
   std::uint32_t gpus = 0;      // whole GPUs, exclusive (device plugin semantics)
   std::int64_t cpuMilli = 0;   // requested CPU, millicores
   std::int64_t memoryMib = 0;  // requested memory, MiB
+  // Accepted GPU models, '|'-separated as in the Alibaba trace's gpu_spec ("V100M16|V100M32");
+  // empty: any GPU. A job runs only on GPUs whose model is listed.
+  std::string gpuSpec{};
 };
 
 // Jobs sorted by arrival (stable: equal arrivals keep input order).

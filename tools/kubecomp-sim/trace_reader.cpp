@@ -59,32 +59,73 @@ std::optional<std::int64_t> parseInt(std::string_view s) {
   return v;
 }
 
-// Decimal seconds -> milliseconds, exact to the millisecond ("12", "12.5", "0.001").
-std::optional<std::int64_t> parseSecondsMs(std::string_view s) {
+// Decimal seconds -> milliseconds, exact to the millisecond ("12", "12.5", "0.001"), at most
+// kMaxTraceSeconds. `tooLarge` is set when the text is a well-formed number above the limit.
+std::optional<std::int64_t> parseSecondsMs(std::string_view s, bool* tooLarge = nullptr) {
   if (s.empty()) {
     return std::nullopt;
   }
   const std::size_t dot = s.find('.');
   const std::string_view whole = s.substr(0, dot);
-  auto w = parseInt(whole);
-  if (!w || *w < 0 || whole.front() == '-' || whole.front() == '+' ||
-      *w > std::numeric_limits<std::int64_t>::max() / kMsPerSecond / 2) {
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (whole.empty() || !std::all_of(whole.begin(), whole.end(), digit)) {
     return std::nullopt;
   }
   std::int64_t frac = 0;
   if (dot != std::string_view::npos) {
     std::string_view f = s.substr(dot + 1);
-    if (f.empty() || f.size() > 3 ||
-        !std::all_of(f.begin(), f.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (f.empty() || f.size() > 3 || !std::all_of(f.begin(), f.end(), digit)) {
       return std::nullopt;
     }
-    auto fv = parseInt(f);
-    frac = *fv;
+    frac = *parseInt(f);
     for (std::size_t i = f.size(); i < 3; ++i) {
       frac *= 10;
     }
   }
+  auto w = parseInt(whole);  // fails only on overflow: digits were checked
+  if (!w || *w > kMaxTraceSeconds || (*w == kMaxTraceSeconds && frac > 0)) {
+    if (tooLarge != nullptr) {
+      *tooLarge = true;
+    }
+    return std::nullopt;
+  }
   return *w * kMsPerSecond + frac;
+}
+
+// A GPU model name: letters, digits, '-', '_', '.' (the trace's P100, V100M16, G2, A10 ...).
+bool validModelName(std::string_view name) {
+  return !name.empty() && name.size() <= 64 &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                  c == '-' || c == '_' || c == '.';
+         });
+}
+
+// gpu_spec: empty (any GPU) or model names joined by '|' ("V100M16|V100M32").
+bool validGpuSpec(std::string_view spec) {
+  if (spec.empty()) {
+    return true;
+  }
+  while (true) {
+    const std::size_t bar = spec.find('|');
+    if (!validModelName(spec.substr(0, bar))) {
+      return false;
+    }
+    if (bar == std::string_view::npos) {
+      return true;
+    }
+    spec.remove_prefix(bar + 1);
+  }
+}
+
+const std::string& secondsLimitText() {
+  static const std::string text = "the limit of " + std::to_string(kMaxTraceSeconds) + " s";
+  return text;
+}
+
+Error tooManyRows(const std::string& source, std::uint64_t line) {
+  return rowError(source, line,
+                  "more than " + std::to_string(kMaxJobs) + " data rows (the limit of one trace)");
 }
 
 // Decimal cores -> millicores ("1", "0.5", "80").
@@ -139,6 +180,10 @@ class LineReader {
   bool next(std::string& line) {
     while (std::getline(in_, line)) {
       ++lineNo_;
+      // A UTF-8 byte order mark (spreadsheet exports write one) is not part of the header.
+      if (lineNo_ == 1 && line.starts_with("\xEF\xBB\xBF")) {
+        line.erase(0, 3);
+      }
       if (!trim(line).empty()) {
         return true;
       }
@@ -183,6 +228,7 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
     return header.error();
   }
   const auto phaseCol = header->find("pod_phase");
+  const auto specCol = header->find("gpu_spec");
   LoadedTrace out;
   while (lines.next(line)) {
     const std::uint64_t no = lines.lineNo();
@@ -194,6 +240,9 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
       return rowError(source, no,
                       "expected " + std::to_string(header->count()) + " fields, got " +
                           std::to_string(fields->size()));
+    }
+    if (out.stats.rows >= kMaxJobs) {
+      return tooManyRows(source, no);
     }
     ++out.stats.rows;
     auto field = [&](const char* name) { return (*fields)[header->at(name)]; };
@@ -228,17 +277,21 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
         return r->error();
       }
     }
+    const std::string_view spec = specCol ? (*fields)[*specCol] : std::string_view{};
+    if (!validGpuSpec(spec)) {
+      return rowError(source, no,
+                      "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
+    }
     if (**gpus > 64) {
       return rowError(source, no, "num_gpu out of range: " + std::to_string(**gpus));
     }
     if (**gpuMilli > 1000) {
       return rowError(source, no, "gpu_milli above 1000: " + std::to_string(**gpuMilli));
     }
-    // Times are seconds; beyond ~292 years the conversion to ms would overflow.
-    constexpr std::int64_t kMaxTraceSeconds = std::int64_t{1} << 43;
     for (const auto* t : {&created, &deleted, &scheduled}) {
       if (**t && ***t > kMaxTraceSeconds) {
-        return rowError(source, no, "time out of range: " + std::to_string(***t) + " s");
+        return rowError(source, no,
+                        "time " + std::to_string(***t) + " s is above " + secondsLimitText());
       }
     }
     // Validate what is present before deciding to skip, so a bad row is never hidden by a skip.
@@ -283,6 +336,10 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
     job.gpus = static_cast<std::uint32_t>(**gpus);
     job.cpuMilli = **cpu;
     job.memoryMib = **mem;
+    if (job.gpus > 0 && !spec.empty()) {  // a CPU-only task needs no GPU model
+      job.gpuSpec = std::string(spec);
+      ++out.stats.gpuSpecConstrained;
+    }
     if (job.duration == 0) {
       ++out.stats.zeroDuration;
     }
@@ -307,7 +364,9 @@ Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::stri
   if (!header) {
     return header.error();
   }
+  const auto modelCol = header->find("model");
   std::vector<NodeSpec> nodes;
+  std::uint64_t gpuTotal = 0;
   while (lines.next(line)) {
     const std::uint64_t no = lines.lineNo();
     auto fields = splitCsv(line, source, no);
@@ -334,7 +393,22 @@ Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::stri
       vals[i] = *v;
     }
     if (vals[2] > 1024) {
-      return rowError(source, no, "gpu out of range");
+      return rowError(source, no, "gpu out of range (0..1024)");
+    }
+    if (nodes.size() >= kMaxNodes) {
+      return rowError(source, no, "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
+    }
+    gpuTotal += static_cast<std::uint64_t>(vals[2]);
+    if (gpuTotal > kMaxGpus) {
+      return rowError(source, no, "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
+    }
+    if (modelCol) {
+      // The published list writes an empty model (pandas: nan) for GPU-less nodes.
+      const std::string_view model = (*fields)[*modelCol];
+      if (!model.empty() && !validModelName(model)) {
+        return rowError(source, no, "model is not a GPU model name: '" + std::string(model) + "'");
+      }
+      n.model = std::string(model);
     }
     n.cpuMilli = vals[0];
     n.memoryMib = vals[1];
@@ -355,13 +429,14 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
     return makeError("invalid", source + ": empty file (no header)");
   }
   auto header = Header::parse(line, source, {"arrival_s", "duration_s", "gpus"},
-                              {"id", "cpu", "memory_mib"}, false);
+                              {"id", "cpu", "memory_mib", "gpu_spec"}, false);
   if (!header) {
     return header.error();
   }
   const auto idCol = header->find("id");
   const auto cpuCol = header->find("cpu");
   const auto memCol = header->find("memory_mib");
+  const auto specCol = header->find("gpu_spec");
   LoadedTrace out;
   while (lines.next(line)) {
     const std::uint64_t no = lines.lineNo();
@@ -374,6 +449,9 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
                       "expected " + std::to_string(header->count()) + " fields, got " +
                           std::to_string(fields->size()));
     }
+    if (out.stats.rows >= kMaxJobs) {
+      return tooManyRows(source, no);
+    }
     ++out.stats.rows;
     Job job;
     job.id = idCol ? std::string((*fields)[*idCol]) : "job-" + std::to_string(out.stats.rows);
@@ -382,7 +460,12 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
       if (!f.empty() && f.front() == '-') {
         return rowError(source, no, std::string(col) + " is negative: " + std::string(f));
       }
-      auto v = parseSecondsMs(f);
+      bool tooLarge = false;
+      auto v = parseSecondsMs(f, &tooLarge);
+      if (tooLarge) {
+        return rowError(source, no,
+                        std::string(col) + " " + std::string(f) + " is above " + secondsLimitText());
+      }
       if (!v) {
         return rowError(source, no,
                         std::string(col) +
@@ -422,6 +505,17 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
       }
       job.memoryMib = *m;
     }
+    if (specCol) {
+      const std::string_view spec = (*fields)[*specCol];
+      if (!validGpuSpec(spec)) {
+        return rowError(source, no,
+                        "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
+      }
+      if (!spec.empty() && job.gpus > 0) {
+        job.gpuSpec = std::string(spec);
+        ++out.stats.gpuSpecConstrained;
+      }
+    }
     if (job.duration == 0) {
       ++out.stats.zeroDuration;
     }
@@ -456,10 +550,17 @@ std::string formatMs(SimMs ms) {
 }  // namespace
 
 void writeJobCsv(std::ostream& out, const Trace& trace) {
-  out << "id,arrival_s,duration_s,gpus,cpu,memory_mib\n";
+  // The gpu_spec column only when some job has a constraint: older readers keep working.
+  const bool specs = std::any_of(trace.jobs.begin(), trace.jobs.end(),
+                                 [](const Job& j) { return !j.gpuSpec.empty(); });
+  out << "id,arrival_s,duration_s,gpus,cpu,memory_mib" << (specs ? ",gpu_spec\n" : "\n");
   for (const Job& j : trace.jobs) {
     out << j.id << ',' << formatMs(j.arrival) << ',' << formatMs(j.duration) << ',' << j.gpus << ','
-        << formatMs(j.cpuMilli) << ',' << j.memoryMib << '\n';
+        << formatMs(j.cpuMilli) << ',' << j.memoryMib;
+    if (specs) {
+      out << ',' << j.gpuSpec;
+    }
+    out << '\n';
   }
 }
 

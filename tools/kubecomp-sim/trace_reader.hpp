@@ -42,6 +42,7 @@ struct TraceStats {
   std::uint64_t gpuSharingAsWhole = 0;   // gpu_milli < 1000 kept as one whole GPU
   std::uint64_t censoredRunning = 0;     // pod_phase Running: ends at the trace's end time
   std::uint64_t zeroDuration = 0;        // deletion_time == scheduled_time
+  std::uint64_t gpuSpecConstrained = 0;  // kept GPU jobs with a gpu_spec (accepted GPU models)
 };
 
 struct LoadedTrace {
@@ -50,7 +51,9 @@ struct LoadedTrace {
 };
 
 // Alibaba cluster-trace-gpu-v2023 pod list. Required columns: name, cpu_milli, memory_mib,
-// num_gpu, gpu_milli, creation_time, deletion_time, scheduled_time (pod_phase optional).
+// num_gpu, gpu_milli, creation_time, deletion_time, scheduled_time (pod_phase and gpu_spec
+// optional). gpu_spec ("V100M16|V100M32", empty = any GPU) becomes Job::gpuSpec. Times are at
+// most kMaxTraceSeconds, rows at most kMaxJobs.
 // arrival = creation_time, duration = deletion_time - scheduled_time (the time the task held
 // its resources; the trace's own queueing is discarded, the simulator produces its own).
 // Errors ("invalid", message "<source>:<line>: ..."): missing column, non-numeric or negative
@@ -66,15 +69,18 @@ struct NodeSpec {
   std::int64_t memoryMib = 0;
   std::uint32_t gpus = 0;  // GPUs attached at the start
   std::uint32_t pool = 0;  // pool index
+  std::string model;       // GPU model of the node's GPUs ("" = unknown; matches no gpu_spec)
 };
 
 // Alibaba node list (`sn,cpu_milli,memory_mib,gpu,model`): one node per row, all in pool 0.
+// At most kMaxNodes nodes and kMaxGpus GPUs; `model` is optional.
 Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::string& source);
 Result<std::vector<NodeSpec>> readAlibabaNodesFile(const std::string& path);
 
 // Generic job CSV (documented in docs/simulator.md). First line is a header naming columns
 // in any order. Required: arrival_s, duration_s, gpus. Optional: id, cpu (cores, decimal),
-// memory_mib. Times are seconds (decimal, up to millisecond precision), >= 0.
+// memory_mib, gpu_spec (as the Alibaba column). Times are seconds (decimal, up to millisecond
+// precision), 0..kMaxTraceSeconds; at most kMaxJobs rows. A leading UTF-8 BOM is ignored.
 // Unknown columns are an error (a typo must not silently drop a field).
 Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source);
 Result<LoadedTrace> readJobCsvFile(const std::string& path);

@@ -107,8 +107,13 @@ Result<Trace> generateWorkload(const WorkloadSpec& spec) {
   if (spec.intervalUnit < 1) {
     return makeError("invalid", "interval unit must be at least 1 ms");
   }
-  if (spec.duration < 0) {
-    return makeError("invalid", "duration must be >= 0");
+  if (spec.duration < 0 || spec.duration > kMaxTraceMs) {
+    return makeError("invalid",
+                     "duration must be 0.." + std::to_string(kMaxTraceSeconds) + " s (the limit)");
+  }
+  if (spec.jobs == 0 || spec.jobs > kMaxJobs) {
+    return makeError("invalid",
+                     "the number of jobs must be 1.." + std::to_string(kMaxJobs) + " (the limit)");
   }
   const auto counts = mixCounts(spec.mix, spec.jobs);
   std::vector<std::uint8_t> types;
@@ -124,7 +129,13 @@ Result<Trace> generateWorkload(const WorkloadSpec& spec) {
   SimMs now = 0;
   for (std::size_t i = 0; i < types.size(); ++i) {
     if (i > 0) {
-      now += gap(rng) * spec.intervalUnit;
+      SimMs step = 0;
+      if (__builtin_mul_overflow(gap(rng), spec.intervalUnit, &step) ||
+          __builtin_add_overflow(now, step, &now) || now > kMaxTraceMs) {
+        return makeError("invalid", "job " + std::to_string(i) + " would arrive after the limit of " +
+                                        std::to_string(kMaxTraceSeconds) +
+                                        " s (lower --lambda, --interval-unit-ms or --jobs)");
+      }
     }
     const JobType& jt = kPaperJobTypes[types[i]];
     Job job;

@@ -62,7 +62,8 @@ struct WorkloadSpec {
 std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t jobs);
 
 // The jobs in a seeded random order, first arrival at 0, then Poisson(lambda) gaps.
-// Error "invalid": lambda <= 0 or not finite, interval unit < 1, duration < 0.
+// Error "invalid": lambda <= 0 or not finite, interval unit < 1, duration outside
+// 0..kMaxTraceMs, jobs outside 1..kMaxJobs, an arrival past kMaxTraceMs.
 Result<Trace> generateWorkload(const WorkloadSpec& spec);
 
 }  // namespace kc::sim

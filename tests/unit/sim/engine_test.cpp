@@ -57,6 +57,13 @@ SimConfig config(alloc::Composability mode, double moveS,
   return c;
 }
 
+// "<prefix><i>" (written so, GCC 12 warns falsely on "literal" + std::string in a loop).
+std::string numbered(const char* prefix, int i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
+}
+
 double waitS(const Trace& t, const SimResult& r, std::size_t i) {
   return static_cast<double>(r.jobs[i].start - t.jobs[i].arrival) / kMsPerSecond;
 }
@@ -296,4 +303,60 @@ TEST_CASE("the utilisation series keeps its bucket bound across a long idle tail
     total += b;
   }
   CHECK(total == 10'000);  // 1 GPU x 10 s
+}
+
+TEST_CASE("jobs at the time limit finish; queueing past 2^62 ms is an error, not a wrap") {
+  // Two jobs at the input limit (10^12 s arrival and duration) on one GPU: the second queues
+  // behind the first and ends at 3 x 10^15 ms. This used to loop or overflow.
+  Trace t;
+  for (int i = 0; i < 2; ++i) {
+    t.jobs.push_back(Job{numbered("big", i), kMaxTraceMs, kMaxTraceMs, 1, 0, 0});
+  }
+  auto r = simulate(cluster("1"), t, config(alloc::Composability::Composable, 0));
+  REQUIRE(r.ok());
+  CHECK(r->jobs[0].end == 2 * kMaxTraceMs);
+  CHECK(r->jobs[1].start == 2 * kMaxTraceMs);
+  CHECK(r->jobs[1].end == 3 * kMaxTraceMs);
+  CHECK(r->usage.bucketGpuMs.size() <= UsageRecord::kMaxBuckets);
+  SimMs gpuMs = 0;
+  for (SimMs b : r->usage.bucketGpuMs) {
+    gpuMs += b;
+  }
+  CHECK(gpuMs == 2 * kMaxTraceMs);
+
+  // 4,612 such jobs queued on one GPU would end at 4,613 x 10^15 ms > 2^62 ms (4.61 x 10^18):
+  // the engine stops with an error naming the limit instead of overflowing int64.
+  Trace q;
+  for (int i = 0; i < 4'612; ++i) {
+    q.jobs.push_back(Job{numbered("q", i), 0, kMaxTraceMs, 1, 0, 0});
+  }
+  auto over = simulate(cluster("1"), q, config(alloc::Composability::Composable, 0));
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().code == "invalid");
+  CHECK_THAT(over.error().message, Catch::Contains("'q4611' would end past the simulated-time "
+                                                   "limit of 2^62 ms"));
+  // 4,611 jobs end at 4.611 x 10^18 ms, just below the limit: accepted.
+  q.jobs.pop_back();
+  CHECK(simulate(cluster("1"), q, config(alloc::Composability::Composable, 0)).ok());
+
+  // Inputs beyond the limit are refused before anything runs.
+  Trace far;
+  far.jobs.push_back(Job{"far", kMaxTraceMs + 1, 1, 1, 0, 0});
+  auto farR = simulate(cluster("1"), far, defaultSimConfig());
+  REQUIRE_FALSE(farR.ok());
+  CHECK_THAT(farR.error().message, Catch::Contains("above the limit of 1000000000000 s"));
+}
+
+TEST_CASE("a move time that pushes a start past 2^62 ms is an error") {
+  // 2 GPUs on n0, a 4-GPU job must move 2 GPUs from n1; with the largest move time and a
+  // start near the limit the start would overflow past 2^62 ms.
+  Trace t;
+  t.jobs.push_back(Job{"m", kMaxTraceMs, 1, 4, 0, 0});
+  SimConfig c = config(alloc::Composability::Composable, 0);
+  c.moveTime = kMaxTraceMs;
+  auto ok = simulate(cluster("2+2"), t, c);  // 10^15 + 2 x 10^15 ms: fine
+  REQUIRE(ok.ok());
+  CHECK(ok->jobs[0].start == 3 * kMaxTraceMs);
+  c.moveTime = kMaxTraceMs + 1;
+  CHECK_FALSE(simulate(cluster("2+2"), t, c).ok());  // refused by validate(), limit named
 }

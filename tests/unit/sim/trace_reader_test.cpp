@@ -101,7 +101,7 @@ TEST_CASE("bad Alibaba rows give an error naming the line") {
       // A bad row is an error even when the row would be skipped anyway (no scheduled_time).
       {"x,1,1,1,zz,,LS,Pending,1,2,\n", "pods.csv:2: gpu_milli is not an integer"},
       // Seconds that would overflow once converted to milliseconds.
-      {"x,1,1,1,1000,,LS,Succeeded,1,9300000000000000,1\n", "pods.csv:2: time out of range"},
+      {"x,1,1,1,1000,,LS,Succeeded,1,9300000000000000,1\n", "pods.csv:2: time 9300000000000000 s is above the limit of 1000000000000 s"},
   }));
   CAPTURE(body);
   auto r = pods(body);
@@ -174,11 +174,51 @@ TEST_CASE("bad generic CSV rows give an error naming the line") {
       {"arrival_s,duration_s,gpus\n0,5.0001,1\n", "jobs.csv:2: duration_s is not a number"},
       {"arrival_s,duration_s,gpus,cpu\n0,5,1,-2\n", "jobs.csv:2: cpu is not a non-negative"},
       {"", "jobs.csv: empty file"},
+      // Times are bounded where they enter (10^12 s), with the limit in the message.
+      {"arrival_s,duration_s,gpus\n4611686018427387904,1,1\n",
+       "jobs.csv:2: arrival_s 4611686018427387904 is above the limit of 1000000000000 s"},
+      {"arrival_s,duration_s,gpus\n0,1000000000000.001,1\n",
+       "jobs.csv:2: duration_s 1000000000000.001 is above the limit of 1000000000000 s"},
+      {"arrival_s,duration_s,gpus\n99999999999999999999999,1,1\n",
+       "jobs.csv:2: arrival_s 99999999999999999999999 is above the limit"},
+      {"arrival_s,duration_s,gpus,gpu_spec\n0,5,1,V100|\n",
+       "jobs.csv:2: gpu_spec is not GPU model names joined by '|': 'V100|'"},
+      {"arrival_s,duration_s,gpus,gpu_spec\n0,5,1,V 100\n", "jobs.csv:2: gpu_spec is not"},
   }));
   CAPTURE(text);
   auto r = jobsCsv(text);
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error().message, Catch::Contains(fragment));
+}
+
+TEST_CASE("generic job CSV: the time limit itself, a UTF-8 BOM, a header without rows") {
+  auto atLimit = jobsCsv("arrival_s,duration_s,gpus\n1000000000000,1000000000000.000,1\n");
+  REQUIRE(atLimit.ok());
+  CHECK(atLimit->trace.jobs[0].arrival == 1'000'000'000'000'000);
+  CHECK(atLimit->trace.jobs[0].duration == 1'000'000'000'000'000);
+
+  // Spreadsheet exports start the file with EF BB BF; the header is still recognised.
+  auto bom = jobsCsv("\xEF\xBB\xBFid,arrival_s,duration_s,gpus\nx,1,2,3\n");
+  REQUIRE(bom.ok());
+  REQUIRE(bom->trace.jobs.size() == 1);
+  CHECK(bom->trace.jobs[0].id == "x");
+  CHECK(bom->trace.jobs[0].gpus == 3);
+  // Only at the start of the file: elsewhere the bytes are data (and not a number).
+  CHECK_FALSE(jobsCsv("arrival_s,duration_s,gpus\n\xEF\xBB\xBF" "1,2,3\n").ok());
+
+  auto empty = jobsCsv("arrival_s,duration_s,gpus\n");
+  REQUIRE(empty.ok());
+  CHECK(empty->stats.rows == 0);
+  CHECK(empty->trace.jobs.empty());
+}
+
+TEST_CASE("an Alibaba pod list with a BOM before its header is read") {
+  std::istringstream in(std::string("\xEF\xBB\xBF") + kPodHeader +
+                        "p,1000,10,1,1000,,LS,Succeeded,1,5,2\n");
+  auto r = readAlibabaPods(in, "pods.csv");
+  REQUIRE(r.ok());
+  REQUIRE(r->trace.jobs.size() == 1);
+  CHECK(r->trace.jobs[0].duration == 3'000);
 }
 
 TEST_CASE("a missing file is an 'unavailable' error") {

@@ -1,0 +1,205 @@
+// The kubecomp-sim executable as a separate process, fed hostile input: every case must end
+// (a hang fails the test by its deadline, not CI by its timeout), exit 1 with a clear message
+// naming the limit, and leave no output file behind.
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTraceDir = KC_ALIBABA_TRACE_DIR;
+const std::string kPods = kTraceDir + "/openb_pod_list_default.csv";
+const std::string kNodes = kTraceDir + "/openb_node_list_gpu_node.csv";
+
+struct Run {
+  bool finished = false;  // false: killed at the deadline
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs kubecomp-sim with `args` in `dir`, killing it after `deadline`.
+Run runSim(const kc::testing::TempDir& dir, std::vector<std::string> args,
+           std::chrono::seconds deadline = std::chrono::seconds(20)) {
+  args.insert(args.begin(), KC_SIM_BINARY);
+  const std::string outPath = dir.file("stdout.txt");
+  const std::string errPath = dir.file("stderr.txt");
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) {
+      argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    const int out = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+        chdir(dir.path().c_str()) != 0) {
+      _exit(127);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  Run r;
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  while (true) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    REQUIRE(w >= 0);
+    if (w == pid) {
+      r.finished = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (r.finished) {
+    // A crash (abort on length_error, bad_alloc) is not an exit: -signal.
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  }
+  r.out = slurp(outPath);
+  r.err = slurp(errPath);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("kubecomp-sim process: a count or scale flag out of range is refused by name") {
+  kc::testing::TempDir dir;
+  auto [flags, message] = GENERATE(table<std::vector<std::string>, std::string>({
+      // Used to wrap to 2^64 - 5 and loop forever.
+      {{"--workload", "w1", "--jobs", "-5"}, "--jobs must be in 1..10000000 (got -5)"},
+      // Used to end in an uncaught bad_alloc.
+      {{"--workload", "w1", "--jobs", "10000000000"},
+       "--jobs must be in 1..10000000 (got 10000000000)"},
+      {{"--workload", "w1", "--pools", "100000000"},
+       "--pools must be in 1..100000 (got 100000000)"},
+      {{"--workload", "w1", "--pools", "100000", "--unattached", "1000"},
+       "more than 10000000 GPUs (the limit)"},
+      // Used to loop forever on the real trace.
+      {{"--alibaba-pods", kPods, "--alibaba-nodes", kNodes, "--time-scale", "7e8"},
+       "--time-scale must be in 1e-06..1e+06 (got 7e+08)"},
+      {{"--workload", "w1", "--time-scale", "nan"}, "--time-scale must be in"},
+      {{"--workload", "w1", "--lambda", "0"}, "--lambda must be in"},
+  }));
+  CAPTURE(flags);
+  const Run r = runSim(dir, flags);
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains(message));
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("kubecomp-sim process: --time-scale past the arrival limit writes no trace file") {
+  kc::testing::TempDir dir;
+  // 1e9 used to report a misleading "negative time" and leave a half-written trace; a scale
+  // inside the flag's range can still push the real trace's arrivals past 10^12 s.
+  for (const char* scale : {"1e9", "1e6"}) {
+    CAPTURE(scale);
+    const Run r = runSim(dir, {"--alibaba-pods", kPods, "--alibaba-nodes", kNodes, "--time-scale",
+                               scale, "--write-trace", "trace.csv", "--jobs-out", "jobs.csv"});
+    REQUIRE(r.finished);
+    CHECK(r.exitCode == 1);
+    CHECK_THAT(r.err, !Catch::Contains("negative"));
+    CHECK_THAT(r.err, Catch::Contains("1000000000000 s") || Catch::Contains("1e+06"));
+    CHECK_FALSE(fs::exists(dir.path() / "trace.csv"));
+    CHECK_FALSE(fs::exists(dir.path() / "jobs.csv"));
+  }
+  // A large scale inside every limit runs to the end (stretched arrivals, same durations).
+  const Run ok = runSim(dir, {"--alibaba-pods", kPods, "--alibaba-nodes", kNodes, "--time-scale",
+                              "5e4", "--quiet", "--summary-out", "sum.json"});
+  REQUIRE(ok.finished);
+  CHECK(ok.exitCode == 0);
+  CHECK_THAT(slurp(dir.file("sum.json")), Catch::Contains("\"completed\": 6203"));
+}
+
+TEST_CASE("kubecomp-sim process: times at 2^62 s, or queued past 2^62 ms, end with an error") {
+  kc::testing::TempDir dir;
+  // Used to abort with length_error from an int64 overflow in the engine.
+  dir.write("huge.csv", "arrival_s,duration_s,gpus\n4611686018427387904,1,1\n");
+  Run r = runSim(dir, {"--trace-csv", "huge.csv"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("huge.csv:2: arrival_s 4611686018427387904 is above the "
+                                    "limit of 1000000000000 s"));
+
+  // Two jobs at the limit used to loop forever: now they run (the second queues to 3e15 ms).
+  dir.write("two.csv", "arrival_s,duration_s,gpus\n1000000000000,1000000000000,8\n"
+                       "1000000000000,1000000000000,8\n");
+  r = runSim(dir, {"--trace-csv", "two.csv", "--summary-out", "sum.json"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 0);
+  CHECK_THAT(slurp(dir.file("sum.json")), Catch::Contains("\"completed\": 2"));
+
+  // 4,612 of them on one GPU would end past 2^62 ms: a clear error, and an existing output
+  // file is left as it was (outputs are written only after a successful run).
+  std::string many = "arrival_s,duration_s,gpus\n";
+  for (int i = 0; i < 4'612; ++i) {
+    many += "0,1000000000000,1\n";
+  }
+  dir.write("many.csv", many);
+  dir.write("keep.json", "previous\n");
+  r = runSim(dir, {"--trace-csv", "many.csv", "--layout", "1", "--summary-out", "keep.json",
+                   "--write-trace", "trace.csv", "--quiet"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("past the simulated-time limit of 2^62 ms"));
+  CHECK(slurp(dir.file("keep.json")) == "previous\n");
+  CHECK_FALSE(fs::exists(dir.path() / "trace.csv"));
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    CHECK_THAT(e.path().filename().string(), !Catch::Contains(".tmp."));
+  }
+}
+
+TEST_CASE("kubecomp-sim process: a header without rows says 'no jobs'; a BOM header is read") {
+  kc::testing::TempDir dir;
+  dir.write("empty.csv", "arrival_s,duration_s,gpus\n");
+  Run r = runSim(dir, {"--trace-csv", "empty.csv", "--summary-out", "sum.json"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("no jobs to simulate: the input has no data rows"));
+  CHECK_FALSE(fs::exists(dir.path() / "sum.json"));
+
+  // Every row skipped (CPU-only tasks are skipped by default): "no jobs" too, and why.
+  dir.write("cpu.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,"
+            "scheduled_time\np,1000,10,0,0,1,5,2\n");
+  r = runSim(dir, {"--alibaba-pods", "cpu.csv", "--alibaba-nodes", kNodes});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("no jobs to simulate: every one of the 1 data rows was "
+                                    "skipped (1 CPU-only"));
+
+  dir.write("bom.csv", "\xEF\xBB\xBFid,arrival_s,duration_s,gpus\nx,0,10,1\n");
+  r = runSim(dir, {"--trace-csv", "bom.csv", "--summary-out", "-"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"completed\": 1"));
+}
