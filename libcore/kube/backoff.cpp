@@ -25,19 +25,15 @@ std::chrono::milliseconds Backoff::next() {
   return delay;
 }
 
-TokenBucket::TokenBucket(double qps, std::uint32_t burst, SteadyNow now)
-    : qps_(qps),
-      burst_(std::max<double>(1.0, burst)),
-      now_(now ? std::move(now) : SteadyNow([] { return std::chrono::steady_clock::now(); })),
-      tokens_(burst_),
-      last_(now_()) {}
+TokenBucket::TokenBucket(double qps, std::uint32_t burst, kc::Clock* clock)
+    : qps_(qps), burst_(std::max<double>(1.0, burst)), clock_(kc::clockOr(clock)), tokens_(burst_), last_(clock_.now()) {}
 
 std::chrono::nanoseconds TokenBucket::reserve() {
   if (qps_ <= 0) {
     return std::chrono::nanoseconds{0};
   }
   std::lock_guard<std::mutex> lock(mu_);
-  const auto now = now_();
+  const auto now = clock_.now();
   const double elapsed = std::chrono::duration<double>(now - last_).count();
   last_ = now;
   tokens_ = std::min(burst_, tokens_ + std::max(0.0, elapsed) * qps_);

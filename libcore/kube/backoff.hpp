@@ -1,14 +1,14 @@
 #pragma once
 // Retry pacing: jittered exponential backoff (reconnects, relists, retried requests) and a
 // client-side token bucket (QPS/burst) so a busy daemon cannot flood the apiserver.
-// Time and randomness are injected; neither sleeps.
+// Time (kc::Clock) and randomness are injected; neither sleeps.
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 
-#include "libcore/kube/config.hpp"
+#include "libcore/base/clock.hpp"
 
 namespace kc::kube {
 
@@ -38,14 +38,15 @@ class Backoff {
 // and says how long the caller must wait before using it (0 if one was available).
 class TokenBucket {
  public:
-  TokenBucket(double qps, std::uint32_t burst, SteadyNow now = {});
+  // clock: not owned; null = kc::systemClock().
+  TokenBucket(double qps, std::uint32_t burst, kc::Clock* clock = nullptr);
   std::chrono::nanoseconds reserve();
   bool unlimited() const { return qps_ <= 0; }
 
  private:
   double qps_;
   double burst_;
-  SteadyNow now_;
+  kc::Clock& clock_;
   std::mutex mu_;  // guards tokens_ and last_
   double tokens_;
   std::chrono::steady_clock::time_point last_;

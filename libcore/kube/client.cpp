@@ -69,15 +69,12 @@ struct KubeClient::State {
   std::atomic<std::uint64_t> retries{0};
   std::atomic<std::uint64_t> throttled{0};
 
-  State(double qps, std::uint32_t burst, SteadyNow now) : bucket(qps, burst, std::move(now)) {}
+  State(double qps, std::uint32_t burst, kc::Clock* clock) : bucket(qps, burst, clock) {}
 };
 
 KubeClient::KubeClient(ClusterConfig config, KubeClientOptions options)
-    : config_(std::move(config)), options_(std::move(options)) {
-  if (!options_.sleep) {
-    options_.sleep = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
-  }
-  state_ = std::make_unique<State>(options_.qps, options_.burst, options_.now);
+    : config_(std::move(config)), options_(std::move(options)), clock_(kc::clockOr(options_.clock)) {
+  state_ = std::make_unique<State>(options_.qps, options_.burst, &clock_);
 }
 
 KubeClient::~KubeClient() = default;
@@ -87,7 +84,7 @@ kc::Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& 
     return kc::makeError("invalid", "kube client: no server configured");
   }
   std::unique_ptr<KubeClient> client(new KubeClient(config, std::move(options)));
-  auto tokens = std::make_shared<TokenSource>(config.token, config.tokenFile, client->options_.now,
+  auto tokens = std::make_shared<TokenSource>(config.token, config.tokenFile, &client->clock_,
                                               client->options_.tokenRefreshPeriod);
   net::ClientOptions http;
   http.baseUrl = config.server;
@@ -128,7 +125,7 @@ void KubeClient::throttle() {
   auto wait = state_->bucket.reserve();
   if (wait.count() > 0) {
     state_->throttled.fetch_add(1, std::memory_order_relaxed);
-    options_.sleep(wait);
+    clock_.sleepFor(wait);
   }
 }
 
@@ -139,8 +136,7 @@ KubeClient::Stats KubeClient::stats() const {
 ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const std::string& target,
                                               const std::string& body, const std::string& contentType,
                                               bool idempotent, const CallOptions& call) {
-  using Clock = std::chrono::steady_clock;
-  const bool bounded = call.deadline != Clock::time_point{};
+  const bool bounded = call.deadline != kc::Clock::SteadyTime{};
   const int maxRetries = call.maxRetries >= 0 ? call.maxRetries : options_.maxRetries;
   auto timedOut = [&] {
     ApiError e = transportError(method + " " + target + ": call deadline passed");
@@ -149,10 +145,10 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
   };
   // Sleeps d, or reports false when the call deadline would pass first.
   auto waitWithin = [&](std::chrono::nanoseconds d) {
-    if (bounded && Clock::now() + d >= call.deadline) {
+    if (bounded && clock_.now() + d >= call.deadline) {
       return false;
     }
-    options_.sleep(d);
+    clock_.sleepFor(d);
     return true;
   };
   Backoff backoff(options_.retryBackoff);
@@ -164,7 +160,7 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
     }
     net::RequestOptions ro;
     if (bounded) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - Clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
       if (left.count() <= 0) {
         return timedOut();
       }
@@ -350,7 +346,7 @@ ApiResult<ListMeta> KubeClient::listEach(const GroupVersionResource& r, const st
         return transportFrom(st.error());
       }
       state_->retries.fetch_add(1, std::memory_order_relaxed);
-      options_.sleep(backoff.next());
+      clock_.sleepFor(backoff.next());
       continue;
     }
     if (is2xx(status)) {
@@ -384,7 +380,7 @@ ApiResult<ListMeta> KubeClient::listEach(const GroupVersionResource& r, const st
       return err;
     }
     state_->retries.fetch_add(1, std::memory_order_relaxed);
-    options_.sleep(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter)
+    clock_.sleepFor(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter)
                                               : backoff.next());
   }
 }

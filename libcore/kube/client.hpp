@@ -45,8 +45,10 @@ struct KubeClientOptions {
   std::chrono::milliseconds connectTimeout{10'000};
   std::string userAgent = "kubecomp/0.1";
   std::chrono::steady_clock::duration tokenRefreshPeriod = std::chrono::minutes(1);
-  SteadyNow now;                                           // injectable clock (token file, QPS)
-  std::function<void(std::chrono::nanoseconds)> sleep;    // injectable sleep (retries, QPS)
+  // Time of everything the client does (retry and QPS waits, call deadlines, token re-reads),
+  // and the default clock of the informers, electors and recorders built on it. Not owned;
+  // null = kc::systemClock().
+  kc::Clock* clock = nullptr;
 };
 
 // Per-call limits, for callers that must not wait longer than they can afford (the leader
@@ -100,6 +102,7 @@ class KubeClient {
 
   const std::string& defaultNamespace() const { return config_.defaultNamespace; }
   const ClusterConfig& config() const { return config_; }
+  kc::Clock& clock() const { return clock_; }
 
   ApiResult<nlohmann::json> get(const GroupVersionResource& r, const std::string& ns, const std::string& name,
                                 const std::string& subresource = {}, const CallOptions& call = {});
@@ -161,6 +164,7 @@ class KubeClient {
   struct State;
   ClusterConfig config_;
   KubeClientOptions options_;
+  kc::Clock& clock_;
   std::unique_ptr<State> state_;
 };
 

@@ -289,10 +289,10 @@ kc::Result<ClusterConfig> loadDefaultConfig(const EnvLookup& env) {
   return loadKubeconfig(kubeconfigPaths(env));
 }
 
-TokenSource::TokenSource(std::string staticToken, std::string tokenFile, SteadyNow now,
+TokenSource::TokenSource(std::string staticToken, std::string tokenFile, kc::Clock* clock,
                          std::chrono::steady_clock::duration period)
     : file_(std::move(tokenFile)),
-      now_(now ? std::move(now) : SteadyNow([] { return std::chrono::steady_clock::now(); })),
+      clock_(kc::clockOr(clock)),
       period_(period),
       token_(std::move(staticToken)) {}
 
@@ -301,7 +301,7 @@ std::string TokenSource::token() {
   if (file_.empty()) {
     return token_;
   }
-  const auto now = now_();
+  const auto now = clock_.now();
   if (!lastRead_ || now - *lastRead_ >= period_) {
     lastRead_ = now;
     if (auto content = readWholeFile(file_)) {

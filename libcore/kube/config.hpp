@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "libcore/base/clock.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::kube {
 
-using SteadyNow = std::function<std::chrono::steady_clock::time_point()>;
 // Environment lookup, injectable for tests (default: getenv).
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup processEnv();
@@ -62,7 +62,8 @@ kc::Result<std::string> readWholeFile(const std::string& path);
 // token. Thread-safe.
 class TokenSource {
  public:
-  TokenSource(std::string staticToken, std::string tokenFile, SteadyNow now = {},
+  // clock: not owned; null = kc::systemClock().
+  TokenSource(std::string staticToken, std::string tokenFile, kc::Clock* clock = nullptr,
               std::chrono::steady_clock::duration period = std::chrono::minutes(1));
   std::string token();
   // Forces the next token() to re-read (e.g. after a 401).
@@ -70,7 +71,7 @@ class TokenSource {
 
  private:
   std::string file_;
-  SteadyNow now_;
+  kc::Clock& clock_;
   std::chrono::steady_clock::duration period_;
   std::mutex mu_;  // guards the fields below
   std::string token_;

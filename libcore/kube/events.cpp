@@ -100,7 +100,7 @@ ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding
 ApiResult<nlohmann::json> EventRecorder::recordKey(const ObjectReference& regarding, const std::string& ns,
                                                    const std::string& key, const std::string& type,
                                                    const std::string& reason, const std::string& msg) {
-  const std::string now = kc::formatRfc3339(std::chrono::system_clock::now());
+  const std::string now = kc::formatRfc3339(client_.clock().wallNow());
   std::optional<Written> known;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -130,7 +130,7 @@ ApiResult<nlohmann::json> EventRecorder::recordKey(const ObjectReference& regard
   }
   // Unique name like client-go's "<object>.<hex nanoseconds>", plus a sequence number.
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
+                         client_.clock().wallNow().time_since_epoch())
                          .count();
   char suffix[48];
   std::snprintf(suffix, sizeof suffix, ".%llx%llx", static_cast<unsigned long long>(nanos),

@@ -18,7 +18,7 @@ Informer::Informer(KubeClient& client, InformerOptions options)
     : ownedSource_(std::make_unique<ClientListerWatcher>(client, options.resource, options.ns)),
       source_(*ownedSource_),
       opts_(std::move(options)),
-      clock_(kc::clockOr(opts_.clock)),
+      clock_(opts_.clock != nullptr ? *opts_.clock : client.clock()),
       backoff_(opts_.backoff, opts_.rand01) {
   if (!opts_.rand01) {
     opts_.rand01 = defaultRand01();

@@ -60,7 +60,7 @@ struct InformerOptions {
   std::chrono::milliseconds healthyWatch{2000};
   std::function<double()> rand01;  // injectable randomness (timeouts, jitter)
   ObjectTransform transform;       // optional, see ObjectTransform
-  kc::Clock* clock = nullptr;      // not owned; null = kc::systemClock()
+  kc::Clock* clock = nullptr;      // not owned; null = the client's clock, or kc::systemClock()
 };
 
 class Informer {

@@ -33,10 +33,7 @@ kc::Result<std::unique_ptr<LeaderElector>> LeaderElector::create(KubeClient& cli
 }
 
 LeaderElector::LeaderElector(KubeClient& client, LeaderElectionConfig config)
-    : client_(client), cfg_(std::move(config)) {
-  if (!cfg_.now) {
-    cfg_.now = [] { return std::chrono::steady_clock::now(); };
-  }
+    : client_(client), cfg_(std::move(config)), clock_(cfg_.clock != nullptr ? *cfg_.clock : client.clock()) {
   if (!cfg_.rand01) {
     cfg_.rand01 = [gen = std::mt19937_64(std::random_device{}()),
                    dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable { return dist(gen); };
@@ -57,12 +54,11 @@ std::chrono::milliseconds LeaderElector::jittered(std::chrono::milliseconds d) {
 
 bool LeaderElector::sleepFor(std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stopping_.load(); });
-  return !stopping_.load();
+  return !clock_.waitFor(lock, cv_, d, [this] { return stopping_.load(); });
 }
 
 bool LeaderElector::tryAcquireOrRenew() {
-  return tryAcquireOrRenew(std::chrono::steady_clock::now() + cfg_.renewDeadline);
+  return tryAcquireOrRenew(clock_.now() + cfg_.renewDeadline);
 }
 
 CallOptions LeaderElector::bounded(std::chrono::steady_clock::time_point deadline) const {
@@ -77,8 +73,8 @@ CallOptions LeaderElector::bounded(std::chrono::steady_clock::time_point deadlin
 
 bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point deadline) {
   const CallOptions call = bounded(deadline);
-  const auto now = cfg_.now();
-  const std::string nowMicro = kc::formatRfc3339(std::chrono::system_clock::now(), kc::Rfc3339Precision::kMicros);
+  const auto now = clock_.now();
+  const std::string nowMicro = kc::formatRfc3339(clock_.wallNow(), kc::Rfc3339Precision::kMicros);
   const auto leaseSeconds = ceilSeconds(cfg_.leaseDuration).count();
   auto current = client_.get(gvr::leases(), cfg_.ns, cfg_.name, {}, call);
   if (!current) {
@@ -163,8 +159,8 @@ void LeaderElector::release() {
   }
   lease["spec"]["holderIdentity"] = "";
   lease["spec"]["leaseDurationSeconds"] = 1;
-  lease["spec"]["renewTime"] = kc::formatRfc3339(std::chrono::system_clock::now(), kc::Rfc3339Precision::kMicros);
-  (void)client_.update(gvr::leases(), cfg_.ns, lease, bounded(std::chrono::steady_clock::now() + cfg_.renewDeadline));  // best effort; 409 means someone took it
+  lease["spec"]["renewTime"] = kc::formatRfc3339(clock_.wallNow(), kc::Rfc3339Precision::kMicros);
+  (void)client_.update(gvr::leases(), cfg_.ns, lease, bounded(clock_.now() + cfg_.renewDeadline));  // best effort; 409 means someone took it
 }
 
 void LeaderElector::start() {
@@ -204,16 +200,15 @@ void LeaderElector::run() {
       }
     }
   };
-  using std::chrono::steady_clock;
   while (!stopping_) {
     // The previous term's onStartedLeading must have returned before a new term begins.
     joinStarted();
     // Campaign. A successful write is dated from the start of its attempt (conservative:
     // the server stored it later than that).
-    auto lastRenew = cfg_.now();
+    auto lastRenew = clock_.now();
     while (!stopping_) {
-      const auto attemptStart = cfg_.now();
-      if (tryAcquireOrRenew(steady_clock::now() + cfg_.renewDeadline)) {
+      const auto attemptStart = clock_.now();
+      if (tryAcquireOrRenew(attemptStart + cfg_.renewDeadline)) {
         lastRenew = attemptStart;
         break;
       }
@@ -234,7 +229,7 @@ void LeaderElector::run() {
     // so once that passes without a successful renewal the leader steps down at once.
     bool lost = false;
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - cfg_.now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - clock_.now());
       if (left.count() <= 0) {
         lost = true;
         break;
@@ -242,13 +237,13 @@ void LeaderElector::run() {
       if (!sleepFor(std::min(cfg_.retryPeriod, left))) {
         break;  // stopping
       }
-      left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - cfg_.now());
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - clock_.now());
       if (left.count() <= 0) {
         lost = true;
         break;
       }
-      const auto attemptStart = cfg_.now();
-      if (tryAcquireOrRenew(steady_clock::now() + left)) {
+      const auto attemptStart = clock_.now();
+      if (tryAcquireOrRenew(attemptStart + left)) {
         lastRenew = attemptStart;
         continue;
       }

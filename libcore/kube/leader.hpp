@@ -48,7 +48,9 @@ struct LeaderElectionConfig {
   std::function<void()> onStartedLeading;
   std::function<void()> onStoppedLeading;
   std::function<void(const std::string& holder)> onNewLeader;
-  SteadyNow now;                          // injectable clock
+  // Time of the election (lease expiry by the local clock, waits, renewTime stamps). Not
+  // owned; null = the client's clock.
+  kc::Clock* clock = nullptr;
   std::function<double()> rand01;        // injectable jitter
 };
 
@@ -81,6 +83,7 @@ class LeaderElector {
 
   KubeClient& client_;
   LeaderElectionConfig cfg_;
+  kc::Clock& clock_;
   std::atomic<bool> leader_{false};
   std::atomic<bool> stopping_{false};
   std::thread thread_;

@@ -39,11 +39,24 @@ class FakeClock final : public kc::Clock {
     return kWallStart + std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - kStart);
   }
 
+  // Simulated-time mode for code that sleeps on the test's own thread (a client's retry
+  // waits): sleepFor(d) records d, moves time forward by d itself and returns at once.
+  // waitUntil() still blocks until advance().
+  void setAutoAdvance(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    autoAdvance_ = on;
+  }
+
   void sleepFor(std::chrono::nanoseconds d) override {
     std::unique_lock<std::mutex> lock(mu_);
     const SteadyTime deadline = now_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
     requested_.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now_));
     if (now_ >= deadline) {
+      return;
+    }
+    if (autoAdvance_) {
+      lock.unlock();
+      advance(d);
       return;
     }
     const std::uint64_t id = requested_.size();
@@ -140,6 +153,13 @@ class FakeClock final : public kc::Clock {
       return std::any_of(waiters_.begin(), waiters_.end(), [n](const Waiter& w) { return w.id >= n; });
     });
   }
+  // Blocks until at least `asked` waits have been asked of this clock in all and `blocked`
+  // threads are blocked on it: with k loop threads that each wait once per round, "asked
+  // before + k, k blocked" means every one of them has finished its round.
+  bool awaitWaiting(std::size_t asked, std::size_t blocked, std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return registered_.wait_for(lock, guard, [&] { return requested_.size() >= asked && waiters_.size() >= blocked; });
+  }
   // Every wait asked of this clock so far (deadline - now at the time of asking), in order.
   std::vector<std::chrono::nanoseconds> requestedWaits() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -175,12 +195,13 @@ class FakeClock final : public kc::Clock {
   static constexpr WallTime kWallStart = WallTime{} + std::chrono::seconds(1'767'225'600);  // 2026-01-01
 
   std::mutex notifyMu_;  // serialises advance() against waiters leaving (see the header comment)
-  mutable std::mutex mu_;  // guards now_, waiters_, requested_
+  mutable std::mutex mu_;  // guards now_, waiters_, requested_, autoAdvance_
   mutable std::condition_variable registered_;
   std::condition_variable sleepers_;
   SteadyTime now_ = kStart;
   std::vector<Waiter> waiters_;
   std::vector<std::chrono::nanoseconds> requested_;
+  bool autoAdvance_ = false;
 };
 
 }  // namespace kc::testing

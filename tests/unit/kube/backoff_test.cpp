@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "libcore/kube/backoff.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
 
 using namespace kc::kube;
 using std::chrono::milliseconds;
@@ -29,14 +30,14 @@ TEST_CASE("backoff grows from 0.8 s to 30 s with bounded jitter", "[kube][backof
 }
 
 TEST_CASE("token bucket allows a burst then paces at qps", "[kube][backoff]") {
-  auto now = std::chrono::steady_clock::time_point{};
-  TokenBucket tb(10.0, 3, [&now] { return now; });
+  kc::testing::FakeClock clock;
+  TokenBucket tb(10.0, 3, &clock);
   CHECK(tb.reserve().count() == 0);
   CHECK(tb.reserve().count() == 0);
   CHECK(tb.reserve().count() == 0);
   CHECK(tb.reserve() == std::chrono::milliseconds(100));
   CHECK(tb.reserve() == std::chrono::milliseconds(200));
-  now += std::chrono::seconds(10);  // refills only up to burst
+  clock.advance(std::chrono::seconds(10));  // refills only up to burst
   for (int i = 0; i < 3; ++i) {
     CHECK(tb.reserve().count() == 0);
   }

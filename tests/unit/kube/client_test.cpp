@@ -9,6 +9,7 @@
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/events.hpp"
 #include "libcore/kube/informer.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
 #include "tests/unit/kube/fake_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -19,21 +20,18 @@ using kc::testing::TempDir;
 
 namespace {
 
-// Options with recorded (not real) sleeps and a fixed clock.
+// Options on a fake clock in simulated-time mode: the client's waits are recorded and move the
+// clock forward instead of sleeping.
 struct Recorded {
-  std::mutex mu;
-  std::vector<std::chrono::nanoseconds> sleeps;
-  std::chrono::steady_clock::time_point now{};
+  kc::testing::FakeClock clock;
+  Recorded() { clock.setAutoAdvance(true); }
+  std::vector<std::chrono::nanoseconds> sleeps() const { return clock.requestedWaits(); }
 };
 
 KubeClientOptions recordingOptions(Recorded& rec) {
   KubeClientOptions o;
   o.qps = 0;
-  o.sleep = [&rec](std::chrono::nanoseconds d) {
-    std::lock_guard<std::mutex> lock(rec.mu);
-    rec.sleeps.push_back(d);
-  };
-  o.now = [&rec] { return rec.now; };
+  o.clock = &rec.clock;
   o.retryBackoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(100), 2.0, 0.0};
   return o;
 }
@@ -71,9 +69,9 @@ TEST_CASE("429 is retried after Retry-After, 5xx after backoff", "[kube][client]
   REQUIRE(got.ok());
   CHECK((*got)["metadata"]["name"] == "p");
   CHECK(calls == 3);
-  REQUIRE(rec.sleeps.size() == 2);
-  CHECK(rec.sleeps[0] == std::chrono::seconds(2));
-  CHECK(rec.sleeps[1] == std::chrono::milliseconds(10));
+  REQUIRE(rec.sleeps().size() == 2);
+  CHECK(rec.sleeps()[0] == std::chrono::seconds(2));
+  CHECK(rec.sleeps()[1] == std::chrono::milliseconds(10));
   CHECK(client->stats().retries == 2);
 }
 
@@ -126,7 +124,7 @@ TEST_CASE("409 and 404 come back typed and are not retried", "[kube][client]") {
   auto get = client->get(gvr::pods(), "ns", "p");
   CHECK(get.error().isNotFound());
   CHECK(calls == 3);
-  CHECK(rec.sleeps.empty());
+  CHECK(rec.sleeps().empty());
   // Bad arguments never reach the server.
   CHECK(client->get(gvr::pods(), "ns", "a/b").error().reason == "InvalidArgument");
   CHECK(client->update(gvr::pods(), "ns", nlohmann::json::object()).error().reason == "InvalidArgument");
@@ -205,11 +203,11 @@ TEST_CASE("bearer token follows the rotating token file", "[kube][client]") {
   REQUIRE(client->get(gvr::pods(), "ns", "p").ok());
   dir.write("token", "tok-2\n");
   REQUIRE(client->get(gvr::pods(), "ns", "p").ok());  // within the minute: old token
-  rec.now += std::chrono::seconds(61);
+  rec.clock.advance(std::chrono::seconds(61));
   REQUIRE(client->get(gvr::pods(), "ns", "p").ok());
   // A 401 forces a re-read before the period is over.
   dir.write("token", "expired");
-  rec.now += std::chrono::seconds(61);
+  rec.clock.advance(std::chrono::seconds(61));
   dir.write("token", "expired");
   REQUIRE_FALSE(client->get(gvr::pods(), "ns", "p").ok());
   auto reqs = fake.requests();
@@ -231,12 +229,17 @@ TEST_CASE("client-side QPS limit paces requests", "[kube][client]") {
   for (int i = 0; i < 5; ++i) {
     REQUIRE(client->get(gvr::pods(), "ns", "p").ok());
   }
-  // The clock is frozen: two burst tokens, then 100 ms more per queued request.
-  REQUIRE(rec.sleeps.size() == 3);
-  CHECK(rec.sleeps[0] == std::chrono::milliseconds(100));
-  CHECK(rec.sleeps[1] == std::chrono::milliseconds(200));
-  CHECK(rec.sleeps[2] == std::chrono::milliseconds(300));
+  // Two burst tokens, then one request per 100 ms (each wait moves the fake clock).
+  const auto t0 = rec.clock.now();
+  REQUIRE(rec.sleeps().size() == 3);
+  CHECK(rec.sleeps()[0] == std::chrono::milliseconds(100));
+  CHECK(rec.sleeps()[1] == std::chrono::milliseconds(100));
+  CHECK(rec.sleeps()[2] == std::chrono::milliseconds(100));
   CHECK(client->stats().throttledWaits == 3);
+  // Two more at once: both queue, the second behind the first.
+  REQUIRE(client->get(gvr::pods(), "ns", "p").ok());
+  REQUIRE(client->get(gvr::pods(), "ns", "p").ok());
+  CHECK(rec.clock.now() - t0 == std::chrono::milliseconds(200));
 }
 
 TEST_CASE("list pages follow continue tokens with the first page's version", "[kube][client]") {
@@ -386,16 +389,17 @@ TEST_CASE("event recorder aggregates repeats into count and lastTimestamp", "[ku
 
 TEST_CASE("informer backs off between relists when every watch answers 410 at once", "[kube][informer]") {
   FakeServer fake;
+  kc::testing::FakeClock clock;
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<std::chrono::steady_clock::time_point> lists;
+  std::vector<std::chrono::steady_clock::time_point> lists;  // on the fake clock
   fake.setHandler([&](const kc::net::Request& req) {
     if (req.target.find("watch=") != std::string::npos) {
       return statusResponse(410, "Expired", "too old resource version");
     }
     {
       std::lock_guard<std::mutex> lock(mu);
-      lists.push_back(std::chrono::steady_clock::now());
+      lists.push_back(clock.now());
     }
     cv.notify_all();
     return kc::net::Response::json(200, {{"kind", "PodList"},
@@ -405,6 +409,7 @@ TEST_CASE("informer backs off between relists when every watch answers 410 at on
   });
   KubeClientOptions o;
   o.qps = 0;
+  o.clock = &clock;  // the informer takes the client's clock
   auto client = makeClient(fake.config(), o);
   InformerOptions io;
   io.resource = gvr::pods();
@@ -414,16 +419,27 @@ TEST_CASE("informer backs off between relists when every watch answers 410 at on
   io.rand01 = [] { return 0.0; };
   Informer inf(*client, io);
   inf.start();
+  // Each LIST -> WATCH -> 410 round ends in a backoff wait on the fake clock; release it.
+  for (std::size_t k = 1; k <= 3; ++k) {
+    REQUIRE(clock.awaitWait(k));
+    clock.advance(clock.requestedWaits().back());
+  }
   {
     std::unique_lock<std::mutex> lock(mu);
-    REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return lists.size() >= 4; }));
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return lists.size() >= 4; }));
   }
   inf.stop();
   std::lock_guard<std::mutex> lock(mu);
-  // Backoff 100, 200, 400 ms between the relists (an immediate relist loop takes ~1 ms).
-  CHECK(lists[1] - lists[0] >= std::chrono::milliseconds(90));
-  CHECK(lists[2] - lists[1] >= std::chrono::milliseconds(180));
-  CHECK(lists[3] - lists[2] >= std::chrono::milliseconds(360));
+  // Backoff 100, 200, 400 ms between the relists; without it they would be 0 ms apart.
+  // (The fourth round may already be waiting its 800 ms when the informer is stopped.)
+  auto waits = clock.requestedWaits();
+  REQUIRE(waits.size() >= 3);
+  waits.resize(3);
+  CHECK(waits == std::vector<std::chrono::nanoseconds>{std::chrono::milliseconds(100), std::chrono::milliseconds(200),
+                                                       std::chrono::milliseconds(400)});
+  CHECK(lists[1] - lists[0] == std::chrono::milliseconds(100));
+  CHECK(lists[2] - lists[1] == std::chrono::milliseconds(200));
+  CHECK(lists[3] - lists[2] == std::chrono::milliseconds(400));
   CHECK(inf.stats().expired >= 3);
 }
 

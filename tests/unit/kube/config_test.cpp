@@ -3,6 +3,7 @@
 #include <map>
 
 #include "libcore/kube/config.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace kc::kube;
@@ -168,20 +169,20 @@ TEST_CASE("in-cluster config", "[kube][config]") {
 TEST_CASE("token file is re-read once per period", "[kube][config]") {
   TempDir dir;
   auto file = dir.write("token", "first\n");
-  auto now = std::chrono::steady_clock::time_point{};
-  TokenSource src("static", file, [&now] { return now; }, std::chrono::minutes(1));
+  kc::testing::FakeClock clock;
+  TokenSource src("static", file, &clock, std::chrono::minutes(1));
   CHECK(src.token() == "first");
   dir.write("token", "second\n");
-  now += std::chrono::seconds(59);
+  clock.advance(std::chrono::seconds(59));
   CHECK(src.token() == "first");
-  now += std::chrono::seconds(1);
+  clock.advance(std::chrono::seconds(1));
   CHECK(src.token() == "second");
   // An empty or vanished file keeps the last good token.
   dir.write("token", "");
-  now += std::chrono::minutes(1);
+  clock.advance(std::chrono::minutes(1));
   CHECK(src.token() == "second");
   std::filesystem::remove(file);
-  now += std::chrono::minutes(1);
+  clock.advance(std::chrono::minutes(1));
   CHECK(src.token() == "second");
   dir.write("token", "third");
   src.invalidate();

@@ -14,6 +14,7 @@
 #include "libcore/kube/leader.hpp"
 #include "tests/unit/kube/double_process.hpp"
 #include "tests/unit/kube/stall_proxy.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace kc::kube;
@@ -298,23 +299,16 @@ TEST_CASE("a rotated token file is picked up", "[kube][double]") {
   ClusterConfig cfg = api.config();
   cfg.token.clear();
   cfg.tokenFile = file;
-  auto now = std::chrono::steady_clock::time_point{};
-  std::mutex nowMu;
+  kc::testing::FakeClock clock;
   KubeClientOptions o;
-  o.now = [&] {
-    std::lock_guard<std::mutex> lock(nowMu);
-    return now;
-  };
+  o.clock = &clock;
   o.maxRetries = 0;
   auto client = clientFor(cfg, o);
   REQUIRE(client->get(gvr::namespaces(), "", "default").ok());
   // The kubelet rewrites the file; within the minute the cached token is still used.
   dir.write("sa-token", "revoked-token\n");
   REQUIRE(client->get(gvr::namespaces(), "", "default").ok());
-  {
-    std::lock_guard<std::mutex> lock(nowMu);
-    now += 61s;
-  }
+  clock.advance(61s);
   auto denied = client->get(gvr::namespaces(), "", "default");
   REQUIRE_FALSE(denied.ok());
   CHECK(denied.error().isUnauthorized());
@@ -353,9 +347,15 @@ TEST_CASE("TLS with a wrong CA fails clearly and no token is a typed 401", "[kub
 }
 
 TEST_CASE("leader election: one leader at a time, hand-over within the lease", "[kube][double]") {
+  // The electors run on a fake clock against the real double: the test moves time one retry
+  // period at a time and waits until every elector has gone round its loop, so every check
+  // below is exact in lease time and does not depend on how busy the machine is.
   TempDir dir;
   DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
-  auto client = clientFor(api.config());
+  kc::testing::FakeClock clock;
+  KubeClientOptions o;
+  o.clock = &clock;  // the electors' call deadlines are on the same clock
+  auto client = clientFor(api.config(), o);
   const auto lease = 3000ms;
   const auto renew = 2000ms;
   const auto retry = 300ms;
@@ -374,6 +374,7 @@ TEST_CASE("leader election: one leader at a time, hand-over within the lease", "
     cfg.renewDeadline = renew;
     cfg.retryPeriod = retry;
     cfg.releaseOnStop = releaseOnStop;
+    cfg.rand01 = [] { return 0.0; };  // every wait is exactly one retry period
     cfg.onStartedLeading = [&, id] {
       int n = ++leaders;
       int prev = maxLeaders.load();
@@ -392,10 +393,29 @@ TEST_CASE("leader election: one leader at a time, hand-over within the lease", "
     REQUIRE(e.ok());
     return std::move(e).value();
   };
-  auto waitLeader = [&](std::chrono::milliseconds timeout) {
+  // onStartedLeading runs on its own thread, so it may come a little after isLeader() turns
+  // true: wait for the callback itself (30 s is only a guard against a hang).
+  auto waitLeader = [&](const std::string& id) {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, timeout, [&] { return !current.empty(); });
-    return current;
+    return cv.wait_for(lock, 30s, [&] { return current == id; });
+  };
+  // Electors blocked on the clock, each one wait per round.
+  std::size_t running = 0;
+  auto start = [&](LeaderElector& e) {
+    const std::size_t asked = clock.requestedWaits().size();
+    e.start();
+    ++running;
+    REQUIRE(clock.awaitWaiting(asked + 1, running));
+  };
+  auto stop = [&](LeaderElector& e) {
+    e.stop();
+    --running;
+  };
+  // One retry period of fake time; returns when every running elector waits again.
+  auto step = [&] {
+    const std::size_t asked = clock.requestedWaits().size();
+    clock.advance(retry);
+    REQUIRE(clock.awaitWaiting(asked + running, running));
   };
 
   // Invalid timing is refused.
@@ -408,60 +428,67 @@ TEST_CASE("leader election: one leader at a time, hand-over within the lease", "
 
   auto a = makeCandidate("candidate-a", false);
   auto b = makeCandidate("candidate-b", false);
-  a->start();
-  b->start();
-  const std::string first = waitLeader(5s);
-  REQUIRE_FALSE(first.empty());
-  // Stable: the other candidate does not take over while the leader renews.
-  std::this_thread::sleep_for(lease + 500ms);
-  CHECK(leaders == 1);
-  CHECK((a->isLeader() != b->isLeader()));
-  auto& leader = first == "candidate-a" ? a : b;
-  auto& follower = first == "candidate-a" ? b : a;
-  CHECK(follower->observedHolder() == first);
-
-  // The leader dies without releasing: the follower takes over once the lease ran out on its
-  // own clock, i.e. within leaseDuration (+ one jittered retry period).
-  const auto stoppedAt = std::chrono::steady_clock::now();
-  leader->stop();
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, lease + 3s, [&] { return !current.empty(); });
+  start(*a);
+  start(*b);
+  REQUIRE(waitLeader("candidate-a"));  // a created the lease before b was started
+  // Stable: for more than a lease, the leader renews every retry period and the other
+  // candidate never takes over.
+  for (int i = 0; i < 12; ++i) {
+    step();
+    REQUIRE(a->isLeader());
+    REQUIRE_FALSE(b->isLeader());
   }
-  const auto handover = std::chrono::steady_clock::now() - stoppedAt;
-  REQUIRE(follower->isLeader());
-  CHECK(handover <= lease + retry * 3);  // lease + polling (1.2 x retry) + scheduling slack
-  CHECK(handover >= lease - retry * 2);  // not before the lease could have expired
+  CHECK(leaders == 1);
+  CHECK(b->observedHolder() == "candidate-a");
+  CHECK(clock.requestedWaits() == std::vector<std::chrono::nanoseconds>(2 + 2 * 12, retry));
 
-  // Graceful hand-over: a leader that releases lets the next candidate in within ~retryPeriod.
+  // The leader dies without releasing: b takes over once the lease ran out on its own clock,
+  // i.e. leaseDuration after it last saw the record change. That is the leader's last renew,
+  // seen in the same round or (when b's GET went first there) one round later.
+  stop(*a);
+  int steps = 0;
+  while (!b->isLeader() && steps < 20) {
+    step();
+    ++steps;
+  }
+  REQUIRE(b->isLeader());
+  CHECK(waitLeader("candidate-b"));
+  CHECK(steps * retry >= lease);  // never before the lease expired on b's clock
+  CHECK(steps * retry <= lease + retry);
+
+  // A candidate that joins while b renews stays out ...
   auto c = makeCandidate("candidate-c", true);
-  c->start();
-  std::this_thread::sleep_for(retry * 2);
+  start(*c);
+  step();
+  step();
   CHECK_FALSE(c->isLeader());
-  auto released = makeCandidate("candidate-d", true);
-  follower->stop();  // was started without release: wait out the lease for c
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, lease + 3s, [&] { return !current.empty(); });
+  // ... until b stops (without release): then after the lease.
+  stop(*b);
+  steps = 0;
+  while (!c->isLeader() && steps < 20) {
+    step();
+    ++steps;
   }
   REQUIRE(c->isLeader());
-  released->start();
-  const auto releaseAt = std::chrono::steady_clock::now();
-  c->stop();  // releases
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, lease, [&] { return !current.empty(); });
-  }
-  CHECK(released->isLeader());
-  CHECK(std::chrono::steady_clock::now() - releaseAt < lease / 2);
-  released->stop();
+  CHECK(waitLeader("candidate-c"));
+  CHECK(steps * retry >= lease);
+  CHECK(steps * retry <= lease + retry);
+  // Graceful hand-over: c releases on stop, so d gets in at its next round.
+  auto d = makeCandidate("candidate-d", true);
+  start(*d);
+  CHECK_FALSE(d->isLeader());
+  stop(*c);
+  step();
+  CHECK(d->isLeader());
+  CHECK(waitLeader("candidate-d"));
+  stop(*d);
   CHECK(maxLeaders == 1);
   CHECK(leaders == 0);
 
   auto rec = client->get(gvr::leases(), "default", "kube-test-lock");
   REQUIRE(rec.ok());
   CHECK((*rec)["spec"]["holderIdentity"] == "");
-  CHECK((*rec)["spec"]["leaseTransitions"].get<int>() >= 3);
+  CHECK((*rec)["spec"]["leaseTransitions"].get<int>() == 3);  // a -> b -> c -> d
 }
 
 TEST_CASE("leader election: a leader cut off from the API server steps down before a successor starts",
@@ -484,7 +511,8 @@ TEST_CASE("leader election: a leader cut off from the API server steps down befo
   std::condition_variable cv;
   std::optional<Clock::time_point> aStarted, aStopped, bStarted;
   auto candidate = [&](KubeClient& client, const std::string& id, std::optional<Clock::time_point>& started,
-                       std::optional<Clock::time_point>* stopped) {
+                       std::optional<Clock::time_point>* stopped,
+                       std::function<void(const std::string&)> onNewLeader = {}) {
     LeaderElectionConfig cfg;
     cfg.ns = "default";
     cfg.name = "stall-lock";
@@ -493,6 +521,7 @@ TEST_CASE("leader election: a leader cut off from the API server steps down befo
     cfg.renewDeadline = renew;
     cfg.retryPeriod = retry;
     cfg.releaseOnStop = false;
+    cfg.onNewLeader = std::move(onNewLeader);
     cfg.onStartedLeading = [&] {
       std::lock_guard<std::mutex> lock(mu);
       started = Clock::now();
@@ -510,15 +539,23 @@ TEST_CASE("leader election: a leader cut off from the API server steps down befo
     return std::move(e).value();
   };
   auto a = candidate(*stalledClient, "candidate-a", aStarted, &aStopped);
-  auto b = candidate(*directClient, "candidate-b", bStarted, nullptr);
+  bool bSawA = false;
+  auto b = candidate(*directClient, "candidate-b", bStarted, nullptr, [&](const std::string& holder) {
+    std::lock_guard<std::mutex> lock(mu);
+    bSawA = bSawA || holder == "candidate-a";
+    cv.notify_all();
+  });
   a->start();
   {
     std::unique_lock<std::mutex> lock(mu);
     REQUIRE(cv.wait_for(lock, 5s, [&] { return aStarted.has_value(); }));
   }
   b->start();
-  // B has seen A's lease; A keeps it while it can renew.
-  std::this_thread::sleep_for(lease);
+  // B has seen A's lease (the event, not a sleep); A holds it.
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, 30s, [&] { return bSawA; }));
+  }
   REQUIRE(a->isLeader());
   REQUIRE_FALSE(b->isLeader());
 
