@@ -1,10 +1,13 @@
 #include "tools/kube-apiserver-double/api_server.hpp"
 
 #include "tools/kube-apiserver-double/patch.hpp"
+#include "tools/kube-apiserver-double/table_convertor.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include <thread>
 
@@ -95,6 +98,102 @@ std::int64_t intParam(const net::Request& r, const char* name, std::int64_t fall
   } catch (const std::exception&) {
     throw badRequest(std::string(name) + ": Invalid value: " + json(*v).dump() + ": must be an integer");
   }
+}
+
+// Content negotiation for server-side printing: the first Accept alternative the double can
+// serve wins. application/json;as=Table;g=meta.k8s.io;v=v1 (or v1beta1) asks for a Table;
+// plain JSON (application/json, */*) for the object itself. A client that only asked for
+// Table versions we do not serve gets 406.
+std::optional<TableRequest> tableRequest(const net::Request& r) {
+  const std::string accept = r.header("Accept").value_or("");
+  bool askedForTable = false;
+  std::size_t start = 0;
+  while (start <= accept.size()) {
+    std::size_t comma = accept.find(',', start);
+    std::string alt = accept.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? accept.size() + 1 : comma + 1;
+    std::map<std::string, std::string> params;
+    std::string type;
+    std::size_t pos = 0;
+    bool first = true;
+    while (pos <= alt.size()) {
+      std::size_t semi = alt.find(';', pos);
+      std::string part = alt.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
+      pos = semi == std::string::npos ? alt.size() + 1 : semi + 1;
+      part.erase(0, part.find_first_not_of(" \t"));
+      part.erase(part.find_last_not_of(" \t") + 1);
+      if (first) {
+        type = part;
+        first = false;
+      } else if (auto eq = part.find('='); eq != std::string::npos) {
+        params[part.substr(0, eq)] = part.substr(eq + 1);
+      }
+    }
+    if (type.empty()) {
+      continue;
+    }
+    if (params.count("as")) {
+      if (params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") &&
+          (type == "application/json" || type == "*/*")) {
+        TableRequest t;
+        t.apiVersion = "meta.k8s.io/" + params["v"];
+        const std::string include = r.queryParam("includeObject").value_or("");
+        if (include.empty() || include == "Metadata") {
+          t.include = IncludeObject::kMetadata;
+        } else if (include == "None") {
+          t.include = IncludeObject::kNone;
+        } else if (include == "Object") {
+          t.include = IncludeObject::kObject;
+        } else {
+          throw badRequest("includeObject: Unsupported value: " + json(include).dump() +
+                           ": supported values: \"Metadata\", \"None\", \"Object\"");
+        }
+        return t;
+      }
+      askedForTable = askedForTable || params["as"] == "Table";
+      continue;
+    }
+    if (type == "application/json" || type == "*/*" || type == "application/*") {
+      return std::nullopt;
+    }
+  }
+  if (askedForTable) {
+    throw ApiError(406, "NotAcceptable",
+                   "only the following media types are accepted: application/json, "
+                   "application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1beta1;g=meta.k8s.io");
+  }
+  return std::nullopt;
+}
+
+TableConvertor convertorFor(const ResourceInfo& res, const std::string& version) {
+  if (!res.custom) {
+    return TableConvertor(res.group, res.resource, nullptr);
+  }
+  static const std::vector<PrinterColumn> kNone;
+  auto it = res.printerColumns.find(version);
+  return TableConvertor(res.group, res.resource, it == res.printerColumns.end() ? &kNone : &it->second);
+}
+
+std::string tableJson(const TableRequest& t, const TableConvertor& conv, std::uint64_t rv, const std::string& cont,
+                      const std::vector<ObjectPtr>& items, std::chrono::system_clock::time_point now,
+                      const std::string& apiVersion, const std::string& kind) {
+  json meta = {{"resourceVersion", std::to_string(rv)}};
+  if (!cont.empty()) {
+    meta["continue"] = cont;
+  }
+  json rows = json::array();
+  for (const auto& o : items) {
+    json full = o->object;
+    full["apiVersion"] = apiVersion;
+    full["kind"] = kind;
+    rows.push_back(conv.row(full, now, t));
+  }
+  return json{{"kind", "Table"},
+              {"apiVersion", t.apiVersion},
+              {"metadata", meta},
+              {"columnDefinitions", conv.columnDefinitions()},
+              {"rows", rows}}
+      .dump();
 }
 
 // Writes to kc::net's stream; the status line goes out with the first byte.
@@ -438,6 +537,23 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         if (timeout > 0) {
           wo.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
         }
+        if (auto table = tableRequest(request)) {
+          // Each event carries a Table with the object's row; the column definitions go with
+          // the first event only (kubectl reuses them for the rest, as from the real server).
+          TableConvertor conv = convertorFor(res, route.version);
+          auto clock = store_.clock();
+          wo.render = [t = *table, conv, clock, apiVersion, kind = res.kind](const StoredObject& o, bool first) {
+            json full = o.object;
+            full["apiVersion"] = apiVersion;
+            full["kind"] = kind;
+            json tbl = {{"kind", "Table"},
+                        {"apiVersion", t.apiVersion},
+                        {"metadata", {{"resourceVersion", std::to_string(o.resourceVersion)}}},
+                        {"columnDefinitions", first ? conv.columnDefinitions() : json::array()},
+                        {"rows", json::array({conv.row(full, clock(), t)})}};
+            return tbl.dump();
+          };
+        }
         auto sink = std::make_shared<StreamSink>(stream);
         store_.watch(res, wo, sink);  // throws the 410 when old RVs answer with HTTP status
         sink->ensureBegun();
@@ -453,6 +569,10 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       lo.limit = intParam(request, "limit", 0);
       lo.continueToken = request.queryParam("continue").value_or("");
       ListResult lr = store_.list(res, lo);
+      if (auto table = tableRequest(request)) {
+        return jsonResponse(200, tableJson(*table, convertorFor(res, route.version), lr.resourceVersion,
+                                           lr.continueToken, lr.items, store_.now(), apiVersion, res.kind));
+      }
       // Built-in types omit kind/apiVersion on LIST items; custom resources (unstructured
       // storage on the real server) carry them on every item.
       auto item = [&](const ObjectPtr& o) { return res.custom ? o->fullJson(apiVersion, res.kind) : o->itemJson; };
@@ -530,7 +650,13 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
     return successStatus(201);
   }
   if (method == "GET") {
-    return objectResponse(200, store_.get(res, route.ns, route.name));
+    auto table = sub == Subresource::kNone ? tableRequest(request) : std::nullopt;
+    ObjectPtr o = store_.get(res, route.ns, route.name);
+    if (table) {
+      return jsonResponse(200, tableJson(*table, convertorFor(res, route.version), o->resourceVersion, "", {o},
+                                         store_.now(), apiVersion, res.kind));
+    }
+    return objectResponse(200, o);
   }
   if (method == "PUT") {
     return objectResponse(200, store_.update(res, route.ns, route.name, parseBody(request), sub));

@@ -145,6 +145,16 @@ std::optional<nlohmann::json> ObjectStore::openApiV3(const std::string& group, c
   return registry_.openApiV3(group, version);
 }
 
+std::chrono::system_clock::time_point ObjectStore::now() const {
+  std::lock_guard lock(mu_);
+  return options_.clock();
+}
+
+std::function<std::chrono::system_clock::time_point()> ObjectStore::clock() const {
+  std::lock_guard lock(mu_);
+  return options_.clock;
+}
+
 std::uint64_t ObjectStore::currentResourceVersion() const {
   std::lock_guard lock(mu_);
   return rv_;
@@ -609,6 +619,9 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
   }
   if (next == oldObj) {
     return current;  // no-op updates do not create a new resourceVersion
+  }
+  if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
+    validateCrdPrinterColumns(current->name, next);
   }
   const std::string key = objectKey(res, current->ns, current->name);
   if (hasDeletionTimestamp(next) && finalizersOf(next).empty()) {

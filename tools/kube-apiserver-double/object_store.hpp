@@ -98,6 +98,11 @@ struct WatchOptions {
   bool allowBookmarks = false;
   bool sendInitialEvents = false;
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // Renders an event's object for this watcher instead of the stored serialisation (another
+  // view of the same storage, e.g. events.k8s.io/v1 of core events, or a Table row). Called
+  // with the store's lock held: it must not call back into the store. `first` is true for
+  // the watcher's first event.
+  std::function<std::string(const StoredObject& object, bool first)> render;
 };
 
 struct DeleteOptions {
@@ -160,6 +165,9 @@ class ObjectStore {
   void compact();
 
   std::uint64_t currentResourceVersion() const;
+  // The store's (injectable) wall clock: creation timestamps, Table ages.
+  std::chrono::system_clock::time_point now() const;
+  std::function<std::chrono::system_clock::time_point()> clock() const;
   std::size_t watcherCount() const;
   std::size_t objectCount(const ResourceInfo& res) const;
 

@@ -2,6 +2,8 @@
 // The resources the double serves: built-in kinds registered at start plus the ones
 // CustomResourceDefinitions add at run time. Discovery documents are rendered from here.
 
+#include "tools/kube-apiserver-double/table_convertor.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -27,6 +29,8 @@ struct ResourceInfo {
   std::vector<std::string> categories;
   // Field selector labels beyond metadata.name / metadata.namespace.
   std::vector<std::string> fieldLabels;
+  // Custom resources: each served version's additionalPrinterColumns (Table output).
+  std::map<std::string, std::vector<PrinterColumn>> printerColumns;
 
   // Table key shared by all versions of a resource: "<group>/<resource>".
   std::string tableKey() const { return group + "/" + resource; }

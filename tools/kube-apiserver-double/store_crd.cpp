@@ -8,7 +8,36 @@
 
 namespace kc::apiserver {
 
+// additionalPrinterColumns are checked on create and update, as the real CRD validation does.
+void validateCrdPrinterColumns(const std::string& name, const json& crd) {
+  const json spec = crd.value("spec", json::object());
+  const json versions = spec.value("versions", json::array());
+  if (!versions.is_array()) {
+    return;
+  }
+  for (std::size_t i = 0; i < versions.size(); ++i) {
+    if (!versions[i].is_object() || !versions[i].contains("additionalPrinterColumns")) {
+      continue;
+    }
+    const json& cols = versions[i]["additionalPrinterColumns"];
+    const std::string base = "spec.versions[" + std::to_string(i) + "].additionalPrinterColumns";
+    if (!cols.is_array()) {
+      throw invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, base, "Invalid value: must be a list");
+    }
+    for (std::size_t j = 0; j < cols.size(); ++j) {
+      auto p = parsePrinterColumn(cols[j], base + "[" + std::to_string(j) + "]");
+      if (!p) {
+        const std::string& m = p.error().message;
+        auto colon = m.find(": ");
+        throw invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, m.substr(0, colon),
+                      colon == std::string::npos ? m : m.substr(colon + 2));
+      }
+    }
+  }
+}
+
 void ObjectStore::acceptCrdLocked(const ResourceInfo& res, const std::string& name, json& body) {
+  validateCrdPrinterColumns(name, body);
   const json spec = body.value("spec", json::object());
   const std::string group = str(spec, "group");
   const json names = spec.value("names", json::object());
@@ -101,6 +130,12 @@ void ObjectStore::onCrdChanged(const nlohmann::json* crd, const nlohmann::json* 
       }
       if (v.contains("subresources") && v["subresources"].is_object() && v["subresources"].contains("status")) {
         r.hasStatus = true;
+      }
+      auto& columns = r.printerColumns[name];
+      for (const auto& col : v.value("additionalPrinterColumns", json::array())) {
+        if (auto p = parsePrinterColumn(col, "additionalPrinterColumns")) {
+          columns.push_back(std::move(*p));
+        }
       }
     }
     r.versions = versions;

@@ -72,6 +72,9 @@ inline std::string errorLine(const ApiError& e) {
   return std::string("{\"type\":\"ERROR\",\"object\":") + e.toStatus().dump() + "}\n";
 }
 
+// 422 Invalid when a CRD's additionalPrinterColumns are malformed.
+void validateCrdPrinterColumns(const std::string& name, const json& crd);
+
 // One immutable stored version of `obj` at resourceVersion `rv` (serialised once).
 ObjectPtr freeze(json obj, std::uint64_t rv);
 
@@ -89,6 +92,12 @@ struct ObjectStore::Watcher {
   std::shared_ptr<WatchSink> sink;
   std::uint64_t eventsSent = 0;
   bool ended = false;
+  std::function<std::string(const StoredObject&, bool)> render;  // see WatchOptions::render
+
+  // The object as this watcher sees it.
+  std::string objectJson(const StoredObject& o) const {
+    return render ? render(o, eventsSent == 0) : o.fullJson(apiVersion, kind);
+  }
 
   bool matches(const StoredObject& o) const {
     if (!ns.empty() && o.ns != ns) {

@@ -28,6 +28,10 @@ void ObjectStore::deliver(Watcher& w, const Event& e) {
   if (!type) {
     return;
   }
+  if (w.render) {
+    writeTo(w, std::string("{\"type\":\"") + type + "\",\"object\":" + w.objectJson(*e.object) + "}\n", true);
+    return;
+  }
   std::string cacheKey = std::string(type) + "|" + w.apiVersion;
   auto& lines = const_cast<Event&>(e).lines;  // guarded by mu_, a cache only
   auto cached = std::find_if(lines.begin(), lines.end(), [&](const auto& p) { return p.first == cacheKey; });
@@ -108,6 +112,7 @@ std::uint64_t ObjectStore::watch(const ResourceInfo& res, const WatchOptions& op
   w->deadline = opt.deadline;
   w->lastBookmark = std::chrono::steady_clock::now();
   w->sink = std::move(sink);
+  w->render = opt.render;
   const bool fromRv = opt.resourceVersion && !opt.resourceVersion->empty() && *opt.resourceVersion != "0";
   if (fromRv) {
     std::uint64_t v = parseRv(*opt.resourceVersion);
@@ -135,7 +140,7 @@ std::uint64_t ObjectStore::watch(const ResourceInfo& res, const WatchOptions& op
           break;
         }
         if (w->matches(*it->second)) {
-          writeTo(*w, "{\"type\":\"ADDED\",\"object\":" + it->second->fullJson(w->apiVersion, w->kind) + "}\n", true);
+          writeTo(*w, "{\"type\":\"ADDED\",\"object\":" + w->objectJson(*it->second) + "}\n", true);
         }
       }
     }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # kubectl against the API test double: apply (Deployment, CRD, custom object), get -o json,
 # get -w seeing a change, patch (strategic, merge, json), delete blocked by a finalizer,
-# describe, and authentication. Works with kubectl 1.20 (Debian) and newer.
+# describe, server-side Table columns (CRD printer columns, pods, nodes), and authentication.
+# Works with kubectl 1.20 (Debian) and newer.
 # Usage: kubectl_fidelity.sh <path to kube-apiserver-double>
 set -euo pipefail
 BIN="$1"
+REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 command -v kubectl >/dev/null || { echo "kubectl not installed (tools/setup-deps.sh installs it)"; exit 1; }
 TMP="$(mktemp -d)"
 SERVER_PID=""
@@ -169,6 +171,57 @@ k get pods -l app=demo -o name | grep -qx "pod/p1" || fail "label selector"
 k get pods --field-selector status.phase=Pending -o name | grep -qx "pod/p1" || fail "field selector"
 if k get pods --field-selector spec.bogus=x >"$TMP/out" 2>&1; then fail "unsupported field selector accepted"; fi
 grep -q "field label not supported" "$TMP/out" || fail "field selector error text: $(cat "$TMP/out")"
+
+step "kubectl get: server-side Table columns (the GPUPool CRD's printer columns, pods, nodes)"
+# The project's own CRD and sample, as an operator applies them.
+k apply -f "$REPO/charts/kubecomp/crds/gpupools.kubecomp.io.yaml" >/dev/null
+k wait --for condition=established --timeout=20s crd/gpupools.kubecomp.io >/dev/null || fail "gpupools not established"
+k apply -f "$REPO/charts/kubecomp/examples/gpupool-sample.yaml" >/dev/null
+k get gpupools >"$TMP/out"
+# No status yet: the integer columns are empty.
+head -1 "$TMP/out" | grep -qE '^NAME +DRIVER +GPUS +FREE +ATTACHED +AGE$' || fail "printer column headers: $(cat "$TMP/out")"
+grep -qE '^pool-a +h3 +[0-9]+s$' "$TMP/out" || fail "printer column cells without status: $(cat "$TMP/out")"
+# get -w: a Table watch (the first row from the LIST, then one row per event). The watch
+# starts at the LIST's resourceVersion, so waiting for the first row is enough.
+k get gpupools -w >"$TMP/watch.out" 2>&1 &
+WATCH_PID=$!
+for _ in $(seq 1 100); do grep -q '^pool-a' "$TMP/watch.out" && break; sleep 0.1; done
+k patch gpupool pool-a --subresource=status --type merge \
+  -p '{"status":{"totalGPUs":8,"freeGPUs":3,"attachedGPUs":5}}' >/dev/null || fail "status patch of the pool"
+for _ in $(seq 1 100); do grep -qE '^pool-a +h3 +8 +3 +5 ' "$TMP/watch.out" && break; sleep 0.1; done
+grep -qE '^pool-a +h3 +8 +3 +5 ' "$TMP/watch.out" || fail "Table watch did not show the new row: $(cat "$TMP/watch.out")"
+kill "$WATCH_PID" 2>/dev/null || true; WATCH_PID=""
+k get gpool pool-a >"$TMP/out"
+grep -qE '^pool-a +h3 +8 +3 +5 +[0-9]+s$' "$TMP/out" || fail "printer column cells: $(cat "$TMP/out")"
+k get gpupools -o wide >"$TMP/out"
+grep -qE '^pool-a +h3 +8 +3 +5 +[0-9]+s$' "$TMP/out" || fail "wide cells: $(cat "$TMP/out")"
+k get gpupools -o custom-columns=N:.metadata.name,T:.status.totalGPUs --no-headers >"$TMP/out"
+grep -qE '^pool-a +8$' "$TMP/out" || fail "custom-columns (client-side, needs the object): $(cat "$TMP/out")"
+k get pods >"$TMP/out"
+head -1 "$TMP/out" | grep -qE '^NAME +READY +STATUS +RESTARTS +AGE$' || fail "pod columns: $(cat "$TMP/out")"
+grep -qE '^p1 +0/1 +Pending +0 +[0-9]+s$' "$TMP/out" || fail "pod row: $(cat "$TMP/out")"
+# (Through a file: `| head -1` would end kubectl with SIGPIPE and fail the pipeline.)
+k get pods -o wide >"$TMP/out"
+head -1 "$TMP/out" | grep -qE '^NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES$' \
+  || fail "pod wide columns: $(cat "$TMP/out")"
+k get pods -A >"$TMP/out"
+grep -qE '^default +p1 +0/1 +Pending' "$TMP/out" || fail "pods -A: namespace column from the row's metadata"
+cat >"$TMP/node.yaml" <<'YAML'
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-node-1, labels: {node-role.kubernetes.io/worker: ""}}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  nodeInfo: {kubeletVersion: v1.30.0, osImage: Debian GNU/Linux 12, kernelVersion: 6.1.0, containerRuntimeVersion: containerd://1.7}
+  addresses: [{type: InternalIP, address: 10.0.0.1}]
+YAML
+k apply -f "$TMP/node.yaml" >/dev/null
+k get nodes >"$TMP/out"
+head -1 "$TMP/out" | grep -qE '^NAME +STATUS +ROLES +AGE +VERSION$' || fail "node columns: $(cat "$TMP/out")"
+grep -qE '^gpu-node-1 +Ready +worker +[0-9]+s +v1.30.0$' "$TMP/out" || fail "node row: $(cat "$TMP/out")"
+k get nodes -o wide >"$TMP/out"
+grep -qE '^gpu-node-1 +Ready +worker +[0-9]+s +v1.30.0 +10.0.0.1 +<none> +Debian GNU/Linux 12 +6.1.0 +containerd://1.7$' \
+  "$TMP/out" || fail "node wide row: $(cat "$TMP/out")"
 
 step "kubectl delete"
 k delete deploy web | grep -q 'deployment.apps "web" deleted' || fail "delete deploy"

@@ -3,38 +3,15 @@
 
 #include "tools/kube-apiserver-double/api_server.hpp"
 
+#include "tests/unit/apiserver/fake_stream.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace kc::apiserver;
 using nlohmann::json;
+using kc::apiserver::testing::FakeStream;
 
 namespace {
-
-// Records what the API layer does with a kc::net::ResponseStream.
-class FakeStream : public kc::net::ResponseStream {
- public:
-  bool begin(unsigned status, kc::net::Headers) override {
-    begunStatus = status;
-    return true;
-  }
-  bool write(std::string_view data) override {
-    body.append(data);
-    return !ended;
-  }
-  void end() override { ended = true; }
-  bool send(kc::net::Response r) override {
-    sent = std::move(r);
-    return true;
-  }
-  bool closed() const override { return ended; }
-  std::size_t pendingBytes() const override { return 0; }
-  void onClose(std::function<void()>) override {}
-
-  unsigned begunStatus = 0;
-  std::string body;
-  bool ended = false;
-  std::optional<kc::net::Response> sent;
-};
 
 kc::net::Request req(std::string method, std::string path, std::string body = "",
                      std::vector<std::pair<std::string, std::string>> query = {}, std::string contentType = "application/json") {

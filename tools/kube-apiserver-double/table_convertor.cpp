@@ -1,0 +1,544 @@
+#include "tools/kube-apiserver-double/table_convertor.hpp"
+
+#include "libcore/base/rfc3339.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
+
+namespace kc::apiserver {
+
+using nlohmann::json;
+
+namespace {
+
+const json& field(const json& obj, const char* key) {
+  static const json kNull;
+  if (!obj.is_object()) {
+    return kNull;
+  }
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+std::string text(const json& obj, const char* key) {
+  const json& v = field(obj, key);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::string orNone(const std::string& s, const char* fallback = "<none>") { return s.empty() ? fallback : s; }
+
+json column(const char* name, const char* type, const char* description, std::int32_t priority = 0,
+            const char* format = "") {
+  return {{"name", name}, {"type", type}, {"format", format}, {"description", description}, {"priority", priority}};
+}
+
+// translateTimestampSince of the real printers: "<unknown>" for an absent or bad time.
+std::string age(const json& timestamp, std::chrono::system_clock::time_point now) {
+  if (!timestamp.is_string()) {
+    return "<unknown>";
+  }
+  auto t = parseRfc3339(timestamp.get<std::string>());
+  return t ? humanDuration(now - *t) : "<unknown>";
+}
+
+const json& walk(const json& obj, const std::vector<std::string>& steps) {
+  static const json kNull;
+  const json* cur = &obj;
+  for (const auto& s : steps) {
+    if (!s.empty() && s[0] == '#' && cur->is_array()) {
+      std::size_t i = std::stoul(s.substr(1));
+      if (i >= cur->size()) {
+        return kNull;
+      }
+      cur = &(*cur)[i];
+    } else if (cur->is_object()) {
+      auto it = cur->find(s);
+      if (it == cur->end()) {
+        return kNull;
+      }
+      cur = &*it;
+    } else {
+      return kNull;
+    }
+  }
+  return *cur;
+}
+
+// A CRD column's cell, converted by the column's type as the apiextensions convertor does:
+// strings print scalars as text and objects/arrays as compact JSON; integer/number/boolean
+// keep only values of that JSON type; date becomes an age; anything else is null.
+json customCell(const PrinterColumn& c, const json& v, std::chrono::system_clock::time_point now) {
+  if (v.is_null()) {
+    return nullptr;
+  }
+  if (c.type == "string") {
+    if (v.is_string()) {
+      return v;
+    }
+    return v.dump();
+  }
+  if (c.type == "integer" && v.is_number()) {
+    return v.is_number_float() ? json(static_cast<std::int64_t>(v.get<double>())) : json(v.get<std::int64_t>());
+  }
+  if (c.type == "number" && v.is_number()) {
+    return v.get<double>();
+  }
+  if (c.type == "boolean" && v.is_boolean()) {
+    return v;
+  }
+  if (c.type == "date" && v.is_string()) {
+    auto t = parseRfc3339(v.get<std::string>());
+    return t ? json(humanDuration(now - *t)) : json("<invalid>");
+  }
+  return nullptr;
+}
+
+struct PodCounts {
+  int ready = 0;
+  int restarts = 0;
+  std::optional<std::chrono::system_clock::time_point> lastRestart;  // latest lastState.terminated.finishedAt
+
+  void addRestarts(const json& containerStatus) {
+    const json& n = field(containerStatus, "restartCount");
+    restarts += n.is_number_integer() ? n.get<int>() : 0;
+    const json& finished = field(field(field(containerStatus, "lastState"), "terminated"), "finishedAt");
+    if (finished.is_string()) {
+      if (auto t = parseRfc3339(finished.get<std::string>()); t && (!lastRestart || *t > *lastRestart)) {
+        lastRestart = *t;
+      }
+    }
+  }
+};
+
+bool podReady(const json& status) {
+  const json& conditions = field(status, "conditions");
+  if (conditions.is_array()) {
+    for (const auto& c : conditions) {
+      if (text(c, "type") == "Ready" && text(c, "status") == "True") {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// The pod STATUS column: the phase, refined by the pod's reason and its (init) containers'
+// states, "Terminating" once deletion started (the printers' rules, re-stated).
+std::string podStatus(const json& pod, PodCounts& counts) {
+  const json& spec = field(pod, "spec");
+  const json& status = field(pod, "status");
+  std::string reason = text(status, "phase");
+  if (!text(status, "reason").empty()) {
+    reason = text(status, "reason");
+  }
+  const json& initStatuses = field(status, "initContainerStatuses");
+  const std::size_t initCount = field(spec, "initContainers").is_array() ? field(spec, "initContainers").size() : 0;
+  bool initializing = false;
+  if (initStatuses.is_array()) {
+    for (std::size_t i = 0; i < initStatuses.size(); ++i) {
+      const json& cs = initStatuses[i];
+      counts.addRestarts(cs);
+      const json& state = field(cs, "state");
+      const json& term = field(state, "terminated");
+      const json& wait = field(state, "waiting");
+      if (term.is_object() && field(term, "exitCode") == 0) {
+        continue;
+      }
+      if (term.is_object()) {
+        if (!text(term, "reason").empty()) {
+          reason = "Init:" + text(term, "reason");
+        } else if (field(term, "signal").is_number() && field(term, "signal").get<int>() != 0) {
+          reason = "Init:Signal:" + std::to_string(field(term, "signal").get<int>());
+        } else {
+          reason = "Init:ExitCode:" + std::to_string(field(term, "exitCode").is_number() ? field(term, "exitCode").get<int>() : 0);
+        }
+      } else if (wait.is_object() && !text(wait, "reason").empty() && text(wait, "reason") != "PodInitializing") {
+        reason = "Init:" + text(wait, "reason");
+      } else {
+        reason = "Init:" + std::to_string(i) + "/" + std::to_string(initCount);
+      }
+      initializing = true;
+      break;
+    }
+  }
+  if (!initializing) {
+    const json& statuses = field(status, "containerStatuses");
+    bool hasRunning = false;
+    if (statuses.is_array()) {
+      for (auto it = statuses.rbegin(); it != statuses.rend(); ++it) {
+        const json& cs = *it;
+        counts.addRestarts(cs);
+        const json& state = field(cs, "state");
+        const json& term = field(state, "terminated");
+        const json& wait = field(state, "waiting");
+        if (wait.is_object() && !text(wait, "reason").empty()) {
+          reason = text(wait, "reason");
+        } else if (term.is_object() && !text(term, "reason").empty()) {
+          reason = text(term, "reason");
+        } else if (term.is_object()) {
+          int sig = field(term, "signal").is_number() ? field(term, "signal").get<int>() : 0;
+          reason = sig != 0 ? "Signal:" + std::to_string(sig)
+                            : "ExitCode:" + std::to_string(field(term, "exitCode").is_number()
+                                                               ? field(term, "exitCode").get<int>()
+                                                               : 0);
+        } else if (field(cs, "ready") == true && field(state, "running").is_object()) {
+          hasRunning = true;
+          ++counts.ready;
+        }
+      }
+    }
+    // A container still running after another completed: Running, or NotReady while the
+    // pod's Ready condition is not True.
+    if (reason == "Completed" && hasRunning) {
+      reason = podReady(status) ? "Running" : "NotReady";
+    }
+  }
+  const json& meta = field(pod, "metadata");
+  if (field(meta, "deletionTimestamp").is_string()) {
+    reason = text(status, "reason") == "NodeLost" ? "Unknown" : "Terminating";
+  }
+  return reason;
+}
+
+json podCells(const json& pod, std::chrono::system_clock::time_point now) {
+  const json& meta = field(pod, "metadata");
+  const json& spec = field(pod, "spec");
+  const json& status = field(pod, "status");
+  PodCounts counts;
+  std::string reason = podStatus(pod, counts);
+  // "3 (5m ago)": restarts, and the time since the latest container termination.
+  std::string restarts = std::to_string(counts.restarts);
+  if (counts.restarts != 0 && counts.lastRestart) {
+    restarts += " (" + humanDuration(now - *counts.lastRestart) + " ago)";
+  }
+  const std::size_t total = field(spec, "containers").is_array() ? field(spec, "containers").size() : 0;
+  std::string gates = "<none>";
+  if (field(spec, "readinessGates").is_array() && !field(spec, "readinessGates").empty()) {
+    int trueGates = 0;
+    for (const auto& g : field(spec, "readinessGates")) {
+      for (const auto& c : field(status, "conditions").is_array() ? field(status, "conditions") : json::array()) {
+        if (text(c, "type") == text(g, "conditionType") && text(c, "status") == "True") {
+          ++trueGates;
+        }
+      }
+    }
+    gates = std::to_string(trueGates) + "/" + std::to_string(field(spec, "readinessGates").size());
+  }
+  return {text(meta, "name"),
+          std::to_string(counts.ready) + "/" + std::to_string(total),
+          reason,
+          restarts,
+          age(field(meta, "creationTimestamp"), now),
+          orNone(text(status, "podIP")),
+          orNone(text(spec, "nodeName")),
+          orNone(text(status, "nominatedNodeName")),
+          gates};
+}
+
+json nodeCells(const json& node, std::chrono::system_clock::time_point now) {
+  const json& meta = field(node, "metadata");
+  const json& spec = field(node, "spec");
+  const json& status = field(node, "status");
+  std::string state;
+  if (field(status, "conditions").is_array()) {
+    for (const auto& c : field(status, "conditions")) {
+      if (text(c, "type") == "Ready") {
+        state = text(c, "status") == "True" ? "Ready" : "NotReady";
+      }
+    }
+  }
+  if (state.empty()) {
+    state = "Unknown";
+  }
+  if (field(spec, "unschedulable") == true) {
+    state += ",SchedulingDisabled";
+  }
+  std::set<std::string> roles;
+  if (field(meta, "labels").is_object()) {
+    const std::string prefix = "node-role.kubernetes.io/";
+    for (auto it = field(meta, "labels").begin(); it != field(meta, "labels").end(); ++it) {
+      if (it.key().rfind(prefix, 0) == 0 && it.key().size() > prefix.size()) {
+        roles.insert(it.key().substr(prefix.size()));
+      } else if (it.key() == "kubernetes.io/role" && it->is_string() && !it->get<std::string>().empty()) {
+        roles.insert(it->get<std::string>());
+      }
+    }
+  }
+  std::string roleText;
+  for (const auto& r : roles) {
+    roleText += (roleText.empty() ? "" : ",") + r;
+  }
+  std::string internalIp;
+  std::string externalIp;
+  if (field(status, "addresses").is_array()) {
+    for (const auto& a : field(status, "addresses")) {
+      if (text(a, "type") == "InternalIP" && internalIp.empty()) {
+        internalIp = text(a, "address");
+      }
+      if (text(a, "type") == "ExternalIP" && externalIp.empty()) {
+        externalIp = text(a, "address");
+      }
+    }
+  }
+  const json& info = field(status, "nodeInfo");
+  return {text(meta, "name"),
+          state,
+          orNone(roleText),
+          age(field(meta, "creationTimestamp"), now),
+          text(info, "kubeletVersion"),
+          orNone(internalIp),
+          orNone(externalIp),
+          orNone(text(info, "osImage"), "<unknown>"),
+          orNone(text(info, "kernelVersion"), "<unknown>"),
+          orNone(text(info, "containerRuntimeVersion"), "<unknown>")};
+}
+
+const char* kNameDoc = "Name of the object (metadata.name).";
+const char* kAgeDoc = "Time since the object was created (metadata.creationTimestamp).";
+
+}  // namespace
+
+Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
+  auto bad = [&] { return makeError("invalid", "must be a simple json path starting with ."); };
+  if (path.empty() || path[0] != '.') {
+    return bad();
+  }
+  std::vector<std::string> steps;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '.') {
+      ++i;
+      std::string key;
+      while (i < path.size() && path[i] != '.' && path[i] != '[') {
+        if (path[i] == '\\' && i + 1 < path.size()) {
+          ++i;
+        } else if (path[i] == '*' || path[i] == '{' || path[i] == '}' || path[i] == '@' || path[i] == '?') {
+          return bad();
+        }
+        key += path[i++];
+      }
+      if (key.empty()) {
+        return bad();
+      }
+      steps.push_back(key);
+    } else if (path[i] == '[') {
+      std::size_t close = path.find(']', i);
+      if (close == std::string::npos || close == i + 1) {
+        return bad();
+      }
+      std::string inner = path.substr(i + 1, close - i - 1);
+      if (std::all_of(inner.begin(), inner.end(), [](unsigned char c) { return std::isdigit(c); })) {
+        steps.push_back("#" + inner);
+      } else if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"') && inner.back() == inner.front()) {
+        steps.push_back(inner.substr(1, inner.size() - 2));
+      } else {
+        return bad();
+      }
+      i = close + 1;
+    } else {
+      return bad();
+    }
+  }
+  return steps;
+}
+
+Result<PrinterColumn> parsePrinterColumn(const nlohmann::json& c, const std::string& fieldPath) {
+  auto err = [&](const std::string& f, const std::string& msg) {
+    return makeError("invalid", fieldPath + "." + f + ": " + msg);
+  };
+  if (!c.is_object()) {
+    return makeError("invalid", fieldPath + ": Invalid value: must be an object");
+  }
+  PrinterColumn p;
+  p.name = text(c, "name");
+  p.type = text(c, "type");
+  p.format = text(c, "format");
+  p.description = text(c, "description");
+  p.jsonPath = text(c, "jsonPath");
+  if (field(c, "priority").is_number_integer()) {
+    p.priority = field(c, "priority").get<std::int32_t>();
+  }
+  if (p.name.empty()) {
+    return err("name", "Required value");
+  }
+  static const std::set<std::string> kTypes = {"integer", "number", "string", "boolean", "date"};
+  if (p.type.empty()) {
+    return err("type", "Required value");
+  }
+  if (!kTypes.count(p.type)) {
+    return err("type", "Unsupported value: " + json(p.type).dump() +
+                           ": supported values: \"boolean\", \"date\", \"integer\", \"number\", \"string\"");
+  }
+  if (p.priority < 0) {
+    return err("priority", "Invalid value: " + std::to_string(p.priority) + ": must be greater than or equal to 0");
+  }
+  if (p.jsonPath.empty()) {
+    return err("jsonPath", "Required value");
+  }
+  if (!parseSimpleJsonPath(p.jsonPath)) {
+    return err("jsonPath", "Invalid value: " + json(p.jsonPath).dump() + ": must be a simple json path starting with .");
+  }
+  return p;
+}
+
+std::string humanDuration(std::chrono::system_clock::duration d) {
+  using namespace std::chrono;
+  const std::int64_t seconds = duration_cast<std::chrono::seconds>(d).count();
+  if (seconds < -1) {
+    return "<invalid>";
+  }
+  if (seconds < 0) {
+    return "0s";
+  }
+  if (seconds < 120) {
+    return std::to_string(seconds) + "s";
+  }
+  const std::int64_t minutes = seconds / 60;
+  if (minutes < 10) {
+    const std::int64_t s = seconds % 60;
+    return std::to_string(minutes) + "m" + (s == 0 ? "" : std::to_string(s) + "s");
+  }
+  if (minutes < 180) {
+    return std::to_string(minutes) + "m";
+  }
+  const std::int64_t hours = minutes / 60;
+  if (hours < 8) {
+    const std::int64_t m = minutes % 60;
+    return std::to_string(hours) + "h" + (m == 0 ? "" : std::to_string(m) + "m");
+  }
+  if (hours < 48) {
+    return std::to_string(hours) + "h";
+  }
+  if (hours < 24 * 8) {
+    const std::int64_t h = hours % 24;
+    return std::to_string(hours / 24) + "d" + (h == 0 ? "" : std::to_string(h) + "h");
+  }
+  if (hours < 24 * 365 * 2) {
+    return std::to_string(hours / 24) + "d";
+  }
+  if (hours < 24 * 365 * 8) {
+    const std::int64_t days = (hours / 24) % 365;
+    return std::to_string(hours / 24 / 365) + "y" + (days == 0 ? "" : std::to_string(days) + "d");
+  }
+  return std::to_string(hours / 24 / 365) + "y";
+}
+
+TableConvertor::TableConvertor(std::string group, std::string resource,
+                               const std::vector<PrinterColumn>* customColumns) {
+  if (customColumns) {
+    printer_ = Printer::kCustom;
+    custom_ = *customColumns;
+    if (custom_.empty()) {
+      custom_.push_back({"Age", "date", "", kAgeDoc, 0, ".metadata.creationTimestamp"});
+    }
+    for (const auto& c : custom_) {
+      auto steps = parseSimpleJsonPath(c.jsonPath);
+      customPaths_.push_back(steps ? *steps : std::vector<std::string>{"#invalid"});
+    }
+  } else if (group.empty() && resource == "pods") {
+    printer_ = Printer::kPod;
+  } else if (group.empty() && resource == "nodes") {
+    printer_ = Printer::kNode;
+  } else if (group.empty() && resource == "namespaces") {
+    printer_ = Printer::kNamespace;
+  } else {
+    printer_ = Printer::kDefault;
+  }
+}
+
+nlohmann::json TableConvertor::columnDefinitions() const {
+  json cols = json::array({column("Name", "string", kNameDoc, 0, "name")});
+  switch (printer_) {
+    case Printer::kPod:
+      cols.push_back(column("Ready", "string", "Ready containers of the pod / all its containers."));
+      cols.push_back(column("Status", "string", "The pod's phase refined by its containers' states."));
+      cols.push_back(column("Restarts", "string", "Container restarts of the pod."));
+      cols.push_back(column("Age", "string", kAgeDoc));
+      cols.push_back(column("IP", "string", "status.podIP", 1));
+      cols.push_back(column("Node", "string", "spec.nodeName", 1));
+      cols.push_back(column("Nominated Node", "string", "status.nominatedNodeName", 1));
+      cols.push_back(column("Readiness Gates", "string", "True readiness gates / all of them.", 1));
+      break;
+    case Printer::kNode:
+      cols.push_back(column("Status", "string", "The node's Ready condition, and SchedulingDisabled when cordoned."));
+      cols.push_back(column("Roles", "string", "The node's node-role.kubernetes.io/<role> labels."));
+      cols.push_back(column("Age", "string", kAgeDoc));
+      cols.push_back(column("Version", "string", "status.nodeInfo.kubeletVersion"));
+      cols.push_back(column("Internal-IP", "string", "The node's InternalIP address.", 1));
+      cols.push_back(column("External-IP", "string", "The node's ExternalIP address.", 1));
+      cols.push_back(column("OS-Image", "string", "status.nodeInfo.osImage", 1));
+      cols.push_back(column("Kernel-Version", "string", "status.nodeInfo.kernelVersion", 1));
+      cols.push_back(column("Container-Runtime", "string", "status.nodeInfo.containerRuntimeVersion", 1));
+      break;
+    case Printer::kNamespace:
+      cols.push_back(column("Status", "string", "status.phase"));
+      cols.push_back(column("Age", "string", kAgeDoc));
+      break;
+    case Printer::kCustom:
+      for (const auto& c : custom_) {
+        std::string desc = c.description.empty()
+                               ? "Custom resource definition column (in JSONPath format): " + c.jsonPath
+                               : c.description;
+        cols.push_back({{"name", c.name},
+                        {"type", c.type},
+                        {"format", c.format},
+                        {"description", desc},
+                        {"priority", c.priority}});
+      }
+      break;
+    case Printer::kDefault:
+      cols.push_back(column("Created At", "date", kAgeDoc));
+      break;
+  }
+  return cols;
+}
+
+nlohmann::json TableConvertor::cells(const nlohmann::json& object, std::chrono::system_clock::time_point now) const {
+  const json& meta = field(object, "metadata");
+  switch (printer_) {
+    case Printer::kPod:
+      return podCells(object, now);
+    case Printer::kNode:
+      return nodeCells(object, now);
+    case Printer::kNamespace:
+      return {text(meta, "name"), text(field(object, "status"), "phase"), age(field(meta, "creationTimestamp"), now)};
+    case Printer::kCustom: {
+      json cells = json::array({text(meta, "name")});
+      for (std::size_t i = 0; i < custom_.size(); ++i) {
+        cells.push_back(customCell(custom_[i], walk(object, customPaths_[i]), now));
+      }
+      return cells;
+    }
+    case Printer::kDefault:
+      return {text(meta, "name"), field(meta, "creationTimestamp")};
+  }
+  return json::array();
+}
+
+nlohmann::json TableConvertor::row(const nlohmann::json& object, std::chrono::system_clock::time_point now,
+                                   const TableRequest& request) const {
+  json r = {{"cells", cells(object, now)}};
+  if (printer_ == Printer::kPod) {
+    std::string phase = text(field(object, "status"), "phase");
+    if (phase == "Succeeded" || phase == "Failed") {
+      r["conditions"] = json::array({{{"type", "Completed"}, {"status", "True"}, {"reason", phase}}});
+    }
+  }
+  switch (request.include) {
+    case IncludeObject::kNone:
+      break;
+    case IncludeObject::kMetadata:
+      r["object"] = {{"kind", "PartialObjectMetadata"},
+                     {"apiVersion", request.apiVersion},
+                     {"metadata", field(object, "metadata")}};
+      break;
+    case IncludeObject::kObject:
+      r["object"] = object;
+      break;
+  }
+  return r;
+}
+
+}  // namespace kc::apiserver
