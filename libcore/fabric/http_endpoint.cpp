@@ -32,7 +32,8 @@ Error transportError(const Error& error, const std::string& what) {
   std::string code = errc::kUnavailable;
   if (error.code == "timeout") {
     code = errc::kTimeout;
-  } else if (error.code == "too_large" || error.code == "protocol") {
+  } else if (error.code == "too_large" || error.code == "protocol" || error.code == "redirect") {
+    // "redirect": a redirect the client would not follow (another origin, too many hops).
     code = errc::kProtocol;
   } else if (error.code == "invalid") {
     code = errc::kInvalid;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libcore/fabric/json_guard.hpp"
+#include "libcore/fabric/types.hpp"
 
 namespace kc::fabric::redfish {
 namespace {
@@ -10,7 +11,7 @@ namespace {
 using nlohmann::json;
 
 Error protocolError(std::string message) {
-  return makeError("protocol", std::move(message));
+  return makeError(errc::kProtocol, std::move(message));
 }
 
 Result<json> parseObject(std::string_view body, std::string_view what) {
@@ -138,7 +139,7 @@ Result<ServiceRoot> parseServiceRoot(std::string_view body) {
   const auto comp = doc->find("CompositionService");
   if (comp == doc->end()) {
     return makeError(
-        "unsupported",
+        errc::kUnsupported,
         "Redfish service root has no CompositionService link: the service does not compose");
   }
   auto compLink = linkOf(*comp, "ServiceRoot.CompositionService");
@@ -235,6 +236,39 @@ std::string keysOf(const json& obj) {
   return out.empty() ? "none" : out;
 }
 
+// @Redfish.CollectionCapabilities: {"Capabilities": [{"UseCase": ..., "Links":
+// {"TargetCollection": {"@odata.id": ...}}}]}. Malformed capabilities are ignored: they only
+// widen what the driver may try, and the re-read judges every move.
+std::optional<std::string> compositionTargetOf(const json& doc) {
+  const auto caps = doc.find("@Redfish.CollectionCapabilities");
+  if (caps == doc.end() || !caps->is_object()) {
+    return std::nullopt;
+  }
+  const auto list = caps->find("Capabilities");
+  if (list == caps->end() || !list->is_array()) {
+    return std::nullopt;
+  }
+  for (const auto& c : *list) {
+    if (!c.is_object()) {
+      continue;
+    }
+    const auto useCase = c.find("UseCase");
+    if (useCase == c.end() || !useCase->is_string() ||
+        useCase->get<std::string>() != kCompositionUseCase) {
+      continue;
+    }
+    const auto l = c.find("Links");
+    if (l == c.end() || !l->is_object() || !l->contains("TargetCollection")) {
+      continue;
+    }
+    auto target = linkOf((*l)["TargetCollection"], "TargetCollection");
+    if (target) {
+      return *target;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<Collection> parseCollectionPage(std::string_view body, std::string_view what) {
@@ -288,35 +322,17 @@ Result<Collection> parseCollectionPage(std::string_view body, std::string_view w
     }
     out.nextLink = *n;
   }
-  // @Redfish.CollectionCapabilities: {"Capabilities": [{"UseCase": ..., "Links":
-  // {"TargetCollection": {"@odata.id": ...}}}]}. Malformed capabilities are ignored: they
-  // only widen what the driver may try, and the re-read judges every move.
-  if (const auto caps = doc->find("@Redfish.CollectionCapabilities");
-      caps != doc->end() && caps->is_object()) {
-    const auto list = caps->find("Capabilities");
-    if (list != caps->end() && list->is_array()) {
-      for (const auto& c : *list) {
-        if (!c.is_object()) {
-          continue;
-        }
-        const auto useCase = c.find("UseCase");
-        if (useCase == c.end() || !useCase->is_string() ||
-            useCase->get<std::string>() != kCompositionUseCase) {
-          continue;
-        }
-        const auto l = c.find("Links");
-        if (l == c.end() || !l->is_object() || !l->contains("TargetCollection")) {
-          continue;
-        }
-        auto target = linkOf((*l)["TargetCollection"], "TargetCollection");
-        if (target) {
-          out.compositionTarget = *target;
-          break;
-        }
-      }
-    }
-  }
+  out.compositionTarget = compositionTargetOf(*doc);
   return out;
+}
+
+Result<std::optional<std::string>> parseCompositionTarget(std::string_view body,
+                                                          std::string_view what) {
+  auto doc = parseObject(body, what);
+  if (!doc) {
+    return doc.error();
+  }
+  return compositionTargetOf(*doc);
 }
 
 Result<std::vector<std::string>> parseCollection(std::string_view body, std::string_view what) {

@@ -70,6 +70,10 @@ struct Collection {
 // member entries that are bare URI strings, and a missing "Members" when
 // "Members@odata.count" is 0. Anything else is a "protocol" error saying what was missing.
 Result<Collection> parseCollectionPage(std::string_view body, std::string_view what);
+// Where a @Redfish.CollectionCapabilities "ComputerSystemComposition" entry of any resource
+// (a ResourceZone, a collection) says compositions are POSTed; nullopt when it has none.
+Result<std::optional<std::string>> parseCompositionTarget(std::string_view body,
+                                                          std::string_view what);
 // Member links only (the first page).
 Result<std::vector<std::string>> parseCollection(std::string_view body, std::string_view what);
 

@@ -216,10 +216,12 @@ Result<Ok> RedfishDriver::discover() {
         root_.reset();
         return zone.error();
       }
-      auto page = redfish::parseCollectionPage(zone->body, "Redfish ResourceZone " + (*zones)[i]);
-      if (page && page->compositionTarget) {
-        zoneCompositionTarget_ = page->compositionTarget;
+      auto target = redfish::parseCompositionTarget(zone->body, "Redfish ResourceZone " + (*zones)[i]);
+      if (!target) {
+        root_.reset();
+        return target.error();
       }
+      zoneCompositionTarget_ = *target;
     }
   }
   return Ok{};
@@ -550,7 +552,17 @@ Result<RedfishDriver::MovePlan> RedfishDriver::planMove(
     plan.systemLink = systemLink;
     return plan;
   }
-  // Decomposing the system is safe only when it holds nothing but this GPU and compute blocks.
+  // Decomposing the system is safe only when it was composed from a host's compute block (a
+  // host that is a ComputerSystem of its own would be deleted with it) and holds nothing but
+  // this GPU and compute blocks.
+  if (!view.computeHosts) {
+    return makeError(errc::kUnsupported,
+                     "redfish chassis " + options_.chassis + " cannot detach " + localId +
+                         ": ComputerSystem " + sys.system.id + " offers no usable " +
+                         std::string(redfish::kRemoveAction) +
+                         " action, and it is the host itself (no Compute ResourceBlocks), so "
+                         "deleting it is no way to detach a GPU");
+  }
   std::vector<std::string> others;
   for (const auto& [id, block] : view.blocks) {
     if (id != localId && block.gpuBlock && block.systemLinks.count(systemLink)) {

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   std::uint16_t port = 8080;
   double latencyScale = 1.0;
   std::string dialect = "both";
+  std::string redfishProfile;
   std::string basicAuth;
   std::string credentialsFile;
   std::uint64_t seed = 1;
@@ -42,6 +43,13 @@ int main(int argc, char** argv) {
   app.add_option("--dialect", dialect, "dialects to serve")
       ->check(CLI::IsMember({"h3", "redfish", "both"}))
       ->capture_default_str();
+  app.add_option("--redfish-profile", redfishProfile,
+                 "Redfish profile, overriding the topology's redfish.profile (default classic).\n"
+                 "classic: DSP0266 as written (Members lists, Add/RemoveResourceBlock actions).\n"
+                 "emulator: what public implementations do: 308 redirects to trailing-slash\n"
+                 "routes, collections listing Links.Members, hosts as Compute ResourceBlocks,\n"
+                 "composition only by POST to Systems and DELETE of the composed system")
+      ->check(CLI::IsMember({"classic", "emulator"}));
   auto* basic =
       app.add_option("--basic-auth", basicAuth, "require these credentials, user:password");
   app.add_option("--credentials-file", credentialsFile,
@@ -60,6 +68,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   topology->latencies.scale = latencyScale;
+  if (!redfishProfile.empty()) {
+    topology->redfishProfile = *kc::chassis_sim::parseRedfishProfile(redfishProfile);
+  }
   kc::chassis_sim::SimServerOptions options;
   options.bindAddress = bind;
   options.port = port;
@@ -84,6 +95,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << "chassis-sim listening on " << server.baseUrl() << " (dialects: " << dialect
+            << ", redfish profile " << kc::chassis_sim::toString(topology->redfishProfile)
             << ", latency scale " << latencyScale << ", persists nothing)\n";
   for (const auto& name : model->chassisNames()) {
     std::cout << "  chassis " << name << ": " << server.chassisUrl(name) << "\n";

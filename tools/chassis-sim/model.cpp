@@ -11,6 +11,21 @@
 #include "libcore/fabric/types.hpp"
 
 namespace kc::chassis_sim {
+
+std::string_view toString(RedfishProfile profile) {
+  return profile == RedfishProfile::kEmulator ? "emulator" : "classic";
+}
+
+std::optional<RedfishProfile> parseRedfishProfile(std::string_view text) {
+  if (text == "classic") {
+    return RedfishProfile::kClassic;
+  }
+  if (text == "emulator") {
+    return RedfishProfile::kEmulator;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -143,6 +158,17 @@ Result<Topology> topologyFromJson(const json& doc) {
         return invalid("redfish.uris must be \"standard\" or \"opaque\"");
       }
       topo.redfishUris = *uris;
+    }
+    auto profile = stringOf(*rf, "profile", "redfish", false);
+    if (!profile) {
+      return profile.error();
+    }
+    if (!profile->empty()) {
+      if (!parseRedfishProfile(*profile)) {
+        return invalid("redfish.profile must be \"classic\" or \"emulator\", not \"" + *profile +
+                       "\"");
+      }
+      topo.redfishProfile = *parseRedfishProfile(*profile);
     }
     if (const auto it = rf->find("requireEtags"); it != rf->end()) {
       if (!it->is_boolean()) {

@@ -92,6 +92,25 @@ struct Chassis {
   const Gpu* gpu(std::string_view gid) const;
 };
 
+// What the Redfish dialect looks like.
+//  classic   DSP0266 as written: "/redfish/v1" and "/redfish/v1/" both answer, collections
+//            list "Members", every host is a composed ComputerSystem offering the
+//            #ComputerSystem.AddResourceBlock/RemoveResourceBlock actions, and GPU blocks and
+//            systems link each other.
+//  emulator  the variations seen in public implementations (the DMTF Redfish Interface
+//            Emulator among them): "/redfish/v1" answers 308 with Location "/redfish/v1/";
+//            collections list their members under "Links": {"Members": [...]}; each host is
+//            a Compute ResourceBlock (Id = the host's system name, shareable), a ResourceZone
+//            advertises specific composition (@Redfish.CollectionCapabilities, UseCase
+//            "ComputerSystemComposition"), and a GPU is attached only by POSTing
+//            {"Links":{"ResourceBlocks":[compute, gpu]}} to the Systems collection (answered
+//            200 with the new system) and detached by DELETE of that composed system; systems
+//            have no Add/RemoveResourceBlock actions and GPU blocks carry no
+//            Links.ComputerSystems (attachment shows only on the system's side).
+enum class RedfishProfile : std::uint8_t { kClassic, kEmulator };
+std::string_view toString(RedfishProfile profile);
+std::optional<RedfishProfile> parseRedfishProfile(std::string_view text);
+
 struct Topology {
   std::vector<Chassis> chassis;
   Latencies latencies;
@@ -102,6 +121,7 @@ struct Topology {
   bool redfishRequireEtags = false;
   // false: ETags only in the body ("@odata.etag"), no ETag response header (some BMCs).
   bool redfishEtagHeader = true;
+  RedfishProfile redfishProfile = RedfishProfile::kClassic;
 };
 
 // Topology from JSON or YAML text (see docs/fabric.md for the schema). Validates names,

@@ -348,8 +348,16 @@ class SimServer::Impl {
   // --- Redfish dialect --------------------------------------------------------------------
 
   struct Links {
-    std::string root, systems, comp, blocks, sessionService, sessions;
+    std::string root, systems, comp, blocks, zones, sessionService, sessions;
     bool opaque = false;
+    bool emulator = false;  // RedfishProfile::kEmulator
+    // emulator: the host's Compute ResourceBlock, and the system composed for one GPU.
+    std::string computeBlock(std::size_t index, const Host& h) const {
+      return blocks + "/" + (opaque ? "rb-c" + std::to_string(index) : h.system);
+    }
+    std::string composed(std::size_t index, const Gpu& g) const {
+      return systems + "/" + (opaque ? "cs-" + std::to_string(index) : "composed-" + g.gid);
+    }
     std::string system(std::size_t index, const Host& h) const {
       return systems + "/" + (opaque ? "sys-" + std::to_string(index) : h.system);
     }
@@ -372,9 +380,11 @@ class SimServer::Impl {
     l.systems = l.root + "/Systems";
     l.comp = l.root + "/CompositionService";
     l.blocks = l.comp + "/ResourceBlocks";
+    l.zones = l.comp + "/ResourceZones";
     l.sessionService = l.root + "/SessionService";
     l.sessions = l.sessionService + "/Sessions";
     l.opaque = model_->initial().redfishUris == "opaque";
+    l.emulator = model_->initial().redfishProfile == RedfishProfile::kEmulator;
     return l;
   }
 
@@ -425,7 +435,80 @@ class SimServer::Impl {
           {"NumberOfCompositions", gpu.host ? 1 : 0}}},
         {"Processors", json::array({{{"@odata.id", link + "/Processors/GPU0"}}})},
         {"Processors@odata.count", 1},
-        {"Links", {{"ComputerSystems", systems}, {"ComputerSystems@odata.count", systems.size()}}}};
+        {"Links", l.emulator ? json::object()
+                             : json{{"ComputerSystems", systems},
+                                    {"ComputerSystems@odata.count", systems.size()}}}};
+  }
+
+  // --- emulator profile: compute blocks, composed systems, a zone -------------------------
+
+  const Host* hostOf(const Chassis& c, const Gpu& g) const {
+    return g.host ? c.hostByPort(*g.host) : nullptr;
+  }
+
+  json computeBlockJson(const Links& l, const Chassis& c, std::size_t i) const {
+    const Host& h = c.hosts[i];
+    json systems = json::array();
+    for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+      if (c.gpus[g].host == h.port) {
+        systems.push_back({{"@odata.id", l.composed(g, c.gpus[g])}});
+      }
+    }
+    const std::string link = l.computeBlock(i, h);
+    return {{"@odata.id", link},
+            {"@odata.type", "#ResourceBlock.v1_4_0.ResourceBlock"},
+            {"Id", h.system},
+            {"Name", "Compute block of host port " + std::to_string(h.port)},
+            {"ResourceBlockType", json::array({"Compute"})},
+            {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+            {"CompositionStatus",
+             {{"CompositionState", systems.empty() ? "Unused" : "Composed"},
+              {"Reserved", false},
+              {"SharingCapable", true},
+              {"SharingEnabled", true},
+              {"MaxCompositions", 64},
+              {"NumberOfCompositions", systems.size()}}},
+            {"Processors", json::array({{{"@odata.id", link + "/Processors/CPU0"}}})},
+            {"Links", {{"ComputerSystems", systems}}}};
+  }
+
+  json composedJson(const Links& l, const Chassis& c, std::size_t g) const {
+    const Gpu& gpu = c.gpus[g];
+    const Host* h = hostOf(c, gpu);
+    std::size_t hi = 0;
+    while (hi < c.hosts.size() && &c.hosts[hi] != h) {
+      ++hi;
+    }
+    const std::string link = l.composed(g, gpu);
+    return {{"@odata.id", link},
+            {"@odata.type", "#ComputerSystem.v1_20_0.ComputerSystem"},
+            {"Id", "composed-" + gpu.gid},
+            {"Name", "Composed system: " + h->system + " + GPU " + gpu.gid},
+            {"SystemType", "Composed"},
+            {"Links",
+             {{"ResourceBlocks", json::array({{{"@odata.id", l.computeBlock(hi, *h)}},
+                                              {{"@odata.id", l.block(g, gpu)}}})}}},
+            {"Actions", {{"#ComputerSystem.Reset", {{"target", link + "/Actions/ComputerSystem.Reset"}}}}}};
+  }
+
+  json zoneJson(const Links& l, const Chassis& c) const {
+    json blocks = json::array();
+    for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+      blocks.push_back({{"@odata.id", l.computeBlock(i, c.hosts[i])}});
+    }
+    for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+      blocks.push_back({{"@odata.id", l.block(g, c.gpus[g])}});
+    }
+    return {{"@odata.id", l.zones + "/1"},
+            {"@odata.type", "#Zone.v1_4_0.Zone"},
+            {"Id", "1"},
+            {"Name", "Resource zone of the whole chassis"},
+            {"Links", {{"ResourceBlocks", blocks}}},
+            {"@Redfish.CollectionCapabilities",
+             {{"Capabilities",
+               json::array({{{"CapabilitiesObject", {{"@odata.id", l.systems + "/Capabilities"}}},
+                             {"UseCase", std::string(fabric::redfish::kCompositionUseCase)},
+                             {"Links", {{"TargetCollection", {{"@odata.id", l.systems}}}}}}})}}}};
   }
 
   json processorJson(const std::string& link, const Gpu& gpu) const {
@@ -442,11 +525,17 @@ class SimServer::Impl {
               {"Health", gpu.healthy ? "OK" : "Critical"}}}};
   }
 
-  static json collection(const std::string& link, const std::string& type, const std::string& name,
-                         const std::vector<std::string>& members) {
+  static json collection(const Links& l, const std::string& link, const std::string& type,
+                         const std::string& name, const std::vector<std::string>& members) {
     json m = json::array();
     for (const auto& s : members) {
       m.push_back({{"@odata.id", s}});
+    }
+    if (l.emulator) {  // members under Links, as older drafts and the DMTF emulator have them
+      return {{"@odata.id", link},
+              {"@odata.type", type},
+              {"Name", name},
+              {"Links", {{"Members", m}, {"Member@odata.count", members.size()}}}};
     }
     return {{"@odata.id", link},
             {"@odata.type", type},
@@ -477,9 +566,30 @@ class SimServer::Impl {
   void redfish(const Request& req, const std::string& rest, const std::string& chassis,
                const std::string& prefix, std::shared_ptr<ResponseStream> stream) {
     const Links l = linksFor(prefix);
-    const std::string path = prefix + rest;
+    std::string path = prefix + rest;
+    if (l.emulator) {
+      // Trailing-slash routes, as Flask serves them: the service root and the collections live
+      // at "<link>/" only. The slash-less form (the one @odata.id links name) is redirected with
+      // 308, method and body kept, to an absolute URL as werkzeug writes it.
+      const auto slashRoute = [&l](const std::string& p) {
+        return p == l.root || p == l.systems || p == l.blocks || p == l.zones || p == l.sessions;
+      };
+      if (slashRoute(path)) {
+        const auto q = req.target.find('?');
+        const auto host = req.header("Host");
+        const std::string origin =
+            host ? std::string(req.tls ? "https://" : "http://") + *host : std::string();
+        stream->send(Response::text(308, "Permanent Redirect")
+                         .withHeader("Location", origin + path + "/" +
+                                                     (q == std::string::npos ? "" : req.target.substr(q))));
+        return;
+      }
+      if (path.size() > 1 && path.back() == '/' && slashRoute(path.substr(0, path.size() - 1))) {
+        path.pop_back();
+      }
+    }
     if ((path == l.root || path == l.root + "/") && req.method == "GET") {
-      stream->send(Response::json(200, {{"@odata.id", l.root},
+      stream->send(Response::json(200, {{"@odata.id", l.emulator ? l.root + "/" : l.root},
                                         {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
                                         {"Id", "RootService"},
                                         {"Name", "chassis-sim " + chassis + " (test double)"},
@@ -529,21 +639,44 @@ class SimServer::Impl {
     const Chassis& c = *snap;
     if (req.method == "GET") {
       if (path == l.comp) {
-        stream->send(
-            Response::json(200, {{"@odata.id", l.comp},
-                                 {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
-                                 {"Id", "CompositionService"},
-                                 {"ServiceEnabled", true},
-                                 {"ResourceBlocks", {{"@odata.id", l.blocks}}}}));
+        json body{{"@odata.id", l.comp},
+                  {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
+                  {"Id", "CompositionService"},
+                  {"ServiceEnabled", true},
+                  {"ResourceBlocks", {{"@odata.id", l.blocks}}}};
+        if (l.emulator) {
+          body["ResourceZones"] = {{"@odata.id", l.zones}};
+          body["AllowOverprovisioning"] = false;
+          body["AllowZoneAffinity"] = true;
+        }
+        stream->send(Response::json(200, body));
+        return;
+      }
+      if (l.emulator && path == l.zones) {
+        stream->send(Response::json(
+            200, collection(l, l.zones, "#ZoneCollection.ZoneCollection", "Resource Zones",
+                            {l.zones + "/1"})));
+        return;
+      }
+      if (l.emulator && path == l.zones + "/1") {
+        stream->send(Response::json(200, zoneJson(l, c)));
         return;
       }
       if (path == l.systems) {
         std::vector<std::string> members;
-        for (std::size_t i = 0; i < c.hosts.size(); ++i) {
-          members.push_back(l.system(i, c.hosts[i]));
+        if (l.emulator) {
+          for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+            if (c.gpus[g].host) {
+              members.push_back(l.composed(g, c.gpus[g]));
+            }
+          }
+        } else {
+          for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+            members.push_back(l.system(i, c.hosts[i]));
+          }
         }
         stream->send(Response::json(
-            200, collection(l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
+            200, collection(l, l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
                             "Systems", members)));
         return;
       }
@@ -565,16 +698,41 @@ class SimServer::Impl {
                     for (std::size_t g = 0; g < now->gpus.size(); ++g) {
                       members.push_back(l.block(g, now->gpus[g]));
                     }
+                    if (l.emulator) {
+                      for (std::size_t i = 0; i < now->hosts.size(); ++i) {
+                        members.push_back(l.computeBlock(i, now->hosts[i]));
+                      }
+                    }
                     return Response::json(
                         200,
-                        collection(l.blocks, "#ResourceBlockCollection.ResourceBlockCollection",
+                        collection(l, l.blocks, "#ResourceBlockCollection.ResourceBlockCollection",
                                    "Resource Blocks", members));
                   });
         return;
       }
-      for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+      for (std::size_t i = 0; i < c.hosts.size() && !l.emulator; ++i) {
         if (path == l.system(i, c.hosts[i])) {
           stream->send(withEtag(systemJson(l, c, i)));
+          return;
+        }
+      }
+      for (std::size_t i = 0; i < c.hosts.size() && l.emulator; ++i) {
+        const std::string link = l.computeBlock(i, c.hosts[i]);
+        if (path == link) {
+          stream->send(Response::json(200, computeBlockJson(l, c, i)));
+          return;
+        }
+        if (path == link + "/Processors/CPU0") {
+          stream->send(Response::json(200, {{"@odata.id", path},
+                                            {"Id", "CPU0"},
+                                            {"ProcessorType", "CPU"},
+                                            {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}}));
+          return;
+        }
+      }
+      for (std::size_t g = 0; g < c.gpus.size() && l.emulator; ++g) {
+        if (c.gpus[g].host && path == l.composed(g, c.gpus[g])) {
+          stream->send(Response::json(200, composedJson(l, c, g)));
           return;
         }
       }
@@ -590,7 +748,20 @@ class SimServer::Impl {
         }
       }
     }
-    if (req.method == "POST") {
+    if (l.emulator && req.method == "POST" && path == l.systems) {
+      compose(req, l, c, chassis, std::move(stream));
+      return;
+    }
+    if (l.emulator && req.method == "DELETE") {
+      for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+        if (c.gpus[g].host && path == l.composed(g, c.gpus[g])) {
+          moveOperation(chassis, c.gpus[g].gid, *c.gpus[g].host, false, Response{200, {}, {}},
+                        std::move(stream));
+          return;
+        }
+      }
+    }
+    if (req.method == "POST" && !l.emulator) {
       for (std::size_t i = 0; i < c.hosts.size(); ++i) {
         const bool add = path == l.addAction(i, c.hosts[i]);
         if (add || path == l.removeAction(i, c.hosts[i])) {
@@ -630,10 +801,63 @@ class SimServer::Impl {
                                 "ResourceBlockETag/ComputerSystemETag missing or not current"));
       return;
     }
-    const std::string gid = gpu->gid;
-    const std::uint32_t port = host.port;
+    moveOperation(chassis, gpu->gid, host.port, add, Response{204, {}, {}}, std::move(stream));
+  }
+
+  // emulator: POST <Systems> {"Links":{"ResourceBlocks":[compute, gpu]}} composes one GPU
+  // with one host; answered 200 with the new system (as the DMTF emulator answers).
+  void compose(const Request& req, const Links& l, const Chassis& c, const std::string& chassis,
+               std::shared_ptr<ResponseStream> stream) {
+    auto blocks = fabric::redfish::parseComposeRequest(req.body);
+    if (!blocks) {
+      stream->send(redfishError(400, "PropertyMissing", blocks.error().message));
+      return;
+    }
+    std::optional<std::size_t> host;
+    std::optional<std::size_t> gpu;
+    for (const auto& link : *blocks) {
+      bool known = false;
+      for (std::size_t i = 0; i < c.hosts.size(); ++i) {
+        if (link == l.computeBlock(i, c.hosts[i])) {
+          known = !host.has_value();
+          host = i;
+        }
+      }
+      for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+        if (link == l.block(g, c.gpus[g])) {
+          known = !gpu.has_value();
+          gpu = g;
+        }
+      }
+      if (!known) {
+        stream->send(redfishError(400, "PropertyValueNotInList",
+                                  "Links.ResourceBlocks: " + link +
+                                      " is unknown or a second block of its kind; this chassis "
+                                      "composes one Compute block with one GPU block"));
+        return;
+      }
+    }
+    if (!host || !gpu) {
+      stream->send(redfishError(400, "PropertyMissing",
+                                "Links.ResourceBlocks needs one Compute block and one GPU block"));
+      return;
+    }
+    const Gpu& g = c.gpus[*gpu];
+    if (g.host) {
+      stream->send(redfishError(409, "ResourceInUse", "resource block " + g.gid + " is composed"));
+      return;
+    }
+    Chassis after = c;
+    after.gpus[*gpu].host = c.hosts[*host].port;
+    moveOperation(chassis, g.gid, c.hosts[*host].port, true,
+                  Response::json(200, composedJson(l, after, *gpu)), std::move(stream));
+  }
+
+  // One assign/unassign through latency and faults; `ok` is the reply when it works.
+  void moveOperation(const std::string& chassis, const std::string& gid, std::uint32_t port,
+                     bool add, Response ok, std::shared_ptr<ResponseStream> stream) {
     operation(chassis, add ? Op::kAssign : Op::kUnassign, gid, std::move(stream),
-              [this, chassis, gid, port, add](const std::optional<Fault>& f) {
+              [this, chassis, gid, port, add, ok](const std::optional<Fault>& f) {
                 if (f) {
                   switch (f->kind) {
                     case FaultKind::kFail:
@@ -643,10 +867,10 @@ class SimServer::Impl {
                     case FaultKind::kMalformed:
                       return malformedReply(*f);
                     case FaultKind::kLieSuccess:
-                      return Response{204, {}, {}};
+                      return ok;
                     case FaultKind::kLoseGpu:
                       (void)model_->loseGpu(chassis, gid);
-                      return Response{204, {}, {}};
+                      return ok;
                     default:
                       break;
                   }
@@ -662,7 +886,7 @@ class SimServer::Impl {
                       code, st.error().code == "conflict" ? "ResourceInUse" : "ActionNotSupported",
                       st.error().message);
                 }
-                return Response{204, {}, {}};
+                return ok;
               });
   }
 

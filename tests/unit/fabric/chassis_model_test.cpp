@@ -74,6 +74,8 @@ TEST_CASE("sim topology: invalid files name the problem", "[fabric][sim-model]")
        "min <= max"},
       {"latency: {teleport: [1, 1]}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
        "unknown operation"},
+      {"redfish: {profile: dmtf}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
+       "\"classic\" or \"emulator\""},
   }));
   CAPTURE(text);
   auto t = parseTopology(text);

@@ -1,6 +1,8 @@
-// The FabricDriver contract, run identically against every implementation: the H3 driver,
-// the Redfish driver (session and basic auth) and a FabricPool of both, each talking to the
-// chassis simulator in-process over real HTTP.
+// The FabricDriver contract, run identically against every implementation and every simulator
+// profile: the H3 driver, the Redfish driver on the classic profile (session and basic auth)
+// and on the emulator profile (308 on /redfish/v1, Links.Members collections, composition by
+// POST/DELETE only), and a FabricPool of H3 and Redfish, each talking to the chassis simulator
+// in-process over real HTTP.
 
 #include <catch2/catch.hpp>
 
@@ -36,6 +38,10 @@ Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
   } else if (kind == "redfish-basic") {
     s.driver = sim.redfish("falcon-a", log, RedfishAuth::kBasic);
     s.host = systemOf;
+  } else if (kind == "redfish-emulator") {
+    // Hosts are the Compute ResourceBlocks, named like the classic profile's systems.
+    s.driver = sim.redfish("falcon-a", log, RedfishAuth::kSession);
+    s.host = systemOf;
   } else {
     std::vector<std::unique_ptr<FabricDriver>> members;
     members.push_back(sim.redfish("falcon-a", log));
@@ -48,14 +54,20 @@ Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
   return s;
 }
 
-#define KINDS GENERATE(as<std::string>{}, "h3", "redfish-session", "redfish-basic", "pool")
+#define KINDS \
+  GENERATE(as<std::string>{}, "h3", "redfish-session", "redfish-basic", "redfish-emulator", "pool")
+
+// The simulator profile a kind runs against.
+std::string topologyFor(const std::string& kind) {
+  return test::defaultTopology(kind == "redfish-emulator" ? "redfish: {profile: emulator}\n" : "");
+}
 
 }  // namespace
 
 TEST_CASE("contract: inventory reports every GPU as the chassis has it", "[fabric][contract]") {
   const std::string kind = KINDS;
   CAPTURE(kind);
-  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
   SleepLog log;
   Subject s = makeSubject(kind, sim, log);
   auto inv = s.driver->inventory();
@@ -77,7 +89,7 @@ TEST_CASE("contract: inventory reports every GPU as the chassis has it", "[fabri
 TEST_CASE("contract: attach and detach are verified and idempotent", "[fabric][contract]") {
   const std::string kind = KINDS;
   CAPTURE(kind);
-  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
   SleepLog log;
   Subject s = makeSubject(kind, sim, log);
 
@@ -114,7 +126,7 @@ TEST_CASE("contract: attach and detach are verified and idempotent", "[fabric][c
 TEST_CASE("contract: bad requests fail clearly and change nothing", "[fabric][contract]") {
   const std::string kind = KINDS;
   CAPTURE(kind);
-  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
   SleepLog log;
   Subject s = makeSubject(kind, sim, log);
   const auto gpusOf = [&sim] {
@@ -146,7 +158,7 @@ TEST_CASE("contract: bad requests fail clearly and change nothing", "[fabric][co
 TEST_CASE("contract: every injected lie is caught by verification", "[fabric][contract]") {
   const std::string kind = KINDS;
   CAPTURE(kind);
-  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
   SleepLog log;
   Subject s = makeSubject(kind, sim, log);
 
@@ -223,7 +235,7 @@ TEST_CASE("contract: every injected lie is caught by verification", "[fabric][co
 TEST_CASE("contract: inventory failures are retried, then reported", "[fabric][contract]") {
   const std::string kind = KINDS;
   CAPTURE(kind);
-  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
   SleepLog log;
   Subject s = makeSubject(kind, sim, log);
 
@@ -245,7 +257,7 @@ TEST_CASE("contract: malformed replies are errors, never a success", "[fabric][c
                        R"({"body":"[{\"dev_type\":\"GPU\",\"Dev_GID\":5}]"})",
                        R"({"body":"<html>oops</html>"})", R"({"body":"{\"Members\":\"all\"}"})");
   CAPTURE(kind, body);
-  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
   SleepLog log;
   Subject s = makeSubject(kind, sim, log);
   auto spec = nlohmann::json::parse(body);

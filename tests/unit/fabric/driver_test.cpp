@@ -223,13 +223,62 @@ TEST_CASE("redfish driver: follows links, not URI conventions", "[fabric][redfis
   CHECK(sim.trueHost("falcon-a", "001300") == 0);
 }
 
-TEST_CASE("redfish driver: a service without composition is refused clearly", "[fabric][redfish]") {
-  ScriptedChassis svc;
-  svc.reply("GET /redfish/v1/",
-            kc::net::Response::text(
-                200, R"({"@odata.id":"/redfish/v1","Systems":{"@odata.id":"/redfish/v1/Systems"}})",
-                "application/json"));
-  SleepLog log;
+namespace {
+
+kc::net::Response redfishJson(const std::string& body) {
+  return kc::net::Response::text(200, body, "application/json");
+}
+
+// A composing service that offers neither composition style: systems without
+// Add/RemoveResourceBlock actions and no @Redfish.CollectionCapabilities anywhere. node-1 holds
+// gpu1; gpu0 is free. With `computeBlock`, node-1 is a Compute ResourceBlock composed into
+// system composed-1 together with gpu1 and a storage block (so deleting composed-1 would take
+// the storage along).
+void scriptNoComposition(ScriptedChassis& svc, bool computeBlock) {
+  const std::string rb = "/redfish/v1/CompositionService/ResourceBlocks";
+  const std::string sys = computeBlock ? "/redfish/v1/Systems/composed-1" : "/redfish/v1/Systems/node-1";
+  svc.reply("GET /redfish/v1/", redfishJson(R"({"@odata.id":"/redfish/v1/",
+      "Systems":{"@odata.id":"/redfish/v1/Systems"},
+      "CompositionService":{"@odata.id":"/redfish/v1/CompositionService"}})"));
+  svc.reply("GET /redfish/v1/CompositionService",
+            redfishJson(R"({"@odata.id":"/redfish/v1/CompositionService","ServiceEnabled":true,
+      "AllowOverprovisioning":false,"ResourceBlocks":{"@odata.id":")" + rb + R"("}})"));
+  svc.reply("GET /redfish/v1/Systems",
+            redfishJson(R"({"Members":[{"@odata.id":")" + sys + R"("}],"Members@odata.count":1})"));
+  std::string sysBlocks = R"([{"@odata.id":")" + rb + R"(/gpu1"})";
+  if (computeBlock) {
+    sysBlocks += R"(,{"@odata.id":")" + rb + R"(/node-1"},{"@odata.id":")" + rb + R"(/disk-1"})";
+  }
+  svc.reply("GET " + sys, redfishJson(R"({"@odata.id":")" + sys + R"(","Id":")" +
+                                      (computeBlock ? "composed-1" : "node-1") +
+                                      R"(","Links":{"ResourceBlocks":)" + sysBlocks + R"(]},
+      "Actions":{"#ComputerSystem.Reset":{"target":")" + sys + R"(/Actions/ComputerSystem.Reset"}}})"));
+  std::string members = R"({"@odata.id":")" + rb + R"(/gpu0"},{"@odata.id":")" + rb + R"(/gpu1"})";
+  if (computeBlock) {
+    members += R"(,{"@odata.id":")" + rb + R"(/node-1"})";
+  }
+  svc.reply("GET " + rb, redfishJson(R"({"Members":[)" + members + "]}"));
+  for (const std::string id : {"gpu0", "gpu1"}) {
+    const std::string link = rb + "/" + id;
+    svc.reply("GET " + link, redfishJson(R"({"@odata.id":")" + link + R"(","Id":")" + id + R"(",
+        "ResourceBlockType":["Processor"],"Status":{"State":"Enabled","Health":"OK"},
+        "CompositionStatus":{"CompositionState":")" + (id == "gpu1" ? "Composed" : "Unused") + R"("},
+        "Processors":[{"@odata.id":")" + link + R"(/Processors/GPU0"}]})"));
+    svc.reply("GET " + link + "/Processors/GPU0",
+              redfishJson(R"({"@odata.id":")" + link + R"(/Processors/GPU0","Id":"GPU0",
+        "ProcessorType":"GPU","Model":"A100","UUID":"00000000-0000-4000-8000-00000000000)" +
+                          id.substr(3) + R"(","Status":{"State":"Enabled","Health":"OK"}})"));
+  }
+  if (computeBlock) {
+    svc.reply("GET " + rb + "/node-1", redfishJson(R"({"@odata.id":")" + rb + R"(/node-1",
+        "Id":"node-1","ResourceBlockType":["Compute"],"Status":{"State":"Enabled","Health":"OK"},
+        "CompositionStatus":{"CompositionState":"Composed","SharingEnabled":true,
+                             "MaxCompositions":8,"NumberOfCompositions":1},
+        "Links":{"ComputerSystems":[{"@odata.id":"/redfish/v1/Systems/composed-1"}]}})"));
+  }
+}
+
+std::unique_ptr<RedfishDriver> scriptedRedfish(ScriptedChassis& svc, SleepLog& log) {
   RedfishOptions o;
   o.chassis = "bmc";
   o.baseUrl = svc.url();
@@ -238,8 +287,72 @@ TEST_CASE("redfish driver: a service without composition is refused clearly", "[
   o.sleeper = log.sleeper();
   auto d = RedfishDriver::create(o);
   REQUIRE(d.ok());
-  auto r = (*d)->inventory();
+  return std::move(d).value();
+}
+
+std::size_t writes(ScriptedChassis& svc) {
+  std::size_t n = 0;
+  for (const auto& r : svc.requests()) {
+    n += r.method != "GET" ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("redfish driver: a service without composition is refused clearly", "[fabric][redfish]") {
+  ScriptedChassis svc;
+  svc.reply("GET /redfish/v1/",
+            kc::net::Response::text(
+                200, R"({"@odata.id":"/redfish/v1","Systems":{"@odata.id":"/redfish/v1/Systems"}})",
+                "application/json"));
+  SleepLog log;
+  auto d = scriptedRedfish(svc, log);
+  auto r = d->inventory();
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == errc::kUnsupported);  // not a malformed reply: retrying cannot help
   CHECK_THAT(r.error().message, Catch::Contains("CompositionService"));
+}
+
+TEST_CASE("redfish driver: a service offering neither composition style is unsupported",
+          "[fabric][redfish]") {
+  const bool computeBlock = GENERATE(false, true);
+  CAPTURE(computeBlock);
+  ScriptedChassis svc;
+  scriptNoComposition(svc, computeBlock);
+  SleepLog log;
+  auto d = scriptedRedfish(svc, log);
+  auto inv = d->inventory();
+  REQUIRE(inv.ok());  // reading works; only moving does not
+  REQUIRE(inv->find("bmc.gpu1"));
+  CHECK(inv->find("bmc.gpu1")->hostPort == "node-1");
+
+  auto up = d->attach("bmc.gpu0", "node-1");
+  REQUIRE_FALSE(up.ok());
+  CHECK(up.error().code == errc::kUnsupported);  // not kProtocol: nothing was malformed
+  CHECK_THAT(up.error().message, Catch::Contains("offers no #ComputerSystem.AddResourceBlock"));
+  CHECK_THAT(up.error().message, Catch::Contains(computeBlock ? "ComputerSystemComposition"
+                                                              : "needs Compute ResourceBlocks"));
+  auto down = d->detach("bmc.gpu1");
+  REQUIRE_FALSE(down.ok());
+  CHECK(down.error().code == errc::kUnsupported);
+  CHECK_THAT(down.error().message, Catch::Contains("RemoveResourceBlock"));
+  CHECK_THAT(down.error().message,
+             Catch::Contains(computeBlock ? "disk-1" : "it is the host itself"));
+  CHECK(writes(svc) == 0);  // nothing was tried, nothing changed
+  CHECK(log.count() == 0);  // and nothing was retried
+}
+
+TEST_CASE("redfish driver: a redirect to another origin is refused, not followed",
+          "[fabric][redfish]") {
+  ScriptedChassis svc;
+  svc.reply("GET /redfish/v1/", kc::net::Response::text(308, "moved").withHeader(
+                                    "Location", "http://192.0.2.1:8000/redfish/v1/"));
+  SleepLog log;
+  auto d = scriptedRedfish(svc, log);
+  auto inv = d->inventory();
+  REQUIRE_FALSE(inv.ok());
+  CHECK(inv.error().code == errc::kProtocol);
+  CHECK_THAT(inv.error().message, Catch::Contains("another origin") &&
+                                      Catch::Contains("192.0.2.1:8000"));
 }

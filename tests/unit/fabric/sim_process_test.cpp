@@ -105,6 +105,7 @@ TEST_CASE("chassis-sim process: --help says it is a test double that persists no
   CHECK_THAT(help, Catch::Contains("--latency-scale"));
   CHECK_THAT(help, Catch::Contains("--dialect"));
   CHECK_THAT(help, Catch::Contains("--basic-auth"));
+  CHECK_THAT(help, Catch::Contains("--redfish-profile"));
 }
 
 TEST_CASE("chassis-sim process: a bad topology fails fast with the reason",
@@ -155,6 +156,32 @@ TEST_CASE("chassis-sim process: both drivers against the executable, then SIGTER
   CHECK(rinv->find("falcon-1.002F00")->hostPort == "css-host-129");
   rfd->reset();  // logs out while the simulator still runs
 
+  child.signal(SIGTERM);
+  CHECK(child.wait() == 0);
+}
+
+TEST_CASE("chassis-sim process: --redfish-profile emulator serves the second Redfish profile",
+          "[fabric][sim-process]") {
+  Child child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0", "--dialect",
+               "redfish", "--redfish-profile", "emulator"});
+  const std::string first = child.readLine();
+  INFO(first);
+  CHECK_THAT(first, Catch::Contains("redfish profile emulator"));
+  const auto at = first.find("http://");
+  REQUIRE(at != std::string::npos);
+  const std::string base = first.substr(at, first.find(' ', at) - at);
+  RedfishOptions rf;
+  rf.chassis = "falcon-1";
+  rf.baseUrl = base + "/chassis/falcon-1";
+  rf.auth = RedfishAuth::kNone;
+  rf.sleeper = [](Millis) {};
+  auto rfd = RedfishDriver::create(rf);
+  REQUIRE(rfd.ok());
+  REQUIRE((*rfd)->detach("falcon-1.002F00").ok());  // DELETE of the composed system
+  REQUIRE((*rfd)->attach("falcon-1.002F00", "css-host-129").ok());  // POST to Systems
+  auto inv = (*rfd)->inventory();
+  REQUIRE(inv.ok());
+  CHECK(inv->find("falcon-1.002F00")->hostPort == "css-host-129");
   child.signal(SIGTERM);
   CHECK(child.wait() == 0);
 }
