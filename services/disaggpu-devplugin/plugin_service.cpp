@@ -1,5 +1,6 @@
 #include "services/disaggpu-devplugin/plugin_service.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "libcore/grpc/status.hpp"
@@ -14,13 +15,16 @@ class DevicePluginService::Stream final
  public:
   explicit Stream(DevicePluginService& service) : service_(service) {}
 
-  // Called with the service's streamsMu_ held.
-  void offer(std::shared_ptr<const Snapshot> snapshot) {
+  // Called with the service's streamsMu_ held. A snapshot not newer than one already offered
+  // is dropped unless `again` (kubelet is to get the current list once more).
+  void offer(std::shared_ptr<const Snapshot> snapshot, bool again = false) {
     {
       std::lock_guard lock(mu_);
-      if (finishing_) {
+      if (finishing_ || (!again && snapshot->version <= offeredVersion_ && offeredAny_)) {
         return;
       }
+      offeredVersion_ = std::max(offeredVersion_, snapshot->version);
+      offeredAny_ = true;
       pending_ = std::move(snapshot);
       if (writing_) {
         return;
@@ -114,6 +118,8 @@ class DevicePluginService::Stream final
   std::shared_ptr<const Snapshot> pending_;
   v1beta1::ListAndWatchResponse message_;  // alive while its write is in flight
   std::uint64_t writingVersion_ = 0;
+  std::uint64_t offeredVersion_ = 0;
+  bool offeredAny_ = false;
   bool writing_ = false;
   bool finishing_ = false;
   bool finishPending_ = false;
@@ -261,13 +267,15 @@ grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(
 grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* DevicePluginService::ListAndWatch(
     grpc::CallbackServerContext* /*ctx*/, const v1beta1::Empty* /*request*/) {
   auto* stream = new Stream(*this);  // deletes itself in OnDone
-  std::shared_ptr<const Snapshot> current;
   {
-    std::lock_guard lock(stateMu_);
-    current = snapshot_;
-  }
-  {
+    // The snapshot is read with streamsMu_ held, so a setInventory() racing with this call
+    // either published before (we read its snapshot) or offers after we are in streams_.
     std::lock_guard lock(streamsMu_);
+    std::shared_ptr<const Snapshot> current;
+    {
+      std::lock_guard state(stateMu_);
+      current = snapshot_;
+    }
     if (closed_) {
       stream->finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "device plugin is stopping"));
     } else {
@@ -344,7 +352,7 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(grpc::CallbackServerCont
     }
     std::lock_guard lock(streamsMu_);
     for (Stream* s : streams_) {
-      s->offer(current);
+      s->offer(current, /*again=*/true);
     }
   }
   if (hooks_.onAllocate) {

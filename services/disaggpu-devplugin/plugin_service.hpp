@@ -110,7 +110,8 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   std::deque<std::pair<std::uint64_t, std::vector<std::string>>> allocations_;
   std::uint64_t allocSeq_ = 0;
 
-  mutable std::mutex streamsMu_;  // guards streams_, closed_; taken before a Stream's own lock
+  // Guards streams_, closed_. Lock order: streamsMu_, then stateMu_, then a Stream's own lock.
+  mutable std::mutex streamsMu_;
   std::set<Stream*> streams_;
   bool closed_ = false;
 

@@ -78,6 +78,12 @@ TEST_CASE("ListAndWatch sends the full list at once, then on every change only",
   REQUIRE(fourth);
   CHECK(fourth->devices == List{{"c0.1", "Healthy"}});
   CHECK(reader.count() == 4);  // the repeated identical inventory sent nothing
+  // The client can read a list before the server's write completion runs: wait for it.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!p.service.deliveredToAll(p.service.listVersion()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    p.service.waitForChange(p.service.changeTick(), 100ms);
+  }
   CHECK(p.service.deliveredToAll(p.service.listVersion()));
 }
 
