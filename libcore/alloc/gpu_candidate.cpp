@@ -21,7 +21,8 @@ std::unordered_map<NodeIndex, std::uint32_t> countPerNode(const ClusterState& st
 
 }  // namespace
 
-std::vector<GpuIndex> gpuCandidates(const ClusterState& state, NodeIndex target) {
+std::vector<GpuIndex> gpuCandidates(const ClusterState& state, NodeIndex target,
+                                    const GpuModelFilter& models) {
   std::vector<GpuIndex> out;
   const PoolIndex pool = state.node(target).pool;
   if (pool == kNoPool) {
@@ -31,7 +32,7 @@ std::vector<GpuIndex> gpuCandidates(const ClusterState& state, NodeIndex target)
   out.reserve(gpus.size());
   for (GpuIndex g : gpus) {
     const GpuState& gpu = state.gpu(g);
-    if (gpu.free() && gpu.node != target) {
+    if (gpu.free() && gpu.node != target && models.accepts(gpu.model)) {
       out.push_back(g);
     }
   }
@@ -102,7 +103,7 @@ void FirstFitGpuPolicy::rank(const ClusterState&, std::vector<GpuIndex>&, std::u
 
 Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex target,
                                          std::uint32_t count, const GpuPolicy& policy,
-                                         SplitMix64* rng) {
+                                         SplitMix64* rng, const GpuModelFilter& models) {
   if (target >= state.nodeCount()) {
     return makeError("invalid", "unknown node index " + std::to_string(target));
   }
@@ -113,12 +114,15 @@ Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex ta
   if (count == 0) {
     return std::vector<GpuIndex>{};
   }
-  std::vector<GpuIndex> candidates = gpuCandidates(state, target);
+  std::vector<GpuIndex> candidates = gpuCandidates(state, target, models);
   if (candidates.size() < count) {
     return makeError("insufficient", "node '" + state.node(target).name + "' needs " +
                                          std::to_string(count) + " GPUs but its pool has " +
                                          std::to_string(candidates.size()) +
-                                         " free GPUs elsewhere");
+                                         " free GPUs elsewhere" +
+                                         (models.acceptsAny()
+                                              ? std::string()
+                                              : " of the models " + models.toString(',')));
   }
   policy.rank(state, candidates, count, rng);
   candidates.resize(count);

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/rng.hpp"
 #include "libcore/base/result.hpp"
@@ -71,20 +72,24 @@ struct FirstFitGpuPolicy {
                    std::uint32_t count, SplitMix64* rng);
 };
 
-// The candidates for `target`, in inventory order. Empty if the node is wired to no pool.
+// The candidates for `target`, in inventory order, of an accepted model only (the default
+// filter accepts any). Empty if the node is wired to no pool.
 // Precondition: target < state.nodeCount().
-std::vector<GpuIndex> gpuCandidates(const ClusterState& state, NodeIndex target);
+std::vector<GpuIndex> gpuCandidates(const ClusterState& state, NodeIndex target,
+                                    const GpuModelFilter& models = {});
 
 // Algorithm 1's score of each candidate (same order as `candidates`), unattached GPUs grouped
 // as one pseudo-node as in the original.
 std::vector<std::int64_t> algorithm1Scores(const ClusterState& state,
                                            std::span<const GpuIndex> candidates);
 
-// The `count` GPUs to move to `target`, best first. Errors: "invalid" (bad node index, policy
-// needs a generator and rng is null), "insufficient" (fewer candidates than count; nothing is
-// chosen then). count == 0 gives an empty list.
+// The `count` GPUs to move to `target`, best first, among the candidates of an accepted model
+// (the policy ranks only those). Errors: "invalid" (bad node index, policy needs a generator
+// and rng is null), "insufficient" (fewer candidates than count; nothing is chosen then).
+// count == 0 gives an empty list.
 Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex target,
                                          std::uint32_t count, const GpuPolicy& policy,
-                                         SplitMix64* rng = nullptr);
+                                         SplitMix64* rng = nullptr,
+                                         const GpuModelFilter& models = {});
 
 }  // namespace kc::alloc

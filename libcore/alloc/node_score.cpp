@@ -2,6 +2,8 @@
 
 #include <array>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kc::alloc {
 namespace {
@@ -95,9 +97,12 @@ std::string_view toString(NodeFilterReason reason) {
   return "unknown";
 }
 
-NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodRequest& pod,
-                            Composability mode) {
-  const NodeState& node = state.node(n);
+namespace {
+
+// Step 1 for one node whose free GPUs are `nodeFree` (attached to it) and `poolFree` (in its
+// pool, the node's included).
+NodeFilterReason filterWith(const NodeState& node, const PodRequest& pod, Composability mode,
+                            std::uint32_t nodeFree, std::uint32_t poolFree) {
   if (!node.schedulable) {
     return NodeFilterReason::Cordoned;
   }
@@ -107,7 +112,7 @@ NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodReq
   if (pod.memoryMiB > node.memoryMiBFree()) {
     return NodeFilterReason::InsufficientMemory;
   }
-  if (pod.gpus == 0 || node.freeGpus >= pod.gpus) {
+  if (pod.gpus == 0 || nodeFree >= pod.gpus) {
     return NodeFilterReason::Feasible;
   }
   if (mode == Composability::Preconfigured) {
@@ -117,31 +122,58 @@ NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodReq
     return NodeFilterReason::NoPool;
   }
   // The pool's free GPUs include the node's own: candidates elsewhere = pool - node >= deficit.
-  if (state.pool(node.pool).freeGpus < pod.gpus) {
+  if (poolFree < pod.gpus) {
     return NodeFilterReason::PoolShort;
   }
   return NodeFilterReason::Feasible;
 }
 
+}  // namespace
+
+NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodRequest& pod,
+                            Composability mode) {
+  const NodeState& node = state.node(n);
+  return filterWith(node, pod, mode, node.freeGpus,
+                    node.pool == kNoPool ? 0 : state.pool(node.pool).freeGpus);
+}
+
 namespace {
 
-// The one selection loop (step 1-3 above), over the nodes `nodeAt(0..count-1)`.
-template <typename NodeAt>
-Result<NodeChoice> selectOver(const ClusterState& state, const PodRequest& pod,
-                              const NodePolicy& policy, Composability mode, NodeIndex count,
-                              NodeAt nodeAt) {
+// The aggregates of ClusterState as they are: what every unconstrained pod sees.
+struct PlainView {
+  const ClusterState& state;
+  const NodeState& node(NodeIndex n) const { return state.node(n); }
+  std::uint32_t poolFree(PoolIndex p) const { return p == kNoPool ? 0 : state.pool(p).freeGpus; }
+};
+
+// The cluster as a pod accepting only some GPU models sees it: free GPUs counted over the
+// accepted models only (nodes copied with freeGpus replaced, so the policies compare them
+// unchanged).
+struct ModelView {
+  std::vector<NodeState> nodes;
+  std::vector<std::uint32_t> pools;
+  const NodeState& node(NodeIndex n) const { return nodes[n]; }
+  std::uint32_t poolFree(PoolIndex p) const { return p == kNoPool ? 0 : pools[p]; }
+};
+
+// The one selection loop (step 1-3 above), over the nodes `nodeAt(0..count-1)` as `view`
+// shows them.
+template <typename View, typename NodeAt>
+Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const NodePolicy& policy,
+                              Composability mode, NodeIndex count, NodeAt nodeAt) {
   constexpr std::size_t kReasons = 7;
   std::array<std::uint64_t, kReasons> filtered{};
   const NodeState* best = nullptr;
   NodeIndex bestIndex = kNoNode;
   for (NodeIndex i = 0; i < count; ++i) {
     const NodeIndex n = nodeAt(i);
-    const NodeFilterReason reason = filterNode(state, n, pod, mode);
+    const NodeState& node = view.node(n);
+    const NodeFilterReason reason =
+        filterWith(node, pod, mode, node.freeGpus, view.poolFree(node.pool));
     if (reason != NodeFilterReason::Feasible) {
       ++filtered[static_cast<std::size_t>(reason)];
       continue;
     }
-    const NodeState& node = state.node(n);
     if (best == nullptr) {
       best = &node;
       bestIndex = n;
@@ -175,15 +207,57 @@ Result<NodeChoice> selectOver(const ClusterState& state, const PodRequest& pod,
 
 Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
                               const NodePolicy& policy, Composability mode) {
-  return selectOver(state, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
-                    [](NodeIndex i) { return i; });
+  return selectOver(PlainView{state}, pod, policy, mode,
+                    static_cast<NodeIndex>(state.nodeCount()), [](NodeIndex i) { return i; });
 }
 
 Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& pod,
                                    const NodePolicy& policy, Composability mode,
                                    std::span<const NodeIndex> candidates) {
-  return selectOver(state, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
+  return selectOver(PlainView{state}, pod, policy, mode,
+                    static_cast<NodeIndex>(candidates.size()),
                     [&](NodeIndex i) { return candidates[i]; });
+}
+
+ModelFreeGpus countFreeGpus(const ClusterState& state, const GpuModelFilter& models) {
+  ModelFreeGpus out;
+  out.node.assign(state.nodeCount(), 0);
+  out.pool.assign(state.poolCount(), 0);
+  for (GpuIndex g = 0; g < state.gpuCount(); ++g) {
+    const GpuState& gpu = state.gpu(g);
+    if (!gpu.free() || !models.accepts(gpu.model)) {
+      continue;
+    }
+    ++out.pool[gpu.pool];
+    if (gpu.attached()) {
+      ++out.node[gpu.node];
+    }
+  }
+  return out;
+}
+
+Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodRequest& pod,
+                                       const GpuModelFilter& models, const NodePolicy& policy,
+                                       Composability mode) {
+  if (models.acceptsAny() || pod.gpus == 0) {
+    return selectNode(state, pod, policy, mode);
+  }
+  ModelFreeGpus free = countFreeGpus(state, models);
+  ModelView view;
+  view.nodes.reserve(state.nodeCount());
+  for (NodeIndex n = 0; n < state.nodeCount(); ++n) {
+    view.nodes.push_back(state.node(n));
+    view.nodes.back().freeGpus = free.node[n];
+  }
+  view.pools = std::move(free.pool);
+  auto choice = selectOver(view, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
+                           [](NodeIndex i) { return i; });
+  if (!choice) {
+    return makeError(choice.error().code, choice.error().message + " (accepting only GPU models " +
+                                              models.toString(kGpuModelsAnnotationSeparator) +
+                                              ")");
+  }
+  return choice;
 }
 
 }  // namespace kc::alloc

@@ -26,7 +26,9 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
+#include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/base/result.hpp"
 
@@ -111,5 +113,22 @@ Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
 Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& pod,
                                    const NodePolicy& policy, Composability mode,
                                    std::span<const NodeIndex> candidates);
+
+// Free GPUs of the accepted models only: node[n] attached to node n, pool[p] in pool p
+// (attached or not). O(gpus).
+struct ModelFreeGpus {
+  std::vector<std::uint32_t> node;
+  std::vector<std::uint32_t> pool;
+};
+ModelFreeGpus countFreeGpus(const ClusterState& state, const GpuModelFilter& models);
+
+// selectNode for a pod that accepts only `models` (gpu_model.hpp): the same filter, policies
+// and tie-break, with every "free GPUs" (the node's avail, the pool's supply) counted over GPUs
+// of an accepted model; the deficit is then the accepted GPUs to move (chooseGpus with the
+// same filter picks them). An unconstrained filter, or a pod needing no GPU, is selectNode.
+// O(gpus + nodes). Error "unschedulable" as selectNode's, naming the accepted models.
+Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodRequest& pod,
+                                       const GpuModelFilter& models, const NodePolicy& policy,
+                                       Composability mode);
 
 }  // namespace kc::alloc

@@ -1,5 +1,7 @@
 #include "libcore/alloc/pool_model.hpp"
 
+#include "libcore/alloc/gpu_model.hpp"
+
 #include <string>
 #include <utility>
 
@@ -74,6 +76,10 @@ Result<GpuIndex> ClusterState::addGpu(GpuSpec spec) {
   } else if (spec.inUse) {
     return makeError("invalid", "GPU '" + spec.id + "' is in use but attached to no node");
   }
+  if (!spec.model.empty() && !validGpuModelName(spec.model)) {
+    return makeError("invalid", "GPU '" + spec.id + "': '" + spec.model +
+                                    "' is not a GPU model name");
+  }
   if (gpus_.size() >= std::numeric_limits<GpuIndex>::max()) {
     return makeError("invalid", "too many GPUs");
   }
@@ -84,6 +90,7 @@ Result<GpuIndex> ClusterState::addGpu(GpuSpec spec) {
   gpuById_.emplace(spec.id, index);
   gpus_.push_back(GpuState{.id = std::move(spec.id),
                            .uuid = std::move(spec.uuid),
+                           .model = std::move(spec.model),
                            .pool = spec.pool,
                            .node = kNoNode,
                            .inUse = spec.inUse,

@@ -49,6 +49,7 @@ struct NodeSpec {
 struct GpuSpec {
   std::string id{};    // the pool's device id (device-plugin device ID), unique in the cluster
   std::string uuid{};  // the GPU's own UUID (NVIDIA_VISIBLE_DEVICES)
+  std::string model{};  // "" (unknown) or a validGpuModelName (gpu_model.hpp), e.g. "A100"
   PoolIndex pool = 0;
   NodeIndex node = kNoNode;  // attached node, or kNoNode
   bool inUse = false;
@@ -86,6 +87,7 @@ struct NodeState {
 struct GpuState {
   std::string id{};
   std::string uuid{};
+  std::string model{};  // what constrained pods match (GpuModelFilter); "" matches none
   PoolIndex pool = 0;
   NodeIndex node = kNoNode;
   bool inUse = false;
@@ -100,7 +102,8 @@ struct GpuState {
 
 class ClusterState {
  public:
-  // Building. Names and GPU ids must be non-empty and unique; errors: "invalid", "conflict".
+  // Building. Names and GPU ids must be non-empty and unique, a GPU model empty or a
+  // validGpuModelName; errors: "invalid", "conflict".
   Result<PoolIndex> addPool(std::string name);
   Result<NodeIndex> addNode(NodeSpec spec);
   // The GPU may start attached (to a node of its pool), in use (only if attached), unhealthy

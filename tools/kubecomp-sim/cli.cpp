@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
 #include "tools/kubecomp-sim/engine.hpp"
@@ -45,6 +46,7 @@ struct Options {
   std::int64_t pools = 1;
   std::string layout = "4+4";
   std::int64_t unattached = 0;
+  std::string gpuModel;
   double nodeCpu = 192;
   std::int64_t nodeMemoryMib = 1 << 20;
   // behaviour
@@ -230,6 +232,11 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
   spec.pools = static_cast<std::uint32_t>(o.pools);
   spec.perNodeGpus = *layout;
   spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
+  if (!o.gpuModel.empty() && !alloc::validGpuModelName(o.gpuModel)) {
+    return makeError("invalid", "--gpu-model '" + o.gpuModel +
+                                    "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
+  }
+  spec.gpuModel = o.gpuModel;
   spec.nodeCpuMilli = static_cast<std::int64_t>(std::llround(o.nodeCpu * 1000));
   spec.nodeMemoryMib = o.nodeMemoryMib;
   return buildCluster(spec);
@@ -350,6 +357,10 @@ int runCli(int argc, char** argv) {
       ->group(cl);
   app.add_option("--unattached", o.unattached, "GPUs per pool attached to no node at the start")
       ->capture_default_str()
+      ->group(cl);
+  app.add_option("--gpu-model", o.gpuModel,
+                 "model of every GPU of the layout (matched by gpu_spec; default none, so a job "
+                 "with a gpu_spec cannot run); the Alibaba node list gives each node's model")
       ->group(cl);
   app.add_option("--node-cpu", o.nodeCpu, "CPU cores per node (testbed: 192)")
       ->capture_default_str()

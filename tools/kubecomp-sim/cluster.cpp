@@ -85,6 +85,7 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
         alloc::GpuSpec gs;
         gs.id = padded("g", gpuIndex, 7);
         gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
+        gs.model = spec.gpuModel;
         gs.pool = *pool;
         gs.node = *node;
         if (auto r = state.addGpu(std::move(gs)); !r) {
@@ -96,6 +97,7 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
       alloc::GpuSpec gs;
       gs.id = padded("g", gpuIndex, 7);
       gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
+      gs.model = spec.gpuModel;
       gs.pool = *pool;
       if (auto r = state.addGpu(std::move(gs)); !r) {
         return r.error();
@@ -136,6 +138,7 @@ Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& n
       alloc::GpuSpec gs;
       gs.id = padded("g", gpuIndex, 7);
       gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
+      gs.model = nodes[i].model;
       gs.pool = pool;
       gs.node = *node;
       if (auto r = state.addGpu(std::move(gs)); !r) {

@@ -21,6 +21,7 @@ struct LayoutSpec {
   std::uint32_t unattachedPerPool = 0;  // GPUs in each pool attached to no node at the start
   std::int64_t nodeCpuMilli = 0;
   std::int64_t nodeMemoryMib = 0;
+  std::string gpuModel{};  // the model of every GPU ("": unknown, serves no gpu_spec)
 };
 
 // "4+4+8+8" -> {4,4,8,8}; "0+8" -> {0,8}. Error "invalid" for anything else.
@@ -31,7 +32,8 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text);
 // index order.
 Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec);
 
-// Nodes of the Alibaba node list, each keeping its own GPUs attached, grouped into pools of
+// Nodes of the Alibaba node list, each keeping its own GPUs attached (of the node's model),
+// grouped into pools of
 // `nodesPerPool` consecutive nodes (0: one pool holding every node).
 Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& nodes,
                                                   std::uint32_t nodesPerPool);

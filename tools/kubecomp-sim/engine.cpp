@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -114,15 +116,46 @@ class UsageAccumulator {
 };
 
 // Whether a request could run on the EMPTY cluster: some node type with enough CPU, memory
-// and reachable GPUs (its pool's healthy GPUs when composable, its own when preconfigured).
+// and reachable GPUs of an accepted model (its pool's healthy GPUs when composable, its own
+// when preconfigured). One table of node types per GPU model filter, built when first needed.
 class RunnableCheck {
  public:
-  RunnableCheck(const alloc::ClusterState& s, alloc::Composability mode) {
+  RunnableCheck(const alloc::ClusterState& s, alloc::Composability mode)
+      : state_(s), mode_(mode) {}
+
+  bool runnable(const alloc::PodRequest& pod, std::uint32_t filter,
+                const alloc::GpuModelFilter& models) {
+    const Key key{pod.cpuMilli, pod.memoryMiB, pod.gpus, filter};
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      return it->second;
+    }
+    if (types_.size() <= filter) {
+      types_.resize(filter + 1);
+    }
+    if (!types_[filter]) {
+      types_[filter] = nodeTypes(models);
+    }
+    bool ok = false;
+    for (const auto& [cpu, mem, gpus] : *types_[filter]) {
+      if (pod.cpuMilli <= cpu && pod.memoryMiB <= mem && pod.gpus <= gpus) {
+        ok = true;
+        break;
+      }
+    }
+    cache_.emplace(key, ok);
+    return ok;
+  }
+
+ private:
+  using Types = std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>;
+
+  Types nodeTypes(const alloc::GpuModelFilter& models) const {
+    const alloc::ClusterState& s = state_;
     std::vector<std::uint64_t> poolHealthy(s.poolCount(), 0);
     std::vector<std::uint64_t> nodeHealthy(s.nodeCount(), 0);
     for (alloc::GpuIndex g = 0; g < s.gpuCount(); ++g) {
       const auto& gpu = s.gpu(g);
-      if (!gpu.healthy) {
+      if (!gpu.healthy || !models.accepts(gpu.model)) {
         continue;
       }
       ++poolHealthy[gpu.pool];
@@ -137,55 +170,43 @@ class RunnableCheck {
         continue;
       }
       std::uint64_t gpus = 0;
-      if (mode == alloc::Composability::Composable) {
+      if (mode_ == alloc::Composability::Composable) {
         gpus = node.pool == alloc::kNoPool ? 0 : poolHealthy[node.pool];
       } else {
         gpus = nodeHealthy[n];
       }
       types.emplace(node.cpuMilliCapacity, node.memoryMiBCapacity, gpus);
     }
-    types_.assign(types.begin(), types.end());
+    return Types(types.begin(), types.end());
   }
 
-  bool runnable(const alloc::PodRequest& pod) {
-    const Key key{pod.cpuMilli, pod.memoryMiB, pod.gpus};
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      return it->second;
-    }
-    bool ok = false;
-    for (const auto& [cpu, mem, gpus] : types_) {
-      if (pod.cpuMilli <= cpu && pod.memoryMiB <= mem && pod.gpus <= gpus) {
-        ok = true;
-        break;
-      }
-    }
-    cache_.emplace(key, ok);
-    return ok;
-  }
-
- private:
   struct Key {
     std::uint64_t cpu, mem, gpus;
+    std::uint32_t filter;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return std::hash<std::uint64_t>()(k.cpu * 1'000'003ULL ^ k.mem * 7919ULL ^ k.gpus);
+      return std::hash<std::uint64_t>()(k.cpu * 1'000'003ULL ^ k.mem * 7919ULL ^ k.gpus ^
+                                        (std::uint64_t{k.filter} << 40));
     }
   };
-  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> types_;
+  const alloc::ClusterState& state_;  // the empty cluster (the engine's copy is mutated)
+  alloc::Composability mode_;
+  std::vector<std::optional<Types>> types_;  // per filter index
   std::unordered_map<Key, bool, KeyHash> cache_;
 };
 
 class Engine {
  public:
   Engine(const alloc::ClusterState& cluster, const Trace& trace, const SimConfig& config)
-      : state_(cluster),
+      : initial_(cluster),
+        state_(cluster),
         trace_(trace),
         config_(config),
         rng_(config.seed),
         usage_(cluster.gpuCount()),
-        runnable_(cluster, config.mode),
+        runnable_(initial_, config.mode),
         poolBusyUntil_(cluster.poolCount(), 0) {
     result_.jobs.resize(trace.jobs.size());
     result_.totalGpus = cluster.gpuCount();
@@ -251,10 +272,14 @@ class Engine {
       }
       while (nextArrival < jobs.size() && jobs[nextArrival].arrival == now) {
         const Job& job = jobs[nextArrival];
-        if (runnable_.runnable(podOf(job))) {
+        const std::uint32_t f = filterOf_[nextArrival];
+        if (runnable_.runnable(podOf(job), f, filters_[f])) {
           queue_.push_back(static_cast<std::uint32_t>(nextArrival));
         } else {
           ++result_.rejected;
+          if (f != 0 && runnable_.runnable(podOf(job), 0, filters_[0])) {
+            ++result_.rejectedGpuModel;
+          }
           ++finished;
         }
         ++nextArrival;
@@ -274,9 +299,28 @@ class Engine {
     return std::move(result_);
   }
 
-  Status validate() const {
+  // Checks the trace and config, and parses every job's gpuSpec once (equal texts share one
+  // filter; index 0 accepts any GPU).
+  Status validate() {
+    filters_.assign(1, alloc::GpuModelFilter{});
+    filterOf_.assign(trace_.jobs.size(), 0);
+    std::map<std::string, std::uint32_t, std::less<>> bySpec;
     for (std::size_t i = 0; i < trace_.jobs.size(); ++i) {
       const Job& j = trace_.jobs[i];
+      if (!j.gpuSpec.empty()) {
+        auto [it, added] = bySpec.try_emplace(j.gpuSpec, 0);
+        if (added) {
+          auto f = alloc::GpuModelFilter::parse(j.gpuSpec, alloc::kGpuSpecSeparator);
+          if (!f) {
+            return makeError("invalid", "job '" + j.id + "': " + f.error().message);
+          }
+          it->second = f->acceptsAny() ? 0 : static_cast<std::uint32_t>(filters_.size());
+          if (!f->acceptsAny()) {
+            filters_.push_back(std::move(*f));
+          }
+        }
+        filterOf_[i] = it->second;
+      }
       if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
         return makeError("invalid", "job '" + j.id + "' has a negative time or request");
       }
@@ -332,13 +376,17 @@ class Engine {
     }
     // Greedy backfill (beyond the paper). A request at least as large as one that failed in
     // this pass fails too (feasibility is monotone in cpu, memory and GPUs), so skip it.
-    std::vector<alloc::PodRequest> failed;
+    // A model filter only narrows the GPUs, so a failed unconstrained request also dominates
+    // constrained ones; a failed constrained one dominates only requests with its filter.
+    std::vector<std::pair<alloc::PodRequest, std::uint32_t>> failed;
     for (auto it = queue_.begin(); it != queue_.end();) {
       const alloc::PodRequest pod = podOf(trace_.jobs[*it]);
-      const bool dominated =
-          std::any_of(failed.begin(), failed.end(), [&](const alloc::PodRequest& f) {
-            return pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
-          });
+      const std::uint32_t filter = filterOf_[*it];
+      const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const auto& fail) {
+        const alloc::PodRequest& f = fail.first;
+        return (fail.second == 0 || fail.second == filter) && pod.cpuMilli >= f.cpuMilli &&
+               pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
+      });
       if (dominated) {
         ++it;
         continue;
@@ -350,7 +398,7 @@ class Engine {
       if (*placed) {
         it = queue_.erase(it);
       } else {
-        failed.push_back(pod);
+        failed.emplace_back(pod, filter);
         ++it;
       }
     }
@@ -362,9 +410,13 @@ class Engine {
   // free GPUs than its pool), so when some pools are short the same decision is taken by
   // alloc::selectNodeAmong over the other pools' nodes, which saves most of the O(nodes) scan
   // on a busy multi-pool cluster. Tested against selectNode in both places.
-  Result<alloc::NodeChoice> chooseNode(const alloc::PodRequest& pod) {
+  Result<alloc::NodeChoice> chooseNode(const alloc::PodRequest& pod,
+                                       const alloc::GpuModelFilter& models) {
     if (pod.gpus == 0) {
       return alloc::selectNode(state_, pod, config_.nodePolicy, config_.mode);
+    }
+    if (!models.acceptsAny()) {
+      return alloc::selectNodeForModels(state_, pod, models, config_.nodePolicy, config_.mode);
     }
     candidates_.clear();
     bool allPools = true;
@@ -388,8 +440,9 @@ class Engine {
   Result<bool> tryPlace(std::uint32_t j, SimMs now) {
     const Job& job = trace_.jobs[j];
     const alloc::PodRequest pod = podOf(job);
+    const alloc::GpuModelFilter& models = filters_[filterOf_[j]];
     ++result_.placementAttempts;
-    auto choice = chooseNode(pod);
+    auto choice = chooseNode(pod, models);
     if (!choice) {
       if (choice.error().code == "unschedulable") {
         return false;
@@ -400,7 +453,8 @@ class Engine {
     SimMs ready = now;
     std::vector<alloc::GpuIndex> moved;
     if (choice->deficit > 0) {
-      auto moves = alloc::chooseGpus(state_, node, choice->deficit, config_.gpuPolicy, &rng_);
+      auto moves =
+          alloc::chooseGpus(state_, node, choice->deficit, config_.gpuPolicy, &rng_, models);
       if (!moves) {
         return internal("chooseGpus", moves.error());
       }
@@ -431,7 +485,7 @@ class Engine {
       if (mine.size() == job.gpus) {
         break;
       }
-      if (state_.gpu(g).free()) {
+      if (state_.gpu(g).free() && models.accepts(state_.gpu(g).model)) {
         mine.push_back(g);
       }
     }
@@ -466,6 +520,7 @@ class Engine {
     return true;
   }
 
+  const alloc::ClusterState& initial_;  // the cluster as given (outlives the engine)
   alloc::ClusterState state_;
   const Trace& trace_;
   const SimConfig& config_;
@@ -479,6 +534,8 @@ class Engine {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::deque<std::uint32_t> queue_;
   std::uint32_t failedHead_ = kNone;
+  std::vector<alloc::GpuModelFilter> filters_;  // [0] accepts any GPU
+  std::vector<std::uint32_t> filterOf_;         // per job, an index into filters_
   SimResult result_;
 };
 

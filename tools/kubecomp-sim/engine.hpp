@@ -85,11 +85,15 @@ struct SimResult {
   std::uint64_t gpusMoved = 0;
   std::uint64_t jobsWithMoves = 0;
   std::uint64_t rejected = 0;
+  // Of `rejected`: jobs whose gpu_spec no GPU can serve (they would run without it: no pool or
+  // node offers enough healthy GPUs of an accepted model).
+  std::uint64_t rejectedGpuModel = 0;
   std::uint64_t placementAttempts = 0;  // selectNode calls
 };
 
-// Runs the trace to the end on a copy of `cluster`. Errors: "invalid" (trace not sorted by
-// arrival, negative duration, a policy that needs a generator without one), or an internal
+// Runs the trace to the end on a copy of `cluster`. A job with a gpuSpec runs only on GPUs of
+// an accepted model (alloc::GpuModelFilter, parsed with '|'). Errors: "invalid" (trace not
+// sorted by arrival, negative duration, a gpuSpec that does not parse, a policy that needs a generator without one), or an internal
 // inconsistency reported by the pool model (a bug: the message says which call failed).
 Result<SimResult> simulate(const alloc::ClusterState& cluster, const Trace& trace,
                            const SimConfig& config);

@@ -101,6 +101,7 @@ nlohmann::json summaryJson(const Trace& trace, const SimResult& result) {
   j["jobs"] = s.jobs;
   j["completed"] = s.completed;
   j["rejected"] = s.rejected;
+  j["rejected_gpu_model"] = result.rejectedGpuModel;
   j["wait_s"] = toJson(s.waitS);
   j["jct_s"] = toJson(s.jctS);
   j["makespan_s"] = s.makespanS;

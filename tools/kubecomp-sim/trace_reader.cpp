@@ -1,5 +1,7 @@
 #include "tools/kubecomp-sim/trace_reader.hpp"
 
+#include "libcore/alloc/gpu_model.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -92,30 +94,10 @@ std::optional<std::int64_t> parseSecondsMs(std::string_view s, bool* tooLarge = 
   return *w * kMsPerSecond + frac;
 }
 
-// A GPU model name: letters, digits, '-', '_', '.' (the trace's P100, V100M16, G2, A10 ...).
-bool validModelName(std::string_view name) {
-  return !name.empty() && name.size() <= 64 &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                  c == '-' || c == '_' || c == '.';
-         });
-}
-
-// gpu_spec: empty (any GPU) or model names joined by '|' ("V100M16|V100M32").
+// gpu_spec: empty (any GPU) or model names joined by '|' ("V100M16|V100M32"), the rules of
+// alloc::GpuModelFilter (the engine parses the same text again).
 bool validGpuSpec(std::string_view spec) {
-  if (spec.empty()) {
-    return true;
-  }
-  while (true) {
-    const std::size_t bar = spec.find('|');
-    if (!validModelName(spec.substr(0, bar))) {
-      return false;
-    }
-    if (bar == std::string_view::npos) {
-      return true;
-    }
-    spec.remove_prefix(bar + 1);
-  }
+  return alloc::GpuModelFilter::parse(spec, alloc::kGpuSpecSeparator).ok();
 }
 
 const std::string& secondsLimitText() {
@@ -405,7 +387,7 @@ Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::stri
     if (modelCol) {
       // The published list writes an empty model (pandas: nan) for GPU-less nodes.
       const std::string_view model = (*fields)[*modelCol];
-      if (!model.empty() && !validModelName(model)) {
+      if (!model.empty() && !alloc::validGpuModelName(model)) {
         return rowError(source, no, "model is not a GPU model name: '" + std::string(model) + "'");
       }
       n.model = std::string(model);

@@ -203,3 +203,26 @@ TEST_CASE("kubecomp-sim process: a header without rows says 'no jobs'; a BOM hea
   CHECK(r.exitCode == 0);
   CHECK_THAT(r.out, Catch::Contains("\"completed\": 1"));
 }
+
+TEST_CASE("kubecomp-sim process: gpu_spec is honoured and unservable rows are reported") {
+  kc::testing::TempDir dir;
+  dir.write("spec.csv", "id,arrival_s,duration_s,gpus,gpu_spec\na,0,10,1,T4\nb,0,10,1,A100|H100\n"
+                        "c,0,10,9,T4\nd,0,10,1,\n");
+  // Layout 2+2 of T4: a runs, b names no model the cluster has, c needs more GPUs than there
+  // are (rejected, but not for its model), d accepts any GPU.
+  Run r = runSim(dir, {"--trace-csv", "spec.csv", "--layout", "2+2", "--gpu-model", "T4",
+                       "--summary-out", "-"});
+  REQUIRE(r.finished);
+  REQUIRE(r.exitCode == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"rejected\": 2"));
+  CHECK_THAT(r.out, Catch::Contains("\"rejected_gpu_model\": 1"));
+  CHECK_THAT(r.out, Catch::Contains("\"gpu_spec_constrained\": 3"));
+  CHECK_THAT(r.out, Catch::Contains("\"completed\": 2"));
+  // Without --gpu-model the layout's GPUs have no model: every constrained row is unservable.
+  r = runSim(dir, {"--trace-csv", "spec.csv", "--layout", "2+2", "--summary-out", "-"});
+  REQUIRE(r.exitCode == 0);
+  CHECK_THAT(r.out, Catch::Contains("\"rejected_gpu_model\": 2"));
+  r = runSim(dir, {"--trace-csv", "spec.csv", "--gpu-model", "T 4"});
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("--gpu-model 'T 4' is not a GPU model name"));
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -359,4 +360,92 @@ TEST_CASE("a move time that pushes a start past 2^62 ms is an error") {
   CHECK(ok->jobs[0].start == 3 * kMaxTraceMs);
   c.moveTime = kMaxTraceMs + 1;
   CHECK_FALSE(simulate(cluster("2+2"), t, c).ok());  // refused by validate(), limit named
+}
+
+TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model; unservable ones are counted") {
+  // One pool: n0 holds 2 P100, n1 holds 2 V100M16 (the node list's models). No move cost.
+  const std::vector<NodeSpec> nodes{{"n0", 64'000, 1'024, 2, 0, "P100"},
+                                    {"n1", 64'000, 1'024, 2, 0, "V100M16"}};
+  auto c = buildClusterFromNodes(nodes, 0);
+  REQUIRE(c.ok());
+  Trace t = TraceBuilder()
+                .job(0, 2, 10)  // j0 V100M16: n1 (its 2 V100), ends at 10
+                .job(0, 1, 10)  // j1 V100M16|V100M32: none free until 10, then n1
+                .job(1, 1, 10)  // j2 any model
+                .job(2, 1, 10)  // j3 A100: no such GPU -> rejected (model)
+                .job(3, 3, 10)  // j4 P100 x3: the pool has 2 P100 -> rejected (model)
+                .job(4, 5, 10)  // j5 any x5: the pool has 4 GPUs -> rejected (size)
+                .build();
+  t.jobs[0].gpuSpec = "V100M16";
+  t.jobs[1].gpuSpec = "V100M16|V100M32";
+  t.jobs[3].gpuSpec = "A100";
+  t.jobs[4].gpuSpec = "P100";
+
+  // FCFS: j2 queues behind j1; at 10 j1 takes a V100 of n1, then j2 (any model) best-fits the
+  // node with the fewest free GPUs, n1 (1 left) rather than n0 (2).
+  auto r = simulate(*c, t, config(alloc::Composability::Composable, 0));
+  REQUIRE(r.ok());
+  CHECK(r->rejected == 3);
+  CHECK(r->rejectedGpuModel == 2);
+  const std::vector<std::tuple<SimMs, std::string>> fcfs{
+      {0, "n1"}, {10'000, "n1"}, {10'000, "n1"}, {-1, ""}, {-1, ""}, {-1, ""}};
+  for (std::size_t i = 0; i < fcfs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(r->jobs[i].start == std::get<0>(fcfs[i]));
+    if (!r->jobs[i].rejected()) {
+      CHECK(c->node(r->jobs[i].node).name == std::get<1>(fcfs[i]));
+    }
+  }
+  const auto summary = summaryJson(t, *r);
+  CHECK(summary["rejected_gpu_model"].get<int>() == 2);
+
+  // Backfill: j1's failure (V100 only) says nothing about j2 (any model), which starts at 1
+  // on n0, the only node with free GPUs then.
+  auto b = simulate(*c, t, config(alloc::Composability::Composable, 0, QueueDiscipline::Backfill));
+  REQUIRE(b.ok());
+  CHECK(b->jobs[2].start == 1'000);
+  CHECK(c->node(b->jobs[2].node).name == "n0");
+  CHECK(b->jobs[1].start == 10'000);
+
+  // A move brings only accepted GPUs: a 3-GPU V100 job on a pool with 2 P100 and 2 V100 is
+  // unservable, a 2-GPU P100 job goes to n0 without moving anything.
+  Trace m = TraceBuilder().job(0, 2, 10).build();
+  m.jobs[0].gpuSpec = "P100";
+  auto mr = simulate(*c, m, config(alloc::Composability::Composable, 5));
+  REQUIRE(mr.ok());
+  CHECK(c->node(mr->jobs[0].node).name == "n0");
+  CHECK(mr->gpusMoved == 0);
+
+  Trace bad = TraceBuilder().job(0, 1, 1).build();
+  bad.jobs[0].gpuSpec = "V100|";
+  auto e = simulate(*c, bad, defaultSimConfig());
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message, Catch::Contains("job 'j0': GPU model list 'V100|'"));
+}
+
+TEST_CASE("gpu_spec with moves: only GPUs of an accepted model are moved to the node") {
+  // Two pools of the layout shape, models given per node: n0 2 x T4 + n1 2 x A10, one pool;
+  // a 3-GPU job accepting A10|T4 needs 1 move, a 3-GPU A10 job cannot run.
+  const std::vector<NodeSpec> nodes{{"n0", 64'000, 1'024, 2, 0, "T4"},
+                                    {"n1", 64'000, 1'024, 2, 0, "A10"},
+                                    {"n2", 64'000, 1'024, 1, 0, "A10"}};
+  auto c = buildClusterFromNodes(nodes, 0);
+  REQUIRE(c.ok());
+  // j0 A10 x3: n1 has 2 A10 (deficit 1), n2 has 1 (deficit 2), n0 none: least-demand -> n1,
+  // moving n2's A10 (g4), never a T4. 7 s per move.
+  Trace t = TraceBuilder().job(0, 3, 10).build();
+  t.jobs[0].gpuSpec = "A10";
+  std::vector<std::uint32_t> movedGpus;
+  SimConfig cfg = config(alloc::Composability::Composable, 7);
+  cfg.onPlace = [&](std::uint32_t, alloc::NodeIndex, const std::vector<alloc::GpuIndex>& moved,
+                    const std::vector<alloc::GpuIndex>&) {
+    movedGpus.assign(moved.begin(), moved.end());
+  };
+  auto r = simulate(*c, t, cfg);
+  REQUIRE(r.ok());
+  CHECK(c->node(r->jobs[0].node).name == "n1");
+  CHECK(r->jobs[0].start == 7'000);
+  REQUIRE(movedGpus.size() == 1);
+  CHECK(c->gpu(movedGpus[0]).model == "A10");
+  CHECK(c->gpu(movedGpus[0]).node == c->findNode("n2").value());
 }

@@ -118,6 +118,43 @@ TEST_CASE("an Alibaba header lacking a required column is rejected") {
   CHECK_THAT(r.error().message, Catch::Contains("pods.csv:1: missing required column 'gpu_milli'"));
 }
 
+TEST_CASE("Alibaba gpu_spec becomes the job's accepted GPU models and is counted") {
+  auto r = pods(
+      "a,1000,10,2,1000,V100M16|V100M32,LS,Succeeded,1,5,2\n"
+      "b,1000,10,1,1000,,LS,Succeeded,1,5,2\n"
+      "c,1000,10,0,0,G2,LS,Succeeded,1,5,2\n",  // CPU-only: needs no GPU model
+      AlibabaOptions{.includeCpuOnly = true});
+  REQUIRE(r.ok());
+  REQUIRE(r->trace.jobs.size() == 3);
+  CHECK(r->trace.jobs[0].gpuSpec == "V100M16|V100M32");
+  CHECK(r->trace.jobs[1].gpuSpec.empty());
+  CHECK(r->trace.jobs[2].gpuSpec.empty());
+  CHECK(r->stats.gpuSpecConstrained == 1);
+
+  auto bad = pods("a,1000,10,2,1000,V100M16||G2,LS,Succeeded,1,5,2\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message,
+             Catch::Contains("pods.csv:2: gpu_spec is not GPU model names joined by '|'"));
+  std::istringstream badNode("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,1,G 2\n");
+  auto e = readAlibabaNodes(badNode, "nodes.csv");
+  REQUIRE_FALSE(e.ok());
+  CHECK_THAT(e.error().message, Catch::Contains("nodes.csv:2: model is not a GPU model name"));
+}
+
+TEST_CASE("generic job CSV: gpu_spec round-trips through writeJobCsv") {
+  auto r = jobsCsv("arrival_s,duration_s,gpus,gpu_spec\n0,5,1,T4|A10\n1,5,2,\n");
+  REQUIRE(r.ok());
+  CHECK(r->trace.jobs[0].gpuSpec == "T4|A10");
+  CHECK(r->stats.gpuSpecConstrained == 1);
+  std::ostringstream out;
+  writeJobCsv(out, r->trace);
+  CHECK_THAT(out.str(), Catch::StartsWith("id,arrival_s,duration_s,gpus,cpu,memory_mib,gpu_spec\n"));
+  auto back = jobsCsv(out.str());
+  REQUIRE(back.ok());
+  CHECK(back->trace.jobs[0].gpuSpec == "T4|A10");
+  CHECK(back->trace.jobs[1].gpuSpec.empty());
+}
+
 TEST_CASE("Alibaba node list rows become nodes") {
   std::istringstream in(
       "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,8,G2\nn1,64000,262144,2,P100\n");
@@ -127,6 +164,8 @@ TEST_CASE("Alibaba node list rows become nodes") {
   CHECK((*r)[0].name == "n0");
   CHECK((*r)[0].gpus == 8);
   CHECK((*r)[1].cpuMilli == 64000);
+  CHECK((*r)[0].model == "G2");
+  CHECK((*r)[1].model == "P100");
   std::istringstream bad("sn,cpu_milli,memory_mib,gpu,model\nn0,96000,x,8,G2\n");
   auto e = readAlibabaNodes(bad, "nodes.csv");
   REQUIRE_FALSE(e.ok());
