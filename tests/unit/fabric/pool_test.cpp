@@ -2,111 +2,37 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <chrono>
-#include <condition_variable>
-#include <map>
-#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include "tests/support/fakes/fake_driver.hpp"
 
 using namespace kc::fabric;
+using kc::testing::FabricCallTracker;
+using kc::testing::FakeDriver;
 
 namespace {
 
-// Concatenation via append (GCC 12's -Wrestrict misfires on chained operator+ at -O3).
-template <typename... Parts>
-std::string cat(const Parts&... parts) {
-  std::string out;
-  (out.append(parts), ...);
-  return out;
+// "c<i>", appended (GCC 12's -Wrestrict misfires on "c" + std::to_string(i) at -O3).
+std::string chassisName(int i) {
+  std::string name = "c";
+  name += std::to_string(i);
+  return name;
 }
 
-// Counts how many calls run at once, globally and per chassis; inventory() can be made to
-// wait until `rendezvous` callers are inside at the same time.
-struct Concurrency {
-  std::mutex mutex;
-  std::condition_variable cv;
-  int inside = 0;
-  int maxInside = 0;
-  std::map<std::string, int> perChassis;
-  std::map<std::string, int> maxPerChassis;
-  int rendezvous = 0;
-  bool rendezvousMet = false;
-
-  void enter(const std::string& chassis) {
-    std::unique_lock lock(mutex);
-    ++inside;
-    maxInside = std::max(maxInside, inside);
-    maxPerChassis[chassis] = std::max(maxPerChassis[chassis], ++perChassis[chassis]);
-    if (rendezvous > 0) {
-      if (inside >= rendezvous) {
-        rendezvousMet = true;
-        cv.notify_all();
-      }
-      // Bounded wait: a sequential implementation fails the test instead of hanging.
-      cv.wait_for(lock, std::chrono::seconds(5), [&] { return rendezvousMet; });
-    }
-  }
-  void leave(const std::string& chassis) {
-    std::lock_guard lock(mutex);
-    --inside;
-    --perChassis[chassis];
-  }
-};
-
-class FakeDriver final : public FabricDriver {
- public:
-  FakeDriver(std::string name, Concurrency& c, bool fail = false)
-      : name_(std::move(name)), c_(c), fail_(fail) {
-    gpus_.push_back(GpuInfo{makeGpuId(name_, "001300"), name_, "001300", cat("GPU-", name_, "-1"),
-                            "V100", std::string("48"), GpuHealth::kOk, ""});
-    gpus_.push_back(GpuInfo{makeGpuId(name_, "000C00"), name_, "000C00", cat("GPU-", name_, "-2"),
-                            "V100", std::nullopt, GpuHealth::kOk, ""});
-  }
-  std::string_view dialect() const override { return "fake"; }
-  const std::string& name() const override { return name_; }
-  kc::Result<Inventory> inventory() override {
-    c_.enter(name_);
-    c_.leave(name_);
-    if (fail_) {
-      return kc::makeError(errc::kTimeout, "chassis did not answer");
-    }
-    return Inventory{gpus_, {"0", "48"}};
-  }
-  kc::Result<MoveReport> attach(const std::string& gpuId, const std::string& host) override {
-    c_.enter(name_);
-    std::this_thread::yield();
-    c_.leave(name_);
-    for (auto& g : gpus_) {
-      if (g.id == gpuId) {
-        MoveReport r{gpuId, g.hostPort, host, g.hostPort != host, 1, {}};
-        g.hostPort = host;
-        return r;
-      }
-    }
-    return kc::makeError(errc::kNotFound, cat("no ", gpuId));
-  }
-  kc::Result<MoveReport> detach(const std::string& gpuId) override {
-    for (auto& g : gpus_) {
-      if (g.id == gpuId) {
-        MoveReport r{gpuId, g.hostPort, std::nullopt, g.hostPort.has_value(), 1, {}};
-        g.hostPort.reset();
-        return r;
-      }
-    }
-    return kc::makeError(errc::kNotFound, cat("no ", gpuId));
-  }
-
- private:
-  std::string name_;
-  Concurrency& c_;
-  bool fail_;
-  std::vector<GpuInfo> gpus_;
-};
-
-std::unique_ptr<FabricPool> makePool(Concurrency& c, int n, int failing = -1) {
+// Chassis c0..c<n-1>, hosts "0" and "48", GPU 001300 on 48 and 000C00 free on each; chassis
+// `failing` times out every inventory.
+std::unique_ptr<FabricPool> makePool(FabricCallTracker& tracker, int n, int failing = -1) {
   std::vector<std::unique_ptr<FabricDriver>> drivers;
   for (int i = 0; i < n; ++i) {
-    drivers.push_back(std::make_unique<FakeDriver>(cat("c", std::to_string(i)), c, i == failing));
+    auto d = std::make_unique<FakeDriver>(chassisName(i), std::vector<std::string>{"0", "48"},
+                                          &tracker);
+    d->addGpu("001300", "48").addGpu("000C00");
+    if (i == failing) {
+      d->failNext("inventory", kc::makeError(errc::kTimeout, "chassis did not answer"), -1);
+    }
+    drivers.push_back(std::move(d));
   }
   auto pool = FabricPool::create("pool-a", std::move(drivers));
   REQUIRE(pool.ok());
@@ -116,13 +42,14 @@ std::unique_ptr<FabricPool> makePool(Concurrency& c, int n, int failing = -1) {
 }  // namespace
 
 TEST_CASE("pool: inventory reads every chassis at the same time", "[fabric][pool]") {
-  Concurrency c;
-  c.rendezvous = 4;  // each chassis waits until all four are inside inventory()
-  auto pool = makePool(c, 4);
+  FabricCallTracker tracker;
+  tracker.setBarrier(4);  // each chassis' inventory() waits until all four are inside
+  auto pool = makePool(tracker, 4);
   auto inv = pool->inventory();
   REQUIRE(inv.ok());
-  CHECK(c.rendezvousMet);
-  CHECK(c.maxInside == 4);
+  CHECK(tracker.barrierMisses() == 0);
+  CHECK(tracker.barriersMet() == 1);
+  CHECK(tracker.maxChassisInFlight() == 4);
   CHECK(inv->gpus.size() == 8);
   CHECK(inv->hosts.front() == "c0/0");
   const GpuInfo* g = inv->find("c2.001300");
@@ -131,19 +58,25 @@ TEST_CASE("pool: inventory reads every chassis at the same time", "[fabric][pool
 }
 
 TEST_CASE("pool: moves on one chassis are serialised, chassis run in parallel", "[fabric][pool]") {
-  Concurrency c;
-  auto pool = makePool(c, 2);
+  // Four threads per chassis, each attaching and detaching its chassis' free GPU. Every driver
+  // call waits inside until a second call is inside too (barrier of two). Serialised per
+  // chassis, the second one can only come from the other chassis, so each barrier pairs one
+  // move on c0 with one on c1: the pool must let them overlap. A pool that serialised all
+  // chassis never meets a barrier (barrierMisses > 0); one that did not serialise a chassis
+  // lets two of its calls in at once (maxInFlight(chassis) == 2).
+  FabricCallTracker tracker;
+  auto pool = makePool(tracker, 2);
+  tracker.setBarrier(2);
+  constexpr int kThreadsPerChassis = 4;
+  constexpr int kRounds = 10;
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < 2 * kThreadsPerChassis; ++t) {
     threads.emplace_back([&, t] {
-      const std::string chassis = cat("c", std::to_string(t % 2));
-      for (int i = 0; i < 50; ++i) {
-        if (!pool->attach(cat(chassis, ".000C00"),
-                          cat(chassis, "/", std::to_string(i % 2 ? 0 : 48)))
-                 .ok()) {
-          ++failures;
-        }
+      const std::string chassis = chassisName(t % 2);
+      for (int i = 0; i < kRounds; ++i) {
+        failures += pool->attach(chassis + ".000C00", chassis + "/0").ok() ? 0 : 1;
+        failures += pool->detach(chassis + ".000C00").ok() ? 0 : 1;
       }
     });
   }
@@ -151,13 +84,17 @@ TEST_CASE("pool: moves on one chassis are serialised, chassis run in parallel", 
     t.join();
   }
   CHECK(failures == 0);
-  CHECK(c.maxPerChassis["c0"] == 1);
-  CHECK(c.maxPerChassis["c1"] == 1);
+  CHECK(tracker.calls() == 2 * kThreadsPerChassis * kRounds * 2);
+  CHECK(tracker.barrierMisses() == 0);
+  CHECK(tracker.barriersMet() == kThreadsPerChassis * kRounds * 2);
+  CHECK(tracker.maxChassisInFlight() == 2);
+  CHECK(tracker.maxInFlight("c0") == 1);
+  CHECK(tracker.maxInFlight("c1") == 1);
 }
 
 TEST_CASE("pool: one failed chassis is reported by name, others still visible", "[fabric][pool]") {
-  Concurrency c;
-  auto pool = makePool(c, 3, 1);
+  FabricCallTracker tracker;
+  auto pool = makePool(tracker, 3, 1);
   auto merged = pool->inventory();
   REQUIRE_FALSE(merged.ok());
   CHECK(merged.error().code == errc::kTimeout);
@@ -170,13 +107,17 @@ TEST_CASE("pool: one failed chassis is reported by name, others still visible", 
 }
 
 TEST_CASE("pool: routing by GPU id and host", "[fabric][pool]") {
-  Concurrency c;
-  auto pool = makePool(c, 2);
+  FabricCallTracker tracker;
+  auto pool = makePool(tracker, 2);
   auto moved = pool->attach("c1.000C00", "c1/0");
   REQUIRE(moved.ok());
   CHECK(moved->hostAfter == "c1/0");
-  CHECK(pool->attach("c1.000C00", "0").ok());  // bare chassis-local host accepted
+  CHECK(moved->changed);
+  auto again = pool->attach("c1.000C00", "0");  // bare chassis-local host accepted
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->changed);
   CHECK(pool->attach("c1.000C00", "c0/0").error().code == errc::kInvalid);
+  CHECK(pool->attach("c1.000C00", "c1/48").error().code == errc::kConflict);  // from the driver
   CHECK(pool->attach("c9.000C00", "c9/0").error().code == errc::kNotFound);
   CHECK(pool->detach("no-dot").error().code == errc::kInvalid);
   auto detached = pool->detach("c0.001300");
@@ -185,11 +126,48 @@ TEST_CASE("pool: routing by GPU id and host", "[fabric][pool]") {
 }
 
 TEST_CASE("pool: construction is validated", "[fabric][pool]") {
-  Concurrency c;
   std::vector<std::unique_ptr<FabricDriver>> twice;
-  twice.push_back(std::make_unique<FakeDriver>("c0", c));
-  twice.push_back(std::make_unique<FakeDriver>("c0", c));
+  twice.push_back(std::make_unique<FakeDriver>("c0"));
+  twice.push_back(std::make_unique<FakeDriver>("c0"));
   CHECK_FALSE(FabricPool::create("p", std::move(twice)).ok());
   CHECK_FALSE(FabricPool::create("p", {}).ok());
   CHECK_FALSE(FabricPool::create("Bad.Name", {}).ok());
+}
+
+// The shared fake must keep the contract the real drivers keep, or tests built on it lie.
+TEST_CASE("fake driver: keeps the FabricDriver contract", "[fabric][fake]") {
+  FakeDriver d("c0");
+  d.addGpu("001300", "48").addGpu("000C00").addGpu("000500");
+  d.setHealth("000500", GpuHealth::kUnhealthy, "lost");
+
+  auto inv = d.inventory();
+  REQUIRE(inv.ok());
+  REQUIRE(inv->gpus.size() == 3);
+  CHECK(inv->gpus.front().id == "c0.000500");  // sorted by id
+  CHECK(inv->find("c0.001300")->uuid == "GPU-c0-001300");
+
+  auto up = d.attach("c0.000C00", "0");
+  REQUIRE(up.ok());
+  CHECK((up->changed && up->attempts == 1 && !up->hostBefore && up->hostAfter == "0"));
+  auto same = d.attach("c0.000C00", "0");
+  REQUIRE(same.ok());
+  CHECK((!same->changed && same->attempts == 0));
+  CHECK(d.attach("c0.000C00", "48").error().code == errc::kConflict);
+  CHECK(d.attach("c0.000500", "0").error().code == errc::kUnhealthy);
+  CHECK(d.attach("c0.0FFF00", "0").error().code == errc::kNotFound);
+  CHECK(d.attach("c0.001300", "7").error().code == errc::kNotFound);
+  CHECK(d.attach("c1.001300", "0").error().code == errc::kInvalid);
+  CHECK(d.attach("c0.001300", "").error().code == errc::kInvalid);
+
+  d.failNext("detach", kc::makeError(errc::kUnverified, "chassis lied"));
+  CHECK(d.detach("c0.000C00").error().code == errc::kUnverified);
+  CHECK(d.inventory()->find("c0.000C00")->hostPort == "0");  // a failed move changes nothing
+  auto down = d.detach("c0.000C00");
+  REQUIRE(down.ok());
+  CHECK((down->changed && down->hostBefore == "0"));
+  auto again = d.detach("c0.000C00");
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->changed);
+  CHECK(d.callLog().size() == 13);
+  CHECK(d.callLog()[1] == "attach c0.000C00 0");
 }
