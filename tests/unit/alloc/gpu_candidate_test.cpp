@@ -159,8 +159,25 @@ TEST_CASE("select node then move GPUs: properties over random clusters", "[alloc
       continue;
     }
     const NodeIndex target = choice->node;
-    const auto candidates = gpuCandidates(s, target);
-    const auto scores = algorithm1Scores(s, candidates);
+    // Candidates and Algorithm 1 scores recomputed here from their definitions (not with
+    // gpuCandidates / algorithm1Scores, which the policies share): free GPUs of the target's
+    // pool not on the target, in index order; score = -(candidates on the same node), the
+    // unattached ones counted as one node.
+    std::vector<GpuIndex> candidates;
+    for (GpuIndex g = 0; g < s.gpuCount(); ++g) {
+      const GpuState& gpu = s.gpu(g);
+      if (gpu.free() && gpu.pool == s.node(target).pool && gpu.node != target) {
+        candidates.push_back(g);
+      }
+    }
+    REQUIRE(gpuCandidates(s, target) == candidates);
+    std::vector<std::int64_t> scores;
+    for (GpuIndex g : candidates) {
+      scores.push_back(-std::count_if(candidates.begin(), candidates.end(), [&](GpuIndex o) {
+        return s.gpu(o).node == s.gpu(g).node;
+      }));
+    }
+    REQUIRE(algorithm1Scores(s, candidates) == scores);
     for (const GpuPolicy& gpuPolicy : gpuPolicies()) {
       CAPTURE(nodePolicy.name, gpuPolicy.name);
       SplitMix64 pick(seed * 31 + 7);

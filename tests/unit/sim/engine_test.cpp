@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <string>
@@ -210,10 +211,145 @@ TEST_CASE("an unsorted trace or a negative duration is rejected") {
   CHECK_FALSE(simulate(cluster("2"), n, defaultSimConfig()).ok());
 }
 
-// The simulator must decide exactly as libcore/alloc's registry does on the same state. Jobs
-// never end here, so the mirror below only has to apply each decision: selectNode, then
-// chooseGpus with an identically seeded generator, then take the node's free GPUs.
-TEST_CASE("simulator and policy registry choose the same node and GPUs for the same state") {
+// Node and GPU choices worked out by hand (paper Eq. 1 and Algorithm 1 as docs/alloc.md states
+// them), not by calling libcore/alloc. One pool, composable, no move cost, jobs never end in
+// the window, CPU ample. Layout 1+2+0+3 with 2 unattached GPUs:
+//   n0: g0   n1: g1 g2   n2: -   n3: g3 g4 g5   unattached: g6 g7
+// Algorithm 1 scores a candidate by minus the free candidates on its node; unattached GPUs
+// form one group (alg1) or come first (unattached-first); ties by GPU id. first-fit: GPU id.
+struct HandRow {
+  const char* nodePolicy;
+  const char* gpuPolicy;
+  std::vector<std::uint32_t> jobs;  // GPUs per job, arriving at 0 s, 1 s, ...
+  // Per job: node, GPUs moved to it (in choice order), GPUs it runs on (sorted).
+  std::vector<std::tuple<const char*, std::vector<int>, std::vector<int>>> expected;
+};
+
+// The fixture of the table above.
+kc::Result<alloc::ClusterState> handCluster() {
+  LayoutSpec spec;
+  spec.perNodeGpus = {1, 2, 0, 3};
+  spec.unattachedPerPool = 2;
+  spec.nodeCpuMilli = 64'000;
+  spec.nodeMemoryMib = 1'024;
+  auto c = buildCluster(spec);
+  REQUIRE(c.ok());
+  return c;
+}
+
+std::string nodeName(const char* shortName) {  // "n3" -> "n000003" (buildCluster's names)
+  return std::string("n00000") + (shortName + 1);
+}
+std::vector<std::string> gpuNames(const std::vector<int>& gpus) {  // 6 -> "g0000006"
+  std::vector<std::string> out;
+  for (int g : gpus) {
+    out.push_back(numbered("g000000", g));
+  }
+  return out;
+}
+
+TEST_CASE("node and GPU choices match a hand-computed table") {
+  // clang-format off
+  const auto row = GENERATE(values<HandRow>({
+    // A 2-GPU job. eq1 / best-fit: n1 and n3 have enough, best fit is the smaller avail (n1).
+    // least-demand: every node with enough ties (deficit 0), name order -> n1.
+    {"eq1",          "alg1", {2}, {{"n1", {}, {1, 2}}}},
+    {"best-fit",     "alg1", {2}, {{"n1", {}, {1, 2}}}},
+    {"least-demand", "alg1", {2}, {{"n1", {}, {1, 2}}}},
+    // none: the first feasible node by name, n0 (pool has 8 free), deficit 1. Candidates:
+    // g1 g2 (n1, score -2), g3 g4 g5 (n3, -3), g6 g7 (unattached group, -2).
+    {"none", "alg1",             {2}, {{"n0", {1}, {0, 1}}}},  // best -2, lowest id: g1
+    {"none", "unattached-first", {2}, {{"n0", {6}, {0, 6}}}},
+    {"none", "first-fit",        {2}, {{"n0", {1}, {0, 1}}}},
+    // A 4-GPU job: no node has 4. eq1 and least-demand: the most free GPUs, n3 (deficit 1);
+    // candidates g0 (n0, -1), g1 g2 (-2), g6 g7 (-2): alg1 takes the fragment g0.
+    {"eq1",          "alg1",             {4}, {{"n3", {0}, {0, 3, 4, 5}}}},
+    {"eq1",          "unattached-first", {4}, {{"n3", {6}, {3, 4, 5, 6}}}},
+    {"eq1",          "first-fit",        {4}, {{"n3", {0}, {0, 3, 4, 5}}}},
+    {"least-demand", "alg1",             {4}, {{"n3", {0}, {0, 3, 4, 5}}}},
+    // best-fit has no preference among nodes lacking GPUs: name order, n0 (deficit 3).
+    // Candidates g1 g2 (-2), g3 g4 g5 (-3), g6 g7 (-2).
+    {"best-fit", "alg1",             {4}, {{"n0", {1, 2, 6}, {0, 1, 2, 6}}}},
+    {"best-fit", "unattached-first", {4}, {{"n0", {6, 7, 1}, {0, 1, 6, 7}}}},
+    {"best-fit", "first-fit",        {4}, {{"n0", {1, 2, 3}, {0, 1, 2, 3}}}},
+    // A sequence under eq1: 1 GPU best-fits n0 (avail 1); 3 GPUs fit only n3; 2 GPUs n1;
+    // then 2 GPUs with nothing attached free: every node has avail 0 (tie), n0 by name,
+    // both unattached GPUs move.
+    {"eq1", "alg1", {1, 3, 2, 2}, {{"n0", {}, {0}}, {"n3", {}, {3, 4, 5}}, {"n1", {}, {1, 2}},
+                                   {"n0", {6, 7}, {6, 7}}}},
+  }));
+  // clang-format on
+  CAPTURE(row.nodePolicy, row.gpuPolicy, row.jobs);
+  const auto c = handCluster();
+  TraceBuilder b;
+  for (std::size_t i = 0; i < row.jobs.size(); ++i) {
+    b.job(static_cast<double>(i), row.jobs[i], 1e6);
+  }
+  const Trace t = b.build();
+  SimConfig cfg = config(alloc::Composability::Composable, 0);
+  cfg.nodePolicy = *alloc::findNodePolicy(row.nodePolicy);
+  cfg.gpuPolicy = *alloc::findGpuPolicy(row.gpuPolicy);
+  std::map<std::size_t, std::pair<std::vector<std::string>, std::vector<std::string>>> placed;
+  cfg.onPlace = [&](std::size_t j, alloc::NodeIndex, const std::vector<alloc::GpuIndex>& moved,
+                    const std::vector<alloc::GpuIndex>& runsOn) {
+    auto names = [&](const std::vector<alloc::GpuIndex>& gs, bool sorted) {
+      std::vector<std::string> out;
+      for (auto g : gs) {
+        out.push_back(c->gpu(g).id);
+      }
+      if (sorted) {
+        std::sort(out.begin(), out.end());
+      }
+      return out;
+    };
+    placed[j] = {names(moved, false), names(runsOn, true)};
+  };
+  auto r = simulate(*c, t, cfg);
+  REQUIRE(r.ok());
+  REQUIRE(r->rejected == 0);
+  for (std::size_t i = 0; i < row.expected.size(); ++i) {
+    CAPTURE(i);
+    const auto& [node, moved, runsOn] = row.expected[i];
+    CHECK(r->jobs[i].start == static_cast<SimMs>(i) * kMsPerSecond);
+    CHECK(c->node(r->jobs[i].node).name == nodeName(node));
+    CHECK(placed[i].first == gpuNames(moved));
+    CHECK(placed[i].second == gpuNames(runsOn));
+    CHECK(r->jobs[i].gpusMoved == moved.size());
+  }
+}
+
+TEST_CASE("random GPU choice moves only candidates of the target, reproducibly by seed") {
+  const auto c = handCluster();
+  const Trace t = TraceBuilder().job(0, 4, 10).build();  // eq1: n3, deficit 1 (see above)
+  std::vector<std::string> first;
+  for (int run = 0; run < 2; ++run) {
+    SimConfig cfg = config(alloc::Composability::Composable, 0);
+    cfg.gpuPolicy = *alloc::findGpuPolicy("random");
+    cfg.seed = 5;
+    std::vector<std::string> moved;
+    cfg.onPlace = [&](std::size_t, alloc::NodeIndex, const std::vector<alloc::GpuIndex>& m,
+                      const std::vector<alloc::GpuIndex>&) {
+      for (auto g : m) {
+        moved.push_back(c->gpu(g).id);
+      }
+    };
+    REQUIRE(simulate(*c, t, cfg).ok());
+    REQUIRE(moved.size() == 1);
+    // The candidates of n3: g0, g1, g2, g6, g7 (never n3's own GPUs).
+    CHECK_THAT(gpuNames({0, 1, 2, 6, 7}), Catch::VectorContains(moved[0]));
+    if (run == 0) {
+      first = moved;
+    } else {
+      CHECK(moved == first);
+    }
+  }
+}
+
+// A differential check, not an oracle (the table above is the oracle): with several pools the
+// engine skips pools lacking free GPUs before calling alloc::selectNodeAmong; its choices must
+// equal a plain alloc::selectNode + chooseGpus on the same state. Jobs never end here, so the
+// mirror below only has to apply each decision.
+TEST_CASE("the engine's pool-skipping shortcut decides as plain selectNode and chooseGpus") {
   const auto nodePolicy = GENERATE(as<std::string>{}, "eq1", "best-fit", "least-demand", "none");
   const auto gpuPolicy =
       GENERATE(as<std::string>{}, "alg1", "unattached-first", "random", "first-fit");
