@@ -289,7 +289,9 @@ int runCli(int argc, char** argv) {
       "kubecomp-sim: trace-driven simulator of a composable GPU cluster (KubeComp, paper 001 "
       "section VI). Jobs are placed FCFS by the same libcore/alloc policies the scheduler runs. "
       "Prints a summary JSON (wait, JCT, makespan, GPU utilisation, CDF of used GPUs, GPUs "
-      "moved)."};
+      "moved). Times are at most 10^12 s, traces at most 10,000,000 jobs, clusters at most "
+      "100,000 pools, 1,000,000 nodes and 10,000,000 GPUs (docs/simulator.md, Limits); output "
+      "files are written only after a successful run."};
   app.get_formatter()->column_width(40);
   auto* in = "Input (exactly one of --workload, --alibaba-pods, --trace-csv)";
   app.add_option(
@@ -297,18 +299,19 @@ int runCli(int argc, char** argv) {
          "synthetic workload mix: w1..w4 (Table II), fig13 (equal A-E), ae:<percent of Job A> "
          "(rest Job E, Fig. 11), custom:a,b,c,d,e (weights of Table I types)")
       ->group(in);
-  app.add_option("--jobs", o.jobs, "synthetic: number of jobs")->capture_default_str()->group(in);
+  app.add_option("--jobs", o.jobs, "synthetic: number of jobs (1..10000000)")->capture_default_str()->group(in);
   app.add_option("--lambda", o.lambda,
                  "synthetic: mean of the Poisson-distributed integer interval between jobs, in "
-                 "interval units")
+                 "interval units (1e-9..1e9)")
       ->capture_default_str()
       ->group(in);
   app.add_option("--interval-unit-ms", o.intervalUnitMs,
-                 "synthetic: length of one interval unit in ms (1000 = seconds, as the paper)")
+                 "synthetic: length of one interval unit in ms (1000 = seconds, as the paper; "
+                 "1..1e9)")
       ->capture_default_str()
       ->group(in);
   app.add_option("--job-duration-s", o.jobDurationS,
-                 "synthetic: run time of every job in seconds (paper: 300)")
+                 "synthetic: run time of every job in seconds (paper: 300; 0..1e12)")
       ->capture_default_str()
       ->group(in);
   app.add_option("--seed", o.seed,
@@ -319,7 +322,8 @@ int runCli(int argc, char** argv) {
                  "Alibaba cluster-trace-gpu-v2023 pod list (openb_pod_list_*.csv): arrival = "
                  "creation_time, "
                  "duration = deletion_time - scheduled_time; rows lacking times and CPU-only rows "
-                 "are skipped and counted")
+                 "are skipped and counted; gpu_spec (models joined by '|') limits a job to GPUs "
+                 "of those models")
       ->group(in);
   app.add_option("--alibaba-sharing", o.alibabaSharing,
                  "Alibaba GPU-sharing tasks (gpu_milli < 1000): 'whole' = take one whole GPU, "
@@ -335,11 +339,12 @@ int runCli(int argc, char** argv) {
       ->group(in);
   app.add_option("--trace-csv", o.traceCsv,
                  "generic job CSV with header; columns arrival_s, duration_s, gpus (required), id, "
-                 "cpu (cores), memory_mib")
+                 "cpu (cores), memory_mib, gpu_spec (GPU models joined by '|')")
       ->group(in);
   app.add_option(
          "--time-scale", o.timeScale,
-         "multiply every arrival time by this factor (< 1 compresses a trace to raise load)")
+         "multiply every arrival time by this factor (< 1 compresses a trace to raise load; "
+         "1e-6..1e6, and no arrival may end up past 1e12 s)")
       ->capture_default_str()
       ->group(in);
   app.add_option("--write-trace", o.writeTrace,
@@ -347,7 +352,7 @@ int runCli(int argc, char** argv) {
       ->group(in);
 
   auto* cl = "Cluster (synthetic layout, or the Alibaba node list)";
-  app.add_option("--pools", o.pools, "number of GPU pools (each with the --layout nodes)")
+  app.add_option("--pools", o.pools, "number of GPU pools (each with the --layout nodes; 1..100000)")
       ->capture_default_str()
       ->group(cl);
   app.add_option("--layout", o.layout,
@@ -355,7 +360,8 @@ int runCli(int argc, char** argv) {
                  "per pool)")
       ->capture_default_str()
       ->group(cl);
-  app.add_option("--unattached", o.unattached, "GPUs per pool attached to no node at the start")
+  app.add_option("--unattached", o.unattached,
+                 "GPUs per pool attached to no node at the start (0..1024)")
       ->capture_default_str()
       ->group(cl);
   app.add_option("--gpu-model", o.gpuModel,
