@@ -3,19 +3,16 @@
 // TLS on an ephemeral port, bearer token, a kubeconfig written into a temp dir. Killed and
 // reaped on destruction.
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "libcore/kube/config.hpp"
+#include "tests/support/child_process.hpp"
 
 namespace kc::kube::testing {
 
@@ -30,34 +27,16 @@ class DoubleProcess {
     token_ = "kc-test-" + std::to_string(rd()) + std::to_string(rd());
     std::vector<std::string> args = {exe, "--port", "0", "--kubeconfig-out", kubeconfig_, "--token", token_};
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
-    pid_ = ::fork();
-    if (pid_ < 0) {
-      throw std::runtime_error("fork failed");
-    }
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) {
-        argv.push_back(a.data());
-      }
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw std::runtime_error("kube-apiserver-double exited during start-up (" + exe + ")");
-      }
-      if (auto cfg = loadKubeconfig({kubeconfig_}); cfg.ok()) {
-        config_ = std::move(cfg).value();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    stop();
-    throw std::runtime_error("kube-apiserver-double did not write " + kubeconfig_ + " within 20 s");
+    child_ = std::make_unique<kc::testing::ChildProcess>(std::move(args));
+    child_->waitUntil(
+        [&] {
+          auto cfg = loadKubeconfig({kubeconfig_});
+          if (cfg.ok()) {
+            config_ = std::move(cfg).value();
+          }
+          return cfg.ok();
+        },
+        std::chrono::seconds(20), "kubeconfig " + kubeconfig_ + " from " + exe);
   }
   ~DoubleProcess() { stop(); }
   DoubleProcess(const DoubleProcess&) = delete;
@@ -68,24 +47,13 @@ class DoubleProcess {
   const std::string& token() const { return token_; }
 
   void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 200; ++i) {
-        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-          pid_ = -1;
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
+    if (child_) {
+      child_->terminate(std::chrono::seconds(2));
     }
   }
 
  private:
-  pid_t pid_ = -1;
+  std::unique_ptr<kc::testing::ChildProcess> child_;
   std::string kubeconfig_;
   std::string token_;
   ClusterConfig config_;

@@ -8,7 +8,6 @@
 //   {"informer_events_per_s":..,"list_50k_pods_s":..,"list_50k_pods_peak_mib":..}
 
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +24,7 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/unit/kube/double_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -147,35 +147,13 @@ struct ListResult {
 
 ListResult runListChild(const std::string& self, const std::string& kubeconfig, const std::string& mode,
                         const std::string& ns) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) {
-    throw std::runtime_error("pipe failed");
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    throw std::runtime_error("fork failed");
-  }
-  if (pid == 0) {
-    ::dup2(pipefd[1], STDOUT_FILENO);
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    ::execl(self.c_str(), self.c_str(), "--list-child", mode.c_str(), "--kubeconfig", kubeconfig.c_str(),
-            "--namespace", ns.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(pipefd[1]);
-  std::string out;
-  char buf[256];
-  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) > 0;) {
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(pipefd[0]);
-  int status = 0;
-  struct rusage ru {};
-  ::wait4(pid, &status, 0, &ru);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  kc::testing::ChildProcess child({self, "--list-child", mode, "--kubeconfig", kubeconfig, "--namespace", ns},
+                                 kc::testing::ChildOutput::kCapture);
+  const std::string out = child.readAll();
+  if (child.wait() != 0) {
     throw std::runtime_error("list child '" + mode + "' failed");
   }
+  const rusage ru = *child.usage();
   ListResult r;
   if (std::sscanf(out.c_str(), "%lf %zu", &r.seconds, &r.items) != 2) {
     throw std::runtime_error("list child '" + mode + "' printed nothing");
