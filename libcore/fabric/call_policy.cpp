@@ -1,23 +1,21 @@
 #include "libcore/fabric/call_policy.hpp"
 
-#include <algorithm>
-#include <thread>
+#include "libcore/base/backoff.hpp"
 
 namespace kc::fabric {
 
-Sleeper realSleeper() {
-  return [](Millis d) { std::this_thread::sleep_for(d); };
+Sleeper sleeperOn(kc::Clock& clock) {
+  return [&clock](Millis d) { clock.sleepFor(d); };
 }
+
+Sleeper realSleeper() { return sleeperOn(kc::systemClock()); }
 
 Millis CallPolicy::backoffBefore(std::uint32_t attempt) const {
   if (attempt < 2) {
     return Millis{0};
   }
-  Millis wait = initialBackoff;
-  for (std::uint32_t i = 2; i < attempt && wait < maxBackoff; ++i) {
-    wait *= 2;
-  }
-  return std::min(wait, maxBackoff);
+  const kc::BackoffParams schedule{initialBackoff, maxBackoff, 2.0, 0.0};
+  return schedule.base(attempt - 2);
 }
 
 }  // namespace kc::fabric

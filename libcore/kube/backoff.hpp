@@ -1,38 +1,20 @@
 #pragma once
-// Retry pacing: jittered exponential backoff (reconnects, relists, retried requests) and a
-// client-side token bucket (QPS/burst) so a busy daemon cannot flood the apiserver.
-// Time (kc::Clock) and randomness are injected; neither sleeps.
+// Retry pacing of the Kubernetes client: jittered exponential backoff (reconnects, relists,
+// retried requests; the one implementation in libcore/base/backoff.hpp) and a client-side token
+// bucket (QPS/burst) so a busy daemon cannot flood the apiserver. Time (kc::Clock) and
+// randomness are injected; neither sleeps.
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 
+#include "libcore/base/backoff.hpp"
 #include "libcore/base/clock.hpp"
 
 namespace kc::kube {
 
-struct BackoffParams {
-  std::chrono::milliseconds initial{800};
-  std::chrono::milliseconds max{30000};
-  double factor = 2.0;
-  double jitter = 0.2;  // each delay is base * (1 + jitter * U[0,1)), capped at max
-};
-
-class Backoff {
- public:
-  using Params = BackoffParams;
-  // rand01 returns a value in [0,1); default: a per-object PRNG seeded from the address/time.
-  explicit Backoff(Params p = {}, std::function<double()> rand01 = {});
-  std::chrono::milliseconds next();
-  void reset() { base_ = p_.initial; }
-  std::chrono::milliseconds currentBase() const { return base_; }
-
- private:
-  Params p_;
-  std::function<double()> rand01_;
-  std::chrono::milliseconds base_;
-};
+using BackoffParams = kc::BackoffParams;
+using Backoff = kc::Backoff;
 
 // Token bucket: `qps` tokens per second, at most `burst` stored. reserve() takes one token
 // and says how long the caller must wait before using it (0 if one was available).
