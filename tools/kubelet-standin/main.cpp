@@ -1,0 +1,238 @@
+// kubelet-standin: a kubelet TEST DOUBLE for one simulated node. Thin main: flags -> library
+// -> run. See docs/kubelet-standin.md.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/config.hpp"
+#include "libcore/net/http_server.hpp"
+#include "libcore/obs/health.hpp"
+#include "libcore/obs/log.hpp"
+#include "libcore/obs/shutdown.hpp"
+#include "tools/kubelet-standin/admission.hpp"
+#include "tools/kubelet-standin/control.hpp"
+#include "tools/kubelet-standin/flags.hpp"
+#include "tools/kubelet-standin/quantity.hpp"
+#include "tools/kubelet-standin/standin.hpp"
+
+namespace {
+
+int fail(const std::string& message) {
+  std::cerr << "kubelet-standin: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kubelet-standin: a kubelet TEST DOUBLE for one simulated node (tests and the local demo; it runs no\n"
+      "containers and is not a kubelet). It registers and updates its Node (capacity, allocatable, conditions)\n"
+      "every --status-sync-period and renews its Lease in kube-node-lease; serves the device-plugin\n"
+      "Registration service on <device-plugin-dir>/kubelet.sock and runs each plugin's ListAndWatch and\n"
+      "Allocate; admits pods bound to the node like kubelet (OutOf<resource>, UnexpectedAdmissionError);\n"
+      "\"runs\" admitted pods for the seconds in annotation kubecomp.io/run-seconds divided by --time-scale\n"
+      "(absent: until deleted) with real phases and conditions; serves PodResources v1 on\n"
+      "--pod-resources-socket. SIGHUP (or POST /debug/simulate-restart with --enable-debugging-handlers)\n"
+      "simulates a kubelet restart: plugin sockets deleted, plugins must register again.",
+      "kubelet-standin"};
+  kc::kubelet::StandinOptions o;
+  std::string kubeconfig;
+  std::string statusFreq = "10s";
+  std::string reportFreq = "5m";
+  std::string stopGrace = "5m";
+  int leaseDuration = 40;
+  std::string cpu = "8";
+  std::string memory = "32Gi";
+  std::string ephemeral = "100Gi";
+  std::int64_t maxPods = 110;
+  std::string nodeLabels;
+  std::string taints;
+  std::string address = "127.0.0.1";
+  std::uint16_t healthzPort = 10248;
+  std::string portFile;
+  bool debugging = false;
+  std::string logLevel = "info";
+  std::string logFormat = "text";
+
+  app.add_option("--hostname-override,--node-name", o.nodeName, "name of the Node this process plays")->required();
+  app.add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server (default: in-cluster, $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--device-plugin-dir", o.devicePluginDir, "device plugin socket directory (kubelet.sock is served here)")
+      ->capture_default_str();
+  app.add_option("--pod-resources-socket", o.podResourcesSocket, "PodResources v1 socket")->capture_default_str();
+  app.add_option("--root-dir", o.rootDir, "state directory (device assignment checkpoint)")->capture_default_str();
+  app.add_option("--node-ip", o.nodeIp, "InternalIP address reported for the node and hostIP of its pods")
+      ->capture_default_str();
+  app.add_option("--node-status-update-frequency,--status-sync-period", statusFreq, "how often the node status is computed and posted if changed (Go duration)")
+      ->capture_default_str();
+  app.add_option("--node-status-report-frequency", reportFreq, "post the node status at least this often even unchanged")
+      ->capture_default_str();
+  app.add_option("--node-lease-duration-seconds", leaseDuration, "Lease leaseDurationSeconds; renewed every quarter of it")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--device-plugin-stop-grace", stopGrace, "how long a gone plugin's devices stay in capacity (kubelet: 5m)")
+      ->capture_default_str();
+  app.add_option("--time-scale", o.timeScale, "divides every pod run duration (300 s jobs at 100 run 3 s)")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+  app.add_option("--cpu", cpu, "cpu capacity (quantity)")->capture_default_str();
+  app.add_option("--memory", memory, "memory capacity (quantity)")->capture_default_str();
+  app.add_option("--ephemeral-storage", ephemeral, "ephemeral-storage capacity (quantity)")->capture_default_str();
+  app.add_option("--max-pods", maxPods, "pods capacity")->check(CLI::Range(0, 100000))->capture_default_str();
+  app.add_option("--node-labels", nodeLabels, "extra labels, key=value,...");
+  app.add_option("--register-with-taints", taints, "taints, key[=value]:Effect,...");
+  app.add_option("--address", address, "address of the health/metrics endpoint")->capture_default_str();
+  app.add_option("--healthz-port", healthzPort, "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)")
+      ->capture_default_str();
+  app.add_option("--port-file", portFile, "write the bound healthz port here once ready (tests)");
+  app.add_flag("--enable-debugging-handlers", debugging,
+               "serve POST /debug/simulate-restart and POST /debug/sync-node-status");
+  app.add_option("--log-level", logLevel, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto format = kc::obs::parseLogFormat(logFormat);
+  if (!format || !kc::obs::setupLogging({"kubelet-standin", logLevel, *format})) {
+    return fail("bad --log-level or --log-format");
+  }
+  if (!kc::kubelet::isDnsSubdomain(o.nodeName)) {
+    return fail("--node-name '" + o.nodeName + "' is not a valid Node name (DNS-1123 subdomain)");
+  }
+  auto parseDuration = [](const std::string& flag, const std::string& text,
+                          std::chrono::milliseconds& out) -> std::string {
+    auto d = kc::kubelet::parseGoDuration(text);
+    if (!d) {
+      return flag + ": " + d.error().message;
+    }
+    if (d->count() <= 0) {
+      return flag + ": must be positive";
+    }
+    out = *d;
+    return {};
+  };
+  for (auto [flag, text, out] : {std::tuple{"--node-status-update-frequency", &statusFreq, &o.nodeStatusUpdateFrequency},
+                                 std::tuple{"--node-status-report-frequency", &reportFreq, &o.nodeStatusReportFrequency},
+                                 std::tuple{"--device-plugin-stop-grace", &stopGrace, &o.endpointStopGrace}}) {
+    if (auto err = parseDuration(flag, *text, *out); !err.empty()) {
+      return fail(err);
+    }
+  }
+  o.leaseDurationSeconds = leaseDuration;
+  o.leaseRenewInterval = std::chrono::milliseconds(leaseDuration * 250);
+  for (auto [name, text] : {std::pair{"cpu", &cpu}, std::pair{"memory", &memory},
+                            std::pair{"ephemeral-storage", &ephemeral}}) {
+    auto amount = kc::kubelet::parseResourceAmount(name, *text);
+    if (!amount) {
+      return fail(std::string("--") + name + ": " + amount.error().message);
+    }
+    o.capacity[name] = *amount;
+  }
+  o.capacity["pods"] = maxPods;
+  auto labels = kc::kubelet::parseLabels(nodeLabels);
+  if (!labels) {
+    return fail("--node-labels: " + labels.error().message);
+  }
+  o.labels = *labels;
+  auto taintList = kc::kubelet::parseTaints(taints);
+  if (!taintList) {
+    return fail("--register-with-taints: " + taintList.error().message);
+  }
+  o.taints = *taintList;
+  for (const auto* p : {&o.devicePluginDir, &o.podResourcesSocket, &o.rootDir}) {
+    if (p->empty() || p->front() != '/') {
+      return fail("'" + *p + "' is not an absolute path");
+    }
+  }
+
+  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
+                                   : kc::kube::loadKubeconfig({kubeconfig});
+  if (!config) {
+    return fail("kubeconfig: " + config.error().message);
+  }
+  auto client = kc::kube::KubeClient::create(*config);
+  if (!client) {
+    return fail("API client: " + client.error().message);
+  }
+
+  // SIGHUP = simulated restart, picked up by a thread below; blocked before any thread exists.
+  sigset_t hup;
+  sigemptyset(&hup);
+  sigaddset(&hup, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &hup, nullptr);
+
+  kc::obs::Metrics metrics;
+  kc::obs::HealthChecks health;
+  kc::kubelet::KubeletStandin standin(**client, o, &metrics);
+  health.addReadinessCheck("node-registered-and-pods-listed", [&standin]() -> kc::Status {
+    if (standin.ready()) {
+      return kc::okStatus();
+    }
+    return kc::makeError("unavailable", "node not registered or pods not listed yet");
+  });
+  if (auto st = standin.start(); !st) {
+    std::cerr << "kubelet-standin: " << st.error().message << "\n";
+    return 1;
+  }
+  kc::net::ServerOptions so;
+  so.bindAddress = address;
+  so.port = healthzPort;
+  so.serverHeader = "kubelet-standin";
+  kc::net::HttpServer http(so);
+  kc::obs::installHealthEndpoints(http, health);
+  kc::obs::installMetricsEndpoint(http, metrics);
+  kc::kubelet::installControlEndpoints(http, standin, debugging);
+  auto port = http.start();
+  if (!port) {
+    standin.stop();
+    std::cerr << "kubelet-standin: cannot serve on " << address << ":" << healthzPort << ": " << port.error().message
+              << "\n";
+    return 1;
+  }
+
+  std::atomic<bool> done{false};
+  std::thread hupThread([&] {
+    timespec tick{0, 200'000'000};
+    while (!done.load()) {
+      if (sigtimedwait(&hup, nullptr, &tick) == SIGHUP) {
+        if (auto st = standin.simulateRestart(); !st) {
+          spdlog::error("simulated restart failed: {}", st.error().message);
+        }
+      }
+    }
+  });
+
+  kc::obs::ShutdownHandler shutdown({&health, {}, [&] {
+                                       standin.stop();
+                                       http.stop(std::chrono::seconds(2));
+                                     }});
+  if (auto st = shutdown.install(); !st) {
+    done = true;
+    hupThread.join();
+    std::cerr << "kubelet-standin: " << st.error().message << "\n";
+    return 1;
+  }
+  // Ready for tests: the sockets exist; the Node appears within one API round trip.
+  if (!portFile.empty()) {
+    const std::string tmp = portFile + ".tmp";
+    std::ofstream(tmp) << *port << "\n";
+    std::rename(tmp.c_str(), portFile.c_str());
+  }
+  std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName << " healthz=" << http.baseUrl()
+            << " registration=" << standin.registrationSocket() << " pod-resources=" << o.podResourcesSocket
+            << std::endl;
+  shutdown.wait();
+  done = true;
+  hupThread.join();
+  spdlog::info("kubelet-standin stopped ({})", shutdown.reason());
+  return 0;
+}

@@ -1,0 +1,151 @@
+#include "tools/kubelet-standin/quantity.hpp"
+
+#include <array>
+#include <cctype>
+#include <utility>
+
+namespace kc::kubelet {
+namespace {
+
+__extension__ typedef __int128 i128;  // exact products of up to 100-bit mantissas
+constexpr i128 kLimit = static_cast<i128>(1) << 62;
+
+struct Suffix {
+  std::string_view text;
+  int base10;        // power of ten
+  int base2;         // power of two
+};
+
+// Binary (Ki..Ei) and decimal (n, u, m, "", k, M, G, T, P, E) suffixes.
+constexpr std::array<Suffix, 15> kSuffixes{{
+    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
+    {"n", -9, 0}, {"u", -6, 0}, {"m", -3, 0}, {"k", 3, 0}, {"M", 6, 0}, {"G", 9, 0},
+    {"T", 12, 0}, {"P", 15, 0}, {"E", 18, 0},
+}};
+
+Error bad(std::string_view text, std::string_view why) {
+  return makeError("invalid", "quantity '" + std::string(text) + "': " + std::string(why));
+}
+
+// ceil(value * 10^scale10 * 2^scale2) for the parsed quantity, times `multiplier`.
+Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
+  std::size_t i = 0;
+  bool negative = false;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+    negative = text[i] == '-';
+    ++i;
+  }
+  i128 mantissa = 0;
+  int pow10 = extraPow10;
+  std::size_t digits = 0;
+  bool dot = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.' && !dot) {
+      dot = true;
+      continue;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      break;
+    }
+    ++digits;
+    if (mantissa < static_cast<i128>(1) << 100) {
+      mantissa = mantissa * 10 + (c - '0');
+      if (dot) {
+        --pow10;
+      }
+    } else if (!dot) {
+      ++pow10;  // more integer digits than we keep: the value is out of range anyway
+    }
+  }
+  if (digits == 0) {
+    return bad(text, "no digits");
+  }
+  std::string_view rest = text.substr(i);
+  int pow2 = 0;
+  if (!rest.empty() && (rest[0] == 'e' || rest[0] == 'E') && rest.size() > 1 &&
+      (std::isdigit(static_cast<unsigned char>(rest[1])) || rest[1] == '-' || rest[1] == '+')) {
+    std::size_t j = 1;
+    bool expNeg = false;
+    if (rest[j] == '-' || rest[j] == '+') {
+      expNeg = rest[j] == '-';
+      ++j;
+    }
+    int exp = 0;
+    std::size_t expDigits = 0;
+    for (; j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j])); ++j) {
+      exp = exp * 10 + (rest[j] - '0');
+      ++expDigits;
+      if (exp > 1000) {
+        return bad(text, "exponent out of range");
+      }
+    }
+    if (expDigits == 0 || j != rest.size()) {
+      return bad(text, "malformed exponent");
+    }
+    pow10 += expNeg ? -exp : exp;
+  } else if (!rest.empty()) {
+    bool found = false;
+    for (const auto& s : kSuffixes) {
+      if (rest == s.text) {
+        pow10 += s.base10;
+        pow2 = s.base2;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      return bad(text, "unknown suffix '" + std::string(rest) + "'");
+    }
+  }
+  if (negative && mantissa != 0) {
+    return bad(text, "negative");
+  }
+  if (mantissa == 0) {
+    return std::int64_t{0};
+  }
+  i128 value = mantissa;
+  for (int k = 0; k < pow2; ++k) {
+    value <<= 1;
+    if (value > kLimit) {
+      return bad(text, "too large");
+    }
+  }
+  for (; pow10 > 0; --pow10) {
+    value *= 10;
+    if (value > kLimit) {
+      return bad(text, "too large");
+    }
+  }
+  bool remainder = false;
+  for (; pow10 < 0; ++pow10) {
+    remainder = remainder || value % 10 != 0;
+    value /= 10;
+  }
+  if (remainder) {
+    ++value;  // round up, as Quantity.Value() / MilliValue()
+  }
+  if (value > kLimit) {
+    return bad(text, "too large");
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+}  // namespace
+
+Result<std::int64_t> parseQuantityMilli(std::string_view text) { return parseScaled(text, 3); }
+
+Result<std::int64_t> parseQuantity(std::string_view text) { return parseScaled(text, 0); }
+
+Result<std::int64_t> parseResourceAmount(std::string_view resource, std::string_view text) {
+  return resource == "cpu" ? parseQuantityMilli(text) : parseQuantity(text);
+}
+
+std::string formatResourceAmount(std::string_view resource, std::int64_t amount) {
+  if (resource == "cpu") {
+    return amount % 1000 == 0 ? std::to_string(amount / 1000) : std::to_string(amount) + "m";
+  }
+  return std::to_string(amount);
+}
+
+}  // namespace kc::kubelet
