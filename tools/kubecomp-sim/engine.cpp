@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <map>
 #include <optional>
 #include <queue>
 #include <set>
@@ -272,12 +271,12 @@ class Engine {
       }
       while (nextArrival < jobs.size() && jobs[nextArrival].arrival == now) {
         const Job& job = jobs[nextArrival];
-        const std::uint32_t f = filterOf_[nextArrival];
+        const std::uint32_t f = job.gpuSpec;
         if (runnable_.runnable(podOf(job), f, filters_[f])) {
           queue_.push_back(static_cast<std::uint32_t>(nextArrival));
         } else {
           ++result_.rejected;
-          if (f != 0 && runnable_.runnable(podOf(job), 0, filters_[0])) {
+          if (!filters_[f].acceptsAny() && runnable_.runnable(podOf(job), 0, filters_[0])) {
             ++result_.rejectedGpuModel;
           }
           ++finished;
@@ -299,27 +298,26 @@ class Engine {
     return std::move(result_);
   }
 
-  // Checks the trace and config, and parses every job's gpuSpec once (equal texts share one
-  // filter; index 0 accepts any GPU).
+  // Checks the trace and config, and parses the trace's gpu_spec texts once each (a job's
+  // filter is filters_[job.gpuSpec]).
   Status validate() {
-    filters_.assign(1, alloc::GpuModelFilter{});
-    filterOf_.assign(trace_.jobs.size(), 0);
-    std::map<std::string, std::uint32_t, std::less<>> bySpec;
+    filters_.clear();
+    for (const std::string& spec : trace_.gpuSpecs) {
+      auto f = alloc::GpuModelFilter::parse(spec, alloc::kGpuSpecSeparator);
+      if (!f) {
+        return makeError("invalid", "gpu_spec: " + f.error().message);
+      }
+      filters_.push_back(std::move(*f));
+    }
+    if (filters_.empty() || !filters_[0].acceptsAny()) {
+      return makeError("invalid", "the trace's gpu_spec 0 must be empty (any GPU)");
+    }
     for (std::size_t i = 0; i < trace_.jobs.size(); ++i) {
       const Job& j = trace_.jobs[i];
-      if (!j.gpuSpec.empty()) {
-        auto [it, added] = bySpec.try_emplace(j.gpuSpec, 0);
-        if (added) {
-          auto f = alloc::GpuModelFilter::parse(j.gpuSpec, alloc::kGpuSpecSeparator);
-          if (!f) {
-            return makeError("invalid", "job '" + j.id + "': " + f.error().message);
-          }
-          it->second = f->acceptsAny() ? 0 : static_cast<std::uint32_t>(filters_.size());
-          if (!f->acceptsAny()) {
-            filters_.push_back(std::move(*f));
-          }
-        }
-        filterOf_[i] = it->second;
+      if (j.gpuSpec >= filters_.size()) {
+        return makeError("invalid", "job '" + j.id + "' refers to gpu_spec " +
+                                        std::to_string(j.gpuSpec) + " of " +
+                                        std::to_string(filters_.size()));
       }
       if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
         return makeError("invalid", "job '" + j.id + "' has a negative time or request");
@@ -381,10 +379,11 @@ class Engine {
     std::vector<std::pair<alloc::PodRequest, std::uint32_t>> failed;
     for (auto it = queue_.begin(); it != queue_.end();) {
       const alloc::PodRequest pod = podOf(trace_.jobs[*it]);
-      const std::uint32_t filter = filterOf_[*it];
+      const std::uint32_t filter = trace_.jobs[*it].gpuSpec;
       const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const auto& fail) {
         const alloc::PodRequest& f = fail.first;
-        return (fail.second == 0 || fail.second == filter) && pod.cpuMilli >= f.cpuMilli &&
+        return (filters_[fail.second].acceptsAny() || fail.second == filter) &&
+               pod.cpuMilli >= f.cpuMilli &&
                pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
       });
       if (dominated) {
@@ -440,7 +439,7 @@ class Engine {
   Result<bool> tryPlace(std::uint32_t j, SimMs now) {
     const Job& job = trace_.jobs[j];
     const alloc::PodRequest pod = podOf(job);
-    const alloc::GpuModelFilter& models = filters_[filterOf_[j]];
+    const alloc::GpuModelFilter& models = filters_[job.gpuSpec];
     ++result_.placementAttempts;
     auto choice = chooseNode(pod, models);
     if (!choice) {
@@ -534,8 +533,7 @@ class Engine {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::deque<std::uint32_t> queue_;
   std::uint32_t failedHead_ = kNone;
-  std::vector<alloc::GpuModelFilter> filters_;  // [0] accepts any GPU
-  std::vector<std::uint32_t> filterOf_;         // per job, an index into filters_
+  std::vector<alloc::GpuModelFilter> filters_;  // per Trace::gpuSpecs entry; [0] accepts any
   SimResult result_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kc::sim {
@@ -35,16 +36,32 @@ struct Job {
   SimMs arrival = 0;           // submission time
   SimMs duration = 0;          // run time once started
   std::uint32_t gpus = 0;      // whole GPUs, exclusive (device plugin semantics)
+  // Accepted GPU models: an index into Trace::gpuSpecs (0: any GPU). A job runs only on GPUs
+  // whose model is listed. An index beside `gpus`, not the text, so a job stays 72 bytes.
+  std::uint32_t gpuSpec = 0;
   std::int64_t cpuMilli = 0;   // requested CPU, millicores
   std::int64_t memoryMib = 0;  // requested memory, MiB
-  // Accepted GPU models, '|'-separated as in the Alibaba trace's gpu_spec ("V100M16|V100M32");
-  // empty: any GPU. A job runs only on GPUs whose model is listed.
-  std::string gpuSpec{};
 };
 
 // Jobs sorted by arrival (stable: equal arrivals keep input order).
 struct Trace {
   std::vector<Job> jobs;
+  // The distinct gpu_spec texts, model names joined by '|' as in the Alibaba trace
+  // ("V100M16|V100M32"); [0] is "" (any GPU).
+  std::vector<std::string> gpuSpecs{std::string()};
+
+  // The index of `spec` in gpuSpecs, appended if new. Linear in the distinct specs (a trace
+  // has a handful); readers keep their own index.
+  std::uint32_t specIndex(std::string_view spec) {
+    for (std::size_t i = 0; i < gpuSpecs.size(); ++i) {
+      if (gpuSpecs[i] == spec) {
+        return static_cast<std::uint32_t>(i);
+      }
+    }
+    gpuSpecs.emplace_back(spec);
+    return static_cast<std::uint32_t>(gpuSpecs.size() - 1);
+  }
+  const std::string& specOf(const Job& job) const { return gpuSpecs[job.gpuSpec]; }
 };
 
 }  // namespace kc::sim

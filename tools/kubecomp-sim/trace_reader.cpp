@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string_view>
@@ -99,6 +100,32 @@ std::optional<std::int64_t> parseSecondsMs(std::string_view s, bool* tooLarge = 
 bool validGpuSpec(std::string_view spec) {
   return alloc::GpuModelFilter::parse(spec, alloc::kGpuSpecSeparator).ok();
 }
+
+// Interns gpu_spec texts into Trace::gpuSpecs, validating each distinct text once.
+class SpecInterner {
+ public:
+  explicit SpecInterner(Trace& trace) : trace_(trace) {}
+  // The spec's index (0 for an empty spec), or nullopt if it is not model names joined by '|'.
+  std::optional<std::uint32_t> intern(std::string_view spec) {
+    if (spec.empty()) {
+      return 0;
+    }
+    if (auto it = index_.find(spec); it != index_.end()) {
+      return it->second;
+    }
+    if (!validGpuSpec(spec)) {
+      return std::nullopt;
+    }
+    trace_.gpuSpecs.emplace_back(spec);
+    const auto i = static_cast<std::uint32_t>(trace_.gpuSpecs.size() - 1);
+    index_.emplace(std::string(spec), i);
+    return i;
+  }
+
+ private:
+  Trace& trace_;
+  std::map<std::string, std::uint32_t, std::less<>> index_;
+};
 
 const std::string& secondsLimitText() {
   static const std::string text = "the limit of " + std::to_string(kMaxTraceSeconds) + " s";
@@ -212,6 +239,7 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
   const auto phaseCol = header->find("pod_phase");
   const auto specCol = header->find("gpu_spec");
   LoadedTrace out;
+  SpecInterner specs(out.trace);
   while (lines.next(line)) {
     const std::uint64_t no = lines.lineNo();
     auto fields = splitCsv(line, source, no);
@@ -260,7 +288,8 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
       }
     }
     const std::string_view spec = specCol ? (*fields)[*specCol] : std::string_view{};
-    if (!validGpuSpec(spec)) {
+    const auto specIndex = specs.intern(spec);
+    if (!specIndex) {
       return rowError(source, no,
                       "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
     }
@@ -318,8 +347,8 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
     job.gpus = static_cast<std::uint32_t>(**gpus);
     job.cpuMilli = **cpu;
     job.memoryMib = **mem;
-    if (job.gpus > 0 && !spec.empty()) {  // a CPU-only task needs no GPU model
-      job.gpuSpec = std::string(spec);
+    if (job.gpus > 0 && *specIndex != 0) {  // a CPU-only task needs no GPU model
+      job.gpuSpec = *specIndex;
       ++out.stats.gpuSpecConstrained;
     }
     if (job.duration == 0) {
@@ -420,6 +449,7 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
   const auto memCol = header->find("memory_mib");
   const auto specCol = header->find("gpu_spec");
   LoadedTrace out;
+  SpecInterner specs(out.trace);
   while (lines.next(line)) {
     const std::uint64_t no = lines.lineNo();
     auto fields = splitCsv(line, source, no);
@@ -489,12 +519,13 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
     }
     if (specCol) {
       const std::string_view spec = (*fields)[*specCol];
-      if (!validGpuSpec(spec)) {
+      const auto specIndex = specs.intern(spec);
+      if (!specIndex) {
         return rowError(source, no,
                         "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
       }
-      if (!spec.empty() && job.gpus > 0) {
-        job.gpuSpec = std::string(spec);
+      if (*specIndex != 0 && job.gpus > 0) {
+        job.gpuSpec = *specIndex;
         ++out.stats.gpuSpecConstrained;
       }
     }
@@ -534,13 +565,13 @@ std::string formatMs(SimMs ms) {
 void writeJobCsv(std::ostream& out, const Trace& trace) {
   // The gpu_spec column only when some job has a constraint: older readers keep working.
   const bool specs = std::any_of(trace.jobs.begin(), trace.jobs.end(),
-                                 [](const Job& j) { return !j.gpuSpec.empty(); });
+                                 [](const Job& j) { return j.gpuSpec != 0; });
   out << "id,arrival_s,duration_s,gpus,cpu,memory_mib" << (specs ? ",gpu_spec\n" : "\n");
   for (const Job& j : trace.jobs) {
     out << j.id << ',' << formatMs(j.arrival) << ',' << formatMs(j.duration) << ',' << j.gpus << ','
         << formatMs(j.cpuMilli) << ',' << j.memoryMib;
     if (specs) {
-      out << ',' << j.gpuSpec;
+      out << ',' << trace.specOf(j);
     }
     out << '\n';
   }

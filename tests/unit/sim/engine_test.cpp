@@ -447,7 +447,7 @@ TEST_CASE("jobs at the time limit finish; queueing past 2^62 ms is an error, not
   // behind the first and ends at 3 x 10^15 ms. This used to loop or overflow.
   Trace t;
   for (int i = 0; i < 2; ++i) {
-    t.jobs.push_back(Job{numbered("big", i), kMaxTraceMs, kMaxTraceMs, 1, 0, 0});
+    t.jobs.push_back(Job{.id = numbered("big", i), .arrival = kMaxTraceMs, .duration = kMaxTraceMs, .gpus = 1});
   }
   auto r = simulate(cluster("1"), t, config(alloc::Composability::Composable, 0));
   REQUIRE(r.ok());
@@ -465,7 +465,7 @@ TEST_CASE("jobs at the time limit finish; queueing past 2^62 ms is an error, not
   // the engine stops with an error naming the limit instead of overflowing int64.
   Trace q;
   for (int i = 0; i < 4'612; ++i) {
-    q.jobs.push_back(Job{numbered("q", i), 0, kMaxTraceMs, 1, 0, 0});
+    q.jobs.push_back(Job{.id = numbered("q", i), .arrival = 0, .duration = kMaxTraceMs, .gpus = 1});
   }
   auto over = simulate(cluster("1"), q, config(alloc::Composability::Composable, 0));
   REQUIRE_FALSE(over.ok());
@@ -478,7 +478,7 @@ TEST_CASE("jobs at the time limit finish; queueing past 2^62 ms is an error, not
 
   // Inputs beyond the limit are refused before anything runs.
   Trace far;
-  far.jobs.push_back(Job{"far", kMaxTraceMs + 1, 1, 1, 0, 0});
+  far.jobs.push_back(Job{.id = "far", .arrival = kMaxTraceMs + 1, .duration = 1, .gpus = 1});
   auto farR = simulate(cluster("1"), far, defaultSimConfig());
   REQUIRE_FALSE(farR.ok());
   CHECK_THAT(farR.error().message, Catch::Contains("above the limit of 1000000000000 s"));
@@ -488,7 +488,7 @@ TEST_CASE("a move time that pushes a start past 2^62 ms is an error") {
   // 2 GPUs on n0, a 4-GPU job must move 2 GPUs from n1; with the largest move time and a
   // start near the limit the start would overflow past 2^62 ms.
   Trace t;
-  t.jobs.push_back(Job{"m", kMaxTraceMs, 1, 4, 0, 0});
+  t.jobs.push_back(Job{.id = "m", .arrival = kMaxTraceMs, .duration = 1, .gpus = 4});
   SimConfig c = config(alloc::Composability::Composable, 0);
   c.moveTime = kMaxTraceMs;
   auto ok = simulate(cluster("2+2"), t, c);  // 10^15 + 2 x 10^15 ms: fine
@@ -512,10 +512,10 @@ TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model; unservable on
                 .job(3, 3, 10)  // j4 P100 x3: the pool has 2 P100 -> rejected (model)
                 .job(4, 5, 10)  // j5 any x5: the pool has 4 GPUs -> rejected (size)
                 .build();
-  t.jobs[0].gpuSpec = "V100M16";
-  t.jobs[1].gpuSpec = "V100M16|V100M32";
-  t.jobs[3].gpuSpec = "A100";
-  t.jobs[4].gpuSpec = "P100";
+  t.jobs[0].gpuSpec = t.specIndex("V100M16");
+  t.jobs[1].gpuSpec = t.specIndex("V100M16|V100M32");
+  t.jobs[3].gpuSpec = t.specIndex("A100");
+  t.jobs[4].gpuSpec = t.specIndex("P100");
 
   // FCFS: j2 queues behind j1; at 10 j1 takes a V100 of n1, then j2 (any model) best-fits the
   // node with the fewest free GPUs, n1 (1 left) rather than n0 (2).
@@ -546,17 +546,21 @@ TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model; unservable on
   // A move brings only accepted GPUs: a 3-GPU V100 job on a pool with 2 P100 and 2 V100 is
   // unservable, a 2-GPU P100 job goes to n0 without moving anything.
   Trace m = TraceBuilder().job(0, 2, 10).build();
-  m.jobs[0].gpuSpec = "P100";
+  m.jobs[0].gpuSpec = m.specIndex("P100");
   auto mr = simulate(*c, m, config(alloc::Composability::Composable, 5));
   REQUIRE(mr.ok());
   CHECK(c->node(mr->jobs[0].node).name == "n0");
   CHECK(mr->gpusMoved == 0);
 
   Trace bad = TraceBuilder().job(0, 1, 1).build();
-  bad.jobs[0].gpuSpec = "V100|";
+  bad.jobs[0].gpuSpec = bad.specIndex("V100|");
   auto e = simulate(*c, bad, defaultSimConfig());
   REQUIRE_FALSE(e.ok());
-  CHECK_THAT(e.error().message, Catch::Contains("job 'j0': GPU model list 'V100|'"));
+  CHECK_THAT(e.error().message, Catch::Contains("gpu_spec: GPU model list 'V100|'"));
+  bad.jobs[0].gpuSpec = 7;  // no such entry
+  auto e7 = simulate(*c, bad, defaultSimConfig());
+  REQUIRE_FALSE(e7.ok());
+  CHECK_THAT(e7.error().message, Catch::Contains("refers to gpu_spec 7 of 2"));
 }
 
 TEST_CASE("gpu_spec with moves: only GPUs of an accepted model are moved to the node") {
@@ -570,7 +574,7 @@ TEST_CASE("gpu_spec with moves: only GPUs of an accepted model are moved to the 
   // j0 A10 x3: n1 has 2 A10 (deficit 1), n2 has 1 (deficit 2), n0 none: least-demand -> n1,
   // moving n2's A10 (g4), never a T4. 7 s per move.
   Trace t = TraceBuilder().job(0, 3, 10).build();
-  t.jobs[0].gpuSpec = "A10";
+  t.jobs[0].gpuSpec = t.specIndex("A10");
   std::vector<std::uint32_t> movedGpus;
   SimConfig cfg = config(alloc::Composability::Composable, 7);
   cfg.onPlace = [&](std::uint32_t, alloc::NodeIndex, const std::vector<alloc::GpuIndex>& moved,

@@ -126,9 +126,9 @@ TEST_CASE("Alibaba gpu_spec becomes the job's accepted GPU models and is counted
       AlibabaOptions{.includeCpuOnly = true});
   REQUIRE(r.ok());
   REQUIRE(r->trace.jobs.size() == 3);
-  CHECK(r->trace.jobs[0].gpuSpec == "V100M16|V100M32");
-  CHECK(r->trace.jobs[1].gpuSpec.empty());
-  CHECK(r->trace.jobs[2].gpuSpec.empty());
+  CHECK(r->trace.specOf(r->trace.jobs[0]) == "V100M16|V100M32");
+  CHECK(r->trace.jobs[1].gpuSpec == 0);
+  CHECK(r->trace.jobs[2].gpuSpec == 0);
   CHECK(r->stats.gpuSpecConstrained == 1);
 
   auto bad = pods("a,1000,10,2,1000,V100M16||G2,LS,Succeeded,1,5,2\n");
@@ -144,15 +144,15 @@ TEST_CASE("Alibaba gpu_spec becomes the job's accepted GPU models and is counted
 TEST_CASE("generic job CSV: gpu_spec round-trips through writeJobCsv") {
   auto r = jobsCsv("arrival_s,duration_s,gpus,gpu_spec\n0,5,1,T4|A10\n1,5,2,\n");
   REQUIRE(r.ok());
-  CHECK(r->trace.jobs[0].gpuSpec == "T4|A10");
+  CHECK(r->trace.specOf(r->trace.jobs[0]) == "T4|A10");
   CHECK(r->stats.gpuSpecConstrained == 1);
   std::ostringstream out;
   writeJobCsv(out, r->trace);
   CHECK_THAT(out.str(), Catch::StartsWith("id,arrival_s,duration_s,gpus,cpu,memory_mib,gpu_spec\n"));
   auto back = jobsCsv(out.str());
   REQUIRE(back.ok());
-  CHECK(back->trace.jobs[0].gpuSpec == "T4|A10");
-  CHECK(back->trace.jobs[1].gpuSpec.empty());
+  CHECK(back->trace.specOf(back->trace.jobs[0]) == "T4|A10");
+  CHECK(back->trace.jobs[1].gpuSpec == 0);
 }
 
 TEST_CASE("Alibaba node list rows become nodes") {
@@ -185,8 +185,9 @@ TEST_CASE("generic job CSV: columns in any order, decimal seconds and cores") {
 
 TEST_CASE("generic job CSV round-trips through writeJobCsv") {
   Trace t;
-  t.jobs.push_back(Job{"a", 1'500, 300'000, 2, 40'000, 64});
-  t.jobs.push_back(Job{"b", 2'001, 7, 0, 250, 0});
+  t.jobs.push_back(Job{.id = "a", .arrival = 1'500, .duration = 300'000, .gpus = 2, .cpuMilli = 40'000,
+                       .memoryMib = 64});
+  t.jobs.push_back(Job{.id = "b", .arrival = 2'001, .duration = 7, .gpus = 0, .cpuMilli = 250});
   std::ostringstream out;
   writeJobCsv(out, t);
   auto r = jobsCsv(out.str());
