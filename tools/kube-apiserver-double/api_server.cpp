@@ -26,7 +26,48 @@ net::Response jsonResponse(unsigned status, std::string body) {
   return r;
 }
 
-net::Response statusResponse(const ApiError& e) { return jsonResponse(static_cast<unsigned>(e.code()), e.toStatus().dump()); }
+net::Response statusResponse(const ApiError& e) {
+  net::Response r = jsonResponse(static_cast<unsigned>(e.code()), e.toStatus().dump());
+  // As the real server: a suggested retry delay also goes out as Retry-After.
+  if (e.details().is_object() && e.details().value("retryAfterSeconds", 0) > 0) {
+    r.withHeader("Retry-After", std::to_string(e.details().value("retryAfterSeconds", 0)));
+  }
+  return r;
+}
+
+// DeleteOptions from a DELETE body or an Eviction's deleteOptions (preconditions,
+// propagationPolicy, orphanDependents, gracePeriodSeconds).
+DeleteOptions deleteOptionsFrom(const json& body) {
+  DeleteOptions opts;
+  if (body.is_null()) {
+    return opts;
+  }
+  if (!body.is_object()) {
+    throw badRequest("DeleteOptions must be a JSON object");
+  }
+  if (auto dry = body.find("dryRun"); dry != body.end() && dry->is_array() && !dry->empty()) {
+    throw badRequest("dryRun is not supported by the API test double");
+  }
+  if (body.contains("preconditions") && body["preconditions"].is_object()) {
+    const json& p = body["preconditions"];
+    if (p.contains("uid") && p["uid"].is_string()) {
+      opts.preconditionUid = p["uid"].get<std::string>();
+    }
+    if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
+      opts.preconditionResourceVersion = p["resourceVersion"].get<std::string>();
+    }
+  }
+  if (body.contains("propagationPolicy") && body["propagationPolicy"].is_string()) {
+    opts.propagationPolicy = body["propagationPolicy"].get<std::string>();
+  }
+  if (body.value("orphanDependents", false)) {
+    opts.propagationPolicy = "Orphan";
+  }
+  if (body.contains("gracePeriodSeconds") && body["gracePeriodSeconds"].is_number_integer()) {
+    opts.gracePeriodSeconds = body["gracePeriodSeconds"].get<std::int64_t>();
+  }
+  return opts;
+}
 
 net::Response successStatus(unsigned code, json details = nullptr) {
   json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}};
@@ -501,7 +542,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
   }
   const std::string apiVersion = res.apiVersion(route.version);
   if (!route.subresource.empty() && !(route.subresource == "status" && res.hasStatus) &&
-      !(route.subresource == "binding" && res.hasBinding)) {
+      !(route.subresource == "binding" && res.hasBinding) && !(route.subresource == "eviction" && res.hasEviction)) {
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
   auto objectResponse = [&](unsigned code, const ObjectPtr& o) {
@@ -649,6 +690,15 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
     store_.bindPod(route.ns, route.name, body);
     return successStatus(201);
   }
+  if (route.subresource == "eviction") {
+    if (method != "POST") {
+      throw methodNotAllowed("the server does not allow this method on the requested resource");
+    }
+    json body = parseBody(request);
+    store_.evictPod(route.ns, route.name, body,
+                    deleteOptionsFrom(body.is_object() ? body.value("deleteOptions", json()) : json()));
+    return successStatus(201);
+  }
   if (method == "GET") {
     auto table = sub == Subresource::kNone ? tableRequest(request) : std::nullopt;
     ObjectPtr o = store_.get(res, route.ns, route.name);
@@ -721,21 +771,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       if (!body.is_object()) {
         throw badRequest("the body of a DELETE must be DeleteOptions in JSON");
       }
-      if (body.contains("preconditions") && body["preconditions"].is_object()) {
-        const json& p = body["preconditions"];
-        if (p.contains("uid") && p["uid"].is_string()) {
-          opts.preconditionUid = p["uid"].get<std::string>();
-        }
-        if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
-          opts.preconditionResourceVersion = p["resourceVersion"].get<std::string>();
-        }
-      }
-      if (body.contains("propagationPolicy") && body["propagationPolicy"].is_string()) {
-        opts.propagationPolicy = body["propagationPolicy"].get<std::string>();
-      }
-      if (body.value("orphanDependents", false)) {
-        opts.propagationPolicy = "Orphan";
-      }
+      opts = deleteOptionsFrom(body);
     }
     if (auto p = request.queryParam("propagationPolicy"); p && !p->empty()) {
       opts.propagationPolicy = *p;

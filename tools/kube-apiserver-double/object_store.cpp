@@ -374,6 +374,9 @@ ObjectPtr ObjectStore::commit(const ResourceInfo& res, const std::string& key, O
     deliver(*w, *ev);
   }
   std::erase_if(t.watchers, [](const auto& w) { return w->ended; });
+  if (res.namespaced && (tableKey == "/pods" || tableKey == "policy/poddisruptionbudgets")) {
+    reconcileBudgetsLocked(result->ns);
+  }
   return result;
 }
 
@@ -503,6 +506,8 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
     }
   } else if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     acceptCrdLocked(res, name, body);
+  } else if (res.group == "policy" && res.resource == "poddisruptionbudgets") {
+    validatePdb(name, body);
   }
   ObjectPtr created = commit(res, key, nullptr, std::move(body));
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
@@ -622,6 +627,9 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
   }
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     validateCrdPrinterColumns(current->name, next);
+  }
+  if (res.group == "policy" && res.resource == "poddisruptionbudgets" && sub == Subresource::kNone) {
+    validatePdb(current->name, next);
   }
   const std::string key = objectKey(res, current->ns, current->name);
   if (hasDeletionTimestamp(next) && finalizersOf(next).empty()) {

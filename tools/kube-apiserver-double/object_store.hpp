@@ -13,7 +13,8 @@
 //
 // One class, several translation units by concern: object_store.cpp (reads, LIST, commit,
 // create/update), store_watch.cpp (WATCH), store_delete.cpp (DELETE, finalizers, GC,
-// namespaces), store_crd.cpp (CRDs), store_pods.cpp (pod subresources);
+// namespaces), store_crd.cpp (CRDs), store_pods.cpp (pods/binding), store_disruption.cpp
+// (PodDisruptionBudget status, pods/eviction);
 // object_defaults.cpp holds per-kind validation and defaulting.
 
 #include "tools/kube-apiserver-double/api_error.hpp"
@@ -151,6 +152,10 @@ class ObjectStore {
                       const DeleteOptions& options);
   // POST pods/<name>/binding.
   void bindPod(const std::string& ns, const std::string& name, const nlohmann::json& binding);
+  // POST pods/<name>/eviction (policy/v1 Eviction): deletes the pod with `options` unless a
+  // PodDisruptionBudget forbids it (429 TooManyRequests with the budget as the cause).
+  void evictPod(const std::string& ns, const std::string& name, const nlohmann::json& eviction,
+                const DeleteOptions& options);
 
   // Starts a watch. Throws 410 ApiError for an expired RV unless expiredAsEvent, in which
   // case the ERROR event is written and the sink ended. Returns the watcher id.
@@ -193,6 +198,7 @@ class ObjectStore {
   std::unordered_map<std::string, std::pair<std::string, std::string>> uids_;
   std::unordered_map<std::string, std::set<std::pair<std::string, std::string>>> dependents_;
   std::mt19937_64 rng_;
+  bool reconcilingBudgets_ = false;  // reconcileBudgetsLocked is writing budget statuses
 
   Table& table(const std::string& key);
   const Table* findTable(const std::string& key) const;
@@ -212,6 +218,10 @@ class ObjectStore {
   void collectIfOwnersMissing(const ResourceInfo& res, const ObjectPtr& obj);
   void acceptCrdLocked(const ResourceInfo& res, const std::string& name, nlohmann::json& body);
   void onCrdChanged(const nlohmann::json* crd, const nlohmann::json* previous);
+  // Recomputes the status of every PodDisruptionBudget in `ns` (after a pod or budget
+  // write there), committing the ones that changed.
+  void reconcileBudgetsLocked(const std::string& ns);
+  std::vector<ObjectPtr> inNamespaceLocked(const std::string& tableKey, const std::string& ns) const;
   void onNamespaceTerminating(const std::string& ns);
   void maybeFinishNamespace(const std::string& ns);
   void maybeFinishForeground(ObjectPtr removed);

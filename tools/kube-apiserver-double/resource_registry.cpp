@@ -40,6 +40,7 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
   auto pods = builtin("", "v1", "pods", "pod", "Pod", true, {"po"});
   pods.hasStatus = true;
   pods.hasBinding = true;
+  pods.hasEviction = true;
   pods.returnDeletedObject = true;
   pods.categories = {"all"};
   pods.fieldLabels = {"spec.nodeName",      "spec.restartPolicy", "spec.schedulerName",
@@ -93,6 +94,10 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
   ev2.fieldLabels = {"regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
                      "reason",         "reportingController", "type"};
   reg.add(ev2);
+  auto pdb = builtin("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true,
+                     {"pdb"});
+  pdb.hasStatus = true;
+  reg.add(pdb);
   auto crd = builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                      "CustomResourceDefinition", false, {"crd", "crds"});
   crd.hasStatus = true;
@@ -215,6 +220,16 @@ std::optional<nlohmann::json> ResourceRegistry::resourceList(const std::string& 
                            {"singularName", ""},
                            {"namespaced", info.namespaced},
                            {"kind", "Binding"},
+                           {"verbs", {"create"}}});
+    }
+    if (info.hasEviction) {
+      // group/version name the Eviction's API: kubectl drain reads them to choose policy/v1.
+      resources.push_back({{"name", info.resource + "/eviction"},
+                           {"singularName", ""},
+                           {"namespaced", info.namespaced},
+                           {"group", "policy"},
+                           {"version", "v1"},
+                           {"kind", "Eviction"},
                            {"verbs", {"create"}}});
     }
   }

@@ -23,6 +23,7 @@ struct ResourceInfo {
   bool namespaced = true;
   bool hasStatus = false;       // status subresource
   bool hasBinding = false;      // pods/binding
+  bool hasEviction = false;     // pods/eviction (policy/v1 Eviction)
   bool custom = false;          // defined by a CRD: no strategic merge patch
   bool returnDeletedObject = false;  // DELETE answers with the object (pods) instead of a Status
   std::vector<std::string> shortNames;
@@ -41,7 +42,7 @@ struct ResourceInfo {
 class ResourceRegistry {
  public:
   // The built-in resources (core/v1, apps/v1, batch/v1, coordination.k8s.io/v1,
-  // events.k8s.io/v1, apiextensions.k8s.io/v1).
+  // events.k8s.io/v1, policy/v1, apiextensions.k8s.io/v1).
   static ResourceRegistry withBuiltins();
 
   void add(ResourceInfo info);

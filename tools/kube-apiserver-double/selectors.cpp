@@ -144,6 +144,76 @@ Result<LabelSelector> LabelSelector::parse(const std::string& text) {
   return sel;
 }
 
+Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector, const std::string& fieldPath) {
+  auto bad = [&](const std::string& field, const std::string& detail) {
+    return makeError("invalid", fieldPath + "." + field + ": " + detail);
+  };
+  LabelSelector sel;
+  if (selector.is_null()) {
+    return sel;
+  }
+  if (!selector.is_object()) {
+    return makeError("invalid", fieldPath + ": Invalid value: must be an object");
+  }
+  if (auto ml = selector.find("matchLabels"); ml != selector.end() && !ml->is_null()) {
+    if (!ml->is_object()) {
+      return bad("matchLabels", "Invalid value: must be an object");
+    }
+    for (auto it = ml->begin(); it != ml->end(); ++it) {
+      if (!validKey(it.key())) {
+        return bad("matchLabels", "Invalid value: " + nlohmann::json(it.key()).dump() + ": not a valid label key");
+      }
+      if (!it->is_string() || !validValue(it->get<std::string>())) {
+        return bad("matchLabels", "Invalid value: " + it->dump() + ": not a valid label value");
+      }
+      sel.reqs_.push_back({it.key(), LabelRequirement::Op::kEquals, {it->get<std::string>()}});
+    }
+  }
+  if (auto me = selector.find("matchExpressions"); me != selector.end() && !me->is_null()) {
+    if (!me->is_array()) {
+      return bad("matchExpressions", "Invalid value: must be a list");
+    }
+    for (std::size_t i = 0; i < me->size(); ++i) {
+      const auto& e = (*me)[i];
+      const std::string at = "matchExpressions[" + std::to_string(i) + "]";
+      if (!e.is_object()) {
+        return bad(at, "Invalid value: must be an object");
+      }
+      LabelRequirement r;
+      r.key = e.value("key", "");
+      if (!validKey(r.key)) {
+        return bad(at + ".key", "Invalid value: " + nlohmann::json(r.key).dump() + ": not a valid label key");
+      }
+      const std::string op = e.value("operator", "");
+      const nlohmann::json values = e.value("values", nlohmann::json::array());
+      if (!values.is_array()) {
+        return bad(at + ".values", "Invalid value: must be a list");
+      }
+      for (const auto& v : values) {
+        if (!v.is_string()) {
+          return bad(at + ".values", "Invalid value: " + v.dump() + ": must be a string");
+        }
+        r.values.push_back(v.get<std::string>());
+      }
+      if (op == "In" || op == "NotIn") {
+        r.op = op == "In" ? LabelRequirement::Op::kIn : LabelRequirement::Op::kNotIn;
+        if (r.values.empty()) {
+          return bad(at + ".values", "Required value: must be specified when `operator` is 'In' or 'NotIn'");
+        }
+      } else if (op == "Exists" || op == "DoesNotExist") {
+        r.op = op == "Exists" ? LabelRequirement::Op::kExists : LabelRequirement::Op::kDoesNotExist;
+        if (!r.values.empty()) {
+          return bad(at + ".values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+        }
+      } else {
+        return bad(at + ".operator", "Invalid value: " + nlohmann::json(op).dump() + ": not a valid selector operator");
+      }
+      sel.reqs_.push_back(std::move(r));
+    }
+  }
+  return sel;
+}
+
 bool LabelSelector::matches(const nlohmann::json& labels) const {
   for (const auto& r : reqs_) {
     const nlohmann::json* v = nullptr;

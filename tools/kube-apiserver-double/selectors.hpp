@@ -22,6 +22,10 @@ class LabelSelector {
  public:
   // "" selects everything. Errors carry the reason in the real server's words.
   static Result<LabelSelector> parse(const std::string& text);
+  // A metav1.LabelSelector object ({matchLabels, matchExpressions}; operators In, NotIn,
+  // Exists, DoesNotExist). An empty object selects everything. Errors (code "invalid") carry
+  // "<field>: <detail>" under `fieldPath`.
+  static Result<LabelSelector> fromJson(const nlohmann::json& selector, const std::string& fieldPath);
   bool empty() const { return reqs_.empty(); }
   // labels: the object's metadata.labels (may be null).
   bool matches(const nlohmann::json& labels) const;

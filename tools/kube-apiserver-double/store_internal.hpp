@@ -72,6 +72,9 @@ inline std::string errorLine(const ApiError& e) {
   return std::string("{\"type\":\"ERROR\",\"object\":") + e.toStatus().dump() + "}\n";
 }
 
+// 422 Invalid when a PodDisruptionBudget's spec is malformed.
+void validatePdb(const std::string& name, const json& pdb);
+
 // 422 Invalid when a CRD's additionalPrinterColumns are malformed.
 void validateCrdPrinterColumns(const std::string& name, const json& crd);
 

@@ -1,6 +1,7 @@
 #include "tools/kube-apiserver-double/table_convertor.hpp"
 
 #include "libcore/base/rfc3339.hpp"
+#include "tools/kube-apiserver-double/json_access.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,19 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& field(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) {
-    return kNull;
-  }
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
-std::string text(const json& obj, const char* key) {
-  const json& v = field(obj, key);
-  return v.is_string() ? v.get<std::string>() : "";
-}
+const json& field(const json& obj, const char* key) { return member(obj, key); }
 
 std::string orNone(const std::string& s, const char* fallback = "<none>") { return s.empty() ? fallback : s; }
 
@@ -443,6 +432,8 @@ TableConvertor::TableConvertor(std::string group, std::string resource,
     printer_ = Printer::kNode;
   } else if (group.empty() && resource == "namespaces") {
     printer_ = Printer::kNamespace;
+  } else if (group == "policy" && resource == "poddisruptionbudgets") {
+    printer_ = Printer::kPdb;
   } else {
     printer_ = Printer::kDefault;
   }
@@ -476,6 +467,12 @@ nlohmann::json TableConvertor::columnDefinitions() const {
       cols.push_back(column("Status", "string", "status.phase"));
       cols.push_back(column("Age", "string", kAgeDoc));
       break;
+    case Printer::kPdb:
+      cols.push_back(column("Min Available", "string", "spec.minAvailable"));
+      cols.push_back(column("Max Unavailable", "string", "spec.maxUnavailable"));
+      cols.push_back(column("Allowed Disruptions", "integer", "status.disruptionsAllowed"));
+      cols.push_back(column("Age", "string", kAgeDoc));
+      break;
     case Printer::kCustom:
       for (const auto& c : custom_) {
         std::string desc = c.description.empty()
@@ -504,6 +501,15 @@ nlohmann::json TableConvertor::cells(const nlohmann::json& object, std::chrono::
       return nodeCells(object, now);
     case Printer::kNamespace:
       return {text(meta, "name"), text(field(object, "status"), "phase"), age(field(meta, "creationTimestamp"), now)};
+    case Printer::kPdb: {
+      auto intOrPercent = [&](const char* key) {
+        const json& v = field(field(object, "spec"), key);
+        return v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : std::string("N/A");
+      };
+      const json& allowed = field(field(object, "status"), "disruptionsAllowed");
+      return {text(meta, "name"), intOrPercent("minAvailable"), intOrPercent("maxUnavailable"),
+              allowed.is_number_integer() ? allowed.get<std::int64_t>() : 0, age(field(meta, "creationTimestamp"), now)};
+    }
     case Printer::kCustom: {
       json cells = json::array({text(meta, "name")});
       for (std::size_t i = 0; i < custom_.size(); ++i) {

@@ -2,7 +2,8 @@
 // Server-side Table output (meta.k8s.io/v1 and v1beta1 `Table`), what `kubectl get` prints:
 // the built-in columns of pods (NAME READY STATUS RESTARTS AGE; wide: IP NODE NOMINATED NODE
 // READINESS GATES), nodes (NAME STATUS ROLES AGE VERSION; wide: INTERNAL-IP EXTERNAL-IP
-// OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME) and namespaces (NAME STATUS AGE), a CRD's
+// OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME), namespaces (NAME STATUS AGE),
+// poddisruptionbudgets (NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE), a CRD's
 // additionalPrinterColumns (after NAME; AGE when it declares none), and NAME / Created At for
 // every other kind, as the real server's default convertor.
 
@@ -59,7 +60,7 @@ class TableConvertor {
                      const TableRequest& request) const;
 
  private:
-  enum class Printer { kPod, kNode, kNamespace, kCustom, kDefault };
+  enum class Printer { kPod, kNode, kNamespace, kPdb, kCustom, kDefault };
   nlohmann::json cells(const nlohmann::json& object, std::chrono::system_clock::time_point now) const;
 
   Printer printer_;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kubectl against the API test double: apply (Deployment, CRD, custom object), get -o json,
 # get -w seeing a change, patch (strategic, merge, json), delete blocked by a finalizer,
-# describe, server-side Table columns (CRD printer columns, pods, nodes), and authentication.
+# describe, server-side Table columns (CRD printer columns, pods, nodes), kubectl drain through
+# pods/eviction and a PodDisruptionBudget, and authentication.
 # Works with kubectl 1.20 (Debian) and newer.
 # Usage: kubectl_fidelity.sh <path to kube-apiserver-double>
 set -euo pipefail
@@ -222,6 +223,44 @@ grep -qE '^gpu-node-1 +Ready +worker +[0-9]+s +v1.30.0$' "$TMP/out" || fail "nod
 k get nodes -o wide >"$TMP/out"
 grep -qE '^gpu-node-1 +Ready +worker +[0-9]+s +v1.30.0 +10.0.0.1 +<none> +Debian GNU/Linux 12 +6.1.0 +containerd://1.7$' \
   "$TMP/out" || fail "node wide row: $(cat "$TMP/out")"
+
+step "kubectl drain: pods/eviction, blocked by a PodDisruptionBudget (429), then allowed"
+for p in d1 d2; do
+  printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, labels: {app: drain}}\nspec:\n  nodeName: gpu-node-1\n  containers: [{name: c, image: busybox}]\n' "$p" \
+    | k apply -f - >/dev/null
+  k patch pod "$p" --subresource=status --type merge \
+    -p '{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}' >/dev/null || fail "pod $p status"
+done
+cat >"$TMP/pdb.yaml" <<'YAML'
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: drain-pdb}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: drain}}
+YAML
+k apply -f "$TMP/pdb.yaml" >/dev/null
+k get pdb >"$TMP/out"
+grep -qE '^drain-pdb +2 +N/A +0 +[0-9]+s$' "$TMP/out" || fail "pdb columns: $(cat "$TMP/out")"
+# Two healthy pods, two required: every eviction answers 429 and drain gives up at its timeout.
+if k drain gpu-node-1 --force --timeout=3s >"$TMP/out" 2>&1; then fail "drain went through a PDB: $(cat "$TMP/out")"; fi
+grep -q "Cannot evict pod as it would violate the pod's disruption budget" "$TMP/out" \
+  || fail "drain did not report the PDB: $(cat "$TMP/out")"
+k get pods d1 d2 -o name >"$TMP/out" 2>&1
+[ "$(wc -l <"$TMP/out")" = 2 ] || fail "pods went despite the PDB: $(cat "$TMP/out")"
+k get node gpu-node-1 >"$TMP/out"
+grep -q 'Ready,SchedulingDisabled' "$TMP/out" || fail "drain did not cordon: $(cat "$TMP/out")"
+k patch pdb drain-pdb --type merge -p '{"spec":{"minAvailable":1}}' >/dev/null
+k get pdb drain-pdb -o jsonpath='{.status.disruptionsAllowed}' >"$TMP/out"
+[ "$(cat "$TMP/out")" = 1 ] || fail "pdb status after the change: $(cat "$TMP/out")"
+# One disruption allowed: the first eviction passes, the second waits for the budget again.
+if k drain gpu-node-1 --force --timeout=3s >"$TMP/out" 2>&1; then fail "drain evicted both pods: $(cat "$TMP/out")"; fi
+grep -cE '^pod/d[12] evicted$' "$TMP/out" | grep -qx 1 || fail "expected exactly one eviction: $(cat "$TMP/out")"
+k patch pdb drain-pdb --type merge -p '{"spec":{"minAvailable":0}}' >/dev/null
+k drain gpu-node-1 --force --timeout=30s >"$TMP/out" 2>&1 || fail "drain: $(cat "$TMP/out")"
+grep -q 'node/gpu-node-1 drained' "$TMP/out" || fail "drain output: $(cat "$TMP/out")"
+k get pods -l app=drain -o name >"$TMP/out"
+[ ! -s "$TMP/out" ] || fail "pods left after drain: $(cat "$TMP/out")"
 
 step "kubectl delete"
 k delete deploy web | grep -q 'deployment.apps "web" deleted' || fail "delete deploy"

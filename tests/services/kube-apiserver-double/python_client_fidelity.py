@@ -215,6 +215,36 @@ def run(kubeconfig):
     listed = co.list_namespaced_custom_object("bridge.kubecomp.io", "v1alpha1", ns, "bridgejobs")
     expect(len(listed["items"]) == 1, "custom objects listed")
 
+    # --- pods/eviction (policy/v1) against a PodDisruptionBudget
+    policy = client.PolicyV1Api(api_client)
+    for name in ("e1", "e2"):
+        v1.create_namespaced_pod(ns, pod_body(name, {"app": "evict"}))
+        v1.patch_namespaced_pod_status(name, ns, {"status": {
+            "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    policy.create_namespaced_pod_disruption_budget(ns, client.V1PodDisruptionBudget(
+        metadata=client.V1ObjectMeta(name="evict-pdb"),
+        spec=client.V1PodDisruptionBudgetSpec(min_available=1, selector=client.V1LabelSelector(
+            match_labels={"app": "evict"}))))
+    pdb = policy.read_namespaced_pod_disruption_budget("evict-pdb", ns)
+    expect(pdb.status.current_healthy == 2 and pdb.status.desired_healthy == 1 and
+           pdb.status.disruptions_allowed == 1 and pdb.status.expected_pods == 2, "PDB status computed")
+    eviction = lambda name: client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=ns))
+    v1.create_namespaced_pod_eviction("e1", ns, eviction("e1"))
+    try:
+        v1.read_namespaced_pod("e1", ns)
+        expect(False, "evicted pod must be gone")
+    except ApiException as e:
+        expect(e.status == 404, "eviction deleted the pod")
+    try:
+        v1.create_namespaced_pod_eviction("e2", ns, eviction("e2"))
+        expect(False, "second eviction must be refused")
+    except ApiException as e:
+        body = json.loads(e.body)
+        expect(e.status == 429 and body["reason"] == "TooManyRequests" and
+               body["details"]["causes"][0]["reason"] == "DisruptionBudget", "eviction past the budget is a 429")
+    expect(policy.read_namespaced_pod_disruption_budget("evict-pdb", ns).status.disruptions_allowed == 0,
+           "PDB status after the eviction")
+
     # --- finalizer blocks deletion; ownerReferences garbage collection
     cm = v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="owner")))
     v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(
