@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -281,9 +282,7 @@ int fail(const std::string& message) {
   return 1;
 }
 
-}  // namespace
-
-int runCli(int argc, char** argv) {
+int runUnguarded(int argc, char** argv) {
   Options o;
   CLI::App app{
       "kubecomp-sim: trace-driven simulator of a composable GPU cluster (KubeComp, paper 001 "
@@ -520,6 +519,20 @@ int runCli(int argc, char** argv) {
     std::cout << j.dump(1) << "\n";
   }
   return 0;
+}
+
+}  // namespace
+
+int runCli(int argc, char** argv) {
+  // The limits keep a run within about 1.5 GiB; a machine with less memory (or a lower
+  // RLIMIT_AS) still gets a message and exit code 1 instead of an abort. No file is written:
+  // outputs are renamed into place only at the end of a successful run.
+  try {
+    return runUnguarded(argc, argv);
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory (see the limits in docs/simulator.md; fewer jobs, nodes or "
+                "GPUs fit)");
+  }
 }
 
 }  // namespace kc::sim

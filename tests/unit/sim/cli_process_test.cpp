@@ -3,6 +3,7 @@
 // naming the limit, and leave no output file behind.
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,9 +41,10 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs kubecomp-sim with `args` in `dir`, killing it after `deadline`.
+// Runs kubecomp-sim with `args` in `dir`, killing it after `deadline`; `addressSpace` > 0
+// limits its virtual memory (RLIMIT_AS, bytes).
 Run runSim(const kc::testing::TempDir& dir, std::vector<std::string> args,
-           std::chrono::seconds deadline = std::chrono::seconds(20)) {
+           std::chrono::seconds deadline = std::chrono::seconds(20), rlim_t addressSpace = 0) {
   args.insert(args.begin(), KC_SIM_BINARY);
   const std::string outPath = dir.file("stdout.txt");
   const std::string errPath = dir.file("stderr.txt");
@@ -59,6 +61,12 @@ Run runSim(const kc::testing::TempDir& dir, std::vector<std::string> args,
     if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
         chdir(dir.path().c_str()) != 0) {
       _exit(127);
+    }
+    if (addressSpace > 0) {
+      const rlimit limit{addressSpace, addressSpace};
+      if (setrlimit(RLIMIT_AS, &limit) != 0) {
+        _exit(127);
+      }
     }
     execv(argv[0], argv.data());
     _exit(127);
@@ -225,4 +233,22 @@ TEST_CASE("kubecomp-sim process: gpu_spec is honoured and unservable rows are re
   r = runSim(dir, {"--trace-csv", "spec.csv", "--gpu-model", "T 4"});
   CHECK(r.exitCode == 1);
   CHECK_THAT(r.err, Catch::Contains("--gpu-model 'T 4' is not a GPU model name"));
+}
+
+TEST_CASE("kubecomp-sim process: running out of memory is a message, not an abort") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("not run: AddressSanitizer needs more address space than the limit under test");
+  return;
+#endif
+  kc::testing::TempDir dir;
+  // 10,000,000 jobs (the limit) need about 1.4 GiB; with 256 MiB of address space the run
+  // used to end in an uncaught bad_alloc (abort, signal 6).
+  const Run r = runSim(dir,
+                       {"--workload", "w1", "--jobs", "10000000", "--lambda", "1",
+                        "--write-trace", "trace.csv", "--quiet"},
+                       std::chrono::seconds(60), rlim_t{256} << 20);
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("kubecomp-sim: out of memory"));
+  CHECK_FALSE(fs::exists(dir.path() / "trace.csv"));
 }
