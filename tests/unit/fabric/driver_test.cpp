@@ -211,7 +211,9 @@ TEST_CASE("redfish driver: ETags found only in bodies are sent with actions", "[
 }
 
 TEST_CASE("redfish driver: follows links, not URI conventions", "[fabric][redfish]") {
-  SimHarness sim(test::defaultTopology("redfish: {uris: opaque}\n"),
+  const std::string profile = GENERATE(as<std::string>{}, "classic", "emulator");
+  CAPTURE(profile);
+  SimHarness sim(test::defaultTopology("redfish: {uris: opaque, profile: " + profile + "}\n"),
                  Credentials{"admin", "secret"});
   SleepLog log;
   auto d = sim.redfish("falcon-a", log);
