@@ -106,7 +106,7 @@ constexpr auto kMaxSeconds = static_cast<double>(kMaxTraceSeconds);
 Status checkFlags(const Options& o) {
   for (const Status& s : {
            inRange("--jobs", o.jobs, 1, static_cast<std::int64_t>(kMaxJobs)),
-           inRange("--lambda", o.lambda, 1e-9, 1e9),
+           inRange("--lambda", o.lambda, 1e-9, kMaxLambda),
            inRange("--interval-unit-ms", o.intervalUnitMs, 1, 1e9),
            inRange("--job-duration-s", o.jobDurationS, 0, kMaxSeconds),
            inRange("--time-scale", o.timeScale, 1e-6, 1e6),

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -101,8 +102,11 @@ std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t
 }
 
 Result<Trace> generateWorkload(const WorkloadSpec& spec) {
-  if (!(spec.lambda > 0) || !std::isfinite(spec.lambda)) {
-    return makeError("invalid", "lambda must be a positive number");
+  // Bounded so that a Poisson draw stays far inside int64 (the flag has the same range).
+  if (!(spec.lambda > 0 && spec.lambda <= kMaxLambda)) {
+    std::ostringstream m;
+    m << "lambda must be in (0, 1e9] (got " << spec.lambda << ")";
+    return makeError("invalid", m.str());
   }
   if (spec.intervalUnit < 1) {
     return makeError("invalid", "interval unit must be at least 1 ms");

@@ -61,8 +61,10 @@ struct WorkloadSpec {
 // (ties to the earlier type), so a 50-job Workload 4 has 12/12/12/12/2 jobs.
 std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t jobs);
 
+inline constexpr double kMaxLambda = 1e9;
+
 // The jobs in a seeded random order, first arrival at 0, then Poisson(lambda) gaps.
-// Error "invalid": lambda <= 0 or not finite, interval unit < 1, duration outside
+// Error "invalid": lambda outside (0, kMaxLambda] or NaN, interval unit < 1, duration outside
 // 0..kMaxTraceMs, jobs outside 1..kMaxJobs, an arrival past kMaxTraceMs.
 Result<Trace> generateWorkload(const WorkloadSpec& spec);
 

@@ -1,6 +1,7 @@
 #include "tools/kubecomp-sim/workload.hpp"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -77,7 +78,28 @@ TEST_CASE("workload parameters are validated") {
   spec.mix = *mixByName("w1");
   spec.lambda = 0;
   CHECK_FALSE(generateWorkload(spec).ok());
+  // Beyond 1e9 a Poisson draw could leave int64 (1e300 used to be accepted).
+  spec.lambda = 1e300;
+  auto huge = generateWorkload(spec);
+  REQUIRE_FALSE(huge.ok());
+  CHECK_THAT(huge.error().message, Catch::Contains("lambda must be in (0, 1e9]"));
+  spec.lambda = std::nan("");
+  CHECK_FALSE(generateWorkload(spec).ok());
   spec.lambda = 30;
   spec.intervalUnit = 0;
   CHECK_FALSE(generateWorkload(spec).ok());
+  spec.intervalUnit = 1000;
+  spec.jobs = 0;
+  CHECK_FALSE(generateWorkload(spec).ok());
+  spec.jobs = kMaxJobs + 1;  // refused before anything is allocated
+  auto many = generateWorkload(spec);
+  REQUIRE_FALSE(many.ok());
+  CHECK_THAT(many.error().message, Catch::Contains("1..10000000 (the limit)"));
+  // Arrivals past 10^12 s: 1e9 x 1e9 ms units = 1e15 s per gap.
+  spec.jobs = 2;
+  spec.lambda = 1e9;
+  spec.intervalUnit = 1'000'000'000;
+  auto far = generateWorkload(spec);
+  REQUIRE_FALSE(far.ok());
+  CHECK_THAT(far.error().message, Catch::Contains("would arrive after the limit of 1000000000000 s"));
 }
