@@ -14,49 +14,9 @@ using nlohmann::json;
 
 Error invalid(std::string message) { return makeError("invalid", std::move(message)); }
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-// A required non-empty string field.
-Result<std::string> requiredString(const json& object, const char* key, const std::string& where) {
-  const json* v = member(object, key);
-  if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().empty()) {
-    return invalid(where + "." + key + " must be a non-empty string");
-  }
-  return v->get<std::string>();
-}
-
-std::string optionalString(const json& object, const char* key) {
-  const json* v = member(object, key);
-  return (v != nullptr && v->is_string()) ? v->get<std::string>() : std::string();
-}
-
-Result<HookVersion> hookVersionOf(const json& body, HookKind kind) {
-  // controller.spec.hooks.<hook>.version; absent means v1 (Metacontroller's default).
-  const json* controller = member(body, "controller");
-  const json* spec = controller ? member(*controller, "spec") : nullptr;
-  const json* hooks = spec ? member(*spec, "hooks") : nullptr;
-  const json* hook = hooks ? member(*hooks, hookName(kind)) : nullptr;
-  const json* version = hook ? member(*hook, "version") : nullptr;
-  if (version == nullptr || version->is_null()) {
-    return HookVersion::kV1;
-  }
-  if (version->is_string()) {
-    if (*version == "v1") {
-      return HookVersion::kV1;
-    }
-    if (*version == "v2") {
-      return HookVersion::kV2;
-    }
-  }
-  return invalid("unknown hook version " + version->dump() + " in controller.spec.hooks." +
-                 hookName(kind) + ".version (supported: v1, v2)");
-}
+using metacontroller::member;
+using metacontroller::optionalString;
+using metacontroller::requiredString;
 
 Result<ObservedParent> parseParent(const json& object) {
   if (!object.is_object()) {
@@ -132,33 +92,9 @@ Result<ObservedParent> parseParent(const json& object) {
   return p;
 }
 
-// The objects of one group of a RelativeObjectMap / UniformObjectMap (v1 keys are names, v2
-// keys "ns/name"; the values carry their own metadata, which is what we read).
-Result<std::vector<const json*>> groupObjects(const json& body, const char* field,
-                                              const std::string& group) {
-  std::vector<const json*> out;
-  const json* map = member(body, field);
-  if (map == nullptr || map->is_null()) {
-    return out;
-  }
-  if (!map->is_object()) {
-    return invalid(std::string(field) + " must be an object keyed by <Kind>.<apiVersion>");
-  }
-  const json* objects = member(*map, group.c_str());
-  if (objects == nullptr || objects->is_null()) {
-    return out;
-  }
-  if (!objects->is_object()) {
-    return invalid(std::string(field) + "[\"" + group + "\"] must be an object");
-  }
-  for (const auto& [key, value] : objects->items()) {
-    if (!value.is_object()) {
-      return invalid(std::string(field) + "[\"" + group + "\"][\"" + key + "\"] is not an object");
-    }
-    out.push_back(&value);
-  }
-  return out;
-}
+// Objects of one group of an object map (libcore/metacontroller: v1 name or v2 ns/name keys,
+// the values carry their own metadata, which is what we read).
+using metacontroller::groupObjects;
 
 bool ownedBy(const ObservedPod& pod, const std::string& uid) {
   return std::find(pod.ownerUids.begin(), pod.ownerUids.end(), uid) != pod.ownerUids.end();
@@ -233,13 +169,11 @@ bool isOptedIn(const ObservedParent& parent) {
 }
 
 Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
-  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    return invalid("request body is not valid JSON");
+  auto parsed = metacontroller::parseBody(body);
+  if (!parsed) {
+    return parsed.error();
   }
-  if (!doc.is_object()) {
-    return invalid("request body must be a JSON object");
-  }
+  const json& doc = *parsed;
   HookRequest r;
   r.kind = kind;
   if (const json* f = member(doc, "finalizing"); f != nullptr && !f->is_null()) {
@@ -251,7 +185,7 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
       r.kind = HookKind::kFinalize;  // one URL configured for both hooks
     }
   }
-  auto version = hookVersionOf(doc, r.kind);
+  auto version = metacontroller::declaredHookVersion(doc, hookName(r.kind));
   if (!version) {
     return version.error();
   }

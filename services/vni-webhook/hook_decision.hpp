@@ -17,6 +17,7 @@
 
 #include "libcore/alloc/vni_range.hpp"
 #include "libcore/base/result.hpp"
+#include "libcore/metacontroller/hook_body.hpp"
 
 namespace kc::vni {
 
@@ -30,7 +31,7 @@ inline constexpr const char* kOwnerUidLabel = "vni.kubecomp.io/owner-uid";
 inline constexpr const char* kJobControllerUidLabel = "batch.kubernetes.io/controller-uid";
 
 enum class HookKind { kSync, kFinalize, kCustomize };
-enum class HookVersion { kV1, kV2 };
+using HookVersion = metacontroller::HookVersion;  // hook body format (v1 default)
 
 const char* hookName(HookKind kind);
 
