@@ -99,10 +99,11 @@ std::string_view toString(NodeFilterReason reason) {
 
 namespace {
 
-// Step 1 for one node whose free GPUs are `nodeFree` (attached to it) and `poolFree` (in its
-// pool, the node's included).
+// Step 1 for one node whose free GPUs are `nodeFree` (attached to it) and `poolFree()` (in its
+// pool, the node's included; read only when the node itself lacks GPUs, as that is rare).
+template <typename PoolFree>
 NodeFilterReason filterWith(const NodeState& node, const PodRequest& pod, Composability mode,
-                            std::uint32_t nodeFree, std::uint32_t poolFree) {
+                            std::uint32_t nodeFree, PoolFree poolFree) {
   if (!node.schedulable) {
     return NodeFilterReason::Cordoned;
   }
@@ -122,7 +123,7 @@ NodeFilterReason filterWith(const NodeState& node, const PodRequest& pod, Compos
     return NodeFilterReason::NoPool;
   }
   // The pool's free GPUs include the node's own: candidates elsewhere = pool - node >= deficit.
-  if (poolFree < pod.gpus) {
+  if (poolFree() < pod.gpus) {
     return NodeFilterReason::PoolShort;
   }
   return NodeFilterReason::Feasible;
@@ -134,7 +135,7 @@ NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodReq
                             Composability mode) {
   const NodeState& node = state.node(n);
   return filterWith(node, pod, mode, node.freeGpus,
-                    node.pool == kNoPool ? 0 : state.pool(node.pool).freeGpus);
+                    [&] { return state.pool(node.pool).freeGpus; });
 }
 
 namespace {
@@ -169,7 +170,7 @@ Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const Nod
     const NodeIndex n = nodeAt(i);
     const NodeState& node = view.node(n);
     const NodeFilterReason reason =
-        filterWith(node, pod, mode, node.freeGpus, view.poolFree(node.pool));
+        filterWith(node, pod, mode, node.freeGpus, [&] { return view.poolFree(node.pool); });
     if (reason != NodeFilterReason::Feasible) {
       ++filtered[static_cast<std::size_t>(reason)];
       continue;
