@@ -5,18 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <fstream>
-#include <thread>
+#include <set>
 
 #include "libcore/net/http_client.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
-
-extern char** environ;
 
 using kc::bridge::testing::RequestBuilder;
 using kc::bridge::testing::startedConfigMap;
@@ -24,64 +19,20 @@ using nlohmann::json;
 
 namespace {
 
-class OperatorProcess {
- public:
-  explicit OperatorProcess(std::vector<std::string> args) {
-    args.insert(args.begin(), BRIDGE_OPERATOR_BIN);
-    std::vector<char*> argv;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, BRIDGE_OPERATOR_BIN, nullptr, nullptr, argv.data(), environ) != 0) {
-      throw std::runtime_error("cannot spawn bridge-operator");
-    }
-  }
-  ~OperatorProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitExit(std::chrono::seconds(10));
-    }
-  }
-  // Exit status (128 + signal when killed), or -1 after `limit`.
-  int waitExit(std::chrono::milliseconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (pid_ > 0) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return -1;
-  }
-  void signal(int s) { ::kill(pid_, s); }
-  bool running() {
-    int status = 0;
-    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == 0;
-  }
+kc::testing::ChildProcess startOperator(std::vector<std::string> args) {
+  args.insert(args.begin(), BRIDGE_OPERATOR_BIN);
+  return kc::testing::ChildProcess(std::move(args));
+}
 
- private:
-  pid_t pid_ = -1;
-};
-
-std::uint16_t waitForPort(const std::string& portFile, OperatorProcess& p) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in(portFile);
-    unsigned port = 0;
-    if (in >> port && port != 0) {
-      return static_cast<std::uint16_t>(port);
-    }
-    REQUIRE(p.running());
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  FAIL("bridge-operator did not start");
-  return 0;
+std::uint16_t waitForPort(const std::string& portFile, kc::testing::ChildProcess& p) {
+  std::uint16_t port = 0;
+  p.waitUntil(
+      [&] {
+        port = kc::testing::readPortFile(portFile).value_or(0);
+        return port != 0;
+      },
+      std::chrono::seconds(20), "bridge-operator port file");
+  return port;
 }
 
 std::unique_ptr<kc::net::HttpClient> clientFor(std::uint16_t port) {
@@ -103,7 +54,7 @@ kc::net::Response post(kc::net::HttpClient& c, const std::string& path, const st
 TEST_CASE("bridge-operator serves the CompositeController hooks over HTTP", "[bridge]") {
   kc::testing::TempDir dir;
   const std::string portFile = dir.file("port");
-  OperatorProcess p({"--listen", "127.0.0.1", "--port", "0", "--port-file", portFile,
+  auto p = startOperator({"--listen", "127.0.0.1", "--port", "0", "--port-file", portFile,
                      "--log-level", "warn", "--max-pod-restarts", "1", "--max-body-bytes", "65536"});
   auto client = clientFor(waitForPort(portFile, p));
 
@@ -183,13 +134,13 @@ TEST_CASE("bridge-operator serves the CompositeController hooks over HTTP", "[br
   CHECK_THAT(metrics->body, Catch::Contains("bridge_hook_requests_total{code=\"200\",hook=\"finalize\"} 1"));
 
   p.signal(SIGTERM);
-  CHECK(p.waitExit(std::chrono::seconds(20)) == 0);
+  CHECK(p.waitExit(std::chrono::seconds(20)) == std::optional<int>(0));
 }
 
 TEST_CASE("bridge-operator flags: --help exits 0, bad flags exit 2", "[bridge]") {
   {
-    OperatorProcess help({"--help"});
-    CHECK(help.waitExit(std::chrono::seconds(20)) == 0);
+    auto help = startOperator({"--help"});
+    CHECK(help.waitExit(std::chrono::seconds(20)) == std::optional<int>(0));
   }
   const std::vector<std::vector<std::string>> bad = {
       {"--port", "http"},
@@ -203,7 +154,7 @@ TEST_CASE("bridge-operator flags: --help exits 0, bad flags exit 2", "[bridge]")
   };
   for (const auto& args : bad) {
     CAPTURE(args);
-    OperatorProcess p(args);
-    CHECK(p.waitExit(std::chrono::seconds(20)) == 2);
+    auto p = startOperator(args);
+    CHECK(p.waitExit(std::chrono::seconds(20)) == std::optional<int>(2));
   }
 }
