@@ -1,5 +1,6 @@
 #include "tools/kube-apiserver-double/api_server.hpp"
 
+#include "tools/kube-apiserver-double/event_conversion.hpp"
 #include "tools/kube-apiserver-double/patch.hpp"
 #include "tools/kube-apiserver-double/table_convertor.hpp"
 
@@ -215,19 +216,82 @@ TableConvertor convertorFor(const ResourceInfo& res, const std::string& version)
   return TableConvertor(res.group, res.resource, it == res.printerColumns.end() ? &kNone : &it->second);
 }
 
+// How a request's resource maps onto storage: itself, or, for events.k8s.io/v1 events, the
+// core/v1 events with renamed fields (one storage, as on the real server).
+class StorageView {
+ public:
+  // Copies what it needs: a watch keeps its view after the request's ResourceInfo is gone.
+  StorageView(ResourceInfo served, std::optional<ResourceInfo> coreEvents, std::string apiVersion)
+      : served_(std::move(served)), coreEvents_(std::move(coreEvents)), apiVersion_(std::move(apiVersion)) {}
+
+  const ResourceInfo& stored() const { return coreEvents_ ? *coreEvents_ : served_; }
+  bool converted() const { return coreEvents_.has_value(); }
+
+  // The full object (apiVersion and kind included) as the client sees it.
+  json object(const StoredObject& o) const {
+    if (coreEvents_) {
+      return eventsV1FromCoreEvent(o.object);
+    }
+    json full = o.object;
+    full["apiVersion"] = apiVersion_;
+    full["kind"] = served_.kind;
+    return full;
+  }
+  std::string objectJson(const StoredObject& o) const {
+    return coreEvents_ ? object(o).dump() : o.fullJson(apiVersion_, served_.kind);
+  }
+  // A LIST item: built-in types without kind/apiVersion, custom resources with them.
+  std::string itemJson(const StoredObject& o) const {
+    if (coreEvents_) {
+      json j = object(o);
+      j.erase("apiVersion");
+      j.erase("kind");
+      return j.dump();
+    }
+    return served_.custom ? o.fullJson(apiVersion_, served_.kind) : o.itemJson;
+  }
+  json toStorage(json body) const { return coreEvents_ ? coreEventFromEventsV1(body) : body; }
+  // A field selector in storage terms; labels are checked against the served resource.
+  std::string fieldSelector(const std::string& selector) const {
+    if (!coreEvents_ || selector.empty()) {
+      return selector;
+    }
+    if (auto parsed = FieldSelector::parse(selector, served_.fieldLabels); !parsed) {
+      throw badRequest(parsed.error().message);
+    }
+    return coreEventFieldSelector(selector);
+  }
+
+ private:
+  ResourceInfo served_;
+  std::optional<ResourceInfo> coreEvents_;
+  std::string apiVersion_;
+};
+
+// An error of the core events storage, named as the events.k8s.io resource the client used.
+ApiError asEventsV1Error(const ApiError& e) {
+  std::string message = e.what();
+  const std::string core = "events \"";
+  if (auto at = message.find(core); at != std::string::npos) {
+    message.replace(at, core.size(), "events.events.k8s.io \"");
+  }
+  json details = e.details();
+  if (details.is_object() && details.value("kind", "") == "events" && !details.contains("group")) {
+    details["group"] = "events.k8s.io";
+  }
+  return ApiError(e.code(), e.reason(), message, details);
+}
+
 std::string tableJson(const TableRequest& t, const TableConvertor& conv, std::uint64_t rv, const std::string& cont,
                       const std::vector<ObjectPtr>& items, std::chrono::system_clock::time_point now,
-                      const std::string& apiVersion, const std::string& kind) {
+                      const StorageView& view) {
   json meta = {{"resourceVersion", std::to_string(rv)}};
   if (!cont.empty()) {
     meta["continue"] = cont;
   }
   json rows = json::array();
   for (const auto& o : items) {
-    json full = o->object;
-    full["apiVersion"] = apiVersion;
-    full["kind"] = kind;
-    rows.push_back(conv.row(full, now, t));
+    rows.push_back(conv.row(view.object(*o), now, t));
   }
   return json{{"kind", "Table"},
               {"apiVersion", t.apiVersion},
@@ -511,6 +575,13 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
     route.resource = r[0];
     route.name = r.size() > 1 ? r[1] : "";
     route.subresource = r.size() > 2 ? r[2] : "";
+    if (route.group == "events.k8s.io") {
+      try {
+        return serveResource(request, route, stream, streamed);
+      } catch (const ApiError& e) {
+        throw asEventsV1Error(e);
+      }
+    }
     return serveResource(request, route, stream, streamed);
   } catch (const ApiError& e) {
     return statusResponse(e);
@@ -541,13 +612,17 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
   const std::string apiVersion = res.apiVersion(route.version);
+  const StorageView view(res,
+                         res.group == "events.k8s.io" && res.resource == "events"
+                             ? store_.findResource("", "v1", "events")
+                             : std::nullopt,
+                         apiVersion);
+  const ResourceInfo& stored = view.stored();
   if (!route.subresource.empty() && !(route.subresource == "status" && res.hasStatus) &&
       !(route.subresource == "binding" && res.hasBinding) && !(route.subresource == "eviction" && res.hasEviction)) {
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
-  auto objectResponse = [&](unsigned code, const ObjectPtr& o) {
-    return jsonResponse(code, o->fullJson(apiVersion, res.kind));
-  };
+  auto objectResponse = [&](unsigned code, const ObjectPtr& o) { return jsonResponse(code, view.objectJson(*o)); };
   if (res.namespaced && route.ns.empty() && !route.name.empty()) {
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
@@ -564,7 +639,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         WatchOptions wo;
         wo.ns = route.ns;
         wo.labelSelector = request.queryParam("labelSelector").value_or("");
-        wo.fieldSelector = request.queryParam("fieldSelector").value_or("");
+        wo.fieldSelector = view.fieldSelector(request.queryParam("fieldSelector").value_or(""));
         wo.resourceVersion = request.queryParam("resourceVersion");
         wo.allowBookmarks = truthy(request.queryParam("allowWatchBookmarks"));
         wo.sendInitialEvents = truthy(request.queryParam("sendInitialEvents"));
@@ -583,20 +658,19 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
           // the first event only (kubectl reuses them for the rest, as from the real server).
           TableConvertor conv = convertorFor(res, route.version);
           auto clock = store_.clock();
-          wo.render = [t = *table, conv, clock, apiVersion, kind = res.kind](const StoredObject& o, bool first) {
-            json full = o.object;
-            full["apiVersion"] = apiVersion;
-            full["kind"] = kind;
+          wo.render = [t = *table, conv, clock, view](const StoredObject& o, bool first) {
             json tbl = {{"kind", "Table"},
                         {"apiVersion", t.apiVersion},
                         {"metadata", {{"resourceVersion", std::to_string(o.resourceVersion)}}},
                         {"columnDefinitions", first ? conv.columnDefinitions() : json::array()},
-                        {"rows", json::array({conv.row(full, clock(), t)})}};
+                        {"rows", json::array({conv.row(view.object(o), clock(), t)})}};
             return tbl.dump();
           };
+        } else if (view.converted()) {
+          wo.render = [view](const StoredObject& o, bool) { return view.objectJson(o); };
         }
         auto sink = std::make_shared<StreamSink>(stream);
-        store_.watch(res, wo, sink);  // throws the 410 when old RVs answer with HTTP status
+        store_.watch(stored, wo, sink);  // throws the 410 when old RVs answer with HTTP status
         sink->ensureBegun();
         streamed = true;
         return {};
@@ -604,19 +678,19 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       ListOptions lo;
       lo.ns = route.ns;
       lo.labelSelector = request.queryParam("labelSelector").value_or("");
-      lo.fieldSelector = request.queryParam("fieldSelector").value_or("");
+      lo.fieldSelector = view.fieldSelector(request.queryParam("fieldSelector").value_or(""));
       lo.resourceVersion = request.queryParam("resourceVersion");
       lo.resourceVersionMatch = request.queryParam("resourceVersionMatch").value_or("");
       lo.limit = intParam(request, "limit", 0);
       lo.continueToken = request.queryParam("continue").value_or("");
-      ListResult lr = store_.list(res, lo);
+      ListResult lr = store_.list(stored, lo);
       if (auto table = tableRequest(request)) {
         return jsonResponse(200, tableJson(*table, convertorFor(res, route.version), lr.resourceVersion,
-                                           lr.continueToken, lr.items, store_.now(), apiVersion, res.kind));
+                                           lr.continueToken, lr.items, store_.now(), view));
       }
       // Built-in types omit kind/apiVersion on LIST items; custom resources (unstructured
       // storage on the real server) carry them on every item.
-      auto item = [&](const ObjectPtr& o) { return res.custom ? o->fullJson(apiVersion, res.kind) : o->itemJson; };
+      auto item = [&](const ObjectPtr& o) { return view.itemJson(*o); };
       std::size_t size = 128;
       for (const auto& o : lr.items) {
         size += o->itemJson.size() + apiVersion.size() + res.kind.size() + 32;
@@ -646,22 +720,26 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       return jsonResponse(200, std::move(body));
     }
     if (method == "POST") {
-      return objectResponse(201, store_.create(res, route.ns, parseBody(request)));
+      json body = parseBody(request);
+      if (view.converted()) {
+        validateEventsV1Create(body);
+      }
+      return objectResponse(201, store_.create(stored, route.ns, view.toStorage(std::move(body))));
     }
     if (method == "DELETE") {
       ListOptions lo;
       lo.ns = route.ns;
       lo.labelSelector = request.queryParam("labelSelector").value_or("");
-      lo.fieldSelector = request.queryParam("fieldSelector").value_or("");
-      ListResult lr = store_.list(res, lo);
+      lo.fieldSelector = view.fieldSelector(request.queryParam("fieldSelector").value_or(""));
+      ListResult lr = store_.list(stored, lo);
       std::string body = "{\"kind\":" + json(res.listKind).dump() + ",\"apiVersion\":" + json(apiVersion).dump() +
                          ",\"metadata\":{},\"items\":[";
       bool first = true;
       for (const auto& o : lr.items) {
         try {
-          auto d = store_.remove(res, o->ns, o->name, DeleteOptions{});
+          auto d = store_.remove(stored, o->ns, o->name, DeleteOptions{});
           body += first ? "" : ",";
-          body += res.custom ? d.object->fullJson(apiVersion, res.kind) : d.object->itemJson;
+          body += view.itemJson(*d.object);
           first = false;
         } catch (const ApiError& e) {
           if (e.code() != 404) {
@@ -701,15 +779,15 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
   }
   if (method == "GET") {
     auto table = sub == Subresource::kNone ? tableRequest(request) : std::nullopt;
-    ObjectPtr o = store_.get(res, route.ns, route.name);
+    ObjectPtr o = store_.get(stored, route.ns, route.name);
     if (table) {
       return jsonResponse(200, tableJson(*table, convertorFor(res, route.version), o->resourceVersion, "", {o},
-                                         store_.now(), apiVersion, res.kind));
+                                         store_.now(), view));
     }
     return objectResponse(200, o);
   }
   if (method == "PUT") {
-    return objectResponse(200, store_.update(res, route.ns, route.name, parseBody(request), sub));
+    return objectResponse(200, store_.update(stored, route.ns, route.name, view.toStorage(parseBody(request)), sub));
   }
   if (method == "PATCH") {
     const std::string ct = mediaType(request);
@@ -737,20 +815,25 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         throw invalid(res.group, res.kind, route.name, "fieldManager", "Required value: is required for apply patch");
       }
       try {
-        store_.get(res, route.ns, route.name);
+        store_.get(stored, route.ns, route.name);
       } catch (const ApiError& e) {
         if (e.code() != 404) {
           throw;
         }
-        return objectResponse(201, store_.create(res, route.ns, patch));
+        if (view.converted()) {
+          validateEventsV1Create(patch);
+        }
+        return objectResponse(201, store_.create(stored, route.ns, view.toStorage(patch)));
       }
     }
-    auto patchFn = [&](const json& current) -> json {
+    // The patch applies to the object as the client sees it (events.k8s.io field names).
+    auto patchFn = [&](const json& storedObject) -> json {
+      const json current = view.converted() ? eventsV1FromCoreEvent(storedObject) : storedObject;
       if (ct == "application/merge-patch+json" || ct == "application/apply-patch+yaml") {
         if (!patch.is_object()) {
           throw badRequest("a merge patch must be a JSON object");
         }
-        return applyMergePatch(current, patch);
+        return view.toStorage(applyMergePatch(current, patch));
       }
       Result<json> r = ct == "application/json-patch+json" ? applyJsonPatch(current, patch)
                                                              : applyStrategicMergePatch(current, patch);
@@ -760,9 +843,9 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         }
         throw badRequest(r.error().message);
       }
-      return std::move(r.value());
+      return view.toStorage(std::move(r.value()));
     };
-    return objectResponse(200, store_.patch(res, route.ns, route.name, patchFn, sub));
+    return objectResponse(200, store_.patch(stored, route.ns, route.name, patchFn, sub));
   }
   if (method == "DELETE" && sub == Subresource::kNone) {
     DeleteOptions opts;
@@ -779,7 +862,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
     if (truthy(request.queryParam("orphanDependents"))) {
       opts.propagationPolicy = "Orphan";
     }
-    DeleteResult d = store_.remove(res, route.ns, route.name, opts);
+    DeleteResult d = store_.remove(stored, route.ns, route.name, opts);
     if (!d.deletedNow || res.returnDeletedObject) {
       return objectResponse(200, d.object);
     }

@@ -493,17 +493,6 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
     meta["labels"]["kubernetes.io/metadata.name"] = name;
   } else if (res.group == "apps" && res.resource == "deployments") {
     defaultDeployment(body);
-  } else if (res.group == "events.k8s.io") {
-    for (const char* f : {"eventTime", "reportingController", "reportingInstance", "action", "reason"}) {
-      if (str(body, f).empty()) {
-        throw invalid(res.group, "Event", name, f, "Required value");
-      }
-    }
-    std::string type = str(body, "type");
-    if (type != "Normal" && type != "Warning") {
-      throw invalid(res.group, "Event", name, "type",
-                    "Unsupported value: " + quote(type) + ": supported values: \"Normal\", \"Warning\"");
-    }
   } else if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     acceptCrdLocked(res, name, body);
   } else if (res.group == "policy" && res.resource == "poddisruptionbudgets") {

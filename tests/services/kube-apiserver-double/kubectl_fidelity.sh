@@ -2,7 +2,8 @@
 # kubectl against the API test double: apply (Deployment, CRD, custom object), get -o json,
 # get -w seeing a change, patch (strategic, merge, json), delete blocked by a finalizer,
 # describe, server-side Table columns (CRD printer columns, pods, nodes), kubectl drain through
-# pods/eviction and a PodDisruptionBudget, and authentication.
+# pods/eviction and a PodDisruptionBudget, events written through core/v1 and events.k8s.io/v1
+# shown by kubectl events and describe, and authentication.
 # Works with kubectl 1.20 (Debian) and newer.
 # Usage: kubectl_fidelity.sh <path to kube-apiserver-double>
 set -euo pipefail
@@ -261,6 +262,49 @@ k drain gpu-node-1 --force --timeout=30s >"$TMP/out" 2>&1 || fail "drain: $(cat 
 grep -q 'node/gpu-node-1 drained' "$TMP/out" || fail "drain output: $(cat "$TMP/out")"
 k get pods -l app=drain -o name >"$TMP/out"
 [ ! -s "$TMP/out" ] || fail "pods left after drain: $(cat "$TMP/out")"
+
+step "events: one store behind core/v1 and events.k8s.io/v1 (kubectl events, describe)"
+P1UID="$(k get pod p1 -o jsonpath='{.metadata.uid}')"
+cat >"$TMP/events.yaml" <<YAML
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {name: p1.gpu-attached}
+eventTime: "2026-01-01T00:00:00.000000Z"
+reportingController: kubecomp.io/reconfig-mgr
+reportingInstance: reconfig-mgr-0
+action: Attach
+reason: GpuAttached
+type: Normal
+note: attached falcon-0.3 via events.k8s.io
+regarding: {apiVersion: v1, kind: Pod, namespace: default, name: p1, uid: "$P1UID"}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: p1.scheduled}
+involvedObject: {apiVersion: v1, kind: Pod, namespace: default, name: p1, uid: "$P1UID"}
+reason: Scheduled
+message: assigned via core v1
+source: {component: default-scheduler}
+type: Normal
+count: 1
+firstTimestamp: "2026-01-01T00:00:00Z"
+lastTimestamp: "2026-01-01T00:00:00Z"
+YAML
+k create -f "$TMP/events.yaml" >/dev/null || fail "create events"
+k events --for pod/p1 >"$TMP/out" 2>&1 || fail "kubectl events: $(cat "$TMP/out")"
+grep -qE 'GpuAttached +Pod/p1 +attached falcon-0.3 via events.k8s.io' "$TMP/out" \
+  || fail "kubectl events misses the events.k8s.io event: $(cat "$TMP/out")"
+grep -qE 'Scheduled +Pod/p1 +assigned via core v1' "$TMP/out" || fail "kubectl events misses the core event: $(cat "$TMP/out")"
+k describe pod p1 >"$TMP/out"
+grep -qE 'Normal +GpuAttached +.* +kubecomp.io/reconfig-mgr(, reconfig-mgr-0)? +attached falcon-0.3 via events.k8s.io' "$TMP/out" \
+  || fail "describe misses the events.k8s.io event: $(sed -n '/^Events:/,$p' "$TMP/out")"
+grep -qE 'Normal +Scheduled +.* +default-scheduler +assigned via core v1' "$TMP/out" \
+  || fail "describe misses the core event: $(sed -n '/^Events:/,$p' "$TMP/out")"
+k get events.events.k8s.io -o jsonpath='{range .items[*]}{.note}{"\n"}{end}' >"$TMP/out"
+grep -qx 'assigned via core v1' "$TMP/out" || fail "events.k8s.io list misses the core event: $(cat "$TMP/out")"
+grep -qx 'attached falcon-0.3 via events.k8s.io' "$TMP/out" || fail "events.k8s.io list: $(cat "$TMP/out")"
+k delete events.events.k8s.io p1.scheduled >/dev/null
+if k get event p1.scheduled >/dev/null 2>&1; then fail "event deleted through events.k8s.io still in core/v1"; fi
 
 step "kubectl delete"
 k delete deploy web | grep -q 'deployment.apps "web" deleted' || fail "delete deploy"

@@ -5,6 +5,7 @@ concurrency, leases, events and custom objects.
 
 Usage: python_client_fidelity.py <path to kube-apiserver-double>
 """
+import datetime
 import json
 import os
 import subprocess
@@ -180,6 +181,23 @@ def run(kubeconfig):
         type="Normal", count=1))
     evs = v1.list_namespaced_event(ns, field_selector="involvedObject.name=p2")
     expect(len(evs.items) == 1 and evs.items[0].reason == "Scheduled", "events by involvedObject.name")
+    # One event storage behind core/v1 and events.k8s.io/v1.
+    ev1 = client.EventsV1Api(api_client)
+    ev1.create_namespaced_event(ns, client.EventsV1Event(
+        metadata=client.V1ObjectMeta(name="p2.2"), event_time=datetime.datetime.now(datetime.timezone.utc),
+        reporting_controller="kubecomp.io/reconfig-mgr", reporting_instance="rm-0", action="Attach",
+        reason="GpuAttached", note="attached falcon-0.3", type="Normal",
+        regarding=client.V1ObjectReference(kind="Pod", name="p2", namespace=ns, uid=p2.metadata.uid)))
+    evs = v1.list_namespaced_event(ns, field_selector="involvedObject.name=p2")
+    expect(sorted((e.reason, e.message, e.reporting_component) for e in evs.items) ==
+           [("GpuAttached", "attached falcon-0.3", "kubecomp.io/reconfig-mgr"), ("Scheduled", "assigned", None)],
+           "core/v1 reads the event written through events.k8s.io/v1")
+    # Read raw: a core event has no eventTime, which the real server (and the double) serve as
+    # null through events.k8s.io/v1, and this client's EventsV1Event model refuses to build.
+    raw = json.loads(ev1.list_namespaced_event(ns, field_selector="regarding.name=p2", _preload_content=False).data)
+    expect(sorted((e["reason"], e["note"], e.get("deprecatedCount"), e["eventTime"] is None) for e in raw["items"]) ==
+           [("GpuAttached", "attached falcon-0.3", None, False), ("Scheduled", "assigned", 1, True)],
+           "events.k8s.io/v1 reads the event written through core/v1")
     coord = client.CoordinationV1Api(api_client)
     lease = coord.create_namespaced_lease("kube-system", client.V1Lease(
         metadata=client.V1ObjectMeta(name="leader"),

@@ -8,10 +8,13 @@
 #include "tools/kube-apiserver-double/api_server.hpp"
 #include "tools/kube-apiserver-double/disruption.hpp"
 
+#include "tests/unit/apiserver/api_harness.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace kc::apiserver;
 using nlohmann::json;
+using namespace kc::apiserver::testing;
 
 namespace {
 
@@ -28,22 +31,10 @@ json budget(json spec, json status = json::object()) {
 struct Api {
   Api() : api(store, {}) {}
   kc::net::Request req(std::string method, std::string path, std::string body = "") {
-    kc::net::Request r;
-    r.method = std::move(method);
-    r.path = std::move(path);
-    r.target = r.path;
-    r.body = std::move(body);
-    r.headers.push_back(
-        {"Content-Type", r.method == "PATCH" ? "application/merge-patch+json" : "application/json"});
-    return r;
+    return apiRequest(std::move(method), std::move(path), std::move(body));
   }
   kc::net::Response raw(const kc::net::Request& r) { return api.handle(r); }
-  json call(const kc::net::Request& r, unsigned status) {
-    auto resp = api.handle(r);
-    CAPTURE(r.method, r.path, resp.body);
-    CHECK(resp.status == status);
-    return json::parse(resp.body, nullptr, false);
-  }
+  json call(const kc::net::Request& r, unsigned status) { return apiCall(api, r, status); }
   // A running pod of app=web, Ready or not.
   void runPod(const std::string& name, bool ready, const std::string& app = "web") {
     call(req("POST", "/api/v1/namespaces/default/pods",

@@ -7,6 +7,7 @@
 #include "tools/kube-apiserver-double/api_server.hpp"
 #include "tools/kube-apiserver-double/table_convertor.hpp"
 
+#include "tests/unit/apiserver/api_harness.hpp"
 #include "tests/unit/apiserver/fake_stream.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,7 +16,7 @@
 
 using namespace kc::apiserver;
 using nlohmann::json;
-using kc::apiserver::testing::FakeStream;
+using namespace kc::apiserver::testing;
 using namespace std::chrono_literals;
 
 namespace {
@@ -39,24 +40,9 @@ struct TableApi {
   }
   kc::net::Request req(std::string method, std::string path, std::string body = "", std::string accept = "",
                        std::vector<std::pair<std::string, std::string>> query = {}) {
-    kc::net::Request r;
-    r.method = std::move(method);
-    r.path = std::move(path);
-    r.target = r.path;
-    r.query = std::move(query);
-    r.body = std::move(body);
-    r.headers.push_back({"Content-Type", r.method == "PATCH" ? "application/merge-patch+json" : "application/json"});
-    if (!accept.empty()) {
-      r.headers.push_back({"Accept", accept});
-    }
-    return r;
+    return apiRequest(std::move(method), std::move(path), std::move(body), std::move(query), std::move(accept));
   }
-  json call(const kc::net::Request& r, unsigned status) {
-    auto resp = api.handle(r);
-    CAPTURE(r.method, r.path, resp.body);
-    CHECK(resp.status == status);
-    return json::parse(resp.body, nullptr, false);
-  }
+  json call(const kc::net::Request& r, unsigned status) { return apiCall(api, r, status); }
   static std::vector<std::string> names(const json& table) {
     std::vector<std::string> out;
     for (const auto& c : table["columnDefinitions"]) {
@@ -311,11 +297,7 @@ TEST_CASE_METHOD(TableApi, "watch with a Table Accept header: one row per event,
   auto r = req("GET", "/api/v1/namespaces/default/pods", "", kKubectlAccept, {{"watch", "true"}});
   api.serve(r, stream);
   call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"labels":{"a":"b"}}})"), 200);
-  std::vector<json> events;
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = stream->body.find('\n', start)) != std::string::npos; start = nl + 1) {
-    events.push_back(json::parse(stream->body.substr(start, nl - start)));
-  }
+  std::vector<json> events = watchEvents(stream->body);
   REQUIRE(events.size() == 2);
   CHECK(events[0]["type"] == "ADDED");
   CHECK(events[0]["object"]["kind"] == "Table");
