@@ -316,11 +316,18 @@ Result<Collection> parseCollectionPage(std::string_view body, std::string_view w
   }
   if (const auto next = doc->find("Members@odata.nextLink");
       next != doc->end() && !next->is_null()) {
-    auto n = linkOf(json{{"@odata.id", *next}}, where + " Members@odata.nextLink");
-    if (!n) {
-      return n.error();
+    // Unlike an @odata.id, a next link carries a query ("/redfish/v1/Systems?$skip=50").
+    if (!next->is_string()) {
+      return protocolError(where + ": \"Members@odata.nextLink\" is a " + next->type_name() +
+                           ", expected a string");
     }
-    out.nextLink = *n;
+    const auto n = next->get<std::string>();
+    if (n.empty() || n.front() != '/' || n.size() > 2048 ||
+        n.find_first_of(" \r\n\t#") != std::string::npos) {
+      return protocolError(where + ": \"Members@odata.nextLink\" is not an absolute path: " +
+                           excerpt(n, 60));
+    }
+    out.nextLink = n;
   }
   out.compositionTarget = compositionTargetOf(*doc);
   return out;

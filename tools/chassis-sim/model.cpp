@@ -176,6 +176,13 @@ Result<Topology> topologyFromJson(const json& doc) {
       }
       topo.redfishRequireEtags = it->get<bool>();
     }
+    if (const auto it = rf->find("pageSize"); it != rf->end()) {
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+          it->get<std::int64_t>() > 1000) {
+        return invalid("redfish.pageSize must be a whole number from 0 to 1000");
+      }
+      topo.redfishPageSize = it->get<std::uint32_t>();
+    }
     if (const auto it = rf->find("etagHeader"); it != rf->end()) {
       if (!it->is_boolean()) {
         return invalid("redfish.etagHeader must be a boolean");

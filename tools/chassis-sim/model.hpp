@@ -119,6 +119,9 @@ struct Topology {
   std::string redfishUris = "standard";
   // Redfish actions without ETags are refused with 428 when true.
   bool redfishRequireEtags = false;
+  // > 0: Redfish collections list at most this many members per page and link the rest with
+  // Members@odata.nextLink ("<collection>?$skip=N"); 0: one page.
+  std::uint32_t redfishPageSize = 0;
   // false: ETags only in the body ("@odata.etag"), no ETag response header (some BMCs).
   bool redfishEtagHeader = true;
   RedfishProfile redfishProfile = RedfishProfile::kClassic;

@@ -1,6 +1,8 @@
 #include "tools/chassis-sim/server.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -525,23 +527,43 @@ class SimServer::Impl {
               {"Health", gpu.healthy ? "OK" : "Critical"}}}};
   }
 
-  static json collection(const Links& l, const std::string& link, const std::string& type,
-                         const std::string& name, const std::vector<std::string>& members) {
+  // The page of a collection that starts at member `skip` (redfish.pageSize members at most).
+  json collection(const Links& l, const std::string& link, const std::string& type,
+                  const std::string& name, const std::vector<std::string>& members,
+                  std::size_t skip) const {
+    const std::size_t pageSize = model_->initial().redfishPageSize;
+    const std::size_t end =
+        pageSize == 0 ? members.size() : std::min(members.size(), skip + pageSize);
     json m = json::array();
-    for (const auto& s : members) {
-      m.push_back({{"@odata.id", s}});
+    for (std::size_t i = std::min(skip, members.size()); i < end; ++i) {
+      m.push_back({{"@odata.id", members[i]}});
     }
+    json out{{"@odata.id", link}, {"@odata.type", type}, {"Name", name}};
     if (l.emulator) {  // members under Links, as older drafts and the DMTF emulator have them
-      return {{"@odata.id", link},
-              {"@odata.type", type},
-              {"Name", name},
-              {"Links", {{"Members", m}, {"Member@odata.count", members.size()}}}};
+      out["Links"] = {{"Members", m}, {"Member@odata.count", members.size()}};
+    } else {
+      out["Members"] = m;
+      out["Members@odata.count"] = members.size();
     }
-    return {{"@odata.id", link},
-            {"@odata.type", type},
-            {"Name", name},
-            {"Members", m},
-            {"Members@odata.count", members.size()}};
+    if (end < members.size()) {
+      out["Members@odata.nextLink"] = link + "?$skip=" + std::to_string(end);
+    }
+    return out;
+  }
+
+  // The $skip of a collection request: 0 when absent, nullopt when not a whole number.
+  static std::optional<std::size_t> skipOf(const Request& req) {
+    for (const auto& [key, value] : req.query) {
+      if (key == "$skip") {
+        std::size_t n = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (ec != std::errc{} || end != value.data() + value.size() || value.empty()) {
+          return std::nullopt;
+        }
+        return n;
+      }
+    }
+    return 0;
   }
 
   bool redfishAuthorized(const Request& req) const {
@@ -638,6 +660,12 @@ class SimServer::Impl {
     const auto snap = model_->snapshot(chassis);
     const Chassis& c = *snap;
     if (req.method == "GET") {
+      const auto skip = skipOf(req);
+      if (!skip) {
+        stream->send(redfishError(400, "QueryParameterValueTypeError",
+                                  "$skip must be a whole number"));
+        return;
+      }
       if (path == l.comp) {
         json body{{"@odata.id", l.comp},
                   {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
@@ -655,7 +683,7 @@ class SimServer::Impl {
       if (l.emulator && path == l.zones) {
         stream->send(Response::json(
             200, collection(l, l.zones, "#ZoneCollection.ZoneCollection", "Resource Zones",
-                            {l.zones + "/1"})));
+                            {l.zones + "/1"}, *skip)));
         return;
       }
       if (l.emulator && path == l.zones + "/1") {
@@ -677,13 +705,13 @@ class SimServer::Impl {
         }
         stream->send(Response::json(
             200, collection(l, l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
-                            "Systems", members)));
+                            "Systems", members, *skip)));
         return;
       }
       if (path == l.blocks) {
         // The inventory read: latency and inventory faults apply here.
         operation(chassis, Op::kInventory, "", std::move(stream),
-                  [this, chassis, l](const std::optional<Fault>& f) {
+                  [this, chassis, l, skip = *skip](const std::optional<Fault>& f) {
                     if (f && f->kind == FaultKind::kFail) {
                       return redfishError(500, "InternalError", "simulated failure");
                     }
@@ -706,7 +734,7 @@ class SimServer::Impl {
                     return Response::json(
                         200,
                         collection(l, l.blocks, "#ResourceBlockCollection.ResourceBlockCollection",
-                                   "Resource Blocks", members));
+                                   "Resource Blocks", members, skip));
                   });
         return;
       }

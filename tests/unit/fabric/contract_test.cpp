@@ -59,7 +59,9 @@ Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
 
 // The simulator profile a kind runs against.
 std::string topologyFor(const std::string& kind) {
-  return test::defaultTopology(kind == "redfish-emulator" ? "redfish: {profile: emulator}\n" : "");
+  // The emulator profile also pages its collections (Members@odata.nextLink with $skip).
+  return test::defaultTopology(
+      kind == "redfish-emulator" ? "redfish: {profile: emulator, pageSize: 2}\n" : "");
 }
 
 }  // namespace

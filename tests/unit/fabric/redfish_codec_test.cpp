@@ -134,3 +134,80 @@ TEST_CASE("redfish: fuzzed documents never crash", "[fabric][redfish][fuzz]") {
     (void)root;
   }
 }
+
+TEST_CASE("redfish: collections are read in the spec form and the common deviations",
+          "[fabric][redfish]") {
+  auto [body, shape, members] = GENERATE(table<std::string, std::string, std::string>({
+      {R"({"Members":[{"@odata.id":"/a"},{"@odata.id":"/b"}],"Members@odata.count":2})", "Members",
+       "/a /b"},
+      // Spec form wins over a stale Links.Members beside it.
+      {R"({"Members":[{"@odata.id":"/a"}],"Links":{"Members":[{"@odata.id":"/z"}]}})", "Members",
+       "/a"},
+      {R"({"Links":{"Members":[{"@odata.id":"/a"},{"@odata.id":"/b"}],"Member@odata.count":2}})",
+       "Links.Members", "/a /b"},
+      {R"({"Members":["/a","/b"]})", "Members", "/a /b"},
+      {R"({"Links":{"Members":["/a"]}})", "Links.Members", "/a"},
+      {R"({"Members":null,"Links":{"Members":[{"@odata.id":"/a"}]}})", "Links.Members", "/a"},
+      {R"({"Members@odata.count":0})", "empty (Members@odata.count 0, no Members)", ""},
+      {R"({"Members":[]})", "Members", ""},
+  }));
+  CAPTURE(body);
+  auto page = redfish::parseCollectionPage(body, "Redfish test collection");
+  REQUIRE(page.ok());
+  CHECK(page->shape == shape);
+  std::string got;
+  for (const auto& m : page->members) {
+    got += (got.empty() ? "" : " ") + m;
+  }
+  CHECK(got == members);
+  CHECK_FALSE(page->nextLink);
+  CHECK_FALSE(page->compositionTarget);
+}
+
+TEST_CASE("redfish: a collection that fits no form says what it had", "[fabric][redfish]") {
+  auto [body, fragment] = GENERATE(table<std::string, std::string>({
+      {R"({"Name":"Systems","Items":[{"@odata.id":"/a"}]})",
+       "lists no members: expected \"Members\""},
+      {R"({"Name":"Systems","Items":[]})", "the reply has keys: Items, Name"},
+      {R"({"Members@odata.count":2})", "lists no members"},  // count without a list
+      {R"({"Members":"all"})", "\"Members\" is a string"},
+      {R"({"Links":{"Members":{"@odata.id":"/a"}}})", "\"Links\".\"Members\" is a object"},
+      {R"({"Members":[{"id":"/a"}]})", "Members[0]"},
+      {R"({"Members":["http://elsewhere/a"]})", "absolute path"},
+      {R"({"Members":[],"Members@odata.nextLink":5})", "nextLink\" is a number"},
+      {R"({"Members":[],"Members@odata.nextLink":"http://elsewhere/s?$skip=2"})",
+       "nextLink\" is not an absolute path"},
+  }));
+  CAPTURE(body);
+  auto page = redfish::parseCollectionPage(body, "Redfish test collection");
+  REQUIRE_FALSE(page.ok());
+  CHECK(page.error().code == "protocol");
+  CHECK_THAT(page.error().message,
+             Catch::Contains("Redfish test collection") && Catch::Contains(fragment));
+}
+
+TEST_CASE("redfish: next pages and composition capabilities", "[fabric][redfish]") {
+  auto page = redfish::parseCollectionPage(R"({"Members":[{"@odata.id":"/a"}],
+      "Members@odata.nextLink":"/redfish/v1/Systems?$skip=1",
+      "@Redfish.CollectionCapabilities":{"Capabilities":[
+        {"UseCase":"ComputerSystemConstrainedComposition","Links":{"TargetCollection":{"@odata.id":"/other"}}},
+        {"UseCase":"ComputerSystemComposition","Links":{"TargetCollection":{"@odata.id":"/redfish/v1/Systems"}}}]}})",
+                                           "Systems");
+  REQUIRE(page.ok());
+  CHECK(page->nextLink == "/redfish/v1/Systems?$skip=1");
+  CHECK(page->compositionTarget == "/redfish/v1/Systems");
+
+  // A zone (not a collection) may carry the capability too; malformed capabilities only mean
+  // "no specific composition offered".
+  auto zone = redfish::parseCompositionTarget(R"({"@odata.id":"/z/1","Id":"1",
+      "@Redfish.CollectionCapabilities":{"Capabilities":[{"UseCase":"ComputerSystemComposition",
+      "Links":{"TargetCollection":{"@odata.id":"/redfish/v1/Systems"}}}]}})",
+                                              "zone");
+  REQUIRE(zone.ok());
+  CHECK(*zone == "/redfish/v1/Systems");
+  auto none = redfish::parseCompositionTarget(
+      R"({"@Redfish.CollectionCapabilities":{"Capabilities":"lots"}})", "zone");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  CHECK_FALSE(redfish::parseCompositionTarget("[1]", "zone").ok());
+}
