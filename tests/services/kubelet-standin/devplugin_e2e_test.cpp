@@ -30,11 +30,14 @@
 #include "podresources/v1/api.grpc.pb.h"
 #include "tests/services/disaggpu-devplugin/pool_builder.hpp"
 #include "tests/services/kubelet-standin/standin_process.hpp"
+#include "tests/services/kubelet-standin/watch.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
 using kc::kubelet::testing::StandinProcess;
+using kc::kubelet::testing::Watcher;
+using kc::kubelet::testing::eventually;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -43,53 +46,6 @@ namespace {
 constexpr const char* kGpu = "kubecomp.io/gpu";
 
 const kc::kube::GroupVersionResource kGpuPools{"kubecomp.io", "v1alpha1", "gpupools"};
-
-// An informer whose changes wake until().
-class Watcher {
- public:
-  Watcher(kc::kube::KubeClient& client, kc::kube::GroupVersionResource r) : informer_(client, options(std::move(r))) {
-    auto wake = [this] {
-      {
-        std::lock_guard lock(mu_);
-        ++changes_;
-      }
-      cv_.notify_all();
-    };
-    informer_.addHandler({[wake](const kc::kube::ObjectPtr&) { wake(); },
-                          [wake](const kc::kube::ObjectPtr&, const kc::kube::ObjectPtr&) { wake(); },
-                          [wake](const kc::kube::ObjectPtr&) { wake(); }});
-    informer_.start();
-    informer_.waitForSync(10s);
-  }
-  ~Watcher() { informer_.stop(); }
-
-  bool until(const std::function<bool(const kc::kube::Store&)>& pred, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return pred(informer_.store()); });
-  }
-
- private:
-  static kc::kube::InformerOptions options(kc::kube::GroupVersionResource r) {
-    kc::kube::InformerOptions o;
-    o.resource = std::move(r);
-    return o;
-  }
-  kc::kube::Informer informer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::uint64_t changes_ = 0;
-};
-
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 std::string nodeAllocatable(const kc::kube::Store& nodes, const std::string& node) {
   auto n = nodes.get("", node);

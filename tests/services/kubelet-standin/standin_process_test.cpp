@@ -30,12 +30,15 @@
 #include "podresources/v1/api.grpc.pb.h"
 #include "tests/services/kubelet-standin/fake_device_plugin.hpp"
 #include "tests/services/kubelet-standin/standin_process.hpp"
+#include "tests/services/kubelet-standin/watch.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
 using kc::kubelet::testing::FakeDevicePlugin;
 using kc::kubelet::testing::StandinProcess;
+using kc::kubelet::testing::Watcher;
+using kc::kubelet::testing::eventually;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -54,55 +57,6 @@ struct Cluster {
                                             node, std::move(extra));
   }
 };
-
-// An informer whose changes wake until().
-class Watcher {
- public:
-  Watcher(kc::kube::KubeClient& client, kc::kube::GroupVersionResource r, std::string fieldSelector = {})
-      : informer_(client, options(std::move(r), std::move(fieldSelector))) {
-    auto wake = [this] {
-      { std::lock_guard lock(mu_); ++changes_; }
-      cv_.notify_all();
-    };
-    informer_.addHandler({[wake](const kc::kube::ObjectPtr&) { wake(); },
-                          [wake](const kc::kube::ObjectPtr&, const kc::kube::ObjectPtr&) { wake(); },
-                          [wake](const kc::kube::ObjectPtr&) { wake(); }});
-    informer_.start();
-    informer_.waitForSync(10s);
-  }
-  ~Watcher() { informer_.stop(); }
-
-  bool until(const std::function<bool(const kc::kube::Store&)>& pred, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return pred(informer_.store()); });
-  }
-  kc::kube::ObjectPtr get(const std::string& ns, const std::string& name) { return informer_.store().get(ns, name); }
-  kc::kube::Informer& informer() { return informer_; }
-
- private:
-  static kc::kube::InformerOptions options(kc::kube::GroupVersionResource r, std::string fieldSelector) {
-    kc::kube::InformerOptions o;
-    o.resource = std::move(r);
-    o.fieldSelector = std::move(fieldSelector);
-    return o;
-  }
-  kc::kube::Informer informer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::uint64_t changes_ = 0;
-};
-
-// For state only visible through the stand-in's debug endpoint or the filesystem.
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
 
 json makePod(const std::string& name, const std::string& node, const std::string& cpu, int gpus,
              const std::string& runSeconds = {}, bool holdFinalizer = false) {
