@@ -573,12 +573,59 @@ TEST_CASE("a real restart of the process: running pods resumed with their checkp
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}});
   n.create(makePod("long", "n1", "100m", 1));
+  n.create(makePod("gone", "n1", "100m", 1));
   n.waitPhase("long", "Running");
-  const auto held = gpuHolders(n.s->podResourcesSocket());
+  n.waitPhase("gone", "Running");
+  auto held = gpuHolders(n.s->podResourcesSocket());
+  REQUIRE(held.size() == 2);
   REQUIRE(n.s->stop() == 0);  // SIGTERM: clean exit
+  // Deleted while kubelet is down: its devices are freed when kubelet is back.
+  REQUIRE(c.client->remove(kc::kube::gvr::pods(), "default", "gone", {}));
+  const auto freed = held.at("gone");
+  held.erase("gone");
   n.s->start();
   CHECK(eventually([&] { return gpuHolders(n.s->podResourcesSocket()) == held; }));
-  CHECK(n.plugin.allocateCalls().size() == 1);  // not allocated again
+  CHECK(n.plugin.allocateCalls().size() == 2);  // "long" was not allocated again
+  // kubelet's start deleted the plugin's socket too: it registers again, and the freed
+  // device goes to the next pod.
+  n.plugin.stop();
+  REQUIRE(n.plugin.start());
+  REQUIRE(n.plugin.registerWith(n.s->kubeletSocket(), kGpu).ok());
+  REQUIRE(n.plugin.waitListed(5s));
+  n.create(makePod("next", "n1", "100m", 1));
+  n.waitPhase("next", "Running");
+  CHECK(gpuHolders(n.s->podResourcesSocket()).at("next") == freed);
+}
+
+TEST_CASE("a corrupt device checkpoint stops the start with a clear error", "[devplugin]") {
+  Cluster c;
+  const std::string bodies[] = {
+      "{not json",
+      R"({"kind":"KubeletStandinDeviceCheckpoint","version":1,"data":{"registeredDevices":{},"podDeviceEntries":[]},"checksum":1})",
+  };
+  for (const auto& body : bodies) {
+    CAPTURE(body);
+    const auto root = c.dir.path() / "n1" / "root";
+    c.dir.write("n1/root/kubelet-standin-device-checkpoint.json", body);
+    kc::testing::ChildProcess p({KUBELET_STANDIN_EXE, "--node-name", "n1", "--kubeconfig", c.api.kubeconfigPath(),
+                                 "--device-plugin-dir", (c.dir.path() / "n1" / "dp").string(),
+                                 "--pod-resources-socket", (c.dir.path() / "n1" / "pr" / "kubelet.sock").string(),
+                                 "--root-dir", root.string(), "--healthz-port", "0"},
+                                kc::testing::ChildOutput::kCaptureMerged);
+    const std::string text = p.readAll();
+    CAPTURE(text);
+    CHECK(p.wait() == 1);
+    CHECK(text.find("kubelet-standin-device-checkpoint.json is corrupt") != std::string::npos);
+  }
+}
+
+TEST_CASE("a plugin gone for longer than --device-plugin-stop-grace: its resource drops to 0", "[devplugin]") {
+  Cluster c;
+  GpuNode n(c, {{"g0", true}, {"g1", true}}, {"--device-plugin-stop-grace", "300ms"});
+  n.plugin.stop();
+  CHECK(n.nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "capacity", kGpu) == "0" && nodeResource(st, "n1", "allocatable", kGpu) == "0";
+  }));
 }
 
 TEST_CASE("bad flags: a clear message and exit status 2", "[devplugin]") {
