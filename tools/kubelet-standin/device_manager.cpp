@@ -78,22 +78,6 @@ DeviceManager::DeviceManager(DeviceManagerOptions options) : opts_(std::move(opt
 
 DeviceManager::~DeviceManager() { forgetPlugins(); }
 
-void DeviceManager::setOnChange(std::function<void()> callback) {
-  std::lock_guard lock(mu_);
-  onChange_ = std::move(callback);
-}
-
-void DeviceManager::notify() {
-  std::function<void()> cb;
-  {
-    std::lock_guard lock(mu_);
-    cb = onChange_;
-  }
-  if (cb) {
-    cb();
-  }
-}
-
 DeviceManager::Stats DeviceManager::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
@@ -279,7 +263,6 @@ void DeviceManager::runListAndWatch(std::shared_ptr<Endpoint> ep) {
       ++stats_.listUpdates;
       writeCheckpointLocked();
     }
-    notify();
   }
   const grpc::Status st = reader->Finish();
   spdlog::info("ListAndWatch of {} ended: {}", ep->resource, st.ok() ? "stream closed" : st.error_message());
@@ -300,7 +283,6 @@ void DeviceManager::endpointEnded(const std::shared_ptr<Endpoint>& ep) {
       healthy = false;
     }
   }
-  notify();
 }
 
 void DeviceManager::forgetPlugins() {

@@ -20,7 +20,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -112,10 +111,6 @@ class DeviceManager {
   };
   Stats stats() const;
 
-  // Called (outside the lock) after each ListAndWatch update or endpoint stop; tests and the
-  // metrics gauge use it.
-  void setOnChange(std::function<void()> callback);
-
  private:
   struct Endpoint;
   struct Resource {
@@ -131,7 +126,6 @@ class DeviceManager {
   Result<std::vector<std::string>> devicesToAllocate(const std::string& podUid, const std::string& container,
                                                      const std::string& resource, std::int64_t needed,
                                                      std::set<std::string>& reusable);
-  void notify();
 
   DeviceManagerOptions opts_;
   mutable std::mutex mu_;  // guards everything below
@@ -140,7 +134,6 @@ class DeviceManager {
   // pod uid -> its containers' devices
   std::map<std::string, std::vector<ContainerDevices>> pods_;
   std::vector<std::shared_ptr<Endpoint>> retired_;  // stopped endpoints whose thread is joined later
-  std::function<void()> onChange_;
   Stats stats_;
 };
 

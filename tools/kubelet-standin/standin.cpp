@@ -312,10 +312,17 @@ nlohmann::json KubeletStandin::debugState() const {
   for (const auto& [name, c] : devices_->counts()) {
     resources[name] = {{"capacity", c.capacity}, {"allocatable", c.allocatable}};
   }
+  const DeviceManager::Stats st = devices_->stats();
   return {{"node", opts_.nodeName},
           {"pods", pods},
           {"resources", resources},
-          {"connectedPlugins", devices_->connectedResources()}};
+          {"connectedPlugins", devices_->connectedResources()},
+          {"deviceManager",
+           {{"registrations", st.registrations},
+            {"registrationsRefused", st.registrationsRefused},
+            {"listUpdates", st.listUpdates},
+            {"allocateCalls", st.allocateCalls},
+            {"allocateFailures", st.allocateFailures}}}};
 }
 
 nlohmann::json KubeletStandin::currentNode() const {

@@ -210,6 +210,9 @@ TEST_CASE("registration: kubelet's checks on version, resource name and endpoint
   const grpc::Status ok = plugin.registerWith(s->kubeletSocket(), kGpu);
   REQUIRE(ok.ok());
   CHECK(connected(*s, kGpu));
+  const json stats = s->debugPods()["deviceManager"];
+  CHECK(stats["registrations"] == 1);
+  CHECK(stats["registrationsRefused"] == std::size(rows));
   CHECK(plugin.waitListed(5s));
   CHECK(eventually([&] { return debugAllocatable(*s, kGpu) == 1; }));
 }
