@@ -1,6 +1,7 @@
 #include "tools/kube-apiserver-double/table_convertor.hpp"
 
 #include "libcore/base/rfc3339.hpp"
+#include "tools/kube-apiserver-double/event_conversion.hpp"
 #include "tools/kube-apiserver-double/json_access.hpp"
 
 #include <algorithm>
@@ -284,6 +285,46 @@ json nodeCells(const json& node, std::chrono::system_clock::time_point now) {
           orNone(text(info, "containerRuntimeVersion"), "<unknown>")};
 }
 
+// An event's row (core/v1 field names; events.k8s.io/v1 objects are converted first): ages
+// of the last and first sighting (series, then lastTimestamp, then eventTime), the object
+// as "<kind>/<name>", the source as "component, host" falling back to the reporting
+// controller and instance, the count (1 for a singleton of the new API).
+json eventCells(const json& stored, std::chrono::system_clock::time_point now) {
+  const json ev = text(stored, "apiVersion") == "events.k8s.io/v1" ? coreEventFromEventsV1(stored) : stored;
+  const json& series = field(ev, "series");
+  std::string first = field(ev, "firstTimestamp").is_string() ? age(field(ev, "firstTimestamp"), now)
+                                                              : age(field(ev, "eventTime"), now);
+  std::string last = field(ev, "lastTimestamp").is_string() ? age(field(ev, "lastTimestamp"), now) : first;
+  std::int64_t count = field(ev, "count").is_number_integer() ? field(ev, "count").get<std::int64_t>() : 0;
+  if (series.is_object()) {
+    last = age(field(series, "lastObservedTime"), now);
+    count = field(series, "count").is_number_integer() ? field(series, "count").get<std::int64_t>() : 0;
+  } else if (count == 0) {
+    count = 1;
+  }
+  const json& involved = field(ev, "involvedObject");
+  std::string kind = text(involved, "kind");
+  std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string target = text(involved, "name").empty() ? kind : kind + "/" + text(involved, "name");
+  const json& source = field(ev, "source");
+  const std::string component =
+      text(source, "component").empty() ? text(ev, "reportingComponent") : text(source, "component");
+  const std::string host = text(source, "host").empty() ? text(ev, "reportingInstance") : text(source, "host");
+  std::string message = text(ev, "message");
+  message.erase(0, message.find_first_not_of(" \t\n"));
+  message.erase(message.find_last_not_of(" \t\n") + 1);
+  return {last,
+          text(ev, "type"),
+          text(ev, "reason"),
+          target,
+          text(involved, "fieldPath"),
+          host.empty() ? component : component + ", " + host,
+          message,
+          first,
+          count,
+          text(field(ev, "metadata"), "name")};
+}
+
 const char* kNameDoc = "Name of the object (metadata.name).";
 const char* kAgeDoc = "Time since the object was created (metadata.creationTimestamp).";
 
@@ -432,6 +473,8 @@ TableConvertor::TableConvertor(std::string group, std::string resource,
     printer_ = Printer::kNode;
   } else if (group.empty() && resource == "namespaces") {
     printer_ = Printer::kNamespace;
+  } else if ((group.empty() || group == "events.k8s.io") && resource == "events") {
+    printer_ = Printer::kEvent;
   } else if (group == "policy" && resource == "poddisruptionbudgets") {
     printer_ = Printer::kPdb;
   } else {
@@ -440,6 +483,19 @@ TableConvertor::TableConvertor(std::string group, std::string resource,
 }
 
 nlohmann::json TableConvertor::columnDefinitions() const {
+  if (printer_ == Printer::kEvent) {
+    // The one printer whose NAME column is last (and wide only).
+    return json::array({column("Last Seen", "string", "Time since the most recent occurrence."),
+                        column("Type", "string", "Normal or Warning."),
+                        column("Reason", "string", "Why the event was recorded."),
+                        column("Object", "string", "The object the event is about (<kind>/<name>)."),
+                        column("Subobject", "string", "involvedObject.fieldPath", 1),
+                        column("Source", "string", "The component (and host) that reported the event.", 1),
+                        column("Message", "string", "The event's message."),
+                        column("First Seen", "string", "Time since the first occurrence.", 1),
+                        column("Count", "string", "How often the event occurred.", 1),
+                        column("Name", "string", kNameDoc, 1, "name")});
+  }
   json cols = json::array({column("Name", "string", kNameDoc, 0, "name")});
   switch (printer_) {
     case Printer::kPod:
@@ -466,6 +522,8 @@ nlohmann::json TableConvertor::columnDefinitions() const {
     case Printer::kNamespace:
       cols.push_back(column("Status", "string", "status.phase"));
       cols.push_back(column("Age", "string", kAgeDoc));
+      break;
+    case Printer::kEvent:
       break;
     case Printer::kPdb:
       cols.push_back(column("Min Available", "string", "spec.minAvailable"));
@@ -501,6 +559,8 @@ nlohmann::json TableConvertor::cells(const nlohmann::json& object, std::chrono::
       return nodeCells(object, now);
     case Printer::kNamespace:
       return {text(meta, "name"), text(field(object, "status"), "phase"), age(field(meta, "creationTimestamp"), now)};
+    case Printer::kEvent:
+      return eventCells(object, now);
     case Printer::kPdb: {
       auto intOrPercent = [&](const char* key) {
         const json& v = field(field(object, "spec"), key);

@@ -3,7 +3,9 @@
 // the built-in columns of pods (NAME READY STATUS RESTARTS AGE; wide: IP NODE NOMINATED NODE
 // READINESS GATES), nodes (NAME STATUS ROLES AGE VERSION; wide: INTERNAL-IP EXTERNAL-IP
 // OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME), namespaces (NAME STATUS AGE),
-// poddisruptionbudgets (NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE), a CRD's
+// poddisruptionbudgets (NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE), events of
+// both groups (LAST SEEN TYPE REASON OBJECT MESSAGE; wide: SUBOBJECT SOURCE FIRST SEEN COUNT
+// NAME), a CRD's
 // additionalPrinterColumns (after NAME; AGE when it declares none), and NAME / Created At for
 // every other kind, as the real server's default convertor.
 
@@ -60,7 +62,7 @@ class TableConvertor {
                      const TableRequest& request) const;
 
  private:
-  enum class Printer { kPod, kNode, kNamespace, kPdb, kCustom, kDefault };
+  enum class Printer { kPod, kNode, kNamespace, kPdb, kEvent, kCustom, kDefault };
   nlohmann::json cells(const nlohmann::json& object, std::chrono::system_clock::time_point now) const;
 
   Printer printer_;

@@ -300,6 +300,10 @@ grep -qE 'Normal +GpuAttached +.* +kubecomp.io/reconfig-mgr(, reconfig-mgr-0)? +
   || fail "describe misses the events.k8s.io event: $(sed -n '/^Events:/,$p' "$TMP/out")"
 grep -qE 'Normal +Scheduled +.* +default-scheduler +assigned via core v1' "$TMP/out" \
   || fail "describe misses the core event: $(sed -n '/^Events:/,$p' "$TMP/out")"
+k get events >"$TMP/out"
+head -1 "$TMP/out" | grep -qE '^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$' || fail "event columns: $(cat "$TMP/out")"
+grep -qE '^[0-9]+d +Normal +GpuAttached +pod/p1 +attached falcon-0.3 via events.k8s.io$' "$TMP/out" \
+  || fail "event row: $(cat "$TMP/out")"
 k get events.events.k8s.io -o jsonpath='{range .items[*]}{.note}{"\n"}{end}' >"$TMP/out"
 grep -qx 'assigned via core v1' "$TMP/out" || fail "events.k8s.io list misses the core event: $(cat "$TMP/out")"
 grep -qx 'attached falcon-0.3 via events.k8s.io' "$TMP/out" || fail "events.k8s.io list: $(cat "$TMP/out")"

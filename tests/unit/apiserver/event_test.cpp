@@ -35,11 +35,18 @@ const char* kCoreEvent = R"({"apiVersion":"v1","kind":"Event","metadata":{"name"
   "message":"assigned to n1","source":{"component":"default-scheduler"},"count":1,"type":"Normal",
   "firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-01T00:00:05Z"})";
 
+// The store's clock: 2026-01-01T01:00:00Z, an hour after the sample events.
+StoreOptions oneAm() {
+  StoreOptions o;
+  o.clock = [] { return std::chrono::sys_days{std::chrono::year{2026} / 1 / 1} + std::chrono::hours(1); };
+  return o;
+}
+
 struct Api {
-  Api() : api(store, {}) {}
+  Api() : store(oneAm()), api(store, {}) {}
   kc::net::Request req(std::string method, std::string path, std::string body = "",
-                       std::vector<std::pair<std::string, std::string>> query = {}) {
-    return apiRequest(std::move(method), std::move(path), std::move(body), std::move(query));
+                       std::vector<std::pair<std::string, std::string>> query = {}, std::string accept = "") {
+    return apiRequest(std::move(method), std::move(path), std::move(body), std::move(query), std::move(accept));
   }
   json call(const kc::net::Request& r, unsigned status) { return apiCall(api, r, status); }
   std::vector<std::string> names(const json& list) {
@@ -190,4 +197,31 @@ TEST_CASE_METHOD(Api, "updates, patches, deletes and errors through events.k8s.i
   // Deleted through one group, gone from both.
   call(req("DELETE", std::string(kV1) + "/p2.1"), 200);
   call(req("GET", std::string(kCore) + "/p2.1"), 404);
+}
+
+TEST_CASE_METHOD(Api, "kubectl get events columns, the same through both groups", "[events]") {
+  call(req("POST", kV1, kV1Event), 201);
+  call(req("POST", kCore, kCoreEvent), 201);
+  // A series event of the new API about a node, with no count of its own.
+  call(req("POST", kCore, R"({"metadata":{"name":"s.1"},"involvedObject":{"kind":"Node"},"reason":"Pressure",
+    "message":"  memory low\n","type":"Warning","eventTime":"2026-01-01T00:50:00.000000Z","reportingComponent":"kubelet",
+    "series":{"count":5,"lastObservedTime":"2026-01-01T00:59:30.000000Z"}})"), 201);
+  for (const char* path : {kCore, kV1}) {
+    CAPTURE(path);
+    auto t = call(req("GET", path, "", {{"includeObject", "None"}}, "application/json;as=Table;v=v1;g=meta.k8s.io"),
+                  200);
+    std::vector<std::string> names;
+    for (const auto& c : t["columnDefinitions"]) {
+      names.push_back(c["name"].get<std::string>() + (c["priority"] == 1 ? "*" : ""));
+    }
+    CHECK(names == std::vector<std::string>{"Last Seen", "Type", "Reason", "Object", "Subobject*", "Source*", "Message",
+                                            "First Seen*", "Count*", "Name*"});
+    REQUIRE(t["rows"].size() == 3);
+    CHECK(t["rows"][0]["cells"] == json({"60m", "Normal", "GpuAttached", "pod/p1", "", "reconfig-mgr, reconfig-mgr-0",
+                                         "attached falcon-0.3", "60m", 2, "gpu.1"}));
+    CHECK(t["rows"][1]["cells"] == json({"59m", "Normal", "Scheduled", "pod/p2", "", "default-scheduler", "assigned to n1",
+                                         "60m", 1, "p2.1"}));
+    CHECK(t["rows"][2]["cells"] ==
+          json({"30s", "Warning", "Pressure", "node", "", "kubelet", "memory low", "10m", 5, "s.1"}));
+  }
 }
