@@ -404,6 +404,7 @@ class SimServer::Impl {
             {"Id", h.system},
             {"Name", "Host on port " + std::to_string(h.port)},
             {"SystemType", "Composed"},
+            {"Boot", {{"BootSourceOverrideEnabled", "Disabled"}}},  // no override; clients expect it
             {"Links", {{"ResourceBlocks", blocks}, {"ResourceBlocks@odata.count", blocks.size()}}},
             {"Actions",
              {{std::string(fabric::redfish::kAddAction), {{"target", l.addAction(i, h)}}},
@@ -487,10 +488,11 @@ class SimServer::Impl {
             {"Id", "composed-" + gpu.gid},
             {"Name", "Composed system: " + h->system + " + GPU " + gpu.gid},
             {"SystemType", "Composed"},
+            {"Boot", {{"BootSourceOverrideEnabled", "Disabled"}}},
             {"Links",
              {{"ResourceBlocks", json::array({{{"@odata.id", l.computeBlock(hi, *h)}},
                                               {{"@odata.id", l.block(g, gpu)}}})}}},
-            {"Actions", {{"#ComputerSystem.Reset", {{"target", link + "/Actions/ComputerSystem.Reset"}}}}}};
+            {"Actions", json::object()}};  // composed by POST, removed by DELETE: no actions
   }
 
   json zoneJson(const Links& l, const Chassis& c) const {
@@ -636,7 +638,11 @@ class SimServer::Impl {
       const auto session = model_->createSession(login->user);
       const std::string link = l.sessions + "/" + session.id;
       Response r =
-          Response::json(201, {{"@odata.id", link}, {"Id", session.id}, {"UserName", login->user}});
+          Response::json(201, {{"@odata.id", link},
+                               {"@odata.type", "#Session.v1_6_0.Session"},
+                               {"Id", session.id},
+                               {"Name", "User session " + session.id},
+                               {"UserName", login->user}});
       r.withHeader("X-Auth-Token", session.token).withHeader("Location", link);
       stream->send(std::move(r));
       return;
@@ -654,7 +660,12 @@ class SimServer::Impl {
     }
     if (path == l.sessionService && req.method == "GET") {
       stream->send(Response::json(
-          200, {{"@odata.id", l.sessionService}, {"Sessions", {{"@odata.id", l.sessions}}}}));
+          200, {{"@odata.id", l.sessionService},
+                {"@odata.type", "#SessionService.v1_1_9.SessionService"},
+                {"Id", "SessionService"},
+                {"Name", "Session Service"},
+                {"ServiceEnabled", true},
+                {"Sessions", {{"@odata.id", l.sessions}}}}));
       return;
     }
     const auto snap = model_->snapshot(chassis);
@@ -670,6 +681,7 @@ class SimServer::Impl {
         json body{{"@odata.id", l.comp},
                   {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
                   {"Id", "CompositionService"},
+                  {"Name", "Composition Service"},
                   {"ServiceEnabled", true},
                   {"ResourceBlocks", {{"@odata.id", l.blocks}}}};
         if (l.emulator) {
@@ -752,7 +764,9 @@ class SimServer::Impl {
         }
         if (path == link + "/Processors/CPU0") {
           stream->send(Response::json(200, {{"@odata.id", path},
+                                            {"@odata.type", "#Processor.v1_20_0.Processor"},
                                             {"Id", "CPU0"},
+                                            {"Name", "CPU"},
                                             {"ProcessorType", "CPU"},
                                             {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}}));
           return;
