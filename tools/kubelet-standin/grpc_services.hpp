@@ -32,7 +32,7 @@ struct ActivePod {
   std::string ns;
   std::string name;
   std::string uid;
-  std::vector<std::string> containers;  // init containers first, then containers
+  std::vector<std::string> containers;  // sidecar init containers, then containers (as listed)
 };
 
 class PodResourcesService final : public v1::PodResourcesLister::CallbackService {

@@ -85,14 +85,22 @@ std::string podKey(const nlohmann::json& pod) {
   return str(meta, "namespace") + "/" + str(meta, "name");
 }
 
-std::vector<std::string> containerNames(const nlohmann::json& pod) {
+// The containers PodResources reports for a pod, as kubelet v1.29 does: sidecars (init
+// containers with restartPolicy Always) and the app containers; ordinary init containers
+// have finished by the time the pod runs and are not listed.
+std::vector<std::string> listedContainers(const nlohmann::json& pod) {
   std::vector<std::string> out;
   const auto& spec = field(pod, "spec");
-  for (const char* f : {"initContainers", "containers"}) {
-    if (spec.contains(f) && spec[f].is_array()) {
-      for (const auto& c : spec[f]) {
+  if (spec.contains("initContainers") && spec["initContainers"].is_array()) {
+    for (const auto& c : spec["initContainers"]) {
+      if (str(c, "restartPolicy") == "Always") {
         out.push_back(str(c, "name"));
       }
+    }
+  }
+  if (spec.contains("containers") && spec["containers"].is_array()) {
+    for (const auto& c : spec["containers"]) {
+      out.push_back(str(c, "name"));
     }
   }
   return out;
@@ -571,7 +579,7 @@ void KubeletStandin::admit(const nlohmann::json& pod) {
   r.name = str(meta, "name");
   r.uid = str(meta, "uid");
   r.requests = *requests;
-  r.containers = containerNames(pod);
+  r.containers = listedContainers(pod);
   r.startTime = nowTime();
   r.podIp = field(pod, "spec").value("hostNetwork", false) ? opts_.nodeIp : podIpFor(r.uid);
   {
@@ -614,7 +622,7 @@ void KubeletStandin::resume(const nlohmann::json& pod) {
   r.name = str(meta, "name");
   r.uid = str(meta, "uid");
   r.requests = podRequests(pod).valueOr({});
-  r.containers = containerNames(pod);
+  r.containers = listedContainers(pod);
   const auto& status = field(pod, "status");
   r.startTime = str(status, "startTime");
   r.podIp = str(status, "podIP");

@@ -475,6 +475,38 @@ TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and f
                           {{"metadata", {{"finalizers", nullptr}}}}));
 }
 
+TEST_CASE("an init container's devices are reused by the app container; PodResources lists app containers",
+          "[devplugin]") {
+  Cluster c;
+  GpuNode n(c, {{"g0", true}});
+  json pod = makePod("init", "n1", "100m", 1);
+  pod["spec"]["initContainers"] = {{{"name", "setup"},
+                                    {"image", "busybox"},
+                                    {"resources", {{"requests", {{kGpu, "1"}}}, {"limits", {{kGpu, "1"}}}}}}};
+  n.create(pod);
+  auto running = n.waitPhase("init", "Running");
+  // One GPU on the node and both containers asked for one: the same device, two Allocates.
+  CHECK(n.plugin.allocateCalls() == std::vector<std::vector<std::string>>{{"g0"}, {"g0"}});
+  CHECK((*running)["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed");
+  const auto resp = listPodResources(n.s->podResourcesSocket());
+  REQUIRE(resp.pod_resources_size() == 1);
+  REQUIRE(resp.pod_resources(0).containers_size() == 1);
+  CHECK(resp.pod_resources(0).containers(0).name() == "c");
+  REQUIRE(resp.pod_resources(0).containers(0).devices_size() == 1);
+  CHECK(resp.pod_resources(0).containers(0).devices(0).device_ids(0) == "g0");
+}
+
+TEST_CASE("--time-scale divides run-seconds", "[devplugin]") {
+  Cluster c;
+  GpuNode n(c, {{"g0", true}}, {"--time-scale", "20"});
+  n.create(makePod("scaled", "n1", "100m", 0, "20"));  // 1 s at scale 20
+  auto done = n.waitPhase("scaled", "Succeeded", 15s);
+  const auto& term = (*done)["status"]["containerStatuses"][0]["state"]["terminated"];
+  const auto ran = timeOf(term["finishedAt"]) - timeOf(term["startedAt"]);
+  CHECK(ran >= 1s);
+  CHECK(ran < 10s);
+}
+
 TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionError", "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}}, {"--cpu", "4", "--max-pods", "4"});
