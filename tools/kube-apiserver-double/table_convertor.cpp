@@ -5,6 +5,7 @@
 #include "tools/kube-apiserver-double/json_access.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <optional>
 #include <set>
@@ -56,18 +57,63 @@ const json& walk(const json& obj, const std::vector<std::string>& steps) {
   return *cur;
 }
 
+// A float as Go's %v prints it: the shortest round-trip digits, in exponent form when the
+// decimal exponent is below -4 or at least 6 ("0.25", "100000", "1.234567e+06").
+std::string goFloat(double d) {
+  char buf[64];
+  auto sci = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  const std::string scientific(buf, sci.ptr);
+  const int exponent = std::stoi(scientific.substr(scientific.find('e') + 1));
+  if (exponent < -4 || exponent >= 6) {
+    return scientific;
+  }
+  auto fixed = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::fixed);
+  return std::string(buf, fixed.ptr);
+}
+
+// A value as the server's JSONPath printer writes it for a string column: Go's %v of the
+// decoded JSON (lists "[a b]", objects "map[k:v]" with sorted keys, null "<nil>").
+std::string goText(const json& v) {
+  switch (v.type()) {
+    case json::value_t::string:
+      return v.get<std::string>();
+    case json::value_t::boolean:
+      return v.get<bool>() ? "true" : "false";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return v.dump();
+    case json::value_t::number_float:
+      return goFloat(v.get<double>());
+    case json::value_t::array: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        out += (i ? " " : "") + goText(v[i]);
+      }
+      return out + "]";
+    }
+    case json::value_t::object: {
+      std::string out = "map[";
+      bool first = true;
+      for (auto it = v.begin(); it != v.end(); ++it) {  // nlohmann keeps keys sorted, as Go prints maps
+        out += (first ? "" : " ") + it.key() + ":" + goText(*it);
+        first = false;
+      }
+      return out + "]";
+    }
+    default:
+      return "<nil>";
+  }
+}
+
 // A CRD column's cell, converted by the column's type as the apiextensions convertor does:
-// strings print scalars as text and objects/arrays as compact JSON; integer/number/boolean
-// keep only values of that JSON type; date becomes an age; anything else is null.
+// string columns print the value as text (goText); integer/number/boolean keep only values
+// of that JSON type; date becomes an age; anything else is null.
 json customCell(const PrinterColumn& c, const json& v, std::chrono::system_clock::time_point now) {
   if (v.is_null()) {
     return nullptr;
   }
   if (c.type == "string") {
-    if (v.is_string()) {
-      return v;
-    }
-    return v.dump();
+    return goText(v);
   }
   if (c.type == "integer" && v.is_number()) {
     return v.is_number_float() ? json(static_cast<std::int64_t>(v.get<double>())) : json(v.get<std::int64_t>());

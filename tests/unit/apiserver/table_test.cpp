@@ -87,6 +87,31 @@ TEST_CASE("humanDuration formats ages as kubectl prints them", "[table]") {
   CHECK(humanDuration(d) == text);
 }
 
+TEST_CASE_METHOD(TableApi, "string printer columns print any JSON value as the server's JSONPath printer does",
+                 "[table]") {
+  auto [value, text] = GENERATE(table<const char*, const char*>({
+      {R"("x y")", "x y"},
+      {"7", "7"},
+      {"-3", "-3"},
+      {"0.25", "0.25"},
+      {"3.0", "3"},
+      {"100000.0", "100000"},
+      {"1234567.5", "1.2345675e+06"},
+      {"0.00001", "1e-05"},
+      {"true", "true"},
+      {R"(["n1",2,[true]])", "[n1 2 [true]]"},
+      {R"({"b":1,"a":{"c":"d"}})", "map[a:map[c:d] b:1]"},
+      {"[]", "[]"},
+  }));
+  CAPTURE(value);
+  call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kGpuPoolCrd), 201);
+  call(req("POST", "/apis/kubecomp.io/v1alpha1/gpupools",
+           std::string(R"({"metadata":{"name":"p"},"spec":{"driver":)") + value + "}}"),
+       201);
+  auto t = call(req("GET", "/apis/kubecomp.io/v1alpha1/gpupools/p", "", kTableV1), 200);
+  CHECK(t["rows"][0]["cells"][1] == text);
+}
+
 TEST_CASE("simple JSONPath: keys, indexes, escaped dots, bracket keys; anything else is refused", "[table]") {
   auto ok = [](const std::string& p) {
     auto r = parseSimpleJsonPath(p);
@@ -244,7 +269,7 @@ TEST_CASE_METHOD(TableApi, "a CRD's additionalPrinterColumns: typed cells, missi
   CHECK(cols[3]["priority"] == 1);
   REQUIRE(t["rows"].size() == 2);
   CHECK(t["rows"][0]["cells"] ==
-        json({"pool-a", "redfish", 8, 3, true, 0.25, "gpu-0", "chassis-1", R"(["n1","n2"])", "40m", "60m"}));
+        json({"pool-a", "redfish", 8, 3, true, 0.25, "gpu-0", "chassis-1", "[n1 n2]", "40m", "60m"}));
   // Values of the wrong JSON type are null (printed empty); a bad date is "<invalid>"; a
   // string column prints a number as text.
   CHECK(t["rows"][1]["cells"] ==
