@@ -496,7 +496,7 @@ TEST_CASE("an init container's devices are reused by the app container; PodResou
   CHECK(resp.pod_resources(0).containers(0).devices(0).device_ids(0) == "g0");
 }
 
-TEST_CASE("--time-scale divides run-seconds", "[devplugin]") {
+TEST_CASE("run-seconds are divided by --time-scale", "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}}, {"--time-scale", "20"});
   n.create(makePod("scaled", "n1", "100m", 0, "20"));  // 1 s at scale 20
