@@ -38,6 +38,7 @@ class FakeDevicePlugin final : public v1beta1::DevicePlugin::Service {
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
+      sentVersion_ = 0;  // waitListed() after a restart waits for the new stream
     }
     cv_.notify_all();
     server_.stop(std::chrono::milliseconds(200));
@@ -79,7 +80,8 @@ class FakeDevicePlugin final : public v1beta1::DevicePlugin::Service {
   }
   int preferredCalls() const { return preferredCalls_.load(); }
   int streamsOpened() const { return streamsOpened_.load(); }
-  // Blocks until a ListAndWatch stream has sent the current device list.
+  // Blocks until a ListAndWatch stream (since the last start()) has handed the current device
+  // list to gRPC; the kubelet side may not have read it yet.
   bool waitListed(std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return sentVersion_ == version_; });
