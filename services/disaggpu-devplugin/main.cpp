@@ -71,7 +71,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log-level", logLevel)->capture_default_str();
   app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every bad flag or value exits 2 (CLI11's own codes vary).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   auto format = kc::obs::parseLogFormat(logFormat);
   if (!format || !kc::obs::setupLogging({"disaggpu-devplugin", logLevel, *format})) {

@@ -1,6 +1,7 @@
 #include "services/disaggpu-devplugin/usage_reporter.hpp"
 
 #include <algorithm>
+#include <thread>
 #include <set>
 #include <utility>
 
@@ -183,11 +184,16 @@ void UsageReporter::loop() {
     runOnce();
     const bool failed = !lastError().empty();
     // Sleep until something changes (inventory, a delivery, an Allocate) or the poll interval
-    // passes; in slices, so stop() is prompt.
+    // passes; in slices, so stop() is prompt. After a failure (API server or kubelet not
+    // answering) wait the retry interval whatever changes: each change would otherwise be
+    // one more failing call.
     const auto until =
         std::chrono::steady_clock::now() + (failed ? opts_.retryInterval : opts_.pollInterval);
     while (!stopping_ && std::chrono::steady_clock::now() < until) {
-      if (service_.waitForChange(tick, std::chrono::milliseconds(100))) {
+      if (failed) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            std::chrono::milliseconds(100), until - std::chrono::steady_clock::now()));
+      } else if (service_.waitForChange(tick, std::chrono::milliseconds(100))) {
         break;
       }
     }
