@@ -6,9 +6,13 @@ namespace {
 
 using nlohmann::json;
 
-Error invalid(std::string message) { return makeError("invalid", std::move(message)); }
+Error invalid(std::string message) {
+  return makeError("invalid", std::move(message));
+}
 
-std::string jsonQuoted(std::string_view s) { return json(std::string(s)).dump(); }
+std::string jsonQuoted(std::string_view s) {
+  return json(std::string(s)).dump();
+}
 
 }  // namespace
 

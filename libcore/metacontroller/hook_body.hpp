@@ -10,11 +10,10 @@
 // releases before v4.15 send v1 keys even when a hook says v2. A key that names neither the
 // object's name nor its namespace/name is an error (the body is not what Metacontroller sends).
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 

@@ -11,8 +11,8 @@ namespace kc::bridge {
 
 namespace {
 
-using nlohmann::json;
 using metacontroller::member;
+using nlohmann::json;
 
 // Limits shared with the CRD schema (charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml).
 constexpr std::size_t kMaxScript = 256 * 1024;  // keeps the ConfigMap far below its 1 MiB
@@ -21,7 +21,9 @@ constexpr std::size_t kMaxUrl = 2048;
 constexpr std::size_t kMaxList = 4096;
 constexpr std::int64_t kMaxUpdateIntervalSec = 86400;
 
-Error invalid(std::string message) { return makeError("invalid", std::move(message)); }
+Error invalid(std::string message) {
+  return makeError("invalid", std::move(message));
+}
 
 const std::regex& urlPattern() {
   static const std::regex re(R"(^https?://[^\s]+$)");
@@ -29,7 +31,8 @@ const std::regex& urlPattern() {
 }
 // DNS-1123 subdomain (Secret names).
 const std::regex& subdomainPattern() {
-  static const std::regex re(R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
+  static const std::regex re(
+      R"(^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$)");
   return re;
 }
 // S3 bucket name ":" object key.
@@ -297,8 +300,7 @@ Result<JobParameters> parseSpec(const json& spec) {
       r.oneOf("imagepullpolicy", p.imagePullPolicy,
               std::array<const char*, 3>{"Always", "IfNotPresent", "Never"}) &&
       r.integer("updateinterval", p.updateIntervalSec, 1, kMaxUpdateIntervalSec) &&
-      r.boolean("kill", killIgnored) &&
-      r.string("jobproperties", p.jobProperties, false, kMaxJson);
+      r.boolean("kill", killIgnored) && r.string("jobproperties", p.jobProperties, false, kMaxJson);
   if (r.error()) {
     return *r.error();
   }

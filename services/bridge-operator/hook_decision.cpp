@@ -9,13 +9,15 @@ namespace kc::bridge {
 
 namespace {
 
-using nlohmann::json;
 using metacontroller::groupObjects;
 using metacontroller::member;
 using metacontroller::optionalString;
 using metacontroller::requiredString;
+using nlohmann::json;
 
-Error invalid(std::string message) { return makeError("invalid", std::move(message)); }
+Error invalid(std::string message) {
+  return makeError("invalid", std::move(message));
+}
 
 constexpr std::int32_t kMaxAttempt = 999;
 
@@ -71,22 +73,21 @@ std::vector<json> rbacObjects(const ObservedJob& job) {
           {"metadata", objectMeta(job, name)},
           {"automountServiceAccountToken", false}};
   // Only its own ConfigMap: resourceNames cannot restrict list/create, so neither is granted.
-  json role{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-            {"kind", "Role"},
-            {"metadata", objectMeta(job, name)},
-            {"rules",
-             json::array({{{"apiGroups", json::array({""})},
-                           {"resources", json::array({"configmaps"})},
-                           {"resourceNames", json::array({configMapName(job.name)})},
-                           {"verbs", json::array({"get", "watch", "update", "patch"})}}})}};
-  json binding{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-               {"kind", "RoleBinding"},
-               {"metadata", objectMeta(job, name)},
-               {"subjects", json::array({{{"kind", "ServiceAccount"},
-                                          {"name", name},
-                                          {"namespace", job.ns}}})},
-               {"roleRef",
-                {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", name}}}};
+  json role{
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "Role"},
+      {"metadata", objectMeta(job, name)},
+      {"rules", json::array({{{"apiGroups", json::array({""})},
+                              {"resources", json::array({"configmaps"})},
+                              {"resourceNames", json::array({configMapName(job.name)})},
+                              {"verbs", json::array({"get", "watch", "update", "patch"})}}})}};
+  json binding{
+      {"apiVersion", "rbac.authorization.k8s.io/v1"},
+      {"kind", "RoleBinding"},
+      {"metadata", objectMeta(job, name)},
+      {"subjects",
+       json::array({{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", job.ns}}})},
+      {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", name}}}};
   return {std::move(sa), std::move(role), std::move(binding)};
 }
 
@@ -109,18 +110,17 @@ json podObject(const ObservedJob& job, const JobParameters& p, std::int32_t atte
   });
   // Secrets read-only, readable by the pod's group only (fsGroup), never in env.
   constexpr int kSecretMode = 0440;
-  json mounts = json::array(
-      {{{"name", "credentials"}, {"mountPath", kCredentialsDir}, {"readOnly", true}}});
-  json volumes = json::array({{{"name", "credentials"},
-                               {"secret",
-                                {{"secretName", p.resourceSecret},
-                                 {"defaultMode", kSecretMode}}}}});
+  json mounts =
+      json::array({{{"name", "credentials"}, {"mountPath", kCredentialsDir}, {"readOnly", true}}});
+  json volumes =
+      json::array({{{"name", "credentials"},
+                    {"secret", {{"secretName", p.resourceSecret}, {"defaultMode", kSecretMode}}}}});
   if (!p.s3Secret.empty()) {
     env.push_back(envVar("BRIDGE_S3_CREDENTIALS_DIR", kS3CredentialsDir));
-    mounts.push_back({{"name", "s3credentials"}, {"mountPath", kS3CredentialsDir}, {"readOnly", true}});
-    volumes.push_back(
-        {{"name", "s3credentials"},
-         {"secret", {{"secretName", p.s3Secret}, {"defaultMode", kSecretMode}}}});
+    mounts.push_back(
+        {{"name", "s3credentials"}, {"mountPath", kS3CredentialsDir}, {"readOnly", true}});
+    volumes.push_back({{"name", "s3credentials"},
+                       {"secret", {{"secretName", p.s3Secret}, {"defaultMode", kSecretMode}}}});
   }
   // The API token is mounted explicitly (the ServiceAccount opts out of automount), so the
   // only credentials in the pod are the ones listed here.
@@ -132,10 +132,11 @@ json podObject(const ObservedJob& job, const JobParameters& p, std::int32_t atte
        {"projected",
         {{"defaultMode", kSecretMode},
          {"sources",
-          json::array({{{"serviceAccountToken", {{"path", "token"}, {"expirationSeconds", 3600}}}},
-                       {{"configMap",
-                         {{"name", "kube-root-ca.crt"},
-                          {"items", json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}}})}}}});
+          json::array(
+              {{{"serviceAccountToken", {{"path", "token"}, {"expirationSeconds", 3600}}}},
+               {{"configMap",
+                 {{"name", "kube-root-ca.crt"},
+                  {"items", json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}}})}}}});
   json container{
       {"name", kContainerName},
       {"image", p.image},
@@ -160,7 +161,9 @@ json podObject(const ObservedJob& job, const JobParameters& p, std::int32_t atte
               {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
             {"containers", json::array({std::move(container)})},
             {"volumes", std::move(volumes)}};
-  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)},
+  return json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", std::move(meta)},
               {"spec", std::move(spec)}};
 }
 
@@ -170,7 +173,7 @@ struct PodReport {
   std::string unknownStatus;  // a value outside the enum (not copied)
   std::string remoteId;
   std::map<std::string, std::string> times;  // status field -> canonical RFC 3339
-  std::vector<std::string> badTimes;          // ConfigMap keys whose value is not RFC 3339
+  std::vector<std::string> badTimes;         // ConfigMap keys whose value is not RFC 3339
   std::string message;
 };
 
@@ -189,9 +192,9 @@ PodReport readReport(const std::optional<std::map<std::string, std::string>>& da
     r.unknownStatus = raw;
   }
   r.remoteId = get(cmkey::kRemoteId);
-  for (const auto& [key, field] : {std::pair{cmkey::kSubmitTime, "submitTime"},
-                                   std::pair{cmkey::kStartTime, "startTime"},
-                                   std::pair{cmkey::kCompletionTime, "completionTime"}}) {
+  for (const auto& [key, field] :
+       {std::pair{cmkey::kSubmitTime, "submitTime"}, std::pair{cmkey::kStartTime, "startTime"},
+        std::pair{cmkey::kCompletionTime, "completionTime"}}) {
     const std::string v = get(key);
     if (v.empty()) {
       continue;
@@ -230,7 +233,8 @@ std::int32_t previousAttempts(const json& status) {
   if (a == nullptr || !a->is_number_integer()) {
     return 0;
   }
-  return static_cast<std::int32_t>(std::clamp<std::int64_t>(a->get<std::int64_t>(), 0, kMaxAttempt + 1));
+  return static_cast<std::int32_t>(
+      std::clamp<std::int64_t>(a->get<std::int64_t>(), 0, kMaxAttempt + 1));
 }
 
 std::string reasonOf(JobStatus s) {
@@ -253,13 +257,19 @@ std::string reasonOf(JobStatus s) {
 
 }  // namespace
 
-const char* hookName(HookKind kind) { return kind == HookKind::kFinalize ? "finalize" : "sync"; }
+const char* hookName(HookKind kind) {
+  return kind == HookKind::kFinalize ? "finalize" : "sync";
+}
 
-std::string configMapName(const std::string& job) { return job + "-bridge"; }
+std::string configMapName(const std::string& job) {
+  return job + "-bridge";
+}
 std::string podName(const std::string& job, std::int32_t attempt) {
   return job + "-bridge-" + std::to_string(attempt);
 }
-std::string rbacName(const std::string& job) { return job + "-bridge"; }
+std::string rbacName(const std::string& job) {
+  return job + "-bridge";
+}
 
 Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
   auto doc = metacontroller::parseBody(body);
@@ -332,7 +342,8 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
     std::map<std::string, std::string> data;
     if (const json* d = member(*cm, "data"); d != nullptr && !d->is_null()) {
       if (!d->is_object()) {
-        return invalid("children ConfigMap " + configMapName(r.job.name) + ": data must be an object");
+        return invalid("children ConfigMap " + configMapName(r.job.name) +
+                       ": data must be an object");
       }
       for (const auto& [k, v] : d->items()) {
         if (!v.is_string()) {
@@ -509,16 +520,15 @@ Desired decide(const HookRequest& request, const DecisionConfig& config,
   if (fromSpec) {
     conditions.push_back(condition(job.status, "SpecValid", true, "Valid", "", now));
   } else {
-    conditions.push_back(condition(job.status, "SpecValid", false,
-                                   started ? "InvalidSpecIgnored" : "InvalidSpec",
-                                   fromSpec.error().message +
-                                       (started ? " (the job keeps the parameters it started with)"
-                                                : ""),
-                                   now));
+    conditions.push_back(
+        condition(job.status, "SpecValid", false, started ? "InvalidSpecIgnored" : "InvalidSpec",
+                  fromSpec.error().message +
+                      (started ? " (the job keeps the parameters it started with)" : ""),
+                  now));
   }
   if (!paramsNote.empty()) {
-    conditions.push_back(condition(job.status, "ParametersReadable", false, "ConfigMapEdited",
-                                   paramsNote, now));
+    conditions.push_back(
+        condition(job.status, "ParametersReadable", false, "ConfigMapEdited", paramsNote, now));
   }
   conditions.push_back(condition(job.status, "Submitted", !report.remoteId.empty(),
                                  report.remoteId.empty() ? "NoRemoteJob" : "RemoteJobKnown", "",

@@ -74,12 +74,20 @@ BridgeHttpFrontend::BridgeHttpFrontend(DecisionConfig config, Clock clock, obs::
   obs::installMetricsEndpoint(server_, metrics);
 }
 
-BridgeHttpFrontend::~BridgeHttpFrontend() { stop(std::chrono::milliseconds(0)); }
+BridgeHttpFrontend::~BridgeHttpFrontend() {
+  stop(std::chrono::milliseconds(0));
+}
 
-Result<std::uint16_t> BridgeHttpFrontend::start() { return server_.start(); }
+Result<std::uint16_t> BridgeHttpFrontend::start() {
+  return server_.start();
+}
 
-void BridgeHttpFrontend::stop(std::chrono::milliseconds drain) { server_.stop(drain); }
+void BridgeHttpFrontend::stop(std::chrono::milliseconds drain) {
+  server_.stop(drain);
+}
 
-std::string BridgeHttpFrontend::baseUrl() const { return server_.baseUrl(); }
+std::string BridgeHttpFrontend::baseUrl() const {
+  return server_.baseUrl();
+}
 
 }  // namespace kc::bridge

@@ -2,9 +2,9 @@
 // BridgeJob into a ConfigMap, a bridge pod and its RBAC, and copy the job's state back into
 // the BridgeJob status. Thin main: flags -> library -> run.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -30,18 +30,22 @@ int main(int argc, char** argv) {
   double drainSec = 10;
   kc::bridge::DecisionConfig decision;
 
-  app.add_option("--listen", listen, "bind address")->envname("BRIDGE_OPERATOR_LISTEN")
+  app.add_option("--listen", listen, "bind address")
+      ->envname("BRIDGE_OPERATOR_LISTEN")
       ->capture_default_str();
-  app.add_option("--port", port, "TCP port (0 = ephemeral)")->envname("BRIDGE_OPERATOR_PORT")
+  app.add_option("--port", port, "TCP port (0 = ephemeral)")
+      ->envname("BRIDGE_OPERATOR_PORT")
       ->capture_default_str();
   app.add_option("--max-pod-restarts", decision.maxPodRestarts,
                  "bridge pods started again after one stopped before the job finished; "
                  "then the BridgeJob is FAILED")
-      ->check(CLI::Range(0, 100))->envname("BRIDGE_OPERATOR_MAX_POD_RESTARTS")
+      ->check(CLI::Range(0, 100))
+      ->envname("BRIDGE_OPERATOR_MAX_POD_RESTARTS")
       ->capture_default_str();
   app.add_option("--finalize-resync-seconds", decision.finalizeResyncSec,
                  "while a deleted BridgeJob's remote job is being cancelled, ask again after this")
-      ->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   app.add_option("--pod-cpu-request", decision.podCpuRequest, "bridge pod CPU request")
       ->capture_default_str();
   app.add_option("--pod-memory-request", decision.podMemoryRequest, "bridge pod memory request")
@@ -49,25 +53,35 @@ int main(int argc, char** argv) {
   app.add_option("--pod-memory-limit", decision.podMemoryLimit, "bridge pod memory limit")
       ->capture_default_str();
   app.add_option("--pod-run-as-user", decision.podRunAsUser, "bridge pod UID, GID and fsGroup")
-      ->check(CLI::Range(1, 2147483647))->capture_default_str();
+      ->check(CLI::Range(1, 2147483647))
+      ->capture_default_str();
   app.add_option("--max-body-bytes", bodyLimit, "request body limit (413 beyond)")
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))->capture_default_str();
-  app.add_option("--io-threads", ioThreads, "HTTP io threads")->check(CLI::Range(1u, 64u))
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--io-threads", ioThreads, "HTTP io threads")
+      ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   app.add_option("--tls-cert", tlsCert, "PEM certificate (enables HTTPS)")
-      ->envname("BRIDGE_OPERATOR_TLS_CERT")->check(CLI::ExistingFile);
-  app.add_option("--tls-key", tlsKey, "PEM private key")->envname("BRIDGE_OPERATOR_TLS_KEY")
+      ->envname("BRIDGE_OPERATOR_TLS_CERT")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tlsKey, "PEM private key")
+      ->envname("BRIDGE_OPERATOR_TLS_KEY")
       ->check(CLI::ExistingFile);
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, error")
-      ->envname("BRIDGE_OPERATOR_LOG_LEVEL")->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")->envname("BRIDGE_OPERATOR_LOG_FORMAT")
-      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->envname("BRIDGE_OPERATOR_LOG_LEVEL")
+      ->capture_default_str();
+  app.add_option("--log-format", logFormat, "text or json")
+      ->envname("BRIDGE_OPERATOR_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   app.add_option("--port-file", portFile, "write the bound port here once serving (tests)");
   app.add_option("--shutdown-delay-seconds", shutdownDelaySec,
                  "on SIGTERM keep serving this long with /readyz failing")
-      ->check(CLI::Range(0.0, 600.0))->capture_default_str();
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
   app.add_option("--drain-seconds", drainSec, "then wait this long for in-flight requests")
-      ->check(CLI::Range(0.0, 600.0))->capture_default_str();
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -121,7 +135,8 @@ int main(int argc, char** argv) {
   const auto toMillis = [](double sec) {
     return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));
   };
-  kc::obs::ShutdownHandler shutdown({&health, [&] {
+  kc::obs::ShutdownHandler shutdown({&health,
+                                     [&] {
                                        std::this_thread::sleep_for(toMillis(shutdownDelaySec));
                                        frontend.stop(toMillis(drainSec));
                                      },

@@ -2,10 +2,9 @@
 // Covers the hook contract (200 with the response fields, 400 with a JSON error and nothing
 // decided, 405, 413), health and metrics, flag validation (exit 2), --help, and SIGTERM.
 
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "libcore/net/http_client.hpp"
@@ -54,8 +53,9 @@ kc::net::Response post(kc::net::HttpClient& c, const std::string& path, const st
 TEST_CASE("bridge-operator serves the CompositeController hooks over HTTP", "[bridge]") {
   kc::testing::TempDir dir;
   const std::string portFile = dir.file("port");
-  auto p = startOperator({"--listen", "127.0.0.1", "--port", "0", "--port-file", portFile,
-                     "--log-level", "warn", "--max-pod-restarts", "1", "--max-body-bytes", "65536"});
+  auto p =
+      startOperator({"--listen", "127.0.0.1", "--port", "0", "--port-file", portFile, "--log-level",
+                     "warn", "--max-pod-restarts", "1", "--max-body-bytes", "65536"});
   auto client = clientFor(waitForPort(portFile, p));
 
   // A running job whose pod died: a replacement (attempt 1 of at most 1 restart).
@@ -98,8 +98,8 @@ TEST_CASE("bridge-operator serves the CompositeController hooks over HTTP", "[br
   CHECK(finOut["resyncAfterSeconds"].get<double>() > 0);
 
   // Bad input: 400, a JSON error, nothing decided.
-  for (const std::string& bad : {std::string("{"), std::string("[1]"),
-                                 std::string(R"({"parent": {"kind": "Job"}})")}) {
+  for (const std::string& bad :
+       {std::string("{"), std::string("[1]"), std::string(R"({"parent": {"kind": "Job"}})")}) {
     CAPTURE(bad);
     auto r = post(*client, "/sync", bad);
     CHECK(r.status == 400);
@@ -130,8 +130,10 @@ TEST_CASE("bridge-operator serves the CompositeController hooks over HTTP", "[br
   }
   auto metrics = client->request("GET", "/metrics");
   REQUIRE(metrics.ok());
-  CHECK_THAT(metrics->body, Catch::Contains("bridge_hook_requests_total{code=\"400\",hook=\"sync\"} 3"));
-  CHECK_THAT(metrics->body, Catch::Contains("bridge_hook_requests_total{code=\"200\",hook=\"finalize\"} 1"));
+  CHECK_THAT(metrics->body,
+             Catch::Contains("bridge_hook_requests_total{code=\"400\",hook=\"sync\"} 3"));
+  CHECK_THAT(metrics->body,
+             Catch::Contains("bridge_hook_requests_total{code=\"200\",hook=\"finalize\"} 1"));
 
   p.signal(SIGTERM);
   CHECK(p.waitExit(std::chrono::seconds(20)) == std::optional<int>(0));

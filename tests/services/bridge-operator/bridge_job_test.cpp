@@ -1,9 +1,10 @@
 // BridgeJob spec validation (what the CRD schema says, plus what a schema cannot say) and the
 // ConfigMap parameter round trip.
 
+#include "services/bridge-operator/bridge_job.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "services/bridge-operator/bridge_job.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
 
 using kc::bridge::parameterData;
@@ -35,7 +36,8 @@ TEST_CASE("invalid specs are rejected naming the field", "[bridge]") {
     std::string message;
   };
   auto row = GENERATE(values<Row>({
-      {"missing resourceURL", [](json& s) { s.erase("resourceURL"); }, "spec.resourceURL is required"},
+      {"missing resourceURL", [](json& s) { s.erase("resourceURL"); },
+       "spec.resourceURL is required"},
       {"missing resourcesecret", [](json& s) { s.erase("resourcesecret"); }, "spec.resourcesecret"},
       {"missing image", [](json& s) { s.erase("image"); }, "spec.image is required"},
       {"missing jobdata", [](json& s) { s.erase("jobdata"); }, "spec.jobdata is required"},
@@ -44,34 +46,37 @@ TEST_CASE("invalid specs are rejected naming the field", "[bridge]") {
       {"empty jobscript", [](json& s) { s["jobdata"]["jobscript"] = ""; }, "must not be empty"},
       {"bad scriptlocation enum", [](json& s) { s["jobdata"]["scriptlocation"] = "ftp"; },
        "scriptlocation must be one of remote, inline, s3"},
-      {"bad scriptextralocation enum", [](json& s) { s["jobdata"]["scriptextralocation"] = "remote"; },
+      {"bad scriptextralocation enum",
+       [](json& s) { s["jobdata"]["scriptextralocation"] = "remote"; },
        "scriptextralocation must be one of inline, s3"},
       {"bad imagepullpolicy enum", [](json& s) { s["imagepullpolicy"] = "always"; },
        "imagepullpolicy must be one of"},
       {"updateinterval 0", [](json& s) { s["updateinterval"] = 0; }, "between 1 and 86400"},
       {"updateinterval huge", [](json& s) { s["updateinterval"] = 18446744073709551615ull; },
        "between 1 and 86400"},
-      {"updateinterval as a string", [](json& s) { s["updateinterval"] = "20"; }, "must be an integer"},
+      {"updateinterval as a string", [](json& s) { s["updateinterval"] = "20"; },
+       "must be an integer"},
       {"kill as a string", [](json& s) { s["kill"] = "true"; }, "spec.kill must be a boolean"},
       {"spec not an object", [](json& s) { s = json::array(); }, "spec is missing"},
       {"resourceURL without scheme", [](json& s) { s["resourceURL"] = "slurm:6820"; },
        "http:// or https://"},
-      {"secret name not DNS-1123", [](json& s) { s["resourcesecret"] = "Slurm_JWT"; },
-       "DNS-1123"},
+      {"secret name not DNS-1123", [](json& s) { s["resourcesecret"] = "Slurm_JWT"; }, "DNS-1123"},
       {"jobproperties not JSON", [](json& s) { s["jobproperties"] = "{\"name\": "; },
        "jobproperties must be a JSON object"},
       {"jobproperties a JSON array", [](json& s) { s["jobproperties"] = "[1]"; },
        "jobproperties must be a JSON object"},
       {"inline jobparameters not JSON", [](json& s) { s["jobdata"]["jobparameters"] = "a=b"; },
        "jobparameters must be a JSON object"},
-      {"s3 script not bucket:object", [](json& s) {
+      {"s3 script not bucket:object",
+       [](json& s) {
          s["jobdata"]["scriptlocation"] = "s3";
          s["jobdata"]["jobscript"] = "/home/x.sh";
-       }, "bucket:object"},
-      {"additionaldata item malformed", [](json& s) { s["jobdata"]["additionaldata"] = "in:a.txt,oops"; },
+       },
        "bucket:object"},
-      {"S3 upload without s3secret (the original's check)", [](json& s) { s["s3storage"].erase("s3secret"); },
-       "s3secret is not set"},
+      {"additionaldata item malformed",
+       [](json& s) { s["jobdata"]["additionaldata"] = "in:a.txt,oops"; }, "bucket:object"},
+      {"S3 upload without s3secret (the original's check)",
+       [](json& s) { s["s3storage"].erase("s3secret"); }, "s3secret is not set"},
       {"S3 endpoint with a scheme", [](json& s) { s["s3storage"]["endpoint"] = "https://s3:9000"; },
        "host[:port]"},
       {"s3upload without bucket", [](json& s) { s["s3upload"].erase("bucket"); },

@@ -7,7 +7,6 @@
 // ConfigMap, its phase set as kubelet would).
 
 #include <catch2/catch.hpp>
-
 #include <map>
 
 #include "libcore/kube/client.hpp"
@@ -56,16 +55,17 @@ class MetacontrollerStandIn {
     std::map<std::string, std::vector<json>> observed;
     json children{{"Role.rbac.authorization.k8s.io/v1", json::object()},
                   {"RoleBinding.rbac.authorization.k8s.io/v1", json::object()}};
-    for (const auto& [group, gvr] : {std::pair{"ConfigMap.v1", kConfigMaps},
-                                     std::pair{"Pod.v1", kPods},
-                                     std::pair{"ServiceAccount.v1", kServiceAccounts}}) {
+    for (const auto& [group, gvr] :
+         {std::pair{"ConfigMap.v1", kConfigMaps}, std::pair{"Pod.v1", kPods},
+          std::pair{"ServiceAccount.v1", kServiceAccounts}}) {
       kc::kube::ListOptions opts;
       opts.labelSelector = "bridge.kubecomp.io/job-uid=" + uid;
       auto list = kube_.list(gvr, kNs, opts);
       REQUIRE(list.ok());
       children[group] = json::object();
       for (json& item : list->items) {
-        children[group][std::string(kNs) + "/" + item["metadata"]["name"].get<std::string>()] = item;
+        children[group][std::string(kNs) + "/" + item["metadata"]["name"].get<std::string>()] =
+            item;
         observed[group].push_back(item);
       }
     }
@@ -74,8 +74,11 @@ class MetacontrollerStandIn {
         {"kind", "CompositeController"},
         {"metadata", {{"name", "bridge-operator"}}},
         {"spec", {{"hooks", {{"sync", {{"version", "v2"}}}, {"finalize", {{"version", "v2"}}}}}}}};
-    const json body{{"controller", controller}, {"parent", job}, {"children", children},
-                    {"related", json::object()}, {"finalizing", deleting}};
+    const json body{{"controller", controller},
+                    {"parent", job},
+                    {"children", children},
+                    {"related", json::object()},
+                    {"finalizing", deleting}};
     auto reply = hook_.request("POST", deleting ? "/finalize" : "/sync", body.dump(),
                                {{"Content-Type", "application/json"}});
     REQUIRE(reply.ok());
@@ -89,11 +92,10 @@ class MetacontrollerStandIn {
     }
     for (auto [key, child] : desired) {
       const std::string kind = child["kind"];
-      const GroupVersionResource gvr =
-          kind == "ConfigMap" ? kConfigMaps
-          : kind == "Pod"     ? kPods
-          : kind == "ServiceAccount" ? kServiceAccounts
-                                     : GroupVersionResource{};
+      const GroupVersionResource gvr = kind == "ConfigMap"        ? kConfigMaps
+                                       : kind == "Pod"            ? kPods
+                                       : kind == "ServiceAccount" ? kServiceAccounts
+                                                                  : GroupVersionResource{};
       if (gvr.resource.empty()) {
         continue;  // Role, RoleBinding: the double serves no rbac.authorization.k8s.io
       }
@@ -104,9 +106,13 @@ class MetacontrollerStandIn {
         }
       }
       if (existing == nullptr) {
-        child["metadata"]["ownerReferences"] = json::array(
-            {{{"apiVersion", "bridge.kubecomp.io/v1alpha1"}, {"kind", "BridgeJob"},
-              {"name", name}, {"uid", uid}, {"controller", true}, {"blockOwnerDeletion", true}}});
+        child["metadata"]["ownerReferences"] =
+            json::array({{{"apiVersion", "bridge.kubecomp.io/v1alpha1"},
+                          {"kind", "BridgeJob"},
+                          {"name", name},
+                          {"uid", uid},
+                          {"controller", true},
+                          {"blockOwnerDeletion", true}}});
         REQUIRE(kube_.create(gvr, kNs, child).ok());
       } else if (kind == "ConfigMap") {
         json merged = *existing;
@@ -120,8 +126,9 @@ class MetacontrollerStandIn {
     }
     for (const auto& [group, objects] : observed) {
       const std::string kind = group.substr(0, group.find('.'));
-      const GroupVersionResource gvr =
-          kind == "ConfigMap" ? kConfigMaps : kind == "Pod" ? kPods : kServiceAccounts;
+      const GroupVersionResource gvr = kind == "ConfigMap" ? kConfigMaps
+                                       : kind == "Pod"     ? kPods
+                                                           : kServiceAccounts;
       for (const json& o : objects) {
         if (desired.count(kind + "/" + o["metadata"]["name"].get<std::string>()) == 0) {
           auto removed = kube_.remove(gvr, kNs, o["metadata"]["name"]);
@@ -162,7 +169,8 @@ class MetacontrollerStandIn {
 };
 
 // What a bridge pod does: write its keys into its ConfigMap.
-void podWrites(KubeClient& kube, const std::string& job, const std::map<std::string, std::string>& keys) {
+void podWrites(KubeClient& kube, const std::string& job,
+               const std::map<std::string, std::string>& keys) {
   auto cm = kube.get(kConfigMaps, kNs, job + "-bridge");
   REQUIRE(cm.ok());
   json updated = *cm;
@@ -174,7 +182,8 @@ void podWrites(KubeClient& kube, const std::string& job, const std::map<std::str
 
 // What kubelet does: the pod's phase.
 void podPhase(KubeClient& kube, const std::string& pod, const std::string& phase) {
-  REQUIRE(kube.patch(kPods, kNs, pod, PatchType::kMerge, {{"status", {{"phase", phase}}}}, "status").ok());
+  REQUIRE(kube.patch(kPods, kNs, pod, PatchType::kMerge, {{"status", {{"phase", phase}}}}, "status")
+              .ok());
 }
 
 std::vector<std::string> podNames(KubeClient& kube, const std::string& job) {
@@ -215,12 +224,15 @@ struct Cluster {
     auto c = KubeClient::create(apiserver.config(), o);
     REQUIRE(c.ok());
     kube = std::move(c).value();
-    REQUIRE(kube->create(kCrds, "", kc::bridge::testing::loadYamlFile(
-                                         std::string(KC_SOURCE_DIR) +
-                                         "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml"))
+    REQUIRE(kube->create(kCrds, "",
+                         kc::bridge::testing::loadYamlFile(
+                             std::string(KC_SOURCE_DIR) +
+                             "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml"))
                 .ok());
-    REQUIRE(kube->create(kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                                           {"metadata", {{"name", kNs}}}}).ok());
+    REQUIRE(
+        kube->create(kNamespaces, "",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}})
+            .ok());
     const std::string portFile = dir.file("port");
     operatorProcess = std::make_unique<kc::testing::ChildProcess>(std::vector<std::string>{
         BRIDGE_OPERATOR_BIN, "--listen", "127.0.0.1", "--port", "0", "--port-file", portFile,
@@ -262,8 +274,10 @@ TEST_CASE("a BridgeJob's life: start, crash and adoption, kill, deletion", "[bri
 
   // The bridge pod submits and records the remote id first.
   podPhase(kube, "life-bridge-0", "Running");
-  podWrites(kube, "life", {{"id", "4711"}, {"status.jobStatus", "SUBMITTED"},
-                           {"status.submitTime", "2026-11-24T10:00:00Z"}});
+  podWrites(kube, "life",
+            {{"id", "4711"},
+             {"status.jobStatus", "SUBMITTED"},
+             {"status.submitTime", "2026-11-24T10:00:00Z"}});
   mc.reconcile("life");
   CHECK(jobStatus(kube, "life")["jobStatus"] == "SUBMITTED");
   CHECK(jobStatus(kube, "life")["remoteJobId"] == "4711");
@@ -276,7 +290,8 @@ TEST_CASE("a BridgeJob's life: start, crash and adoption, kill, deletion", "[bri
   CHECK(configMapValue(kube, "life", "id") == "4711");
   CHECK(jobStatus(kube, "life")["attempts"] == 2);
   podPhase(kube, "life-bridge-1", "Running");
-  podWrites(kube, "life", {{"status.jobStatus", "RUNNING"}, {"status.startTime", "2026-11-24T10:01:00Z"}});
+  podWrites(kube, "life",
+            {{"status.jobStatus", "RUNNING"}, {"status.startTime", "2026-11-24T10:01:00Z"}});
   mc.reconcile("life");
   CHECK(jobStatus(kube, "life")["jobStatus"] == "RUNNING");
 
@@ -285,9 +300,10 @@ TEST_CASE("a BridgeJob's life: start, crash and adoption, kill, deletion", "[bri
   mc.reconcile("life");
   CHECK(configMapValue(kube, "life", "kill") == "true");
   CHECK(configMapValue(kube, "life", "status.jobStatus") == "RUNNING");  // pod-owned, kept
-  podWrites(kube, "life", {{"status.jobStatus", "KILLED"},
-                           {"status.completionTime", "2026-11-24T10:02:00Z"},
-                           {"status.message", "cancelled"}});
+  podWrites(kube, "life",
+            {{"status.jobStatus", "KILLED"},
+             {"status.completionTime", "2026-11-24T10:02:00Z"},
+             {"status.message", "cancelled"}});
   podPhase(kube, "life-bridge-1", "Failed");
   mc.reconcile("life");
   json status = jobStatus(kube, "life");

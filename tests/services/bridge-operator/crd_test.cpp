@@ -5,7 +5,6 @@
 // operator that refuses to start them; the schema-driven case below keeps the two in step.
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -26,7 +25,8 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kCrdFile = std::string(KC_SOURCE_DIR) + "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml";
+const std::string kCrdFile =
+    std::string(KC_SOURCE_DIR) + "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml";
 const std::string kExamples = std::string(KC_SOURCE_DIR) + "/charts/kubecomp/examples";
 
 const GroupVersionResource kCrds{"apiextensions.k8s.io", "v1", "customresourcedefinitions", false};
@@ -104,8 +104,9 @@ TEST_CASE("the BridgeJob CRD and the examples per backend in the API server doub
     const json example = loadYamlFile(file);
     const std::string ns = example["metadata"]["namespace"];
     if (namespaces.insert(ns).second) {
-      REQUIRE(c.create(kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                                         {"metadata", {{"name", ns}}}}).ok());
+      REQUIRE(c.create(kNamespaces, "",
+                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+                  .ok());
     }
     auto stored = c.create(kBridgeJobs, ns, example);
     REQUIRE(stored.ok());
@@ -122,10 +123,13 @@ TEST_CASE("the BridgeJob CRD and the examples per backend in the API server doub
       if (gvr.resource.empty()) {
         continue;
       }
-      child["metadata"]["ownerReferences"] = json::array(
-          {{{"apiVersion", "bridge.kubecomp.io/v1alpha1"}, {"kind", "BridgeJob"},
-            {"name", (*stored)["metadata"]["name"]}, {"uid", (*stored)["metadata"]["uid"]},
-            {"controller", true}, {"blockOwnerDeletion", true}}});
+      child["metadata"]["ownerReferences"] =
+          json::array({{{"apiVersion", "bridge.kubecomp.io/v1alpha1"},
+                        {"kind", "BridgeJob"},
+                        {"name", (*stored)["metadata"]["name"]},
+                        {"uid", (*stored)["metadata"]["uid"]},
+                        {"controller", true},
+                        {"blockOwnerDeletion", true}}});
       auto applied = c.create(gvr, ns, child);
       CAPTURE(child.dump());
       REQUIRE(applied.ok());
@@ -138,14 +142,16 @@ TEST_CASE("the BridgeJob CRD and the examples per backend in the API server doub
   }
 
   SECTION("invalid objects: the double stores them, the operator starts nothing") {
-    REQUIRE(c.create(kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                                       {"metadata", {{"name", "bad"}}}}).ok());
+    REQUIRE(c.create(kNamespaces, "",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bad"}}}})
+                .ok());
     auto bad = GENERATE(std::string("bad enum"), std::string("missing required"));
     CAPTURE(bad);
-    json obj{{"apiVersion", "bridge.kubecomp.io/v1alpha1"},
-             {"kind", "BridgeJob"},
-             {"metadata", {{"name", bad == "bad enum" ? "bad-enum" : "missing"}, {"namespace", "bad"}}},
-             {"spec", validSpec()}};
+    json obj{
+        {"apiVersion", "bridge.kubecomp.io/v1alpha1"},
+        {"kind", "BridgeJob"},
+        {"metadata", {{"name", bad == "bad enum" ? "bad-enum" : "missing"}, {"namespace", "bad"}}},
+        {"spec", validSpec()}};
     if (bad == "bad enum") {
       obj["spec"]["jobdata"]["scriptlocation"] = "ftp";
     } else {
@@ -153,7 +159,8 @@ TEST_CASE("the BridgeJob CRD and the examples per backend in the API server doub
     }
     auto stored = c.create(kBridgeJobs, "bad", obj);
     REQUIRE(stored.ok());  // a real API server answers 422 here
-    auto request = kc::bridge::parseHookRequest(kc::bridge::HookKind::kSync, firstSyncBody(*stored));
+    auto request =
+        kc::bridge::parseHookRequest(kc::bridge::HookKind::kSync, firstSyncBody(*stored));
     REQUIRE(request.ok());
     auto desired = kc::bridge::decide(*request, {}, std::chrono::system_clock::now());
     CHECK(desired.children.empty());
@@ -245,15 +252,16 @@ TEST_CASE("the operator's validation agrees with the CRD schema", "[bridge]") {
   }
   for (const json& required : spec["required"]) {
     CAPTURE(required);
-    CHECK_FALSE(kc::bridge::parseSpec(withValue(base, {required.get<std::string>()}, nullptr)).ok());
+    CHECK_FALSE(
+        kc::bridge::parseSpec(withValue(base, {required.get<std::string>()}, nullptr)).ok());
   }
   CHECK_FALSE(kc::bridge::parseSpec(withValue(base, {"jobdata", "jobscript"}, nullptr)).ok());
   CHECK(checks > 20);
 
   // status.jobStatus: exactly the statuses a bridge pod may report.
   std::set<std::string> schemaStatuses;
-  for (const json& v : crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
-                          ["properties"]["jobStatus"]["enum"]) {
+  for (const json& v : crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+                          ["status"]["properties"]["jobStatus"]["enum"]) {
     schemaStatuses.insert(v.get<std::string>());
     CHECK(kc::bridge::parseJobStatus(v.get<std::string>()).has_value());
   }

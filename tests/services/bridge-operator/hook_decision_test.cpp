@@ -1,9 +1,8 @@
 // The pure decision of bridge-operator, table-driven: observed BridgeJob + children (built as
 // Metacontroller sends them) -> desired children and status.
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
@@ -107,7 +106,8 @@ TEST_CASE("a fresh BridgeJob gets its ConfigMap, one bridge pod and RBAC for tha
   CHECK(rule["resources"] == json::array({"configmaps"}));
   CHECK(rule["resourceNames"] == json::array({"job1-bridge"}));
   for (const json& verb : rule["verbs"]) {
-    CHECK(std::set<std::string>{"get", "watch", "update", "patch"}.count(verb.get<std::string>()) == 1);
+    CHECK(std::set<std::string>{"get", "watch", "update", "patch"}.count(verb.get<std::string>()) ==
+          1);
   }
   const json* binding = findChild(d, "RoleBinding", "job1-bridge");
   REQUIRE(binding != nullptr);
@@ -124,7 +124,8 @@ TEST_CASE("a fresh BridgeJob gets its ConfigMap, one bridge pod and RBAC for tha
   CHECK_FALSE(d.finalized.has_value());
 }
 
-TEST_CASE("pods and ConfigMap states decide which bridge pods exist and the job status", "[bridge]") {
+TEST_CASE("pods and ConfigMap states decide which bridge pods exist and the job status",
+          "[bridge]") {
   // observed pods (attempt:phase), reported status, attempts in the previous status,
   // -> desired pod names, jobStatus ("" = none), attempts
   struct Row {
@@ -139,28 +140,72 @@ TEST_CASE("pods and ConfigMap states decide which bridge pods exist and the job 
   auto row = GENERATE(values<Row>({
       {"pod running", {{0, "Running"}}, "RUNNING", 1, {"job1-bridge-0"}, "RUNNING", 1},
       {"pod pending, nothing reported", {{0, "Pending"}}, "", 1, {"job1-bridge-0"}, "", 1},
-      {"node lost (phase Unknown) is not a stopped pod", {{0, "Unknown"}}, "RUNNING", 1,
-       {"job1-bridge-0"}, "RUNNING", 1},
-      {"pod failed while RUNNING -> replacement", {{0, "Failed"}}, "RUNNING", 1,
-       {"job1-bridge-0", "job1-bridge-1"}, "RUNNING", 2},
-      {"pod exited 0 without a terminal status -> replacement", {{0, "Succeeded"}}, "SUBMITTED", 1,
-       {"job1-bridge-0", "job1-bridge-1"}, "SUBMITTED", 2},
-      {"second replacement", {{0, "Failed"}, {1, "Failed"}}, "RUNNING", 2,
-       {"job1-bridge-0", "job1-bridge-1", "job1-bridge-2"}, "RUNNING", 3},
+      {"node lost (phase Unknown) is not a stopped pod",
+       {{0, "Unknown"}},
+       "RUNNING",
+       1,
+       {"job1-bridge-0"},
+       "RUNNING",
+       1},
+      {"pod failed while RUNNING -> replacement",
+       {{0, "Failed"}},
+       "RUNNING",
+       1,
+       {"job1-bridge-0", "job1-bridge-1"},
+       "RUNNING",
+       2},
+      {"pod exited 0 without a terminal status -> replacement",
+       {{0, "Succeeded"}},
+       "SUBMITTED",
+       1,
+       {"job1-bridge-0", "job1-bridge-1"},
+       "SUBMITTED",
+       2},
+      {"second replacement",
+       {{0, "Failed"}, {1, "Failed"}},
+       "RUNNING",
+       2,
+       {"job1-bridge-0", "job1-bridge-1", "job1-bridge-2"},
+       "RUNNING",
+       3},
       {"DONE: pod kept, none added", {{0, "Succeeded"}}, "DONE", 1, {"job1-bridge-0"}, "DONE", 1},
-      {"FAILED job: the pod exits 1, no replacement", {{0, "Failed"}}, "FAILED", 1,
-       {"job1-bridge-0"}, "FAILED", 1},
+      {"FAILED job: the pod exits 1, no replacement",
+       {{0, "Failed"}},
+       "FAILED",
+       1,
+       {"job1-bridge-0"},
+       "FAILED",
+       1},
       {"KILLED", {{0, "Failed"}}, "KILLED", 1, {"job1-bridge-0"}, "KILLED", 1},
-      {"UNKNOWN is final (the backend lost the job)", {{0, "Failed"}}, "UNKNOWN", 1,
-       {"job1-bridge-0"}, "UNKNOWN", 1},
+      {"UNKNOWN is final (the backend lost the job)",
+       {{0, "Failed"}},
+       "UNKNOWN",
+       1,
+       {"job1-bridge-0"},
+       "UNKNOWN",
+       1},
       {"terminal and the pod deleted: not recreated", {}, "DONE", 1, {}, "DONE", 1},
-      {"deleted pod (not stopped) is recreated under the same attempt", {}, "RUNNING", 2,
-       {"job1-bridge-1"}, "RUNNING", 2},
-      {"stale cache: replacement not observed yet is kept", {{0, "Failed"}}, "RUNNING", 2,
-       {"job1-bridge-0", "job1-bridge-1"}, "RUNNING", 2},
+      {"deleted pod (not stopped) is recreated under the same attempt",
+       {},
+       "RUNNING",
+       2,
+       {"job1-bridge-1"},
+       "RUNNING",
+       2},
+      {"stale cache: replacement not observed yet is kept",
+       {{0, "Failed"}},
+       "RUNNING",
+       2,
+       {"job1-bridge-0", "job1-bridge-1"},
+       "RUNNING",
+       2},
       {"retry limit (3 restarts) reached -> FAILED, no new pod",
-       {{0, "Failed"}, {1, "Failed"}, {2, "Failed"}, {3, "Failed"}}, "RUNNING", 4,
-       {"job1-bridge-0", "job1-bridge-1", "job1-bridge-2", "job1-bridge-3"}, "FAILED", 4},
+       {{0, "Failed"}, {1, "Failed"}, {2, "Failed"}, {3, "Failed"}},
+       "RUNNING",
+       4,
+       {"job1-bridge-0", "job1-bridge-1", "job1-bridge-2", "job1-bridge-3"},
+       "FAILED",
+       4},
   }));
   CAPTURE(row.what);
   RequestBuilder b;
@@ -185,7 +230,8 @@ TEST_CASE("pods and ConfigMap states decide which bridge pods exist and the job 
 TEST_CASE("the replacement pod adopts the remote job: same ConfigMap, id left to the pod",
           "[bridge]") {
   RequestBuilder b;
-  b.configMap = startedConfigMap(b, {{"id", "4711"}, {"status.jobStatus", "RUNNING"},
+  b.configMap = startedConfigMap(b, {{"id", "4711"},
+                                     {"status.jobStatus", "RUNNING"},
                                      {"status.submitTime", "2026-11-24T10:00:00Z"}});
   b.withPod(0, "Failed").withAttempts(1);
   Desired d = run(b);
@@ -296,17 +342,33 @@ TEST_CASE("finalize cancels a running remote job before letting the BridgeJob go
   };
   auto row = GENERATE(values<Row>({
       {"never started", {}, "", false, true, {}},
-      {"running: keep the pod, ask it to kill", {{0, "Running"}}, "RUNNING", true, false,
+      {"running: keep the pod, ask it to kill",
+       {{0, "Running"}},
+       "RUNNING",
+       true,
+       false,
        {"job1-bridge-0"}},
       {"submitted, pod pending", {{0, "Pending"}}, "SUBMITTED", true, false, {"job1-bridge-0"}},
-      {"pod died before cancelling: a replacement adopts and cancels", {{0, "Failed"}}, "RUNNING",
-       true, false, {"job1-bridge-0", "job1-bridge-1"}},
+      {"pod died before cancelling: a replacement adopts and cancels",
+       {{0, "Failed"}},
+       "RUNNING",
+       true,
+       false,
+       {"job1-bridge-0", "job1-bridge-1"}},
       {"KILLED, pod stopped: done", {{0, "Failed"}}, "KILLED", true, true, {}},
       {"DONE, pod stopped: done", {{0, "Succeeded"}}, "DONE", true, true, {}},
-      {"terminal but the pod still writing: wait", {{0, "Running"}}, "KILLED", true, false,
+      {"terminal but the pod still writing: wait",
+       {{0, "Running"}},
+       "KILLED",
+       true,
+       false,
        {"job1-bridge-0"}},
-      {"retry limit reached: give up", {{0, "Failed"}, {1, "Failed"}, {2, "Failed"}, {3, "Failed"}},
-       "RUNNING", true, true, {}},
+      {"retry limit reached: give up",
+       {{0, "Failed"}, {1, "Failed"}, {2, "Failed"}, {3, "Failed"}},
+       "RUNNING",
+       true,
+       true,
+       {}},
   }));
   CAPTURE(row.what);
   RequestBuilder b;
@@ -339,7 +401,8 @@ TEST_CASE("finalize cancels a running remote job before letting the BridgeJob go
   CHECK(response["finalized"] == row.wantFinalized);
 }
 
-TEST_CASE("a sync request with finalizing=true is a finalize (one URL for both hooks)", "[bridge]") {
+TEST_CASE("a sync request with finalizing=true is a finalize (one URL for both hooks)",
+          "[bridge]") {
   RequestBuilder b;
   b.deleting = true;
   b.finalizing = true;
@@ -406,28 +469,31 @@ TEST_CASE("bad hook bodies are rejected with a message", "[bridge]") {
       {"not JSON", "{\"parent\": ", "not valid JSON"},
       {"an array", "[]", "JSON object"},
       {"no parent", mutated([](json& j) { j.erase("parent"); }), "no \"parent\""},
-      {"parent of another kind", mutated([](json& j) { j["parent"]["kind"] = "Job"; }), "BridgeJob"},
-      {"the original's group", mutated([](json& j) {
-         j["parent"]["apiVersion"] = "bridgejob.ibm.com/v1alpha1";
-       }), "bridge.kubecomp.io/v1alpha1"},
+      {"parent of another kind", mutated([](json& j) { j["parent"]["kind"] = "Job"; }),
+       "BridgeJob"},
+      {"the original's group",
+       mutated([](json& j) { j["parent"]["apiVersion"] = "bridgejob.ibm.com/v1alpha1"; }),
+       "bridge.kubecomp.io/v1alpha1"},
       {"no uid", mutated([](json& j) { j["parent"]["metadata"].erase("uid"); }), "uid"},
-      {"name too long", mutated([](json& j) {
-         j["parent"]["metadata"]["name"] = std::string(231, 'a');
-       }), "longer than 230"},
-      {"unknown hook version", mutated([](json& j) {
-         j["controller"]["spec"]["hooks"]["sync"]["version"] = "v3";
-       }), "unknown hook version"},
+      {"name too long",
+       mutated([](json& j) { j["parent"]["metadata"]["name"] = std::string(231, 'a'); }),
+       "longer than 230"},
+      {"unknown hook version",
+       mutated([](json& j) { j["controller"]["spec"]["hooks"]["sync"]["version"] = "v3"; }),
+       "unknown hook version"},
       {"children not an object", mutated([](json& j) { j["children"] = json::array(); }),
        "children must be an object"},
       {"child key names another object", mutated([](json& j) {
          j["children"]["Pod.v1"]["other"] = {
              {"metadata", {{"name", "job1-bridge-0"}, {"namespace", "team"}}}};
-       }), "names neither"},
+       }),
+       "names neither"},
       {"ConfigMap data not strings", mutated([](json& j) {
          j["children"]["ConfigMap.v1"]["job1-bridge"] = {
              {"metadata", {{"name", "job1-bridge"}, {"namespace", "team"}}},
              {"data", {{"kill", true}}}};
-       }), "is not a string"},
+       }),
+       "is not a string"},
       {"finalizing not a boolean", mutated([](json& j) { j["finalizing"] = "yes"; }),
        "finalizing must be a boolean"},
   }));
@@ -442,10 +508,13 @@ TEST_CASE("condition transition times move only when the condition changes", "[b
   RequestBuilder b;
   b.configMap = startedConfigMap(b, {{"status.jobStatus", "RUNNING"}, {"id", "1"}});
   b.withPod(0, "Running");
-  b.status = {{"attempts", 1},
-              {"conditions",
-               {{{"type", "Submitted"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
-                {{"type", "Finished"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
+  b.status = {
+      {"attempts", 1},
+      {"conditions",
+       {{{"type", "Submitted"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
+        {{"type", "Finished"},
+         {"status", "True"},
+         {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
   Desired d = run(b);
   for (const json& c : d.status["conditions"]) {
     if (c["type"] == "Submitted") {
@@ -480,12 +549,11 @@ TEST_CASE("bug: status keys and values (status.jobStatus vs jobStatus, KILL vs K
                                    {"done", "", false}}));
   CAPTURE(row.written);
   RequestBuilder b;
-  b.configMap = startedConfigMap(
-      b, {{"status.jobStatus", row.written},
-          {"status.startTime", "2026-11-24T10:00:00Z"},
-          {"status.completionTime", "2026-11-24T10:05:00+01:00"},
-          {"status.message", "exit 0"},
-          {"id", "88"}});
+  b.configMap = startedConfigMap(b, {{"status.jobStatus", row.written},
+                                     {"status.startTime", "2026-11-24T10:00:00Z"},
+                                     {"status.completionTime", "2026-11-24T10:05:00+01:00"},
+                                     {"status.message", "exit 0"},
+                                     {"id", "88"}});
   b.withPod(0, "Succeeded").withAttempts(1);
   Desired d = run(b);
   CHECK(d.status.value("jobStatus", "") == row.want);
@@ -523,7 +591,8 @@ TEST_CASE("bug: times in mixed formats never reach the status", "[bridge]") {
 TEST_CASE("bug: updateInterval has one spelling and is decimal", "[bridge]") {
   // The original operator wrote `updateInterval`, the LSF pod read `updateinterval` (poll 0,
   // busy loop) and the Ray pod parsed "20" in base 20.
-  auto [interval, text] = GENERATE(table<int, std::string>({{1, "1"}, {20, "20"}, {45, "45"}, {86400, "86400"}}));
+  auto [interval, text] =
+      GENERATE(table<int, std::string>({{1, "1"}, {20, "20"}, {45, "45"}, {86400, "86400"}}));
   RequestBuilder b;
   b.withSpec("updateinterval", interval);
   Desired d = run(b);

@@ -5,8 +5,8 @@
 namespace kc::bridge::testing {
 
 Desired run(const RequestBuilder& b, const DecisionConfig& config) {
-  auto request = parseHookRequest(b.finalizing ? HookKind::kFinalize : HookKind::kSync,
-                                  b.body().dump());
+  auto request =
+      parseHookRequest(b.finalizing ? HookKind::kFinalize : HookKind::kSync, b.body().dump());
   if (!request) {
     FAIL("request did not parse: " << request.error().message);
   }

@@ -5,11 +5,10 @@
 
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/metacontroller/hook_body.hpp"
 #include "services/bridge-operator/hook_decision.hpp"
@@ -20,13 +19,14 @@ using nlohmann::json;
 
 // A valid Slurm spec with an inline script and S3 upload.
 inline json validSpec() {
-  return json{{"resourceURL", "http://slurm-head:6820/slurm/v0.0.38/"},
-              {"resourcesecret", "slurm-jwt"},
-              {"image", "ghcr.io/kubecomp/bridge-pod-slurm:0.1"},
-              {"jobproperties", R"({"name": "hello", "environment": {"PATH": "/bin"}})"},
-              {"jobdata", {{"jobscript", "#!/bin/sh\necho \"hi\"\n"}, {"scriptlocation", "inline"}}},
-              {"s3storage", {{"s3secret", "s3-creds"}, {"endpoint", "s3.example:9000"}}},
-              {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
+  return json{
+      {"resourceURL", "http://slurm-head:6820/slurm/v0.0.38/"},
+      {"resourcesecret", "slurm-jwt"},
+      {"image", "ghcr.io/kubecomp/bridge-pod-slurm:0.1"},
+      {"jobproperties", R"({"name": "hello", "environment": {"PATH": "/bin"}})"},
+      {"jobdata", {{"jobscript", "#!/bin/sh\necho \"hi\"\n"}, {"scriptlocation", "inline"}}},
+      {"s3storage", {{"s3secret", "s3-creds"}, {"endpoint", "s3.example:9000"}}},
+      {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
 }
 
 struct PodState {
@@ -69,17 +69,17 @@ struct RequestBuilder {
 
   json body() const {
     const char* v = version == metacontroller::HookVersion::kV2 ? "v2" : "v1";
-    json controller{{"apiVersion", "metacontroller.k8s.io/v1alpha1"},
-                    {"kind", "CompositeController"},
-                    {"metadata", {{"name", "bridge-operator"}}},
-                    {"spec",
-                     {{"parentResource", {{"apiVersion", "bridge.kubecomp.io/v1alpha1"},
-                                          {"resource", "bridgejobs"}}},
-                      {"hooks",
-                       {{"sync", {{"version", v}, {"webhook", {{"url", "http://bo/sync"}}}}},
-                        {"finalize",
-                         {{"version", v}, {"webhook", {{"url", "http://bo/finalize"}}}}}}}}},
-                    {"status", json::object()}};
+    json controller{
+        {"apiVersion", "metacontroller.k8s.io/v1alpha1"},
+        {"kind", "CompositeController"},
+        {"metadata", {{"name", "bridge-operator"}}},
+        {"spec",
+         {{"parentResource",
+           {{"apiVersion", "bridge.kubecomp.io/v1alpha1"}, {"resource", "bridgejobs"}}},
+          {"hooks",
+           {{"sync", {{"version", v}, {"webhook", {{"url", "http://bo/sync"}}}}},
+            {"finalize", {{"version", v}, {"webhook", {{"url", "http://bo/finalize"}}}}}}}}},
+        {"status", json::object()}};
     json meta{{"name", name}, {"namespace", ns}, {"uid", uid}, {"generation", 1}};
     if (deleting) {
       meta["deletionTimestamp"] = "2026-11-24T12:00:00Z";
@@ -136,8 +136,8 @@ inline std::chrono::system_clock::time_point testNow() {
 
 // The ConfigMap data a first sync of `b` asks for (what Metacontroller then creates), plus
 // the keys a bridge pod wrote.
-std::map<std::string, std::string> startedConfigMap(const RequestBuilder& b,
-                                                    std::map<std::string, std::string> podKeys = {});
+std::map<std::string, std::string> startedConfigMap(
+    const RequestBuilder& b, std::map<std::string, std::string> podKeys = {});
 
 // parse + decide; fails the test when the body does not parse.
 Desired run(const RequestBuilder& b, const DecisionConfig& config = {});

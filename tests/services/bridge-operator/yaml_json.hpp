@@ -6,9 +6,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kc::bridge::testing {
 

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "libcore/metacontroller/hook_body.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace kc::metacontroller;
 using nlohmann::json;
