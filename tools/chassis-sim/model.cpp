@@ -1,12 +1,12 @@
 #include "tools/chassis-sim/model.hpp"
 
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
+#include "libcore/base/yaml_json.hpp"
 #include "libcore/fabric/h3_codec.hpp"
 #include "libcore/fabric/types.hpp"
 
@@ -32,54 +32,6 @@ using nlohmann::json;
 
 Error invalid(std::string message) {
   return makeError("invalid", std::move(message));
-}
-
-// YAML scalars carry no type; numbers and booleans are recognised so that JSON and YAML
-// topologies validate the same way.
-json yamlToJson(const YAML::Node& node, int depth = 0) {
-  if (depth > 32) {
-    return nullptr;
-  }
-  switch (node.Type()) {
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& kv : node) {
-        out[kv.first.as<std::string>()] = yamlToJson(kv.second, depth + 1);
-      }
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& item : node) {
-        out.push_back(yamlToJson(item, depth + 1));
-      }
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string text = node.Scalar();
-      if (node.Tag() == "!") {  // quoted in the source: always a string
-        return text;
-      }
-      if (text == "true" || text == "false") {
-        return text == "true";
-      }
-      if (!text.empty() && text.size() < 19 &&
-          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return std::stoll(text);
-      }
-      try {
-        std::size_t used = 0;
-        const double d = std::stod(text, &used);
-        if (used == text.size() && text.find_first_of(".eE") != std::string::npos) {
-          return d;
-        }
-      } catch (const std::exception&) {
-      }
-      return text;
-    }
-    default:
-      return nullptr;
-  }
 }
 
 Result<std::string> stringOf(const json& obj, const char* key, const std::string& where,
@@ -464,11 +416,11 @@ Result<Topology> parseTopology(std::string_view text) {
       return invalid("topology is not valid JSON");
     }
   } else {
-    try {
-      doc = yamlToJson(YAML::Load(std::string(text)));
-    } catch (const YAML::Exception& e) {
-      return invalid(std::string("topology is not valid YAML: ") + e.what());
+    auto yaml = kc::yamlToJson(text);
+    if (!yaml) {
+      return invalid("topology is not valid YAML: " + yaml.error().message);
     }
+    doc = std::move(*yaml);
   }
   return topologyFromJson(doc);
 }
