@@ -519,6 +519,20 @@ TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionE
   CHECK((*p)["status"]["reason"] == "OutOfcpu");
   CHECK((*p)["status"]["message"] ==
         "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000");
+  // ... and a Warning Event on the pod from "kubelet" on n1, as kubelet records.
+  {
+    Watcher events(*c.client, kc::kube::gvr::events());
+    CHECK(events.until([](const kc::kube::Store& st) {
+      for (const auto& e : st.list()) {
+        if ((*e)["involvedObject"].value("name", "") == "cpu-short" && (*e).value("reason", "") == "OutOfcpu" &&
+            (*e).value("type", "") == "Warning" && (*e)["source"].value("component", "") == "kubelet" &&
+            (*e)["source"].value("host", "") == "n1") {
+          return true;
+        }
+      }
+      return false;
+    }));
+  }
 
   // The device manager is short: kubelet's "unexpected" admission error, nothing allocated.
   n.create(makePod("gpu-short", "n1", "100m", 2));
