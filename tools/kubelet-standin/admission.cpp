@@ -9,7 +9,9 @@
 namespace kc::kubelet {
 namespace {
 
-bool isAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool isAlnum(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
 
 // The name part of a qualified name: 1..63 of [A-Za-z0-9_.-], alphanumeric at both ends.
 bool isQualifiedNamePart(std::string_view s) {
@@ -30,7 +32,8 @@ bool isNativeResource(std::string_view name) {
          (prefix.size() > 14 && prefix.substr(prefix.size() - 14) == ".kubernetes.io");
 }
 
-Status addList(ResourceList& into, const nlohmann::json& map, bool onlyMissing, const std::string& where) {
+Status addList(ResourceList& into, const nlohmann::json& map, bool onlyMissing,
+               const std::string& where) {
   if (map.is_null()) {
     return okStatus();
   }
@@ -85,8 +88,8 @@ bool isDnsSubdomain(std::string_view s) {
       return false;
     }
     for (char c : label) {
-      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-            c == '-')) {
+      if (!(std::islower(static_cast<unsigned char>(c)) ||
+            std::isdigit(static_cast<unsigned char>(c)) || c == '-')) {
         return false;
       }
     }
@@ -161,7 +164,8 @@ Result<ResourceList> podRequests(const nlohmann::json& pod) {
     }
   }
   ResourceList overhead;
-  if (auto s = addList(overhead, spec.value("overhead", nlohmann::json()), false, "spec.overhead"); !s) {
+  if (auto s = addList(overhead, spec.value("overhead", nlohmann::json()), false, "spec.overhead");
+      !s) {
     return s.error();
   }
   for (const auto& [k, v] : overhead) {

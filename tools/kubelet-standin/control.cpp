@@ -2,7 +2,8 @@
 
 namespace kc::kubelet {
 
-void installControlEndpoints(net::HttpServer& server, KubeletStandin& standin, bool debuggingHandlers) {
+void installControlEndpoints(net::HttpServer& server, KubeletStandin& standin,
+                             bool debuggingHandlers) {
   server.route("GET", "/debug/pods", [&standin](const net::Request&) {
     return net::Response::json(200, standin.debugState());
   });
@@ -11,7 +12,8 @@ void installControlEndpoints(net::HttpServer& server, KubeletStandin& standin, b
       if (auto st = standin.simulateRestart(); !st) {
         return net::Response::error(500, st.error().code, st.error().message);
       }
-      return net::Response::json(200, {{"restarted", true}, {"registrationSocket", standin.registrationSocket()}});
+      return net::Response::json(
+          200, {{"restarted", true}, {"registrationSocket", standin.registrationSocket()}});
     });
     // Runs one node status sync now (tests pin "device counts reach the Node only on a
     // status sync" with a long --node-status-update-frequency and this trigger).

@@ -9,6 +9,7 @@
 
 namespace kc::kubelet {
 
-void installControlEndpoints(net::HttpServer& server, KubeletStandin& standin, bool debuggingHandlers);
+void installControlEndpoints(net::HttpServer& server, KubeletStandin& standin,
+                             bool debuggingHandlers);
 
 }  // namespace kc::kubelet

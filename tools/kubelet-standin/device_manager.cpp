@@ -1,6 +1,8 @@
 #include "tools/kubelet-standin/device_manager.hpp"
 
 #include <fcntl.h>
+#include <grpcpp/client_context.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +12,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <grpcpp/client_context.h>
-#include <spdlog/spdlog.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "libcore/grpc/channel.hpp"
@@ -37,9 +36,10 @@ constexpr const char* kCheckpointKind = "KubeletStandinDeviceCheckpoint";
 // grpc::StatusCode as Go's codes.Code.String() spells it.
 std::string goCodeName(int code) {
   static constexpr std::array<const char*, 17> kNames = {
-      "OK",       "Canceled",          "Unknown",        "InvalidArgument", "DeadlineExceeded", "NotFound",
-      "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted",
-      "OutOfRange", "Unimplemented",   "Internal",       "Unavailable",     "DataLoss",         "Unauthenticated"};
+      "OK",       "Canceled",       "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+      "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+      "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+      "DataLoss", "Unauthenticated"};
   if (code >= 0 && code < static_cast<int>(kNames.size())) {
     return kNames[static_cast<std::size_t>(code)];
   }
@@ -76,7 +76,9 @@ std::string goGrpcErrorText(int code, const std::string& message) {
 
 DeviceManager::DeviceManager(DeviceManagerOptions options) : opts_(std::move(options)) {}
 
-DeviceManager::~DeviceManager() { forgetPlugins(); }
+DeviceManager::~DeviceManager() {
+  forgetPlugins();
+}
 
 DeviceManager::Stats DeviceManager::stats() const {
   std::lock_guard lock(mu_);
@@ -158,7 +160,8 @@ void DeviceManager::writeCheckpointLocked() {
                                           {"envs", cd.envs}});
     }
   }
-  nlohmann::json doc = {{"kind", kCheckpointKind}, {"version", 1}, {"data", data}, {"checksum", fnv1a(data.dump())}};
+  nlohmann::json doc = {
+      {"kind", kCheckpointKind}, {"version", 1}, {"data", data}, {"checksum", fnv1a(data.dump())}};
   const std::string tmp = opts_.checkpointPath + ".tmp";
   const std::string body = doc.dump(1) + "\n";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -196,10 +199,10 @@ Status DeviceManager::registerPlugin(const v1beta1::RegisterRequest& request) {
   // Stricter than kubelet (which joins whatever it gets to the directory and fails to dial):
   // the endpoint must name a socket file directly inside the device-plugin directory.
   const std::string& endpoint = request.endpoint();
-  if (endpoint.empty() || endpoint.find('/') != std::string::npos || endpoint == "." || endpoint == ".." ||
-      endpoint == "kubelet.sock") {
-    return refuse("invalid endpoint \"" + endpoint + "\": must be the name of the plugin's socket file in " +
-                  opts_.pluginDir);
+  if (endpoint.empty() || endpoint.find('/') != std::string::npos || endpoint == "." ||
+      endpoint == ".." || endpoint == "kubelet.sock") {
+    return refuse("invalid endpoint \"" + endpoint +
+                  "\": must be the name of the plugin's socket file in " + opts_.pluginDir);
   }
   auto ep = std::make_shared<Endpoint>();
   ep->resource = request.resource_name();
@@ -215,7 +218,8 @@ Status DeviceManager::registerPlugin(const v1beta1::RegisterRequest& request) {
     v1beta1::Empty empty;
     const grpc::Status st = ep->stub->GetDevicePluginOptions(&ctx, empty, &ep->options);
     if (!st.ok()) {
-      return refuse("failed to get device plugin options: " + goGrpcErrorText(st.error_code(), st.error_message()));
+      return refuse("failed to get device plugin options: " +
+                    goGrpcErrorText(st.error_code(), st.error_message()));
     }
   }
   std::shared_ptr<Endpoint> old;
@@ -240,8 +244,8 @@ Status DeviceManager::registerPlugin(const v1beta1::RegisterRequest& request) {
     std::lock_guard lock(mu_);
     retired_.erase(std::remove(retired_.begin(), retired_.end(), old), retired_.end());
   }
-  spdlog::info("device plugin registered: resource {} endpoint {} (preferred allocation: {})", ep->resource,
-               ep->socket, ep->options.get_preferred_allocation_available());
+  spdlog::info("device plugin registered: resource {} endpoint {} (preferred allocation: {})",
+               ep->resource, ep->socket, ep->options.get_preferred_allocation_available());
   return okStatus();
 }
 
@@ -265,7 +269,8 @@ void DeviceManager::runListAndWatch(std::shared_ptr<Endpoint> ep) {
     }
   }
   const grpc::Status st = reader->Finish();
-  spdlog::info("ListAndWatch of {} ended: {}", ep->resource, st.ok() ? "stream closed" : st.error_message());
+  spdlog::info("ListAndWatch of {} ended: {}", ep->resource,
+               st.ok() ? "stream closed" : st.error_message());
   endpointEnded(ep);
 }
 
@@ -321,8 +326,10 @@ std::map<std::string, ResourceCounts> DeviceManager::counts() {
     for (auto it = resources_.begin(); it != resources_.end();) {
       Resource& r = it->second;
       if (r.stopped && now - r.stopTime > opts_.stopGrace) {
-        spdlog::info("device plugin resource {} removed: its plugin has been gone for longer than the grace period",
-                     it->first);
+        spdlog::info(
+            "device plugin resource {} removed: its plugin has been gone for longer than the grace "
+            "period",
+            it->first);
         removed_.insert(it->first);
         if (r.endpoint) {
           expired.push_back(r.endpoint);
@@ -390,9 +397,10 @@ std::vector<std::string> DeviceManager::connectedResources() const {
 }
 
 Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::string& podUid,
-                                                                   const std::string& container,
-                                                                   const std::string& resource, std::int64_t needed,
-                                                                   std::set<std::string>& reusable) {
+                                                                  const std::string& container,
+                                                                  const std::string& resource,
+                                                                  std::int64_t needed,
+                                                                  std::set<std::string>& reusable) {
   (void)podUid;
   (void)container;
   std::vector<std::string> allocated;
@@ -472,7 +480,8 @@ Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::str
 }
 
 Result<std::vector<ContainerDevices>> DeviceManager::allocate(const nlohmann::json& pod) {
-  const std::string uid = pod.value("metadata", nlohmann::json::object()).value("uid", std::string());
+  const std::string uid =
+      pod.value("metadata", nlohmann::json::object()).value("uid", std::string());
   {
     std::lock_guard lock(mu_);
     if (auto it = pods_.find(uid); it != pods_.end()) {

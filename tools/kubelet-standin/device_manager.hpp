@@ -23,11 +23,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 
@@ -123,8 +122,10 @@ class DeviceManager {
   void runListAndWatch(std::shared_ptr<Endpoint> ep);
   void endpointEnded(const std::shared_ptr<Endpoint>& ep);
   void writeCheckpointLocked();
-  Result<std::vector<std::string>> devicesToAllocate(const std::string& podUid, const std::string& container,
-                                                     const std::string& resource, std::int64_t needed,
+  Result<std::vector<std::string>> devicesToAllocate(const std::string& podUid,
+                                                     const std::string& container,
+                                                     const std::string& resource,
+                                                     std::int64_t needed,
                                                      std::set<std::string>& reusable);
 
   DeviceManagerOptions opts_;
@@ -133,7 +134,8 @@ class DeviceManager {
   std::set<std::string> removed_;  // resources dropped after the grace period (reported as 0)
   // pod uid -> its containers' devices
   std::map<std::string, std::vector<ContainerDevices>> pods_;
-  std::vector<std::shared_ptr<Endpoint>> retired_;  // stopped endpoints whose thread is joined later
+  std::vector<std::shared_ptr<Endpoint>>
+      retired_;  // stopped endpoints whose thread is joined later
   Stats stats_;
 };
 

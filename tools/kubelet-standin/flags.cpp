@@ -14,8 +14,8 @@ std::vector<std::string_view> splitComma(std::string_view text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);
-    const std::string_view item =
-        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (!item.empty()) {
       out.push_back(item);
     }
@@ -45,7 +45,9 @@ bool isLabelValue(std::string_view v) {
   return true;
 }
 
-bool isLabelKey(std::string_view k) { return isQualifiedName(k); }
+bool isLabelKey(std::string_view k) {
+  return isQualifiedName(k);
+}
 
 }  // namespace
 
@@ -60,7 +62,8 @@ Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
     const std::size_t numStart = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
       ++i;
     }
     if (i == numStart) {
@@ -91,8 +94,9 @@ Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
     } else if (unit == "ns") {
       ms = 0.000001;
     } else {
-      return makeError("invalid", "duration '" + std::string(text) + "': missing or unknown unit '" +
-                                      std::string(unit) + "' (use h, m, s, ms, us, ns)");
+      return makeError("invalid", "duration '" + std::string(text) +
+                                      "': missing or unknown unit '" + std::string(unit) +
+                                      "' (use h, m, s, ms, us, ns)");
     }
     totalMs += value * ms;
   }
@@ -115,7 +119,8 @@ Result<std::map<std::string, std::string>> parseLabels(std::string_view text) {
       return makeError("invalid", "label key '" + key + "' is not a qualified name");
     }
     if (!isLabelValue(value)) {
-      return makeError("invalid", "label value '" + value + "' of " + key + " is not a valid label value");
+      return makeError("invalid",
+                       "label value '" + value + "' of " + key + " is not a valid label value");
     }
     out[key] = value;
   }
@@ -127,7 +132,8 @@ Result<nlohmann::json> parseTaints(std::string_view text) {
   for (const auto item : splitComma(text)) {
     const std::size_t colon = item.rfind(':');
     if (colon == std::string_view::npos) {
-      return makeError("invalid", "taint '" + std::string(item) + "' has no effect (key[=value]:Effect)");
+      return makeError("invalid",
+                       "taint '" + std::string(item) + "' has no effect (key[=value]:Effect)");
     }
     const std::string effect(item.substr(colon + 1));
     if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
@@ -137,7 +143,8 @@ Result<nlohmann::json> parseTaints(std::string_view text) {
     const std::string_view kv = item.substr(0, colon);
     const std::size_t eq = kv.find('=');
     const std::string key(kv.substr(0, eq));
-    const std::string value = eq == std::string_view::npos ? std::string() : std::string(kv.substr(eq + 1));
+    const std::string value =
+        eq == std::string_view::npos ? std::string() : std::string(kv.substr(eq + 1));
     if (!isLabelKey(key)) {
       return makeError("invalid", "taint key '" + key + "' is not a qualified name");
     }

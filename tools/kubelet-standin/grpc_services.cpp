@@ -2,7 +2,8 @@
 
 namespace kc::kubelet {
 
-grpc::Status RegistrationService::Register(grpc::ServerContext* /*context*/, const v1beta1::RegisterRequest* request,
+grpc::Status RegistrationService::Register(grpc::ServerContext* /*context*/,
+                                           const v1beta1::RegisterRequest* request,
                                            v1beta1::Empty* /*response*/) {
   if (auto st = devices_.registerPlugin(*request); !st) {
     return {grpc::StatusCode::UNKNOWN, st.error().message};
@@ -52,8 +53,8 @@ grpc::ServerUnaryReactor* PodResourcesService::Get(grpc::CallbackServerContext* 
       return reactor;
     }
   }
-  reactor->Finish({grpc::StatusCode::UNKNOWN,
-                   "pod " + request->pod_name() + " in namespace " + request->pod_namespace() + " not found"});
+  reactor->Finish({grpc::StatusCode::UNKNOWN, "pod " + request->pod_name() + " in namespace " +
+                                                  request->pod_namespace() + " not found"});
   return reactor;
 }
 

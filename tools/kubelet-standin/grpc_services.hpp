@@ -40,16 +40,18 @@ class PodResourcesService final : public v1::PodResourcesLister::CallbackService
   PodResourcesService(DeviceManager& devices, std::function<std::vector<ActivePod>()> activePods)
       : devices_(devices), activePods_(std::move(activePods)) {}
 
-  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context, const v1::ListPodResourcesRequest* request,
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
+                                 const v1::ListPodResourcesRequest* request,
                                  v1::ListPodResourcesResponse* response) override;
   // NotFound as kubelet words it ("pod X in namespace Y not found", code Unknown).
-  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context, const v1::GetPodResourcesRequest* request,
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* context,
+                                const v1::GetPodResourcesRequest* request,
                                 v1::GetPodResourcesResponse* response) override;
   // Every device each plugin listed (healthy or not), as kubelet's GetAllocatableDevices;
   // no CPU ids or memory (the stand-in has no CPU or memory manager).
-  grpc::ServerUnaryReactor* GetAllocatableResources(grpc::CallbackServerContext* context,
-                                                    const v1::AllocatableResourcesRequest* request,
-                                                    v1::AllocatableResourcesResponse* response) override;
+  grpc::ServerUnaryReactor* GetAllocatableResources(
+      grpc::CallbackServerContext* context, const v1::AllocatableResourcesRequest* request,
+      v1::AllocatableResourcesResponse* response) override;
 
  private:
   void fill(const ActivePod& pod, v1::PodResources* out) const;

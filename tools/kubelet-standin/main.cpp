@@ -3,10 +3,9 @@
 
 #include <pthread.h>
 #include <signal.h>
-
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -36,14 +35,21 @@ int fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "kubelet-standin: a kubelet TEST DOUBLE for one simulated node (tests and the local demo; it runs no\n"
-      "containers and is not a kubelet). It registers and updates its Node (capacity, allocatable, conditions)\n"
-      "every --status-sync-period and renews its Lease in kube-node-lease; serves the device-plugin\n"
-      "Registration service on <device-plugin-dir>/kubelet.sock and runs each plugin's ListAndWatch and\n"
-      "Allocate; admits pods bound to the node like kubelet (OutOf<resource>, UnexpectedAdmissionError);\n"
-      "\"runs\" admitted pods for the seconds in annotation kubecomp.io/run-seconds divided by --time-scale\n"
+      "kubelet-standin: a kubelet TEST DOUBLE for one simulated node (tests and the local demo; it "
+      "runs no\n"
+      "containers and is not a kubelet). It registers and updates its Node (capacity, allocatable, "
+      "conditions)\n"
+      "every --status-sync-period and renews its Lease in kube-node-lease; serves the "
+      "device-plugin\n"
+      "Registration service on <device-plugin-dir>/kubelet.sock and runs each plugin's "
+      "ListAndWatch and\n"
+      "Allocate; admits pods bound to the node like kubelet (OutOf<resource>, "
+      "UnexpectedAdmissionError);\n"
+      "\"runs\" admitted pods for the seconds in annotation kubecomp.io/run-seconds divided by "
+      "--time-scale\n"
       "(absent: until deleted) with real phases and conditions; serves PodResources v1 on\n"
-      "--pod-resources-socket. SIGHUP (or POST /debug/simulate-restart with --enable-debugging-handlers)\n"
+      "--pod-resources-socket. SIGHUP (or POST /debug/simulate-restart with "
+      "--enable-debugging-handlers)\n"
       "simulates a kubelet restart: plugin sockets deleted, plugins must register again.",
       "kubelet-standin"};
   kc::kubelet::StandinOptions o;
@@ -65,34 +71,51 @@ int main(int argc, char** argv) {
   std::string logLevel = "info";
   std::string logFormat = "text";
 
-  app.add_option("--hostname-override,--node-name", o.nodeName, "name of the Node this process plays")->required();
-  app.add_option("--kubeconfig", kubeconfig, "kubeconfig of the API server (default: in-cluster, $KUBECONFIG, ~/.kube/config)");
-  app.add_option("--device-plugin-dir", o.devicePluginDir, "device plugin socket directory (kubelet.sock is served here)")
+  app.add_option("--hostname-override,--node-name", o.nodeName,
+                 "name of the Node this process plays")
+      ->required();
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig of the API server (default: in-cluster, $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--device-plugin-dir", o.devicePluginDir,
+                 "device plugin socket directory (kubelet.sock is served here)")
       ->capture_default_str();
-  app.add_option("--pod-resources-socket", o.podResourcesSocket, "PodResources v1 socket")->capture_default_str();
-  app.add_option("--root-dir", o.rootDir, "state directory (device assignment checkpoint)")->capture_default_str();
-  app.add_option("--node-ip", o.nodeIp, "InternalIP address reported for the node and hostIP of its pods")
+  app.add_option("--pod-resources-socket", o.podResourcesSocket, "PodResources v1 socket")
       ->capture_default_str();
-  app.add_option("--node-status-update-frequency,--status-sync-period", statusFreq, "how often the node status is computed and posted if changed (Go duration)")
+  app.add_option("--root-dir", o.rootDir, "state directory (device assignment checkpoint)")
       ->capture_default_str();
-  app.add_option("--node-status-report-frequency", reportFreq, "post the node status at least this often even unchanged")
+  app.add_option("--node-ip", o.nodeIp,
+                 "InternalIP address reported for the node and hostIP of its pods")
       ->capture_default_str();
-  app.add_option("--node-lease-duration-seconds", leaseDuration, "Lease leaseDurationSeconds; renewed every quarter of it")
+  app.add_option("--node-status-update-frequency,--status-sync-period", statusFreq,
+                 "how often the node status is computed and posted if changed (Go duration)")
+      ->capture_default_str();
+  app.add_option("--node-status-report-frequency", reportFreq,
+                 "post the node status at least this often even unchanged")
+      ->capture_default_str();
+  app.add_option("--node-lease-duration-seconds", leaseDuration,
+                 "Lease leaseDurationSeconds; renewed every quarter of it")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
-  app.add_option("--device-plugin-stop-grace", stopGrace, "how long a gone plugin's devices stay in capacity (kubelet: 5m)")
+  app.add_option("--device-plugin-stop-grace", stopGrace,
+                 "how long a gone plugin's devices stay in capacity (kubelet: 5m)")
       ->capture_default_str();
-  app.add_option("--time-scale", o.timeScale, "divides every pod run duration (300 s jobs at 100 run 3 s)")
+  app.add_option("--time-scale", o.timeScale,
+                 "divides every pod run duration (300 s jobs at 100 run 3 s)")
       ->check(CLI::Range(0.001, 1e6))
       ->capture_default_str();
   app.add_option("--cpu", cpu, "cpu capacity (quantity)")->capture_default_str();
   app.add_option("--memory", memory, "memory capacity (quantity)")->capture_default_str();
-  app.add_option("--ephemeral-storage", ephemeral, "ephemeral-storage capacity (quantity)")->capture_default_str();
-  app.add_option("--max-pods", maxPods, "pods capacity")->check(CLI::Range(0, 100000))->capture_default_str();
+  app.add_option("--ephemeral-storage", ephemeral, "ephemeral-storage capacity (quantity)")
+      ->capture_default_str();
+  app.add_option("--max-pods", maxPods, "pods capacity")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   app.add_option("--node-labels", nodeLabels, "extra labels, key=value,...");
   app.add_option("--register-with-taints", taints, "taints, key[=value]:Effect,...");
-  app.add_option("--address", address, "address of the health/metrics endpoint")->capture_default_str();
-  app.add_option("--healthz-port", healthzPort, "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)")
+  app.add_option("--address", address, "address of the health/metrics endpoint")
+      ->capture_default_str();
+  app.add_option("--healthz-port", healthzPort,
+                 "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)")
       ->capture_default_str();
   app.add_option("--port-file", portFile, "write the bound healthz port here once ready (tests)");
   app.add_flag("--enable-debugging-handlers", debugging,
@@ -120,9 +143,10 @@ int main(int argc, char** argv) {
     out = *d;
     return {};
   };
-  for (auto [flag, text, out] : {std::tuple{"--node-status-update-frequency", &statusFreq, &o.nodeStatusUpdateFrequency},
-                                 std::tuple{"--node-status-report-frequency", &reportFreq, &o.nodeStatusReportFrequency},
-                                 std::tuple{"--device-plugin-stop-grace", &stopGrace, &o.endpointStopGrace}}) {
+  for (auto [flag, text, out] :
+       {std::tuple{"--node-status-update-frequency", &statusFreq, &o.nodeStatusUpdateFrequency},
+        std::tuple{"--node-status-report-frequency", &reportFreq, &o.nodeStatusReportFrequency},
+        std::tuple{"--device-plugin-stop-grace", &stopGrace, &o.endpointStopGrace}}) {
     if (auto err = parseDuration(flag, *text, *out); !err.empty()) {
       return fail(err);
     }
@@ -194,8 +218,8 @@ int main(int argc, char** argv) {
   auto port = http.start();
   if (!port) {
     standin.stop();
-    std::cerr << "kubelet-standin: cannot serve on " << address << ":" << healthzPort << ": " << port.error().message
-              << "\n";
+    std::cerr << "kubelet-standin: cannot serve on " << address << ":" << healthzPort << ": "
+              << port.error().message << "\n";
     return 1;
   }
 
@@ -228,8 +252,8 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), portFile.c_str());
   }
   std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName << " healthz=" << http.baseUrl()
-            << " registration=" << standin.registrationSocket() << " pod-resources=" << o.podResourcesSocket
-            << std::endl;
+            << " registration=" << standin.registrationSocket()
+            << " pod-resources=" << o.podResourcesSocket << std::endl;
   shutdown.wait();
   done = true;
   hupThread.join();

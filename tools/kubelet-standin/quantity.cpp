@@ -12,15 +12,27 @@ constexpr i128 kLimit = static_cast<i128>(1) << 62;
 
 struct Suffix {
   std::string_view text;
-  int base10;        // power of ten
-  int base2;         // power of two
+  int base10;  // power of ten
+  int base2;   // power of two
 };
 
 // Binary (Ki..Ei) and decimal (n, u, m, "", k, M, G, T, P, E) suffixes.
 constexpr std::array<Suffix, 15> kSuffixes{{
-    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-    {"n", -9, 0}, {"u", -6, 0}, {"m", -3, 0}, {"k", 3, 0}, {"M", 6, 0}, {"G", 9, 0},
-    {"T", 12, 0}, {"P", 15, 0}, {"E", 18, 0},
+    {"Ki", 0, 10},
+    {"Mi", 0, 20},
+    {"Gi", 0, 30},
+    {"Ti", 0, 40},
+    {"Pi", 0, 50},
+    {"Ei", 0, 60},
+    {"n", -9, 0},
+    {"u", -6, 0},
+    {"m", -3, 0},
+    {"k", 3, 0},
+    {"M", 6, 0},
+    {"G", 9, 0},
+    {"T", 12, 0},
+    {"P", 15, 0},
+    {"E", 18, 0},
 }};
 
 Error bad(std::string_view text, std::string_view why) {
@@ -133,9 +145,13 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
 
 }  // namespace
 
-Result<std::int64_t> parseQuantityMilli(std::string_view text) { return parseScaled(text, 3); }
+Result<std::int64_t> parseQuantityMilli(std::string_view text) {
+  return parseScaled(text, 3);
+}
 
-Result<std::int64_t> parseQuantity(std::string_view text) { return parseScaled(text, 0); }
+Result<std::int64_t> parseQuantity(std::string_view text) {
+  return parseScaled(text, 0);
+}
 
 Result<std::int64_t> parseResourceAmount(std::string_view resource, std::string_view text) {
   return resource == "cpu" ? parseQuantityMilli(text) : parseQuantity(text);

@@ -1,16 +1,15 @@
 #include "tools/kubelet-standin/standin.hpp"
 
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <functional>
-
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
-#include <spdlog/spdlog.h>
 
 #include "libcore/base/rfc3339.hpp"
 #include "libcore/grpc/unix_server.hpp"
@@ -47,23 +46,32 @@ struct KubeletStandin::Counters {
                     .Name("kubelet_standin_pods_rejected_total")
                     .Help("Pods rejected at admission, by kubelet's reason")
                     .Register(*registry);
-    completed = counter("kubelet_standin_pods_completed_total", "Pods that ran their kubecomp.io/run-seconds");
-    stopped = counter("kubelet_standin_pods_stopped_total", "Running pods stopped because they were deleted");
-    nodeStatusPosts = counter("kubelet_standin_node_status_updates_total", "Node status updates posted");
-    nodeStatusErrors = counter("kubelet_standin_node_status_update_errors_total", "Node status updates that failed");
+    completed = counter("kubelet_standin_pods_completed_total",
+                        "Pods that ran their kubecomp.io/run-seconds");
+    stopped = counter("kubelet_standin_pods_stopped_total",
+                      "Running pods stopped because they were deleted");
+    nodeStatusPosts =
+        counter("kubelet_standin_node_status_updates_total", "Node status updates posted");
+    nodeStatusErrors = counter("kubelet_standin_node_status_update_errors_total",
+                               "Node status updates that failed");
     leaseRenewals = counter("kubelet_standin_lease_renewals_total", "Node Lease renewals");
-    leaseErrors = counter("kubelet_standin_lease_renewal_errors_total", "Node Lease renewals that failed");
+    leaseErrors =
+        counter("kubelet_standin_lease_renewal_errors_total", "Node Lease renewals that failed");
     restarts = counter("kubelet_standin_simulated_restarts_total", "Simulated kubelet restarts");
     devices = &prometheus::BuildGauge()
                    .Name("kubelet_standin_devices")
-                   .Help("Devices per resource as of the last node status sync (state: capacity|allocatable)")
+                   .Help(
+                       "Devices per resource as of the last node status sync (state: "
+                       "capacity|allocatable)")
                    .Register(*registry);
   }
 };
 
 namespace {
 
-std::string nowTime() { return formatRfc3339(std::chrono::system_clock::now()); }
+std::string nowTime() {
+  return formatRfc3339(std::chrono::system_clock::now());
+}
 
 const nlohmann::json& field(const nlohmann::json& obj, const char* name) {
   static const nlohmann::json kEmpty = nlohmann::json::object();
@@ -132,7 +140,8 @@ std::string checkpointPath(const StandinOptions& o) {
   return (fs::path(o.rootDir) / "kubelet-standin-device-checkpoint.json").string();
 }
 
-KubeletStandin::KubeletStandin(kube::KubeClient& client, StandinOptions options, obs::Metrics* metrics)
+KubeletStandin::KubeletStandin(kube::KubeClient& client, StandinOptions options,
+                               obs::Metrics* metrics)
     : client_(client), opts_(std::move(options)), metrics_(metrics) {
   DeviceManagerOptions d;
   d.pluginDir = opts_.devicePluginDir;
@@ -144,7 +153,9 @@ KubeletStandin::KubeletStandin(kube::KubeClient& client, StandinOptions options,
   events_ = std::make_unique<kube::EventRecorder>(client_, "kubelet", opts_.nodeName);
 }
 
-KubeletStandin::~KubeletStandin() { stop(); }
+KubeletStandin::~KubeletStandin() {
+  stop();
+}
 
 std::string KubeletStandin::registrationSocket() const {
   return (fs::path(opts_.devicePluginDir) / "kubelet.sock").string();
@@ -155,7 +166,8 @@ void KubeletStandin::removePluginSockets() {
   std::size_t removed = 0;
   for (const auto& entry : fs::directory_iterator(opts_.devicePluginDir, ec)) {
     struct stat st {};
-    if (::lstat(entry.path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && ::unlink(entry.path().c_str()) == 0) {
+    if (::lstat(entry.path().c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+        ::unlink(entry.path().c_str()) == 0) {
       ++removed;
     }
   }
@@ -203,9 +215,10 @@ Status KubeletStandin::start() {
   po.resource = kube::gvr::pods();
   po.fieldSelector = "spec.nodeName=" + opts_.nodeName;
   podInformer_ = std::make_unique<kube::Informer>(client_, po);
-  podInformer_->addHandler({[this](const kube::ObjectPtr& o) { enqueue(podKey(*o)); },
-                            [this](const kube::ObjectPtr&, const kube::ObjectPtr& o) { enqueue(podKey(*o)); },
-                            [this](const kube::ObjectPtr& o) { enqueue(podKey(*o)); }});
+  podInformer_->addHandler(
+      {[this](const kube::ObjectPtr& o) { enqueue(podKey(*o)); },
+       [this](const kube::ObjectPtr&, const kube::ObjectPtr& o) { enqueue(podKey(*o)); },
+       [this](const kube::ObjectPtr& o) { enqueue(podKey(*o)); }});
   kube::InformerOptions no;
   no.resource = kube::gvr::nodes();
   no.fieldSelector = "metadata.name=" + opts_.nodeName;
@@ -308,7 +321,10 @@ nlohmann::json KubeletStandin::debugState() const {
   for (const auto& r : records) {
     nlohmann::json devs = nlohmann::json::array();
     for (const auto& cd : devices_->podDevices(r.uid)) {
-      devs.push_back({{"container", cd.container}, {"resource", cd.resource}, {"ids", cd.ids}, {"envs", cd.envs}});
+      devs.push_back({{"container", cd.container},
+                      {"resource", cd.resource},
+                      {"ids", cd.ids},
+                      {"envs", cd.envs}});
     }
     pods.push_back({{"namespace", r.ns},
                     {"name", r.name},
@@ -371,8 +387,9 @@ void KubeletStandin::runSync() {
           wake = std::min(wake, *r.finishAt);
         }
       }
-      cv_.wait_until(lock, wake,
-                     [&] { return stopping_ || (registered && (!queue_.empty() || syncRequested_)); });
+      cv_.wait_until(lock, wake, [&] {
+        return stopping_ || (registered && (!queue_.empty() || syncRequested_));
+      });
       if (stopping_) {
         return;
       }
@@ -415,7 +432,8 @@ void KubeletStandin::runSync() {
     for (const auto& key : keys) {
       const auto slash = key.find('/');
       auto obj = podInformer_->store().get(key.substr(0, slash), key.substr(slash + 1));
-      ordered.emplace_back(obj ? str(field(*obj, "metadata"), "creationTimestamp") : std::string(), key);
+      ordered.emplace_back(obj ? str(field(*obj, "metadata"), "creationTimestamp") : std::string(),
+                           key);
     }
     std::sort(ordered.begin(), ordered.end());
     for (const auto& [created, key] : ordered) {
@@ -449,7 +467,8 @@ void KubeletStandin::syncPod(const std::string& key) {
       devices_->release(rec->uid);
       std::lock_guard lock(mu_);
       pods_.erase(key);
-      spdlog::info("pod {} deleted; {}", key, rec->phase == PodPhase::kRunning ? "stopped" : "forgotten");
+      spdlog::info("pod {} deleted; {}", key,
+                   rec->phase == PodPhase::kRunning ? "stopped" : "forgotten");
     }
     return;
   }
@@ -495,8 +514,8 @@ void KubeletStandin::syncPod(const std::string& key) {
 
 Status KubeletStandin::patchPodStatus(const nlohmann::json& pod, const nlohmann::json& status) {
   const auto& meta = field(pod, "metadata");
-  auto res = client_.patch(kube::gvr::pods(), str(meta, "namespace"), str(meta, "name"), kube::PatchType::kMerge,
-                           {{"status", status}}, "status");
+  auto res = client_.patch(kube::gvr::pods(), str(meta, "namespace"), str(meta, "name"),
+                           kube::PatchType::kMerge, {{"status", status}}, "status");
   if (!res) {
     return makeError("unavailable", res.error().describe());
   }
@@ -519,8 +538,8 @@ void KubeletStandin::reject(const nlohmann::json& pod, const Rejection& rejectio
   if (auto st = patchPodStatus(pod, rejectedStatus(rejection)); !st) {
     spdlog::warn("pod {}: cannot write the rejection: {}", key, st.error().message);
   }
-  if (auto ev = events_->record(kube::ObjectReference::of(pod, "Pod", "v1"), "Warning", rejection.reason,
-                                rejection.message);
+  if (auto ev = events_->record(kube::ObjectReference::of(pod, "Pod", "v1"), "Warning",
+                                rejection.reason, rejection.message);
       !ev) {
     spdlog::debug("pod {}: event not written: {}", key, ev.error().describe());
   }
@@ -543,7 +562,8 @@ void KubeletStandin::admit(const nlohmann::json& pod) {
   // resource fit.
   auto devs = devices_->allocate(pod);
   if (!devs) {
-    reject(pod, {"UnexpectedAdmissionError", "Allocate failed due to " + devs.error().message + ", which is unexpected"});
+    reject(pod, {"UnexpectedAdmissionError",
+                 "Allocate failed due to " + devs.error().message + ", which is unexpected"});
     return;
   }
   ResourceList allocatable = admissionAllocatable();
@@ -609,7 +629,8 @@ void KubeletStandin::admit(const nlohmann::json& pod) {
     spdlog::warn("pod {}: cannot write status: {}", key, st.error().message);
   }
   spdlog::info("pod {} admitted and running{}", key,
-               *run ? " for " + std::to_string(**run / opts_.timeScale) + " s" : std::string(" until deleted"));
+               *run ? " for " + std::to_string(**run / opts_.timeScale) + " s"
+                    : std::string(" until deleted"));
 }
 
 void KubeletStandin::resume(const nlohmann::json& pod) {
@@ -628,12 +649,14 @@ void KubeletStandin::resume(const nlohmann::json& pod) {
   r.podIp = str(status, "podIP");
   if (status.contains("containerStatuses") && status["containerStatuses"].is_array() &&
       !status["containerStatuses"].empty()) {
-    r.startedAt = str(field(field(status["containerStatuses"][0], "state"), "running"), "startedAt");
+    r.startedAt =
+        str(field(field(status["containerStatuses"][0], "state"), "running"), "startedAt");
   }
   auto run = runSeconds(pod);
   if (run && *run) {
     auto started = parseRfc3339(r.startedAt);
-    const auto elapsed = started ? std::chrono::system_clock::now() - *started : std::chrono::system_clock::duration(0);
+    const auto elapsed = started ? std::chrono::system_clock::now() - *started
+                                 : std::chrono::system_clock::duration(0);
     const auto total = scaled(**run, opts_.timeScale);
     const auto left = total - std::chrono::duration_cast<Clock::duration>(elapsed);
     r.finishAt = Clock::now() + std::max(left, Clock::duration(0));
@@ -680,7 +703,9 @@ void KubeletStandin::completeDue() {
     t.startTime = r.startTime;
     t.startedAt = r.startedAt;
     t.finishedAt = t.now;
-    if (auto st = patchPodStatus(*obj, terminatedStatus(*obj, opts_.nodeIp, r.podIp, t, 0, "Completed")); !st) {
+    if (auto st =
+            patchPodStatus(*obj, terminatedStatus(*obj, opts_.nodeIp, r.podIp, t, 0, "Completed"));
+        !st) {
       spdlog::warn("pod {}: cannot write status: {}", key, st.error().message);
     }
     spdlog::info("pod {} completed", key);
@@ -709,7 +734,9 @@ void KubeletStandin::stopPod(const std::string& key, const nlohmann::json& pod, 
     t.startTime = r.startTime;
     t.startedAt = r.startedAt;
     t.finishedAt = t.now;
-    if (auto st = patchPodStatus(pod, terminatedStatus(pod, opts_.nodeIp, r.podIp, t, 143, "Error")); !st) {
+    if (auto st =
+            patchPodStatus(pod, terminatedStatus(pod, opts_.nodeIp, r.podIp, t, 143, "Error"));
+        !st) {
       spdlog::warn("pod {}: cannot write status: {}", key, st.error().message);
     }
   }
@@ -752,7 +779,8 @@ Status KubeletStandin::registerNode() {
     if (!opts_.taints.empty()) {
       patch["spec"] = {{"taints", opts_.taints}};
     }
-    auto patched = client_.patch(kube::gvr::nodes(), "", opts_.nodeName, kube::PatchType::kMerge, patch);
+    auto patched =
+        client_.patch(kube::gvr::nodes(), "", opts_.nodeName, kube::PatchType::kMerge, patch);
     if (!patched) {
       return makeError("unavailable", patched.error().describe());
     }
@@ -782,8 +810,10 @@ void KubeletStandin::syncNodeStatus() {
   for (const auto& [name, c] : counts) {
     capacity[name] = c.capacity;
     allocatable[name] = c.allocatable;
-    counters_->devices->Add({{"resource", name}, {"state", "capacity"}}).Set(static_cast<double>(c.capacity));
-    counters_->devices->Add({{"resource", name}, {"state", "allocatable"}}).Set(static_cast<double>(c.allocatable));
+    counters_->devices->Add({{"resource", name}, {"state", "capacity"}})
+        .Set(static_cast<double>(c.capacity));
+    counters_->devices->Add({{"resource", name}, {"state", "allocatable"}})
+        .Set(static_cast<double>(c.allocatable));
   }
   // Extended resources someone else advertised on the Node (not from a device plugin):
   // kubelet keeps them and makes allocatable equal to capacity.
@@ -798,7 +828,9 @@ void KubeletStandin::syncNodeStatus() {
       {"capacity", resourceMapJson(capacity)},
       {"allocatable", resourceMapJson(allocatable)},
       {"conditions", nodeConditions(nodeStatus.value("conditions", nlohmann::json::array()), now)},
-      {"addresses", {{{"type", "InternalIP"}, {"address", opts_.nodeIp}}, {{"type", "Hostname"}, {"address", opts_.nodeName}}}},
+      {"addresses",
+       {{{"type", "InternalIP"}, {"address", opts_.nodeIp}},
+        {{"type", "Hostname"}, {"address", opts_.nodeName}}}},
       {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 10250}}}}},
       {"nodeInfo",
        {{"machineID", opts_.nodeName},
@@ -814,12 +846,13 @@ void KubeletStandin::syncNodeStatus() {
   const nlohmann::json comparable = withoutHeartbeats(status);
   {
     std::lock_guard lock(mu_);
-    if (comparable == lastPostedStatus_ && Clock::now() - lastPosted_ < opts_.nodeStatusReportFrequency) {
+    if (comparable == lastPostedStatus_ &&
+        Clock::now() - lastPosted_ < opts_.nodeStatusReportFrequency) {
       return;  // nothing changed: the Lease is the heartbeat
     }
   }
-  auto res = client_.patch(kube::gvr::nodes(), "", opts_.nodeName, kube::PatchType::kMerge, {{"status", status}},
-                           "status");
+  auto res = client_.patch(kube::gvr::nodes(), "", opts_.nodeName, kube::PatchType::kMerge,
+                           {{"status", status}}, "status");
   if (!res) {
     counters_->nodeStatusErrors->Increment();
     spdlog::warn("node status update failed: {}", res.error().describe());
@@ -839,7 +872,8 @@ void KubeletStandin::renewLease() {
     std::lock_guard lock(mu_);
     uid = nodeUid_;
   }
-  const std::string renew = formatRfc3339(std::chrono::system_clock::now(), Rfc3339Precision::kMicros);
+  const std::string renew =
+      formatRfc3339(std::chrono::system_clock::now(), Rfc3339Precision::kMicros);
   auto current = client_.get(kube::gvr::leases(), ns, opts_.nodeName);
   kube::ApiResult<nlohmann::json> res = kube::ApiError{};
   if (!current && current.error().isNotFound()) {

@@ -15,13 +15,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 #include "tools/kubelet-standin/admission.hpp"
@@ -57,7 +56,8 @@ struct StandinOptions {
   std::int32_t leaseDurationSeconds = 40;
   std::chrono::milliseconds endpointStopGrace{std::chrono::minutes(5)};
   double timeScale = 1.0;  // pod run durations are divided by this
-  ResourceList capacity{{"cpu", 8000}, {"memory", 32LL << 30}, {"pods", 110}, {"ephemeral-storage", 100LL << 30}};
+  ResourceList capacity{
+      {"cpu", 8000}, {"memory", 32LL << 30}, {"pods", 110}, {"ephemeral-storage", 100LL << 30}};
   std::map<std::string, std::string> labels;  // added to the kubernetes.io/* ones
   nlohmann::json taints = nlohmann::json::array();
   std::string kubeletVersion = "v1.29.0-kubecomp-standin";
@@ -146,10 +146,10 @@ class KubeletStandin {
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
-  std::set<std::string> queue_;              // pod keys to sync
-  std::map<std::string, PodRecord> pods_;    // key "ns/name" -> record
-  ResourceList postedAllocatable_;           // allocatable of the last status we posted
-  nlohmann::json lastPostedStatus_;          // without heartbeat times, for change detection
+  std::set<std::string> queue_;            // pod keys to sync
+  std::map<std::string, PodRecord> pods_;  // key "ns/name" -> record
+  ResourceList postedAllocatable_;         // allocatable of the last status we posted
+  nlohmann::json lastPostedStatus_;        // without heartbeat times, for change detection
   std::chrono::steady_clock::time_point lastPosted_{};
   std::string nodeUid_;
   bool nodeRegistered_ = false;

@@ -10,8 +10,8 @@
 namespace kc::kubelet {
 namespace {
 
-std::string previousTransition(const nlohmann::json& previous, const std::string& type, const std::string& status,
-                               const std::string& now) {
+std::string previousTransition(const nlohmann::json& previous, const std::string& type,
+                               const std::string& status, const std::string& now) {
   if (previous.is_array()) {
     for (const auto& c : previous) {
       if (c.is_object() && c.value("type", "") == type && c.value("status", "") == status &&
@@ -24,7 +24,8 @@ std::string previousTransition(const nlohmann::json& previous, const std::string
 }
 
 nlohmann::json podCondition(const nlohmann::json& previous, const std::string& type, bool status,
-                            const std::string& reason, const std::string& message, const std::string& now) {
+                            const std::string& reason, const std::string& message,
+                            const std::string& now) {
   const std::string s = status ? "True" : "False";
   nlohmann::json c = {{"type", type},
                       {"status", s},
@@ -49,24 +50,21 @@ std::vector<nlohmann::json> containersOf(const nlohmann::json& pod, const char* 
 }
 
 std::string containerId(const nlohmann::json& pod, const std::string& name) {
-  const std::string uid = pod.value("metadata", nlohmann::json::object()).value("uid", std::string());
+  const std::string uid =
+      pod.value("metadata", nlohmann::json::object()).value("uid", std::string());
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016zx%016zx", std::hash<std::string>{}(uid + "/" + name),
                 std::hash<std::string>{}(name + "/" + uid));
   return std::string("containerd://") + buf;
 }
 
-nlohmann::json containerStatus(const nlohmann::json& pod, const nlohmann::json& c, const nlohmann::json& state,
-                               bool ready, bool started, bool withId) {
+nlohmann::json containerStatus(const nlohmann::json& pod, const nlohmann::json& c,
+                               const nlohmann::json& state, bool ready, bool started, bool withId) {
   const std::string name = c.value("name", std::string());
-  nlohmann::json s = {{"name", name},
-                      {"image", c.value("image", std::string())},
-                      {"imageID", ""},
-                      {"ready", ready},
-                      {"restartCount", 0},
-                      {"started", started},
-                      {"state", state},
-                      {"lastState", nlohmann::json::object()}};
+  nlohmann::json s = {{"name", name},      {"image", c.value("image", std::string())},
+                      {"imageID", ""},     {"ready", ready},
+                      {"restartCount", 0}, {"started", started},
+                      {"state", state},    {"lastState", nlohmann::json::object()}};
   if (withId) {
     s["containerID"] = containerId(pod, name);
   }
@@ -95,8 +93,9 @@ std::string unreadyMessage(const nlohmann::json& pod) {
   return "containers with unready status: [" + names + "]";
 }
 
-nlohmann::json baseStatus(const nlohmann::json& pod, const std::string& phase, const std::string& hostIp,
-                          const std::string& podIp, const PodRunTimes& t) {
+nlohmann::json baseStatus(const nlohmann::json& pod, const std::string& phase,
+                          const std::string& hostIp, const std::string& podIp,
+                          const PodRunTimes& t) {
   nlohmann::json s = {{"phase", phase},
                       {"hostIP", hostIp},
                       {"hostIPs", nlohmann::json::array({{{"ip", hostIp}}})},
@@ -124,7 +123,8 @@ Result<std::optional<double>> runSeconds(const nlohmann::json& pod) {
   }
   const auto& v = annotations[kRunSecondsAnnotation];
   if (!v.is_string()) {
-    return makeError("invalid", std::string("annotation ") + kRunSecondsAnnotation + " is not a string");
+    return makeError("invalid",
+                     std::string("annotation ") + kRunSecondsAnnotation + " is not a string");
   }
   const std::string text = v.get<std::string>();
   bool digit = false;
@@ -151,8 +151,8 @@ Result<std::optional<double>> runSeconds(const nlohmann::json& pod) {
   return std::optional<double>{seconds};
 }
 
-nlohmann::json creatingStatus(const nlohmann::json& pod, const std::string& hostIp, const std::string& podIp,
-                              const PodRunTimes& t) {
+nlohmann::json creatingStatus(const nlohmann::json& pod, const std::string& hostIp,
+                              const std::string& podIp, const PodRunTimes& t) {
   const auto prev = previousConditions(pod);
   nlohmann::json s = baseStatus(pod, "Pending", hostIp, podIp, t);
   const std::string msg = unreadyMessage(pod);
@@ -163,7 +163,8 @@ nlohmann::json creatingStatus(const nlohmann::json& pod, const std::string& host
                      podCondition(prev, "PodScheduled", true, "", "", t.now)};
   auto statuses = nlohmann::json::array();
   for (const auto& c : containersOf(pod, "containers")) {
-    statuses.push_back(containerStatus(pod, c, {{"waiting", {{"reason", "ContainerCreating"}}}}, false, false, false));
+    statuses.push_back(containerStatus(pod, c, {{"waiting", {{"reason", "ContainerCreating"}}}},
+                                       false, false, false));
   }
   s["containerStatuses"] = statuses;
   if (!containersOf(pod, "initContainers").empty()) {
@@ -172,8 +173,8 @@ nlohmann::json creatingStatus(const nlohmann::json& pod, const std::string& host
   return s;
 }
 
-nlohmann::json runningStatus(const nlohmann::json& pod, const std::string& hostIp, const std::string& podIp,
-                             const PodRunTimes& t) {
+nlohmann::json runningStatus(const nlohmann::json& pod, const std::string& hostIp,
+                             const std::string& podIp, const PodRunTimes& t) {
   const auto prev = previousConditions(pod);
   nlohmann::json s = baseStatus(pod, "Running", hostIp, podIp, t);
   s["conditions"] = {podCondition(prev, "PodReadyToStartContainers", true, "", "", t.now),
@@ -183,7 +184,8 @@ nlohmann::json runningStatus(const nlohmann::json& pod, const std::string& hostI
                      podCondition(prev, "PodScheduled", true, "", "", t.now)};
   auto statuses = nlohmann::json::array();
   for (const auto& c : containersOf(pod, "containers")) {
-    statuses.push_back(containerStatus(pod, c, {{"running", {{"startedAt", t.startedAt}}}}, true, true, true));
+    statuses.push_back(
+        containerStatus(pod, c, {{"running", {{"startedAt", t.startedAt}}}}, true, true, true));
   }
   s["containerStatuses"] = statuses;
   if (!containersOf(pod, "initContainers").empty()) {
@@ -192,8 +194,9 @@ nlohmann::json runningStatus(const nlohmann::json& pod, const std::string& hostI
   return s;
 }
 
-nlohmann::json terminatedStatus(const nlohmann::json& pod, const std::string& hostIp, const std::string& podIp,
-                                const PodRunTimes& t, int exitCode, const std::string& reason) {
+nlohmann::json terminatedStatus(const nlohmann::json& pod, const std::string& hostIp,
+                                const std::string& podIp, const PodRunTimes& t, int exitCode,
+                                const std::string& reason) {
   const auto prev = previousConditions(pod);
   nlohmann::json s = baseStatus(pod, exitCode == 0 ? "Succeeded" : "Failed", hostIp, podIp, t);
   s["conditions"] = {podCondition(prev, "PodReadyToStartContainers", false, "", "", t.now),
@@ -220,7 +223,9 @@ nlohmann::json terminatedStatus(const nlohmann::json& pod, const std::string& ho
 }
 
 nlohmann::json rejectedStatus(const Rejection& rejection) {
-  return {{"phase", "Failed"}, {"reason", rejection.reason}, {"message", "Pod was rejected: " + rejection.message}};
+  return {{"phase", "Failed"},
+          {"reason", rejection.reason},
+          {"message", "Pod was rejected: " + rejection.message}};
 }
 
 nlohmann::json nodeConditions(const nlohmann::json& previous, const std::string& now) {
@@ -231,7 +236,8 @@ nlohmann::json nodeConditions(const nlohmann::json& previous, const std::string&
     const char* message;
   };
   static constexpr Spec kSpecs[] = {
-      {"MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+      {"MemoryPressure", "False", "KubeletHasSufficientMemory",
+       "kubelet has sufficient memory available"},
       {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
       {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
       {"Ready", "True", "KubeletReady", "kubelet is posting ready status"},

@@ -4,10 +4,9 @@
 // allocatable, conditions with heartbeats, nodeInfo, addresses) and the run duration a pod
 // asks for in its annotation. Times are passed in (RFC 3339 strings), never read here.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 #include "tools/kubelet-standin/admission.hpp"
@@ -21,25 +20,26 @@ inline constexpr const char* kRunSecondsAnnotation = "kubecomp.io/run-seconds";
 Result<std::optional<double>> runSeconds(const nlohmann::json& pod);
 
 struct PodRunTimes {
-  std::string now;        // time of this write (condition transitions)
-  std::string startTime;  // status.startTime: when kubelet admitted the pod
-  std::string startedAt;  // containers' running.startedAt
-  std::string finishedAt; // containers' terminated.finishedAt (terminated only)
+  std::string now;         // time of this write (condition transitions)
+  std::string startTime;   // status.startTime: when kubelet admitted the pod
+  std::string startedAt;   // containers' running.startedAt
+  std::string finishedAt;  // containers' terminated.finishedAt (terminated only)
 };
 
 // Admitted, containers being created: phase Pending, Initialized True (init containers done
 // at once), ContainersReady/Ready False "ContainersNotReady", containers waiting in
 // "ContainerCreating".
-nlohmann::json creatingStatus(const nlohmann::json& pod, const std::string& hostIp, const std::string& podIp,
-                              const PodRunTimes& t);
+nlohmann::json creatingStatus(const nlohmann::json& pod, const std::string& hostIp,
+                              const std::string& podIp, const PodRunTimes& t);
 // Every container running and ready: phase Running, Ready/ContainersReady True.
-nlohmann::json runningStatus(const nlohmann::json& pod, const std::string& hostIp, const std::string& podIp,
-                             const PodRunTimes& t);
+nlohmann::json runningStatus(const nlohmann::json& pod, const std::string& hostIp,
+                             const std::string& podIp, const PodRunTimes& t);
 // Every container terminated with `exitCode` / `reason` (0 "Completed" for a job that ran its
 // time, 143 "Error" for one stopped by deletion): phase Succeeded when 0, Failed otherwise;
 // conditions False with reason "PodCompleted".
-nlohmann::json terminatedStatus(const nlohmann::json& pod, const std::string& hostIp, const std::string& podIp,
-                                const PodRunTimes& t, int exitCode, const std::string& reason);
+nlohmann::json terminatedStatus(const nlohmann::json& pod, const std::string& hostIp,
+                                const std::string& podIp, const PodRunTimes& t, int exitCode,
+                                const std::string& reason);
 // kubelet's rejection: phase Failed, reason, message "Pod was rejected: <message>".
 nlohmann::json rejectedStatus(const Rejection& rejection);
 

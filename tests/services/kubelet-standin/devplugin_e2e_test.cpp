@@ -6,8 +6,9 @@
 // into its usage annotation. A simulated kubelet restart must see the plugin register again
 // within 1 s (issue 11).
 
-#include <catch2/catch.hpp>
+#include <grpcpp/client_context.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -21,8 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/client_context.h>
-
 #include "libcore/base/yaml_json.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/kube/client.hpp"
@@ -35,9 +34,9 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
+using kc::kubelet::testing::eventually;
 using kc::kubelet::testing::StandinProcess;
 using kc::kubelet::testing::Watcher;
-using kc::kubelet::testing::eventually;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -74,22 +73,24 @@ std::string readFile(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> GPU pod with UUIDs -> "
-          "PodResources; re-registration < 1 s after a kubelet restart",
-          "[devplugin][e2e]") {
+TEST_CASE(
+    "kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> GPU pod with UUIDs -> "
+    "PodResources; re-registration < 1 s after a kubelet restart",
+    "[devplugin][e2e]") {
   kc::testing::TempDir dir;
   kc::kube::testing::DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
   auto client = std::move(kc::kube::KubeClient::create(api.config()).value());
 
   // The GPUPool CRD from the chart, served before anyone watches it.
-  auto crd = kc::yamlToJson(readFile(std::string(KC_SOURCE_DIR) + "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+  auto crd = kc::yamlToJson(
+      readFile(std::string(KC_SOURCE_DIR) + "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
   REQUIRE(crd);
   REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", *crd));
   REQUIRE(eventually([&] { return client->list(kGpuPools, "").ok(); }));
 
   std::filesystem::create_directories(dir.path() / "n1");
-  StandinProcess standin(KUBELET_STANDIN_EXE, api.kubeconfigPath(), (dir.path() / "n1").string(), "n1",
-                         {"--status-sync-period", "200ms"});
+  StandinProcess standin(KUBELET_STANDIN_EXE, api.kubeconfigPath(), (dir.path() / "n1").string(),
+                         "n1", {"--status-sync-period", "200ms"});
   Watcher nodes(*client, kc::kube::gvr::nodes());
   Watcher pods(*client, kc::kube::gvr::pods());
 
@@ -101,13 +102,15 @@ TEST_CASE("kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> 
                           .gpu("c0.2", "n1", {.uuid = "GPU-11111111-0000-0000-0000-000000000002"})
                           .gpu("c0.3", "n2", {.uuid = "GPU-11111111-0000-0000-0000-000000000003"})
                           .json()["status"];
-  REQUIRE(client->patch(kGpuPools, "", "pool-a", kc::kube::PatchType::kMerge, {{"status", status}}, "status"));
+  REQUIRE(client->patch(kGpuPools, "", "pool-a", kc::kube::PatchType::kMerge, {{"status", status}},
+                        "status"));
 
   const std::string pluginPortFile = (dir.path() / "plugin-port").string();
-  kc::testing::ChildProcess plugin({DISAGGPU_DEVPLUGIN_EXE, "--node-name", "n1", "--kubeconfig", api.kubeconfigPath(),
-                                    "--device-plugin-dir", standin.pluginDir(), "--pod-resources-socket",
-                                    standin.podResourcesSocket(), "--pod-resources-interval-seconds", "0.1", "--port",
-                                    "0", "--port-file", pluginPortFile});
+  kc::testing::ChildProcess plugin(
+      {DISAGGPU_DEVPLUGIN_EXE, "--node-name", "n1", "--kubeconfig", api.kubeconfigPath(),
+       "--device-plugin-dir", standin.pluginDir(), "--pod-resources-socket",
+       standin.podResourcesSocket(), "--pod-resources-interval-seconds", "0.1", "--port", "0",
+       "--port-file", pluginPortFile});
   plugin.waitUntil([&] { return kc::testing::readPortFile(pluginPortFile).has_value(); }, 20s,
                    "disaggpu-devplugin's port file");
 
@@ -135,8 +138,9 @@ TEST_CASE("kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> 
   REQUIRE(devices.size() == 1);
   REQUIRE(devices[0]["ids"].size() == 1);
   const std::string id = devices[0]["ids"][0];
-  const std::map<std::string, std::string> uuidOf = {{"c0.1", "GPU-11111111-0000-0000-0000-000000000001"},
-                                                     {"c0.2", "GPU-11111111-0000-0000-0000-000000000002"}};
+  const std::map<std::string, std::string> uuidOf = {
+      {"c0.1", "GPU-11111111-0000-0000-0000-000000000001"},
+      {"c0.2", "GPU-11111111-0000-0000-0000-000000000002"}};
   REQUIRE(uuidOf.count(id) == 1);
   CHECK(devices[0]["envs"]["NVIDIA_VISIBLE_DEVICES"] == uuidOf.at(id));
   CHECK(devices[0]["envs"]["KUBECOMP_GPU_IDS"] == id);
@@ -154,8 +158,9 @@ TEST_CASE("kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> 
     REQUIRE(resp.pod_resources(0).containers_size() == 1);
     REQUIRE(resp.pod_resources(0).containers(0).devices_size() == 1);
     CHECK(resp.pod_resources(0).containers(0).devices(0).resource_name() == kGpu);
-    CHECK(std::vector<std::string>(resp.pod_resources(0).containers(0).devices(0).device_ids().begin(),
-                                   resp.pod_resources(0).containers(0).devices(0).device_ids().end()) ==
+    CHECK(std::vector<std::string>(
+              resp.pod_resources(0).containers(0).devices(0).device_ids().begin(),
+              resp.pod_resources(0).containers(0).devices(0).device_ids().end()) ==
           std::vector<std::string>{id});
   }
   CHECK(nodes.until([&](const kc::kube::Store& st) {
@@ -167,7 +172,8 @@ TEST_CASE("kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> 
     if (!annotations.contains("kubecomp.io/gpu-usage")) {
       return false;
     }
-    const json usage = json::parse(annotations["kubecomp.io/gpu-usage"].get<std::string>(), nullptr, false);
+    const json usage =
+        json::parse(annotations["kubecomp.io/gpu-usage"].get<std::string>(), nullptr, false);
     return usage.is_object() && usage.contains("inUse") && usage["inUse"].contains(id) &&
            usage["inUse"][id] == json::array({"default/train"});
   }));
@@ -178,7 +184,8 @@ TEST_CASE("kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> 
                          .gpu("c0.2", "n1", {.uuid = "GPU-11111111-0000-0000-0000-000000000002"})
                          .gpu("c0.3", "n1", {.uuid = "GPU-11111111-0000-0000-0000-000000000003"})
                          .json()["status"];
-  REQUIRE(client->patch(kGpuPools, "", "pool-a", kc::kube::PatchType::kMerge, {{"status", grown}}, "status"));
+  REQUIRE(client->patch(kGpuPools, "", "pool-a", kc::kube::PatchType::kMerge, {{"status", grown}},
+                        "status"));
   CHECK(nodes.until([](const kc::kube::Store& st) { return nodeAllocatable(st, "n1") == "3"; }));
 
   // kubelet restarts: its plugin sockets go; the plugin must register again within 1 s.

@@ -3,6 +3,8 @@
 // test sets, records every Allocate / GetPreferredAllocation, can be told to fail Allocate,
 // and registers itself with a kubelet's Registration socket.
 
+#include <grpcpp/client_context.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,8 +13,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <grpcpp/client_context.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "libcore/grpc/channel.hpp"
@@ -23,7 +23,9 @@ namespace kc::kubelet::testing {
 class FakeDevicePlugin final : public v1beta1::DevicePlugin::Service {
  public:
   FakeDevicePlugin(std::string dir, std::string socketName, bool offersPreferred = false)
-      : dir_(std::move(dir)), socketName_(std::move(socketName)), offersPreferred_(offersPreferred),
+      : dir_(std::move(dir)),
+        socketName_(std::move(socketName)),
+        offersPreferred_(offersPreferred),
         server_(grpcx::UnixServerOptions{(std::filesystem::path(dir_) / socketName_).string()}) {
     server_.addService(this);
   }
@@ -122,7 +124,8 @@ class FakeDevicePlugin final : public v1beta1::DevicePlugin::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetPreferredAllocation(grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* req,
+  grpc::Status GetPreferredAllocation(grpc::ServerContext*,
+                                      const v1beta1::PreferredAllocationRequest* req,
                                       v1beta1::PreferredAllocationResponse* out) override {
     ++preferredCalls_;
     std::lock_guard lock(mu_);

@@ -13,10 +13,9 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/net/http_client.hpp"
 #include "tests/support/child_process.hpp"
@@ -27,7 +26,10 @@ class StandinProcess {
  public:
   StandinProcess(std::string exe, std::string kubeconfig, std::string dir, std::string node,
                  std::vector<std::string> extraArgs = {})
-      : exe_(std::move(exe)), kubeconfig_(std::move(kubeconfig)), dir_(std::move(dir)), node_(std::move(node)),
+      : exe_(std::move(exe)),
+        kubeconfig_(std::move(kubeconfig)),
+        dir_(std::move(dir)),
+        node_(std::move(node)),
         extra_(std::move(extraArgs)) {
     start();
   }
@@ -46,18 +48,25 @@ class StandinProcess {
     const std::string portFile = dir_ + "/port";
     std::filesystem::remove(portFile);
     std::vector<std::string> args = {exe_,
-                                     "--node-name", node_,
-                                     "--kubeconfig", kubeconfig_,
-                                     "--device-plugin-dir", pluginDir(),
-                                     "--pod-resources-socket", podResourcesSocket(),
-                                     "--root-dir", rootDir(),
-                                     "--healthz-port", "0",
-                                     "--port-file", portFile,
+                                     "--node-name",
+                                     node_,
+                                     "--kubeconfig",
+                                     kubeconfig_,
+                                     "--device-plugin-dir",
+                                     pluginDir(),
+                                     "--pod-resources-socket",
+                                     podResourcesSocket(),
+                                     "--root-dir",
+                                     rootDir(),
+                                     "--healthz-port",
+                                     "0",
+                                     "--port-file",
+                                     portFile,
                                      "--enable-debugging-handlers"};
     args.insert(args.end(), extra_.begin(), extra_.end());
     child_ = std::make_unique<kc::testing::ChildProcess>(std::move(args));
-    child_->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, std::chrono::seconds(20),
-                      "port file " + portFile + " from " + exe_);
+    child_->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); },
+                      std::chrono::seconds(20), "port file " + portFile + " from " + exe_);
     port_ = *kc::testing::readPortFile(portFile);
     net::ClientOptions o;
     o.baseUrl = "http://127.0.0.1:" + std::to_string(port_);
@@ -77,7 +86,9 @@ class StandinProcess {
     return status;
   }
 
-  nlohmann::json debugPods() { return nlohmann::json::parse(http_->request("GET", "/debug/pods")->body); }
+  nlohmann::json debugPods() {
+    return nlohmann::json::parse(http_->request("GET", "/debug/pods")->body);
+  }
   unsigned post(const std::string& path) { return http_->request("POST", path)->status; }
   std::string get(const std::string& path) { return http_->request("GET", path)->body; }
 

@@ -3,14 +3,16 @@
 // a gRPC answer, or (for the stand-in's own debug state and socket files) a condition polled
 // until a deadline.
 
+#include "tests/services/kubelet-standin/standin_process.hpp"
+
+#include <grpcpp/client_context.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -21,24 +23,21 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/client_context.h>
-
 #include "libcore/base/rfc3339.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
 #include "podresources/v1/api.grpc.pb.h"
 #include "tests/services/kubelet-standin/fake_device_plugin.hpp"
-#include "tests/services/kubelet-standin/standin_process.hpp"
 #include "tests/services/kubelet-standin/watch.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
+using kc::kubelet::testing::eventually;
 using kc::kubelet::testing::FakeDevicePlugin;
 using kc::kubelet::testing::StandinProcess;
 using kc::kubelet::testing::Watcher;
-using kc::kubelet::testing::eventually;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -49,12 +48,14 @@ constexpr const char* kGpu = "kubecomp.io/gpu";
 struct Cluster {
   kc::testing::TempDir dir;
   kc::kube::testing::DoubleProcess api{KC_APISERVER_DOUBLE_EXE, dir.path().string()};
-  std::unique_ptr<kc::kube::KubeClient> client = std::move(kc::kube::KubeClient::create(api.config()).value());
+  std::unique_ptr<kc::kube::KubeClient> client =
+      std::move(kc::kube::KubeClient::create(api.config()).value());
 
-  std::unique_ptr<StandinProcess> standin(const std::string& node, std::vector<std::string> extra = {}) {
+  std::unique_ptr<StandinProcess> standin(const std::string& node,
+                                          std::vector<std::string> extra = {}) {
     std::filesystem::create_directories(dir.path() / node);
-    return std::make_unique<StandinProcess>(KUBELET_STANDIN_EXE, api.kubeconfigPath(), (dir.path() / node).string(),
-                                            node, std::move(extra));
+    return std::make_unique<StandinProcess>(KUBELET_STANDIN_EXE, api.kubeconfigPath(),
+                                            (dir.path() / node).string(), node, std::move(extra));
   }
 };
 
@@ -65,10 +66,13 @@ json makePod(const std::string& name, const std::string& node, const std::string
     resources["requests"][kGpu] = std::to_string(gpus);
     resources["limits"] = {{kGpu, std::to_string(gpus)}};
   }
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", "default"}}},
-              {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "busybox"}, {"resources", resources}}}}}}};
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "default"}}},
+      {"spec",
+       {{"nodeName", node},
+        {"containers", {{{"name", "c"}, {"image", "busybox"}, {"resources", resources}}}}}}};
   if (!runSeconds.empty()) {
     pod["metadata"]["annotations"] = {{"kubecomp.io/run-seconds", runSeconds}};
   }
@@ -145,7 +149,8 @@ class DirEvents {
 
   // Waits for `mask` (IN_CREATE / IN_DELETE) on `name` and consumes the earliest such event
   // not consumed yet (so DELETE then CREATE of one name are matched in their order).
-  bool waitFor(const std::string& name, std::uint32_t mask, std::chrono::milliseconds timeout = 10s) {
+  bool waitFor(const std::string& name, std::uint32_t mask,
+               std::chrono::milliseconds timeout = 10s) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
       for (auto it = pending_.begin(); it != pending_.end(); ++it) {
@@ -154,8 +159,8 @@ class DirEvents {
           return true;
         }
       }
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         return false;
       }
@@ -192,15 +197,19 @@ TEST_CASE("registration: kubelet's checks on version, resource name and endpoint
     const char* message;
   };
   const Row rows[] = {
-      {"v1alpha1", kGpu, "", "requested API version \"v1alpha1\" is not supported by kubelet. Supported versions are [\"v1beta1\"]"},
+      {"v1alpha1", kGpu, "",
+       "requested API version \"v1alpha1\" is not supported by kubelet. Supported versions are "
+       "[\"v1beta1\"]"},
       {"v1beta1", "gpu", "", "the ResourceName \"gpu\" is invalid"},
       {"v1beta1", "kubernetes.io/gpu", "", "the ResourceName \"kubernetes.io/gpu\" is invalid"},
-      {"v1beta1", "kubecomp.io/Bad Name", "", "the ResourceName \"kubecomp.io/Bad Name\" is invalid"},
+      {"v1beta1", "kubecomp.io/Bad Name", "",
+       "the ResourceName \"kubecomp.io/Bad Name\" is invalid"},
       {"v1beta1", kGpu, "../gpu.sock", "invalid endpoint \"../gpu.sock\""},
   };
   for (const auto& row : rows) {
     CAPTURE(row.version, row.resource, row.endpoint);
-    const grpc::Status st = plugin.registerWith(s->kubeletSocket(), row.resource, row.version, row.endpoint);
+    const grpc::Status st =
+        plugin.registerWith(s->kubeletSocket(), row.resource, row.version, row.endpoint);
     CHECK(st.error_code() == grpc::StatusCode::UNKNOWN);
     CHECK(st.error_message().find(row.message) != std::string::npos);
   }
@@ -221,7 +230,9 @@ TEST_CASE("device counts reach the Node only on a node status sync", "[devplugin
   Cluster c;
   auto s = c.standin("n1", {"--node-status-update-frequency", "1h"});
   Watcher nodes(*c.client, kc::kube::gvr::nodes());
-  REQUIRE(nodes.until([](const kc::kube::Store& st) { return !nodeResource(st, "n1", "allocatable", "cpu").empty(); }));
+  REQUIRE(nodes.until([](const kc::kube::Store& st) {
+    return !nodeResource(st, "n1", "allocatable", "cpu").empty();
+  }));
 
   FakeDevicePlugin plugin(s->pluginDir(), "gpu.sock");
   plugin.setDevices({{"g0", true}, {"g1", true}, {"g2", false}});
@@ -236,7 +247,8 @@ TEST_CASE("device counts reach the Node only on a node status sync", "[devplugin
 
   REQUIRE(s->post("/debug/sync-node-status") == 202);
   CHECK(nodes.until([](const kc::kube::Store& st) {
-    return nodeResource(st, "n1", "allocatable", kGpu) == "2" && nodeResource(st, "n1", "capacity", kGpu) == "3";
+    return nodeResource(st, "n1", "allocatable", kGpu) == "2" &&
+           nodeResource(st, "n1", "capacity", kGpu) == "3";
   }));
 
   // A device recovers: again only the sync moves it to the Node.
@@ -247,35 +259,42 @@ TEST_CASE("device counts reach the Node only on a node status sync", "[devplugin
   REQUIRE(node);
   CHECK((*node)["status"]["allocatable"][kGpu] == "2");
   REQUIRE(s->post("/debug/sync-node-status") == 202);
-  CHECK(nodes.until([](const kc::kube::Store& st) { return nodeResource(st, "n1", "allocatable", kGpu) == "3"; }));
+  CHECK(nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "allocatable", kGpu) == "3";
+  }));
 
   // The plugin goes away: capacity stays (grace period), allocatable drops to 0.
   plugin.stop();
   REQUIRE(eventually([&] { return debugAllocatable(*s, kGpu) == 0; }));
   REQUIRE(s->post("/debug/sync-node-status") == 202);
   CHECK(nodes.until([](const kc::kube::Store& st) {
-    return nodeResource(st, "n1", "allocatable", kGpu) == "0" && nodeResource(st, "n1", "capacity", kGpu) == "3";
+    return nodeResource(st, "n1", "allocatable", kGpu) == "0" &&
+           nodeResource(st, "n1", "capacity", kGpu) == "3";
   }));
 }
 
 TEST_CASE("node status sync and lease run on their own period", "[devplugin]") {
   Cluster c;
-  auto s = c.standin("n1", {"--node-status-update-frequency", "300ms", "--node-lease-duration-seconds", "2",
-                            "--node-labels", "pool=gpu,kubecomp.io/chassis=c1", "--register-with-taints",
-                            "pool=gpu:NoSchedule"});
+  auto s =
+      c.standin("n1", {"--node-status-update-frequency", "300ms", "--node-lease-duration-seconds",
+                       "2", "--node-labels", "pool=gpu,kubecomp.io/chassis=c1",
+                       "--register-with-taints", "pool=gpu:NoSchedule"});
   Watcher nodes(*c.client, kc::kube::gvr::nodes());
   Watcher leases(*c.client, kc::kube::gvr::leases());
   FakeDevicePlugin plugin(s->pluginDir(), "gpu.sock");
   plugin.setDevices({{"g0", true}});
   REQUIRE(plugin.start());
   REQUIRE(plugin.registerWith(s->kubeletSocket(), kGpu).ok());
-  CHECK(nodes.until([](const kc::kube::Store& st) { return nodeResource(st, "n1", "allocatable", kGpu) == "1"; }));
+  CHECK(nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "allocatable", kGpu) == "1";
+  }));
   auto node = nodes.get("", "n1");
   REQUIRE(node);
   CHECK((*node)["metadata"]["labels"]["kubernetes.io/hostname"] == "n1");
   CHECK((*node)["metadata"]["labels"]["pool"] == "gpu");
   CHECK((*node)["metadata"]["labels"]["kubecomp.io/chassis"] == "c1");
-  CHECK((*node)["spec"]["taints"][0] == json({{"key", "pool"}, {"value", "gpu"}, {"effect", "NoSchedule"}}));
+  CHECK((*node)["spec"]["taints"][0] ==
+        json({{"key", "pool"}, {"value", "gpu"}, {"effect", "NoSchedule"}}));
   std::set<std::string> types;
   for (const auto& cond : (*node)["status"]["conditions"]) {
     types.insert(cond["type"].get<std::string>());
@@ -297,8 +316,8 @@ TEST_CASE("node status sync and lease run on their own period", "[devplugin]") {
   CHECK(leases.until(
       [&](const kc::kube::Store& st) {
         auto l = st.get("kube-node-lease", "n1");
-        return l && (*l)["spec"]["renewTime"] != first && (*l)["spec"]["leaseDurationSeconds"] == 2 &&
-               (*l)["spec"]["holderIdentity"] == "n1";
+        return l && (*l)["spec"]["renewTime"] != first &&
+               (*l)["spec"]["leaseDurationSeconds"] == 2 && (*l)["spec"]["holderIdentity"] == "n1";
       },
       5s));
 }
@@ -314,7 +333,8 @@ struct GpuNode {
   Watcher nodes;
   Watcher pods;
 
-  GpuNode(Cluster& cluster, std::vector<std::pair<std::string, bool>> devices, std::vector<std::string> extra = {})
+  GpuNode(Cluster& cluster, std::vector<std::pair<std::string, bool>> devices,
+          std::vector<std::string> extra = {})
       : c(cluster),
         s(startStandin(cluster, std::move(extra))),
         plugin(s->pluginDir(), "gpu.sock"),
@@ -385,18 +405,21 @@ std::chrono::system_clock::time_point timeOf(const json& v) {
 
 }  // namespace
 
-TEST_CASE("a pod runs for its kubecomp.io/run-seconds with kubelet's phases and conditions, then Succeeded",
-          "[devplugin]") {
+TEST_CASE(
+    "a pod runs for its kubecomp.io/run-seconds with kubelet's phases and conditions, then "
+    "Succeeded",
+    "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}});
   n.create(makePod("job", "n1", "500m", 1, "1"));
 
   auto running = n.waitPhase("job", "Running");
-  CHECK(conditionsOf(*running) == std::map<std::string, std::string>{{"PodReadyToStartContainers", "True"},
-                                                                       {"Initialized", "True"},
-                                                                       {"Ready", "True"},
-                                                                       {"ContainersReady", "True"},
-                                                                       {"PodScheduled", "True"}});
+  CHECK(conditionsOf(*running) ==
+        std::map<std::string, std::string>{{"PodReadyToStartContainers", "True"},
+                                           {"Initialized", "True"},
+                                           {"Ready", "True"},
+                                           {"ContainersReady", "True"},
+                                           {"PodScheduled", "True"}});
   const auto& cs = (*running)["status"]["containerStatuses"];
   REQUIRE(cs.size() == 1);
   CHECK(cs[0]["name"] == "c");
@@ -411,7 +434,8 @@ TEST_CASE("a pod runs for its kubecomp.io/run-seconds with kubelet's phases and 
   REQUIRE(calls[0].size() == 1);
   const std::string id = calls[0][0];
   CHECK((id == "g0" || id == "g1"));
-  CHECK(gpuHolders(n.s->podResourcesSocket()) == std::map<std::string, std::set<std::string>>{{"job", {id}}});
+  CHECK(gpuHolders(n.s->podResourcesSocket()) ==
+        std::map<std::string, std::set<std::string>>{{"job", {id}}});
   const json devs = n.debugDevices("job");
   REQUIRE(devs.size() == 1);
   CHECK(devs[0]["ids"] == json::array({id}));
@@ -432,7 +456,8 @@ TEST_CASE("a pod runs for its kubecomp.io/run-seconds with kubelet's phases and 
         std::map<std::string, std::set<std::string>>{{"both", {"g0", "g1"}}});
 }
 
-TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and frees its devices", "[devplugin]") {
+TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and frees its devices",
+          "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}, {"g2", false}});
   n.create(makePod("server", "n1", "1", 1, {}, /*holdFinalizer=*/true));
@@ -457,7 +482,8 @@ TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and f
     REQUIRE(stub->GetAllocatableResources(&ctx, req, &resp).ok());
     REQUIRE(resp.devices_size() == 1);
     CHECK(resp.devices(0).resource_name() == kGpu);
-    std::set<std::string> ids(resp.devices(0).device_ids().begin(), resp.devices(0).device_ids().end());
+    std::set<std::string> ids(resp.devices(0).device_ids().begin(),
+                              resp.devices(0).device_ids().end());
     CHECK(ids == std::set<std::string>{"g0", "g1", "g2"});
   }
 
@@ -475,19 +501,23 @@ TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and f
                           {{"metadata", {{"finalizers", nullptr}}}}));
 }
 
-TEST_CASE("an init container's devices are reused by the app container; PodResources lists app containers",
-          "[devplugin]") {
+TEST_CASE(
+    "an init container's devices are reused by the app container; PodResources lists app "
+    "containers",
+    "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}});
   json pod = makePod("init", "n1", "100m", 1);
-  pod["spec"]["initContainers"] = {{{"name", "setup"},
-                                    {"image", "busybox"},
-                                    {"resources", {{"requests", {{kGpu, "1"}}}, {"limits", {{kGpu, "1"}}}}}}};
+  pod["spec"]["initContainers"] = {
+      {{"name", "setup"},
+       {"image", "busybox"},
+       {"resources", {{"requests", {{kGpu, "1"}}}, {"limits", {{kGpu, "1"}}}}}}};
   n.create(pod);
   auto running = n.waitPhase("init", "Running");
   // One GPU on the node and both containers asked for one: the same device, two Allocates.
   CHECK(n.plugin.allocateCalls() == std::vector<std::vector<std::string>>{{"g0"}, {"g0"}});
-  CHECK((*running)["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed");
+  CHECK((*running)["status"]["initContainerStatuses"][0]["state"]["terminated"]["reason"] ==
+        "Completed");
   const auto resp = listPodResources(n.s->podResourcesSocket());
   REQUIRE(resp.pod_resources_size() == 1);
   REQUIRE(resp.pod_resources(0).containers_size() == 1);
@@ -507,7 +537,8 @@ TEST_CASE("run-seconds are divided by --time-scale", "[devplugin]") {
   CHECK(ran < 10s);
 }
 
-TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionError", "[devplugin]") {
+TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionError",
+          "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}}, {"--cpu", "4", "--max-pods", "4"});
 
@@ -518,14 +549,16 @@ TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionE
   auto p = n.waitPhase("cpu-short", "Failed");
   CHECK((*p)["status"]["reason"] == "OutOfcpu");
   CHECK((*p)["status"]["message"] ==
-        "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000");
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 2000, used: 3000, "
+        "capacity: 4000");
   // ... and a Warning Event on the pod from "kubelet" on n1, as kubelet records.
   {
     Watcher events(*c.client, kc::kube::gvr::events());
     CHECK(events.until([](const kc::kube::Store& st) {
       for (const auto& e : st.list()) {
-        if ((*e)["involvedObject"].value("name", "") == "cpu-short" && (*e).value("reason", "") == "OutOfcpu" &&
-            (*e).value("type", "") == "Warning" && (*e)["source"].value("component", "") == "kubelet" &&
+        if ((*e)["involvedObject"].value("name", "") == "cpu-short" &&
+            (*e).value("reason", "") == "OutOfcpu" && (*e).value("type", "") == "Warning" &&
+            (*e)["source"].value("component", "") == "kubelet" &&
             (*e)["source"].value("host", "") == "n1") {
           return true;
         }
@@ -539,7 +572,8 @@ TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionE
   p = n.waitPhase("gpu-short", "Failed");
   CHECK((*p)["status"]["reason"] == "UnexpectedAdmissionError");
   CHECK((*p)["status"]["message"] ==
-        "Pod was rejected: Allocate failed due to requested number of devices unavailable for kubecomp.io/gpu. "
+        "Pod was rejected: Allocate failed due to requested number of devices unavailable for "
+        "kubecomp.io/gpu. "
         "Requested: 2, Available: 1, which is unexpected");
   CHECK(n.plugin.allocateCalls().size() == 1);  // only "big"'s
 
@@ -549,17 +583,20 @@ TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionE
   p = n.waitPhase("alloc-fails", "Failed");
   CHECK((*p)["status"]["reason"] == "UnexpectedAdmissionError");
   CHECK((*p)["status"]["message"] ==
-        "Pod was rejected: Allocate failed due to rpc error: code = Internal desc = injected allocate failure, "
+        "Pod was rejected: Allocate failed due to rpc error: code = Internal desc = injected "
+        "allocate failure, "
         "which is unexpected");
   n.plugin.failAllocate(false);
-  CHECK(gpuHolders(n.s->podResourcesSocket()).size() == 1);  // "big" only: the failed pod holds nothing
+  CHECK(gpuHolders(n.s->podResourcesSocket()).size() ==
+        1);  // "big" only: the failed pod holds nothing
 
   // A node-level extended resource someone else advertised (kubelet keeps it, allocatable =
   // capacity): a pod asking for more is OutOf<name>.
   REQUIRE(c.client->patch(kc::kube::gvr::nodes(), "", "n1", kc::kube::PatchType::kMerge,
                           {{"status", {{"capacity", {{"example.com/dongle", "1"}}}}}}, "status"));
-  REQUIRE(n.nodes.until(
-      [](const kc::kube::Store& st) { return nodeResource(st, "n1", "allocatable", "example.com/dongle") == "1"; }));
+  REQUIRE(n.nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "allocatable", "example.com/dongle") == "1";
+  }));
   json dongle = makePod("dongle", "n1", "100m", 0);
   dongle["spec"]["containers"][0]["resources"]["requests"]["example.com/dongle"] = "2";
   n.create(dongle);
@@ -580,8 +617,9 @@ TEST_CASE("admission rejects like kubelet: OutOf<resource>, UnexpectedAdmissionE
   CHECK(n.waitPhase("bad-run", "Failed"));
 }
 
-TEST_CASE("simulated restart: plugin sockets deleted, kubelet.sock re-created, plugins register again",
-          "[devplugin]") {
+TEST_CASE(
+    "simulated restart: plugin sockets deleted, kubelet.sock re-created, plugins register again",
+    "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}});
   n.create(makePod("keeps", "n1", "100m", 1));
@@ -591,15 +629,21 @@ TEST_CASE("simulated restart: plugin sockets deleted, kubelet.sock re-created, p
 
   REQUIRE(std::filesystem::exists(n.plugin.socketPath()));
   DirEvents events(n.s->pluginDir());
-  SECTION("through the debug endpoint") { REQUIRE(n.s->post("/debug/simulate-restart") == 200); }
-  SECTION("through SIGHUP") { n.s->signal(SIGHUP); }
+  SECTION("through the debug endpoint") {
+    REQUIRE(n.s->post("/debug/simulate-restart") == 200);
+  }
+  SECTION("through SIGHUP") {
+    n.s->signal(SIGHUP);
+  }
   CHECK(events.waitFor("gpu.sock", IN_DELETE));
   CHECK(events.waitFor("kubelet.sock", IN_DELETE));
   CHECK(events.waitFor("kubelet.sock", IN_CREATE));
   CHECK_FALSE(std::filesystem::exists(n.plugin.socketPath()));
   CHECK_FALSE(connected(*n.s, kGpu));
   // Until the plugin is back the resource has no devices: 0 at the next status sync.
-  CHECK(n.nodes.until([](const kc::kube::Store& st) { return nodeResource(st, "n1", "allocatable", kGpu) == "0"; }));
+  CHECK(n.nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "allocatable", kGpu) == "0";
+  }));
   // The running pod keeps its device (checkpoint) through the restart.
   CHECK(gpuHolders(n.s->podResourcesSocket()) == held);
 
@@ -608,7 +652,9 @@ TEST_CASE("simulated restart: plugin sockets deleted, kubelet.sock re-created, p
   REQUIRE(n.plugin.start());
   REQUIRE(n.plugin.registerWith(n.s->kubeletSocket(), kGpu).ok());
   CHECK(connected(*n.s, kGpu));
-  CHECK(n.nodes.until([](const kc::kube::Store& st) { return nodeResource(st, "n1", "allocatable", kGpu) == "2"; }));
+  CHECK(n.nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "allocatable", kGpu) == "2";
+  }));
   // The free device is the other one.
   n.create(makePod("after", "n1", "100m", 1));
   n.waitPhase("after", "Running");
@@ -618,7 +664,8 @@ TEST_CASE("simulated restart: plugin sockets deleted, kubelet.sock re-created, p
   CHECK(now.at("after") != held.at("keeps"));
 }
 
-TEST_CASE("a real restart of the process: running pods resumed with their checkpointed devices", "[devplugin]") {
+TEST_CASE("a real restart of the process: running pods resumed with their checkpointed devices",
+          "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}});
   n.create(makePod("long", "n1", "100m", 1));
@@ -640,7 +687,8 @@ TEST_CASE("a real restart of the process: running pods resumed with their checkp
   n.plugin.stop();
   REQUIRE(n.plugin.start());
   REQUIRE(n.plugin.registerWith(n.s->kubeletSocket(), kGpu).ok());
-  REQUIRE(eventually([&] { return debugAllocatable(*n.s, kGpu) == 2; }));  // the stand-in has the list
+  REQUIRE(
+      eventually([&] { return debugAllocatable(*n.s, kGpu) == 2; }));  // the stand-in has the list
   n.create(makePod("next", "n1", "100m", 1));
   n.waitPhase("next", "Running");
   CHECK(gpuHolders(n.s->podResourcesSocket()).at("next") == freed);
@@ -656,11 +704,12 @@ TEST_CASE("a corrupt device checkpoint stops the start with a clear error", "[de
     CAPTURE(body);
     const auto root = c.dir.path() / "n1" / "root";
     c.dir.write("n1/root/kubelet-standin-device-checkpoint.json", body);
-    kc::testing::ChildProcess p({KUBELET_STANDIN_EXE, "--node-name", "n1", "--kubeconfig", c.api.kubeconfigPath(),
-                                 "--device-plugin-dir", (c.dir.path() / "n1" / "dp").string(),
-                                 "--pod-resources-socket", (c.dir.path() / "n1" / "pr" / "kubelet.sock").string(),
-                                 "--root-dir", root.string(), "--healthz-port", "0"},
-                                kc::testing::ChildOutput::kCaptureMerged);
+    kc::testing::ChildProcess p(
+        {KUBELET_STANDIN_EXE, "--node-name", "n1", "--kubeconfig", c.api.kubeconfigPath(),
+         "--device-plugin-dir", (c.dir.path() / "n1" / "dp").string(), "--pod-resources-socket",
+         (c.dir.path() / "n1" / "pr" / "kubelet.sock").string(), "--root-dir", root.string(),
+         "--healthz-port", "0"},
+        kc::testing::ChildOutput::kCaptureMerged);
     const std::string text = p.readAll();
     CAPTURE(text);
     CHECK(p.wait() == 1);
@@ -668,12 +717,14 @@ TEST_CASE("a corrupt device checkpoint stops the start with a clear error", "[de
   }
 }
 
-TEST_CASE("a plugin gone for longer than --device-plugin-stop-grace: its resource drops to 0", "[devplugin]") {
+TEST_CASE("a plugin gone for longer than --device-plugin-stop-grace: its resource drops to 0",
+          "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}}, {"--device-plugin-stop-grace", "300ms"});
   n.plugin.stop();
   CHECK(n.nodes.until([](const kc::kube::Store& st) {
-    return nodeResource(st, "n1", "capacity", kGpu) == "0" && nodeResource(st, "n1", "allocatable", kGpu) == "0";
+    return nodeResource(st, "n1", "capacity", kGpu) == "0" &&
+           nodeResource(st, "n1", "allocatable", kGpu) == "0";
   }));
 }
 
@@ -686,7 +737,8 @@ TEST_CASE("bad flags: a clear message and exit status 2", "[devplugin]") {
       {{"--node-name", "Bad_Name"}, "--node-name 'Bad_Name' is not a valid Node name"},
       {{"--node-name", "n1", "--status-sync-period", "10"}, "--node-status-update-frequency"},
       {{"--node-name", "n1", "--cpu", "lots"}, "--cpu: "},
-      {{"--node-name", "n1", "--device-plugin-dir", "relative/dir"}, "'relative/dir' is not an absolute path"},
+      {{"--node-name", "n1", "--device-plugin-dir", "relative/dir"},
+       "'relative/dir' is not an absolute path"},
       {{"--node-name", "n1", "--register-with-taints", "k=v:Sometimes"}, "--register-with-taints"},
   };
   for (const auto& row : rows) {

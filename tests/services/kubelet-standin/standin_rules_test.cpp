@@ -4,12 +4,10 @@
 // annotation and the status builders.
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tools/kubelet-standin/admission.hpp"
 #include "tools/kubelet-standin/flags.hpp"
@@ -23,7 +21,8 @@ namespace {
 constexpr std::int64_t kBad = -1;  // "an error is expected" in the tables below
 }
 
-TEST_CASE("quantities: millicores for cpu, whole units rounded up otherwise, bad text refused", "[devplugin]") {
+TEST_CASE("quantities: millicores for cpu, whole units rounded up otherwise, bad text refused",
+          "[devplugin]") {
   auto [resource, text, expected] = GENERATE(table<std::string, std::string, std::int64_t>({
       {"cpu", "500m", 500},
       {"cpu", "2", 2000},
@@ -82,8 +81,10 @@ TEST_CASE("extended resource names (device plugins may only register these)", "[
   CHECK(isExtendedResourceName(name) == extended);
 }
 
-TEST_CASE("admission fit: first shortage in kubelet's order, with kubelet's message", "[devplugin]") {
-  const ResourceList allocatable = {{"cpu", 4000}, {"memory", 8LL << 30}, {"pods", 2}, {"kubecomp.io/gpu", 0}};
+TEST_CASE("admission fit: first shortage in kubelet's order, with kubelet's message",
+          "[devplugin]") {
+  const ResourceList allocatable = {
+      {"cpu", 4000}, {"memory", 8LL << 30}, {"pods", 2}, {"kubecomp.io/gpu", 0}};
   const ResourceList used = {{"cpu", 3000}, {"memory", 1LL << 30}};
   struct Row {
     ResourceList request;
@@ -93,15 +94,28 @@ TEST_CASE("admission fit: first shortage in kubelet's order, with kubelet's mess
   };
   auto row = GENERATE(values<Row>({
       {{{"cpu", 1000}}, 1, "", ""},  // exactly what is left
-      {{{"cpu", 1001}}, 1, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1001, used: 3000, capacity: 4000"},
-      {{{"cpu", 10}}, 2, "OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"},
+      {{{"cpu", 1001}},
+       1,
+       "OutOfcpu",
+       "Node didn't have enough resource: cpu, requested: 1001, used: 3000, capacity: 4000"},
+      {{{"cpu", 10}},
+       2,
+       "OutOfpods",
+       "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"},
       // cpu is reported before memory even though both are short
-      {{{"memory", 8LL << 30}, {"cpu", 2000}}, 1, "OutOfcpu",
+      {{{"memory", 8LL << 30}, {"cpu", 2000}},
+       1,
+       "OutOfcpu",
        "Node didn't have enough resource: cpu, requested: 2000, used: 3000, capacity: 4000"},
-      {{{"memory", 8LL << 30}}, 1, "OutOfmemory",
-       "Node didn't have enough resource: memory, requested: 8589934592, used: 1073741824, capacity: 8589934592"},
+      {{{"memory", 8LL << 30}},
+       1,
+       "OutOfmemory",
+       "Node didn't have enough resource: memory, requested: 8589934592, used: 1073741824, "
+       "capacity: 8589934592"},
       // advertised as 0: checked and short
-      {{{"kubecomp.io/gpu", 1}}, 1, "OutOfkubecomp.io/gpu",
+      {{{"kubecomp.io/gpu", 1}},
+       1,
+       "OutOfkubecomp.io/gpu",
        "Node didn't have enough resource: kubecomp.io/gpu, requested: 1, used: 0, capacity: 0"},
       // not advertised at all: kubelet drops it from the check (a cluster-level resource)
       {{{"example.com/dongle", 5}}, 1, "", ""},
@@ -117,12 +131,14 @@ TEST_CASE("admission fit: first shortage in kubelet's order, with kubelet's mess
   }
 }
 
-TEST_CASE("pod requests: containers summed, the largest init container, overhead, limits fill requests",
-          "[devplugin]") {
+TEST_CASE(
+    "pod requests: containers summed, the largest init container, overhead, limits fill requests",
+    "[devplugin]") {
   const json pod = {
       {"spec",
        {{"containers",
-         {{{"name", "a"}, {"resources", {{"requests", {{"cpu", "1"}}}, {"limits", {{"kubecomp.io/gpu", "1"}}}}}},
+         {{{"name", "a"},
+           {"resources", {{"requests", {{"cpu", "1"}}}, {"limits", {{"kubecomp.io/gpu", "1"}}}}}},
           {{"name", "b"}, {"resources", {{"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}}}}},
         {"initContainers", {{{"name", "i"}, {"resources", {{"requests", {{"cpu", "2"}}}}}}}},
         {"overhead", {{"cpu", "250m"}}}}}};
@@ -163,7 +179,8 @@ TEST_CASE("flag values: Go durations, labels, taints", "[devplugin]") {
 
   auto labels = parseLabels("pool=gpu,kubecomp.io/chassis=c1,empty=");
   REQUIRE(labels);
-  CHECK(*labels == std::map<std::string, std::string>{{"pool", "gpu"}, {"kubecomp.io/chassis", "c1"}, {"empty", ""}});
+  CHECK(*labels == std::map<std::string, std::string>{
+                       {"pool", "gpu"}, {"kubecomp.io/chassis", "c1"}, {"empty", ""}});
   CHECK_FALSE(parseLabels("novalue"));
   CHECK_FALSE(parseLabels("a=b c"));
   CHECK_FALSE(parseLabels("Bad Key=x"));
@@ -205,9 +222,12 @@ TEST_CASE("the kubecomp.io/run-seconds annotation", "[devplugin]") {
   }
 }
 
-TEST_CASE("status builders: phases, exit codes, transition times kept while a condition holds", "[devplugin]") {
-  const json pod = {{"metadata", {{"uid", "u1"}}}, {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
-  PodRunTimes t{"2026-01-01T00:00:10Z", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:00:10Z"};
+TEST_CASE("status builders: phases, exit codes, transition times kept while a condition holds",
+          "[devplugin]") {
+  const json pod = {{"metadata", {{"uid", "u1"}}},
+                    {"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
+  PodRunTimes t{"2026-01-01T00:00:10Z", "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z",
+                "2026-01-01T00:00:10Z"};
   CHECK(terminatedStatus(pod, "10.0.0.1", "10.88.0.2", t, 0, "Completed")["phase"] == "Succeeded");
   const json killed = terminatedStatus(pod, "10.0.0.1", "10.88.0.2", t, 143, "Error");
   CHECK(killed["phase"] == "Failed");
@@ -231,6 +251,7 @@ TEST_CASE("status builders: phases, exit codes, transition times kept while a co
   }
   for (const auto& c : nodeConditions(notReady, "2026-01-01T00:00:20Z")) {
     CAPTURE(c.dump());
-    CHECK(c["lastTransitionTime"] == (c["type"] == "Ready" ? "2026-01-01T00:00:20Z" : "2026-01-01T00:00:00Z"));
+    CHECK(c["lastTransitionTime"] ==
+          (c["type"] == "Ready" ? "2026-01-01T00:00:20Z" : "2026-01-01T00:00:00Z"));
   }
 }

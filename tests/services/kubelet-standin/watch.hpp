@@ -40,7 +40,9 @@ class Watcher {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, timeout, [&] { return pred(informer_.store()); });
   }
-  kube::ObjectPtr get(const std::string& ns, const std::string& name) { return informer_.store().get(ns, name); }
+  kube::ObjectPtr get(const std::string& ns, const std::string& name) {
+    return informer_.store().get(ns, name);
+  }
 
  private:
   static kube::InformerOptions options(kube::GroupVersionResource r, std::string fieldSelector) {
