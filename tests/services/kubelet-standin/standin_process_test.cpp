@@ -526,6 +526,28 @@ TEST_CASE(
   CHECK(resp.pod_resources(0).containers(0).devices(0).device_ids(0) == "g0");
 }
 
+TEST_CASE("GetPreferredAllocation is asked when the plugin offers it, and its choice is taken",
+          "[devplugin]") {
+  Cluster c;
+  auto s = c.standin("n1", {"--status-sync-period", "200ms"});
+  Watcher nodes(*c.client, kc::kube::gvr::nodes());
+  Watcher pods(*c.client, kc::kube::gvr::pods());
+  FakeDevicePlugin plugin(s->pluginDir(), "gpu.sock", /*offersPreferred=*/true);
+  plugin.setDevices({{"g0", true}, {"g1", true}, {"g2", true}});
+  plugin.setPreferred({"g2", "g0"});
+  REQUIRE(plugin.start());
+  REQUIRE(plugin.registerWith(s->kubeletSocket(), kGpu).ok());
+  REQUIRE(nodes.until([](const kc::kube::Store& st) {
+    return nodeResource(st, "n1", "allocatable", kGpu) == "3";
+  }));
+  REQUIRE(c.client->create(kc::kube::gvr::pods(), "default", makePod("pref", "n1", "100m", 1)));
+  REQUIRE(pods.until(
+      [](const kc::kube::Store& st) { return phaseOf(st.get("default", "pref")) == "Running"; }));
+  CHECK(plugin.preferredCalls() == 1);
+  // Without the plugin's preference the ID order would give g0.
+  CHECK(plugin.allocateCalls() == std::vector<std::vector<std::string>>{{"g2"}});
+}
+
 TEST_CASE("run-seconds are divided by --time-scale", "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}}, {"--time-scale", "20"});
