@@ -283,7 +283,7 @@ TEST_CASE("kill: true reaches the pod through the ConfigMap", "[bridge]") {
   CHECK(podNames(d) == Strings{"job1-bridge-0"});  // the pod itself is not touched
 }
 
-TEST_CASE("parameters are frozen once the job started; only kill follows the spec", "[bridge]") {
+TEST_CASE("parameters are frozen once the job started, only kill follows the spec", "[bridge]") {
   RequestBuilder b;
   b.configMap = startedConfigMap(b, {{"status.jobStatus", "RUNNING"}});
   b.withPod(0, "Running").withAttempts(1);
@@ -646,7 +646,7 @@ TEST_CASE("bug: one ServiceAccount and Role per namespace, without owner, for ev
   CHECK(findChild(da, "ServiceAccount", "job2-bridge") == nullptr);
 }
 
-TEST_CASE("bug: jobproperties with quotes and newlines survive byte for byte; none is fine",
+TEST_CASE("bug: jobproperties with quotes and newlines survive byte for byte, none is fine",
           "[bridge]") {
   // The original built JSON with Sprintf (issue #3: "Unable to parse query") and produced
   // invalid JSON when jobproperties was missing (issue #2).

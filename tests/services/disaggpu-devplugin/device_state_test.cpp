@@ -99,7 +99,7 @@ TEST_CASE("the same GPU id attached here by two pools is withdrawn", "[devplugin
   CHECK(inv.problems[0].find("x.1") != std::string::npos);
 }
 
-TEST_CASE("draining GPUs are withdrawn from kubelet's list; unhealthy ones stay as Unhealthy",
+TEST_CASE("draining GPUs are withdrawn from kubelet's list, unhealthy ones stay as Unhealthy",
           "[devplugin]") {
   const auto p = PoolBuilder("p")
                      .gpu("c0.1", "n1")

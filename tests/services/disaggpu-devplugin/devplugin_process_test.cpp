@@ -249,7 +249,10 @@ TEST_CASE("devplugin process: a draining GPU is withdrawn, then confirmed unused
   ListAndWatchReader reader(c.pluginSocket());
   REQUIRE(reader.waitForList(0, 5s));
 
-  auto inUse = c.waitUsage([](const json& u) { return u.contains("inUse") && u["inUse"].contains("c0.1"); });
+  // The report follows registration (kubelet's answer can arrive after it saw the request).
+  auto inUse = c.waitUsage([](const json& u) {
+    return u.value("registered", false) && u.contains("inUse") && u["inUse"].contains("c0.1");
+  });
   REQUIRE(inUse);
   CHECK((*inUse)["inUse"]["c0.1"] == json::array({"default/train"}));
   CHECK((*inUse)["pool"] == "pool-a");
@@ -290,7 +293,7 @@ TEST_CASE("devplugin process: a draining GPU is withdrawn, then confirmed unused
   CHECK(std::find(wd.begin(), wd.end(), json("c0.1")) != wd.end());
 }
 
-TEST_CASE("devplugin process: Allocate answers with the pool's UUIDs; unknown IDs are refused",
+TEST_CASE("devplugin process: Allocate answers with the pool's UUIDs, unknown IDs are refused",
           "[devplugin][process]") {
   Cluster c;
   c.writePool(PoolBuilder("pool-a")

@@ -87,7 +87,7 @@ TEST_CASE("ListAndWatch sends the full list at once, then on every change only",
   CHECK(p.service.deliveredToAll(p.service.listVersion()));
 }
 
-TEST_CASE("every open stream gets each change; a burst ends on the newest list", "[devplugin]") {
+TEST_CASE("every open stream gets each change, a burst ends on the newest list", "[devplugin]") {
   ServedPlugin p;
   ListAndWatchReader r1(p.server.path());
   ListAndWatchReader r2(p.server.path());
@@ -108,7 +108,7 @@ TEST_CASE("every open stream gets each change; a burst ends on the newest list",
   CHECK(r1.count() <= 51);
 }
 
-TEST_CASE("Allocate: right UUIDs; unknown or withdrawn ids refused, nothing recorded",
+TEST_CASE("Allocate: right UUIDs, unknown or withdrawn ids refused, nothing recorded",
           "[devplugin]") {
   ServedPlugin p;
   p.service.setInventory(inventory(PoolBuilder("a")
@@ -149,7 +149,7 @@ TEST_CASE("Allocate: right UUIDs; unknown or withdrawn ids refused, nothing reco
   CHECK(p.service.allocationSeq() == 1);  // refused requests recorded nothing
 }
 
-TEST_CASE("options are truthful; preferred allocation and PreStartContainer answer",
+TEST_CASE("options are truthful, preferred allocation and PreStartContainer answer",
           "[devplugin]") {
   ServedPlugin p;
   p.service.setInventory(inventory(

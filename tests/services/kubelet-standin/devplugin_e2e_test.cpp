@@ -75,7 +75,7 @@ std::string readFile(const std::string& path) {
 
 TEST_CASE(
     "kubelet-standin + disaggpu-devplugin: GPUPool -> Node allocatable -> GPU pod with UUIDs -> "
-    "PodResources; re-registration < 1 s after a kubelet restart",
+    "PodResources, re-registration < 1 s after a kubelet restart",
     "[devplugin][e2e]") {
   kc::testing::TempDir dir;
   kc::kube::testing::DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());

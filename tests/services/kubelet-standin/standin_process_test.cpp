@@ -456,7 +456,7 @@ TEST_CASE(
         std::map<std::string, std::set<std::string>>{{"both", {"g0", "g1"}}});
 }
 
-TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and frees its devices",
+TEST_CASE("a pod without run-seconds runs until deleted, deletion stops it and frees its devices",
           "[devplugin]") {
   Cluster c;
   GpuNode n(c, {{"g0", true}, {"g1", true}, {"g2", false}});
@@ -502,7 +502,7 @@ TEST_CASE("a pod without run-seconds runs until deleted; deletion stops it and f
 }
 
 TEST_CASE(
-    "an init container's devices are reused by the app container; PodResources lists app "
+    "an init container's devices are reused by the app container, PodResources lists app "
     "containers",
     "[devplugin]") {
   Cluster c;
@@ -775,7 +775,7 @@ TEST_CASE("bad flags: a clear message and exit status 2", "[devplugin]") {
   }
 }
 
-TEST_CASE("--help says it is a test double", "[devplugin]") {
+TEST_CASE("flag --help says it is a test double", "[devplugin]") {
   kc::testing::ChildProcess p({KUBELET_STANDIN_EXE, "--help"}, kc::testing::ChildOutput::kCapture);
   const std::string text = p.readAll();
   CHECK(p.wait() == 0);

@@ -88,7 +88,7 @@ TEST_CASE("bad GPU model lists are refused, naming the bad part", "[alloc][gpu-m
   CHECK_FALSE(validGpuModelName(""));
 }
 
-TEST_CASE("a filter accepts listed models only; the default accepts any", "[alloc][gpu-model]") {
+TEST_CASE("a filter accepts listed models only, the default accepts any", "[alloc][gpu-model]") {
   const GpuModelFilter any;
   CHECK(any.accepts("A100"));
   CHECK(any.accepts(""));

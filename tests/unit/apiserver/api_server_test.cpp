@@ -180,7 +180,7 @@ TEST_CASE_METHOD(Api, "pods/binding answers 201 Status and 409 when bound", "[ap
   CHECK(again["message"] == "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n1\"");
 }
 
-TEST_CASE_METHOD(Api, "watch streams newline-delimited events; expired RV per fault mode", "[api][watch]") {
+TEST_CASE_METHOD(Api, "watch streams newline-delimited events, expired RV per fault mode", "[api][watch]") {
   call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
   auto stream = std::make_shared<FakeStream>();
   api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "true"}}), stream);

@@ -298,7 +298,7 @@ TEST_CASE_METHOD(Api, "eviction honours deleteOptions and checks the body", "[pd
   CHECK(pdb()["status"]["currentHealthy"] == 0);
 }
 
-TEST_CASE_METHOD(Api, "eviction: two budgets select the pod -> 500; pending pods ignore budgets", "[pdb]") {
+TEST_CASE_METHOD(Api, "eviction: two budgets select the pod -> 500, pending pods ignore budgets", "[pdb]") {
   runPod("w1", true);
   call(req("POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", kMinTwo), 201);
   call(req("POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets",

@@ -487,7 +487,7 @@ TEST_CASE_METHOD(Fixture, "pods/binding follows the real rules", "[store][bindin
   }
 }
 
-TEST_CASE_METHOD(Fixture, "a CRD registers its resource; deleting it removes resource and objects", "[store][crd]") {
+TEST_CASE_METHOD(Fixture, "a CRD registers its resource, deleting it removes resource and objects", "[store][crd]") {
   auto crds = res("apiextensions.k8s.io", "v1", "customresourcedefinitions");
   json crd = json::parse(R"({"metadata":{"name":"gpupools.kubecomp.io"},"spec":{"group":"kubecomp.io",
     "names":{"plural":"gpupools","singular":"gpupool","kind":"GPUPool","shortNames":["gp"]},"scope":"Cluster",

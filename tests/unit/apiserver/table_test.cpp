@@ -112,7 +112,7 @@ TEST_CASE_METHOD(TableApi, "string printer columns print any JSON value as the s
   CHECK(t["rows"][0]["cells"][1] == text);
 }
 
-TEST_CASE("simple JSONPath: keys, indexes, escaped dots, bracket keys; anything else is refused", "[table]") {
+TEST_CASE("simple JSONPath: keys, indexes, escaped dots, bracket keys, anything else is refused", "[table]") {
   auto ok = [](const std::string& p) {
     auto r = parseSimpleJsonPath(p);
     REQUIRE(r.ok());

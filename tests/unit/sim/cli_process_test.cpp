@@ -2,10 +2,7 @@
 // (a hang fails the test by its deadline, not CI by its timeout), exit 1 with a clear message
 // naming the limit, and leave no output file behind.
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -17,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -41,56 +39,46 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs kubecomp-sim with `args` in `dir`, killing it after `deadline`; `addressSpace` > 0
-// limits its virtual memory (RLIMIT_AS, bytes).
+std::string shellQuote(const std::string& s) {
+  std::string out;
+  out.push_back('\'');
+  for (char c : s) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+// Runs kubecomp-sim with `args` in `dir` (stdout and stderr to files there), killing it after
+// `deadline`; `addressSpace` > 0 limits its virtual memory (bytes). Started through /bin/sh
+// for the working directory, the redirections and `ulimit -v`; `exec` keeps the exit status
+// (and the signal of a crash) the simulator's own.
 Run runSim(const kc::testing::TempDir& dir, std::vector<std::string> args,
            std::chrono::seconds deadline = std::chrono::seconds(20), rlim_t addressSpace = 0) {
-  args.insert(args.begin(), KC_SIM_BINARY);
   const std::string outPath = dir.file("stdout.txt");
   const std::string errPath = dir.file("stderr.txt");
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args) {
-      argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    const int out = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-        chdir(dir.path().c_str()) != 0) {
-      _exit(127);
-    }
-    if (addressSpace > 0) {
-      const rlimit limit{addressSpace, addressSpace};
-      if (setrlimit(RLIMIT_AS, &limit) != 0) {
-        _exit(127);
-      }
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
+  std::string script = "cd " + shellQuote(dir.path()) + " || exit 127; ";
+  if (addressSpace > 0) {
+    script += "ulimit -v " + std::to_string(addressSpace / 1024) + " || exit 127; ";
   }
+  script += "exec " + shellQuote(KC_SIM_BINARY);
+  for (const auto& a : args) {
+    script += " " + shellQuote(a);
+  }
+  script += " >" + shellQuote(outPath) + " 2>" + shellQuote(errPath);
+  kc::testing::ChildProcess child({"/bin/sh", "-c", script});
   Run r;
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  int status = 0;
-  while (true) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    REQUIRE(w >= 0);
-    if (w == pid) {
-      r.finished = true;
-      break;
-    }
-    if (std::chrono::steady_clock::now() >= end) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (r.finished) {
+  const auto status = child.waitExit(deadline);
+  if (status) {
+    r.finished = true;
     // A crash (abort on length_error, bad_alloc) is not an exit: -signal.
-    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    r.exitCode = *status > 128 ? -(*status - 128) : *status;
+  } else {
+    child.kill(SIGKILL);
   }
   r.out = slurp(outPath);
   r.err = slurp(errPath);
@@ -186,7 +174,7 @@ TEST_CASE("kubecomp-sim process: times at 2^62 s, or queued past 2^62 ms, end wi
   }
 }
 
-TEST_CASE("kubecomp-sim process: a header without rows says 'no jobs'; a BOM header is read") {
+TEST_CASE("kubecomp-sim process: a header without rows says 'no jobs', a BOM header is read") {
   kc::testing::TempDir dir;
   dir.write("empty.csv", "arrival_s,duration_s,gpus\n");
   Run r = runSim(dir, {"--trace-csv", "empty.csv", "--summary-out", "sum.json"});

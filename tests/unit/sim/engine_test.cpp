@@ -442,7 +442,7 @@ TEST_CASE("the utilisation series keeps its bucket bound across a long idle tail
   CHECK(total == 10'000);  // 1 GPU x 10 s
 }
 
-TEST_CASE("jobs at the time limit finish; queueing past 2^62 ms is an error, not a wrap") {
+TEST_CASE("jobs at the time limit finish, queueing past 2^62 ms is an error, not a wrap") {
   // Two jobs at the input limit (10^12 s arrival and duration) on one GPU: the second queues
   // behind the first and ends at 3 x 10^15 ms. This used to loop or overflow.
   Trace t;
@@ -498,7 +498,7 @@ TEST_CASE("a move time that pushes a start past 2^62 ms is an error") {
   CHECK_FALSE(simulate(cluster("2+2"), t, c).ok());  // refused by validate(), limit named
 }
 
-TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model; unservable ones are counted") {
+TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model, unservable ones are counted") {
   // One pool: n0 holds 2 P100, n1 holds 2 V100M16 (the node list's models). No move cost.
   const std::vector<NodeSpec> nodes{{"n0", 64'000, 1'024, 2, 0, "P100"},
                                     {"n1", 64'000, 1'024, 2, 0, "V100M16"}};
@@ -557,10 +557,11 @@ TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model; unservable on
   auto e = simulate(*c, bad, defaultSimConfig());
   REQUIRE_FALSE(e.ok());
   CHECK_THAT(e.error().message, Catch::Contains("gpu_spec: GPU model list 'V100|'"));
-  bad.jobs[0].gpuSpec = 7;  // no such entry
-  auto e7 = simulate(*c, bad, defaultSimConfig());
+  Trace dangling = TraceBuilder().job(0, 1, 1).build();
+  dangling.jobs[0].gpuSpec = 7;  // no such entry (the table holds only 0, "any GPU")
+  auto e7 = simulate(*c, dangling, defaultSimConfig());
   REQUIRE_FALSE(e7.ok());
-  CHECK_THAT(e7.error().message, Catch::Contains("refers to gpu_spec 7 of 2"));
+  CHECK_THAT(e7.error().message, Catch::Contains("refers to gpu_spec 7 of 1"));
 }
 
 TEST_CASE("gpu_spec with moves: only GPUs of an accepted model are moved to the node") {
