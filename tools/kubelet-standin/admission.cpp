@@ -4,9 +4,11 @@
 #include <cctype>
 #include <vector>
 
-#include "tools/kubelet-standin/quantity.hpp"
+#include "libcore/alloc/quantity.hpp"
 
 namespace kc::kubelet {
+
+using kc::alloc::parseResourceAmount;
 namespace {
 
 bool isAlnum(char c) {

@@ -21,7 +21,7 @@
 #include "tools/kubelet-standin/admission.hpp"
 #include "tools/kubelet-standin/control.hpp"
 #include "tools/kubelet-standin/flags.hpp"
-#include "tools/kubelet-standin/quantity.hpp"
+#include "libcore/alloc/quantity.hpp"
 #include "tools/kubelet-standin/standin.hpp"
 
 namespace {
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   o.leaseRenewInterval = std::chrono::milliseconds(leaseDuration * 250);
   for (auto [name, text] : {std::pair{"cpu", &cpu}, std::pair{"memory", &memory},
                             std::pair{"ephemeral-storage", &ephemeral}}) {
-    auto amount = kc::kubelet::parseResourceAmount(name, *text);
+    auto amount = kc::alloc::parseResourceAmount(name, *text);
     if (!amount) {
       return fail(std::string("--") + name + ": " + amount.error().message);
     }

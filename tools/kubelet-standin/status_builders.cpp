@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <functional>
 
-#include "tools/kubelet-standin/quantity.hpp"
+#include "libcore/alloc/quantity.hpp"
 
 namespace kc::kubelet {
+
+using kc::alloc::formatResourceAmount;
 namespace {
 
 std::string previousTransition(const nlohmann::json& previous, const std::string& type,

@@ -1,10 +1,10 @@
-#include "tools/kubelet-standin/quantity.hpp"
+#include "libcore/alloc/quantity.hpp"
 
 #include <array>
 #include <cctype>
 #include <utility>
 
-namespace kc::kubelet {
+namespace kc::alloc {
 namespace {
 
 __extension__ typedef __int128 i128;  // exact products of up to 100-bit mantissas
@@ -164,4 +164,4 @@ std::string formatResourceAmount(std::string_view resource, std::int64_t amount)
   return std::to_string(amount);
 }
 
-}  // namespace kc::kubelet
+}  // namespace kc::alloc

@@ -9,7 +9,7 @@
 
 #include "libcore/base/result.hpp"
 
-namespace kc::kubelet {
+namespace kc::alloc {
 
 // Value of `text` times 1000 (millis), rounded up. Error "invalid" on anything that is not a
 // quantity, on negative values and on values above 2^62.
@@ -22,4 +22,4 @@ Result<std::int64_t> parseResourceAmount(std::string_view resource, std::string_
 // The inverse, for Node capacity/allocatable: "1500m" / "2" for cpu, plain integers else.
 std::string formatResourceAmount(std::string_view resource, std::int64_t amount);
 
-}  // namespace kc::kubelet
+}  // namespace kc::alloc
