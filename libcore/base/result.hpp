@@ -3,8 +3,15 @@
 // Used instead of exceptions at every boundary where bad input is expected (API objects,
 // annotations, HTTP bodies, fabric replies, files); exceptions remain for programming
 // errors and start-up misconfiguration.
+//
+// One shape for every layer: the error type is kc::Error unless a layer needs a richer one
+// that callers branch on (libcore/kube: ApiResult<T> = Result<T, kube::ApiError>, with the HTTP
+// status and the Kubernetes Status reason). A richer error says how it reads as a kc::Error
+// (toError()), and a Result carrying it converts to Result<T> where a caller only reports.
 
+#include <concepts>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -23,11 +30,26 @@ inline Error makeError(std::string code, std::string message) {
   return Error{std::move(code), std::move(message)};
 }
 
-template <typename T>
+// An error type richer than Error that can be reported as one.
+template <typename E>
+concept ReportableError = !std::same_as<E, Error> && requires(const E& e) {
+  { e.toError() } -> std::convertible_to<Error>;
+};
+
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
+  using ErrorType = E;
+
   Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+  Result(E error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
+
+  // Result<T, RichError> -> Result<T>: the value moves over, the error becomes its toError().
+  template <ReportableError E2>
+    requires std::same_as<E, Error>
+  Result(Result<T, E2> other)  // NOLINT: implicit by design, like the two above
+      : state_(other.ok() ? std::variant<T, E>(std::in_place_index<0>, std::move(other).value())
+                          : std::variant<T, E>(std::in_place_index<1>, other.error().toError())) {}
 
   bool ok() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -42,13 +64,13 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
 
   // Precondition: !ok().
-  const Error& error() const& { return std::get<1>(state_); }
-  Error&& error() && { return std::get<1>(std::move(state_)); }
+  const E& error() const& { return std::get<1>(state_); }
+  E&& error() && { return std::get<1>(std::move(state_)); }
 
   T valueOr(T fallback) const& { return ok() ? value() : std::move(fallback); }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
 // Result of an operation that yields nothing but may fail.

@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -55,27 +54,10 @@ ApiError parseStatusError(int httpCode, std::string_view body, std::string_view 
 // Parses a Status object already decoded (a watch ERROR event's object).
 ApiError statusFromJson(const nlohmann::json& status);
 
+// The result of an API call: kc::Result with ApiError as its error, so it has the one Result
+// shape and converts to kc::Result<T> (error: toError()) where a caller only reports.
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
-  ApiResult(ApiError error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
-
-  bool ok() const noexcept { return state_.index() == 0; }
-  explicit operator bool() const noexcept { return ok(); }
-  T& value() & { return std::get<0>(state_); }
-  const T& value() const& { return std::get<0>(state_); }
-  T&& value() && { return std::get<0>(std::move(state_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  const ApiError& error() const& { return std::get<1>(state_); }
-  ApiError&& error() && { return std::get<1>(std::move(state_)); }
-
- private:
-  std::variant<T, ApiError> state_;
-};
+using ApiResult = kc::Result<T, ApiError>;
 
 using ApiStatus = ApiResult<kc::Ok>;
 

@@ -81,3 +81,45 @@ TEST_CASE("fake clock: waitUntil wakes on its condition or at the deadline", "[b
     CHECK_FALSE(clock.advanceToNextDeadline());
   }
 }
+
+TEST_CASE("fake clock: auto-advance turns sleeps into recorded time steps", "[base][clock]") {
+  FakeClock clock;
+  clock.setAutoAdvance(true);
+  const auto t0 = clock.now();
+  clock.sleepFor(300ms);  // returns at once on this thread, time has moved
+  clock.sleepFor(0ms);
+  clock.sleepFor(2s);
+  CHECK(clock.now() - t0 == 2300ms);
+  CHECK(clock.requestedWaits() == std::vector<std::chrono::nanoseconds>{300ms, 0ms, 2s});
+  CHECK(clock.waiters() == 0);
+}
+
+TEST_CASE("fake clock: awaitWaiting says when every loop thread has finished its round", "[base][clock]") {
+  FakeClock clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::atomic<int> rounds{0};
+  auto loop = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!clock.waitFor(lock, cv, 100ms, [&] { return stop; })) {
+      ++rounds;
+    }
+  };
+  std::thread a(loop);
+  std::thread b(loop);
+  REQUIRE(clock.awaitWaiting(2, 2));
+  CHECK(rounds == 0);
+  CHECK_FALSE(clock.awaitWaiting(3, 2, 50ms));  // nobody has gone round yet
+  clock.advance(100ms);
+  REQUIRE(clock.awaitWaiting(4, 2));  // both woke, counted a round and wait again
+  CHECK(rounds == 2);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  a.join();
+  b.join();
+  CHECK(clock.waiters() == 0);
+}

@@ -50,3 +50,29 @@ TEST_CASE("Status distinguishes success from a failure reason") {
   CHECK_FALSE(failed.ok());
   CHECK(failed.error() == kc::Error{"conflict", "object was modified"});
 }
+
+namespace {
+
+// A richer error a layer may carry (like kube::ApiError): branchable fields plus toError().
+struct HttpError {
+  int status = 0;
+  kc::Error toError() const { return kc::makeError(status >= 500 ? "unavailable" : "invalid", "HTTP " + std::to_string(status)); }
+};
+
+}  // namespace
+
+TEST_CASE("Result with a richer error keeps it, and converts to Result<T> for reporting") {
+  kc::Result<std::unique_ptr<int>, HttpError> rich = HttpError{503};
+  REQUIRE_FALSE(rich.ok());
+  CHECK(rich.error().status == 503);
+  kc::Result<std::unique_ptr<int>> reported = std::move(rich);
+  CHECK(reported.error() == kc::Error{"unavailable", "HTTP 503"});
+  kc::Result<std::unique_ptr<int>, HttpError> value = std::make_unique<int>(9);
+  kc::Result<std::unique_ptr<int>> moved = std::move(value);  // move-only values move over
+  REQUIRE(moved.ok());
+  CHECK(**moved == 9);
+  // Only errors that say toError() convert; kc::Error itself needs no conversion.
+  static_assert(std::is_convertible_v<kc::Result<int, HttpError>, kc::Result<int>>);
+  static_assert(!std::is_convertible_v<kc::Result<int, std::string>, kc::Result<int>>);
+  static_assert(!std::is_convertible_v<kc::Result<int>, kc::Result<int, HttpError>>);
+}

@@ -58,3 +58,21 @@ TEST_CASE("error codes map to kc::Error words", "[kube][error]") {
   CHECK(parseStatusError(code, "").toError().code == word);
   CHECK(kc::kube::transportError("connect refused").toError().code == "unavailable");
 }
+
+TEST_CASE("ApiResult is kc::Result with the API error, and reports as kc::Result", "[kube][error]") {
+  static_assert(std::is_same_v<kc::kube::ApiResult<int>, kc::Result<int, kc::kube::ApiError>>);
+  static_assert(std::is_same_v<kc::kube::ApiStatus, kc::Result<kc::Ok, kc::kube::ApiError>>);
+  kc::kube::ApiResult<int> good = 7;
+  kc::kube::ApiResult<int> missing = parseStatusError(
+      404, R"({"kind":"Status","status":"Failure","message":"pods \"p\" not found","reason":"NotFound","code":404})");
+  REQUIRE(missing.error().isNotFound());  // callers that branch keep the typed error
+  // Callers that only report get the one kc::Error shape: the value kept, the error mapped.
+  kc::Result<int> reportedGood = good;
+  kc::Result<int> reportedMissing = missing;
+  REQUIRE(reportedGood.ok());
+  CHECK(*reportedGood == 7);
+  REQUIRE_FALSE(reportedMissing.ok());
+  CHECK(reportedMissing.error() == kc::Error{"not_found", "HTTP 404 NotFound: pods \"p\" not found"});
+  kc::Status throttled = kc::kube::ApiStatus(parseStatusError(429, ""));
+  CHECK(throttled.error().code == "throttled");
+}
