@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <random>
@@ -84,13 +86,17 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
   };
   Informer informer(*reader, io);
   // A handler-side mirror built only from callbacks: it must end equal to the cache.
-  std::mutex mirrorMu;
+  std::mutex mirrorMu;  // guards mirror and mirrorChanges
+  std::condition_variable mirrorCv;
   std::map<std::string, std::string> mirror;
+  std::uint64_t mirrorChanges = 0;  // handler calls so far: the test waits on these, not on time
   std::atomic<int> badUpdates{0};
   informer.addHandler(ResourceEventHandler{
       [&](const ObjectPtr& o) {
         std::lock_guard<std::mutex> lock(mirrorMu);
         mirror[objectKey(*o)] = objectResourceVersion(*o);
+        ++mirrorChanges;
+        mirrorCv.notify_all();
       },
       [&](const ObjectPtr& oldObj, const ObjectPtr& o) {
         std::lock_guard<std::mutex> lock(mirrorMu);
@@ -98,10 +104,14 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
           ++badUpdates;  // Catch2 assertions are not thread-safe: count here, check below
         }
         mirror[objectKey(*o)] = objectResourceVersion(*o);
+        ++mirrorChanges;
+        mirrorCv.notify_all();
       },
       [&](const ObjectPtr& o) {
         std::lock_guard<std::mutex> lock(mirrorMu);
         mirror.erase(objectKey(*o));
+        ++mirrorChanges;
+        mirrorCv.notify_all();
       }});
   informer.start();
   REQUIRE(informer.waitForSync(10s));
@@ -173,9 +183,20 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
   CHECK(failures == 0);
   CHECK(chaosFailures == 0);
   const auto want = serverState(*writer, gvr::configMaps(), ns);
+  // Converged? Re-checked after each change the handlers report (and once a second in case a
+  // change reached the cache without one); 60 s is only the guard against a hang.
   const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (cacheState(informer.store()) != want && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
+  for (;;) {
+    std::uint64_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(mirrorMu);
+      seen = mirrorChanges;
+    }
+    if (cacheState(informer.store()) == want || std::chrono::steady_clock::now() >= deadline) {
+      break;
+    }
+    std::unique_lock<std::mutex> lock(mirrorMu);
+    mirrorCv.wait_for(lock, 1s, [&] { return mirrorChanges != seen; });
   }
   const auto stats = informer.stats();
   const std::string lastRv = informer.lastResourceVersion();
