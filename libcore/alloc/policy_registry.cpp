@@ -30,6 +30,17 @@ constexpr std::array kGpuPolicies{
     gpuEntry<FirstFitGpuPolicy>(false),
 };
 
+template <typename P>
+constexpr QueuePolicy queueEntry() {
+  return QueuePolicy{P::kName, P::kDescription, P::kDiscipline};
+}
+
+constexpr std::array kQueuePolicies{
+    queueEntry<FcfsQueuePolicy>(),
+    queueEntry<GreedyBackfillQueuePolicy>(),
+    queueEntry<EasyBackfillQueuePolicy>(),
+};
+
 template <typename Table>
 std::string knownNames(const Table& table) {
   std::string names;
@@ -47,6 +58,10 @@ std::span<const NodePolicy> nodePolicies() {
 }
 std::span<const GpuPolicy> gpuPolicies() {
   return kGpuPolicies;
+}
+
+std::span<const QueuePolicy> queuePolicies() {
+  return kQueuePolicies;
 }
 
 Result<NodePolicy> findNodePolicy(std::string_view name) {
@@ -67,6 +82,20 @@ Result<GpuPolicy> findGpuPolicy(std::string_view name) {
   }
   return makeError("not_found", "unknown GPU policy '" + std::string(name) +
                                     "' (known: " + knownNames(kGpuPolicies) + ")");
+}
+
+}  // namespace kc::alloc
+
+namespace kc::alloc {
+
+Result<QueuePolicy> findQueuePolicy(std::string_view name) {
+  for (const QueuePolicy& p : kQueuePolicies) {
+    if (p.name == name) {
+      return p;
+    }
+  }
+  return makeError("not_found", "unknown queue policy '" + std::string(name) +
+                                    "' (known: " + knownNames(kQueuePolicies) + ")");
 }
 
 }  // namespace kc::alloc

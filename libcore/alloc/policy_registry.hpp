@@ -10,6 +10,7 @@
 #include <span>
 #include <string_view>
 
+#include "libcore/alloc/backfill.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/base/result.hpp"
@@ -19,13 +20,17 @@ namespace kc::alloc {
 // Default policies: the paper's node scoring and our GPU choice.
 inline constexpr std::string_view kDefaultNodePolicy = Eq1NodePolicy::kName;
 inline constexpr std::string_view kDefaultGpuPolicy = UnattachedFirstGpuPolicy::kName;
+// The queue: the paper's FCFS (backfill.hpp holds the others).
+inline constexpr std::string_view kDefaultQueuePolicy = FcfsQueuePolicy::kName;
 
 // All policies, in a fixed order (paper policies first, then baselines).
 std::span<const NodePolicy> nodePolicies();
 std::span<const GpuPolicy> gpuPolicies();
+std::span<const QueuePolicy> queuePolicies();
 
 // Lookup by exact name. Error "not_found" whose message lists the known names.
 Result<NodePolicy> findNodePolicy(std::string_view name);
 Result<GpuPolicy> findGpuPolicy(std::string_view name);
+Result<QueuePolicy> findQueuePolicy(std::string_view name);
 
 }  // namespace kc::alloc

@@ -74,6 +74,10 @@ std::string policyList() {
   for (const auto& p : alloc::gpuPolicies()) {
     s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
   }
+  s += "queue policies:\n";
+  for (const auto& p : alloc::queuePolicies()) {
+    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
+  }
   return s;
 }
 
@@ -402,7 +406,9 @@ int runUnguarded(int argc, char** argv) {
                  "of the measured 17-22 s; 0 allowed")
       ->capture_default_str()
       ->group(be);
-  app.add_option("--queue", o.queue, "fcfs (the paper) or backfill (greedy, beyond the paper)")
+  app.add_option("--queue", o.queue, "queue policy: fcfs (the paper), backfill (greedy, beyond the paper) or easy-backfill "
+                 "(beyond the paper: the head gets a reservation counting its GPU moves, later "
+                 "jobs start only if they do not delay it)")
       ->capture_default_str()
       ->group(be);
   app.add_flag("--list-policies", o.listPolicies, "print the registered policies and exit")
@@ -452,13 +458,11 @@ int runUnguarded(int argc, char** argv) {
   } else {
     return fail("--mode must be 'composable' or 'preconfigured'");
   }
-  if (o.queue == "fcfs") {
-    config.queue = QueueDiscipline::Fcfs;
-  } else if (o.queue == "backfill") {
-    config.queue = QueueDiscipline::Backfill;
-  } else {
-    return fail("--queue must be 'fcfs' or 'backfill'");
+  auto qp = alloc::findQueuePolicy(o.queue);
+  if (!qp) {
+    return fail(qp.error().message);
   }
+  config.queue = qp->discipline;
   config.moveTime = static_cast<SimMs>(std::llround(o.moveTimeS * kMsPerSecond));
 
   auto cluster = loadCluster(o);

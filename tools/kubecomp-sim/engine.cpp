@@ -251,6 +251,7 @@ class Engine {
             return internal("releaseGpu", s.error());
           }
         }
+        running_.erase(e.job);
         runningGpus_[e.job].clear();
         runningGpus_[e.job].shrink_to_fit();
         if (auto s =
@@ -354,6 +355,9 @@ class Engine {
   }
 
   Status schedule(SimMs now) {
+    if (config_.queue == QueueDiscipline::EasyBackfill) {
+      return scheduleEasy(now);
+    }
     if (config_.queue == QueueDiscipline::Fcfs) {
       while (!queue_.empty()) {
         const std::uint32_t head = queue_.front();
@@ -400,6 +404,91 @@ class Engine {
         failed.emplace_back(pod, filter);
         ++it;
       }
+    }
+    return okStatus();
+  }
+
+  // EASY backfill: FCFS while the head fits; then the head gets a reservation and each later
+  // job starts only if alloc::backfillKeeps says the reservation stays no later. A job that
+  // does not fit now makes every job at least as large skip the test (as in greedy backfill);
+  // one that would delay the head says nothing about others (a larger one may go elsewhere).
+  Status scheduleEasy(SimMs now) {
+    while (!queue_.empty()) {
+      auto placed = tryPlace(queue_.front(), now);
+      if (!placed) {
+        return placed.error();
+      }
+      if (!*placed) {
+        break;
+      }
+      queue_.pop_front();
+    }
+    if (queue_.size() < 2) {
+      return okStatus();
+    }
+    const std::uint32_t head = queue_.front();
+    const alloc::PodRequest headPod = podOf(trace_.jobs[head]);
+    const alloc::GpuModelFilter& headModels = filters_[trace_.jobs[head].gpuSpec];
+    std::vector<alloc::RunningPod> running;
+    running.reserve(running_.size());
+    for (std::uint32_t r : running_) {
+      const Job& job = trace_.jobs[r];
+      running.push_back(alloc::RunningPod{result_.jobs[r].node, podOf(job), runningGpus_[r],
+                                          result_.jobs[r].end});
+    }
+    const alloc::PlacementRules rules{config_.mode, config_.nodePolicy, config_.gpuPolicy,
+                                      config_.moveTime};
+    alloc::FabricClock fabric{poolBusyUntil_};
+    auto reservation = alloc::reserveHead(state_, running, fabric, headPod, headModels, rules, now);
+    if (!reservation) {
+      // The head was runnable on the empty cluster, so it fits once everything has ended.
+      return internal("reserveHead", reservation.error());
+    }
+    if (config_.onReserve) {
+      config_.onReserve(head, reservation->start, now);
+    }
+    std::vector<std::pair<alloc::PodRequest, std::uint32_t>> failed;
+    for (auto it = std::next(queue_.begin()); it != queue_.end();) {
+      const Job& job = trace_.jobs[*it];
+      const alloc::PodRequest pod = podOf(job);
+      const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const auto& fail) {
+        const alloc::PodRequest& f = fail.first;
+        return (filters_[fail.second].acceptsAny() || fail.second == job.gpuSpec) &&
+               pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
+      });
+      if (dominated) {
+        ++it;
+        continue;
+      }
+      ++result_.placementAttempts;
+      auto keeps = alloc::backfillKeeps(state_, running, fabric, *reservation, headPod, headModels,
+                                        pod, filters_[job.gpuSpec], job.duration, rules, rng_, now);
+      if (!keeps) {
+        if (keeps.error().code == "unschedulable") {
+          failed.emplace_back(pod, job.gpuSpec);
+        } else if (keeps.error().code != "conflict") {
+          return internal("backfillKeeps", keeps.error());
+        }
+        ++it;
+        continue;
+      }
+      const std::uint32_t j = *it;
+      auto placed = tryPlace(j, now);
+      if (!placed) {
+        return placed.error();
+      }
+      if (!*placed) {
+        return makeError("internal", "simulator: job '" + job.id +
+                                         "' passed the backfill test but did not fit");
+      }
+      running.push_back(alloc::RunningPod{result_.jobs[j].node, pod, runningGpus_[j],
+                                          result_.jobs[j].end});
+      fabric.busyUntil = poolBusyUntil_;
+      if (keeps->start != reservation->start && config_.onReserve) {
+        config_.onReserve(head, keeps->start, now);
+      }
+      *reservation = *keeps;
+      it = queue_.erase(it);
     }
     return okStatus();
   }
@@ -503,6 +592,9 @@ class Engine {
     if (config_.onPlace) {
       config_.onPlace(j, node, moved, mine);
     }
+    if (config_.queue == QueueDiscipline::EasyBackfill) {
+      running_.insert(j);
+    }
     JobOutcome& out = result_.jobs[j];
     out.start = ready;
     if (__builtin_add_overflow(ready, job.duration, &out.end) || out.end > kMaxSimMs) {
@@ -532,6 +624,7 @@ class Engine {
   std::vector<alloc::NodeIndex> candidates_;              // scratch of chooseNode
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::deque<std::uint32_t> queue_;
+  std::set<std::uint32_t> running_;  // easy-backfill only: jobs placed and not ended
   std::uint32_t failedHead_ = kNone;
   std::vector<alloc::GpuModelFilter> filters_;  // per Trace::gpuSpecs entry; [0] accepts any
   SimResult result_;

@@ -4,11 +4,16 @@
 // multi-pool filter; chooseGpus: Algorithm 1 / ours / baselines), run for their duration, and
 // leave. Only the clock differs from the daemons: here it is simulated time.
 //
-// Queue disciplines:
-//   fcfs      the paper's First-Come-First-Serve: only the oldest waiting job may start; when
-//             it does not fit, every later job waits too (head-of-line blocking). Default.
-//   backfill  BEYOND THE PAPER: greedy backfill, any waiting job that fits starts, oldest
-//             first (no reservation for the head, so large jobs may be delayed).
+// Queue disciplines (alloc::QueueDiscipline, chosen by name from the policy registry):
+//   fcfs           the paper's First-Come-First-Serve: only the oldest waiting job may start;
+//                  when it does not fit, every later job waits too (head-of-line blocking).
+//                  Default.
+//   backfill       BEYOND THE PAPER: greedy backfill, any waiting job that fits starts, oldest
+//                  first (no reservation for the head, so large jobs may be delayed).
+//   easy-backfill  BEYOND THE PAPER: EASY backfill (libcore/alloc/backfill.hpp): the head gets
+//                  a reservation (node, earliest start counting its GPU moves); a later job
+//                  starts now only if the head's reservation stays no later. Durations are
+//                  known in a trace, so a job's expected end is its real end.
 //
 // Composable mode: when the chosen node lacks GPUs (deficit > 0), the chosen GPUs are moved to
 // it. Moves in one pool are serialised (one fabric, reconfig-mgr serialises per pool), each
@@ -24,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/alloc/backfill.hpp"
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/pool_model.hpp"
@@ -32,7 +38,7 @@
 
 namespace kc::sim {
 
-enum class QueueDiscipline : std::uint8_t { Fcfs, Backfill };
+using QueueDiscipline = alloc::QueueDiscipline;
 
 // Measured on the H3 Falcon 4005 (reference logs): one GPU's reconfiguration takes 17-22 s end
 // to end (unassign 5-8 s + assign 8-16 s); we take the midpoint.
@@ -52,6 +58,9 @@ struct SimConfig {
   std::function<void(std::size_t, alloc::NodeIndex, const std::vector<alloc::GpuIndex>&,
                      const std::vector<alloc::GpuIndex>&)>
       onPlace;
+  // easy-backfill only: called with (head job index, its reserved start, now) each time the
+  // head's reservation is made or renewed; may be empty. Tests check it never moves later.
+  std::function<void(std::size_t, SimMs, SimMs)> onReserve;
 };
 
 // Defaults: eq1 node policy, our GPU policy.

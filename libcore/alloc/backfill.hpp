@@ -1,0 +1,142 @@
+#pragma once
+// Queue policies (beyond the paper; the paper runs strict FCFS): which waiting pods may start
+// now. EASY backfill with a reservation for the head, as HPC batch schedulers do:
+//
+//   1. The head (oldest waiting pod) that does not fit now gets a reservation: the node and the
+//      earliest start, found by releasing the running pods in order of their expected end on a
+//      copy of the pool model and asking node selection (Eq. 1 and the pool filter, the same
+//      call the placement makes) at each release instant. The start counts the GPU moves the
+//      head will need: max(fit time, its pool's fabric busy-until) + deficit x move time.
+//   2. A later pod may start now only if the head's reservation, computed again with that pod
+//      placed (its GPUs moved, its fabric time taken, its expected end known), is no later. This
+//      covers both classic EASY cases (it uses resources the reservation does not need, or it
+//      ends before the reservation) and the composable ones (it takes fabric time from the
+//      head's pool, or it leaves moved GPUs where the head needs them).
+//
+// So the head's reserved start never moves later because of a backfilled pod, and no pod
+// starves: every pod that can run on the empty cluster reaches the head and then starts by its
+// reservation. Pure code: no I/O, threads or clocks; times are passed in (any unit, e.g. ms).
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/gpu_model.hpp"
+#include "libcore/alloc/node_score.hpp"
+#include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/rng.hpp"
+#include "libcore/base/result.hpp"
+
+namespace kc::alloc {
+
+enum class QueueDiscipline : std::uint8_t {
+  Fcfs,          // the paper: only the head may start; it blocks every later pod
+  Backfill,      // greedy: any waiting pod that fits starts, oldest first, no reservation
+  EasyBackfill,  // a reservation for the head; later pods start only if they keep it
+};
+
+// A registry entry (policy_registry.hpp lists them; the simulator and the scheduler select one
+// by name).
+struct QueuePolicy {
+  std::string_view name;
+  std::string_view description;
+  QueueDiscipline discipline;
+};
+
+struct FcfsQueuePolicy {
+  static constexpr std::string_view kName = "fcfs";
+  static constexpr std::string_view kDescription =
+      "paper: first come first serve, the head blocks every later pod";
+  static constexpr QueueDiscipline kDiscipline = QueueDiscipline::Fcfs;
+};
+struct GreedyBackfillQueuePolicy {
+  static constexpr std::string_view kName = "backfill";
+  static constexpr std::string_view kDescription =
+      "greedy: any waiting pod that fits starts, oldest first (large pods may starve)";
+  static constexpr QueueDiscipline kDiscipline = QueueDiscipline::Backfill;
+};
+struct EasyBackfillQueuePolicy {
+  static constexpr std::string_view kName = "easy-backfill";
+  static constexpr std::string_view kDescription =
+      "the head gets a reservation (node, start counting GPU moves); later pods start only if "
+      "they do not delay it";
+  static constexpr QueueDiscipline kDiscipline = QueueDiscipline::EasyBackfill;
+};
+
+// How pods are placed: the same policies the placement itself uses.
+struct PlacementRules {
+  Composability mode = Composability::Composable;
+  NodePolicy nodePolicy{};
+  GpuPolicy gpuPolicy{};
+  std::int64_t moveTime = 0;  // per GPU; moves in one pool are serialised
+};
+
+// A pod holding resources until its expected end.
+struct RunningPod {
+  NodeIndex node = kNoNode;
+  PodRequest pod{};
+  std::vector<GpuIndex> gpus{};  // the GPUs it runs on (all in use)
+  std::int64_t end = 0;          // expected end
+};
+
+// The fabric: each pool moves one GPU at a time, busy until busyUntil[pool].
+struct FabricClock {
+  std::vector<std::int64_t> busyUntil{};  // per pool
+};
+
+struct Reservation {
+  NodeIndex node = kNoNode;
+  std::int64_t start = 0;       // earliest start, moves included
+  std::int64_t fitTime = 0;     // when the resources are free (start - moves and fabric wait)
+  std::uint32_t gpusToMove = 0;
+  friend bool operator==(const Reservation&, const Reservation&) = default;
+};
+
+// Node selection as the placement runs it: selectNode, or selectNodeForModels for a filter.
+Result<NodeChoice> selectNodeFor(const ClusterState& state, const PodRequest& pod,
+                                 const GpuModelFilter& models, const PlacementRules& rules);
+
+// The head's reservation at time `now`. `running` in any order; a pod ending at or before
+// `now` counts as ended. The first instant (now, then each distinct end) at which node
+// selection finds a node gives the reservation, with start = max(instant, busyUntil[pool]) +
+// deficit x moveTime. Errors: "unschedulable" (the head fits even with every running pod
+// ended nowhere), "invalid" (bad indices in `running`, busyUntil not one entry per pool).
+Result<Reservation> reserveHead(const ClusterState& state, std::span<const RunningPod> running,
+                                const FabricClock& fabric, const PodRequest& head,
+                                const GpuModelFilter& headModels, const PlacementRules& rules,
+                                std::int64_t now);
+
+// What placing a pod now did: its node, the GPUs moved to it, the GPUs it runs on, its start
+// (after the moves) and the fabric clock after.
+struct Placement {
+  NodeIndex node = kNoNode;
+  std::vector<GpuIndex> moved{};
+  std::vector<GpuIndex> gpus{};
+  std::int64_t start = 0;
+};
+
+// Places `pod` now on `state` as the placement does (node selection, chooseGpus for the
+// deficit, the moves, the GPUs taken first-free in the node's order, CPU and memory reserved)
+// and advances `fabric`. Error "unschedulable" (nothing fits now; nothing changes), or the
+// pool model's error.
+Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRequest& pod,
+                           const GpuModelFilter& models, const PlacementRules& rules,
+                           SplitMix64* rng, std::int64_t now);
+
+// The EASY test for one later pod: would starting `candidate` now (placed as placeNow would,
+// with `rng` copied, so the caller's real placement is the same) keep the head's reservation
+// no later than `current`? On yes, returns the new reservation (never later than `current`;
+// earlier when the candidate frees what the head waits for). Errors: "unschedulable" (the
+// candidate does not fit now), "conflict" (it would delay the head: the message gives both
+// starts); others as above.
+Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const RunningPod> running,
+                                  const FabricClock& fabric, const Reservation& current,
+                                  const PodRequest& head, const GpuModelFilter& headModels,
+                                  const PodRequest& candidate,
+                                  const GpuModelFilter& candidateModels,
+                                  std::int64_t candidateDuration, const PlacementRules& rules,
+                                  SplitMix64 rng, std::int64_t now);
+
+}  // namespace kc::alloc
