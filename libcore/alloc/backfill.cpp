@@ -11,8 +11,8 @@ Error tooLate() {
 }
 
 // max(at, busyUntil) + deficit x moveTime, checked.
-Result<std::int64_t> startAfterMoves(std::int64_t at, std::int64_t busyUntil,
-                                     std::uint32_t deficit, std::int64_t moveTime) {
+Result<std::int64_t> startAfterMoves(std::int64_t at, std::int64_t busyUntil, std::uint32_t deficit,
+                                     std::int64_t moveTime) {
   if (deficit == 0) {
     return at;
   }
@@ -88,9 +88,9 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
       return choice.error();
     }
     if (next == byEnd.size()) {
-      return makeError("unschedulable",
-                       "the head does not fit even when every running pod has ended: " +
-                           choice.error().message);
+      return makeError(
+          "unschedulable",
+          "the head does not fit even when every running pod has ended: " + choice.error().message);
     }
     instant = std::max(instant, byEnd[next]->end);
   }
@@ -182,8 +182,8 @@ Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const Run
   }
   if (after->start > current.start) {
     return makeError("conflict", "starting it now would delay the head's reservation from " +
-                                          std::to_string(current.start) + " to " +
-                                          std::to_string(after->start));
+                                     std::to_string(current.start) + " to " +
+                                     std::to_string(after->start));
   }
   return *after;
 }

@@ -88,8 +88,8 @@ struct FabricClock {
 
 struct Reservation {
   NodeIndex node = kNoNode;
-  std::int64_t start = 0;       // earliest start, moves included
-  std::int64_t fitTime = 0;     // when the resources are free (start - moves and fabric wait)
+  std::int64_t start = 0;    // earliest start, moves included
+  std::int64_t fitTime = 0;  // when the resources are free (start - moves and fabric wait)
   std::uint32_t gpusToMove = 0;
   friend bool operator==(const Reservation&, const Reservation&) = default;
 };

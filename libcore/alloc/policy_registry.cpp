@@ -51,6 +51,18 @@ std::string knownNames(const Table& table) {
   return names;
 }
 
+// Lookup by exact name; error "not_found" listing the known names.
+template <typename Policy, typename Table>
+Result<Policy> findByName(const Table& table, const char* kind, std::string_view name) {
+  for (const Policy& p : table) {
+    if (p.name == name) {
+      return p;
+    }
+  }
+  return makeError("not_found", "unknown " + std::string(kind) + " policy '" + std::string(name) +
+                                    "' (known: " + knownNames(table) + ")");
+}
+
 }  // namespace
 
 std::span<const NodePolicy> nodePolicies() {
@@ -65,37 +77,15 @@ std::span<const QueuePolicy> queuePolicies() {
 }
 
 Result<NodePolicy> findNodePolicy(std::string_view name) {
-  for (const NodePolicy& p : kNodePolicies) {
-    if (p.name == name) {
-      return p;
-    }
-  }
-  return makeError("not_found", "unknown node policy '" + std::string(name) +
-                                    "' (known: " + knownNames(kNodePolicies) + ")");
+  return findByName<NodePolicy>(kNodePolicies, "node", name);
 }
 
 Result<GpuPolicy> findGpuPolicy(std::string_view name) {
-  for (const GpuPolicy& p : kGpuPolicies) {
-    if (p.name == name) {
-      return p;
-    }
-  }
-  return makeError("not_found", "unknown GPU policy '" + std::string(name) +
-                                    "' (known: " + knownNames(kGpuPolicies) + ")");
+  return findByName<GpuPolicy>(kGpuPolicies, "GPU", name);
 }
 
-}  // namespace kc::alloc
-
-namespace kc::alloc {
-
 Result<QueuePolicy> findQueuePolicy(std::string_view name) {
-  for (const QueuePolicy& p : kQueuePolicies) {
-    if (p.name == name) {
-      return p;
-    }
-  }
-  return makeError("not_found", "unknown queue policy '" + std::string(name) +
-                                    "' (known: " + knownNames(kQueuePolicies) + ")");
+  return findByName<QueuePolicy>(kQueuePolicies, "queue", name);
 }
 
 }  // namespace kc::alloc

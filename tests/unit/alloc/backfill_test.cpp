@@ -18,8 +18,7 @@ using kc::alloc::test::makeCluster;
 namespace {
 
 PlacementRules rules(std::int64_t moveTime, Composability mode = Composability::Composable) {
-  return PlacementRules{mode, *findNodePolicy("eq1"), *findGpuPolicy("unattached-first"),
-                        moveTime};
+  return PlacementRules{mode, *findNodePolicy("eq1"), *findGpuPolicy("unattached-first"), moveTime};
 }
 
 PodRequest pod(std::uint32_t gpus, std::uint64_t cpuMilli = 1000) {
@@ -100,10 +99,10 @@ TEST_CASE("backfillKeeps: who may jump the head, by hand (composable)", "[alloc]
   REQUIRE(head->start == 140);
   auto [gpus, cpu, duration, keeps, code] =
       GENERATE(table<std::uint32_t, std::uint64_t, std::int64_t, bool, std::string>({
-          {1, 1000, 30, true, ""},             // ends at 30, before the head's fit time 100
-          {4, 1000, 100, true, ""},            // ends exactly at the fit time 100
-          {1, 1000, 101, false, "conflict"},   // still holds a GPU at 100: head waits to 141+
-          {0, 1000, 5000, true, ""},           // CPU only: takes nothing the head needs
+          {1, 1000, 30, true, ""},                 // ends at 30, before the head's fit time 100
+          {4, 1000, 100, true, ""},                // ends exactly at the fit time 100
+          {1, 1000, 101, false, "conflict"},       // still holds a GPU at 100: head waits to 141+
+          {0, 1000, 5000, true, ""},               // CPU only: takes nothing the head needs
           {0, 70000, 10, false, "unschedulable"},  // more CPU than a node has: no fit now
           {5, 1000, 10, false, "unschedulable"},   // 5 GPUs: only 4 free now
       }));
@@ -161,11 +160,11 @@ TEST_CASE("backfillKeeps: preconfigured, by hand", "[alloc][backfill]") {
   REQUIRE(head.ok());
   CHECK(head->start == 50);
   CHECK(head->node == *c.findNode("n2"));
-  auto [duration, keeps] = GENERATE(table<std::int64_t, bool>({{40, true}, {50, true},
-                                                               {51, false}, {100, false}}));
+  auto [duration, keeps] =
+      GENERATE(table<std::int64_t, bool>({{40, true}, {50, true}, {51, false}, {100, false}}));
   CAPTURE(duration);
-  auto k = backfillKeeps(c, running, FabricClock{{0}}, *head, pod(4), {}, pod(2), {}, duration,
-                         r, SplitMix64(1), 0);
+  auto k = backfillKeeps(c, running, FabricClock{{0}}, *head, pod(4), {}, pod(2), {}, duration, r,
+                         SplitMix64(1), 0);
   CHECK(k.ok() == keeps);
 }
 
@@ -210,8 +209,9 @@ TEST_CASE("easy backfill property: the head's reservation never moves later, nob
     for (int n = 0; n < nodes; ++n) {
       const auto g = static_cast<std::uint32_t>(uni(0, 4));
       poolGpus += g;
-      b.node(kc::alloc::test::named("n", static_cast<std::uint64_t>(p), static_cast<std::uint64_t>(n)),
-             g, 0, 16'000, 64 * 1024);
+      b.node(
+          kc::alloc::test::named("n", static_cast<std::uint64_t>(p), static_cast<std::uint64_t>(n)),
+          g, 0, 16'000, 64 * 1024);
     }
     const auto u = static_cast<std::uint32_t>(uni(0, 3));
     b.unattached(u);
@@ -226,9 +226,10 @@ TEST_CASE("easy backfill property: the head's reservation never moves later, nob
   };
   std::vector<TestJob> jobs(static_cast<std::size_t>(uni(5, 25)));
   for (auto& j : jobs) {
-    j = TestJob{uni(0, 300), uni(1, 200),
-                PodRequest{static_cast<std::uint64_t>(uni(1, 16)) * 1000, 1024,
-                           static_cast<std::uint32_t>(uni(0, std::max<std::uint32_t>(minPoolGpus, 0)))}};
+    j = TestJob{
+        uni(0, 300), uni(1, 200),
+        PodRequest{static_cast<std::uint64_t>(uni(1, 16)) * 1000, 1024,
+                   static_cast<std::uint32_t>(uni(0, std::max<std::uint32_t>(minPoolGpus, 0)))}};
   }
   std::stable_sort(jobs.begin(), jobs.end(),
                    [](const TestJob& a, const TestJob& b) { return a.arrival < b.arrival; });
@@ -265,8 +266,8 @@ TEST_CASE("easy backfill property: the head's reservation never moves later, nob
         return false;
       }
       started[j] = placed->start;
-      running.push_back(RunningPod{placed->node, jobs[j].pod, placed->gpus,
-                                   placed->start + jobs[j].duration});
+      running.push_back(
+          RunningPod{placed->node, jobs[j].pod, placed->gpus, placed->start + jobs[j].duration});
       return true;
     };
     while (!queue.empty() && start(queue.front())) {
@@ -288,8 +289,8 @@ TEST_CASE("easy backfill property: the head's reservation never moves later, nob
       bestReservation[h] = res->start;
       for (auto it = std::next(queue.begin()); it != queue.end();) {
         const std::size_t j = *it;
-        auto keeps = backfillKeeps(state, running, fabric, *res, jobs[h].pod, {}, jobs[j].pod,
-                                   {}, jobs[j].duration, r, rng, now);
+        auto keeps = backfillKeeps(state, running, fabric, *res, jobs[h].pod, {}, jobs[j].pod, {},
+                                   jobs[j].duration, r, rng, now);
         if (!keeps) {
           REQUIRE((keeps.error().code == "unschedulable" || keeps.error().code == "conflict"));
           ++it;

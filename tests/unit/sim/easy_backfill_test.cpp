@@ -27,8 +27,8 @@ Job job(std::size_t i, double arrivalS, std::uint32_t gpus, double durationS,
   return j;
 }
 
-alloc::ClusterState cluster(const std::string& layout, std::uint32_t pools, std::uint32_t unattached,
-                            double cpus) {
+alloc::ClusterState cluster(const std::string& layout, std::uint32_t pools,
+                            std::uint32_t unattached, double cpus) {
   LayoutSpec spec;
   spec.pools = pools;
   spec.perNodeGpus = *parseLayout(layout);
@@ -128,8 +128,8 @@ TEST_CASE("easy-backfill: random traces keep every reservation, nobody starves",
       return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
     };
     const auto pools = static_cast<std::uint32_t>(uni(1, 2));
-    const auto c = cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools,
-                           static_cast<std::uint32_t>(uni(0, 2)), 32);
+    const auto c =
+        cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 2)), 32);
     Trace t;
     double at = 0;
     const int n = static_cast<int>(uni(10, 40));
