@@ -1,7 +1,8 @@
 #pragma once
-// Kubernetes resource quantities ("500m", "2", "1.5Gi", "1e3") as kubelet's admission reads
-// them: CPU in millicores, everything else in whole units, both rounded up (a request of
-// "0.5" pods or "1.5" bytes needs the next whole unit, as resource.Quantity.Value() does).
+// Kubernetes resource quantities ("500m", "2", "1.5Gi", "1e3") as kubelet's admission and
+// kube-scheduler read them: CPU in millicores, everything else in whole units, both rounded
+// up (a request of "0.5" pods or "1.5" bytes needs the next whole unit, as
+// resource.Quantity.Value() does).
 
 #include <cstdint>
 #include <string>

@@ -3,11 +3,11 @@
 // suffixes Ki..Ei, decimal n u m k M G T P E, exponents, Value()/MilliValue() round up), not
 // from the code under test. Moved here with the parser from the kubelet stand-in's tests.
 
+#include "libcore/alloc/quantity.hpp"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
-
-#include "libcore/alloc/quantity.hpp"
 
 using namespace kc::alloc;
 
@@ -32,9 +32,9 @@ TEST_CASE("quantities: millicores for cpu, whole units rounded up otherwise, bad
       {"memory", "1Ki", 1024},
       {"memory", "1k", 1000},
       {"memory", "1e3", 1000},
-      {"memory", "1E3", 1000},   // exponent, not the exa suffix
+      {"memory", "1E3", 1000},                // exponent, not the exa suffix
       {"memory", "2E", 2000000000000000000},  // exa suffix
-      {"memory", "1e-3", 1},     // a thousandth of a byte is one byte
+      {"memory", "1e-3", 1},                  // a thousandth of a byte is one byte
       {"memory", "129M", 129000000},
       {"memory", "128974848", 128974848},
       {"pods", "110", 110},

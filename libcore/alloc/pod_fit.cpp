@@ -1,0 +1,90 @@
+#include "libcore/alloc/pod_fit.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace kc::alloc {
+namespace {
+
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+// Amounts are never negative (the parser refuses negative quantities), so only the upper end
+// can overflow.
+std::int64_t satAdd(std::int64_t a, std::int64_t b) {
+  return a > kMax - b ? kMax : a + b;
+}
+
+void addTo(Resources& into, const Resources& r) {
+  into.milliCpu = satAdd(into.milliCpu, r.milliCpu);
+  into.memory = satAdd(into.memory, r.memory);
+  into.ephemeralStorage = satAdd(into.ephemeralStorage, r.ephemeralStorage);
+  for (const auto& [name, amount] : r.scalar) {
+    auto& slot = into.scalar[name];
+    slot = satAdd(slot, amount);
+  }
+}
+
+void maxInto(Resources& into, const Resources& r) {
+  into.milliCpu = std::max(into.milliCpu, r.milliCpu);
+  into.memory = std::max(into.memory, r.memory);
+  into.ephemeralStorage = std::max(into.ephemeralStorage, r.ephemeralStorage);
+  for (const auto& [name, amount] : r.scalar) {
+    auto& slot = into.scalar[name];
+    slot = std::max(slot, amount);
+  }
+}
+
+void subtractFrom(Resources& from, const Resources& r) {
+  auto sub = [](std::int64_t& a, std::int64_t b) { a = a > b ? a - b : 0; };
+  sub(from.milliCpu, r.milliCpu);
+  sub(from.memory, r.memory);
+  sub(from.ephemeralStorage, r.ephemeralStorage);
+  for (const auto& [name, amount] : r.scalar) {
+    auto it = from.scalar.find(name);
+    if (it != from.scalar.end()) {
+      sub(it->second, amount);
+    }
+  }
+}
+
+}  // namespace
+
+Resources podRequests(const SchedPod& pod) {
+  Resources regular;
+  for (const auto& c : pod.containers) {
+    addTo(regular, c.requests);
+  }
+  Resources sidecars;  // the restartable init containers declared so far
+  Resources initMax;
+  for (const auto& c : pod.initContainers) {
+    Resources during;
+    if (c.restartable) {
+      addTo(regular, c.requests);
+      addTo(sidecars, c.requests);
+      during = sidecars;
+    } else {
+      during = c.requests;
+      addTo(during, sidecars);
+    }
+    maxInto(initMax, during);
+  }
+  maxInto(regular, initMax);
+  addTo(regular, pod.overhead);
+  return regular;
+}
+
+std::int64_t gpuRequest(const SchedPod& pod) {
+  return podRequests(pod).scalarOr0(kGpuResource);
+}
+
+void addPodUsage(NodeUsage& usage, const Resources& podRequest) {
+  addTo(usage.requested, podRequest);
+  usage.pods = satAdd(usage.pods, 1);
+}
+
+void removePodUsage(NodeUsage& usage, const Resources& podRequest) {
+  subtractFrom(usage.requested, podRequest);
+  usage.pods = usage.pods > 0 ? usage.pods - 1 : 0;
+}
+
+}  // namespace kc::alloc

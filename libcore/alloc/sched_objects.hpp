@@ -1,0 +1,124 @@
+#pragma once
+// The scheduler's compact view of Pods and Nodes: only what the node filters (node_filter.hpp)
+// and the effective request (pod_fit.hpp) read, as plain structs instead of whole API objects
+// (the informer cache of whole JSON objects costs about 8.5 KiB a pod). kubecomp-sched fills
+// them from its informers, the simulator builds them directly; both call the same filters.
+//
+// parsePod / parseNode read a Pod or Node object as the API server returns it (JSON) and
+// validate it strictly: a bad quantity, operator, effect or shape is an "invalid" error that
+// names the field (e.g. "spec.containers[0].resources.requests.cpu: quantity 'x': no digits").
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "libcore/alloc/gpu_model.hpp"
+#include "libcore/base/result.hpp"
+
+namespace kc::alloc {
+
+// The pooled-GPU extended resource (DESIGN.md section 3).
+inline constexpr std::string_view kGpuResource = "kubecomp.io/gpu";
+
+using StringMap = std::map<std::string, std::string, std::less<>>;
+
+// Amounts as kube-scheduler's framework.Resource keeps them: cpu in millicores, memory and
+// ephemeral storage in bytes, scalar resources (extended resources, hugepages-*,
+// attachable-volumes-*, kubernetes.io/-prefixed names) in whole units. Other resource names
+// are validated and then dropped, as the scheduler ignores them.
+struct Resources {
+  std::int64_t milliCpu = 0;
+  std::int64_t memory = 0;
+  std::int64_t ephemeralStorage = 0;
+  std::map<std::string, std::int64_t, std::less<>> scalar{};
+
+  std::int64_t scalarOr0(std::string_view name) const;
+  bool isZero() const;
+
+  friend bool operator==(const Resources&, const Resources&) = default;
+};
+
+// schedutil.IsScalarResourceName, simplified: a name with a '/' (an extended resource or a
+// kubernetes.io/-prefixed native one), or one starting with "hugepages-" or
+// "attachable-volumes-". (The API server has already checked the name's syntax.)
+bool isScalarResourceName(std::string_view name);
+
+struct ContainerRequest {
+  std::string name{};
+  Resources requests{};      // resources.requests, limits filling in missing entries
+  bool restartable = false;  // an init container with restartPolicy Always (a sidecar)
+};
+
+enum class SelectorOperator { In, NotIn, Exists, DoesNotExist, Gt, Lt };
+
+struct SelectorRequirement {
+  std::string key{};
+  SelectorOperator op = SelectorOperator::In;
+  std::vector<std::string> values{};
+};
+
+// One nodeSelectorTerm: its requirements are ANDed; the terms of a node selector are ORed.
+struct NodeSelectorTerm {
+  std::vector<SelectorRequirement> matchExpressions{};  // on node labels
+  std::vector<SelectorRequirement> matchFields{};       // key metadata.name, In/NotIn only
+};
+
+enum class TaintEffect { NoSchedule, PreferNoSchedule, NoExecute };
+
+struct Taint {
+  std::string key{};
+  std::string value{};
+  TaintEffect effect = TaintEffect::NoSchedule;
+};
+
+enum class TolerationOperator { Equal, Exists };
+
+struct Toleration {
+  std::string key{};  // empty (only with Exists): every key
+  TolerationOperator op = TolerationOperator::Equal;
+  std::string value{};
+  std::optional<TaintEffect> effect{};  // empty: every effect
+};
+
+struct SchedPod {
+  std::string ns{};
+  std::string name{};
+  std::string uid{};
+  std::string schedulerName{};  // "default-scheduler" when the object leaves it out
+  std::string nodeName{};       // set once bound (or when created pre-bound)
+  std::vector<ContainerRequest> containers{};
+  std::vector<ContainerRequest> initContainers{};
+  Resources overhead{};
+  StringMap nodeSelector{};
+  // spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+  // nullopt when the pod has no required node affinity (empty is refused by validation).
+  std::optional<std::vector<NodeSelectorTerm>> requiredNodeAffinity{};
+  std::vector<Toleration> tolerations{};
+  GpuModelFilter gpuModels{};  // annotation kubecomp.io/gpu-models
+};
+
+struct SchedNode {
+  std::string name{};
+  StringMap labels{};
+  std::vector<Taint> taints{};
+  Resources allocatable{};           // status.allocatable
+  std::int64_t allocatablePods = 0;  // status.allocatable.pods
+  bool unschedulable = false;        // spec.unschedulable (cordoned)
+};
+
+std::string_view taintEffectName(TaintEffect e);
+
+// Go's strconv.ParseInt(text, 10, 64), as Gt/Lt read label values: an optional sign and
+// decimal digits, nothing else, within int64.
+bool parseLabelInt(std::string_view text, std::int64_t& out);
+
+// A Pod object (v1) as the API returns it. Requires metadata.name and at least one container.
+Result<SchedPod> parsePod(const nlohmann::json& pod);
+// A Node object (v1). Requires metadata.name; a missing status.allocatable is all zero.
+Result<SchedNode> parseNode(const nlohmann::json& node);
+
+}  // namespace kc::alloc
