@@ -438,8 +438,8 @@ class Engine {
     }
     const alloc::PlacementRules rules{config_.mode, config_.nodePolicy, config_.gpuPolicy,
                                       config_.moveTime};
-    alloc::FabricClock fabric{poolBusyUntil_};
-    auto reservation = alloc::reserveHead(state_, running, fabric, headPod, headModels, rules, now);
+    auto reservation = alloc::reserveHead(state_, running, alloc::FabricClock{poolBusyUntil_},
+                                          headPod, headModels, rules, now);
     if (!reservation) {
       // The head was runnable on the empty cluster, so it fits once everything has ended.
       return internal("reserveHead", reservation.error());
@@ -461,8 +461,10 @@ class Engine {
         continue;
       }
       ++result_.placementAttempts;
-      auto keeps = alloc::backfillKeeps(state_, running, fabric, *reservation, headPod, headModels,
-                                        pod, filters_[job.gpuSpec], job.duration, rules, rng_, now);
+      // The fabric clock as it is now (earlier backfills of this pass moved it).
+      auto keeps = alloc::backfillKeeps(state_, running, alloc::FabricClock{poolBusyUntil_},
+                                        *reservation, headPod, headModels, pod,
+                                        filters_[job.gpuSpec], job.duration, rules, rng_, now);
       if (!keeps) {
         if (keeps.error().code == "unschedulable") {
           failed.emplace_back(pod, job.gpuSpec);
@@ -483,7 +485,6 @@ class Engine {
       }
       running.push_back(alloc::RunningPod{result_.jobs[j].node, pod, runningGpus_[j],
                                           result_.jobs[j].end});
-      fabric.busyUntil = poolBusyUntil_;
       if (keeps->start != reservation->start && config_.onReserve) {
         config_.onReserve(head, keeps->start, now);
       }

@@ -83,3 +83,32 @@ TEST_CASE("kubecomp-sim CLI: bad input fails with exit code 1 and writes nothing
   CHECK(run({"--no-such-flag"}) == 2);
   CHECK_FALSE(fs::exists(out));
 }
+
+// The crafted trace of easy_backfill_test.cpp through the CLI: --queue picks the registry's
+// queue policy by name; an unknown name fails and writes nothing.
+TEST_CASE("kubecomp-sim CLI: --queue easy-backfill, unknown queue names refused") {
+  TempDir dir;
+  {
+    std::ofstream f(dir / "jobs.csv");
+    f << "id,arrival_s,duration_s,gpus,cpu\na,0,100,4,1\nb,1,10,8,1\nc,2,50,2,1\nd,3,200,1,1\n";
+  }
+  const fs::path out = dir / "sum.json";
+  const int rc = run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "4+4",
+                      "--move-time-s", "10", "--queue", "easy-backfill", "--jobs-out",
+                      (dir / "out.csv").string(), "--summary-out", out.string()});
+  REQUIRE(rc == 0);
+  const std::string jobs = slurp(dir / "out.csv");
+  // b reserved at 100 + 4 moves x 10; c backfilled (ends at 52); d not (it would delay b).
+  CHECK_THAT(jobs, Catch::Contains("b,1.000,140.000,150.000,139.000,n000000,8,4,done\n"));
+  CHECK_THAT(jobs, Catch::Contains("c,2.000,2.000,52.000,0.000,n000001,2,0,done\n"));
+  CHECK_THAT(jobs, Catch::Contains("d,3.000,150.000,350.000,147.000,"));
+  const auto sum = nlohmann::json::parse(slurp(out));
+  CHECK(sum["config"]["queue"].get<std::string>() == "easy-backfill");
+  CHECK(sum["wait_s"]["mean"].get<double>() == Approx((0 + 139 + 0 + 147) / 4.0));
+  fs::remove(out);
+  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--queue", "easy",
+             "--summary-out", out.string()}) == 1);
+  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--queue", "FCFS",
+             "--summary-out", out.string()}) == 1);
+  CHECK_FALSE(fs::exists(out));
+}

@@ -121,7 +121,7 @@ TEST_CASE("easy-backfill: crafted trace, waits by hand, the head is never delaye
 TEST_CASE("easy-backfill: random traces keep every reservation, nobody starves", "[sim]") {
   double easyTotal = 0;
   double fcfsTotal = 0;
-  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     CAPTURE(seed);
     std::mt19937_64 gen(seed);
     auto uni = [&](std::int64_t lo, std::int64_t hi) {
@@ -129,7 +129,7 @@ TEST_CASE("easy-backfill: random traces keep every reservation, nobody starves",
     };
     const auto pools = static_cast<std::uint32_t>(uni(1, 2));
     const auto c =
-        cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 2)), 32);
+        cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 4)), 32);
     Trace t;
     double at = 0;
     const int n = static_cast<int>(uni(10, 40));
@@ -139,7 +139,7 @@ TEST_CASE("easy-backfill: random traces keep every reservation, nobody starves",
       t.jobs.push_back(job(static_cast<std::size_t>(i), at, gpus, static_cast<double>(uni(1, 300)),
                            uni(1, 32) * 1000));
     }
-    SimConfig cfg = config("easy-backfill", static_cast<double>(uni(0, 20)));
+    SimConfig cfg = config("easy-backfill", static_cast<double>(uni(0, 120)));
     ReservationLog log;
     log.attach(cfg);
     auto easy = simulate(c, t, cfg);
