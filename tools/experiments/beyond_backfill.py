@@ -7,6 +7,8 @@ starting 4+4; 4+4 = preconfigured), 25 jobs, Poisson(60) s, 20 seeds: per-run me
 wait, mean JCT, makespan and GPUs moved, averaged over the seeds. Greedy backfill (no
 reservation) is shown for reference. Alibaba v2023 (completed tasks, arrivals x0.01) on the
 Fig. 12 pools (4 nodes of 96 CPUs, 24 GPUs 4+4+8+8 each), composable, one run per pool count.
+Also the Fig. 11 mixes (4 nodes x 192 CPUs, one 24-GPU pool starting 6+6+6+6, 100 jobs, 10
+seeds) and the Fig. 13 setup (5 nodes x 6 GPUs, 50 jobs equally A-E, 30 seeds), pooled only.
 Node and GPU policies: the defaults (Eq. 1 = BF+LD, unattached-first); moves 19.5 s per GPU."""
 import os
 import sys
@@ -24,6 +26,13 @@ SETTINGS = [
     ("4+4 fcfs", ["--mode", "preconfigured", "--layout", "4+4", "--queue", "fcfs"]),
 ]
 POOLS = [1, 2, 4, 8]
+# Fig. 11: Job A / Job E mixes on 4 nodes x 192 CPUs, one 24-GPU pool (pooled starts 6+6+6+6),
+# 100 jobs, Poisson(60) s, 10 seeds. Fig. 13: 5 nodes x 6 GPUs, 50 jobs equally A-E, 30 seeds,
+# the default policies (Eq. 1 = BF+LD, unattached-first).
+A_SHARES = [90, 70, 50, 30, 10]
+FIG11_BASE = ["--jobs", 100, "--lambda", 60, "--node-cpu", 192, "--mode", "composable", "--layout", "6+6+6+6"]
+LAMBDAS = [30, 60, 120]
+FIG13_BASE = ["--workload", "fig13", "--jobs", 50, "--layout", "6+6+6+6+6", "--node-cpu", 192, "--mode", "composable"]
 QUEUES = ["fcfs", "easy-backfill"]
 
 
@@ -50,6 +59,24 @@ def main():
     header = ["workload", "setting", "mean wait (s)", "p95 wait (s)", "mean JCT (s)", "makespan (s)",
               "GPUs moved/run", "rejected/run"]
     table = simlib.md_table(header, rows)
+
+    extra = [("Fig. 11 " + f"{a}/{100 - a}", FIG11_BASE + ["--workload", f"ae:{a}"], range(1, 11)) for a in A_SHARES]
+    extra += [(f"Fig. 13 λ={lam} s", FIG13_BASE + ["--lambda", lam], range(1, 31)) for lam in LAMBDAS]
+    eruns = [(name, q, seed) for name, _, seeds in extra for q in QUEUES for seed in seeds]
+    eargs = {name: a for name, a, _ in extra}
+    eres = simlib.run_many([eargs[name] + ["--queue", q, "--seed", seed] for name, q, seed in eruns], "fig11/13")
+    eagg = {}
+    for (name, q, _), r in zip(eruns, eres):
+        for k, v in metrics(r).items():
+            eagg.setdefault((name, q), {}).setdefault(k, []).append(v)
+    erows = []
+    for name, _, _ in extra:
+        for q in QUEUES:
+            a = eagg[(name, q)]
+            erows.append([name, q, fmt(mean(a["wait"])), fmt(mean(a["p95"])), fmt(mean(a["jct"])),
+                          fmt(mean(a["makespan"])), fmt(mean(a["moved"]))])
+    eheader = ["setup", "queue", "mean wait (s)", "p95 wait (s)", "mean JCT (s)", "makespan (s)", "GPUs moved/run"]
+    table += "\nFig. 11 mixes (A/E) and the Fig. 13 setup, pooled:\n\n" + simlib.md_table(eheader, erows)
 
     pods = os.path.join(simlib.TRACES, "openb_pod_list_default.csv")
     if not os.path.exists(pods):
