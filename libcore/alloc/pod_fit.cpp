@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <string_view>
 
 namespace kc::alloc {
 namespace {
@@ -85,6 +87,31 @@ void addPodUsage(NodeUsage& usage, const Resources& podRequest) {
 void removePodUsage(NodeUsage& usage, const Resources& podRequest) {
   subtractFrom(usage.requested, podRequest);
   usage.pods = usage.pods > 0 ? usage.pods - 1 : 0;
+}
+
+bool holdsNodeResources(const SchedPod& pod) {
+  return !pod.nodeName.empty() && pod.phase != "Succeeded" && pod.phase != "Failed";
+}
+
+Result<std::vector<NodeUsage>> nodeUsage(std::span<const SchedNode> nodes,
+                                         std::span<const SchedPod> pods) {
+  std::map<std::string_view, std::size_t> index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!index.emplace(nodes[i].name, i).second) {
+      return makeError("invalid", "nodeUsage: node '" + nodes[i].name + "' is listed twice");
+    }
+  }
+  std::vector<NodeUsage> usage(nodes.size());
+  for (const auto& pod : pods) {
+    if (!holdsNodeResources(pod)) {
+      continue;
+    }
+    auto it = index.find(pod.nodeName);
+    if (it != index.end()) {
+      addPodUsage(usage[it->second], podRequests(pod));
+    }
+  }
+  return usage;
 }
 
 }  // namespace kc::alloc

@@ -13,6 +13,8 @@
 // overhead. Sums saturate at INT64_MAX instead of overflowing.
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "libcore/alloc/sched_objects.hpp"
 
@@ -36,5 +38,15 @@ struct NodeUsage {
 // Adds / removes one pod's effective request (saturating; removal never goes below zero).
 void addPodUsage(NodeUsage& usage, const Resources& podRequest);
 void removePodUsage(NodeUsage& usage, const Resources& podRequest);
+
+// Whether a pod holds resources on its node: bound (spec.nodeName set) and not terminal
+// (phase Succeeded or Failed). kube-scheduler watches only non-terminal pods for its cache.
+bool holdsNodeResources(const SchedPod& pod);
+
+// What the pods that hold resources request on each node, in the order of `nodes` (for a
+// scheduler starting up, or a test). Pods bound to a node not in `nodes` are skipped (a deleted
+// node). Error "invalid" when two nodes share a name.
+Result<std::vector<NodeUsage>> nodeUsage(std::span<const SchedNode> nodes,
+                                         std::span<const SchedPod> pods);
 
 }  // namespace kc::alloc

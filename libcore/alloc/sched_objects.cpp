@@ -513,6 +513,17 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
     return tolerations.error();
   }
   out.tolerations = std::move(*tolerations);
+  const json& status = member(pod, "status");
+  if (!status.is_null()) {
+    if (auto st = expectObject(status, "status"); !st) {
+      return st.error();
+    }
+    auto phase = optionalString(status, "phase", "status.phase");
+    if (!phase) {
+      return phase.error();
+    }
+    out.phase = *phase;
+  }
   return out;
 }
 

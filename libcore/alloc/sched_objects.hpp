@@ -90,6 +90,7 @@ struct SchedPod {
   std::string uid{};
   std::string schedulerName{};  // "default-scheduler" when the object leaves it out
   std::string nodeName{};       // set once bound (or when created pre-bound)
+  std::string phase{};          // status.phase ("" when the object has no status yet)
   std::vector<ContainerRequest> containers{};
   std::vector<ContainerRequest> initContainers{};
   Resources overhead{};

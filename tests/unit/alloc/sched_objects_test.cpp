@@ -349,3 +349,58 @@ TEST_CASE("node usage adds and removes pods without overflow or going negative",
   removePodUsage(v, small);
   CHECK(v == NodeUsage{Resources{}, 0});
 }
+
+TEST_CASE("node usage counts bound, non-terminal pods on the node they are bound to", "[alloc]") {
+  auto pod = [](const std::string& name, const std::string& node, const std::string& phase,
+                const std::string& cpu) {
+    json j = podObject({{"containers", {container("c", {{"cpu", cpu}, {"memory", "1Mi"}})}}});
+    j["metadata"]["name"] = name;
+    if (!node.empty()) {
+      j["spec"]["nodeName"] = node;
+    }
+    if (!phase.empty()) {
+      j["status"] = {{"phase", phase}};
+    }
+    return mustParsePod(j);
+  };
+  const std::vector<SchedPod> pods{
+      pod("running", "n1", "Running", "1"),      // counts on n1
+      pod("starting", "n1", "Pending", "500m"),  // bound, not started yet: counts on n1
+      pod("fresh", "n2", "", "250m"),            // bound, no status yet: counts on n2
+      pod("done", "n1", "Succeeded", "4"),       // terminal: frees its resources
+      pod("crashed", "n2", "Failed", "4"),       // terminal
+      pod("waiting", "", "Pending", "8"),        // not bound
+      pod("orphan", "gone", "Running", "8"),     // bound to a node no longer listed
+  };
+  CHECK(holdsNodeResources(pods[1]));
+  CHECK(holdsNodeResources(pods[2]));
+  CHECK_FALSE(holdsNodeResources(pods[3]));
+  CHECK_FALSE(holdsNodeResources(pods[4]));
+  CHECK_FALSE(holdsNodeResources(pods[5]));
+  std::vector<SchedNode> nodes(3);
+  nodes[0].name = "n1";
+  nodes[1].name = "n2";
+  nodes[2].name = "n3";
+  auto u = nodeUsage(nodes, pods);
+  REQUIRE(u);
+  REQUIRE(u->size() == 3);
+  CHECK((*u)[0].pods == 2);
+  CHECK((*u)[0].requested.milliCpu == 1500);
+  CHECK((*u)[0].requested.memory == 2 * kMi);
+  CHECK((*u)[1].pods == 1);
+  CHECK((*u)[1].requested.milliCpu == 250);
+  CHECK((*u)[2] == NodeUsage{});
+
+  nodes[2].name = "n1";
+  auto dup = nodeUsage(nodes, pods);
+  REQUIRE_FALSE(dup);
+  CHECK(dup.error().code == "invalid");
+}
+
+TEST_CASE("status.phase of the wrong type is refused", "[alloc]") {
+  json j = podObject(json::object());
+  j["status"] = {{"phase", 3}};
+  auto p = parsePod(j);
+  REQUIRE_FALSE(p);
+  CHECK_THAT(p.error().message, Catch::Contains("status.phase"));
+}
