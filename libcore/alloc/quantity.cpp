@@ -51,6 +51,7 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
   int pow10 = extraPow10;
   std::size_t digits = 0;
   bool dot = false;
+  bool dropped = false;
   for (; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '.' && !dot) {
@@ -68,6 +69,8 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
       }
     } else if (!dot) {
       ++pow10;  // more integer digits than we keep: the value is out of range anyway
+    } else if (c != '0') {
+      dropped = true;  // a fraction digit beyond what we keep: it still rounds up
     }
   }
   if (digits == 0) {
@@ -117,11 +120,14 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
     return std::int64_t{0};
   }
   i128 value = mantissa;
+  // A binary suffix with a fraction ("943870.39Ti") is divided by 10^digits after the shift,
+  // so the shifted value may pass the limit on the way: bound it by what 128 bits hold then.
+  const i128 shiftBound = pow10 < 0 ? static_cast<i128>(1) << 125 : kLimit / 2;
   for (int k = 0; k < pow2; ++k) {
-    value <<= 1;
-    if (value > kLimit) {
+    if (value > shiftBound) {
       return bad(text, "too large");
     }
+    value <<= 1;
   }
   for (; pow10 > 0; --pow10) {
     value *= 10;
@@ -129,7 +135,7 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
       return bad(text, "too large");
     }
   }
-  bool remainder = false;
+  bool remainder = dropped;
   for (; pow10 < 0; ++pow10) {
     remainder = remainder || value % 10 != 0;
     value /= 10;
