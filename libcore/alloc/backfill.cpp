@@ -7,7 +7,7 @@ namespace kc::alloc {
 namespace {
 
 Error tooLate() {
-  return makeError("invalid", "reservation time overflows int64");
+  return makeError(kc::errc::kInvalid, "reservation time overflows int64");
 }
 
 // max(at, busyUntil) + deficit x moveTime, checked.
@@ -49,14 +49,14 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
                                 const GpuModelFilter& headModels, const PlacementRules& rules,
                                 std::int64_t now) {
   if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError("invalid", "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
+    return makeError(kc::errc::kInvalid, "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
                                     " pools, the cluster " + std::to_string(state.poolCount()));
   }
   std::vector<const RunningPod*> byEnd;
   byEnd.reserve(running.size());
   for (const RunningPod& r : running) {
     if (r.node >= state.nodeCount()) {
-      return makeError("invalid", "running pod on node " + std::to_string(r.node) + " of " +
+      return makeError(kc::errc::kInvalid, "running pod on node " + std::to_string(r.node) + " of " +
                                       std::to_string(state.nodeCount()));
     }
     byEnd.push_back(&r);
@@ -70,7 +70,7 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
     // Everything ending by `instant` has released its resources.
     while (next < byEnd.size() && byEnd[next]->end <= instant) {
       if (auto s = releasePod(projected, *byEnd[next]); !s) {
-        return makeError("invalid", "running pod: " + s.error().message);
+        return makeError(kc::errc::kInvalid, "running pod: " + s.error().message);
       }
       ++next;
     }
@@ -84,12 +84,12 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
       }
       return Reservation{choice->node, *start, instant, choice->deficit};
     }
-    if (choice.error().code != "unschedulable") {
+    if (choice.error().code != kc::errc::kUnschedulable) {
       return choice.error();
     }
     if (next == byEnd.size()) {
       return makeError(
-          "unschedulable",
+          kc::errc::kUnschedulable,
           "the head does not fit even when every running pod has ended: " + choice.error().message);
     }
     instant = std::max(instant, byEnd[next]->end);
@@ -100,7 +100,7 @@ Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRe
                            const GpuModelFilter& models, const PlacementRules& rules,
                            SplitMix64* rng, std::int64_t now) {
   if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError("invalid", "fabric clock does not match the cluster's pools");
+    return makeError(kc::errc::kInvalid, "fabric clock does not match the cluster's pools");
   }
   auto choice = selectNodeFor(state, pod, models, rules);
   if (!choice) {
@@ -140,7 +140,7 @@ Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRe
     }
   }
   if (out.gpus.size() != pod.gpus) {
-    return makeError("internal", "node '" + state.node(out.node).name +
+    return makeError(kc::errc::kInternal, "node '" + state.node(out.node).name +
                                      "' lacks the GPUs node selection promised");
   }
   for (GpuIndex g : out.gpus) {
@@ -175,13 +175,13 @@ Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const Run
   withCandidate.push_back(std::move(mine));
   auto after = reserveHead(trial, withCandidate, trialFabric, head, headModels, rules, now);
   if (!after) {
-    if (after.error().code == "unschedulable") {
-      return makeError("conflict", "starting it now would leave the head no reservation");
+    if (after.error().code == kc::errc::kUnschedulable) {
+      return makeError(kc::errc::kConflict, "starting it now would leave the head no reservation");
     }
     return after.error();
   }
   if (after->start > current.start) {
-    return makeError("conflict", "starting it now would delay the head's reservation from " +
+    return makeError(kc::errc::kConflict, "starting it now would delay the head's reservation from " +
                                      std::to_string(current.start) + " to " +
                                      std::to_string(after->start));
   }

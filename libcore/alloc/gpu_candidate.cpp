@@ -105,10 +105,10 @@ Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex ta
                                          std::uint32_t count, const GpuPolicy& policy,
                                          SplitMix64* rng, const GpuModelFilter& models) {
   if (target >= state.nodeCount()) {
-    return makeError("invalid", "unknown node index " + std::to_string(target));
+    return makeError(kc::errc::kInvalid, "unknown node index " + std::to_string(target));
   }
   if (policy.needsRng && rng == nullptr) {
-    return makeError("invalid",
+    return makeError(kc::errc::kInvalid,
                      "GPU policy '" + std::string(policy.name) + "' needs a random generator");
   }
   if (count == 0) {
@@ -116,7 +116,7 @@ Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex ta
   }
   std::vector<GpuIndex> candidates = gpuCandidates(state, target, models);
   if (candidates.size() < count) {
-    return makeError("insufficient", "node '" + state.node(target).name + "' needs " +
+    return makeError(kc::errc::kInsufficient, "node '" + state.node(target).name + "' needs " +
                                          std::to_string(count) + " GPUs but its pool has " +
                                          std::to_string(candidates.size()) +
                                          " free GPUs elsewhere" +

@@ -35,12 +35,12 @@ Result<GpuModelFilter> GpuModelFilter::parse(std::string_view text, char separat
     const std::size_t at = rest.find(separator);
     const std::string_view name = trimBlanks(rest.substr(0, at));
     if (name.empty()) {
-      return makeError("invalid", "GPU model list '" + std::string(text) +
+      return makeError(kc::errc::kInvalid, "GPU model list '" + std::string(text) +
                                       "' has an empty name (models joined by '" +
                                       std::string(1, separator) + "')");
     }
     if (!validGpuModelName(name)) {
-      return makeError("invalid", "GPU model list '" + std::string(text) + "': '" +
+      return makeError(kc::errc::kInvalid, "GPU model list '" + std::string(text) + "': '" +
                                       std::string(name) +
                                       "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
     }

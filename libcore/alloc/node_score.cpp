@@ -196,7 +196,7 @@ Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const Nod
                    std::string(toString(static_cast<NodeFilterReason>(r)));
       }
     }
-    return makeError("unschedulable", message);
+    return makeError(kc::errc::kUnschedulable, message);
   }
   const std::uint32_t avail = best->freeGpus;
   return NodeChoice{.node = bestIndex,

@@ -59,7 +59,7 @@ Result<Policy> findByName(const Table& table, const char* kind, std::string_view
       return p;
     }
   }
-  return makeError("not_found", "unknown " + std::string(kind) + " policy '" + std::string(name) +
+  return makeError(kc::errc::kNotFound, "unknown " + std::string(kind) + " policy '" + std::string(name) +
                                     "' (known: " + knownNames(table) + ")");
 }
 

@@ -16,13 +16,13 @@ std::string str(std::uint64_t v) {
 
 Result<PoolIndex> ClusterState::addPool(std::string name) {
   if (name.empty()) {
-    return makeError("invalid", "pool name is empty");
+    return makeError(kc::errc::kInvalid, "pool name is empty");
   }
   if (pools_.size() >= kNoPool) {
-    return makeError("invalid", "too many pools");
+    return makeError(kc::errc::kInvalid, "too many pools");
   }
   if (poolByName_.contains(name)) {
-    return makeError("conflict", "pool '" + name + "' already exists");
+    return makeError(kc::errc::kConflict, "pool '" + name + "' already exists");
   }
   const auto index = static_cast<PoolIndex>(pools_.size());
   poolByName_.emplace(name, index);
@@ -33,16 +33,16 @@ Result<PoolIndex> ClusterState::addPool(std::string name) {
 
 Result<NodeIndex> ClusterState::addNode(NodeSpec spec) {
   if (spec.name.empty()) {
-    return makeError("invalid", "node name is empty");
+    return makeError(kc::errc::kInvalid, "node name is empty");
   }
   if (spec.pool != kNoPool && spec.pool >= pools_.size()) {
-    return makeError("invalid", "node '" + spec.name + "': unknown pool index " + str(spec.pool));
+    return makeError(kc::errc::kInvalid, "node '" + spec.name + "': unknown pool index " + str(spec.pool));
   }
   if (nodes_.size() >= kNoNode) {
-    return makeError("invalid", "too many nodes");
+    return makeError(kc::errc::kInvalid, "too many nodes");
   }
   if (nodeByName_.contains(spec.name)) {
-    return makeError("conflict", "node '" + spec.name + "' already exists");
+    return makeError(kc::errc::kConflict, "node '" + spec.name + "' already exists");
   }
   const auto index = static_cast<NodeIndex>(nodes_.size());
   nodeByName_.emplace(spec.name, index);
@@ -59,32 +59,32 @@ Result<NodeIndex> ClusterState::addNode(NodeSpec spec) {
 
 Result<GpuIndex> ClusterState::addGpu(GpuSpec spec) {
   if (spec.id.empty()) {
-    return makeError("invalid", "GPU id is empty");
+    return makeError(kc::errc::kInvalid, "GPU id is empty");
   }
   if (spec.pool >= pools_.size()) {
-    return makeError("invalid", "GPU '" + spec.id + "': unknown pool index " + str(spec.pool));
+    return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "': unknown pool index " + str(spec.pool));
   }
   if (spec.node != kNoNode) {
     if (spec.node >= nodes_.size()) {
-      return makeError("invalid", "GPU '" + spec.id + "': unknown node index " + str(spec.node));
+      return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "': unknown node index " + str(spec.node));
     }
     if (nodes_[spec.node].pool != spec.pool) {
-      return makeError("invalid", "GPU '" + spec.id + "' of pool '" + pools_[spec.pool].name +
+      return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "' of pool '" + pools_[spec.pool].name +
                                       "' cannot be attached to node '" + nodes_[spec.node].name +
                                       "' outside that pool");
     }
   } else if (spec.inUse) {
-    return makeError("invalid", "GPU '" + spec.id + "' is in use but attached to no node");
+    return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "' is in use but attached to no node");
   }
   if (!spec.model.empty() && !validGpuModelName(spec.model)) {
-    return makeError("invalid", "GPU '" + spec.id + "': '" + spec.model +
+    return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "': '" + spec.model +
                                     "' is not a GPU model name");
   }
   if (gpus_.size() >= std::numeric_limits<GpuIndex>::max()) {
-    return makeError("invalid", "too many GPUs");
+    return makeError(kc::errc::kInvalid, "too many GPUs");
   }
   if (gpuById_.contains(spec.id)) {
-    return makeError("conflict", "GPU '" + spec.id + "' already exists");
+    return makeError(kc::errc::kConflict, "GPU '" + spec.id + "' already exists");
   }
   const auto index = static_cast<GpuIndex>(gpus_.size());
   gpuById_.emplace(spec.id, index);
@@ -110,33 +110,33 @@ Result<PoolIndex> ClusterState::findPool(std::string_view name) const {
   if (auto it = poolByName_.find(name); it != poolByName_.end()) {
     return it->second;
   }
-  return makeError("not_found", "no pool '" + std::string(name) + "'");
+  return makeError(kc::errc::kNotFound, "no pool '" + std::string(name) + "'");
 }
 
 Result<NodeIndex> ClusterState::findNode(std::string_view name) const {
   if (auto it = nodeByName_.find(name); it != nodeByName_.end()) {
     return it->second;
   }
-  return makeError("not_found", "no node '" + std::string(name) + "'");
+  return makeError(kc::errc::kNotFound, "no node '" + std::string(name) + "'");
 }
 
 Result<GpuIndex> ClusterState::findGpu(std::string_view id) const {
   if (auto it = gpuById_.find(id); it != gpuById_.end()) {
     return it->second;
   }
-  return makeError("not_found", "no GPU '" + std::string(id) + "'");
+  return makeError(kc::errc::kNotFound, "no GPU '" + std::string(id) + "'");
 }
 
 Status ClusterState::checkGpu(GpuIndex g) const {
   if (g >= gpus_.size()) {
-    return makeError("invalid", "unknown GPU index " + str(g));
+    return makeError(kc::errc::kInvalid, "unknown GPU index " + str(g));
   }
   return okStatus();
 }
 
 Status ClusterState::checkNode(NodeIndex n) const {
   if (n >= nodes_.size()) {
-    return makeError("invalid", "unknown node index " + str(n));
+    return makeError(kc::errc::kInvalid, "unknown node index " + str(n));
   }
   return okStatus();
 }
@@ -189,11 +189,11 @@ Status ClusterState::attachGpu(GpuIndex g, NodeIndex n) {
     return okStatus();
   }
   if (gpu.attached()) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is attached to node '" +
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is attached to node '" +
                                      nodes_[gpu.node].name + "'; detach it first");
   }
   if (nodes_[n].pool != gpu.pool) {
-    return makeError("invalid", "GPU '" + gpu.id + "' of pool '" + pools_[gpu.pool].name +
+    return makeError(kc::errc::kInvalid, "GPU '" + gpu.id + "' of pool '" + pools_[gpu.pool].name +
                                     "' is not reachable from node '" + nodes_[n].name + "'");
   }
   account(g, -1);
@@ -211,7 +211,7 @@ Status ClusterState::detachGpu(GpuIndex g) {
     return okStatus();
   }
   if (gpu.inUse) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is in use on node '" +
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is in use on node '" +
                                      nodes_[gpu.node].name + "'; cannot detach");
   }
   account(g, -1);
@@ -226,16 +226,16 @@ Status ClusterState::allocateGpu(GpuIndex g) {
   }
   GpuState& gpu = gpus_[g];
   if (!gpu.attached()) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is not attached to any node");
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is not attached to any node");
   }
   if (gpu.inUse) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is already in use");
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is already in use");
   }
   if (!gpu.healthy) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is unhealthy");
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is unhealthy");
   }
   if (gpu.draining) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is draining");
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is draining");
   }
   account(g, -1);
   gpu.inUse = true;
@@ -248,7 +248,7 @@ Status ClusterState::releaseGpu(GpuIndex g) {
   }
   GpuState& gpu = gpus_[g];
   if (!gpu.inUse) {
-    return makeError("conflict", "GPU '" + gpu.id + "' is not in use");
+    return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is not in use");
   }
   gpu.inUse = false;
   account(g, +1);
@@ -290,11 +290,11 @@ Status ClusterState::reserve(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   NodeState& node = nodes_[n];
   // Compare against what is left, never add first: no overflow whatever the input.
   if (cpuMilli > node.cpuMilliFree()) {
-    return makeError("insufficient", "node '" + node.name + "': " + str(cpuMilli) +
+    return makeError(kc::errc::kInsufficient, "node '" + node.name + "': " + str(cpuMilli) +
                                          " mCPU requested, " + str(node.cpuMilliFree()) + " free");
   }
   if (memoryMiB > node.memoryMiBFree()) {
-    return makeError("insufficient", "node '" + node.name + "': " + str(memoryMiB) +
+    return makeError(kc::errc::kInsufficient, "node '" + node.name + "': " + str(memoryMiB) +
                                          " MiB requested, " + str(node.memoryMiBFree()) + " free");
   }
   node.cpuMilliUsed += cpuMilli;
@@ -308,7 +308,7 @@ Status ClusterState::release(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   }
   NodeState& node = nodes_[n];
   if (cpuMilli > node.cpuMilliUsed || memoryMiB > node.memoryMiBUsed) {
-    return makeError("conflict", "node '" + node.name + "': releasing " + str(cpuMilli) +
+    return makeError(kc::errc::kConflict, "node '" + node.name + "': releasing " + str(cpuMilli) +
                                      " mCPU / " + str(memoryMiB) + " MiB but only " +
                                      str(node.cpuMilliUsed) + " mCPU / " + str(node.memoryMiBUsed) +
                                      " MiB are used");

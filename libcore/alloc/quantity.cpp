@@ -36,7 +36,7 @@ constexpr std::array<Suffix, 15> kSuffixes{{
 }};
 
 Error bad(std::string_view text, std::string_view why) {
-  return makeError("invalid", "quantity '" + std::string(text) + "': " + std::string(why));
+  return makeError(kc::errc::kInvalid, "quantity '" + std::string(text) + "': " + std::string(why));
 }
 
 // ceil(value * 10^scale10 * 2^scale2) for the parsed quantity, times `multiplier`.

@@ -27,7 +27,7 @@ constexpr std::array kPackings{
 }  // namespace
 
 Status validateReservation(const RtReservation& r) {
-  auto bad = [&](const std::string& why) { return makeError("invalid", describe(r) + ": " + why); };
+  auto bad = [&](const std::string& why) { return makeError(kc::errc::kInvalid, describe(r) + ": " + why); };
   if (r.periodUs == 0) {
     return bad("period is zero");
   }
@@ -59,19 +59,19 @@ Result<RtBound> rtBoundFromSysctl(std::int64_t runtimeUs, std::int64_t periodUs)
   const std::string what = "sched_rt_runtime_us=" + std::to_string(runtimeUs) +
                            " sched_rt_period_us=" + std::to_string(periodUs);
   if (periodUs <= 0) {
-    return makeError("invalid", what + ": period must be positive");
+    return makeError(kc::errc::kInvalid, what + ": period must be positive");
   }
   if (static_cast<std::uint64_t>(periodUs) > kMaxRtMicros) {
-    return makeError("invalid", what + ": period overflows");
+    return makeError(kc::errc::kInvalid, what + ": period overflows");
   }
   if (runtimeUs == -1) {  // RUNTIME_INF: RT tasks may use the whole core
     return RtBound{static_cast<std::uint64_t>(periodUs), static_cast<std::uint64_t>(periodUs)};
   }
   if (runtimeUs < 0) {
-    return makeError("invalid", what + ": runtime must be -1 or non-negative");
+    return makeError(kc::errc::kInvalid, what + ": runtime must be -1 or non-negative");
   }
   if (runtimeUs > periodUs) {
-    return makeError("invalid", what + ": runtime exceeds period");
+    return makeError(kc::errc::kInvalid, what + ": runtime exceeds period");
   }
   return RtBound{static_cast<std::uint64_t>(runtimeUs), static_cast<std::uint64_t>(periodUs)};
 }
@@ -94,15 +94,15 @@ RtCoreState::RtCoreState(std::uint64_t bound, std::vector<std::uint32_t> cpuIds)
 
 Result<RtCoreState> RtCoreState::create(RtBound bound, std::vector<std::uint32_t> cpuIds) {
   if (cpuIds.empty()) {
-    return makeError("invalid", "a real-time node needs at least one RT core");
+    return makeError(kc::errc::kInvalid, "a real-time node needs at least one RT core");
   }
   if (bound.periodUs == 0 || bound.runtimeUs > bound.periodUs || bound.periodUs > kMaxRtMicros) {
-    return makeError("invalid", "bad per-core bound: runtime " + str(bound.runtimeUs) +
+    return makeError(kc::errc::kInvalid, "bad per-core bound: runtime " + str(bound.runtimeUs) +
                                     " us / period " + str(bound.periodUs) + " us");
   }
   std::sort(cpuIds.begin(), cpuIds.end());  // core order = CPU id order
   if (std::adjacent_find(cpuIds.begin(), cpuIds.end()) != cpuIds.end()) {
-    return makeError("invalid", "duplicate CPU id in the RT core list");
+    return makeError(kc::errc::kInvalid, "duplicate CPU id in the RT core list");
   }
   return RtCoreState(kc::alloc::boundPpb(bound), std::move(cpuIds));
 }
@@ -113,17 +113,17 @@ Result<std::vector<std::size_t>> RtCoreState::coresOf(const RtReservation& r,
     return s.error();
   }
   if (cpuIds.size() != r.cpus) {
-    return makeError("invalid", describe(r) + ": " + str(cpuIds.size()) + " CPUs given");
+    return makeError(kc::errc::kInvalid, describe(r) + ": " + str(cpuIds.size()) + " CPUs given");
   }
   std::vector<std::size_t> cores;
   cores.reserve(cpuIds.size());
   for (std::uint32_t cpu : cpuIds) {
     auto it = coreOfCpu_.find(cpu);
     if (it == coreOfCpu_.end()) {
-      return makeError("invalid", "CPU " + str(cpu) + " is not an RT core of this node");
+      return makeError(kc::errc::kInvalid, "CPU " + str(cpu) + " is not an RT core of this node");
     }
     if (std::find(cores.begin(), cores.end(), it->second) != cores.end()) {
-      return makeError("invalid", "CPU " + str(cpu) + " given twice: servers need distinct cores");
+      return makeError(kc::errc::kInvalid, "CPU " + str(cpu) + " given twice: servers need distinct cores");
     }
     cores.push_back(it->second);
   }
@@ -138,7 +138,7 @@ Status RtCoreState::admit(const RtReservation& r, std::span<const std::uint32_t>
   const std::uint64_t u = utilizationPpb(r);
   for (std::size_t c : *cores) {
     if (u > freePpb(c)) {
-      return makeError("insufficient", describe(r) + " does not fit on CPU " + str(cpuIds_[c]) +
+      return makeError(kc::errc::kInsufficient, describe(r) + " does not fit on CPU " + str(cpuIds_[c]) +
                                            ": " + str(usedPpb_[c]) + " of " + str(boundPpb_) +
                                            " ppb used, needs " + str(u));
     }
@@ -158,7 +158,7 @@ Status RtCoreState::release(const RtReservation& r, std::span<const std::uint32_
   const std::uint64_t u = utilizationPpb(r);
   for (std::size_t c : *cores) {
     if (u > usedPpb_[c]) {
-      return makeError("conflict", describe(r) + " is not reserved on CPU " + str(cpuIds_[c]));
+      return makeError(kc::errc::kConflict, describe(r) + " is not reserved on CPU " + str(cpuIds_[c]));
     }
   }
   for (std::size_t c : *cores) {
@@ -191,7 +191,7 @@ Result<RtPacking> findRtPacking(std::string_view name) {
       return p;
     }
   }
-  return makeError("not_found",
+  return makeError(kc::errc::kNotFound,
                    "unknown RT packing '" + std::string(name) + "' (known: first-fit, worst-fit)");
 }
 
@@ -212,7 +212,7 @@ Result<std::vector<std::uint32_t>> placeReservation(const RtCoreState& node, con
     }
   }
   if (fitting.size() < r.cpus) {
-    return makeError("insufficient", describe(r) + " needs " + str(r.cpus) + " cores with " +
+    return makeError(kc::errc::kInsufficient, describe(r) + " needs " + str(r.cpus) + " cores with " +
                                          str(u) + " ppb free; " + str(fitting.size()) + " of " +
                                          str(node.coreCount()) + " have room");
   }

@@ -20,15 +20,15 @@ std::string rangeText(Vni min, Vni max) {
 
 Result<VniRange> VniRange::create(const VniRangeOptions& options) {
   if (options.min >= options.max) {
-    return makeError("invalid", "VNI range " + rangeText(options.min, options.max) +
+    return makeError(kc::errc::kInvalid, "VNI range " + rangeText(options.min, options.max) +
                                     " is empty: min must be below max");
   }
   if (options.max > kVniLimit) {
-    return makeError("invalid", "VNI range " + rangeText(options.min, options.max) +
+    return makeError(kc::errc::kInvalid, "VNI range " + rangeText(options.min, options.max) +
                                     " exceeds the 16-bit VNI space (max <= 65536)");
   }
   if (options.cooldown.count() < 0) {
-    return makeError("invalid", "VNI cooldown must not be negative");
+    return makeError(kc::errc::kInvalid, "VNI cooldown must not be negative");
   }
   VniRange range(options.min, options.max, options.cooldown);
   auto reserve = [&range](Vni v) {
@@ -43,7 +43,7 @@ Result<VniRange> VniRange::create(const VniRangeOptions& options) {
     reserve(v);
   }
   if (range.reservedInRange_ == range.size_) {
-    return makeError("invalid", "VNI range " + rangeText(options.min, options.max) +
+    return makeError(kc::errc::kInvalid, "VNI range " + rangeText(options.min, options.max) +
                                     " holds only reserved values");
   }
   return range;
@@ -134,7 +134,7 @@ Result<Vni> VniRange::allocate(VniTime now) {
   const std::int64_t found = findFreeFrom(from);
   if (found < 0) {
     const VniCounts c = counts();
-    return makeError("exhausted",
+    return makeError(kc::errc::kExhausted,
                      "VNI range " + rangeText(min_, max_) + " exhausted: " +
                          std::to_string(c.allocated) + " allocated, " + std::to_string(c.cooling) +
                          " cooling down, " + std::to_string(reservedInRange_) + " reserved");
@@ -149,12 +149,12 @@ Result<Vni> VniRange::allocate(VniTime now) {
 
 Status VniRange::release(Vni vni, VniTime now) {
   if (!inRange(vni)) {
-    return makeError("out_of_range", "VNI " + std::to_string(vni) + " is outside " +
+    return makeError(kc::errc::kOutOfRange, "VNI " + std::to_string(vni) + " is outside " +
                                          rangeText(min_, max_));
   }
   const std::uint32_t i = index(vni);
   if (states_[i] != VniState::Allocated) {
-    return makeError("not_allocated", "VNI " + std::to_string(vni) + " is not allocated");
+    return makeError(kc::errc::kNotAllocated, "VNI " + std::to_string(vni) + " is not allocated");
   }
   --allocated_;
   if (cooldown_.count() == 0) {
@@ -171,15 +171,15 @@ Status VniRange::release(Vni vni, VniTime now) {
 
 Status VniRange::reserve(Vni vni) {
   if (!inRange(vni)) {
-    return makeError("out_of_range", "VNI " + std::to_string(vni) + " is outside " +
+    return makeError(kc::errc::kOutOfRange, "VNI " + std::to_string(vni) + " is outside " +
                                          rangeText(min_, max_));
   }
   const std::uint32_t i = index(vni);
   switch (states_[i]) {
     case VniState::Reserved:
-      return makeError("reserved", "VNI " + std::to_string(vni) + " is reserved and never issued");
+      return makeError(kc::errc::kReserved, "VNI " + std::to_string(vni) + " is reserved and never issued");
     case VniState::Allocated:
-      return makeError("conflict", "VNI " + std::to_string(vni) + " is already allocated");
+      return makeError(kc::errc::kConflict, "VNI " + std::to_string(vni) + " is already allocated");
     case VniState::CoolingDown:
       coolingUntil_.erase(vni);  // its heap entry becomes stale
       break;
@@ -196,16 +196,16 @@ Status VniRange::reserve(Vni vni) {
 
 Status VniRange::restoreCooldown(Vni vni, VniTime releasedAt) {
   if (!inRange(vni)) {
-    return makeError("out_of_range", "VNI " + std::to_string(vni) + " is outside " +
+    return makeError(kc::errc::kOutOfRange, "VNI " + std::to_string(vni) + " is outside " +
                                          rangeText(min_, max_));
   }
   const std::uint32_t i = index(vni);
   const VniTime readyAt = releasedAt + cooldown_;
   switch (states_[i]) {
     case VniState::Reserved:
-      return makeError("reserved", "VNI " + std::to_string(vni) + " is reserved and never issued");
+      return makeError(kc::errc::kReserved, "VNI " + std::to_string(vni) + " is reserved and never issued");
     case VniState::Allocated:
-      return makeError("conflict", "VNI " + std::to_string(vni) + " is allocated");
+      return makeError(kc::errc::kConflict, "VNI " + std::to_string(vni) + " is allocated");
     case VniState::CoolingDown:
       if (coolingUntil_[vni] >= readyAt) {
         return okStatus();

@@ -27,7 +27,7 @@ std::optional<Vni> seedFirstFreeVni(std::span<const Vni> allocated, Vni min, Vni
 Result<Vni> SeedVniTable::allocate() {
   const std::optional<Vni> v = seedFirstFreeVni(rows_, min_, max_);
   if (!v) {
-    return makeError("exhausted", "no free VNI in [" + std::to_string(min_) + ", " +
+    return makeError(kc::errc::kExhausted, "no free VNI in [" + std::to_string(min_) + ", " +
                                       std::to_string(max_) + ")");
   }
   rowOf_[*v] = rows_.size();
@@ -38,7 +38,7 @@ Result<Vni> SeedVniTable::allocate() {
 Status SeedVniTable::release(Vni vni) {
   auto it = rowOf_.find(vni);
   if (it == rowOf_.end()) {
-    return makeError("not_allocated", "VNI " + std::to_string(vni) + " is not allocated");
+    return makeError(kc::errc::kNotAllocated, "VNI " + std::to_string(vni) + " is not allocated");
   }
   const std::size_t i = it->second;
   rowOf_.erase(it);

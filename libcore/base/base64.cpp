@@ -29,7 +29,7 @@ int sextet(char c) noexcept {
   return -1;
 }
 
-Error invalid(std::string message) { return makeError("invalid", "base64: " + std::move(message)); }
+Error invalid(std::string message) { return makeError(kc::errc::kInvalid, "base64: " + std::move(message)); }
 
 }  // namespace
 

@@ -15,10 +15,12 @@
 #include <utility>
 #include <variant>
 
+#include "libcore/base/error_codes.hpp"
+
 namespace kc {
 
-// A failure: a short machine-readable code (e.g. "invalid", "exhausted", "conflict",
-// "timeout", "unavailable") and a message for people.
+// A failure: a short machine-readable code, one of kc::errc (error_codes.hpp), and a message
+// for people.
 struct Error {
   std::string code;
   std::string message;

@@ -29,7 +29,7 @@ bool charAt(std::string_view s, std::size_t pos, char lower, char upper = 0) noe
 }
 
 Error invalid(std::string_view text, std::string_view what) {
-  return makeError("invalid", "RFC 3339 time '" + std::string(text) + "': " + std::string(what));
+  return makeError(kc::errc::kInvalid, "RFC 3339 time '" + std::string(text) + "': " + std::string(what));
 }
 
 }  // namespace

@@ -125,7 +125,7 @@ std::optional<double> asFloat(const std::string& s) {
 
 Result<json> convert(const YAML::Node& node, int depth) {
   if (depth > kMaxDepth) {
-    return makeError("invalid", "YAML nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return makeError(kc::errc::kInvalid, "YAML nested deeper than " + std::to_string(kMaxDepth) + " levels");
   }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
@@ -136,7 +136,7 @@ Result<json> convert(const YAML::Node& node, int depth) {
       for (const auto& kv : node) {
         if (!kv.first.IsScalar()) {
           const auto m = kv.first.Mark();
-          return makeError("invalid", "line " + std::to_string(m.line + 1) + " column " +
+          return makeError(kc::errc::kInvalid, "line " + std::to_string(m.line + 1) + " column " +
                                           std::to_string(m.column + 1) +
                                           ": map key is not a scalar (not expressible in JSON)");
         }
@@ -192,7 +192,7 @@ Result<std::vector<json>> yamlDocumentsToJson(std::string_view text) {
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return makeError("invalid", "YAML: line " + std::to_string(e.mark.line + 1) + " column " +
+    return makeError(kc::errc::kInvalid, "YAML: line " + std::to_string(e.mark.line + 1) + " column " +
                                     std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
   std::vector<json> out;
@@ -215,7 +215,7 @@ Result<json> yamlToJson(std::string_view text) {
     return std::move(docs).error();
   }
   if (docs->size() != 1) {
-    return makeError("invalid", "expected one YAML document, found " + std::to_string(docs->size()));
+    return makeError(kc::errc::kInvalid, "expected one YAML document, found " + std::to_string(docs->size()));
   }
   return std::move(docs->front());
 }

@@ -13,15 +13,15 @@ Result<std::string> readSmallFile(const std::filesystem::path& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) {
-    return makeError("invalid",
+    return makeError(kc::errc::kInvalid,
                      "cannot read credentials file " + path.string() + ": " + ec.message());
   }
   if (size > kMaxSecretBytes) {
-    return makeError("invalid", "credentials file " + path.string() + " is larger than 64 KiB");
+    return makeError(kc::errc::kInvalid, "credentials file " + path.string() + " is larger than 64 KiB");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return makeError("invalid", "cannot open credentials file " + path.string());
+    return makeError(kc::errc::kInvalid, "cannot open credentials file " + path.string());
   }
   std::ostringstream out;
   out << in.rdbuf();
@@ -41,12 +41,12 @@ std::string Credentials::describe() const {
 Result<Credentials> parseUserPass(const std::string& text) {
   const auto colon = text.find(':');
   if (colon == std::string::npos || colon == 0) {
-    return makeError("invalid", "credentials must have the form user:password (user non-empty)");
+    return makeError(kc::errc::kInvalid, "credentials must have the form user:password (user non-empty)");
   }
   Credentials creds{text.substr(0, colon), text.substr(colon + 1)};
   if (creds.username.find_first_of("\r\n") != std::string::npos ||
       creds.password.find_first_of("\r\n") != std::string::npos) {
-    return makeError("invalid", "credentials must not contain line breaks");
+    return makeError(kc::errc::kInvalid, "credentials must not contain line breaks");
   }
   return creds;
 }
@@ -64,7 +64,7 @@ Result<Credentials> loadCredentials(const std::string& path) {
       return pass.error();
     }
     if (user->empty()) {
-      return makeError("invalid", "credentials directory " + path + ": username is empty");
+      return makeError(kc::errc::kInvalid, "credentials directory " + path + ": username is empty");
     }
     return Credentials{std::move(*user), std::move(*pass)};
   }
@@ -75,7 +75,7 @@ Result<Credentials> loadCredentials(const std::string& path) {
   const auto eol = text->find('\n');
   auto parsed = parseUserPass(text->substr(0, eol));
   if (!parsed) {
-    return makeError("invalid", "credentials file " + path + ": " + parsed.error().message);
+    return makeError(kc::errc::kInvalid, "credentials file " + path + ": " + parsed.error().message);
   }
   return parsed;
 }

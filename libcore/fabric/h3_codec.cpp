@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 Error protocolError(std::string message) {
-  return makeError("protocol", std::move(message));
+  return makeError(kc::errc::kProtocol, std::move(message));
 }
 
 // A string field of a row; nullopt when absent, error when present with another type.
@@ -65,7 +65,7 @@ Result<std::uint32_t> parseHostPort(std::string_view text) {
 
 Result<std::string> portGid(std::uint32_t hostPort) {
   if (hostPort > kMaxHostPort) {
-    return makeError("invalid", "host port " + std::to_string(hostPort) + " is above " +
+    return makeError(kc::errc::kInvalid, "host port " + std::to_string(hostPort) + " is above " +
                                     std::to_string(kMaxHostPort));
   }
   char buf[8];
@@ -217,15 +217,15 @@ std::string encodeUnassign(std::string_view gep, std::string_view devGid) {
 Result<AllocationRequest> parseAllocationRequest(std::string_view body, bool isAssign) {
   auto doc = parseJsonGuarded(body, "H3 allocation request", 64 * 1024);
   if (!doc) {
-    return makeError("invalid", doc.error().message);
+    return makeError(kc::errc::kInvalid, doc.error().message);
   }
   if (!doc->is_object()) {
-    return makeError("invalid", "allocation request must be a JSON object");
+    return makeError(kc::errc::kInvalid, "allocation request must be a JSON object");
   }
   auto field = [&](const char* key) -> Result<std::string> {
     const auto it = doc->find(key);
     if (it == doc->end() || !it->is_string()) {
-      return makeError("invalid",
+      return makeError(kc::errc::kInvalid,
                        std::string("allocation request needs string field \"") + key + "\"");
     }
     return it->get<std::string>();
@@ -240,7 +240,7 @@ Result<AllocationRequest> parseAllocationRequest(std::string_view body, bool isA
     return dev.error();
   }
   if (!isValidDevGid(*dev)) {
-    return makeError("invalid", "dev_gid \"" + excerpt(*dev, 20) + "\" is not hex digits");
+    return makeError(kc::errc::kInvalid, "dev_gid \"" + excerpt(*dev, 20) + "\" is not hex digits");
   }
   req.gep = *gep;
   req.devGid = *dev;
@@ -251,7 +251,7 @@ Result<AllocationRequest> parseAllocationRequest(std::string_view body, bool isA
     }
     auto parsed = parsePortGid(*port);
     if (!parsed) {
-      return makeError("invalid", parsed.error().message);
+      return makeError(kc::errc::kInvalid, parsed.error().message);
     }
     req.portGid = *port;
   }

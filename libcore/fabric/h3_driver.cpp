@@ -34,7 +34,7 @@ std::string describeHost(const std::optional<std::string>& host) {
 // the re-read decides).
 Result<MoveClaim> claimOf(Result<h3::Reply> reply, const std::string& unseen,
                           const std::string& happened) {
-  if (!reply && reply.error().code == errc::kAuth) {
+  if (!reply && reply.error().code == errc::kUnauthorized) {
     return reply.error();
   }
   MoveClaim claim;
@@ -100,7 +100,7 @@ Result<h3::Resources> H3Driver::readResources() {
       continue;
     }
     if (resp->status == 401 || resp->status == 403) {
-      return makeError(errc::kAuth, "h3 chassis " + options_.chassis +
+      return makeError(errc::kUnauthorized, "h3 chassis " + options_.chassis +
                                         " rejected the credentials (HTTP " +
                                         std::to_string(resp->status) + ")");
     }
@@ -184,7 +184,7 @@ Result<h3::Reply> H3Driver::sendAllocation(const std::string& method, const std:
     return detail::transportError(resp.error(), method + " " + target);
   }
   if (resp->status == 401 || resp->status == 403) {
-    return makeError(errc::kAuth, "h3 chassis " + options_.chassis +
+    return makeError(errc::kUnauthorized, "h3 chassis " + options_.chassis +
                                       " rejected the credentials (HTTP " +
                                       std::to_string(resp->status) + ")");
   }

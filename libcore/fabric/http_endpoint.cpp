@@ -30,12 +30,12 @@ Result<Endpoint> makeEndpoint(const std::string& baseUrl, const net::ClientTlsOp
 
 Error transportError(const Error& error, const std::string& what) {
   std::string code = errc::kUnavailable;
-  if (error.code == "timeout") {
+  if (error.code == kc::errc::kTimeout) {
     code = errc::kTimeout;
-  } else if (error.code == "too_large" || error.code == "protocol" || error.code == "redirect") {
+  } else if (error.code == kc::errc::kTooLarge || error.code == kc::errc::kProtocol || error.code == kc::errc::kRedirect) {
     // "redirect": a redirect the client would not follow (another origin, too many hops).
     code = errc::kProtocol;
-  } else if (error.code == "invalid") {
+  } else if (error.code == kc::errc::kInvalid) {
     code = errc::kInvalid;
   }
   return makeError(code, what + ": " + error.message);

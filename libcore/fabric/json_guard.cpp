@@ -20,7 +20,7 @@ std::string excerpt(std::string_view body, std::size_t max) {
 Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view what,
                                         std::size_t maxBytes) {
   if (body.size() > maxBytes) {
-    return makeError("protocol", std::string(what) + " is " + std::to_string(body.size()) +
+    return makeError(kc::errc::kProtocol, std::string(what) + " is " + std::to_string(body.size()) +
                                      " bytes, over the limit of " + std::to_string(maxBytes));
   }
   // Depth check before parsing: bounded work and memory for hostile nesting.
@@ -42,7 +42,7 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
       inString = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
-        return makeError("protocol", std::string(what) + " nests deeper than " +
+        return makeError(kc::errc::kProtocol, std::string(what) + " nests deeper than " +
                                          std::to_string(kMaxJsonDepth) + " levels");
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
@@ -51,7 +51,7 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
   }
   auto doc = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
-    return makeError("protocol",
+    return makeError(kc::errc::kProtocol,
                      std::string(what) + " is not valid JSON: \"" + excerpt(body) + "\"");
   }
   return doc;

@@ -544,21 +544,21 @@ std::string encodeBlockAction(std::string_view blockOdataId,
 Result<BlockActionRequest> parseBlockAction(std::string_view body) {
   auto doc = parseJsonGuarded(body, "ResourceBlock action request", 64 * 1024);
   if (!doc || !doc->is_object()) {
-    return makeError("invalid", "action body must be a JSON object");
+    return makeError(kc::errc::kInvalid, "action body must be a JSON object");
   }
   const auto rb = doc->find("ResourceBlock");
   if (rb == doc->end()) {
-    return makeError("invalid", "action body needs \"ResourceBlock\": {\"@odata.id\": ...}");
+    return makeError(kc::errc::kInvalid, "action body needs \"ResourceBlock\": {\"@odata.id\": ...}");
   }
   auto link = linkOf(*rb, "ResourceBlock");
   if (!link) {
-    return makeError("invalid", link.error().message);
+    return makeError(kc::errc::kInvalid, link.error().message);
   }
   BlockActionRequest req{*link, {}, {}};
   auto be = optionalString(*doc, "ResourceBlockETag", "action");
   auto se = optionalString(*doc, "ComputerSystemETag", "action");
   if (!be || !se) {
-    return makeError("invalid", "ETag parameters must be strings");
+    return makeError(kc::errc::kInvalid, "ETag parameters must be strings");
   }
   req.blockEtag = *be;
   req.systemEtag = *se;
@@ -600,16 +600,16 @@ std::string encodeComposeRequest(std::string_view name, const std::vector<std::s
 Result<std::vector<std::string>> parseComposeRequest(std::string_view body) {
   auto doc = parseJsonGuarded(body, "composition request", 64 * 1024);
   if (!doc || !doc->is_object()) {
-    return makeError("invalid", "composition request must be a JSON object");
+    return makeError(kc::errc::kInvalid, "composition request must be a JSON object");
   }
   const auto links = doc->find("Links");
   if (links == doc->end() || !links->is_object() || !links->contains("ResourceBlocks") ||
       !(*links)["ResourceBlocks"].is_array()) {
-    return makeError("invalid", "composition request needs \"Links\": {\"ResourceBlocks\": [...]}");
+    return makeError(kc::errc::kInvalid, "composition request needs \"Links\": {\"ResourceBlocks\": [...]}");
   }
   auto out = memberLinks((*links)["ResourceBlocks"], "Links.ResourceBlocks");
   if (!out) {
-    return makeError("invalid", out.error().message);
+    return makeError(kc::errc::kInvalid, out.error().message);
   }
   return out;
 }
@@ -624,12 +624,12 @@ std::string encodeLogin(std::string_view user, std::string_view password) {
 Result<LoginRequest> parseLogin(std::string_view body) {
   auto doc = parseJsonGuarded(body, "session request", 64 * 1024);
   if (!doc || !doc->is_object()) {
-    return makeError("invalid", "session request must be a JSON object");
+    return makeError(kc::errc::kInvalid, "session request must be a JSON object");
   }
   auto user = requiredString(*doc, "UserName", "session request");
   auto pass = requiredString(*doc, "Password", "session request");
   if (!user || !pass) {
-    return makeError("invalid", "session request needs string UserName and Password");
+    return makeError(kc::errc::kInvalid, "session request needs string UserName and Password");
   }
   return LoginRequest{*user, *pass};
 }

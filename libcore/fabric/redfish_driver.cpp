@@ -75,7 +75,7 @@ Result<Ok> RedfishDriver::login() {
     return detail::transportError(resp.error(), "POST " + target);
   }
   if (resp->status == 401 || resp->status == 403) {
-    return makeError(errc::kAuth, "redfish chassis " + options_.chassis +
+    return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis +
                                       " refused the session login for user " +
                                       options_.credentials->username + " (HTTP " +
                                       std::to_string(resp->status) + ")");
@@ -135,13 +135,13 @@ Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method,
     if (resp->status == 401 || resp->status == 403) {
       const std::string who =
           options_.credentials ? "user " + options_.credentials->username : "anonymous access";
-      return makeError(errc::kAuth, "redfish chassis " + options_.chassis + " rejected " + who +
+      return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis + " rejected " + who +
                                         " (HTTP " + std::to_string(resp->status) + " on " + method +
                                         " " + target + ")");
     }
     return Reply{resp->status, std::move(resp->body), resp->header("ETag")};
   }
-  return makeError(errc::kAuth, "redfish chassis " + options_.chassis + ": unreachable");
+  return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis + ": unreachable");
 }
 
 Result<RedfishDriver::Reply> RedfishDriver::getOk(const std::string& target, bool authenticated) {
@@ -661,7 +661,7 @@ Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
         break;
     }
     auto reply = call(method, plan->target, body, options_.policy.moveTimeout);
-    if (!reply && reply.error().code == errc::kAuth) {
+    if (!reply && reply.error().code == errc::kUnauthorized) {
       return reply.error();
     }
     MoveClaim claim;

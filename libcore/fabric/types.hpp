@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/base/error_codes.hpp"
+
 namespace kc::fabric {
 
 enum class GpuHealth : std::uint8_t { kOk, kUnhealthy };
@@ -59,21 +61,9 @@ struct MoveReport {
   std::vector<std::string> notes;  // e.g. "chassis answered Result:[false] but the move happened"
 };
 
-// Error codes used by every driver (kc::Error::code).
-namespace errc {
-inline constexpr const char* kInvalid = "invalid";          // bad argument from the caller
-inline constexpr const char* kNotFound = "not_found";       // no such GPU / host on the chassis
-inline constexpr const char* kConflict = "conflict";        // GPU attached elsewhere
-inline constexpr const char* kTimeout = "timeout";          // no answer within the call timeout
-inline constexpr const char* kUnavailable = "unavailable";  // connection failed / 5xx
-inline constexpr const char* kProtocol = "protocol";        // malformed or unexpected reply
-inline constexpr const char* kAuth = "auth";                // credentials rejected
-inline constexpr const char* kUnverified = "unverified";    // inventory does not show the move
-inline constexpr const char* kUnhealthy = "unhealthy";      // GPU lost / not usable
-inline constexpr const char* kRefused = "refused";          // chassis said no and nothing changed
-// The service cannot do this move at all (no composition style it offers fits); retrying will
-// not help. Distinct from kProtocol, which means a malformed reply.
-inline constexpr const char* kUnsupported = "unsupported";
-}  // namespace errc
+// Error codes of every driver: the project's one set (libcore/base/error_codes.hpp). A driver
+// answers kInvalid, kNotFound, kConflict, kTimeout, kUnavailable, kProtocol, kUnauthorized
+// (credentials rejected), kUnverified, kUnhealthy, kRefused or kUnsupported.
+namespace errc = ::kc::errc;
 
 }  // namespace kc::fabric

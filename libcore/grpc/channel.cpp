@@ -24,7 +24,7 @@ Status waitConnected(grpc::Channel& channel, std::chrono::milliseconds timeout,
   if (channel.WaitForConnected(deadline)) {
     return okStatus();
   }
-  return makeError("unavailable", what + ": not connected within " +
+  return makeError(kc::errc::kUnavailable, what + ": not connected within " +
                                       std::to_string(timeout.count()) + " ms");
 }
 

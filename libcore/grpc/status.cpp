@@ -15,24 +15,24 @@ struct CodeName {
 // First match wins in both directions (ABORTED maps to "conflict", "conflict" to
 // ALREADY_EXISTS).
 constexpr std::array<CodeName, 12> kCodes{{
-    {grpc::StatusCode::INVALID_ARGUMENT, "invalid"},
-    {grpc::StatusCode::NOT_FOUND, "not_found"},
-    {grpc::StatusCode::DEADLINE_EXCEEDED, "timeout"},
-    {grpc::StatusCode::UNAVAILABLE, "unavailable"},
-    {grpc::StatusCode::ALREADY_EXISTS, "conflict"},
-    {grpc::StatusCode::ABORTED, "conflict"},
-    {grpc::StatusCode::FAILED_PRECONDITION, "failed_precondition"},
-    {grpc::StatusCode::RESOURCE_EXHAUSTED, "exhausted"},
-    {grpc::StatusCode::UNIMPLEMENTED, "unsupported"},
-    {grpc::StatusCode::CANCELLED, "cancelled"},
-    {grpc::StatusCode::PERMISSION_DENIED, "forbidden"},
-    {grpc::StatusCode::UNAUTHENTICATED, "unauthorized"},
+    {grpc::StatusCode::INVALID_ARGUMENT, kc::errc::kInvalid},
+    {grpc::StatusCode::NOT_FOUND, kc::errc::kNotFound},
+    {grpc::StatusCode::DEADLINE_EXCEEDED, kc::errc::kTimeout},
+    {grpc::StatusCode::UNAVAILABLE, kc::errc::kUnavailable},
+    {grpc::StatusCode::ALREADY_EXISTS, kc::errc::kConflict},
+    {grpc::StatusCode::ABORTED, kc::errc::kConflict},
+    {grpc::StatusCode::FAILED_PRECONDITION, kc::errc::kFailedPrecondition},
+    {grpc::StatusCode::RESOURCE_EXHAUSTED, kc::errc::kExhausted},
+    {grpc::StatusCode::UNIMPLEMENTED, kc::errc::kUnsupported},
+    {grpc::StatusCode::CANCELLED, kc::errc::kCancelled},
+    {grpc::StatusCode::PERMISSION_DENIED, kc::errc::kForbidden},
+    {grpc::StatusCode::UNAUTHENTICATED, kc::errc::kUnauthorized},
 }};
 
 }  // namespace
 
 Error toError(const grpc::Status& status, std::string_view what) {
-  std::string code = "internal";
+  std::string code = kc::errc::kInternal;
   for (const auto& c : kCodes) {
     if (c.code == status.error_code()) {
       code = c.name;

@@ -17,28 +17,28 @@ namespace {
 Status checkPath(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty() || path.front() != '/') {
-    return makeError("invalid", "socket path '" + path + "' is not absolute");
+    return makeError(kc::errc::kInvalid, "socket path '" + path + "' is not absolute");
   }
   constexpr std::size_t kMax = sizeof(sockaddr_un::sun_path) - 1;
   if (path.size() > kMax) {
-    return makeError("invalid", "socket path '" + path + "' is " + std::to_string(path.size()) +
+    return makeError(kc::errc::kInvalid, "socket path '" + path + "' is " + std::to_string(path.size()) +
                                     " bytes; a unix socket path holds at most " +
                                     std::to_string(kMax));
   }
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!fs::is_directory(parent, ec)) {
-    return makeError("invalid", "socket directory '" + parent.string() + "' does not exist");
+    return makeError(kc::errc::kInvalid, "socket directory '" + parent.string() + "' does not exist");
   }
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      return makeError("invalid", "'" + path + "' exists and is not a socket; not removing it");
+      return makeError(kc::errc::kInvalid, "'" + path + "' exists and is not a socket; not removing it");
     }
     // A socket left by an earlier run (or by a crashed one): nobody can be using it through
     // this path once we bind a new one, so it goes.
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return makeError("invalid", "cannot remove stale socket '" + path +
+      return makeError(kc::errc::kInvalid, "cannot remove stale socket '" + path +
                                       "': " + std::strerror(errno));
     }
   }
@@ -69,7 +69,7 @@ Status UnixServer::start() {
   }
   server_ = builder.BuildAndStart();
   if (!server_) {
-    return makeError("unavailable", "gRPC could not serve on unix:" + opts_.path);
+    return makeError(kc::errc::kUnavailable, "gRPC could not serve on unix:" + opts_.path);
   }
   ::chmod(opts_.path.c_str(), static_cast<mode_t>(opts_.socketMode));
   struct stat st {};

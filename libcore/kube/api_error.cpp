@@ -113,25 +113,25 @@ std::string ApiError::describe() const {
 kc::Error ApiError::toError() const {
   std::string code;
   if (isTransport()) {
-    code = "unavailable";
+    code = kc::errc::kUnavailable;
   } else if (isNotFound()) {
-    code = "not_found";
+    code = kc::errc::kNotFound;
   } else if (isAlreadyExists()) {
-    code = "already_exists";
+    code = kc::errc::kAlreadyExists;
   } else if (isConflict()) {
-    code = "conflict";
+    code = kc::errc::kConflict;
   } else if (isExpired()) {
-    code = "expired";
+    code = kc::errc::kExpired;
   } else if (isInvalid() || httpCode == 400) {
-    code = "invalid";
+    code = kc::errc::kInvalid;
   } else if (isForbidden()) {
-    code = "forbidden";
+    code = kc::errc::kForbidden;
   } else if (isUnauthorized()) {
-    code = "unauthorized";
+    code = kc::errc::kUnauthorized;
   } else if (isTooManyRequests()) {
-    code = "throttled";
+    code = kc::errc::kThrottled;
   } else if (isServerError()) {
-    code = "server_error";
+    code = kc::errc::kServerError;
   } else {
     code = "http_" + std::to_string(httpCode);
   }

@@ -16,7 +16,7 @@ bool is2xx(int s) { return s >= 200 && s < 300; }
 
 // The HTTP client's own failure words that no retry can fix.
 bool permanentTransport(const kc::Error& e) {
-  return e.code == "invalid" || e.code == "tls" || e.code == "cancelled" || e.code == "too_large";
+  return e.code == kc::errc::kInvalid || e.code == kc::errc::kTls || e.code == kc::errc::kCancelled || e.code == kc::errc::kTooLarge;
 }
 
 ApiError transportFrom(const kc::Error& e) {
@@ -81,7 +81,7 @@ KubeClient::~KubeClient() = default;
 
 kc::Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& config, KubeClientOptions options) {
   if (config.server.empty()) {
-    return kc::makeError("invalid", "kube client: no server configured");
+    return kc::makeError(kc::errc::kInvalid, "kube client: no server configured");
   }
   std::unique_ptr<KubeClient> client(new KubeClient(config, std::move(options)));
   auto tokens = std::make_shared<TokenSource>(config.token, config.tokenFile, &client->clock_,

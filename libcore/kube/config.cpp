@@ -48,14 +48,14 @@ kc::Result<std::string> pemFrom(const YAML::Node& n, const char* dataKey, const 
     // Wrapped or unpadded data is tolerated: hand-edited kubeconfigs carry both.
     auto decoded = kc::base64Decode(data, {.skipLineBreaks = true, .paddingOptional = true});
     if (!decoded) {
-      return kc::makeError("invalid", what + " " + dataKey + ": " + decoded.error().message);
+      return kc::makeError(kc::errc::kInvalid, what + " " + dataKey + ": " + decoded.error().message);
     }
     return std::move(decoded).value();
   }
   if (std::string file = scalar(n, fileKey); !file.empty()) {
     auto content = readWholeFile(resolveAgainst(file, dir));
     if (!content) {
-      return kc::makeError("invalid", what + " " + fileKey + ": " + content.error().message);
+      return kc::makeError(kc::errc::kInvalid, what + " " + fileKey + ": " + content.error().message);
     }
     return std::move(content).value();
   }
@@ -77,12 +77,12 @@ EnvLookup processEnv() {
 kc::Result<std::string> readWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return kc::makeError("not_found", "cannot read '" + path + "'");
+    return kc::makeError(kc::errc::kNotFound, "cannot read '" + path + "'");
   }
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) {
-    return kc::makeError("unavailable", "error reading '" + path + "'");
+    return kc::makeError(kc::errc::kUnavailable, "error reading '" + path + "'");
   }
   return ss.str();
 }
@@ -123,7 +123,7 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     try {
       root = YAML::Load(*text);
     } catch (const YAML::Exception& e) {
-      return kc::makeError("invalid", "kubeconfig '" + path + "': " + e.what());
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + e.what());
     }
     ++loaded;
     sources += (sources.empty() ? "" : ":") + path;
@@ -131,7 +131,7 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
       continue;  // an empty file is a valid, empty config
     }
     if (!root.IsMap()) {
-      return kc::makeError("invalid", "kubeconfig '" + path + "': top level is not a mapping");
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': top level is not a mapping");
     }
     const std::string dir = std::filesystem::path(path).parent_path().string();
     auto collect = [&](const char* listKey, const char* bodyKey, std::map<std::string, Named>& into) -> kc::Status {
@@ -140,16 +140,16 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
         return kc::okStatus();
       }
       if (!list.IsSequence()) {
-        return kc::makeError("invalid", "kubeconfig '" + path + "': '" + listKey + "' is not a list");
+        return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': '" + listKey + "' is not a list");
       }
       for (const auto& entry : list) {
         std::string name = entry.IsMap() ? scalar(entry, "name") : "";
         if (name.empty()) {
-          return kc::makeError("invalid", "kubeconfig '" + path + "': an entry of '" + listKey + "' has no name");
+          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': an entry of '" + listKey + "' has no name");
         }
         YAML::Node body = entry[bodyKey];
         if (body && !body.IsMap() && !body.IsNull()) {
-          return kc::makeError("invalid", "kubeconfig '" + path + "': " + listKey + " '" + name + "' is malformed");
+          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + listKey + " '" + name + "' is malformed");
         }
         into.emplace(name, Named{body ? body : YAML::Node(YAML::NodeType::Map), dir});  // first wins
       }
@@ -167,7 +167,7 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
         currentContext = scalar(root, "current-context");
       }
     } catch (const YAML::Exception& e) {
-      return kc::makeError("invalid", "kubeconfig '" + path + "': " + e.what());
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + e.what());
     }
   }
   if (loaded == 0) {
@@ -175,15 +175,15 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     for (const auto& p : paths) {
       list += (list.empty() ? "" : ", ") + p;
     }
-    return kc::makeError("not_found", "no readable kubeconfig (tried: " + (list.empty() ? "nothing" : list) + ")");
+    return kc::makeError(kc::errc::kNotFound, "no readable kubeconfig (tried: " + (list.empty() ? "nothing" : list) + ")");
   }
   const std::string ctxName = contextOverride.empty() ? currentContext : contextOverride;
   if (ctxName.empty()) {
-    return kc::makeError("invalid", "kubeconfig " + sources + ": no current-context and none requested");
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig " + sources + ": no current-context and none requested");
   }
   auto ctxIt = contexts.find(ctxName);
   if (ctxIt == contexts.end()) {
-    return kc::makeError("invalid", "kubeconfig " + sources + ": context '" + ctxName + "' not found");
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig " + sources + ": context '" + ctxName + "' not found");
   }
   try {
     const YAML::Node& ctx = ctxIt->second.body;
@@ -191,17 +191,17 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     const std::string userName = scalar(ctx, "user");
     auto clIt = clusters.find(clusterName);
     if (clIt == clusters.end()) {
-      return kc::makeError("invalid", "kubeconfig: context '" + ctxName + "' names unknown cluster '" + clusterName + "'");
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName + "' names unknown cluster '" + clusterName + "'");
     }
     ClusterConfig cfg;
     cfg.source = sources;
     const YAML::Node& cl = clIt->second.body;
     cfg.server = scalar(cl, "server");
     if (cfg.server.empty()) {
-      return kc::makeError("invalid", "kubeconfig: cluster '" + clusterName + "' has no server");
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName + "' has no server");
     }
     if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-      return kc::makeError("invalid", "kubeconfig: cluster '" + clusterName + "' server '" + cfg.server +
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName + "' server '" + cfg.server +
                                           "' is not an http(s) URL");
     }
     while (cfg.server.size() > 8 && cfg.server.back() == '/') {
@@ -219,11 +219,11 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     if (!userName.empty()) {
       auto uIt = users.find(userName);
       if (uIt == users.end()) {
-        return kc::makeError("invalid", "kubeconfig: context '" + ctxName + "' names unknown user '" + userName + "'");
+        return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName + "' names unknown user '" + userName + "'");
       }
       const YAML::Node& u = uIt->second.body;
       if (u["exec"] || u["auth-provider"]) {
-        return kc::makeError("invalid", "kubeconfig: user '" + userName +
+        return kc::makeError(kc::errc::kInvalid, "kubeconfig: user '" + userName +
                                             "' uses exec/auth-provider credentials, which this client does not run; "
                                             "use a token, tokenFile or client certificate");
       }
@@ -236,7 +236,7 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
         return key.error();
       }
       if (cert->empty() != key->empty()) {
-        return kc::makeError("invalid", "kubeconfig: user '" + userName + "' has a client certificate without key or vice versa");
+        return kc::makeError(kc::errc::kInvalid, "kubeconfig: user '" + userName + "' has a client certificate without key or vice versa");
       }
       cfg.clientCertPem = std::move(cert).value();
       cfg.clientKeyPem = std::move(key).value();
@@ -250,7 +250,7 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     }
     return cfg;
   } catch (const YAML::Exception& e) {
-    return kc::makeError("invalid", std::string("kubeconfig: ") + e.what());
+    return kc::makeError(kc::errc::kInvalid, std::string("kubeconfig: ") + e.what());
   }
 }
 
@@ -258,7 +258,7 @@ kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env, const std::string&
   auto host = env("KUBERNETES_SERVICE_HOST");
   auto port = env("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {
-    return kc::makeError("not_found",
+    return kc::makeError(kc::errc::kNotFound,
                          "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
   }
   ClusterConfig cfg;
@@ -268,7 +268,7 @@ kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env, const std::string&
   cfg.tokenFile = saDir + "/token";
   auto token = readWholeFile(cfg.tokenFile);
   if (!token || trimWhitespace(*token).empty()) {
-    return kc::makeError("unavailable", "in-cluster: cannot read service account token '" + cfg.tokenFile + "'");
+    return kc::makeError(kc::errc::kUnavailable, "in-cluster: cannot read service account token '" + cfg.tokenFile + "'");
   }
   cfg.token = trimWhitespace(std::move(token).value());
   if (auto ca = readWholeFile(saDir + "/ca.crt")) {

@@ -32,12 +32,12 @@ bool LineFramer::feed(std::string_view chunk, const std::function<bool(std::stri
 
 kc::Status ListBodyParser::fail(std::string msg) {
   failed_ = true;
-  return kc::makeError("invalid", "list body: " + msg);
+  return kc::makeError(kc::errc::kInvalid, "list body: " + msg);
 }
 
 kc::Status ListBodyParser::feed(std::string_view chunk) {
   if (failed_) {
-    return kc::makeError("invalid", "list body: parser already failed");
+    return kc::makeError(kc::errc::kInvalid, "list body: parser already failed");
   }
   // A byte-level scanner that tracks strings and nesting; JSON validity of each piece is
   // left to nlohmann::json when the item / skeleton is parsed.
@@ -145,14 +145,14 @@ kc::Status ListBodyParser::feed(std::string_view chunk) {
 
 kc::Result<nlohmann::json> ListBodyParser::finish() {
   if (failed_) {
-    return kc::makeError("invalid", "list body: parser failed");
+    return kc::makeError(kc::errc::kInvalid, "list body: parser failed");
   }
   if (!sawTopLevel_ || depth_ != 0 || inString_) {
-    return kc::makeError("invalid", "list body: truncated");
+    return kc::makeError(kc::errc::kInvalid, "list body: truncated");
   }
   auto parsed = nlohmann::json::parse(skeleton_, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    return kc::makeError("invalid", "list body: not a valid JSON object");
+    return kc::makeError(kc::errc::kInvalid, "list body: not a valid JSON object");
   }
   parsed.erase("items");
   return parsed;

@@ -17,17 +17,17 @@ std::chrono::seconds ceilSeconds(std::chrono::milliseconds d) {
 
 kc::Result<std::unique_ptr<LeaderElector>> LeaderElector::create(KubeClient& client, LeaderElectionConfig config) {
   if (config.name.empty() || config.identity.empty() || config.ns.empty()) {
-    return kc::makeError("invalid", "leader election: namespace, lease name and identity are required");
+    return kc::makeError(kc::errc::kInvalid, "leader election: namespace, lease name and identity are required");
   }
   if (!(config.leaseDuration > config.renewDeadline)) {
-    return kc::makeError("invalid", "leader election: leaseDuration must be greater than renewDeadline");
+    return kc::makeError(kc::errc::kInvalid, "leader election: leaseDuration must be greater than renewDeadline");
   }
   if (!(static_cast<double>(config.renewDeadline.count()) >
         config.jitterFactor * static_cast<double>(config.retryPeriod.count()))) {
-    return kc::makeError("invalid", "leader election: renewDeadline must be greater than jitterFactor*retryPeriod");
+    return kc::makeError(kc::errc::kInvalid, "leader election: renewDeadline must be greater than jitterFactor*retryPeriod");
   }
   if (config.retryPeriod.count() <= 0 || config.jitterFactor < 1.0) {
-    return kc::makeError("invalid", "leader election: retryPeriod must be positive and jitterFactor >= 1");
+    return kc::makeError(kc::errc::kInvalid, "leader election: retryPeriod must be positive and jitterFactor >= 1");
   }
   return std::unique_ptr<LeaderElector>(new LeaderElector(client, std::move(config)));
 }

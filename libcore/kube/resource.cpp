@@ -20,23 +20,23 @@ kc::Result<std::string> resourcePath(const GroupVersionResource& r, std::string_
                                      std::string_view subresource) {
   if (!isValidPathSegment(r.version) || !isValidPathSegment(r.resource) ||
       (!r.group.empty() && !isValidPathSegment(r.group))) {
-    return kc::makeError("invalid", "invalid group/version/resource '" + r.apiVersion() + "/" + r.resource + "'");
+    return kc::makeError(kc::errc::kInvalid, "invalid group/version/resource '" + r.apiVersion() + "/" + r.resource + "'");
   }
   if (!ns.empty() && !r.namespaced) {
-    return kc::makeError("invalid", "resource '" + r.resource + "' is cluster-scoped; no namespace allowed");
+    return kc::makeError(kc::errc::kInvalid, "resource '" + r.resource + "' is cluster-scoped; no namespace allowed");
   }
   if (!ns.empty() && !isValidPathSegment(ns)) {
-    return kc::makeError("invalid", "invalid namespace '" + std::string(ns) + "'");
+    return kc::makeError(kc::errc::kInvalid, "invalid namespace '" + std::string(ns) + "'");
   }
   if (!name.empty() && !isValidPathSegment(name)) {
-    return kc::makeError("invalid", "invalid name '" + std::string(name) + "'");
+    return kc::makeError(kc::errc::kInvalid, "invalid name '" + std::string(name) + "'");
   }
   if (!subresource.empty()) {
     if (name.empty()) {
-      return kc::makeError("invalid", "subresource '" + std::string(subresource) + "' needs an object name");
+      return kc::makeError(kc::errc::kInvalid, "subresource '" + std::string(subresource) + "' needs an object name");
     }
     if (!isValidPathSegment(subresource)) {
-      return kc::makeError("invalid", "invalid subresource '" + std::string(subresource) + "'");
+      return kc::makeError(kc::errc::kInvalid, "invalid subresource '" + std::string(subresource) + "'");
     }
   }
   std::string p = r.group.empty() ? "/api/" + r.version : "/apis/" + r.group + "/" + r.version;

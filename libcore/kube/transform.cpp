@@ -27,7 +27,7 @@ struct FieldTree {
 
 kc::Status addPath(FieldTree& root, const std::string& path) {
   if (path.empty()) {
-    return kc::makeError("invalid", "keepFields: empty path");
+    return kc::makeError(kc::errc::kInvalid, "keepFields: empty path");
   }
   FieldTree* node = &root;
   std::size_t start = 0;
@@ -40,7 +40,7 @@ kc::Status addPath(FieldTree& root, const std::string& path) {
       seg.remove_suffix(2);
     }
     if (seg.empty()) {
-      return kc::makeError("invalid", "keepFields: empty segment in \"" + path + "\"");
+      return kc::makeError(kc::errc::kInvalid, "keepFields: empty segment in \"" + path + "\"");
     }
     FieldTree::Child* child = node->find(seg);
     if (child == nullptr) {

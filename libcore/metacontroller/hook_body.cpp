@@ -7,7 +7,7 @@ namespace {
 using nlohmann::json;
 
 Error invalid(std::string message) {
-  return makeError("invalid", std::move(message));
+  return makeError(kc::errc::kInvalid, std::move(message));
 }
 
 std::string jsonQuoted(std::string_view s) {

@@ -171,35 +171,35 @@ Result<Url> parseUrl(std::string_view url) {
   Url out;
   const auto sep = url.find("://");
   if (sep == std::string_view::npos) {
-    return makeError("invalid", "URL '" + std::string(url) + "' has no scheme (want http:// or https://)");
+    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "' has no scheme (want http:// or https://)");
   }
   for (char c : url.substr(0, sep)) {
     out.scheme.push_back(lowerAscii(c));
   }
   if (out.scheme != "http" && out.scheme != "https") {
-    return makeError("invalid", "URL '" + std::string(url) + "': unsupported scheme '" + out.scheme + "'");
+    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': unsupported scheme '" + out.scheme + "'");
   }
   std::string_view rest = url.substr(sep + 3);
   if (rest.find_first_of("?#") != std::string_view::npos) {
-    return makeError("invalid", "URL '" + std::string(url) + "' must not carry a query or fragment");
+    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "' must not carry a query or fragment");
   }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
   if (authority.find('@') != std::string_view::npos) {
-    return makeError("invalid", "URL '" + std::string(url) + "': user info is not supported");
+    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': user info is not supported");
   }
   std::string_view portText;
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');
     if (close == std::string_view::npos) {
-      return makeError("invalid", "URL '" + std::string(url) + "': unterminated IPv6 literal");
+      return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': unterminated IPv6 literal");
     }
     out.host = std::string(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
     if (!after.empty()) {
       if (after.front() != ':') {
-        return makeError("invalid", "URL '" + std::string(url) + "': junk after IPv6 literal");
+        return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': junk after IPv6 literal");
       }
       portText = after.substr(1);
     }
@@ -211,13 +211,13 @@ Result<Url> parseUrl(std::string_view url) {
     }
   }
   if (out.host.empty()) {
-    return makeError("invalid", "URL '" + std::string(url) + "' has no host");
+    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "' has no host");
   }
   if (!portText.empty()) {
     unsigned value = 0;
     const auto [ptr, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), value);
     if (ec != std::errc{} || ptr != portText.data() + portText.size() || value == 0 || value > 65535) {
-      return makeError("invalid", "URL '" + std::string(url) + "': bad port '" + std::string(portText) + "'");
+      return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': bad port '" + std::string(portText) + "'");
     }
     out.port = static_cast<std::uint16_t>(value);
   } else {

@@ -227,11 +227,11 @@ Result<std::string> redirectTarget(const Url& origin, std::string_view target, s
   }
   for (const char ch : location) {
     if (static_cast<unsigned char>(ch) <= 0x20 || ch == 0x7f) {
-      return makeError("protocol", "malformed Location header in a redirect from " + origin.authority());
+      return makeError(kc::errc::kProtocol, "malformed Location header in a redirect from " + origin.authority());
     }
   }
   if (location.empty()) {
-    return makeError("protocol", "empty Location header in a redirect from " + origin.authority());
+    return makeError(kc::errc::kProtocol, "empty Location header in a redirect from " + origin.authority());
   }
   std::string absolute;  // "scheme://authority/path?query" when the Location names an origin
   if (startsWithNoCase(location, "http://") || startsWithNoCase(location, "https://")) {
@@ -245,12 +245,12 @@ Result<std::string> redirectTarget(const Url& origin, std::string_view target, s
     const auto pathStart = absolute.find_first_of("/?", authStart);
     auto there = parseUrl(absolute.substr(0, pathStart));
     if (!there) {
-      return makeError("protocol", "malformed Location '" + std::string(location).substr(0, 200) +
+      return makeError(kc::errc::kProtocol, "malformed Location '" + std::string(location).substr(0, 200) +
                                        "' in a redirect from " + origin.authority());
     }
     if (!iequals(there->scheme, origin.scheme) || !iequals(there->host, origin.host) ||
         there->port != origin.port) {
-      return makeError("redirect", "redirect from " + origin.scheme + "://" + origin.authority() + " to another origin (" +
+      return makeError(kc::errc::kRedirect, "redirect from " + origin.scheme + "://" + origin.authority() + " to another origin (" +
                                        there->scheme + "://" + there->authority() +
                                        ") refused: only same-origin redirects are followed; if the service "
                                        "really lives there, configure that URL");
@@ -325,12 +325,12 @@ class HttpClient::Impl {
 
   Error translate(const OpResult& r, std::string_view what, CancelToken* cancel) const {
     if (cancel != nullptr && cancel->cancelled()) {
-      return makeError("cancelled", std::string(what) + " " + url.authority() + " cancelled");
+      return makeError(kc::errc::kCancelled, std::string(what) + " " + url.authority() + " cancelled");
     }
     if (r.timedOut) {
-      return makeError("timeout", std::string(what) + " " + url.authority() + " timed out");
+      return makeError(kc::errc::kTimeout, std::string(what) + " " + url.authority() + " timed out");
     }
-    return makeError("unavailable", std::string(what) + " " + url.authority() + " failed: " + r.ec.message());
+    return makeError(kc::errc::kUnavailable, std::string(what) + " " + url.authority() + " failed: " + r.ec.message());
   }
 
   Status connect(Connection& c, Clock::time_point deadline, CancelToken* cancel) {
@@ -386,7 +386,7 @@ class HttpClient::Impl {
       const int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
                         : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
       if (ok != 1) {
-        return makeError("tls", "cannot set the name to verify ('" + name + "')");
+        return makeError(kc::errc::kTls, "cannot set the name to verify ('" + name + "')");
       }
     }
     OpResult r = runOp(c, deadline, [&](auto handler) { c.tls->async_handshake(asio::ssl::stream_base::client, handler); });
@@ -394,16 +394,16 @@ class HttpClient::Impl {
       return translate(r, "TLS handshake with", cancel);
     }
     if (r.timedOut) {
-      return makeError("timeout", "TLS handshake with " + url.authority() + " timed out");
+      return makeError(kc::errc::kTimeout, "TLS handshake with " + url.authority() + " timed out");
     }
     if (r.ec) {
       const long verify = SSL_get_verify_result(native);
       if (verify != X509_V_OK) {
-        return makeError("tls", "TLS certificate verification of " + url.authority() + " (name '" + name +
+        return makeError(kc::errc::kTls, "TLS certificate verification of " + url.authority() + " (name '" + name +
                                     "') failed: " + X509_verify_cert_error_string(verify) + "; trusted CA: " +
                                     caDescription);
       }
-      return makeError("tls", "TLS handshake with " + url.authority() + " failed: " + r.ec.message());
+      return makeError(kc::errc::kTls, "TLS handshake with " + url.authority() + " failed: " + r.ec.message());
     }
     return okStatus();
   }
@@ -411,10 +411,10 @@ class HttpClient::Impl {
   Result<http::request<http::string_body>> buildRequest(std::string_view method, std::string_view target,
                                                         std::string body, Headers headers) const {
     if (method.empty() || method.find_first_of(" \r\n\t") != std::string_view::npos) {
-      return makeError("invalid", "bad HTTP method '" + std::string(method) + "'");
+      return makeError(kc::errc::kInvalid, "bad HTTP method '" + std::string(method) + "'");
     }
     if (target.empty() || target.front() != '/' || target.find_first_of(" \r\n\t") != std::string_view::npos) {
-      return makeError("invalid", "request target must start with '/' and contain no spaces: '" +
+      return makeError(kc::errc::kInvalid, "request target must start with '/' and contain no spaces: '" +
                                       std::string(target) + "'");
     }
     Headers merged = options.defaultHeaders;
@@ -434,7 +434,7 @@ class HttpClient::Impl {
     req.set(http::field::user_agent, options.userAgent);
     for (const auto& h : merged) {
       if (!headerSafe(h)) {
-        return makeError("invalid", "header '" + h.name + "' contains characters not allowed in HTTP");
+        return makeError(kc::errc::kInvalid, "header '" + h.name + "' contains characters not allowed in HTTP");
       }
       if (iequals(h.name, "Content-Length") || iequals(h.name, "Transfer-Encoding") || iequals(h.name, "Connection")) {
         continue;
@@ -455,7 +455,7 @@ class HttpClient::Impl {
   Status send(Connection& c, http::request<http::string_body>& req, Clock::time_point deadline,
               CancelToken* cancel) {
     if (cancel != nullptr && cancel->cancelled()) {
-      return makeError("cancelled", "request to " + url.authority() + " cancelled");
+      return makeError(kc::errc::kCancelled, "request to " + url.authority() + " cancelled");
     }
     if (!c.reused) {
       if (auto st = connect(c, deadline, cancel); !st) {
@@ -467,8 +467,8 @@ class HttpClient::Impl {
     });
     if (r.ec || r.timedOut) {
       Error e = translate(r, "sending request to", cancel);
-      if (c.reused && !r.timedOut && e.code == "unavailable") {
-        e.code = "stale";
+      if (c.reused && !r.timedOut && e.code == kc::errc::kUnavailable) {
+        e.code = kc::errc::kStale;
       }
       return e;
     }
@@ -501,7 +501,7 @@ class HttpClient::Impl {
       const std::string what = currentMethod + " " + currentTarget + " (HTTP " + std::to_string(result->status) +
                                " to '" + location->substr(0, 200) + "')";
       if (hop >= options.maxRedirects) {
-        return makeError("redirect", what + ": more than " + std::to_string(options.maxRedirects) +
+        return makeError(kc::errc::kRedirect, what + ": more than " + std::to_string(options.maxRedirects) +
                                          " redirects from " + url.authority());
       }
       auto next = redirectTarget(url, currentTarget, *location);
@@ -527,11 +527,11 @@ class HttpClient::Impl {
                                 Clock::time_point deadline, CancelToken* cancel) {
     for (int attempt = 0;; ++attempt) {
       auto result = exchange(req, method, deadline, cancel, attempt == 0);
-      if (!result && result.error().code == "stale" && attempt == 0) {
+      if (!result && result.error().code == kc::errc::kStale && attempt == 0) {
         continue;
       }
-      if (!result && result.error().code == "stale") {
-        return makeError("unavailable", result.error().message);
+      if (!result && result.error().code == kc::errc::kStale) {
+        return makeError(kc::errc::kUnavailable, result.error().message);
       }
       return result;
     }
@@ -570,17 +570,17 @@ class HttpClient::Impl {
       });
     }
     if (r.ec == http::error::body_limit) {
-      return makeError("too_large", "response from " + url.authority() + " exceeds the limit of " +
+      return makeError(kc::errc::kTooLarge, "response from " + url.authority() + " exceeds the limit of " +
                                         std::to_string(options.responseBodyLimit) + " bytes");
     }
     if (r.ec || r.timedOut) {
       Error e = translate(r, "reading response from", cancel);
       const bool nothingRead = !parser.got_some();
-      if (c->reused && nothingRead && !r.timedOut && e.code == "unavailable" && idempotent(method)) {
-        e.code = "stale";
+      if (c->reused && nothingRead && !r.timedOut && e.code == kc::errc::kUnavailable && idempotent(method)) {
+        e.code = kc::errc::kStale;
       } else if (r.ec.category() == make_error_code(http::error::bad_target).category() &&
                  r.ec != http::error::end_of_stream && r.ec != http::error::partial_message) {
-        e = makeError("protocol", "malformed HTTP response from " + url.authority() + ": " + r.ec.message());
+        e = makeError(kc::errc::kProtocol, "malformed HTTP response from " + url.authority() + ": " + r.ec.message());
       }
       return e;
     }
@@ -610,13 +610,13 @@ class HttpClient::Impl {
     Status st = okStatus();
     for (int attempt = 0;; ++attempt) {
       st = streamOnce(*req, method, deadline, cb, so, attempt == 0);
-      if (!st && st.error().code == "stale" && attempt == 0) {
+      if (!st && st.error().code == kc::errc::kStale && attempt == 0) {
         continue;
       }
       break;
     }
-    if (!st && st.error().code == "stale") {
-      return makeError("unavailable", st.error().message);
+    if (!st && st.error().code == kc::errc::kStale) {
+      return makeError(kc::errc::kUnavailable, st.error().message);
     }
     return st;
   }
@@ -639,8 +639,8 @@ class HttpClient::Impl {
     });
     if (r.ec || r.timedOut) {
       Error e = translate(r, "reading response from", so.cancel);
-      if (c->reused && !parser.got_some() && !r.timedOut && e.code == "unavailable" && idempotent(method)) {
-        e.code = "stale";
+      if (c->reused && !parser.got_some() && !r.timedOut && e.code == kc::errc::kUnavailable && idempotent(method)) {
+        e.code = kc::errc::kStale;
       }
       return e;
     }
@@ -676,13 +676,13 @@ class HttpClient::Impl {
       }
       if (r.ec || r.timedOut) {
         if (so.cancel != nullptr && so.cancel->cancelled()) {
-          return makeError("cancelled", "stream from " + url.authority() + " cancelled");
+          return makeError(kc::errc::kCancelled, "stream from " + url.authority() + " cancelled");
         }
         if (r.timedOut) {
-          return makeError("timeout", "stream from " + url.authority() + " idle for longer than " +
+          return makeError(kc::errc::kTimeout, "stream from " + url.authority() + " idle for longer than " +
                                           std::to_string(so.idleTimeout.count()) + " ms");
         }
-        return makeError("unavailable", "stream from " + url.authority() + " broke: " + r.ec.message());
+        return makeError(kc::errc::kUnavailable, "stream from " + url.authority() + " broke: " + r.ec.message());
       }
     }
     guard.clear();
@@ -707,7 +707,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(ClientOptions options) {
     impl->hostHeader += ":" + std::to_string(url->port);
   }
   if (options.requestTimeout.count() <= 0 || options.connectTimeout.count() <= 0) {
-    return makeError("invalid", "client timeouts must be positive");
+    return makeError(kc::errc::kInvalid, "client timeouts must be positive");
   }
   if (url->isTls()) {
     try {
@@ -746,13 +746,13 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(ClientOptions options) {
       const bool hasCert = !tls.certPem.empty() || !tls.certFile.empty();
       const bool hasKey = !tls.keyPem.empty() || !tls.keyFile.empty();
       if (hasCert != hasKey) {
-        return makeError("invalid", "client certificate and key must be given together");
+        return makeError(kc::errc::kInvalid, "client certificate and key must be given together");
       }
       if (hasCert && SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
-        return makeError("tls", "client private key does not match the client certificate");
+        return makeError(kc::errc::kTls, "client private key does not match the client certificate");
       }
     } catch (const boost::system::system_error& e) {
-      return makeError("tls", std::string("cannot load TLS material for ") + options.baseUrl + ": " + e.what());
+      return makeError(kc::errc::kTls, std::string("cannot load TLS material for ") + options.baseUrl + ": " + e.what());
     }
   }
   impl->options = std::move(options);

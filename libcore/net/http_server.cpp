@@ -1032,17 +1032,17 @@ Status loadServerTls(asio::ssl::context& ctx, const ServerTlsOptions& tls) {
     } else if (!tls.certFile.empty()) {
       ctx.use_certificate_chain_file(tls.certFile);
     } else {
-      return makeError("invalid", "TLS server needs a certificate (certFile or certPem)");
+      return makeError(kc::errc::kInvalid, "TLS server needs a certificate (certFile or certPem)");
     }
     if (!tls.keyPem.empty()) {
       ctx.use_private_key(asio::buffer(tls.keyPem), asio::ssl::context::pem);
     } else if (!tls.keyFile.empty()) {
       ctx.use_private_key_file(tls.keyFile, asio::ssl::context::pem);
     } else {
-      return makeError("invalid", "TLS server needs a private key (keyFile or keyPem)");
+      return makeError(kc::errc::kInvalid, "TLS server needs a private key (keyFile or keyPem)");
     }
     if (SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
-      return makeError("invalid", "TLS private key does not match the certificate");
+      return makeError(kc::errc::kInvalid, "TLS private key does not match the certificate");
     }
     if (!tls.clientCaPem.empty() || !tls.clientCaFile.empty()) {
       if (!tls.clientCaPem.empty()) {
@@ -1054,7 +1054,7 @@ Status loadServerTls(asio::ssl::context& ctx, const ServerTlsOptions& tls) {
                           (tls.requireClientCert ? asio::ssl::verify_fail_if_no_peer_cert : 0));
     }
   } catch (const boost::system::system_error& e) {
-    return makeError("invalid", std::string("cannot load TLS material: ") + e.what());
+    return makeError(kc::errc::kInvalid, std::string("cannot load TLS material: ") + e.what());
   }
   return okStatus();
 }
@@ -1065,13 +1065,13 @@ Result<std::uint16_t> HttpServer::start() {
   std::lock_guard lifecycle(impl_->lifecycleMutex);
   Impl& s = *impl_;
   if (s.running) {
-    return makeError("invalid", "HttpServer already started");
+    return makeError(kc::errc::kInvalid, "HttpServer already started");
   }
   if (s.stopping) {
-    return makeError("invalid", "HttpServer cannot be restarted after stop()");
+    return makeError(kc::errc::kInvalid, "HttpServer cannot be restarted after stop()");
   }
   if (s.options.ioThreads == 0) {
-    return makeError("invalid", "ServerOptions::ioThreads must be at least 1");
+    return makeError(kc::errc::kInvalid, "ServerOptions::ioThreads must be at least 1");
   }
   if (s.options.tls) {
     s.ssl.emplace(asio::ssl::context::tls_server);
@@ -1084,7 +1084,7 @@ Result<std::uint16_t> HttpServer::start() {
   error_code ec;
   const auto address = asio::ip::make_address(s.options.bindAddress, ec);
   if (ec) {
-    return makeError("invalid", "bad bind address '" + s.options.bindAddress + "': " + ec.message());
+    return makeError(kc::errc::kInvalid, "bad bind address '" + s.options.bindAddress + "': " + ec.message());
   }
   const tcp::endpoint endpoint(address, s.options.port);
   tcp::acceptor acceptor(s.ioc);
@@ -1099,7 +1099,7 @@ Result<std::uint16_t> HttpServer::start() {
     acceptor.listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
-    return makeError("unavailable", "cannot listen on " + endpointText(endpoint) + ": " + ec.message());
+    return makeError(kc::errc::kUnavailable, "cannot listen on " + endpointText(endpoint) + ": " + ec.message());
   }
   s.boundPort = acceptor.local_endpoint().port();
   s.boundHost = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();

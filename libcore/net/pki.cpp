@@ -34,7 +34,7 @@ Error opensslError(const std::string& what) {
     detail += detail.empty() ? "" : "; ";
     detail += buf;
   }
-  return makeError("internal", what + (detail.empty() ? "" : ": " + detail));
+  return makeError(kc::errc::kInternal, what + (detail.empty() ? "" : ": " + detail));
 }
 
 Owned<EVP_PKEY> newKey() { return Owned<EVP_PKEY>(EVP_EC_gen("P-256")); }
@@ -128,12 +128,12 @@ Result<CertAndKey> makeSelfSignedCa(const std::string& commonName, std::chrono::
 Result<CertAndKey> issueCertificate(const CertAndKey& ca, const CertRequest& request) {
   for (const auto& ip : request.ipAddresses) {
     if (!validIp(ip)) {
-      return makeError("invalid", "not an IP address: '" + ip + "'");
+      return makeError(kc::errc::kInvalid, "not an IP address: '" + ip + "'");
     }
   }
   for (const auto& dns : request.dnsNames) {
     if (dns.empty() || dns.find_first_of(", \t\r\n") != std::string::npos) {
-      return makeError("invalid", "not a DNS name: '" + dns + "'");
+      return makeError(kc::errc::kInvalid, "not a DNS name: '" + dns + "'");
     }
   }
   Owned<BIO> caCertBio(BIO_new_mem_buf(ca.certPem.data(), static_cast<int>(ca.certPem.size())));
@@ -142,7 +142,7 @@ Result<CertAndKey> issueCertificate(const CertAndKey& ca, const CertRequest& req
   Owned<EVP_PKEY> caKey(PEM_read_bio_PrivateKey(caKeyBio.get(), nullptr, nullptr, nullptr));
   if (!caCert || !caKey) {
     ERR_clear_error();
-    return makeError("invalid", "cannot read the CA certificate or key PEM");
+    return makeError(kc::errc::kInvalid, "cannot read the CA certificate or key PEM");
   }
   auto key = newKey();
   Owned<X509> cert(X509_new());

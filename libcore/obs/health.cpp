@@ -86,7 +86,7 @@ HealthChecks::Outcome HealthChecks::run(const std::vector<std::pair<std::string,
       reason = shutdownReason_;
     }
     if (std::find(exclude.begin(), exclude.end(), "shutdown") == exclude.end()) {
-      Status s = reason.empty() ? okStatus() : Status(makeError("unavailable", reason));
+      Status s = reason.empty() ? okStatus() : Status(makeError(kc::errc::kUnavailable, reason));
       out.ok = out.ok && s.ok();
       out.results.emplace_back("shutdown", std::move(s));
     }
@@ -99,7 +99,7 @@ HealthChecks::Outcome HealthChecks::run(const std::vector<std::pair<std::string,
     try {
       s = check ? check() : okStatus();
     } catch (const std::exception& e) {
-      s = makeError("internal", std::string("check threw: ") + e.what());
+      s = makeError(kc::errc::kInternal, std::string("check threw: ") + e.what());
     }
     out.ok = out.ok && s.ok();
     out.results.emplace_back(name, std::move(s));

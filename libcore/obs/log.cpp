@@ -150,7 +150,7 @@ Result<spdlog::level::level_enum> parseLevel(std::string_view text) {
       return level;
     }
   }
-  return makeError("invalid", "unknown log level '" + std::string(text) +
+  return makeError(kc::errc::kInvalid, "unknown log level '" + std::string(text) +
                                   "' (want trace, debug, info, warn, error, critical or off)");
 }
 
@@ -176,7 +176,7 @@ Result<LogFormat> parseLogFormat(std::string_view text) {
   if (text == "json") {
     return LogFormat::kJson;
   }
-  return makeError("invalid", "unknown log format '" + std::string(text) + "' (want text or json)");
+  return makeError(kc::errc::kInvalid, "unknown log format '" + std::string(text) + "' (want text or json)");
 }
 
 Status setupLogging(const LogOptions& options) {

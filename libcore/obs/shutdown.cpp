@@ -80,7 +80,7 @@ class ShutdownHandler::Impl {
     }
     int expected = -1;
     if (!gPipeWrite.compare_exchange_strong(expected, fds[1])) {
-      return makeError("unavailable", "another ShutdownHandler is already installed in this process");
+      return makeError(kc::errc::kUnavailable, "another ShutdownHandler is already installed in this process");
     }
     gSignalsSeen = 0;
     struct sigaction sa {};
@@ -92,7 +92,7 @@ class ShutdownHandler::Impl {
       if (::sigaction(sig, &sa, &previous) != 0) {
         const std::string why = std::strerror(errno);
         uninstall();
-        return makeError("invalid", "cannot install a handler for " + signalName(sig) + ": " + why);
+        return makeError(kc::errc::kInvalid, "cannot install a handler for " + signalName(sig) + ": " + why);
       }
       saved.emplace_back(sig, previous);
     }

@@ -22,7 +22,7 @@ constexpr std::size_t kMaxList = 4096;
 constexpr std::int64_t kMaxUpdateIntervalSec = 86400;
 
 Error invalid(std::string message) {
-  return makeError("invalid", std::move(message));
+  return makeError(kc::errc::kInvalid, std::move(message));
 }
 
 const std::regex& urlPattern() {

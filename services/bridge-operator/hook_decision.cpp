@@ -16,7 +16,7 @@ using metacontroller::requiredString;
 using nlohmann::json;
 
 Error invalid(std::string message) {
-  return makeError("invalid", std::move(message));
+  return makeError(kc::errc::kInvalid, std::move(message));
 }
 
 constexpr std::int32_t kMaxAttempt = 999;
@@ -448,7 +448,7 @@ Desired decide(const HookRequest& request, const DecisionConfig& config,
   if (wantChildren && !params && started) {
     // Nothing can be rendered (ConfigMap and spec both unusable). Refusing leaves every child
     // as it is (Metacontroller applies nothing on an error) instead of deleting a running pod.
-    out.refusal = makeError("unprocessable", "BridgeJob " + job.ns + "/" + job.name +
+    out.refusal = makeError(kc::errc::kUnprocessable, "BridgeJob " + job.ns + "/" + job.name +
                                                  ": cannot render its children: " + paramsNote +
                                                  "; spec: " + fromSpec.error().message);
     return out;

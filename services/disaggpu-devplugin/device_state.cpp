@@ -65,11 +65,11 @@ Result<std::vector<std::string>> stringArray(const json& obj, const char* key) {
     return out;
   }
   if (!it->is_array()) {
-    return makeError("invalid", std::string("usage report: '") + key + "' is not an array");
+    return makeError(kc::errc::kInvalid, std::string("usage report: '") + key + "' is not an array");
   }
   for (const json& v : *it) {
     if (!v.is_string()) {
-      return makeError("invalid", std::string("usage report: '") + key + "' holds a non-string");
+      return makeError(kc::errc::kInvalid, std::string("usage report: '") + key + "' holds a non-string");
     }
     out.push_back(v.get<std::string>());
   }
@@ -188,28 +188,28 @@ std::vector<std::string> drainingIds(const NodeInventory& inventory) {
 Result<std::vector<ContainerAllocation>> planAllocation(
     const NodeInventory& inventory, const std::vector<std::vector<std::string>>& containers) {
   if (containers.empty()) {
-    return makeError("invalid", "Allocate: no container requests");
+    return makeError(kc::errc::kInvalid, "Allocate: no container requests");
   }
   std::set<std::string> seen;
   for (std::size_t c = 0; c < containers.size(); ++c) {
     if (containers[c].empty()) {
-      return makeError("invalid",
+      return makeError(kc::errc::kInvalid,
                        "Allocate: container request " + std::to_string(c) + " names no device");
     }
     for (const std::string& id : containers[c]) {
       if (!seen.insert(id).second) {
-        return makeError("invalid", "Allocate: device " + id + " requested twice");
+        return makeError(kc::errc::kInvalid, "Allocate: device " + id + " requested twice");
       }
       const NodeGpu* gpu = inventory.find(id);
       if (gpu == nullptr) {
-        return makeError("not_found", "Allocate: device " + id + " is not attached to this node");
+        return makeError(kc::errc::kNotFound, "Allocate: device " + id + " is not attached to this node");
       }
       if (gpu->draining) {
-        return makeError("not_found",
+        return makeError(kc::errc::kNotFound,
                          "Allocate: device " + id + " is being withdrawn (draining for a move)");
       }
       if (!gpu->healthy) {
-        return makeError("failed_precondition",
+        return makeError(kc::errc::kFailedPrecondition,
                          "Allocate: device " + id + " is unhealthy" +
                              (gpu->detail.empty() ? "" : " (" + gpu->detail + ")"));
       }
@@ -310,12 +310,12 @@ json toJson(const UsageReport& report) {
 Result<UsageReport> parseUsageReport(std::string_view text) {
   const json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return makeError("invalid", "usage report: not a JSON object");
+    return makeError(kc::errc::kInvalid, "usage report: not a JSON object");
   }
   UsageReport r;
   if (const auto it = doc.find("pool"); it != doc.end()) {
     if (!it->is_string()) {
-      return makeError("invalid", "usage report: 'pool' is not a string");
+      return makeError(kc::errc::kInvalid, "usage report: 'pool' is not a string");
     }
     r.pool = it->get<std::string>();
   }
@@ -331,19 +331,19 @@ Result<UsageReport> parseUsageReport(std::string_view text) {
   r.withdrawn = std::move(*withdrawn);
   if (const auto it = doc.find("inUse"); it != doc.end()) {
     if (!it->is_object()) {
-      return makeError("invalid", "usage report: 'inUse' is not an object");
+      return makeError(kc::errc::kInvalid, "usage report: 'inUse' is not an object");
     }
     for (const auto& [id, pods] : it->items()) {
       auto list = stringArray(json{{"p", pods}}, "p");
       if (!list) {
-        return makeError("invalid", "usage report: inUse['" + id + "'] is not a list of pods");
+        return makeError(kc::errc::kInvalid, "usage report: inUse['" + id + "'] is not a list of pods");
       }
       r.inUse[id] = std::move(*list);
     }
   }
   if (const auto it = doc.find("registered"); it != doc.end()) {
     if (!it->is_boolean()) {
-      return makeError("invalid", "usage report: 'registered' is not a boolean");
+      return makeError(kc::errc::kInvalid, "usage report: 'registered' is not a boolean");
     }
     r.registered = it->get<bool>();
   }

@@ -14,7 +14,7 @@ Status NodeAnnotationPublisher::publish(const UsageReport& report) {
       {"metadata", {{"annotations", {{std::string(kUsageAnnotation), toJson(report).dump()}}}}}};
   auto r = client_.patch(kube::gvr::nodes(), "", node_, kube::PatchType::kMerge, patch);
   if (!r) {
-    return makeError("unavailable", "patch Node " + node_ + ": " + r.error().message);
+    return makeError(kc::errc::kUnavailable, "patch Node " + node_ + ": " + r.error().message);
   }
   return okStatus();
 }
@@ -117,14 +117,14 @@ DevPlugin::DevPlugin(DevPluginOptions options, kube::KubeClient& client, obs::Me
       if (informer_->hasSynced()) {
         return okStatus();
       }
-      return makeError("unavailable", "GPUPool list not received yet");
+      return makeError(kc::errc::kUnavailable, "GPUPool list not received yet");
     });
     health_->addReadinessCheck("kubelet-registration", [this]() -> Status {
       if (registrar_->registered()) {
         return okStatus();
       }
       const std::string why = registrar_->lastError();
-      return makeError("unavailable",
+      return makeError(kc::errc::kUnavailable,
                        "not registered with kubelet" + (why.empty() ? "" : ": " + why));
     });
   }
@@ -169,7 +169,7 @@ Status DevPlugin::start() {
     return okStatus();
   }
   if (opts_.nodeName.empty()) {
-    return makeError("invalid", "the node name is empty (--node-name or NODE_NAME)");
+    return makeError(kc::errc::kInvalid, "the node name is empty (--node-name or NODE_NAME)");
   }
   if (auto s = validate(opts_.registrar); !s) {
     return s;

@@ -62,25 +62,25 @@ bool isExtendedResourceName(std::string_view name) {
 
 Status validate(const RegistrarOptions& o) {
   if (o.pluginDir.empty() || o.pluginDir.front() != '/') {
-    return makeError("invalid", "--device-plugin-dir '" + o.pluginDir + "' is not an absolute path");
+    return makeError(kc::errc::kInvalid, "--device-plugin-dir '" + o.pluginDir + "' is not an absolute path");
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(o.pluginDir, ec)) {
-    return makeError("invalid", "--device-plugin-dir '" + o.pluginDir + "' is not a directory");
+    return makeError(kc::errc::kInvalid, "--device-plugin-dir '" + o.pluginDir + "' is not a directory");
   }
   if (o.socketName.empty() || o.socketName.find('/') != std::string::npos ||
       o.socketName == "." || o.socketName == ".." || o.socketName == "kubelet.sock") {
-    return makeError("invalid", "--socket-name '" + o.socketName +
+    return makeError(kc::errc::kInvalid, "--socket-name '" + o.socketName +
                                     "' must be a plain file name other than kubelet.sock");
   }
   if (!isExtendedResourceName(o.resourceName)) {
-    return makeError("invalid", "--resource-name '" + o.resourceName +
+    return makeError(kc::errc::kInvalid, "--resource-name '" + o.resourceName +
                                     "' is not an extended resource name (domain/name, not in "
                                     "kubernetes.io)");
   }
   if (o.registerTimeout.count() <= 0 || o.checkInterval.count() <= 0 ||
       o.retryMin.count() <= 0 || o.retryMax < o.retryMin) {
-    return makeError("invalid", "registrar timings must be positive (retry max >= min)");
+    return makeError(kc::errc::kInvalid, "registrar timings must be positive (retry max >= min)");
   }
   return okStatus();
 }

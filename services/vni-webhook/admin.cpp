@@ -13,14 +13,14 @@ Result<std::set<OwnerKey>> parseLiveOwners(const std::string& text) {
   if (first != std::string::npos && text[first] == '{') {
     nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
     if (doc.is_discarded() || !doc.contains("items") || !doc["items"].is_array()) {
-      return makeError("invalid", "live owners: JSON must be a Kubernetes List with \"items\"");
+      return makeError(kc::errc::kInvalid, "live owners: JSON must be a Kubernetes List with \"items\"");
     }
     for (const auto& item : doc["items"]) {
       const auto& meta = item.value("metadata", nlohmann::json::object());
       const std::string ns = meta.value("namespace", "");
       const std::string uid = meta.value("uid", "");
       if (ns.empty() || uid.empty()) {
-        return makeError("invalid", "live owners: an item lacks metadata.namespace or uid");
+        return makeError(kc::errc::kInvalid, "live owners: an item lacks metadata.namespace or uid");
       }
       live.insert(OwnerKey{uid, ns});
     }
@@ -39,7 +39,7 @@ Result<std::set<OwnerKey>> parseLiveOwners(const std::string& text) {
     }
     const auto slash = line.find('/');
     if (slash == std::string::npos || slash == 0 || slash + 1 == line.size()) {
-      return makeError("invalid",
+      return makeError(kc::errc::kInvalid,
                        "live owners line " + std::to_string(number) + ": want namespace/uid");
     }
     live.insert(OwnerKey{line.substr(slash + 1), line.substr(0, slash)});

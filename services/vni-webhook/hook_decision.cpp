@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-Error invalid(std::string message) { return makeError("invalid", std::move(message)); }
+Error invalid(std::string message) { return makeError(kc::errc::kInvalid, std::move(message)); }
 
 using metacontroller::member;
 using metacontroller::optionalString;

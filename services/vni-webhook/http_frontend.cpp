@@ -107,7 +107,7 @@ VniHttpFrontend::VniHttpFrontend(VniService& service, obs::Metrics& metrics,
   route(HookKind::kCustomize, "/customize");
   health.addReadinessCheck("vni-store", [this]() -> Status {
     if (!service_.accepting()) {
-      return makeError("unavailable", "the VNI store writer is stopping");
+      return makeError(kc::errc::kUnavailable, "the VNI store writer is stopping");
     }
     return okStatus();
   });

@@ -71,7 +71,7 @@ kc::Result<std::vector<kc::alloc::Vni>> parseReserved(const std::string& text) {
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
     if (ec != std::errc() || end != v.data() + v.size() || value >= kc::alloc::kVniLimit) {
-      return kc::makeError("invalid", "--reserved: '" + std::string(v) +
+      return kc::makeError(kc::errc::kInvalid, "--reserved: '" + std::string(v) +
                                           "' is not a VNI (a decimal number below 65536)");
     }
     out.push_back(static_cast<kc::alloc::Vni>(value));

@@ -76,7 +76,7 @@ void VniService::handle(HookKind kind, const std::string& body, Done done) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
-      done(errorReply(503, makeError("unavailable", "vni-webhook is shutting down")));
+      done(errorReply(503, makeError(kc::errc::kUnavailable, "vni-webhook is shutting down")));
       return;
     }
     queue_.push_back(Pending{std::move(request).value(), std::move(plan), std::move(done)});
@@ -125,14 +125,14 @@ void VniService::writerLoop() {
       const StoreOutcome& out = outcomes[i];
       const ObservedParent& parent = p.request.parent;
       if (out.error) {
-        if (out.error->code == "exhausted") {
+        if (out.error->code == kc::errc::kExhausted) {
           spdlog::warn("VNI range exhausted for {} {}/{}: {}", parent.kind, parent.ns, parent.name,
                        out.error->message);
           p.done(HookReply{503, exhaustedBody(*out.error, store_->range())});
         } else {
           spdlog::error("VNI store error for {} {}/{}: {}", parent.kind, parent.ns, parent.name,
                         out.error->message);
-          p.done(errorReply(out.error->code == "internal" ? 500 : 503, *out.error));
+          p.done(errorReply(out.error->code == kc::errc::kInternal ? 500 : 503, *out.error));
         }
         continue;
       }

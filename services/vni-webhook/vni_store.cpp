@@ -97,7 +97,7 @@ Result<std::unique_ptr<VniStore>> VniStore::open(const StoreOptions& options, al
     store->released_ = std::make_unique<SQLite::Statement>(
         *store->db_, "INSERT OR REPLACE INTO vni_released(vni, released_at_ms) VALUES (?, ?)");
   } catch (const std::exception& e) {
-    return makeError("unavailable",
+    return makeError(kc::errc::kUnavailable,
                      "cannot open VNI database " + options.path + ": " + e.what());
   }
   if (Status s = store->initialise(now, report); !s) {
@@ -128,7 +128,7 @@ Status VniStore::initialise(alloc::VniTime now, StoreReport* report) {
     prune.exec();
     tx.commit();
   } catch (const std::exception& e) {
-    return makeError("unavailable", std::string("cannot initialise VNI database: ") + e.what());
+    return makeError(kc::errc::kUnavailable, std::string("cannot initialise VNI database: ") + e.what());
   }
   return reload(now, &r);
 }
@@ -152,10 +152,10 @@ Status VniStore::reload(alloc::VniTime now, StoreReport* report) {
       ++r.allocations;
       Status s = range_->reserve(vni);
       if (!s) {
-        if (s.error().code == "out_of_range") {
+        if (s.error().code == kc::errc::kOutOfRange) {
           ++outOfRange_;
           ++r.outOfRange;
-        } else if (s.error().code == "reserved") {
+        } else if (s.error().code == kc::errc::kReserved) {
           ++r.reservedHeld;
         }
         r.notes.push_back("allocation " + ownerMapKey(owner) + " -> VNI " + std::to_string(vni) +
@@ -175,7 +175,7 @@ Status VniStore::reload(alloc::VniTime now, StoreReport* report) {
       range_->setLastAllocated(static_cast<Vni>(last));
     }
   } catch (const std::exception& e) {
-    return makeError("unavailable", std::string("cannot read VNI database: ") + e.what());
+    return makeError(kc::errc::kUnavailable, std::string("cannot read VNI database: ") + e.what());
   }
   return okStatus();
 }
@@ -252,7 +252,7 @@ StoreOutcome VniStore::execute(const StoreOp& op, alloc::VniTime now) {
       released_->bind(1, static_cast<int64_t>(vni));
       released_->bind(2, static_cast<int64_t>(now.count()));
       released_->exec();
-      if (Status s = range_->release(vni, now); !s && s.error().code == "out_of_range") {
+      if (Status s = range_->release(vni, now); !s && s.error().code == kc::errc::kOutOfRange) {
         --outOfRange_;
       }
       owners_.erase(held);
@@ -287,7 +287,7 @@ std::vector<StoreOutcome> VniStore::apply(std::span<const StoreOp> ops, alloc::V
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       StoreOutcome out;
-      out.error = makeError("unavailable", std::string("VNI database busy: ") + e.what());
+      out.error = makeError(kc::errc::kUnavailable, std::string("VNI database busy: ") + e.what());
       outcomes.push_back(std::move(out));
     }
     return outcomes;
@@ -304,7 +304,7 @@ std::vector<StoreOutcome> VniStore::apply(std::span<const StoreOp> ops, alloc::V
       } catch (const std::exception&) {
       }
       StoreOutcome out;
-      out.error = makeError("internal", std::string("VNI database write failed: ") + e.what());
+      out.error = makeError(kc::errc::kInternal, std::string("VNI database write failed: ") + e.what());
       outcomes.push_back(std::move(out));
       reloadNeeded = true;  // the bitmap may hold a value whose row was rolled back
     }
@@ -322,7 +322,7 @@ std::vector<StoreOutcome> VniStore::apply(std::span<const StoreOp> ops, alloc::V
     }
     for (StoreOutcome& out : outcomes) {
       out = StoreOutcome{};
-      out.error = makeError("unavailable", std::string("VNI database commit failed: ") + e.what());
+      out.error = makeError(kc::errc::kUnavailable, std::string("VNI database commit failed: ") + e.what());
     }
     reloadNeeded = true;
   }
@@ -372,7 +372,7 @@ Result<std::vector<AllocationRow>> VniStore::list() const {
   try {
     return readRows(*db_);
   } catch (const std::exception& e) {
-    return makeError("unavailable", e.what());
+    return makeError(kc::errc::kUnavailable, e.what());
   }
 }
 
@@ -381,7 +381,7 @@ Result<std::vector<AllocationRow>> readAllocations(const std::string& path) {
     SQLite::Database db(path, SQLite::OPEN_READONLY, 5000);
     return readRows(db);
   } catch (const std::exception& e) {
-    return makeError("unavailable", "cannot read VNI database " + path + ": " + e.what());
+    return makeError(kc::errc::kUnavailable, "cannot read VNI database " + path + ": " + e.what());
   }
 }
 
@@ -414,7 +414,7 @@ Result<std::uint32_t> releaseOwners(const std::string& path, const std::vector<O
     tx.commit();
     return deleted;
   } catch (const std::exception& e) {
-    return makeError("unavailable", "cannot release in VNI database " + path + ": " + e.what());
+    return makeError(kc::errc::kUnavailable, "cannot release in VNI database " + path + ": " + e.what());
   }
 }
 

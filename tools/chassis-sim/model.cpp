@@ -31,7 +31,7 @@ namespace {
 using nlohmann::json;
 
 Error invalid(std::string message) {
-  return makeError("invalid", std::move(message));
+  return makeError(kc::errc::kInvalid, std::move(message));
 }
 
 Result<std::string> stringOf(const json& obj, const char* key, const std::string& where,
@@ -527,23 +527,23 @@ Status ChassisModel::assign(std::string_view chassis, std::string_view gid, std:
   std::lock_guard lock(mutex_);
   Chassis* ch = find(chassis);
   if (!ch) {
-    return makeError("not_found", "no chassis " + std::string(chassis));
+    return makeError(kc::errc::kNotFound, "no chassis " + std::string(chassis));
   }
   Gpu* gpu = ch->gpu(gid);
   if (!gpu) {
-    return makeError("not_found", "no device " + std::string(gid));
+    return makeError(kc::errc::kNotFound, "no device " + std::string(gid));
   }
   if (!ch->hostByPort(port)) {
-    return makeError("not_found", "no host port " + std::to_string(port));
+    return makeError(kc::errc::kNotFound, "no host port " + std::to_string(port));
   }
   if (!gpu->healthy) {
-    return makeError("unhealthy", "device " + gpu->gid + " is not responding");
+    return makeError(kc::errc::kUnhealthy, "device " + gpu->gid + " is not responding");
   }
   if (gpu->host == port) {
     return okStatus();
   }
   if (gpu->host) {
-    return makeError("conflict", "device " + gpu->gid + " is assigned to host port " +
+    return makeError(kc::errc::kConflict, "device " + gpu->gid + " is assigned to host port " +
                                      std::to_string(*gpu->host) + "; unassign it first");
   }
   gpu->host = port;
@@ -561,14 +561,14 @@ Status ChassisModel::unassign(std::string_view chassis, std::string_view gid,
   std::lock_guard lock(mutex_);
   Chassis* ch = find(chassis);
   if (!ch) {
-    return makeError("not_found", "no chassis " + std::string(chassis));
+    return makeError(kc::errc::kNotFound, "no chassis " + std::string(chassis));
   }
   Gpu* gpu = ch->gpu(gid);
   if (!gpu) {
-    return makeError("not_found", "no device " + std::string(gid));
+    return makeError(kc::errc::kNotFound, "no device " + std::string(gid));
   }
   if (fromPort && gpu->host != fromPort) {
-    return makeError("conflict", "device " + gpu->gid + " is not assigned to host port " +
+    return makeError(kc::errc::kConflict, "device " + gpu->gid + " is not assigned to host port " +
                                      std::to_string(*fromPort));
   }
   if (!gpu->host) {
@@ -589,7 +589,7 @@ Status ChassisModel::loseGpu(std::string_view chassis, std::string_view gid) {
   Chassis* ch = find(chassis);
   Gpu* gpu = ch ? ch->gpu(gid) : nullptr;
   if (!gpu) {
-    return makeError("not_found", "no device " + std::string(gid));
+    return makeError(kc::errc::kNotFound, "no device " + std::string(gid));
   }
   gpu->healthy = false;
   ++gpu->version;

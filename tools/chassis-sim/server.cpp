@@ -923,9 +923,9 @@ class SimServer::Impl {
                   return redfishError(500, "InternalError", "simulated failure report");
                 }
                 if (!st.ok()) {
-                  const unsigned code = st.error().code == "not_found" ? 404 : 400;
+                  const unsigned code = st.error().code == kc::errc::kNotFound ? 404 : 400;
                   return redfishError(
-                      code, st.error().code == "conflict" ? "ResourceInUse" : "ActionNotSupported",
+                      code, st.error().code == kc::errc::kConflict ? "ResourceInUse" : "ActionNotSupported",
                       st.error().message);
                 }
                 return ok;

@@ -838,7 +838,7 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       Result<json> r = ct == "application/json-patch+json" ? applyJsonPatch(current, patch)
                                                              : applyStrategicMergePatch(current, patch);
       if (!r) {
-        if (r.error().code == "invalid") {
+        if (r.error().code == kc::errc::kInvalid) {
           throw ApiError(422, "Invalid", r.error().message);
         }
         throw badRequest(r.error().message);

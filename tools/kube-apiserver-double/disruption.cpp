@@ -27,11 +27,11 @@ Result<std::optional<IntOrPercent>> readIntOrPercent(const json& spec, const cha
   if (v.is_number_integer()) {
     const std::int64_t n = v.get<std::int64_t>();
     if (n < 0) {
-      return makeError("invalid", field + ": Invalid value: " + std::to_string(n) +
+      return makeError(kc::errc::kInvalid, field + ": Invalid value: " + std::to_string(n) +
                                       ": must be greater than or equal to 0");
     }
     if (n > std::numeric_limits<std::int32_t>::max()) {
-      return makeError("invalid", field + ": Invalid value: " + std::to_string(n) + ": must fit in 32 bits");
+      return makeError(kc::errc::kInvalid, field + ": Invalid value: " + std::to_string(n) + ": must fit in 32 bits");
     }
     return std::optional<IntOrPercent>{IntOrPercent{static_cast<std::int32_t>(n), false}};
   }
@@ -39,11 +39,11 @@ Result<std::optional<IntOrPercent>> readIntOrPercent(const json& spec, const cha
   const bool digits = s.size() >= 2 && s.size() <= 5 && s.back() == '%' &&
                       std::all_of(s.begin(), s.end() - 1, [](unsigned char c) { return std::isdigit(c); });
   if (!digits) {
-    return makeError("invalid", field + ": Invalid value: " + v.dump() + ": must be an integer or percentage (e.g '5%')");
+    return makeError(kc::errc::kInvalid, field + ": Invalid value: " + v.dump() + ": must be an integer or percentage (e.g '5%')");
   }
   const int pct = std::stoi(s.substr(0, s.size() - 1));
   if (pct > 100) {
-    return makeError("invalid", field + ": Invalid value: " + v.dump() + ": must not be greater than 100%");
+    return makeError(kc::errc::kInvalid, field + ": Invalid value: " + v.dump() + ": must not be greater than 100%");
   }
   return std::optional<IntOrPercent>{IntOrPercent{pct, true}};
 }
@@ -72,7 +72,7 @@ bool PdbSpec::selects(const json& pod) const {
 Result<PdbSpec> parsePdbSpec(const json& pdb) {
   const json& spec = member(pdb, "spec");
   if (!spec.is_null() && !spec.is_object()) {
-    return makeError("invalid", "spec: Invalid value: must be an object");
+    return makeError(kc::errc::kInvalid, "spec: Invalid value: must be an object");
   }
   PdbSpec out;
   auto min = readIntOrPercent(spec, "minAvailable");
@@ -86,7 +86,7 @@ Result<PdbSpec> parsePdbSpec(const json& pdb) {
   out.minAvailable = *min;
   out.maxUnavailable = *max;
   if (out.minAvailable && out.maxUnavailable) {
-    return makeError("invalid", "spec: Invalid value: minAvailable and maxUnavailable cannot be both set");
+    return makeError(kc::errc::kInvalid, "spec: Invalid value: minAvailable and maxUnavailable cannot be both set");
   }
   const json& selector = member(spec, "selector");
   if (!selector.is_null()) {
@@ -100,7 +100,7 @@ Result<PdbSpec> parsePdbSpec(const json& pdb) {
   out.unhealthyPodEvictionPolicy = text(spec, "unhealthyPodEvictionPolicy");
   if (!out.unhealthyPodEvictionPolicy.empty() && out.unhealthyPodEvictionPolicy != "IfHealthyBudget" &&
       out.unhealthyPodEvictionPolicy != "AlwaysAllow") {
-    return makeError("invalid", "spec.unhealthyPodEvictionPolicy: Unsupported value: " +
+    return makeError(kc::errc::kInvalid, "spec.unhealthyPodEvictionPolicy: Unsupported value: " +
                                     json(out.unhealthyPodEvictionPolicy).dump() +
                                     ": supported values: \"AlwaysAllow\", \"IfHealthyBudget\"");
   }

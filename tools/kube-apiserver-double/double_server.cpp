@@ -30,7 +30,7 @@ Result<std::uint16_t> DoubleServer::start() {
     net::ServerTlsOptions tls;
     if (!options_.tlsCertFile.empty() || !options_.tlsKeyFile.empty()) {
       if (options_.tlsCertFile.empty() || options_.tlsKeyFile.empty()) {
-        return makeError("invalid", "--tls-cert-file and --tls-private-key-file go together");
+        return makeError(kc::errc::kInvalid, "--tls-cert-file and --tls-private-key-file go together");
       }
       tls.certFile = options_.tlsCertFile;
       tls.keyFile = options_.tlsKeyFile;

@@ -15,17 +15,17 @@ nlohmann::json applyMergePatch(const nlohmann::json& target, const nlohmann::jso
 
 Result<nlohmann::json> applyJsonPatch(const nlohmann::json& target, const nlohmann::json& patch) {
   if (!patch.is_array()) {
-    return makeError("bad-request", "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+    return makeError(kc::errc::kBadRequest, "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
   }
   for (const auto& op : patch) {
     if (!op.is_object() || !op.contains("op") || !op["op"].is_string() || !op.contains("path") ||
         !op["path"].is_string()) {
-      return makeError("bad-request", "invalid JSON patch operation: " + op.dump());
+      return makeError(kc::errc::kBadRequest, "invalid JSON patch operation: " + op.dump());
     }
     const std::string kind = op["op"].get<std::string>();
     if (kind != "add" && kind != "remove" && kind != "replace" && kind != "move" && kind != "copy" &&
         kind != "test") {
-      return makeError("bad-request", "Unexpected kind: " + kind);
+      return makeError(kc::errc::kBadRequest, "Unexpected kind: " + kind);
     }
   }
   try {
@@ -33,9 +33,9 @@ Result<nlohmann::json> applyJsonPatch(const nlohmann::json& target, const nlohma
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     if (what.find("unsuccessful") != std::string::npos) {
-      return makeError("invalid", "testing value failed: " + what);
+      return makeError(kc::errc::kInvalid, "testing value failed: " + what);
     }
-    return makeError("invalid", what);
+    return makeError(kc::errc::kInvalid, what);
   }
 }
 
@@ -111,12 +111,12 @@ Result<nlohmann::json> mergeList(const nlohmann::json& original, const nlohmann:
   nlohmann::json out = original.is_array() ? original : nlohmann::json::array();
   for (const auto& el : patch) {
     if (!el.is_object()) {
-      return makeError("bad-request", "strategic merge patch: element of list \"" + field +
+      return makeError(kc::errc::kBadRequest, "strategic merge patch: element of list \"" + field +
                                           "\" is not an object: " + el.dump());
     }
     auto keyIt = el.find(key);
     if (keyIt == el.end()) {
-      return makeError("bad-request", "map: " + el.dump() + " does not contain declared merge key: " + key);
+      return makeError(kc::errc::kBadRequest, "map: " + el.dump() + " does not contain declared merge key: " + key);
     }
     auto match = std::find_if(out.begin(), out.end(), [&](const nlohmann::json& o) {
       return o.is_object() && o.contains(key) && o[key] == *keyIt;
@@ -129,7 +129,7 @@ Result<nlohmann::json> mergeList(const nlohmann::json& original, const nlohmann:
       continue;
     }
     if (!directive.empty() && directive != "merge" && directive != "replace") {
-      return makeError("bad-request", "Unrecognized $patch directive: " + directive);
+      return makeError(kc::errc::kBadRequest, "Unrecognized $patch directive: " + directive);
     }
     if (match == out.end()) {
       auto added = mergeMap(nlohmann::json::object(), el, field);
@@ -167,13 +167,13 @@ Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::
       return nlohmann::json();  // caller drops the key
     }
     if (*d != "merge") {
-      return makeError("bad-request", "Unrecognized $patch directive: " + d->dump());
+      return makeError(kc::errc::kBadRequest, "Unrecognized $patch directive: " + d->dump());
     }
   }
   nlohmann::json result = original.is_object() ? original : nlohmann::json::object();
   if (auto rk = patch.find(kRetainKeys); rk != patch.end()) {
     if (!rk->is_array()) {
-      return makeError("bad-request", "$retainKeys must be a list of strings");
+      return makeError(kc::errc::kBadRequest, "$retainKeys must be a list of strings");
     }
     for (auto it = result.begin(); it != result.end();) {
       bool keep = std::find(rk->begin(), rk->end(), it.key()) != rk->end() || patch.contains(it.key());
@@ -188,7 +188,7 @@ Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::
     if (startsWith(k, kDeletePrimitivePrefix)) {
       std::string listName = k.substr(kDeletePrimitivePrefix.size());
       if (!it->is_array()) {
-        return makeError("bad-request", k + " must be a list");
+        return makeError(kc::errc::kBadRequest, k + " must be a list");
       }
       if (auto list = result.find(listName); list != result.end() && list->is_array()) {
         nlohmann::json kept = nlohmann::json::array();
@@ -233,7 +233,7 @@ Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::
 
 Result<nlohmann::json> applyStrategicMergePatch(const nlohmann::json& target, const nlohmann::json& patch) {
   if (!patch.is_object()) {
-    return makeError("bad-request", "strategic merge patch must be a JSON object");
+    return makeError(kc::errc::kBadRequest, "strategic merge patch must be a JSON object");
   }
   return mergeMap(target, patch, "");
 }

@@ -57,7 +57,7 @@ std::vector<std::string> splitTopLevel(const std::string& s) {
 }
 
 Error selectorError(const std::string& text, const std::string& why) {
-  return makeError("invalid", "unable to parse requested label selector \"" + text + "\": " + why);
+  return makeError(kc::errc::kInvalid, "unable to parse requested label selector \"" + text + "\": " + why);
 }
 
 }  // namespace
@@ -146,14 +146,14 @@ Result<LabelSelector> LabelSelector::parse(const std::string& text) {
 
 Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector, const std::string& fieldPath) {
   auto bad = [&](const std::string& field, const std::string& detail) {
-    return makeError("invalid", fieldPath + "." + field + ": " + detail);
+    return makeError(kc::errc::kInvalid, fieldPath + "." + field + ": " + detail);
   };
   LabelSelector sel;
   if (selector.is_null()) {
     return sel;
   }
   if (!selector.is_object()) {
-    return makeError("invalid", fieldPath + ": Invalid value: must be an object");
+    return makeError(kc::errc::kInvalid, fieldPath + ": Invalid value: must be an object");
   }
   if (auto ml = selector.find("matchLabels"); ml != selector.end() && !ml->is_null()) {
     if (!ml->is_object()) {
@@ -290,14 +290,14 @@ Result<FieldSelector> FieldSelector::parse(const std::string& text, const std::v
       opPos = e;
       opLen = 1;
     } else {
-      return makeError("invalid", "invalid selector: '" + text + "'; can't understand '" + part + "'");
+      return makeError(kc::errc::kInvalid, "invalid selector: '" + text + "'; can't understand '" + part + "'");
     }
     r.field = trim(part.substr(0, opPos));
     r.value = trim(part.substr(opPos + opLen));
     bool allowed = r.field == "metadata.name" || r.field == "metadata.namespace" ||
                    std::find(allowedFields.begin(), allowedFields.end(), r.field) != allowedFields.end();
     if (!allowed) {
-      return makeError("invalid", "field label not supported: " + r.field);
+      return makeError(kc::errc::kInvalid, "field label not supported: " + r.field);
     }
     sel.reqs_.push_back(std::move(r));
   }

@@ -377,7 +377,7 @@ const char* kAgeDoc = "Time since the object was created (metadata.creationTimes
 }  // namespace
 
 Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
-  auto bad = [&] { return makeError("invalid", "must be a simple json path starting with ."); };
+  auto bad = [&] { return makeError(kc::errc::kInvalid, "must be a simple json path starting with ."); };
   if (path.empty() || path[0] != '.') {
     return bad();
   }
@@ -422,10 +422,10 @@ Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
 
 Result<PrinterColumn> parsePrinterColumn(const nlohmann::json& c, const std::string& fieldPath) {
   auto err = [&](const std::string& f, const std::string& msg) {
-    return makeError("invalid", fieldPath + "." + f + ": " + msg);
+    return makeError(kc::errc::kInvalid, fieldPath + "." + f + ": " + msg);
   };
   if (!c.is_object()) {
-    return makeError("invalid", fieldPath + ": Invalid value: must be an object");
+    return makeError(kc::errc::kInvalid, fieldPath + ": Invalid value: must be an object");
   }
   PrinterColumn p;
   p.name = text(c, "name");

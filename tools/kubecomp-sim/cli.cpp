@@ -86,14 +86,14 @@ Status inRange(const char* flag, double value, double min, double max) {
   if (!(value >= min && value <= max)) {  // also false for NaN
     std::ostringstream m;
     m << flag << " must be in " << min << ".." << max << " (got " << value << ")";
-    return makeError("invalid", m.str());
+    return makeError(kc::errc::kInvalid, m.str());
   }
   return okStatus();
 }
 
 Status inRange(const char* flag, std::int64_t value, std::int64_t min, std::int64_t max) {
   if (value < min || value > max) {
-    return makeError("invalid", std::string(flag) + " must be in " + std::to_string(min) + ".." +
+    return makeError(kc::errc::kInvalid, std::string(flag) + " must be in " + std::to_string(min) + ".." +
                                     std::to_string(max) + " (got " + std::to_string(value) + ")");
   }
   return okStatus();
@@ -153,13 +153,13 @@ Status writeOutputs(const std::vector<Output>& outputs) {
     }
     if (!f) {
       removeTemps();
-      return makeError("unavailable", "cannot write " + o.path);
+      return makeError(kc::errc::kUnavailable, "cannot write " + o.path);
     }
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (std::rename(temps[i].c_str(), outputs[i].path.c_str()) != 0) {
       removeTemps();
-      return makeError("unavailable", "cannot write " + outputs[i].path);
+      return makeError(kc::errc::kUnavailable, "cannot write " + outputs[i].path);
     }
   }
   return okStatus();
@@ -168,9 +168,9 @@ Status writeOutputs(const std::vector<Output>& outputs) {
 Result<LoadedTrace> loadTrace(const Options& o) {
   const int sources = !o.workload.empty() + !o.alibabaPods.empty() + !o.traceCsv.empty();
   if (sources != 1) {
-    return makeError("invalid", "give exactly one of --workload, --alibaba-pods, --trace-csv");
+    return makeError(kc::errc::kInvalid, "give exactly one of --workload, --alibaba-pods, --trace-csv");
   }
-  Result<LoadedTrace> loaded = makeError("invalid", "no input");
+  Result<LoadedTrace> loaded = makeError(kc::errc::kInvalid, "no input");
   if (!o.workload.empty()) {
     auto mix = mixByName(o.workload);
     if (!mix) {
@@ -196,7 +196,7 @@ Result<LoadedTrace> loadTrace(const Options& o) {
     if (o.alibabaSharing == "skip") {
       ao.sharing = GpuSharing::Skip;
     } else if (o.alibabaSharing != "whole") {
-      return makeError("invalid", "--alibaba-sharing must be 'whole' or 'skip'");
+      return makeError(kc::errc::kInvalid, "--alibaba-sharing must be 'whole' or 'skip'");
     }
     ao.includeCpuOnly = o.alibabaCpuOnly;
     ao.skipCensored = o.alibabaCompletedOnly;
@@ -211,7 +211,7 @@ Result<LoadedTrace> loadTrace(const Options& o) {
     for (Job& j : loaded->trace.jobs) {
       const double scaled = static_cast<double>(j.arrival) * o.timeScale;
       if (!(scaled <= static_cast<double>(kMaxTraceMs))) {
-        return makeError("invalid", "--time-scale " + formatNumber(o.timeScale) + " puts job '" +
+        return makeError(kc::errc::kInvalid, "--time-scale " + formatNumber(o.timeScale) + " puts job '" +
                                         j.id + "' past the arrival limit of " +
                                         std::to_string(kMaxTraceSeconds) + " s");
       }
@@ -238,7 +238,7 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
   spec.perNodeGpus = *layout;
   spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
   if (!o.gpuModel.empty() && !alloc::validGpuModelName(o.gpuModel)) {
-    return makeError("invalid", "--gpu-model '" + o.gpuModel +
+    return makeError(kc::errc::kInvalid, "--gpu-model '" + o.gpuModel +
                                     "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
   }
   spec.gpuModel = o.gpuModel;

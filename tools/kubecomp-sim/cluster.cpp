@@ -19,7 +19,7 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
   std::vector<std::uint32_t> out;
   std::string_view rest = text;
   if (rest.empty()) {
-    return makeError("invalid", "empty GPU layout (expected e.g. 4+4+8+8)");
+    return makeError(kc::errc::kInvalid, "empty GPU layout (expected e.g. 4+4+8+8)");
   }
   while (true) {
     const std::size_t plus = rest.find('+');
@@ -28,7 +28,7 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc{} || ptr != part.data() + part.size() || v > 1024) {
       return makeError(
-          "invalid", "bad GPU layout '" + text + "' (expected counts joined by '+', e.g. 4+4+8+8)");
+          kc::errc::kInvalid, "bad GPU layout '" + text + "' (expected counts joined by '+', e.g. 4+4+8+8)");
     }
     out.push_back(v);
     if (plus == std::string_view::npos) {
@@ -41,13 +41,13 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
 
 Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
   if (spec.pools == 0 || spec.perNodeGpus.empty()) {
-    return makeError("invalid", "a cluster needs at least one pool and one node per pool");
+    return makeError(kc::errc::kInvalid, "a cluster needs at least one pool and one node per pool");
   }
   if (spec.nodeCpuMilli <= 0) {
-    return makeError("invalid", "node CPU must be positive");
+    return makeError(kc::errc::kInvalid, "node CPU must be positive");
   }
   if (spec.nodeMemoryMib < 0) {
-    return makeError("invalid", "node memory must be >= 0");
+    return makeError(kc::errc::kInvalid, "node memory must be >= 0");
   }
   // Sizes are checked before anything is allocated (the limits are in job.hpp).
   std::uint64_t gpusPerPool = spec.unattachedPerPool;
@@ -55,13 +55,13 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
     gpusPerPool += g;
   }
   if (spec.pools > kMaxPools) {
-    return makeError("invalid", "more than " + std::to_string(kMaxPools) + " pools (the limit)");
+    return makeError(kc::errc::kInvalid, "more than " + std::to_string(kMaxPools) + " pools (the limit)");
   }
   if (std::uint64_t{spec.pools} * spec.perNodeGpus.size() > kMaxNodes) {
-    return makeError("invalid", "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
+    return makeError(kc::errc::kInvalid, "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
   }
   if (std::uint64_t{spec.pools} * gpusPerPool > kMaxGpus) {
-    return makeError("invalid", "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
+    return makeError(kc::errc::kInvalid, "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
   }
   alloc::ClusterState state;
   std::uint64_t nodeIndex = 0;
@@ -110,7 +110,7 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
 Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& nodes,
                                                   std::uint32_t nodesPerPool) {
   if (nodes.empty()) {
-    return makeError("invalid", "the node list is empty");
+    return makeError(kc::errc::kInvalid, "the node list is empty");
   }
   alloc::ClusterState state;
   const std::size_t perPool = nodesPerPool == 0 ? nodes.size() : nodesPerPool;

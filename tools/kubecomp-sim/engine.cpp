@@ -15,7 +15,7 @@ namespace kc::sim {
 namespace {
 
 Error internal(const std::string& what, const Error& cause) {
-  return makeError("internal", "simulator: " + what + ": " + cause.message);
+  return makeError(kc::errc::kInternal, "simulator: " + what + ": " + cause.message);
 }
 
 struct Event {
@@ -59,7 +59,7 @@ class UsageAccumulator {
         SimMs gpuMs = 0;
         if (__builtin_mul_overflow(to - from, static_cast<SimMs>(used_), &gpuMs) ||
             __builtin_add_overflow(rec_.bucketGpuMs[b], gpuMs, &rec_.bucketGpuMs[b])) {
-          return makeError("invalid", "GPU-time of the utilisation series overflows int64 ms "
+          return makeError(kc::errc::kInvalid, "GPU-time of the utilisation series overflows int64 ms "
                                       "(the trace spans too long for this many GPUs)");
         }
         from = to;
@@ -306,36 +306,36 @@ class Engine {
     for (const std::string& spec : trace_.gpuSpecs) {
       auto f = alloc::GpuModelFilter::parse(spec, alloc::kGpuSpecSeparator);
       if (!f) {
-        return makeError("invalid", "gpu_spec: " + f.error().message);
+        return makeError(kc::errc::kInvalid, "gpu_spec: " + f.error().message);
       }
       filters_.push_back(std::move(*f));
     }
     if (filters_.empty() || !filters_[0].acceptsAny()) {
-      return makeError("invalid", "the trace's gpu_spec 0 must be empty (any GPU)");
+      return makeError(kc::errc::kInvalid, "the trace's gpu_spec 0 must be empty (any GPU)");
     }
     for (std::size_t i = 0; i < trace_.jobs.size(); ++i) {
       const Job& j = trace_.jobs[i];
       if (j.gpuSpec >= filters_.size()) {
-        return makeError("invalid", "job '" + j.id + "' refers to gpu_spec " +
+        return makeError(kc::errc::kInvalid, "job '" + j.id + "' refers to gpu_spec " +
                                         std::to_string(j.gpuSpec) + " of " +
                                         std::to_string(filters_.size()));
       }
       if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
-        return makeError("invalid", "job '" + j.id + "' has a negative time or request");
+        return makeError(kc::errc::kInvalid, "job '" + j.id + "' has a negative time or request");
       }
       if (j.arrival > kMaxTraceMs || j.duration > kMaxTraceMs) {
-        return makeError("invalid", "job '" + j.id + "': arrival or duration above the limit of " +
+        return makeError(kc::errc::kInvalid, "job '" + j.id + "': arrival or duration above the limit of " +
                                         std::to_string(kMaxTraceSeconds) + " s");
       }
       if (i > 0 && j.arrival < trace_.jobs[i - 1].arrival) {
-        return makeError("invalid", "trace is not sorted by arrival at job '" + j.id + "'");
+        return makeError(kc::errc::kInvalid, "trace is not sorted by arrival at job '" + j.id + "'");
       }
     }
     if (config_.gpuPolicy.rank == nullptr || config_.nodePolicy.compare == nullptr) {
-      return makeError("invalid", "node and GPU policies must be set");
+      return makeError(kc::errc::kInvalid, "node and GPU policies must be set");
     }
     if (config_.moveTime < 0 || config_.moveTime > kMaxTraceMs) {
-      return makeError("invalid", "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
+      return makeError(kc::errc::kInvalid, "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
     }
     return okStatus();
   }
@@ -344,7 +344,7 @@ class Engine {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   static Error pastTimeLimit(const Job& job) {
-    return makeError("invalid", "job '" + job.id +
+    return makeError(kc::errc::kInvalid, "job '" + job.id +
                                     "' would end past the simulated-time limit of 2^62 ms "
                                     "(queueing behind very long jobs)");
   }
@@ -466,9 +466,9 @@ class Engine {
                                         *reservation, headPod, headModels, pod,
                                         filters_[job.gpuSpec], job.duration, rules, rng_, now);
       if (!keeps) {
-        if (keeps.error().code == "unschedulable") {
+        if (keeps.error().code == kc::errc::kUnschedulable) {
           failed.emplace_back(pod, job.gpuSpec);
-        } else if (keeps.error().code != "conflict") {
+        } else if (keeps.error().code != kc::errc::kConflict) {
           return internal("backfillKeeps", keeps.error());
         }
         ++it;
@@ -480,7 +480,7 @@ class Engine {
         return placed.error();
       }
       if (!*placed) {
-        return makeError("internal", "simulator: job '" + job.id +
+        return makeError(kc::errc::kInternal, "simulator: job '" + job.id +
                                          "' passed the backfill test but did not fit");
       }
       running.push_back(alloc::RunningPod{result_.jobs[j].node, pod, runningGpus_[j],
@@ -520,7 +520,7 @@ class Engine {
       return alloc::selectNode(state_, pod, config_.nodePolicy, config_.mode);
     }
     if (candidates_.empty()) {
-      return makeError("unschedulable", "no pool holds enough free GPUs");
+      return makeError(kc::errc::kUnschedulable, "no pool holds enough free GPUs");
     }
     return alloc::selectNodeAmong(state_, pod, config_.nodePolicy, config_.mode, candidates_);
   }
@@ -533,7 +533,7 @@ class Engine {
     ++result_.placementAttempts;
     auto choice = chooseNode(pod, models);
     if (!choice) {
-      if (choice.error().code == "unschedulable") {
+      if (choice.error().code == kc::errc::kUnschedulable) {
         return false;
       }
       return internal("selectNode", choice.error());
@@ -579,7 +579,7 @@ class Engine {
       }
     }
     if (mine.size() != job.gpus) {
-      return makeError("internal", "simulator: node '" + state_.node(node).name +
+      return makeError(kc::errc::kInternal, "simulator: node '" + state_.node(node).name +
                                        "' lacks the GPUs selectNode promised");
     }
     for (alloc::GpuIndex g : mine) {
@@ -643,7 +643,7 @@ SimConfig defaultSimConfig() {
 Result<SimResult> simulate(const alloc::ClusterState& cluster, const Trace& trace,
                            const SimConfig& config) {
   if (trace.jobs.size() >= 0xFFFFFFFFu) {
-    return makeError("invalid", "trace too large (at most 2^32-2 jobs)");
+    return makeError(kc::errc::kInvalid, "trace too large (at most 2^32-2 jobs)");
   }
   Engine engine(cluster, trace, config);
   if (auto s = engine.validate(); !s) {

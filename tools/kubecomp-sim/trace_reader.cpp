@@ -18,7 +18,7 @@ namespace kc::sim {
 namespace {
 
 Error rowError(const std::string& source, std::uint64_t line, const std::string& what) {
-  return makeError("invalid", source + ":" + std::to_string(line) + ": " + what);
+  return makeError(kc::errc::kInvalid, source + ":" + std::to_string(line) + ": " + what);
 }
 
 std::string_view trim(std::string_view s) {
@@ -215,7 +215,7 @@ template <typename F>
 auto withFile(const std::string& path, F&& read) -> decltype(read(std::declval<std::istream&>())) {
   std::ifstream in(path);
   if (!in) {
-    return makeError("unavailable", "cannot open " + path);
+    return makeError(kc::errc::kUnavailable, "cannot open " + path);
   }
   return read(in);
 }
@@ -227,7 +227,7 @@ Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
   LineReader lines(in);
   std::string line;
   if (!lines.next(line)) {
-    return makeError("invalid", source + ": empty file (no header)");
+    return makeError(kc::errc::kInvalid, source + ": empty file (no header)");
   }
   auto header = Header::parse(line, source,
                               {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli",
@@ -369,7 +369,7 @@ Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::stri
   LineReader lines(in);
   std::string line;
   if (!lines.next(line)) {
-    return makeError("invalid", source + ": empty file (no header)");
+    return makeError(kc::errc::kInvalid, source + ": empty file (no header)");
   }
   auto header = Header::parse(line, source, {"sn", "cpu_milli", "memory_mib", "gpu"}, {}, true);
   if (!header) {
@@ -437,7 +437,7 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
   LineReader lines(in);
   std::string line;
   if (!lines.next(line)) {
-    return makeError("invalid", source + ": empty file (no header)");
+    return makeError(kc::errc::kInvalid, source + ": empty file (no header)");
   }
   auto header = Header::parse(line, source, {"arrival_s", "duration_s", "gpus"},
                               {"id", "cpu", "memory_mib", "gpu_spec"}, false);

@@ -43,7 +43,7 @@ Result<Mix> mixByName(const std::string& name) {
   if (name.rfind("ae:", 0) == 0) {
     auto p = parseDouble(std::string_view(name).substr(3));
     if (!p || *p < 0 || *p > 100) {
-      return makeError("invalid",
+      return makeError(kc::errc::kInvalid,
                        "mix '" + name + "': the Job A share must be a percentage 0..100");
     }
     return Mix{name, {*p / 100.0, 0, 0, 0, 1.0 - *p / 100.0}};
@@ -55,25 +55,25 @@ Result<Mix> mixByName(const std::string& name) {
     for (std::size_t i = 0; i < kJobTypeCount; ++i) {
       const std::size_t comma = rest.find(',');
       if ((comma == std::string_view::npos) != (i + 1 == kJobTypeCount)) {
-        return makeError("invalid", "mix '" + name + "': needs exactly five weights a,b,c,d,e");
+        return makeError(kc::errc::kInvalid, "mix '" + name + "': needs exactly five weights a,b,c,d,e");
       }
       auto w = parseDouble(rest.substr(0, comma));
       if (!w || *w < 0) {
-        return makeError("invalid", "mix '" + name + "': weights must be non-negative numbers");
+        return makeError(kc::errc::kInvalid, "mix '" + name + "': weights must be non-negative numbers");
       }
       mix.fractions[i] = *w;
       sum += *w;
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
     if (sum <= 0) {
-      return makeError("invalid", "mix '" + name + "': weights sum to zero");
+      return makeError(kc::errc::kInvalid, "mix '" + name + "': weights sum to zero");
     }
     for (auto& f : mix.fractions) {
       f /= sum;
     }
     return mix;
   }
-  return makeError("invalid", "unknown mix '" + name +
+  return makeError(kc::errc::kInvalid, "unknown mix '" + name +
                                   "' (known: w1 w2 w3 w4 fig13 ae:<percent A> custom:a,b,c,d,e)");
 }
 
@@ -106,17 +106,17 @@ Result<Trace> generateWorkload(const WorkloadSpec& spec) {
   if (!(spec.lambda > 0 && spec.lambda <= kMaxLambda)) {
     std::ostringstream m;
     m << "lambda must be in (0, 1e9] (got " << spec.lambda << ")";
-    return makeError("invalid", m.str());
+    return makeError(kc::errc::kInvalid, m.str());
   }
   if (spec.intervalUnit < 1) {
-    return makeError("invalid", "interval unit must be at least 1 ms");
+    return makeError(kc::errc::kInvalid, "interval unit must be at least 1 ms");
   }
   if (spec.duration < 0 || spec.duration > kMaxTraceMs) {
-    return makeError("invalid",
+    return makeError(kc::errc::kInvalid,
                      "duration must be 0.." + std::to_string(kMaxTraceSeconds) + " s (the limit)");
   }
   if (spec.jobs == 0 || spec.jobs > kMaxJobs) {
-    return makeError("invalid",
+    return makeError(kc::errc::kInvalid,
                      "the number of jobs must be 1.." + std::to_string(kMaxJobs) + " (the limit)");
   }
   const auto counts = mixCounts(spec.mix, spec.jobs);
@@ -136,7 +136,7 @@ Result<Trace> generateWorkload(const WorkloadSpec& spec) {
       SimMs step = 0;
       if (__builtin_mul_overflow(gap(rng), spec.intervalUnit, &step) ||
           __builtin_add_overflow(now, step, &now) || now > kMaxTraceMs) {
-        return makeError("invalid", "job " + std::to_string(i) + " would arrive after the limit of " +
+        return makeError(kc::errc::kInvalid, "job " + std::to_string(i) + " would arrive after the limit of " +
                                         std::to_string(kMaxTraceSeconds) +
                                         " s (lower --lambda, --interval-unit-ms or --jobs)");
       }

@@ -40,7 +40,7 @@ Status addList(ResourceList& into, const nlohmann::json& map, bool onlyMissing,
     return okStatus();
   }
   if (!map.is_object()) {
-    return makeError("invalid", where + " is not a map");
+    return makeError(kc::errc::kInvalid, where + " is not a map");
   }
   for (const auto& [name, value] : map.items()) {
     if (onlyMissing && into.count(name) != 0) {
@@ -52,11 +52,11 @@ Status addList(ResourceList& into, const nlohmann::json& map, bool onlyMissing,
     } else if (value.is_number()) {
       text = value.dump();
     } else {
-      return makeError("invalid", where + "." + name + " is not a quantity");
+      return makeError(kc::errc::kInvalid, where + "." + name + " is not a quantity");
     }
     auto amount = parseResourceAmount(name, text);
     if (!amount) {
-      return makeError("invalid", where + "." + name + ": " + amount.error().message);
+      return makeError(kc::errc::kInvalid, where + "." + name + ": " + amount.error().message);
     }
     into[name] = *amount;
   }

@@ -100,10 +100,10 @@ Status DeviceManager::restore() {
   if (doc.is_discarded() || !doc.is_object() || doc.value("kind", "") != kCheckpointKind ||
       !doc.contains("data") || !doc["data"].is_object() || !doc.contains("checksum") ||
       !doc["checksum"].is_number_unsigned()) {
-    return makeError("invalid", where + " is corrupt (not a checkpoint document)");
+    return makeError(kc::errc::kInvalid, where + " is corrupt (not a checkpoint document)");
   }
   if (fnv1a(doc["data"].dump()) != doc["checksum"].get<std::uint64_t>()) {
-    return makeError("invalid", where + " is corrupt (checksum mismatch)");
+    return makeError(kc::errc::kInvalid, where + " is corrupt (checksum mismatch)");
   }
   const auto& data = doc["data"];
   std::lock_guard lock(mu_);
@@ -132,7 +132,7 @@ Status DeviceManager::restore() {
   } catch (const nlohmann::json::exception& e) {
     resources_.clear();
     pods_.clear();
-    return makeError("invalid", where + " is corrupt: " + e.what());
+    return makeError(kc::errc::kInvalid, where + " is corrupt: " + e.what());
   }
   return okStatus();
 }
@@ -186,7 +186,7 @@ Status DeviceManager::registerPlugin(const v1beta1::RegisterRequest& request) {
   auto refuse = [this](std::string message) {
     std::lock_guard lock(mu_);
     ++stats_.registrationsRefused;
-    return makeError("invalid", std::move(message));
+    return makeError(kc::errc::kInvalid, std::move(message));
   };
   // kubelet's wording (pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go).
   if (request.version() != "v1beta1") {
@@ -410,7 +410,7 @@ Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::str
     std::lock_guard lock(mu_);
     auto it = resources_.find(resource);
     if (it == resources_.end()) {
-      return makeError("unavailable", "cannot allocate unregistered device " + resource);
+      return makeError(kc::errc::kUnavailable, "cannot allocate unregistered device " + resource);
     }
     for (const auto& id : reusable) {
       if (static_cast<std::int64_t>(allocated.size()) == needed) {
@@ -429,7 +429,7 @@ Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::str
     }
     const std::int64_t remaining = needed - static_cast<std::int64_t>(allocated.size());
     if (static_cast<std::int64_t>(available.size()) < remaining) {
-      return makeError("exhausted", "requested number of devices unavailable for " + resource +
+      return makeError(kc::errc::kExhausted, "requested number of devices unavailable for " + resource +
                                         ". Requested: " + std::to_string(remaining) +
                                         ", Available: " + std::to_string(available.size()));
     }
@@ -454,7 +454,7 @@ Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::str
     grpcx::setTimeout(ctx, opts_.rpcTimeout);
     const grpc::Status st = ep->stub->GetPreferredAllocation(&ctx, req, &resp);
     if (!st.ok()) {
-      return makeError("unavailable", "device plugin GetPreferredAllocation rpc failed with err: " +
+      return makeError(kc::errc::kUnavailable, "device plugin GetPreferredAllocation rpc failed with err: " +
                                           goGrpcErrorText(st.error_code(), st.error_message()));
     }
     if (resp.container_responses_size() > 0) {
@@ -529,10 +529,10 @@ Result<std::vector<ContainerDevices>> DeviceManager::allocate(const nlohmann::js
         }
       }
       if (!ep) {
-        return fail(makeError("unavailable", "unknown Device Plugin " + resource));
+        return fail(makeError(kc::errc::kUnavailable, "unknown Device Plugin " + resource));
       }
       if (stopped) {
-        return fail(makeError("unavailable", "endpoint " + ep->socket + " has been stopped"));
+        return fail(makeError(kc::errc::kUnavailable, "endpoint " + ep->socket + " has been stopped"));
       }
       v1beta1::AllocateRequest areq;
       auto* cr = areq.add_container_requests();
@@ -548,10 +548,10 @@ Result<std::vector<ContainerDevices>> DeviceManager::allocate(const nlohmann::js
       }
       const grpc::Status st = ep->stub->Allocate(&ctx, areq, &aresp);
       if (!st.ok()) {
-        return fail(makeError("unavailable", goGrpcErrorText(st.error_code(), st.error_message())));
+        return fail(makeError(kc::errc::kUnavailable, goGrpcErrorText(st.error_code(), st.error_message())));
       }
       if (aresp.container_responses_size() == 0) {
-        return fail(makeError("unavailable", "no containers return in allocation response"));
+        return fail(makeError(kc::errc::kUnavailable, "no containers return in allocation response"));
       }
       ContainerDevices cd;
       cd.container = cname;

@@ -53,7 +53,7 @@ bool isLabelKey(std::string_view k) {
 
 Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
   if (text.empty()) {
-    return makeError("invalid", "duration is empty");
+    return makeError(kc::errc::kInvalid, "duration is empty");
   }
   if (text == "0") {
     return std::chrono::milliseconds(0);
@@ -67,13 +67,13 @@ Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
       ++i;
     }
     if (i == numStart) {
-      return makeError("invalid", "duration '" + std::string(text) + "': expected a number at '" +
+      return makeError(kc::errc::kInvalid, "duration '" + std::string(text) + "': expected a number at '" +
                                       std::string(text.substr(numStart)) + "'");
     }
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data() + numStart, text.data() + i, value);
     if (ec != std::errc() || end != text.data() + i) {
-      return makeError("invalid", "duration '" + std::string(text) + "': bad number");
+      return makeError(kc::errc::kInvalid, "duration '" + std::string(text) + "': bad number");
     }
     const std::size_t unitStart = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) {
@@ -94,14 +94,14 @@ Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
     } else if (unit == "ns") {
       ms = 0.000001;
     } else {
-      return makeError("invalid", "duration '" + std::string(text) +
+      return makeError(kc::errc::kInvalid, "duration '" + std::string(text) +
                                       "': missing or unknown unit '" + std::string(unit) +
                                       "' (use h, m, s, ms, us, ns)");
     }
     totalMs += value * ms;
   }
   if (totalMs > 1e12) {
-    return makeError("invalid", "duration '" + std::string(text) + "' is too long");
+    return makeError(kc::errc::kInvalid, "duration '" + std::string(text) + "' is too long");
   }
   return std::chrono::milliseconds(static_cast<std::int64_t>(totalMs + 0.5));
 }
@@ -111,15 +111,15 @@ Result<std::map<std::string, std::string>> parseLabels(std::string_view text) {
   for (const auto item : splitComma(text)) {
     const std::size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
-      return makeError("invalid", "label '" + std::string(item) + "' is not key=value");
+      return makeError(kc::errc::kInvalid, "label '" + std::string(item) + "' is not key=value");
     }
     const std::string key(item.substr(0, eq));
     const std::string value(item.substr(eq + 1));
     if (!isLabelKey(key)) {
-      return makeError("invalid", "label key '" + key + "' is not a qualified name");
+      return makeError(kc::errc::kInvalid, "label key '" + key + "' is not a qualified name");
     }
     if (!isLabelValue(value)) {
-      return makeError("invalid",
+      return makeError(kc::errc::kInvalid,
                        "label value '" + value + "' of " + key + " is not a valid label value");
     }
     out[key] = value;
@@ -132,12 +132,12 @@ Result<nlohmann::json> parseTaints(std::string_view text) {
   for (const auto item : splitComma(text)) {
     const std::size_t colon = item.rfind(':');
     if (colon == std::string_view::npos) {
-      return makeError("invalid",
+      return makeError(kc::errc::kInvalid,
                        "taint '" + std::string(item) + "' has no effect (key[=value]:Effect)");
     }
     const std::string effect(item.substr(colon + 1));
     if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
-      return makeError("invalid", "taint '" + std::string(item) + "': effect '" + effect +
+      return makeError(kc::errc::kInvalid, "taint '" + std::string(item) + "': effect '" + effect +
                                       "' is not NoSchedule, PreferNoSchedule or NoExecute");
     }
     const std::string_view kv = item.substr(0, colon);
@@ -146,10 +146,10 @@ Result<nlohmann::json> parseTaints(std::string_view text) {
     const std::string value =
         eq == std::string_view::npos ? std::string() : std::string(kv.substr(eq + 1));
     if (!isLabelKey(key)) {
-      return makeError("invalid", "taint key '" + key + "' is not a qualified name");
+      return makeError(kc::errc::kInvalid, "taint key '" + key + "' is not a qualified name");
     }
     if (!isLabelValue(value)) {
-      return makeError("invalid", "taint value '" + value + "' is not a valid label value");
+      return makeError(kc::errc::kInvalid, "taint value '" + value + "' is not a valid label value");
     }
     nlohmann::json t = {{"key", key}, {"effect", effect}};
     if (!value.empty()) {

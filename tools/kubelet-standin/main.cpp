@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
     if (standin.ready()) {
       return kc::okStatus();
     }
-    return kc::makeError("unavailable", "node not registered or pods not listed yet");
+    return kc::makeError(kc::errc::kUnavailable, "node not registered or pods not listed yet");
   });
   if (auto st = standin.start(); !st) {
     std::cerr << "kubelet-standin: " << st.error().message << "\n";

@@ -189,7 +189,7 @@ Status KubeletStandin::start() {
                           fs::path(opts_.podResourcesSocket).parent_path()}) {
     fs::create_directories(dir, ec);
     if (ec) {
-      return makeError("invalid", "cannot create " + dir.string() + ": " + ec.message());
+      return makeError(kc::errc::kInvalid, "cannot create " + dir.string() + ": " + ec.message());
     }
   }
   if (auto st = devices_->restore(); !st) {
@@ -517,7 +517,7 @@ Status KubeletStandin::patchPodStatus(const nlohmann::json& pod, const nlohmann:
   auto res = client_.patch(kube::gvr::pods(), str(meta, "namespace"), str(meta, "name"),
                            kube::PatchType::kMerge, {{"status", status}}, "status");
   if (!res) {
-    return makeError("unavailable", res.error().describe());
+    return makeError(kc::errc::kUnavailable, res.error().describe());
   }
   return okStatus();
 }
@@ -782,12 +782,12 @@ Status KubeletStandin::registerNode() {
     auto patched =
         client_.patch(kube::gvr::nodes(), "", opts_.nodeName, kube::PatchType::kMerge, patch);
     if (!patched) {
-      return makeError("unavailable", patched.error().describe());
+      return makeError(kc::errc::kUnavailable, patched.error().describe());
     }
     uid = str(field(*patched, "metadata"), "uid");
     spdlog::info("node {} already registered; labels reconciled", opts_.nodeName);
   } else {
-    return makeError("unavailable", created.error().describe());
+    return makeError(kc::errc::kUnavailable, created.error().describe());
   }
   {
     std::lock_guard lock(mu_);

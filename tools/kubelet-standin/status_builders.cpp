@@ -125,7 +125,7 @@ Result<std::optional<double>> runSeconds(const nlohmann::json& pod) {
   }
   const auto& v = annotations[kRunSecondsAnnotation];
   if (!v.is_string()) {
-    return makeError("invalid",
+    return makeError(kc::errc::kInvalid,
                      std::string("annotation ") + kRunSecondsAnnotation + " is not a string");
   }
   const std::string text = v.get<std::string>();
@@ -147,7 +147,7 @@ Result<std::optional<double>> runSeconds(const nlohmann::json& pod) {
     digit = ec == std::errc() && end == text.data() + text.size() && seconds <= 1e9;
   }
   if (!digit) {
-    return makeError("invalid", std::string("annotation ") + kRunSecondsAnnotation + "=\"" + text +
+    return makeError(kc::errc::kInvalid, std::string("annotation ") + kRunSecondsAnnotation + "=\"" + text +
                                     "\" is not a non-negative decimal number of seconds");
   }
   return std::optional<double>{seconds};

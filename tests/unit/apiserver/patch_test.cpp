@@ -46,10 +46,10 @@ TEST_CASE("json patch applies RFC 6902 ops and reports failed tests as invalid",
   CHECK(failed.error().code == "invalid");
   auto malformed = applyJsonPatch(target, json::parse(R"({"op":"add"})"));
   REQUIRE_FALSE(malformed.ok());
-  CHECK(malformed.error().code == "bad-request");
+  CHECK(malformed.error().code == "bad_request");
   auto badOp = applyJsonPatch(target, json::parse(R"([{"op":"frobnicate","path":"/a"}])"));
   REQUIRE_FALSE(badOp.ok());
-  CHECK(badOp.error().code == "bad-request");
+  CHECK(badOp.error().code == "bad_request");
 }
 
 TEST_CASE("strategic merge merges keyed lists of core types", "[patch]") {
@@ -105,6 +105,6 @@ TEST_CASE("strategic merge merges keyed lists of core types", "[patch]") {
   SECTION("list elements without the merge key are rejected") {
     auto bad = applyStrategicMergePatch(pod, json::parse(R"({"spec":{"containers":[{"image":"x"}]}})"));
     REQUIRE_FALSE(bad.ok());
-    CHECK(bad.error().code == "bad-request");
+    CHECK(bad.error().code == "bad_request");
   }
 }

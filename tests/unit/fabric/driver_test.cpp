@@ -129,7 +129,7 @@ TEST_CASE("h3 driver: basic auth when the chassis requires it", "[fabric][h3]") 
   auto none = sim.h3("falcon-a", log);
   auto r = none->inventory();
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == errc::kAuth);
+  CHECK(r.error().code == errc::kUnauthorized);
   CHECK(log.count() == 0);  // auth failures are not retried
   auto wrong = sim.h3("falcon-a", log, test::fastPolicy(), Credentials{"admin", "guess"});
   REQUIRE_FALSE(wrong->inventory().ok());
@@ -175,11 +175,11 @@ TEST_CASE("redfish driver: rejected credentials are an auth error without the pa
   auto d = sim.redfish("falcon-a", log, mode, Credentials{"admin", "hunter2"});
   auto r = d->inventory();
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == errc::kAuth);
+  CHECK(r.error().code == errc::kUnauthorized);
   CHECK_THAT(r.error().message, Catch::Contains("admin"));
   CHECK_THAT(r.error().message, !Catch::Contains("hunter2"));
   auto none = sim.redfish("falcon-a", log, RedfishAuth::kNone, std::nullopt);
-  CHECK(none->inventory().error().code == errc::kAuth);
+  CHECK(none->inventory().error().code == errc::kUnauthorized);
 }
 
 TEST_CASE("redfish driver: stale ETag (428) is re-read and retried", "[fabric][redfish]") {
