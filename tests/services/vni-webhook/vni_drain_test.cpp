@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "services/vni-webhook/loopback_client.hpp"
+#include "tests/services/vni-webhook/loopback_client.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
 #include "tests/unit/net/raw_socket.hpp"
@@ -23,7 +23,7 @@
 
 using kc::testing::TempDir;
 using kc::vni::HookKind;
-using kc::vni::LoopbackClient;
+using kc::vni::testing::LoopbackClient;
 using kc::vni::testing::makeParent;
 using kc::vni::testing::WebhookProcess;
 using nlohmann::json;

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "services/vni-webhook/loopback_client.hpp"
+#include "tests/services/vni-webhook/loopback_client.hpp"
 #include "services/vni-webhook/vni_store.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
@@ -20,7 +20,7 @@
 
 using kc::testing::TempDir;
 using kc::vni::HookKind;
-using kc::vni::LoopbackClient;
+using kc::vni::testing::LoopbackClient;
 using kc::vni::testing::makeParent;
 using kc::vni::testing::WebhookProcess;
 using nlohmann::json;
@@ -33,7 +33,7 @@ constexpr int kTotalOps = 100'000;
 constexpr int kOwners = 5'000;
 constexpr int kKills = 10;
 
-json parseBody(const kc::vni::LoopbackReply& r) {
+json parseBody(const kc::vni::testing::LoopbackReply& r) {
   json j = json::parse(r.body, nullptr, false);
   REQUIRE_FALSE(j.is_discarded());
   return j;

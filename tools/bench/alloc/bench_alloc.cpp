@@ -30,7 +30,7 @@
 #include "libcore/alloc/rng.hpp"
 #include "libcore/alloc/rt_admission.hpp"
 #include "libcore/alloc/vni_range.hpp"
-#include "libcore/alloc/vni_seed_baseline.hpp"
+#include "tools/bench/vni/vni_baselines.hpp"
 
 namespace {
 
@@ -373,7 +373,7 @@ VniRow benchVni(std::uint32_t live, std::uint32_t oursOps, std::uint32_t seedOps
     const std::size_t k = rng.below(rows.size());
     rows[k] = rows.back();
     rows.pop_back();
-    auto v = seedFirstFreeVni(rows, options.min, options.max);
+    auto v = kc::bench::seedFirstFreeVni(rows, options.min, options.max);
     if (!v) {
       fail("seed VNI table exhausted");
     }
