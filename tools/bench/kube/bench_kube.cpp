@@ -1,17 +1,28 @@
 // bench_kube: the Kubernetes client against kube-apiserver-double (started here, TLS + token).
-//  1. LIST of 50,000 pods: time and peak memory (getrusage of a child process per variant):
-//     paged limit=500 with streaming item parsing (what the informer does), one unpaged
-//     streamed LIST, and the naive way (whole body buffered, then one JSON document).
-//  2. Informer throughput: events/s applied to the cache while writers change objects, and
-//     the watch-path ceiling (replaying the same events from the history window into a Store).
-// The LAST stdout line is one JSON object:
-//   {"informer_events_per_s":..,"list_50k_pods_s":..,"list_50k_pods_peak_mib":..}
+//  1. LIST of 50,000 pods, each variant in its own child process (time, peak RSS from
+//     getrusage): an Informer's initial paged LIST (limit=500, items parsed as they stream)
+//     with the scheduler transform (kube/transform.hpp schedulerPodFields) and without any,
+//     then the bare client's paged, unpaged and naive (whole body buffered) LISTs. The
+//     informer variants also report the cache's resident size per pod (RSS after sync minus
+//     RSS before the informer started, after malloc_trim).
+//  2. The informer's apply rate on its own: events already queued in a FakeListerWatcher
+//     (tests/support/fakes) are released at once; the informer thread (one core) applies them
+//     (transform, store, handlers). Separately, the double's write rate (4 clients writing
+//     configmaps) with a live informer following it, and the watch path's replay rate from the
+//     double's history window (HTTP framing and JSON parsing included).
+// The LAST stdout line is one JSON object: {"informer_apply_events_per_s":..,
+//   "double_write_events_per_s":..,"list_50k_pods_s":..,"list_50k_pods_peak_mib":..,
+//   "cache_kib_per_pod":..}; the list and cache keys are of the scheduler-transform variant.
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -24,9 +35,11 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
+#include "libcore/kube/transform.hpp"
 #include "tests/support/child_process.hpp"
-#include "tests/unit/kube/double_process.hpp"
+#include "tests/support/fakes/fake_lister_watcher.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/kube/double_process.hpp"
 
 using namespace kc::kube;
 using Clock = std::chrono::steady_clock;
@@ -95,7 +108,42 @@ void seedPods(const ClusterConfig& cfg, const std::string& ns, int count, int th
   }
 }
 
-// Child-process side of a LIST variant: prints "<seconds> <items>".
+// Resident set size of this process in KiB, after returning freed heap to the system.
+double residentKib() {
+  ::malloc_trim(0);
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t size = 0;
+  std::uint64_t resident = 0;
+  statm >> size >> resident;
+  return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / 1024.0;
+}
+
+// An informer's initial LIST into its cache: prints "<seconds> <items> <cache KiB>".
+int informerListChild(KubeClient& client, const std::string& ns, bool schedulerTransform) {
+  InformerOptions io;
+  io.resource = gvr::pods();
+  io.ns = ns;
+  io.pageSize = 500;
+  if (schedulerTransform) {
+    io.transform = keepFields(schedulerPodFields()).value();
+  }
+  const double before = residentKib();
+  Informer informer(client, io);
+  const auto t0 = Clock::now();
+  informer.start();
+  if (!informer.waitForSync(std::chrono::seconds(300))) {
+    std::fprintf(stderr, "informer did not sync\n");
+    return 3;
+  }
+  const double seconds = secondsSince(t0);
+  const double cacheKib = residentKib() - before;
+  std::printf("%.6f %zu %.1f\n", seconds, informer.store().size(), cacheKib);
+  informer.stop();
+  return 0;
+}
+
+// Child-process side of a LIST variant: prints "<seconds> <items>" (informer variants add the
+// cache size).
 int listChild(const std::string& kubeconfig, const std::string& mode, const std::string& ns) {
   auto cfg = loadKubeconfig({kubeconfig});
   if (!cfg) {
@@ -103,6 +151,9 @@ int listChild(const std::string& kubeconfig, const std::string& mode, const std:
     return 2;
   }
   auto client = makeClient(*cfg);
+  if (mode == "informer-scheduler" || mode == "informer-full") {
+    return informerListChild(*client, ns, mode == "informer-scheduler");
+  }
   std::vector<ObjectPtr> kept;  // hold the result like an informer cache would
   const auto t0 = Clock::now();
   if (mode == "baseline") {
@@ -143,6 +194,7 @@ struct ListResult {
   double seconds = 0;
   std::size_t items = 0;
   double peakMib = 0;
+  double cacheKib = -1;  // informer variants only
 };
 
 ListResult runListChild(const std::string& self, const std::string& kubeconfig, const std::string& mode,
@@ -155,7 +207,7 @@ ListResult runListChild(const std::string& self, const std::string& kubeconfig, 
   }
   const rusage ru = *child.usage();
   ListResult r;
-  if (std::sscanf(out.c_str(), "%lf %zu", &r.seconds, &r.items) != 2) {
+  if (std::sscanf(out.c_str(), "%lf %zu %lf", &r.seconds, &r.items, &r.cacheKib) < 2) {
     throw std::runtime_error("list child '" + mode + "' printed nothing");
   }
   r.peakMib = static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
@@ -175,6 +227,57 @@ struct InformerResult {
   double replayPerS = 0;
   std::uint64_t events = 0;
 };
+
+// The informer's own apply rate: `objects` pods, each added, modified twice and deleted
+// (4 events), queued in a FakeListerWatcher while its watch is paused, then released at once.
+// The clock runs from the release until the handlers have seen every event.
+double informerApplyRate(int objects, bool schedulerTransform) {
+  kc::testing::FakeListerWatcher source;
+  InformerOptions io;
+  io.ns = "bench";
+  if (schedulerTransform) {
+    io.transform = keepFields(schedulerPodFields()).value();
+  }
+  Informer informer(source, io);
+  const std::uint64_t expected = static_cast<std::uint64_t>(objects) * 4;
+  std::mutex mu;
+  std::condition_variable done;
+  std::uint64_t handled = 0;  // guarded by mu
+  auto count = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    if (++handled == expected) {
+      done.notify_all();
+    }
+  };
+  informer.addHandler({[&](const ObjectPtr&) { count(); }, [&](const ObjectPtr&, const ObjectPtr&) { count(); },
+                       [&](const ObjectPtr&) { count(); }});
+  informer.start();
+  if (!informer.waitForSync(std::chrono::seconds(30)) || !source.awaitWatches(1)) {
+    throw std::runtime_error("informer on the fake source did not start watching");
+  }
+  source.pause();
+  for (int i = 0; i < objects; ++i) {
+    nlohmann::json pod = benchPod("bench", i);
+    source.upsert(pod);
+    for (int u = 1; u <= 2; ++u) {
+      pod["metadata"]["labels"]["generation"] = std::to_string(u);
+      pod["status"]["phase"] = u == 1 ? "Pending" : "Running";
+      source.upsert(pod);
+    }
+    source.erase("bench", pod["metadata"]["name"].get<std::string>());
+  }
+  const auto t0 = Clock::now();
+  source.resume();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!done.wait_for(lock, std::chrono::seconds(120), [&] { return handled >= expected; })) {
+      throw std::runtime_error(fmt::format("informer applied {} of {} queued events", handled, expected));
+    }
+  }
+  const double seconds = secondsSince(t0);
+  informer.stop();
+  return static_cast<double>(expected) / seconds;
+}
 
 InformerResult runInformer(const ClusterConfig& cfg, int events, int writers) {
   const std::string ns = "bench-informer";
@@ -275,7 +378,7 @@ InformerResult runInformer(const ClusterConfig& cfg, int events, int writers) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_kube: Kubernetes client LIST and informer throughput against kube-apiserver-double"};
+  CLI::App app{"bench_kube: Kubernetes client LIST, informer cache and apply rate, and the API double's write rate"};
   bool quick = false;
   std::string doubleExe = KC_APISERVER_DOUBLE_EXE;
   int pods = 50'000;
@@ -318,38 +421,57 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("\nLIST of {} pods (each variant in its own process; peak = max RSS of that process)\n",
                              pods);
     const auto base = runListChild(self, api.kubeconfigPath(), "baseline", "bench");
-    std::cout << fmt::format("  {:<46} {:>8} {:>8} {:>10}\n", "variant", "items", "time s", "peak MiB");
-    std::cout << fmt::format("  {:<46} {:>8} {:>8} {:>10.1f}\n", "baseline (client only, one GET)", "-", "-",
-                             base.peakMib);
-    ListResult paged;
+    std::cout << fmt::format("  {:<52} {:>7} {:>7} {:>9} {:>10}\n", "variant", "items", "time s", "peak MiB",
+                             "cache/pod");
+    std::cout << fmt::format("  {:<52} {:>7} {:>7} {:>9.1f} {:>10}\n", "baseline (client only, one GET)", "-", "-",
+                             base.peakMib, "-");
+    ListResult scheduler;
     for (const auto& [mode, label] : std::vector<std::pair<std::string, std::string>>{
-             {"paged", "paged limit=500, items parsed as they stream"},
-             {"single", "one LIST, items parsed as they stream"},
-             {"naive", "one LIST, whole body buffered then parsed"}}) {
+             {"informer-scheduler", "informer, paged 500, schedulerPodFields transform"},
+             {"informer-full", "informer, paged 500, no transform (whole pods)"},
+             {"paged", "client paged limit=500, items parsed as they stream"},
+             {"single", "client one LIST, items parsed as they stream"},
+             {"naive", "client one LIST, whole body buffered then parsed"}}) {
       auto r = runListChild(self, api.kubeconfigPath(), mode, "bench");
       if (r.items != static_cast<std::size_t>(pods)) {
         throw std::runtime_error(fmt::format("{} LIST returned {} of {} pods", mode, r.items, pods));
       }
-      std::cout << fmt::format("  {:<46} {:>8} {:>8.2f} {:>10.1f}\n", label, r.items, r.seconds, r.peakMib);
-      if (mode == "paged") {
-        paged = r;
+      const std::string perPod = r.cacheKib >= 0 ? fmt::format("{:.2f} KiB", r.cacheKib / pods) : "-";
+      std::cout << fmt::format("  {:<52} {:>7} {:>7.2f} {:>9.1f} {:>10}\n", label, r.items, r.seconds, r.peakMib,
+                               perPod);
+      if (mode == "informer-scheduler") {
+        scheduler = r;
       }
     }
+    const double cacheKibPerPod = scheduler.cacheKib / pods;
 
-    std::cout << fmt::format("\nInformer on configmaps, {} events (create, update, update, delete per object)\n",
+    const int applyObjects = quick ? 5'000 : 25'000;
+    std::cout << fmt::format("\nInformer apply rate on its own: {} pod events queued in a FakeListerWatcher, "
+                             "released at once (informer thread, one core)\n",
+                             applyObjects * 4);
+    const double applyScheduler = informerApplyRate(applyObjects, true);
+    const double applyFull = informerApplyRate(applyObjects, false);
+    std::cout << fmt::format("  {:<52} {:>10.0f} events/s\n", "with the schedulerPodFields transform", applyScheduler);
+    std::cout << fmt::format("  {:<52} {:>10.0f} events/s\n", "without a transform", applyFull);
+
+    std::cout << fmt::format("\nThe double's write rate, configmaps, {} events (create, update, update, delete per "
+                             "object), 4 writers, a live informer following\n",
                              events);
     auto inf = runInformer(cfg, events, 4);
-    std::cout << fmt::format("  {:<42} {:>10.0f} events/s written\n", "writers (4 clients)", inf.writesPerS);
-    std::cout << fmt::format("  {:<42} {:>10.0f} events/s applied to the cache\n", "informer, live while writers run",
-                             inf.eventsPerS);
+    std::cout << fmt::format("  {:<52} {:>10.0f} events/s written\n", "writers (4 clients, TLS)", inf.writesPerS);
+    std::cout << fmt::format("  {:<52} {:>10.0f} events/s (bounded by the writes)\n",
+                             "live informer, end to end", inf.eventsPerS);
     if (inf.replayPerS > 0) {
-      std::cout << fmt::format("  {:<42} {:>10.0f} events/s applied to a store\n",
-                               "watch replay from history (client cap)", inf.replayPerS);
+      std::cout << fmt::format("  {:<52} {:>10.0f} events/s into a Store\n",
+                               "watch replay from the double's history (HTTP+JSON)", inf.replayPerS);
     }
-    std::cout << "  (the live figure is bounded by how fast the double accepts writes)\n";
-    nlohmann::json out = {{"informer_events_per_s", std::round(inf.eventsPerS)},
-                          {"list_50k_pods_s", std::round(paged.seconds * 1000) / 1000},
-                          {"list_50k_pods_peak_mib", std::round(paged.peakMib * 10) / 10}};
+    std::cout << fmt::format("goals: informer applies >= 20000 events/s on one core: {}; cache <= 2 KiB per pod: {}\n",
+                             applyScheduler >= 20'000 ? "met" : "NOT met", cacheKibPerPod <= 2.0 ? "met" : "NOT met");
+    nlohmann::json out = {{"informer_apply_events_per_s", std::round(applyScheduler)},
+                          {"double_write_events_per_s", std::round(inf.writesPerS)},
+                          {"list_50k_pods_s", std::round(scheduler.seconds * 1000) / 1000},
+                          {"list_50k_pods_peak_mib", std::round(scheduler.peakMib * 10) / 10},
+                          {"cache_kib_per_pod", std::round(cacheKibPerPod * 100) / 100}};
     std::cout << out.dump() << std::endl;
     return 0;
   } catch (const std::exception& e) {
