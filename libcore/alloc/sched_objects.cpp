@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 
 Error invalid(const std::string& field, const std::string& why) {
-  return makeError("invalid", field + ": " + why);
+  return makeError(kc::errc::kInvalid, field + ": " + why);
 }
 
 // The member `key` of `obj`, or null when absent. `obj` must be an object.
@@ -377,7 +377,7 @@ Result<std::vector<Toleration>> parseTolerations(const json& list) {
 
 Status parseMetadataName(const json& obj, std::string& name, const json*& metadata) {
   if (!obj.is_object()) {
-    return makeError("invalid", "object: not a JSON object");
+    return makeError(kc::errc::kInvalid, "object: not a JSON object");
   }
   metadata = &member(obj, "metadata");
   if (auto s = expectObject(*metadata, "metadata"); !s) {
