@@ -115,27 +115,76 @@ kc::Result<ObjectTransform> keepFields(const std::vector<std::string>& paths) {
   return ObjectTransform([tree](nlohmann::json&& obj) { return project(std::move(obj), *tree); });
 }
 
+kc::Result<ObjectTransform> keepFieldsPacked(const std::vector<std::string>& paths) {
+  auto keep = keepFields(paths);
+  if (!keep) {
+    return keep;
+  }
+  return ObjectTransform([keep = std::move(*keep)](nlohmann::json&& obj) {
+    nlohmann::json kept = keep(std::move(obj));
+    nlohmann::json out = nlohmann::json::object();
+    auto meta = kept.find("metadata");
+    if (meta == kept.end() || !meta->is_object()) {
+      return out;  // no name: the informer drops it
+    }
+    nlohmann::json identity = nlohmann::json::object();
+    for (const char* key : {"name", "namespace", "uid", "resourceVersion"}) {
+      if (auto it = meta->find(key); it != meta->end()) {
+        identity[key] = std::move(*it);
+        meta->erase(key);
+      }
+    }
+    if (meta->empty()) {
+      kept.erase("metadata");
+    }
+    out["metadata"] = std::move(identity);
+    if (!kept.empty()) {
+      out[kPackedFieldsKey] = nlohmann::json::binary(nlohmann::json::to_msgpack(kept));
+    }
+    return out;
+  });
+}
+
+kc::Result<nlohmann::json> unpackFields(const nlohmann::json& obj) {
+  auto packed = obj.find(kPackedFieldsKey);
+  if (packed == obj.end()) {
+    return obj;
+  }
+  if (!packed->is_binary()) {
+    return kc::makeError(kc::errc::kInvalid, std::string(kPackedFieldsKey) + " is not binary");
+  }
+  nlohmann::json out = nlohmann::json::from_msgpack(packed->get_binary(), true, false);
+  if (!out.is_object()) {
+    return kc::makeError(kc::errc::kInvalid, std::string(kPackedFieldsKey) + " is not a MessagePack object");
+  }
+  if (auto meta = obj.find("metadata"); meta != obj.end() && meta->is_object()) {
+    for (const auto& [k, v] : meta->items()) {
+      out["metadata"][k] = v;
+    }
+  }
+  return out;
+}
+
 const std::vector<std::string>& schedulerPodFields() {
+  // What kubecomp-sched reads: placement constraints, requests (the API server fills missing
+  // requests from limits, so limits are not needed), binding state and its own annotations are
+  // read from the annotation keys below; status conditions, owner references and type fields
+  // (constant within one informer) are left out.
   static const std::vector<std::string> fields = {
-      "apiVersion",
-      "kind",
       "metadata.labels",
-      "metadata.ownerReferences",
+      "metadata.annotations",
       "metadata.deletionTimestamp",
       "spec.nodeName",
       "spec.schedulerName",
       "spec.priority",
-      "spec.priorityClassName",
       "spec.nodeSelector",
       "spec.affinity",
       "spec.tolerations",
       "spec.overhead",
-      "spec.containers[].name",
-      "spec.containers[].resources",
-      "spec.initContainers[].name",
-      "spec.initContainers[].resources",
+      "spec.containers[].resources.requests",
+      "spec.initContainers[].resources.requests",
+      "spec.initContainers[].restartPolicy",
       "status.phase",
-      "status.conditions",
       "status.nominatedNodeName",
   };
   return fields;

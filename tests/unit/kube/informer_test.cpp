@@ -277,3 +277,45 @@ TEST_CASE("keepFields: subtrees, arrays, absent paths, bad paths", "[kube][trans
   CHECK_FALSE(keepFields({""}).ok());
   CHECK_FALSE(keepFields({"spec.[]"}).ok());
 }
+
+TEST_CASE("keepFieldsPacked: identity stays readable, the rest unpacks to what keepFields keeps", "[kube][transform]") {
+  const nlohmann::json obj = nlohmann::json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "42",
+                 "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
+    "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i",
+             "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}}]},
+    "status": {"phase": "Running", "conditions": []}})");
+  const std::vector<std::string> paths = {"metadata.labels", "spec.nodeName", "spec.containers[].resources.requests",
+                                          "status.phase"};
+  auto plain = keepFields(paths);
+  auto packed = keepFieldsPacked(paths);
+  REQUIRE(plain.ok());
+  REQUIRE(packed.ok());
+  const nlohmann::json small = (*packed)(nlohmann::json(obj));
+  // The store keys and diffs on these; everything else is one binary value.
+  CHECK(small["metadata"] == nlohmann::json{{"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}, {"resourceVersion", "42"}});
+  CHECK(small.size() == 2);
+  REQUIRE(small[kPackedFieldsKey].is_binary());
+  auto back = unpackFields(small);
+  REQUIRE(back.ok());
+  CHECK(*back == (*plain)(nlohmann::json(obj)));
+  CHECK((*back)["spec"]["containers"][0]["resources"] == nlohmann::json{{"requests", {{"cpu", "2"}}}});
+
+  // Nothing beyond identity kept: no packed value; unpacking a plain object returns it.
+  auto onlyId = keepFieldsPacked({"missing.path"});
+  REQUIRE(onlyId.ok());
+  const nlohmann::json bare = (*onlyId)(nlohmann::json(obj));
+  CHECK_FALSE(bare.contains(kPackedFieldsKey));
+  CHECK(*unpackFields(bare) == bare);
+
+  // A damaged packed value is an error, not a guess.
+  nlohmann::json broken = small;
+  broken[kPackedFieldsKey] = "text";
+  CHECK(unpackFields(broken).error().code == "invalid");
+  broken[kPackedFieldsKey] = nlohmann::json::binary({0x93, 0x01, 0x02, 0x03});  // a MessagePack array
+  CHECK(unpackFields(broken).error().code == "invalid");
+  broken[kPackedFieldsKey] = nlohmann::json::binary({0xc1});  // never used in MessagePack
+  CHECK_FALSE(unpackFields(broken).ok());
+  CHECK_FALSE(keepFieldsPacked({""}).ok());
+}
