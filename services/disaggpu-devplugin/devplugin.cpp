@@ -14,7 +14,10 @@ Status NodeAnnotationPublisher::publish(const UsageReport& report) {
       {"metadata", {{"annotations", {{std::string(kUsageAnnotation), toJson(report).dump()}}}}}};
   auto r = client_.patch(kube::gvr::nodes(), "", node_, kube::PatchType::kMerge, patch);
   if (!r) {
-    return makeError(kc::errc::kUnavailable, "patch Node " + node_ + ": " + r.error().message);
+    // The API's own reason (not_found for a missing Node, unauthorized, conflict, ...).
+    kc::Error e = r.error().toError();
+    e.message = "patch Node " + node_ + ": " + e.message;
+    return e;
   }
   return okStatus();
 }

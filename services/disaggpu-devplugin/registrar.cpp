@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "libcore/base/backoff.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/status.hpp"
 #include "services/disaggpu-devplugin/plugin_service.hpp"
@@ -195,7 +196,9 @@ void Registrar::waitForChange(std::chrono::milliseconds timeout) {
 void Registrar::loop() {
   dev_t kubeletDev = 0;
   ino_t kubeletIno = 0;
-  auto retry = opts_.retryMin;
+  // Refused or failed registrations back off with the one kc::Backoff (doubling from
+  // retryMin to retryMax, 20% jitter so a node's plugins do not retry in step).
+  kc::Backoff backoff(kc::BackoffParams{opts_.retryMin, opts_.retryMax, 2.0, 0.2});
   auto nextAttempt = std::chrono::steady_clock::now();
   while (!stopping_) {
     // 1. Our socket deleted (kubelet restart) or replaced: serve on a fresh one.
@@ -212,7 +215,7 @@ void Registrar::loop() {
         }
       }
       nextAttempt = std::chrono::steady_clock::now();
-      retry = opts_.retryMin;
+      backoff.reset();
     }
     // 2. A new kubelet.sock (kubelet restarted, perhaps without deleting ours): register again.
     dev_t dev = 0;
@@ -222,7 +225,7 @@ void Registrar::loop() {
       spdlog::info("kubelet socket changed; registering again");
       registered_ = false;
       nextAttempt = std::chrono::steady_clock::now();
-      retry = opts_.retryMin;
+      backoff.reset();
     }
     // 3. Register when needed and due.
     if (!registered_ && server_.running() && kubeletUp &&
@@ -232,7 +235,7 @@ void Registrar::loop() {
         ++registrations_;
         kubeletDev = dev;
         kubeletIno = ino;
-        retry = opts_.retryMin;
+        backoff.reset();
         {
           std::lock_guard lock(mu_);
           lastError_.clear();
@@ -247,12 +250,12 @@ void Registrar::loop() {
           std::lock_guard lock(mu_);
           lastError_ = s.error().message;
         }
+        const auto retry = backoff.next();
         spdlog::warn("{}; retrying in {} ms", s.error().message, retry.count());
         if (hooks_.onRegisterFailed) {
           hooks_.onRegisterFailed(s.error());
         }
         nextAttempt = std::chrono::steady_clock::now() + retry;
-        retry = std::min(retry * 2, opts_.retryMax);
       }
     }
     auto wait = opts_.checkInterval;
