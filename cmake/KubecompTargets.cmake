@@ -34,12 +34,19 @@ function(kc_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   kc_target_defaults(${name})
   target_link_libraries(${name} PRIVATE kc_catch_main ${ARG_LIBS})
-  list(JOIN ARG_LABELS ";" labels)
   # -w NoTests: a CTest entry whose name Catch cannot match (a name holding ';' is split by
   # CMake, one starting with '-' is read as an option) fails instead of passing with no test run.
   catch_discover_tests(${name}
     TEST_PREFIX "${name}: "
     EXTRA_ARGS -w NoTests
-    PROPERTIES LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT}
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT}
     WORKING_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+  # Labels are set by a CTest include file that runs after the discovered tests are defined:
+  # passed through catch_discover_tests' PROPERTIES, a list of labels loses every label after
+  # the first (its ';' does not survive the discovery command line).
+  list(JOIN ARG_LABELS ";" labels)
+  set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+  file(WRITE "${labels_file}"
+    "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${labels}\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
 endfunction()
