@@ -4,7 +4,9 @@
 #include <cctype>
 #include <vector>
 
+#include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/quantity.hpp"
+#include "libcore/alloc/sched_objects.hpp"
 
 namespace kc::kubelet {
 
@@ -145,35 +147,27 @@ Result<ResourceList> containerRequests(const nlohmann::json& container) {
 }
 
 Result<ResourceList> podRequests(const nlohmann::json& pod) {
-  ResourceList sum;
-  const auto spec = pod.value("spec", nlohmann::json::object());
-  for (const auto& c : spec.value("containers", nlohmann::json::array())) {
-    auto req = containerRequests(c);
-    if (!req) {
-      return req.error();
-    }
-    for (const auto& [k, v] : *req) {
-      sum[k] += v;
-    }
+  // The scheduler's computation (libcore/alloc), so the stand-in admits exactly what
+  // kubecomp-sched counts, sidecar init containers included.
+  auto parsed = kc::alloc::parsePod(pod);
+  if (!parsed) {
+    return std::move(parsed).error();
   }
-  for (const auto& c : spec.value("initContainers", nlohmann::json::array())) {
-    auto req = containerRequests(c);
-    if (!req) {
-      return req.error();
-    }
-    for (const auto& [k, v] : *req) {
-      sum[k] = std::max(valueOf(sum, k), v);
-    }
+  const kc::alloc::Resources r = kc::alloc::podRequests(*parsed);
+  ResourceList out;
+  if (r.milliCpu > 0) {
+    out["cpu"] = r.milliCpu;
   }
-  ResourceList overhead;
-  if (auto s = addList(overhead, spec.value("overhead", nlohmann::json()), false, "spec.overhead");
-      !s) {
-    return s.error();
+  if (r.memory > 0) {
+    out["memory"] = r.memory;
   }
-  for (const auto& [k, v] : overhead) {
-    sum[k] += v;
+  if (r.ephemeralStorage > 0) {
+    out["ephemeral-storage"] = r.ephemeralStorage;
   }
-  return sum;
+  for (const auto& [name, amount] : r.scalar) {
+    out[name] = amount;
+  }
+  return out;
 }
 
 ResourceList parseResourceMap(const nlohmann::json& map) {

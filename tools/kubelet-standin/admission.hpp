@@ -35,8 +35,9 @@ bool isQualifiedName(std::string_view name);
 // missing from requests (the apiserver's defaulting). Error "invalid" on a bad quantity.
 Result<ResourceList> containerRequests(const nlohmann::json& container);
 
-// The pod's effective request per resource: max(sum of containers, largest init container)
-// plus spec.overhead (resourcehelper.PodRequests without sidecar init containers).
+// The pod's effective request per resource, by kc::alloc::podRequests (resourcehelper.PodRequests
+// of v1.29, sidecar init containers included): the scheduler's own computation. Zero amounts of
+// cpu, memory and ephemeral-storage are left out. Error "invalid" naming the field.
 Result<ResourceList> podRequests(const nlohmann::json& pod);
 
 // ResourceList from a Node's status.capacity / status.allocatable map. Unparseable entries
