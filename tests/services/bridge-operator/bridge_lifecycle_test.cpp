@@ -11,7 +11,7 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/net/http_client.hpp"
-#include "tests/services/bridge-operator/yaml_json.hpp"
+#include "tests/support/manifests.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
@@ -225,7 +225,7 @@ struct Cluster {
     REQUIRE(c.ok());
     kube = std::move(c).value();
     REQUIRE(kube->create(kCrds, "",
-                         kc::bridge::testing::loadYamlFile(
+                         kc::testing::loadYamlFile(
                              std::string(KC_SOURCE_DIR) +
                              "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml"))
                 .ok());
@@ -252,7 +252,7 @@ struct Cluster {
   }
 
   void createJob(const std::string& name) {
-    json job = kc::bridge::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
+    json job = kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
                                                  "/charts/kubecomp/examples/bridgejob-slurm.yaml");
     job["metadata"]["name"] = name;
     REQUIRE(kube->create(kJobs, kNs, job).ok());

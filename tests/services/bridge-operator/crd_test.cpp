@@ -13,11 +13,11 @@
 #include "services/bridge-operator/bridge_job.hpp"
 #include "services/bridge-operator/hook_decision.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
-#include "tests/services/bridge-operator/yaml_json.hpp"
+#include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
-using kc::bridge::testing::loadYamlFile;
+using kc::testing::loadYamlFile;
 using kc::bridge::testing::validSpec;
 using kc::kube::GroupVersionResource;
 using kc::kube::KubeClient;

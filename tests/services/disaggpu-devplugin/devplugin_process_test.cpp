@@ -13,9 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include "libcore/base/yaml_json.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/unix_server.hpp"
 #include "libcore/kube/client.hpp"
@@ -25,6 +23,7 @@
 #include "tests/services/disaggpu-devplugin/fake_kubelet.hpp"
 #include "tests/services/disaggpu-devplugin/pool_builder.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
@@ -39,16 +38,6 @@ using List = ListAndWatchReader::List;
 namespace {
 
 const kc::kube::GroupVersionResource kPools{"kubecomp.io", "v1alpha1", "gpupools", false};
-const kc::kube::GroupVersionResource kCrds{"apiextensions.k8s.io", "v1",
-                                           "customresourcedefinitions", false};
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The API test double with the GPUPool CRD from the chart and Node n1; kubelet's Registration
 // and PodResources servers on <dir>/kubelet.sock and <dir>/pod-resources.sock.
@@ -66,18 +55,8 @@ struct Cluster {
     auto c = kc::kube::KubeClient::create(api.config());
     REQUIRE(c.ok());
     client = std::move(*c);
-    auto crd = kc::yamlToJson(readFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
-    REQUIRE(crd.ok());
-    REQUIRE(client->create(kCrds, "", *crd).ok());
-    // A new CRD's resource is served once it is Established; a LIST says so.
-    bool served = false;
-    for (int i = 0; i < 200 && !served; ++i) {
-      served = client->list(kPools, "").ok();
-      if (!served) {
-        std::this_thread::sleep_for(10ms);
-      }
-    }
-    REQUIRE(served);
+    kc::testing::installCrd(
+        *client, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
     REQUIRE(client->create(kc::kube::gvr::nodes(), "", {{"metadata", {{"name", "n1"}}}}).ok());
     startKubelet();
     podResourcesServer.addService(&podResources);

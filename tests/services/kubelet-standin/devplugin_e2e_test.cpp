@@ -12,12 +12,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +29,7 @@
 #include "tests/services/kubelet-standin/standin_process.hpp"
 #include "tests/services/kubelet-standin/watch.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
@@ -64,13 +63,6 @@ bool pluginConnected(StandinProcess& s) {
   return false;
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -82,11 +74,8 @@ TEST_CASE(
   auto client = std::move(kc::kube::KubeClient::create(api.config()).value());
 
   // The GPUPool CRD from the chart, served before anyone watches it.
-  auto crd = kc::yamlToJson(
-      readFile(std::string(KC_SOURCE_DIR) + "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
-  REQUIRE(crd);
-  REQUIRE(client->create({"apiextensions.k8s.io", "v1", "customresourcedefinitions"}, "", *crd));
-  REQUIRE(eventually([&] { return client->list(kGpuPools, "").ok(); }));
+  kc::testing::installCrd(*client, kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
+                                                             "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
 
   std::filesystem::create_directories(dir.path() / "n1");
   StandinProcess standin(KUBELET_STANDIN_EXE, api.kubeconfigPath(), (dir.path() / "n1").string(),

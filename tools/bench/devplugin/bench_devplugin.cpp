@@ -16,21 +16,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
-#include "libcore/base/yaml_json.hpp"
 #include "libcore/grpc/unix_server.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/resource.hpp"
 #include "services/disaggpu-devplugin/devplugin.hpp"
 #include "tests/services/disaggpu-devplugin/fake_kubelet.hpp"
 #include "tests/services/disaggpu-devplugin/pool_builder.hpp"
+#include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
@@ -120,19 +118,7 @@ int run(int argc, char** argv) {
     die("client: " + (client ? pluginClient.error().message : client.error().message));
   }
   kc::kube::KubeClient& kube = **client;
-  std::ifstream crdFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml");
-  std::stringstream crdText;
-  crdText << crdFile.rdbuf();
-  auto crd = kc::yamlToJson(crdText.str());
-  if (!crd) {
-    die("CRD: " + crd.error().message);
-  }
-  if (auto r = kube.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}, "", *crd); !r) {
-    die("create CRD: " + r.error().message);
-  }
-  for (int i = 0; i < 500 && !kube.list(kPools, "").ok(); ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  kc::testing::installCrd(kube, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
   if (auto n = kube.create(kc::kube::gvr::nodes(), "", {{"metadata", {{"name", "n1"}}}}); !n) {
     die("create Node: " + n.error().message);
   }
