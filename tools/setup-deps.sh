@@ -13,6 +13,8 @@ PACKAGES=(
   libfmt-dev catch2 libspdlog-dev libcli11-dev libyaml-cpp-dev prometheus-cpp-dev
   # real peers and tools used by tests and benchmarks
   python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy wrk curl openssl procps
+  # bridge: a real single-node Slurm (slurmctld, slurmd, slurmrestd 22.05, munge, the JWT auth plugin) for the bridge pod's tests
+  slurmctld slurmd slurmrestd slurm-client munge slurm-wlm-jwt-plugin
 )
 
 missing=()
@@ -26,8 +28,29 @@ if ! command -v kubectl >/dev/null 2>&1; then
   missing+=(kubernetes-client)
 fi
 
+# bridge: node and npm run the S3 test server (s3rver) of the bridge pod's tests; the machine
+# image may already have them (a nodejs with npm built in), otherwise Debian's.
+if ! command -v node >/dev/null 2>&1; then
+  missing+=(nodejs)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
+fi
+
+# bridge: npm's s3rver (S3 test server) into a cache dir outside the repository; the tests
+# find it at $KC_NPM_PREFIX/node_modules/.bin/s3rver.
+install_s3rver() {
+  local prefix="${KC_NPM_PREFIX:-$HOME/.cache/kubecomp/npm}"
+  if [ ! -x "$prefix/node_modules/.bin/s3rver" ]; then
+    echo "setup-deps: npm install s3rver@3.7.1 into $prefix"
+    mkdir -p "$prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --silent s3rver@3.7.1 >/dev/null
+  fi
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup-deps: all packages present"
+  install_s3rver
   exit 0
 fi
 
@@ -37,4 +60,5 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_s3rver
 echo "setup-deps: done"

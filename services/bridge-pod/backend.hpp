@@ -1,0 +1,71 @@
+#pragma once
+// The bridge pod's view of a remote workload manager: one Backend per kind (Slurm, ...). The
+// runner (runner.hpp) owns the job's life; a backend only speaks its API. Every call is one
+// bounded exchange; retrying and pacing are the runner's job.
+//
+// Error codes a backend returns and what the runner does with them:
+//  - unavailable, timeout, server_error, throttled, unauthorized (a token may be re-minted or
+//    the mounted Secret rotated): transient, retried with backoff;
+//  - anything else (invalid, forbidden, conflict, protocol, not_found): permanent for this call.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libcore/base/result.hpp"
+#include "services/bridge-operator/bridge_job.hpp"
+
+namespace kc::bridge::pod {
+
+using WallSeconds = std::chrono::sys_seconds;
+
+// What a job is run with: the ConfigMap's parameters, identity and the script text.
+struct JobContext {
+  std::string jobName;    // the BridgeJob's name
+  std::string jobNamespace;
+  std::string uid;        // the BridgeJob's uid: the tag remote jobs carry
+  JobParameters params;
+  std::string script;     // inline or S3 script text; for `remote`, the remote path
+  std::string scriptMetadata;  // JSON object text (inline or fetched from S3), may be empty
+  std::string jobParametersJson;  // JSON object text, may be empty
+};
+
+// A remote job as the backend sees it.
+struct RemoteJob {
+  JobStatus status = JobStatus::kUnknown;
+  std::string nativeState;  // the backend's own spelling ("COMPLETED", "SUCCEEDED", ...)
+  std::optional<WallSeconds> submitTime;
+  std::optional<WallSeconds> startTime;
+  std::optional<WallSeconds> endTime;  // only meaningful once final
+  std::string message;                 // exit code, reason, ...
+};
+
+struct Query {
+  bool gone = false;  // the backend no longer knows the id (purged, deleted)
+  RemoteJob job;      // when !gone
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Reachability / log-on before the first call (Slurm: ping). Transient errors are retried.
+  virtual Status prepare() = 0;
+  // The remote id of a job already submitted for ctx.uid (adoption after a crash), if any.
+  virtual Result<std::optional<std::string>> findTagged(const JobContext& ctx) = 0;
+  // Submits; the remote id. Errors `invalid` are final (bad job description).
+  virtual Result<std::string> submit(const JobContext& ctx) = 0;
+  virtual Result<Query> query(const std::string& id) = 0;
+  // Cancels; false when the backend no longer knew the job.
+  virtual Result<bool> cancel(const std::string& id) = 0;
+  // The bytes of output `file` (a relative name) of a finished job (code not_found when it
+  // does not exist).
+  virtual Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
+                                          const std::string& file) = 0;
+};
+
+// Whether an error from a backend, S3 or the API server is worth retrying.
+bool isTransient(const Error& e);
+
+}  // namespace kc::bridge::pod

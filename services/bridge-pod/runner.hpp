@@ -1,0 +1,49 @@
+#pragma once
+// The bridge pod's life for one BridgeJob, whatever the backend:
+//  1. read the ConfigMap (parameters, identity, `id`, `kill`); a final status there ends the
+//     pod at once (exit 0 for DONE, 1 otherwise);
+//  2. without an `id`: adopt a job already tagged with the BridgeJob's uid (a pod that died
+//     between submit and recording the id), else submit; the id goes into the ConfigMap
+//     before anything else (with SUBMITTED and the submit time; conflicts re-read, transient
+//     errors retried with backoff, never given up: the id must not be lost). A submit that
+//     failed in transit is followed by another look for the tag before submitting again;
+//  3. poll every updateInterval (backoff on transient errors, reset on success), writing the
+//     status when it changes; `kill: "true"` cancels the job (also while pending);
+//  4. at a final state: fetch each `s3upload.files` output and put it at
+//     `<bucket>/<jobname>/<file>`, write the final status, times and message; exit 0 for DONE,
+//     1 otherwise. A job that vanished before its final state was seen is UNKNOWN (KILLED
+//     when its cancel had been sent).
+// Permanent errors (bad parameters, a refused submit) are written to status.message with
+// FAILED; a permanent error while polling is written to status.message and ends the pod with
+// exit 1 and no final state, so that the operator starts a replacement that adopts the job.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "libcore/base/backoff.hpp"
+#include "libcore/base/clock.hpp"
+#include "services/bridge-pod/backend.hpp"
+#include "services/bridge-pod/job_store.hpp"
+#include "services/bridge-pod/s3_client.hpp"
+
+namespace kc::bridge::pod {
+
+struct RunnerOptions {
+  std::string s3CredentialsDir = "/s3credentials";
+  std::string s3Region = "us-east-1";
+  std::string s3CaFile;
+  BackoffParams backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), 2.0, 0.2};
+  int uploadAttempts = 5;
+  // The poll interval when positive (tests); otherwise the ConfigMap's updateInterval.
+  std::chrono::milliseconds pollIntervalOverride{0};
+  kc::Clock* clock = nullptr;
+};
+
+using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const JobParameters&)>;
+
+// Runs the job to its end; the process exit code (0 DONE, 1 anything else).
+int runBridgePod(JobStore& store, const BackendFactory& makeBackend, const RunnerOptions& options);
+
+}  // namespace kc::bridge::pod

@@ -1,0 +1,214 @@
+#pragma once
+// What every bridge pod end-to-end test needs: the API server double with the BridgeJob CRD,
+// a BridgeJob stored there, the bridge-operator's hook decision for it applied (its ConfigMap
+// created as Metacontroller would), the bridge-pod program started with the env of the pod the
+// operator asked for, npm's s3rver as the S3 endpoint, and the operator's status for the job
+// once the pod wrote its keys.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "libcore/kube/client.hpp"
+#include "tests/services/bridge-operator/hook_request_builder.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/manifests.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/unit/kube/double_process.hpp"
+
+namespace kc::bridge::testing {
+
+inline const kube::GroupVersionResource kBridgeJobs{"bridge.kubecomp.io", "v1alpha1", "bridgejobs", true};
+inline const kube::GroupVersionResource kNamespacesGvr{"", "v1", "namespaces", false};
+inline const kube::GroupVersionResource kConfigMapsGvr{"", "v1", "configmaps", true};
+
+// A TCP port nobody listens on right now (bound and released).
+inline std::uint16_t freePort() {
+  static std::mt19937 gen(std::random_device{}());
+  for (int i = 0; i < 200; ++i) {
+    const auto port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(20000, 45000)(gen));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) {
+      return port;
+    }
+  }
+  throw std::runtime_error("no free port");
+}
+
+inline bool portOpen(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+inline bool waitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+// npm's s3rver (installed by tools/setup-deps.sh), one bucket configured.
+class S3Server {
+ public:
+  S3Server(const std::string& dir, const std::string& bucket) : dir_(dir), port_(freePort()) {
+    const char* prefix = std::getenv("KC_NPM_PREFIX");
+    const std::string root = prefix != nullptr ? prefix : std::string(std::getenv("HOME")) + "/.cache/kubecomp/npm";
+    const std::string exe = root + "/node_modules/.bin/s3rver";
+    if (!std::filesystem::exists(exe)) {
+      FAIL("s3rver not installed at " << exe << " (run tools/setup-deps.sh)");
+    }
+    std::filesystem::create_directories(dir);
+    child_ = std::make_unique<kc::testing::ChildProcess>(
+        std::vector<std::string>{exe, "-d", dir, "-a", "127.0.0.1", "-p", std::to_string(port_),
+                                 "--configure-bucket", bucket, "--silent"});
+    child_->waitUntil([&] { return portOpen(port_); }, std::chrono::seconds(30), "s3rver port");
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The bytes s3rver stored for bucket/key (it keeps objects as files).
+  std::string object(const std::string& bucket, const std::string& key) const {
+    const std::string p = dir_ + "/" + bucket + "/" + key + "._S3rver_object";
+    return std::filesystem::exists(p) ? kc::testing::readFile(p) : std::string("<absent>");
+  }
+
+ private:
+  std::string dir_;
+  std::uint16_t port_;
+  std::unique_ptr<kc::testing::ChildProcess> child_;
+};
+
+// The API server double with the CRD and a namespace, and the operator's decision applied.
+class BridgeApi {
+ public:
+  explicit BridgeApi(const std::string& dir) : apiserver_(KC_APISERVER_DOUBLE_EXE, dir) {
+    kube::KubeClientOptions o;
+    o.qps = 0;
+    auto c = kube::KubeClient::create(apiserver_.config(), o);
+    REQUIRE(c.ok());
+    kube_ = std::move(c).value();
+    kc::testing::installCrd(*kube_, kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
+                                                              "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml"));
+    REQUIRE(kube_->create(kNamespacesGvr, "",
+                          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+                .ok());
+  }
+
+  kube::KubeClient& kube() { return *kube_; }
+  const std::string& kubeconfig() const { return apiserver_.kubeconfigPath(); }
+
+  // Stores BridgeJob `name` with `spec`, runs the operator's first sync on it and creates the
+  // ConfigMap it returns; the env of the pod it returns (name=value).
+  std::vector<std::string> start(const std::string& name, const nlohmann::json& spec) {
+    nlohmann::json job{{"apiVersion", "bridge.kubecomp.io/v1alpha1"},
+                       {"kind", "BridgeJob"},
+                       {"metadata", {{"name", name}, {"namespace", ns}}},
+                       {"spec", spec}};
+    auto stored = kube_->create(kBridgeJobs, ns, job);
+    REQUIRE(stored.ok());
+    builder_.name = name;
+    builder_.ns = ns;
+    builder_.uid = (*stored)["metadata"]["uid"];
+    builder_.spec = (*stored)["spec"];
+    builder_.version = metacontroller::HookVersion::kV2;
+    Desired d = run(builder_);
+    const nlohmann::json* cm = findChild(d, "ConfigMap", name + "-bridge");
+    REQUIRE(cm != nullptr);
+    nlohmann::json child = *cm;
+    child["metadata"]["namespace"] = ns;
+    REQUIRE(kube_->create(kConfigMapsGvr, ns, child).ok());
+    const nlohmann::json* pod = findChild(d, "Pod", name + "-bridge-0");
+    REQUIRE(pod != nullptr);
+    std::vector<std::string> env;
+    for (const auto& e : (*pod)["spec"]["containers"][0]["env"]) {
+      if (e.contains("value")) {
+        env.push_back(e["name"].get<std::string>() + "=" + e["value"].get<std::string>());
+      }
+    }
+    env.push_back("BRIDGE_NAMESPACE=" + ns);  // the downward API's value
+    return env;
+  }
+
+  const std::string& uid() const { return builder_.uid; }
+
+  std::map<std::string, std::string> data(const std::string& name) {
+    auto cm = kube_->get(kConfigMapsGvr, ns, name + "-bridge");
+    REQUIRE(cm.ok());
+    return (*cm)["data"].get<std::map<std::string, std::string>>();
+  }
+  std::string value(const std::string& name, const std::string& key) {
+    auto d = data(name);
+    auto it = d.find(key);
+    return it == d.end() ? "<absent>" : it->second;
+  }
+  void set(const std::string& name, const std::map<std::string, std::optional<std::string>>& keys) {
+    auto cm = kube_->get(kConfigMapsGvr, ns, name + "-bridge");
+    REQUIRE(cm.ok());
+    nlohmann::json u = *cm;
+    for (const auto& [k, v] : keys) {
+      if (v) {
+        u["data"][k] = *v;
+      } else {
+        u["data"].erase(k);
+      }
+    }
+    REQUIRE(kube_->update(kConfigMapsGvr, ns, u).ok());
+  }
+
+  // spec.kill = true through the operator: its decision puts kill into the ConfigMap, applied
+  // the way Metacontroller applies an in-place update (the pod's keys kept).
+  void kill(const std::string& name) {
+    RequestBuilder b = builder_;
+    b.spec["kill"] = true;
+    b.configMap = data(name);
+    b.pods = {PodState{0, "Running", false}};
+    Desired d = run(b);
+    const nlohmann::json* cm = findChild(d, "ConfigMap", name + "-bridge");
+    REQUIRE(cm != nullptr);
+    REQUIRE((*cm)["data"].value("kill", "") == "true");
+    set(name, {{"kill", std::string("true")}});
+  }
+
+  // The BridgeJob status the operator computes from the ConfigMap now (pod `phase`).
+  nlohmann::json operatorStatus(const std::string& name, const std::string& phase) {
+    RequestBuilder b = builder_;
+    b.configMap = data(name);
+    b.pods = {PodState{0, phase, false}};
+    b.status = nlohmann::json{{"attempts", 1}};
+    return run(b).status;
+  }
+
+  const std::string ns = "hpc";
+
+ private:
+  kube::testing::DoubleProcess apiserver_;
+  std::unique_ptr<kube::KubeClient> kube_;
+  RequestBuilder builder_;
+};
+
+}  // namespace kc::bridge::testing

@@ -1,0 +1,312 @@
+// The bridge pod's parts without a network: credentials and JWT minting, path checks, and the
+// runner's decisions against a scripted backend and an in-memory ConfigMap (simulated time).
+
+#include <catch2/catch.hpp>
+#include <deque>
+#include <fstream>
+
+#include "libcore/net/sigv4.hpp"
+#include "services/bridge-pod/credentials.hpp"
+#include "services/bridge-pod/runner.hpp"
+#include "services/bridge-pod/s3_client.hpp"
+#include "services/bridge-pod/slurm_backend.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace kc::bridge;
+using namespace kc::bridge::pod;
+
+namespace {
+
+std::string hex(const std::string& bytes) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bridge-pod credentials: HMAC-SHA256 (RFC 4231 case 2) and base64url") {
+  CHECK(hex(hmacSha256("Jefe", "what do ya want for nothing?")) ==
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  CHECK(base64Url("\xfb\xff") == "-_8");
+  CHECK(base64Url("hi") == "aGk");
+}
+
+TEST_CASE("bridge-pod credentials: a minted Slurm JWT is HS256 over header.payload with exp iat sun") {
+  const std::string t = mintSlurmJwt("k3y", "alice", 1000, 1600);
+  const auto dot1 = t.find('.');
+  const auto dot2 = t.rfind('.');
+  REQUIRE(dot1 != dot2);
+  CHECK(t.substr(0, dot1) == "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9");  // {"alg":"HS256","typ":"JWT"}
+  CHECK(t.substr(dot1 + 1, dot2 - dot1 - 1) == base64Url(R"({"exp":1600,"iat":1000,"sun":"alice"})"));
+  CHECK(t.substr(dot2 + 1) == base64Url(hmacSha256("k3y", t.substr(0, dot2))));
+  CHECK(t.find('=') == std::string::npos);
+}
+
+TEST_CASE("bridge-pod credentials: tokens are re-minted before expiry and a token file is re-read") {
+  kc::testing::TempDir dir;
+  kc::testing::FakeClock clock;
+  dir.write("username", "alice\n");
+  dir.write("jwtkey", std::string("key\n", 4));  // raw key bytes: the newline is part of the key
+  SlurmTokenSource src(dir.path().string(), std::chrono::seconds(100), &clock);
+  auto t1 = src.token();
+  REQUIRE(t1.ok());
+  const std::string sig = t1->substr(t1->rfind('.') + 1);
+  const std::string input = t1->substr(0, t1->rfind('.'));
+  CHECK(sig == base64Url(hmacSha256(std::string("key\n", 4), input)));
+  clock.advance(std::chrono::seconds(79));
+  CHECK(*src.token() == *t1);
+  CHECK(src.minted() == 1);
+  clock.advance(std::chrono::seconds(2));  // less than a fifth of the lifespan left
+  auto t2 = src.token();
+  CHECK(*t2 != *t1);
+  CHECK(src.minted() == 2);
+
+  kc::testing::TempDir plain;
+  plain.write("username", "bob");
+  plain.write("token", "tok-1\n");
+  SlurmTokenSource file(plain.path().string(), std::chrono::seconds(100), &clock);
+  CHECK(*file.token() == "tok-1");
+  plain.write("token", "tok-2");  // the kubelet rotated the Secret
+  CHECK(*file.token() == "tok-2");
+  kc::testing::TempDir none;
+  SlurmTokenSource missing(none.path().string(), std::chrono::seconds(100), &clock);
+  auto err = missing.token();
+  REQUIRE_FALSE(err.ok());
+  CHECK(err.error().code == "not_found");
+}
+
+TEST_CASE("bridge-pod: output names stay inside the job directory and bucket:object references") {
+  CHECK(safeRelativePath("hello.out"));
+  CHECK(safeRelativePath("out/a.txt"));
+  CHECK_FALSE(safeRelativePath(""));
+  CHECK_FALSE(safeRelativePath("/etc/passwd"));
+  CHECK_FALSE(safeRelativePath("../x"));
+  CHECK_FALSE(safeRelativePath("a/../../x"));
+  CHECK(splitBucketObject("b:dir/o.py").value() == std::pair<std::string, std::string>{"b", "dir/o.py"});
+  CHECK_FALSE(splitBucketObject("nocolon").ok());
+  CHECK_FALSE(splitBucketObject(":o").ok());
+  CHECK_FALSE(splitBucketObject("b:").ok());
+  S3Options withScheme;
+  withScheme.endpoint = "http://host:9000";
+  CHECK_FALSE(S3Client::create(withScheme).ok());
+  S3Options withPath;
+  withPath.endpoint = "host/path";
+  CHECK_FALSE(S3Client::create(withPath).ok());
+}
+
+namespace {
+
+class MemoryStore final : public JobStore {
+ public:
+  Data data;
+  int failReads = 0;
+  int writes = 0;
+  std::function<void(Data&)> onWrite;
+  kc::Result<Data> read() override {
+    if (failReads > 0) {
+      --failReads;
+      return kc::makeError("unavailable", "api down");
+    }
+    return data;
+  }
+  kc::Status write(const Data& keys) override {
+    ++writes;
+    for (const auto& [k, v] : keys) {
+      data[k] = v;
+    }
+    if (onWrite) {
+      onWrite(data);
+    }
+    return kc::okStatus();
+  }
+};
+
+class ScriptedBackend final : public Backend {
+ public:
+  std::deque<kc::Result<std::optional<std::string>>> tagged;
+  std::deque<kc::Result<std::string>> submits;
+  std::deque<kc::Result<Query>> queries;
+  int submitCalls = 0, cancelCalls = 0;
+  const char* name() const override { return "scripted"; }
+  kc::Status prepare() override { return kc::okStatus(); }
+  kc::Result<std::optional<std::string>> findTagged(const JobContext&) override {
+    if (tagged.empty()) {
+      return std::optional<std::string>{};
+    }
+    auto r = tagged.front();
+    tagged.pop_front();
+    return r;
+  }
+  kc::Result<std::string> submit(const JobContext&) override {
+    ++submitCalls;
+    auto r = submits.front();
+    submits.pop_front();
+    return r;
+  }
+  kc::Result<Query> query(const std::string&) override {
+    auto r = queries.front();
+    if (queries.size() > 1) {
+      queries.pop_front();
+    }
+    return r;
+  }
+  kc::Result<bool> cancel(const std::string&) override {
+    ++cancelCalls;
+    return true;
+  }
+  kc::Result<std::string> fetchOutput(const JobContext&, const std::string&, const std::string&) override {
+    return kc::makeError("not_found", "no output");
+  }
+};
+
+// Hands the runner a backend that forwards to one the test keeps (and inspects afterwards).
+class Proxy final : public Backend {
+ public:
+  explicit Proxy(Backend& b) : b_(b) {}
+  const char* name() const override { return b_.name(); }
+  kc::Status prepare() override { return b_.prepare(); }
+  kc::Result<std::optional<std::string>> findTagged(const JobContext& c) override { return b_.findTagged(c); }
+  kc::Result<std::string> submit(const JobContext& c) override { return b_.submit(c); }
+  kc::Result<Query> query(const std::string& id) override { return b_.query(id); }
+  kc::Result<bool> cancel(const std::string& id) override { return b_.cancel(id); }
+  kc::Result<std::string> fetchOutput(const JobContext& c, const std::string& id, const std::string& f) override {
+    return b_.fetchOutput(c, id, f);
+  }
+
+ private:
+  Backend& b_;
+};
+
+Query state(JobStatus s, std::string msg = "m") {
+  Query q;
+  q.job.status = s;
+  q.job.message = std::move(msg);
+  q.job.startTime = WallSeconds(std::chrono::seconds(1'795'000'000));
+  return q;
+}
+
+Data freshConfigMap() {
+  JobParameters p;
+  p.image = "img";
+  p.resourceUrl = "http://x/";
+  p.resourceSecret = "s";
+  p.jobScript = "#!/bin/sh\n";
+  p.scriptLocation = "inline";
+  p.updateIntervalSec = 5;
+  Data d = parameterData(p);
+  d[cmkey::kJobName] = "j";
+  d[cmkey::kJobNamespace] = "ns";
+  d[cmkey::kJobUid] = "u-1";
+  d[cmkey::kKill] = "false";
+  return d;
+}
+
+struct Harness {
+  kc::testing::FakeClock clock;
+  MemoryStore store;
+  ScriptedBackend backend;
+  RunnerOptions options;
+  Harness() {
+    clock.setAutoAdvance(true);
+    options.clock = &clock;
+    store.data = freshConfigMap();
+  }
+  int run() {
+    BackendFactory f = [&](const JobParameters&) -> kc::Result<std::unique_ptr<Backend>> {
+      return std::unique_ptr<Backend>(std::make_unique<Proxy>(backend));
+    };
+    return runBridgePod(store, f, options);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("bridge-pod runner: a submit lost in transit is found by its tag and not submitted twice") {
+  Harness h;
+  h.backend.tagged = {std::optional<std::string>{}, std::optional<std::string>{"42"}};
+  h.backend.submits = {kc::makeError("timeout", "no reply")};
+  h.backend.queries = {state(JobStatus::kDone)};
+  CHECK(h.run() == 0);
+  CHECK(h.backend.submitCalls == 1);
+  CHECK(h.store.data["id"] == "42");
+  CHECK(h.store.data["status.jobStatus"] == "DONE");
+}
+
+TEST_CASE("bridge-pod runner: the id is written before the first poll and transient poll errors back off") {
+  Harness h;
+  h.backend.submits = {std::string("7")};
+  kc::Result<Query> down = kc::makeError("unavailable", "refused");
+  h.backend.queries = {down, down, down, state(JobStatus::kRunning), state(JobStatus::kDone)};
+  bool idBeforePoll = false;
+  h.store.onWrite = [&](Data& d) {
+    if (d.count("id") && h.backend.queries.size() == 5) {
+      idBeforePoll = true;
+    }
+  };
+  CHECK(h.run() == 0);
+  CHECK(idBeforePoll);
+  CHECK(h.backend.submitCalls == 1);
+  // three backoff waits growing from 1 s, then the 5 s poll interval
+  const auto waits = h.clock.requestedWaits();
+  REQUIRE(waits.size() >= 4);
+  CHECK(waits[0] >= std::chrono::seconds(1));
+  CHECK(waits[1] > waits[0]);
+  CHECK(waits[2] > waits[1]);
+  CHECK(h.store.data["status.startTime"] == "2026-11-18T11:06:40Z");
+}
+
+TEST_CASE("bridge-pod runner: a refused submit is FAILED with the reason and nothing retried") {
+  Harness h;
+  h.backend.submits = {kc::makeError("invalid", "environment must be set")};
+  CHECK(h.run() == 1);
+  CHECK(h.backend.submitCalls == 1);
+  CHECK(h.store.data["status.jobStatus"] == "FAILED");
+  CHECK(h.store.data["status.message"].find("environment must be set") != std::string::npos);
+  CHECK(h.store.data.count("id") == 0);
+}
+
+TEST_CASE("bridge-pod runner: kill cancels and waits for the backend to confirm") {
+  Harness h;
+  h.store.data["id"] = "9";
+  h.store.data["kill"] = "true";
+  h.backend.queries = {state(JobStatus::kRunning), state(JobStatus::kKilled)};
+  CHECK(h.run() == 1);
+  CHECK(h.backend.cancelCalls == 1);
+  CHECK(h.backend.submitCalls == 0);
+  CHECK(h.store.data["status.jobStatus"] == "KILLED");
+}
+
+TEST_CASE("bridge-pod runner: a job gone before its end is UNKNOWN and a final ConfigMap ends the pod at once") {
+  Harness h;
+  h.store.data["id"] = "9";
+  Query gone;
+  gone.gone = true;
+  h.backend.queries = {gone};
+  CHECK(h.run() == 1);
+  CHECK(h.store.data["status.jobStatus"] == "UNKNOWN");
+
+  Harness done;
+  done.store.data["status.jobStatus"] = "DONE";
+  CHECK(done.run() == 0);
+  CHECK(done.store.writes == 0);
+}
+
+TEST_CASE("bridge-pod runner: DONE without its outputs is FAILED naming the file") {
+  Harness h;
+  h.store.data["id"] = "9";
+  h.store.data["s3upload.bucket"] = "results";
+  h.store.data["s3upload.files"] = "a.out";
+  h.store.data["s3.endpoint"] = "127.0.0.1:1";
+  h.store.data["s3.secret"] = "s3";
+  h.store.data["s3.secure"] = "false";
+  h.backend.queries = {state(JobStatus::kDone)};
+  CHECK(h.run() == 1);
+  CHECK(h.store.data["status.jobStatus"] == "FAILED");
+  CHECK(h.store.data["status.message"].find("a.out: no output") != std::string::npos);
+}

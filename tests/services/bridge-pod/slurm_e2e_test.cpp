@@ -1,0 +1,250 @@
+// The bridge pod against a real single-node Slurm (Debian's slurmctld, slurmd, slurmrestd
+// 22.05 and munged, started by slurm_cluster.sh on private ports in a scratch directory), the
+// API server double holding the BridgeJob and the ConfigMap the operator asked for, and npm's
+// s3rver receiving the outputs. Each TEST_CASE has its own cluster.
+
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include "libcore/base/rfc3339.hpp"
+#include "tests/services/bridge-pod/bridge_pod_fixture.hpp"
+
+using nlohmann::json;
+using namespace kc::bridge::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The private Slurm, stopped (jobs cancelled, daemons killed by pid) on destruction.
+class SlurmCluster {
+ public:
+  explicit SlurmCluster(const std::string& base) : base_(base) {
+    rest_ = freePort();
+    std::uint16_t ctld = freePort(), slurmd = freePort();
+    while (slurmd == ctld || slurmd == rest_ || ctld == rest_) {
+      ctld = freePort();
+      slurmd = freePort();
+    }
+    REQUIRE(script({"start", base_, std::to_string(ctld), std::to_string(slurmd), std::to_string(rest_)}) == 0);
+  }
+  ~SlurmCluster() { script({"stop", base_}); }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(rest_) + "/slurm/v0.0.38/"; }
+  std::string jwtKeyFile() const { return base_ + "/jwt.key"; }
+  std::string work() const { return base_ + "/work"; }
+  void stopRest() { REQUIRE(script({"stop-rest", base_}) == 0); }
+  void startRest() { REQUIRE(script({"start-rest", base_}) == 0); }
+
+  // "id state comment" of every job Slurm knows (MinJobAge keeps finished ones for an hour).
+  std::vector<std::string> jobs() {
+    kc::testing::ChildProcess p({"/usr/bin/squeue", "-h", "-t", "all", "-o", "%i %T %k"},
+                                kc::testing::ChildOutput::kCapture, {"SLURM_CONF=" + base_ + "/slurm.conf"});
+    std::vector<std::string> out;
+    std::istringstream in(p.readAll());
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) {
+        out.push_back(line);
+      }
+    }
+    p.wait();
+    return out;
+  }
+  std::vector<std::string> jobsTagged(const std::string& uid) {
+    std::vector<std::string> out;
+    for (const auto& j : jobs()) {
+      if (j.find("bridgejob-uid=" + uid) != std::string::npos) {
+        out.push_back(j);
+      }
+    }
+    return out;
+  }
+
+ private:
+  int script(std::vector<std::string> args) {
+    args.insert(args.begin(), {"/bin/bash", std::string(KC_SOURCE_DIR) + "/tests/services/bridge-pod/slurm_cluster.sh"});
+    kc::testing::ChildProcess p(args, kc::testing::ChildOutput::kInherit);
+    return p.waitExit(60s).value_or(-1);
+  }
+  std::string base_;
+  std::uint16_t rest_ = 0;
+};
+
+struct World {
+  kc::testing::TempDir dir;
+  SlurmCluster slurm{dir.file("slurm")};
+  S3Server s3{dir.file("s3"), "results"};
+  BridgeApi api{dir.path().string()};
+  std::string creds = dir.file("creds");
+  std::string s3creds = dir.file("s3creds");
+
+  World() {
+    std::filesystem::create_directories(creds);
+    std::filesystem::create_directories(s3creds);
+    dir.write("creds/username", "root\n");
+    std::filesystem::copy_file(slurm.jwtKeyFile(), creds + "/jwtkey");
+    dir.write("s3creds/accesskey", "S3RVER");
+    dir.write("s3creds/secretkey", "S3RVER");
+  }
+
+  json spec(const std::string& name, const std::string& script) {
+    const std::string cwd = slurm.work() + "/" + name;
+    std::filesystem::create_directories(cwd);
+    return json{{"resourceURL", slurm.url()},
+                {"resourcesecret", "slurm-jwt"},
+                {"image", "ghcr.io/kubecomp/bridge-pod-slurm:0.1"},
+                {"updateinterval", 1},
+                {"jobproperties", json{{"name", name},
+                                       {"partition", "debug"},
+                                       {"tasks", 1},
+                                       {"time_limit", 5},
+                                       {"current_working_directory", cwd},
+                                       {"environment", {{"PATH", "/usr/bin:/bin"}}}}
+                                      .dump()},
+                {"jobdata", {{"scriptlocation", "inline"}, {"jobscript", script}}},
+                {"s3storage", {{"s3secret", "s3-credentials"}, {"endpoint", s3.endpoint()}, {"secure", false}}},
+                {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
+  }
+
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
+    // The Secret mounts of the pod are directories of this test.
+    std::vector<std::string> e;
+    for (const std::string& v : env) {
+      if (v.rfind("BRIDGE_CREDENTIALS_DIR=", 0) != 0 && v.rfind("BRIDGE_S3_CREDENTIALS_DIR=", 0) != 0) {
+        e.push_back(v);
+      }
+    }
+    for (const char* v : {"BRIDGE_BACKEND=slurm", "KUBERNETES_SERVICE_HOST", "BRIDGE_LOG_LEVEL=info"}) {
+      e.emplace_back(v);
+    }
+    e.push_back("KUBECONFIG=" + api.kubeconfig());
+    e.push_back("BRIDGE_CREDENTIALS_DIR=" + creds);
+    e.push_back("BRIDGE_S3_CREDENTIALS_DIR=" + s3creds);
+    return std::make_unique<kc::testing::ChildProcess>(
+        std::vector<std::string>{BRIDGE_POD_BIN, "--backoff-initial-ms", "200", "--backoff-max-ms", "1000",
+                                 "--slurm-token-lifespan", "60"},
+        kc::testing::ChildOutput::kInherit, e);
+  }
+};
+
+bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+
+}  // namespace
+
+TEST_CASE("slurm: a BridgeJob runs to COMPLETED and its output lands in S3 and the status is DONE with times") {
+  World w;
+  const std::string script = "#!/bin/sh\n# a \"quoted\" line and a backslash \\ the original broke on\n"
+                             "echo \"hello from $SLURM_JOB_ID\" > hello.out\n";
+  auto env = w.api.start("hello", w.spec("hello", script));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  auto data = w.api.data("hello");
+  CHECK(data["status.jobStatus"] == "DONE");
+  const std::string id = data["id"];
+  CHECK(w.slurm.jobsTagged(w.api.uid()) == std::vector<std::string>{id + " COMPLETED bridgejob-uid=" + w.api.uid()});
+  CHECK(w.s3.object("results", "hello/hello.out") == "hello from " + id + "\n");
+  CHECK(data["status.message"].find("exited with code 0") != std::string::npos);
+
+  const json status = w.api.operatorStatus("hello", "Succeeded");
+  CHECK(status["jobStatus"] == "DONE");
+  CHECK(status["remoteJobId"] == id);
+  CHECK(isRfc3339(status["submitTime"]));
+  CHECK(isRfc3339(status["startTime"]));
+  CHECK(isRfc3339(status["completionTime"]));
+  CHECK(status["startTime"].get<std::string>() <= status["completionTime"].get<std::string>());
+}
+
+TEST_CASE("slurm: kill cancels the running job: CANCELLED -> KILLED") {
+  World w;
+  auto env = w.api.start("sleeper", w.spec("sleeper", "#!/bin/sh\nsleep 120\n"));
+  auto pod = w.pod(env);
+  REQUIRE(waitFor([&] { return w.api.value("sleeper", "status.jobStatus") == "RUNNING"; }, 60s));
+  w.api.kill("sleeper");
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("sleeper", "status.jobStatus") == "KILLED");
+  const auto jobs = w.slurm.jobsTagged(w.api.uid());
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].find(" CANCELLED ") != std::string::npos);
+  CHECK(w.api.operatorStatus("sleeper", "Failed")["jobStatus"] == "KILLED");
+}
+
+TEST_CASE("slurm: a failing script is FAILED with its exit code and its outputs still uploaded") {
+  World w;
+  auto env = w.api.start("broken", w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("broken", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("broken", "status.message").find("exited with code 3") != std::string::npos);
+  CHECK(w.s3.object("results", "broken/hello.out") == "partial\n");
+}
+
+TEST_CASE("slurm: a kill before the job was ever submitted submits nothing") {
+  World w;
+  auto env = w.api.start("never", w.spec("never", "#!/bin/sh\necho x > hello.out\n"));
+  w.api.kill("never");
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("never", "status.jobStatus") == "KILLED");
+  CHECK(w.slurm.jobsTagged(w.api.uid()).empty());
+}
+
+TEST_CASE("slurm: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+  World w;
+  auto env = w.api.start("crashy", w.spec("crashy", "#!/bin/sh\nsleep 4\necho survived > hello.out\n"));
+  const std::string uid = w.api.uid();
+  {
+    auto pod = w.pod(env);
+    // The moment Slurm holds the job: the id may or may not be in the ConfigMap yet.
+    REQUIRE(waitFor([&] { return !w.slurm.jobsTagged(uid).empty(); }, 60s));
+    pod->kill(SIGKILL);
+  }
+  const std::string first = w.slurm.jobsTagged(uid).at(0);
+  const std::string firstId = first.substr(0, first.find(' '));
+  // As if the pod had died before it recorded the id: the next one must find the job by its tag.
+  w.api.set("crashy", {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
+  {
+    auto pod = w.pod(env);
+    REQUIRE(waitFor([&] { return w.api.value("crashy", "status.jobStatus") == "RUNNING"; }, 60s));
+    CHECK(w.api.value("crashy", "id") == firstId);  // adopted through the tag
+    pod->kill(SIGKILL);
+  }
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("crashy", "status.jobStatus") == "DONE");
+  const auto jobs = w.slurm.jobsTagged(uid);
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0] == firstId + " COMPLETED bridgejob-uid=" + uid);
+  CHECK(w.s3.object("results", "crashy/hello.out") == "survived\n");
+}
+
+TEST_CASE("slurm: slurmrestd down at start and while polling: retries and one job and DONE") {
+  World w;
+  auto env = w.api.start("patient", w.spec("patient", "#!/bin/sh\nsleep 3\necho late > hello.out\n"));
+  w.slurm.stopRest();
+  auto pod = w.pod(env);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(pod->running());
+  CHECK(w.api.value("patient", "id") == "<absent>");
+  w.slurm.startRest();
+  REQUIRE(waitFor([&] { return w.api.value("patient", "status.jobStatus") == "RUNNING"; }, 60s));
+  w.slurm.stopRest();
+  std::this_thread::sleep_for(5s);  // the job finishes while nobody can ask
+  REQUIRE(pod->running());
+  w.slurm.startRest();
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("patient", "status.jobStatus") == "DONE");
+  CHECK(w.slurm.jobsTagged(w.api.uid()).size() == 1);
+  CHECK(w.s3.object("results", "patient/hello.out") == "late\n");
+}
