@@ -35,6 +35,10 @@ enum class QueueDiscipline : std::uint8_t {
   Fcfs,          // the paper: only the head may start; it blocks every later pod
   Backfill,      // greedy: any waiting pod that fits starts, oldest first, no reservation
   EasyBackfill,  // a reservation for the head; later pods start only if they keep it
+  // Slack-based (relaxed) backfill: as EasyBackfill, but a later pod may delay the head's
+  // reservation up to a bound fixed when the pod became the head: its first reservation plus
+  // its own expected run time. The head still starts by that bound (no starvation).
+  SlackBackfill,
 };
 
 // A registry entry (policy_registry.hpp lists them; the simulator and the scheduler select one
@@ -63,6 +67,14 @@ struct EasyBackfillQueuePolicy {
       "the head gets a reservation (node, start counting GPU moves); later pods start only if "
       "they do not delay it";
   static constexpr QueueDiscipline kDiscipline = QueueDiscipline::EasyBackfill;
+};
+
+struct SlackBackfillQueuePolicy {
+  static constexpr std::string_view kName = "slack-backfill";
+  static constexpr std::string_view kDescription =
+      "as easy-backfill, but later pods may delay the head's reservation by up to its own run "
+      "time (a bound fixed when it became the head; it still starts by it)";
+  static constexpr QueueDiscipline kDiscipline = QueueDiscipline::SlackBackfill;
 };
 
 // How pods are placed: the same policies the placement itself uses.

@@ -39,6 +39,17 @@ constexpr std::array kQueuePolicies{
     queueEntry<FcfsQueuePolicy>(),
     queueEntry<GreedyBackfillQueuePolicy>(),
     queueEntry<EasyBackfillQueuePolicy>(),
+    queueEntry<SlackBackfillQueuePolicy>(),
+};
+
+template <typename P>
+constexpr RecomposePolicy recomposeEntry() {
+  return RecomposePolicy{P::kName, P::kDescription, P::kKind};
+}
+
+constexpr std::array kRecomposePolicies{
+    recomposeEntry<NoRecomposePolicy>(),
+    recomposeEntry<IdleGatherRecomposePolicy>(),
 };
 
 template <typename Table>
@@ -76,6 +87,10 @@ std::span<const QueuePolicy> queuePolicies() {
   return kQueuePolicies;
 }
 
+std::span<const RecomposePolicy> recomposePolicies() {
+  return kRecomposePolicies;
+}
+
 Result<NodePolicy> findNodePolicy(std::string_view name) {
   return findByName<NodePolicy>(kNodePolicies, "node", name);
 }
@@ -86,6 +101,10 @@ Result<GpuPolicy> findGpuPolicy(std::string_view name) {
 
 Result<QueuePolicy> findQueuePolicy(std::string_view name) {
   return findByName<QueuePolicy>(kQueuePolicies, "queue", name);
+}
+
+Result<RecomposePolicy> findRecomposePolicy(std::string_view name) {
+  return findByName<RecomposePolicy>(kRecomposePolicies, "recomposition", name);
 }
 
 }  // namespace kc::alloc

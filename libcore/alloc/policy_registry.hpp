@@ -12,6 +12,7 @@
 
 #include "libcore/alloc/backfill.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/idle_recompose.hpp"
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/base/result.hpp"
 
@@ -22,15 +23,19 @@ inline constexpr std::string_view kDefaultNodePolicy = Eq1NodePolicy::kName;
 inline constexpr std::string_view kDefaultGpuPolicy = UnattachedFirstGpuPolicy::kName;
 // The queue: the paper's FCFS (backfill.hpp holds the others).
 inline constexpr std::string_view kDefaultQueuePolicy = FcfsQueuePolicy::kName;
+// GPU moves only for placements, as in the paper (idle_recompose.hpp holds the other).
+inline constexpr std::string_view kDefaultRecomposePolicy = NoRecomposePolicy::kName;
 
 // All policies, in a fixed order (paper policies first, then baselines).
 std::span<const NodePolicy> nodePolicies();
 std::span<const GpuPolicy> gpuPolicies();
 std::span<const QueuePolicy> queuePolicies();
+std::span<const RecomposePolicy> recomposePolicies();
 
 // Lookup by exact name. Error "not_found" whose message lists the known names.
 Result<NodePolicy> findNodePolicy(std::string_view name);
 Result<GpuPolicy> findGpuPolicy(std::string_view name);
 Result<QueuePolicy> findQueuePolicy(std::string_view name);
+Result<RecomposePolicy> findRecomposePolicy(std::string_view name);
 
 }  // namespace kc::alloc

@@ -57,6 +57,7 @@ struct Options {
   std::uint64_t policySeed = 1;
   double moveTimeS = static_cast<double>(kDefaultMoveTime) / kMsPerSecond;
   std::string queue = "fcfs";
+  std::string recompose{alloc::kDefaultRecomposePolicy};
   // output
   std::string jobsOut;
   std::string summaryOut = "-";
@@ -76,6 +77,10 @@ std::string policyList() {
   }
   s += "queue policies:\n";
   for (const auto& p : alloc::queuePolicies()) {
+    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
+  }
+  s += "recomposition policies:\n";
+  for (const auto& p : alloc::recomposePolicies()) {
     s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
   }
   return s;
@@ -411,6 +416,13 @@ int runUnguarded(int argc, char** argv) {
                  "jobs start only if they do not delay it)")
       ->capture_default_str()
       ->group(be);
+  app.add_option("--recompose", o.recompose,
+                 "idle-time recomposition: none (the paper: GPUs move only for a placement) or "
+                 "idle-gather (beyond the paper: free GPUs move in the background, while the "
+                 "fabric is idle, toward the waiting head's node or the recent arrivals' largest "
+                 "request; composable mode)")
+      ->capture_default_str()
+      ->group(be);
   app.add_flag("--list-policies", o.listPolicies, "print the registered policies and exit")
       ->group(be);
 
@@ -463,6 +475,11 @@ int runUnguarded(int argc, char** argv) {
     return fail(qp.error().message);
   }
   config.queue = qp->discipline;
+  auto rp = alloc::findRecomposePolicy(o.recompose);
+  if (!rp) {
+    return fail(rp.error().message);
+  }
+  config.recompose = rp->kind;
   config.moveTime = static_cast<SimMs>(std::llround(o.moveTimeS * kMsPerSecond));
 
   auto cluster = loadCluster(o);
@@ -498,6 +515,7 @@ int runUnguarded(int argc, char** argv) {
                  {"node_policy", o.nodePolicy},
                  {"gpu_policy", o.gpuPolicy},
                  {"queue", o.queue},
+                 {"recompose", o.recompose},
                  {"move_time_s", o.moveTimeS},
                  {"nodes", static_cast<std::uint64_t>(cluster->nodeCount())},
                  {"pools", static_cast<std::uint64_t>(cluster->poolCount())}};

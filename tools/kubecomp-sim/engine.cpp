@@ -20,7 +20,9 @@ Error internal(const std::string& what, const Error& cause) {
 
 struct Event {
   SimMs time;
-  std::uint8_t kind;  // 0: a job starts using its GPUs, 1: a job ends (frees resources)
+  // 0: a job starts using its GPUs, 1: a job ends (frees resources), 2: a background move of
+  // pool `job` lands (idle-time recomposition)
+  std::uint8_t kind;
   std::uint32_t job;
   bool operator>(const Event& o) const {
     return std::tie(time, kind, job) > std::tie(o.time, o.kind, o.job);
@@ -206,7 +208,9 @@ class Engine {
         rng_(config.seed),
         usage_(cluster.gpuCount()),
         runnable_(initial_, config.mode),
-        poolBusyUntil_(cluster.poolCount(), 0) {
+        poolBusyUntil_(cluster.poolCount(), 0),
+        inflight_(cluster.poolCount()),
+        gpuLands_(cluster.gpuCount(), 0) {
     result_.jobs.resize(trace.jobs.size());
     result_.totalGpus = cluster.gpuCount();
     runningGpus_.resize(trace.jobs.size());
@@ -233,16 +237,28 @@ class Engine {
       if (nextArrival < jobs.size()) {
         now = std::min(now, jobs[nextArrival].arrival);
       }
-      if (auto st = usage_.advance(now); !st) {
-        return st.error();
+      // An instant with only background landings changes no usage: not advancing to it keeps
+      // the usage record within [first arrival, last end] when a move lands after the last end.
+      const bool onlyLandings = !events_.empty() && events_.top().time == now &&
+                                events_.top().kind == 2 &&
+                                (nextArrival == jobs.size() || jobs[nextArrival].arrival != now);
+      if (!onlyLandings) {
+        if (auto st = usage_.advance(now); !st) {
+          return st.error();
+        }
       }
       bool released = false;
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
         events_.pop();
+        if (e.kind == 2) {
+          landed(e.job);
+          continue;
+        }
         const Job& job = jobs[e.job];
         if (e.kind == 0) {
           usage_.add(job.gpus);
+          --startsPending_;
           continue;
         }
         usage_.remove(job.gpus);
@@ -273,6 +289,12 @@ class Engine {
       while (nextArrival < jobs.size() && jobs[nextArrival].arrival == now) {
         const Job& job = jobs[nextArrival];
         const std::uint32_t f = job.gpuSpec;
+        if (config_.recompose != alloc::RecomposeKind::None && f == 0 && job.gpus > 0) {
+          recent_.push_back(podOf(job));
+          if (recent_.size() > alloc::kRecentArrivals) {
+            recent_.pop_front();
+          }
+        }
         if (runnable_.runnable(podOf(job), f, filters_[f])) {
           queue_.push_back(static_cast<std::uint32_t>(nextArrival));
         } else {
@@ -285,6 +307,9 @@ class Engine {
         ++nextArrival;
       }
       if (auto s = schedule(now); !s) {
+        return s.error();
+      }
+      if (auto s = recompose(now, nextArrival < jobs.size()); !s) {
         return s.error();
       }
     }
@@ -355,7 +380,8 @@ class Engine {
   }
 
   Status schedule(SimMs now) {
-    if (config_.queue == QueueDiscipline::EasyBackfill) {
+    if (config_.queue == QueueDiscipline::EasyBackfill ||
+        config_.queue == QueueDiscipline::SlackBackfill) {
       return scheduleEasy(now);
     }
     if (config_.queue == QueueDiscipline::Fcfs) {
@@ -444,8 +470,34 @@ class Engine {
       // The head was runnable on the empty cluster, so it fits once everything has ended.
       return internal("reserveHead", reservation.error());
     }
+    // alloc::reserveHead and backfillKeeps do not see a background move in flight (its GPU is
+    // already attached in the pool model): a job given that GPU starts only when it lands. So
+    // the head's reservation is no earlier than its pool's landing, and a candidate is tested
+    // as if it ran until its end plus the longest landing still ahead.
+    SimMs landing = 0;
+    for (std::size_t p = 0; p < inflight_.size(); ++p) {
+      if (inflight_[p].active && inflight_[p].lands > now) {
+        landing = std::max(landing, inflight_[p].lands - now);
+        if (p == state_.node(reservation->node).pool) {
+          reservation->start = std::max(reservation->start, inflight_[p].lands);
+        }
+      }
+    }
     if (config_.onReserve) {
       config_.onReserve(head, reservation->start, now);
+    }
+    // What a backfilled job may not delay: EASY, the current reservation; slack-backfill, the
+    // bound fixed at the head's first reservation (its start plus the head's run time).
+    alloc::Reservation bound = *reservation;
+    if (config_.queue == QueueDiscipline::SlackBackfill) {
+      if (slackHead_ != head) {
+        slackHead_ = head;
+        if (__builtin_add_overflow(reservation->start, trace_.jobs[head].duration,
+                                   &slackBound_)) {
+          slackBound_ = reservation->start;
+        }
+      }
+      bound.start = std::max(reservation->start, slackBound_);
     }
     std::vector<std::pair<alloc::PodRequest, std::uint32_t>> failed;
     for (auto it = std::next(queue_.begin()); it != queue_.end();) {
@@ -463,8 +515,9 @@ class Engine {
       ++result_.placementAttempts;
       // The fabric clock as it is now (earlier backfills of this pass moved it).
       auto keeps = alloc::backfillKeeps(state_, running, alloc::FabricClock{poolBusyUntil_},
-                                        *reservation, headPod, headModels, pod,
-                                        filters_[job.gpuSpec], job.duration, rules, rng_, now);
+                                        bound, headPod, headModels, pod,
+                                        filters_[job.gpuSpec], job.duration + landing, rules,
+                                        rng_, now);
       if (!keeps) {
         if (keeps.error().code == kc::errc::kUnschedulable) {
           failed.emplace_back(pod, job.gpuSpec);
@@ -489,9 +542,88 @@ class Engine {
         config_.onReserve(head, keeps->start, now);
       }
       *reservation = *keeps;
+      if (config_.queue == QueueDiscipline::EasyBackfill) {
+        bound = *keeps;
+      }
       it = queue_.erase(it);
     }
     return okStatus();
+  }
+
+  // Idle-time recomposition after a scheduling pass: marks the background moves in flight as
+  // paid while a pod waits when one does, then starts the first planned move of every pool
+  // whose fabric is idle. `arrivalsLeft`: jobs are still to arrive (only then is it worth
+  // preparing ahead of demand).
+  Status recompose(SimMs now, bool arrivalsLeft) {
+    if (config_.recompose == alloc::RecomposeKind::None ||
+        config_.mode != alloc::Composability::Composable) {
+      return okStatus();
+    }
+    const bool waiting = !queue_.empty() || startsPending_ > 0;
+    bool anyIdle = false;
+    for (std::size_t p = 0; p < inflight_.size(); ++p) {
+      if (inflight_[p].active && waiting) {
+        inflight_[p].waited = true;
+      }
+      anyIdle = anyIdle || (!inflight_[p].active && poolBusyUntil_[p] <= now);
+    }
+    if (!anyIdle || (queue_.empty() && !arrivalsLeft)) {
+      return okStatus();
+    }
+    std::vector<alloc::RunningPod> running;
+    alloc::PodRequest head{};
+    alloc::RecomposeInput in;
+    if (!queue_.empty()) {
+      running.reserve(running_.size());
+      for (std::uint32_t r : running_) {
+        running.push_back(alloc::RunningPod{result_.jobs[r].node, podOf(trace_.jobs[r]),
+                                            runningGpus_[r], result_.jobs[r].end});
+      }
+      head = podOf(trace_.jobs[queue_.front()]);
+      in.head = &head;
+      in.headModels = filters_[trace_.jobs[queue_.front()].gpuSpec];
+    }
+    const std::vector<alloc::PodRequest> recent(recent_.begin(), recent_.end());
+    in.running = running;
+    in.fabric = alloc::FabricClock{poolBusyUntil_};
+    in.recent = recent;
+    const alloc::PlacementRules rules{config_.mode, config_.nodePolicy, config_.gpuPolicy,
+                                      config_.moveTime};
+    auto plan = alloc::planIdleMoves(state_, in, rules, now);
+    if (!plan) {
+      return internal("planIdleMoves", plan.error());
+    }
+    for (const alloc::IdleMove& m : *plan) {
+      const alloc::PoolIndex pool = state_.node(m.to).pool;
+      if (inflight_[pool].active || poolBusyUntil_[pool] > now) {
+        continue;  // one move at a time per pool; the rest waits for the next plan
+      }
+      SimMs lands = 0;
+      if (__builtin_add_overflow(now, config_.moveTime, &lands) || lands > kMaxSimMs) {
+        return okStatus();  // nothing can land within the simulated-time limit
+      }
+      if (auto s = state_.detachGpu(m.gpu); !s) {
+        return internal("detachGpu (background)", s.error());
+      }
+      if (auto s = state_.attachGpu(m.gpu, m.to); !s) {
+        return internal("attachGpu (background)", s.error());
+      }
+      poolBusyUntil_[pool] = lands;
+      gpuLands_[m.gpu] = lands;
+      inflight_[pool] = InFlight{true, waiting, lands};
+      events_.push(Event{lands, 2, pool});
+    }
+    return okStatus();
+  }
+
+  void landed(std::uint32_t pool) {
+    InFlight& f = inflight_[pool];
+    ++result_.idleMoves;
+    ++result_.gpusMoved;
+    if (f.waited) {
+      ++result_.gpusMovedWhileWaiting;
+    }
+    f = InFlight{};
   }
 
   // alloc::selectNode's choice. A node of a pool holding fewer than req free GPUs fails
@@ -540,6 +672,7 @@ class Engine {
     }
     const alloc::NodeIndex node = choice->node;
     SimMs ready = now;
+    bool interrupted = false;
     std::vector<alloc::GpuIndex> moved;
     if (choice->deficit > 0) {
       auto moves =
@@ -565,8 +698,13 @@ class Engine {
           ready > kMaxSimMs) {
         return pastTimeLimit(job);
       }
+      if (inflight_[pool].active && inflight_[pool].lands > now) {
+        ++result_.idleMovesInterrupted;  // it waits for the background move in flight
+        interrupted = true;
+      }
       poolBusyUntil_[pool] = ready;
       result_.gpusMoved += choice->deficit;
+      result_.gpusMovedWhileWaiting += choice->deficit;
       ++result_.jobsWithMoves;
     }
     std::vector<alloc::GpuIndex>& mine = runningGpus_[j];
@@ -586,6 +724,13 @@ class Engine {
       if (auto s = state_.allocateGpu(g); !s) {
         return internal("allocateGpu", s.error());
       }
+      if (gpuLands_[g] > ready) {
+        ready = gpuLands_[g];  // a GPU moved there in the background has not landed yet
+        if (!interrupted) {
+          ++result_.idleMovesInterrupted;
+          interrupted = true;
+        }
+      }
     }
     if (auto s = state_.reserve(node, pod.cpuMilli, pod.memoryMiB); !s) {
       return internal("reserve", s.error());
@@ -593,7 +738,9 @@ class Engine {
     if (config_.onPlace) {
       config_.onPlace(j, node, moved, mine);
     }
-    if (config_.queue == QueueDiscipline::EasyBackfill) {
+    if (config_.queue == QueueDiscipline::EasyBackfill ||
+        config_.queue == QueueDiscipline::SlackBackfill ||
+        config_.recompose != alloc::RecomposeKind::None) {
       running_.insert(j);
     }
     JobOutcome& out = result_.jobs[j];
@@ -605,6 +752,7 @@ class Engine {
     out.gpusMoved = choice->deficit;
     if (ready > now) {
       events_.push(Event{ready, 0, j});
+      ++startsPending_;
     } else {
       usage_.add(job.gpus);
     }
@@ -620,6 +768,18 @@ class Engine {
   UsageAccumulator usage_;
   RunnableCheck runnable_;
   std::vector<SimMs> poolBusyUntil_;
+  // Idle-time recomposition: the background move in flight per pool (at most one), when each
+  // GPU's last background move lands, the recent unconstrained GPU arrivals, and how many
+  // placed jobs wait for their GPUs.
+  struct InFlight {
+    bool active = false;
+    bool waited = false;  // some job was queued or waiting for GPUs during its flight
+    SimMs lands = 0;
+  };
+  std::vector<InFlight> inflight_;
+  std::vector<SimMs> gpuLands_;
+  std::deque<alloc::PodRequest> recent_;
+  std::uint64_t startsPending_ = 0;
   std::vector<std::vector<alloc::GpuIndex>> runningGpus_;
   std::vector<std::vector<alloc::NodeIndex>> poolNodes_;  // nodes of each pool, index order
   std::vector<alloc::NodeIndex> candidates_;              // scratch of chooseNode
@@ -627,6 +787,8 @@ class Engine {
   std::deque<std::uint32_t> queue_;
   std::set<std::uint32_t> running_;  // easy-backfill only: jobs placed and not ended
   std::uint32_t failedHead_ = kNone;
+  std::uint32_t slackHead_ = kNone;  // slack-backfill: the head whose bound is slackBound_
+  SimMs slackBound_ = 0;
   std::vector<alloc::GpuModelFilter> filters_;  // per Trace::gpuSpecs entry; [0] accepts any
   SimResult result_;
 };

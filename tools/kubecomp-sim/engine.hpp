@@ -15,6 +15,15 @@
 //                  starts now only if the head's reservation stays no later. Durations are
 //                  known in a trace, so a job's expected end is its real end.
 //
+// Idle-time recomposition (BEYOND THE PAPER, alloc::RecomposeKind, libcore/alloc/
+// idle_recompose.hpp): after each scheduling pass, in every pool whose fabric is idle, the
+// first move of alloc::planIdleMoves is started (the GPU is attached to its new node in the
+// pool model at once and stays free; a job placed on it starts only when it has landed). The
+// fabric is busy until it lands, then the planner runs again: a real request arriving meanwhile
+// waits for that one move and the rest of the plan is dropped (cancelled). The planner is given
+// the FCFS head (the queue's oldest job) and the last alloc::kRecentArrivals arrivals; it
+// prepares ahead only while jobs are still to arrive.
+//
 // Composable mode: when the chosen node lacks GPUs (deficit > 0), the chosen GPUs are moved to
 // it. Moves in one pool are serialised (one fabric, reconfig-mgr serialises per pool), each
 // takes `moveTime`; the job starts when its last GPU arrives. The moved GPUs are the job's from
@@ -51,6 +60,7 @@ struct SimConfig {
   std::uint64_t seed = 1;  // for random GPU choice
   SimMs moveTime = kDefaultMoveTime;
   QueueDiscipline queue = QueueDiscipline::Fcfs;
+  alloc::RecomposeKind recompose = alloc::RecomposeKind::None;
   // Called with (jobs finished, jobs total) now and then during long runs; may be empty.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   // Called at each placement with (job index, node, GPUs moved to it, GPUs the job runs on);
@@ -91,8 +101,16 @@ struct SimResult {
   std::vector<JobOutcome> jobs;  // same order as the trace
   UsageRecord usage;
   std::uint64_t totalGpus = 0;
-  std::uint64_t gpusMoved = 0;
+  std::uint64_t gpusMoved = 0;  // every GPU move: for placements and in the background
   std::uint64_t jobsWithMoves = 0;
+  // GPU moves paid while a pod waited: every move made for a placement (the job waits for it)
+  // and every background move during whose flight some job was queued or waiting for its GPUs.
+  // gpusMoved - gpusMovedWhileWaiting moves were made while nothing waited.
+  std::uint64_t gpusMovedWhileWaiting = 0;
+  std::uint64_t idleMoves = 0;  // background moves (idle-time recomposition), landed
+  // Placements that waited for a background move in flight (its pool's fabric or a GPU it got):
+  // each time, the rest of that pool's background plan was cancelled.
+  std::uint64_t idleMovesInterrupted = 0;
   std::uint64_t rejected = 0;
   // Of `rejected`: jobs whose gpu_spec no GPU can serve (they would run without it: no pool or
   // node offers enough healthy GPUs of an accepted model).

@@ -92,6 +92,8 @@ Summary summarise(const Trace& trace, const SimResult& result) {
   }
   s.gpusMoved = result.gpusMoved;
   s.jobsWithMoves = result.jobsWithMoves;
+  s.gpusMovedWhileWaiting = result.gpusMovedWhileWaiting;
+  s.idleMoves = result.idleMoves;
   return s;
 }
 
@@ -109,6 +111,10 @@ nlohmann::json summaryJson(const Trace& trace, const SimResult& result) {
   j["gpu_utilisation"] = s.gpuUtilisation;
   j["gpus_moved"] = s.gpusMoved;
   j["jobs_with_moves"] = s.jobsWithMoves;
+  j["gpus_moved_while_waiting"] = s.gpusMovedWhileWaiting;
+  j["gpus_moved_nothing_waiting"] = s.gpusMoved - s.gpusMovedWhileWaiting;
+  j["idle_moves"] = s.idleMoves;
+  j["idle_moves_interrupted"] = result.idleMovesInterrupted;
   j["placement_attempts"] = result.placementAttempts;
   const UsageRecord& u = result.usage;
   std::vector<double> series;

@@ -33,6 +33,8 @@ struct Summary {
   double gpuUtilisation = 0;  // GPU-time used / (all GPUs x makespan)
   std::uint64_t gpusMoved = 0;
   std::uint64_t jobsWithMoves = 0;
+  std::uint64_t gpusMovedWhileWaiting = 0;  // moves paid while a pod waited (SimResult)
+  std::uint64_t idleMoves = 0;              // background moves (idle-time recomposition)
 };
 
 Summary summarise(const Trace& trace, const SimResult& result);

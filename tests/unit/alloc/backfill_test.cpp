@@ -11,34 +11,13 @@
 
 #include "libcore/alloc/policy_registry.hpp"
 #include "tests/unit/alloc/cluster_builder.hpp"
+#include "tests/unit/alloc/placement_helpers.hpp"
 
 using namespace kc::alloc;
 using kc::alloc::test::makeCluster;
-
-namespace {
-
-PlacementRules rules(std::int64_t moveTime, Composability mode = Composability::Composable) {
-  return PlacementRules{mode, *findNodePolicy("eq1"), *findGpuPolicy("unattached-first"), moveTime};
-}
-
-PodRequest pod(std::uint32_t gpus, std::uint64_t cpuMilli = 1000) {
-  return PodRequest{cpuMilli, 1024, gpus};
-}
-
-// A running pod on `node` holding the listed GPUs (already in use in the builder) and no CPU.
-RunningPod runningOn(const ClusterState& s, const char* node, std::vector<const char*> gpus,
-                     std::int64_t end) {
-  RunningPod r;
-  r.node = *s.findNode(node);
-  r.pod = PodRequest{0, 0, static_cast<std::uint32_t>(gpus.size())};
-  for (const char* g : gpus) {
-    r.gpus.push_back(*s.findGpu(g));
-  }
-  r.end = end;
-  return r;
-}
-
-}  // namespace
+using kc::alloc::test::pod;
+using kc::alloc::test::rules;
+using kc::alloc::test::runningOn;
 
 // One pool, n1 with 4 GPUs in use by R1 (ends 100), n2 with 4 GPUs in use by R2 (ends 50).
 // Head wants 8 GPUs: at 50 the pool has 4 free (< 8), at 100 all 8; Eq. 1 ties n1/n2 (4 free
@@ -173,6 +152,7 @@ TEST_CASE("registry: queue policies by name, fcfs the default", "[alloc][registr
       {"fcfs", QueueDiscipline::Fcfs},
       {"backfill", QueueDiscipline::Backfill},
       {"easy-backfill", QueueDiscipline::EasyBackfill},
+      {"slack-backfill", QueueDiscipline::SlackBackfill},
   }));
   auto p = findQueuePolicy(name);
   REQUIRE(p.ok());
@@ -183,7 +163,7 @@ TEST_CASE("registry: queue policies by name, fcfs the default", "[alloc][registr
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == "not_found");
   CHECK(bad.error().message.find("easy-backfill") != std::string::npos);
-  CHECK(queuePolicies().size() == 3);
+  CHECK(queuePolicies().size() == 4);
 }
 
 // The property: over random workloads on random small composable clusters, a driver that runs

@@ -8,24 +8,15 @@
 #include <vector>
 
 #include "libcore/alloc/policy_registry.hpp"
+#include "tests/unit/sim/sim_jobs.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
 #include "tools/kubecomp-sim/engine.hpp"
 
 using namespace kc::sim;
 namespace alloc = kc::alloc;
+using kc::sim::test::job;
 
 namespace {
-
-Job job(std::size_t i, double arrivalS, std::uint32_t gpus, double durationS,
-        std::int64_t cpuMilli = 1000) {
-  Job j;
-  j.id = std::to_string(i);  // (not "j" + ...: GCC 12 reports a false -Wrestrict at -O3)
-  j.arrival = static_cast<SimMs>(arrivalS * kMsPerSecond);
-  j.duration = static_cast<SimMs>(durationS * kMsPerSecond);
-  j.gpus = gpus;
-  j.cpuMilli = cpuMilli;
-  return j;
-}
 
 alloc::ClusterState cluster(const std::string& layout, std::uint32_t pools,
                             std::uint32_t unattached, double cpus) {
