@@ -112,3 +112,33 @@ TEST_CASE("kubecomp-sim CLI: --queue easy-backfill, unknown queue names refused"
              "--summary-out", out.string()}) == 1);
   CHECK_FALSE(fs::exists(out));
 }
+
+// The same trace with --recompose idle-gather under fcfs: while b (8 GPUs) waits for a, the four
+// GPUs of n000001 move to b's reserved node n000000 one at a time (1-41 s), so b starts when a
+// ends (100, no move left); c and d follow b. The summary counts the four background moves, all
+// made while a pod waited. An unknown recomposition policy fails and writes nothing.
+TEST_CASE("kubecomp-sim CLI: --recompose idle-gather, unknown names refused") {
+  TempDir dir;
+  {
+    std::ofstream f(dir / "jobs.csv");
+    f << "id,arrival_s,duration_s,gpus,cpu\na,0,100,4,1\nb,1,10,8,1\nc,2,50,2,1\nd,3,200,1,1\n";
+  }
+  const fs::path out = dir / "sum.json";
+  REQUIRE(run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "4+4", "--move-time-s",
+               "10", "--recompose", "idle-gather", "--jobs-out", (dir / "out.csv").string(),
+               "--summary-out", out.string()}) == 0);
+  const std::string jobs = slurp(dir / "out.csv");
+  CHECK_THAT(jobs, Catch::Contains("b,1.000,100.000,110.000,99.000,n000000,8,0,done\n"));
+  const auto sum = nlohmann::json::parse(slurp(out));
+  CHECK(sum["config"]["recompose"].get<std::string>() == "idle-gather");
+  CHECK(sum["wait_s"]["mean"].get<double>() == Approx((0 + 99 + 108 + 107) / 4.0));
+  CHECK(sum["gpus_moved"].get<int>() == 4);
+  CHECK(sum["idle_moves"].get<int>() == 4);
+  CHECK(sum["gpus_moved_while_waiting"].get<int>() == 4);
+  CHECK(sum["gpus_moved_nothing_waiting"].get<int>() == 0);
+  CHECK(sum["idle_moves_interrupted"].get<int>() == 0);
+  fs::remove(out);
+  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--recompose", "idle",
+             "--summary-out", out.string()}) == 1);
+  CHECK_FALSE(fs::exists(out));
+}
