@@ -15,6 +15,8 @@ PACKAGES=(
   python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy wrk curl openssl procps
   # bridge: a real single-node Slurm (slurmctld, slurmd, slurmrestd 22.05, munge, the JWT auth plugin) for the bridge pod's tests
   slurmctld slurmd slurmrestd slurm-client munge slurm-wlm-jwt-plugin
+  # rt-kubelet-shim's real-peer tests: a real containerd 1.6 with runc, test image from busybox-static
+  containerd runc busybox-static
 )
 
 missing=()

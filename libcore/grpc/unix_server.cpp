@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/server_builder.h>
 
 namespace kc::grpcx {
@@ -53,6 +54,8 @@ UnixServer::~UnixServer() { stop(std::chrono::milliseconds(0)); }
 
 void UnixServer::addService(grpc::Service* service) { services_.push_back(service); }
 
+void UnixServer::setGenericService(grpc::CallbackGenericService* service) { generic_ = service; }
+
 Status UnixServer::start() {
   std::lock_guard lock(mu_);
   if (server_) {
@@ -66,6 +69,9 @@ Status UnixServer::start() {
   builder.SetMaxReceiveMessageSize(opts_.maxReceiveBytes);
   for (grpc::Service* s : services_) {
     builder.RegisterService(s);
+  }
+  if (generic_ != nullptr) {
+    builder.RegisterCallbackGenericService(generic_);
   }
   server_ = builder.BuildAndStart();
   if (!server_) {

@@ -19,6 +19,7 @@
 
 namespace grpc {
 class Service;
+class CallbackGenericService;
 }
 
 namespace kc::grpcx {
@@ -39,6 +40,8 @@ class UnixServer {
 
   // Services are owned by the caller and must outlive the server. Register before start().
   void addService(grpc::Service* service);
+  // Serves every method no registered service has (a proxy: rt-kubelet-shim). At most one.
+  void setGenericService(grpc::CallbackGenericService* service);
 
   // Binds and starts serving. Errors: "invalid" (path not absolute, too long for a unix
   // socket, parent directory missing, an existing non-socket file at the path), "unavailable"
@@ -60,6 +63,7 @@ class UnixServer {
  private:
   UnixServerOptions opts_;
   std::vector<grpc::Service*> services_;
+  grpc::CallbackGenericService* generic_ = nullptr;
   mutable std::mutex mu_;  // guards server_, inode_, device_
   std::unique_ptr<grpc::Server> server_;
   ino_t inode_ = 0;

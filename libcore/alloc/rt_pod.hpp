@@ -1,0 +1,125 @@
+#pragma once
+// Real-time pods and nodes as the API shows them (seed 003): the pod annotations that ask for a
+// reservation, the node labels/annotations that advertise RT capability, the pod annotation
+// that records the cores each container holds, and the node's admission state over them.
+// rt-kubelet-shim (the node) and kubecomp-sched (admission) both call these functions, so they
+// read the same keys the same way and place reservations with the same code.
+//
+// Pod annotations (values are decimal integers):
+//   rt.kubecomp.io/runtime-us, rt.kubecomp.io/period-us, rt.kubecomp.io/cpus
+//       the reservation of EVERY container of the pod (init containers included) that has
+//       no value of its own;
+//   rt.kubecomp.io/<container>.runtime-us (.period-us, .cpus)
+//       that container's own value, field by field.
+// A container is real-time when runtime-us or period-us resolves for it; then both must, and
+// cpus defaults to 1. Written by the shim:
+//   rt.kubecomp.io/assigned = "<container>=<cpulist>;..." (the cores each container holds).
+//
+// Node (published by the shim):
+//   label rt.kubecomp.io/capable = "true"
+//   annotation rt.kubecomp.io/cores  = cpu list of the RT cores ("0-3,6")
+//   annotation rt.kubecomp.io/bound  = "<runtime_us>/<period_us>" per-core bound
+//   annotation rt.kubecomp.io/kernel = "rt-group" | "hcbs"
+// "rt-group" is mainline cgroup v1 RT group scheduling: a group's runtime applies on every
+// CPU, and the kernel admits a group only while the sum of runtime/period over sibling groups
+// stays within the parent's, up to the root's sched_rt_runtime_us/sched_rt_period_us. So on
+// such a node the sum over ALL real-time containers of runtime/period must stay within the
+// bound as well, whatever cores they use (checked in RtNodeState::place). "hcbs" kernels
+// (per-CPU deadline servers) are limited per core only.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "libcore/alloc/rt_admission.hpp"
+#include "libcore/base/result.hpp"
+
+namespace kc::alloc {
+
+using RtStringMap = std::map<std::string, std::string, std::less<>>;
+
+inline constexpr std::string_view kRtAnnotationPrefix = "rt.kubecomp.io/";
+inline constexpr std::string_view kRtRuntimeField = "runtime-us";
+inline constexpr std::string_view kRtPeriodField = "period-us";
+inline constexpr std::string_view kRtCpusField = "cpus";
+inline constexpr std::string_view kRtAssignedAnnotation = "rt.kubecomp.io/assigned";
+inline constexpr std::string_view kRtCapableLabel = "rt.kubecomp.io/capable";
+inline constexpr std::string_view kRtCoresAnnotation = "rt.kubecomp.io/cores";
+inline constexpr std::string_view kRtBoundAnnotation = "rt.kubecomp.io/bound";
+inline constexpr std::string_view kRtKernelAnnotation = "rt.kubecomp.io/kernel";
+
+// Every rt.kubecomp.io/ key of a pod's annotations: a known field, a decimal value, a
+// container prefix that is a container of the pod (when containerNames is given; the shim at
+// RunPodSandbox does not know them yet). Error "invalid" naming the key and what is wrong.
+Status validateRtAnnotations(const RtStringMap& annotations,
+                             std::optional<std::span<const std::string>> containerNames = {});
+
+// The reservation of one container (nullopt: not real-time). Error "invalid" naming the keys
+// (missing runtime or period, zero values, runtime > period, non-numbers, overflow).
+Result<std::optional<RtReservation>> rtReservationFor(const RtStringMap& annotations,
+                                                      std::string_view container);
+
+// "0-2,5" <-> {0,1,2,5} (Linux cpu list format). parse: ascending, no duplicates, at most
+// kMaxRtCpus ids; error "invalid". format: compresses runs.
+Result<std::vector<std::uint32_t>> parseCpuList(std::string_view text);
+std::string formatCpuList(std::span<const std::uint32_t> cpus);
+
+// rt.kubecomp.io/assigned: container name -> cores. Error "invalid" on a malformed value.
+using RtAssignment = std::map<std::string, std::vector<std::uint32_t>, std::less<>>;
+Result<RtAssignment> parseRtAssignment(std::string_view text);
+std::string formatRtAssignment(const RtAssignment& a);
+
+enum class RtKernel { kRtGroup, kHcbs };
+std::string_view rtKernelName(RtKernel k);
+
+struct RtNodeInfo {
+  RtBound bound{};
+  std::vector<std::uint32_t> cores{};
+  RtKernel kernel = RtKernel::kRtGroup;
+};
+// From a Node's labels and annotations: nullopt when not labelled capable; error "invalid"
+// when labelled capable but an annotation is missing or malformed.
+Result<std::optional<RtNodeInfo>> parseRtNode(const RtStringMap& labels,
+                                              const RtStringMap& annotations);
+// The annotations the shim writes (plus the label kRtCapableLabel = "true").
+RtStringMap formatRtNodeAnnotations(const RtNodeInfo& info);
+
+// One node's RT admission state: per-core load plus, on rt-group kernels, the sum over all
+// admitted reservations of runtime/period (each reservation once, whatever its cpus).
+class RtNodeState {
+ public:
+  static Result<RtNodeState> create(const RtNodeInfo& info);
+
+  const RtCoreState& cores() const { return cores_; }
+  RtKernel kernel() const { return kernel_; }
+  std::uint64_t groupUsedPpb() const { return groupUsedPpb_; }
+
+  // Where a reservation goes (placeReservation) if the rt-group sum admits it too. Errors:
+  // "invalid", "insufficient" (message says which limit). Changes nothing.
+  Result<std::vector<std::uint32_t>> place(const RtReservation& r, const RtPacking& packing) const;
+  // Commit / undo a placement (cores as place() returned, or as a pod's assignment says).
+  Status admit(const RtReservation& r, std::span<const std::uint32_t> cpus);
+  Status release(const RtReservation& r, std::span<const std::uint32_t> cpus);
+
+ private:
+  RtNodeState(RtCoreState cores, RtKernel kernel) : cores_(std::move(cores)), kernel_(kernel) {}
+  RtCoreState cores_;
+  RtKernel kernel_;
+  std::uint64_t groupUsedPpb_ = 0;
+};
+
+// A whole pod on a copy of the node: each reservation in order (init containers first, as
+// kubelet creates them, then app containers), placed and admitted as the node would. Returns the
+// cores of each, or the first failure (message names the container).
+struct RtContainerRequest {
+  std::string container;
+  RtReservation reservation;
+};
+Result<RtAssignment> placeRtPod(const RtNodeState& node, std::span<const RtContainerRequest> pod,
+                                const RtPacking& packing);
+
+}  // namespace kc::alloc
