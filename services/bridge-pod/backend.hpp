@@ -9,11 +9,13 @@
 //  - anything else (invalid, forbidden, conflict, protocol, not_found): permanent for this call.
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "libcore/base/result.hpp"
+#include "libcore/net/http_client.hpp"
 #include "services/bridge-operator/bridge_job.hpp"
 
 namespace kc::bridge::pod {
@@ -67,5 +69,17 @@ class Backend {
 
 // Whether an error from a backend, S3 or the API server is worth retrying.
 bool isTransient(const Error& e);
+
+// An HTTP reply status as a backend error code (5xx server_error, 401 unauthorized, 404
+// not_found, 429 throttled, other 4xx invalid), with the start of the body in the message.
+Error httpError(const std::string& what, unsigned status, const std::string& body);
+// The first 200 bytes of a reply body, on one line (for messages; replies carry no secrets).
+std::string excerpt(const std::string& body);
+
+// The HTTP client of a backend: base URL = resourceURL without trailing '/', Accept JSON.
+// Errors (code "invalid") name resourceURL.
+Result<std::unique_ptr<kc::net::HttpClient>> backendHttpClient(const std::string& resourceUrl,
+                                                               const std::string& caFile,
+                                                               std::chrono::milliseconds timeout);
 
 }  // namespace kc::bridge::pod

@@ -13,6 +13,7 @@
 #include "libcore/obs/log.hpp"
 #include "services/bridge-pod/job_store.hpp"
 #include "services/bridge-pod/runner.hpp"
+#include "services/bridge-pod/ray_backend.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
 
 int main(int argc, char** argv) {
@@ -28,10 +29,10 @@ int main(int argc, char** argv) {
   std::string slurmSharedRoot;
   std::string logLevel = "info", logFormat = "text";
 
-  app.add_option("--backend", backendName, "slurm")
+  app.add_option("--backend", backendName, "slurm or ray (one per image)")
       ->envname("BRIDGE_BACKEND")
       ->required()
-      ->check(CLI::IsMember({"slurm"}));
+      ->check(CLI::IsMember({"slurm", "ray"}));
   app.add_option("--configmap", configMap, "the job's ConfigMap")->envname("BRIDGE_CONFIGMAP")->required();
   app.add_option("--namespace", ns, "its namespace")->envname("BRIDGE_NAMESPACE")->required();
   app.add_option("--credentials-dir", credentialsDir, "the resource Secret's files")
@@ -98,6 +99,17 @@ int main(int argc, char** argv) {
 
   const kc::bridge::pod::BackendFactory factory =
       [&](const kc::bridge::JobParameters& p) -> kc::Result<std::unique_ptr<kc::bridge::pod::Backend>> {
+    if (backendName == "ray") {
+      kc::bridge::pod::RayOptions o;
+      o.resourceUrl = p.resourceUrl;
+      o.credentialsDir = credentialsDir;
+      o.caFile = caFile;
+      auto b = kc::bridge::pod::RayBackend::create(o);
+      if (!b.ok()) {
+        return b.error();
+      }
+      return std::unique_ptr<kc::bridge::pod::Backend>(std::move(b).value());
+    }
     kc::bridge::pod::SlurmOptions o;
     o.resourceUrl = p.resourceUrl;
     o.credentialsDir = credentialsDir;

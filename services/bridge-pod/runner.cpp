@@ -8,11 +8,6 @@
 
 namespace kc::bridge::pod {
 
-bool isTransient(const Error& e) {
-  return e.code == errc::kUnavailable || e.code == errc::kTimeout || e.code == errc::kServerError ||
-         e.code == errc::kThrottled || e.code == errc::kUnauthorized || e.code == errc::kStale;
-}
-
 namespace {
 
 std::string rfc3339(std::chrono::system_clock::time_point t) { return kc::formatRfc3339(t); }

@@ -50,18 +50,9 @@ bool safeRelativePath(const std::string& file) {
 }
 
 Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(SlurmOptions options) {
-  std::string base = options.resourceUrl;
-  while (!base.empty() && base.back() == '/') {
-    base.pop_back();
-  }
-  kc::net::ClientOptions co;
-  co.baseUrl = base;
-  co.tls.caFile = options.caFile;
-  co.requestTimeout = options.timeout;
-  co.defaultHeaders = {{"Accept", "application/json"}};
-  auto http = kc::net::HttpClient::create(std::move(co));
+  auto http = backendHttpClient(options.resourceUrl, options.caFile, options.timeout);
   if (!http.ok()) {
-    return makeError(errc::kInvalid, "resourceURL: " + http.error().message);
+    return http.error();
   }
   return std::unique_ptr<SlurmBackend>(new SlurmBackend(std::move(options), std::move(http).value()));
 }

@@ -211,4 +211,51 @@ class BridgeApi {
   RequestBuilder builder_;
 };
 
+// The bridge-pod binary with the env of the operator's pod (`podEnv`), the Secret mounts
+// replaced by directories of the test, short backoff.
+inline std::unique_ptr<kc::testing::ChildProcess> startBridgePod(const std::string& backend,
+                                                                 const std::vector<std::string>& podEnv,
+                                                                 const std::string& kubeconfig,
+                                                                 const std::string& creds, const std::string& s3creds,
+                                                                 std::vector<std::string> extraArgs = {}) {
+  std::vector<std::string> e;
+  for (const std::string& v : podEnv) {
+    if (v.rfind("BRIDGE_CREDENTIALS_DIR=", 0) != 0 && v.rfind("BRIDGE_S3_CREDENTIALS_DIR=", 0) != 0) {
+      e.push_back(v);
+    }
+  }
+  e.push_back("BRIDGE_BACKEND=" + backend);
+  e.push_back("KUBERNETES_SERVICE_HOST");  // not in a cluster: KUBECONFIG
+  e.push_back("KUBECONFIG=" + kubeconfig);
+  e.push_back("BRIDGE_CREDENTIALS_DIR=" + creds);
+  e.push_back("BRIDGE_S3_CREDENTIALS_DIR=" + s3creds);
+  std::vector<std::string> argv{BRIDGE_POD_BIN, "--backoff-initial-ms", "200", "--backoff-max-ms", "1000"};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  return std::make_unique<kc::testing::ChildProcess>(argv, kc::testing::ChildOutput::kInherit, e);
+}
+
+// What the backends' tests share: a scratch dir, the API double, s3rver with bucket `results`,
+// the two Secret directories (S3: s3rver's default keys).
+struct BridgeWorld {
+  kc::testing::TempDir dir;
+  S3Server s3{dir.file("s3"), "results"};
+  BridgeApi api{dir.path().string()};
+  std::string creds = dir.file("creds");
+  std::string s3creds = dir.file("s3creds");
+
+  BridgeWorld() {
+    std::filesystem::create_directories(creds);
+    std::filesystem::create_directories(s3creds);
+    dir.write("s3creds/accesskey", "S3RVER");
+    dir.write("s3creds/secretkey", "S3RVER");
+  }
+  nlohmann::json s3Spec() const {
+    return {{"s3secret", "s3-credentials"}, {"endpoint", s3.endpoint()}, {"secure", false}};
+  }
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::string& backend, const std::vector<std::string>& env,
+                                                 std::vector<std::string> extraArgs = {}) {
+    return startBridgePod(backend, env, api.kubeconfig(), creds, s3creds, std::move(extraArgs));
+  }
+};
+
 }  // namespace kc::bridge::testing

@@ -7,6 +7,7 @@
 
 #include "libcore/net/sigv4.hpp"
 #include "services/bridge-pod/credentials.hpp"
+#include "services/bridge-pod/ray_backend.hpp"
 #include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/s3_client.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
@@ -309,4 +310,60 @@ TEST_CASE("bridge-pod runner: DONE without its outputs is FAILED naming the file
   CHECK(h.run() == 1);
   CHECK(h.store.data["status.jobStatus"] == "FAILED");
   CHECK(h.store.data["status.message"].find("a.out: no output") != std::string::npos);
+}
+
+TEST_CASE("ray: the submit body from the job's parameters") {
+  JobContext ctx;
+  ctx.jobName = "pi";
+  ctx.jobNamespace = "ml";
+  ctx.uid = "u-9";
+  ctx.params.scriptLocation = "inline";
+  ctx.script = "print(\"it's\")\n";
+  ctx.scriptMetadata = R"({"pip": {"numpy": "1.26.4", "rich": ""}, "env": {"A": "b"}})";
+  ctx.jobParametersJson = R"({"n": 3})";
+  ctx.params.jobProperties = R"({"entrypoint_num_cpus": 0.5, "entrypoint_resources": {"TPU": 1}})";
+  auto body = buildRaySubmitBody(ctx);
+  REQUIRE(body.ok());
+  CHECK((*body)["submission_id"] == "bridge-u-9");
+  CHECK((*body)["runtime_env"]["pip"] == nlohmann::json::array({"numpy==1.26.4", "rich"}));
+  CHECK((*body)["runtime_env"]["env_vars"]["BRIDGE_SCRIPT"] == ctx.script);
+  CHECK((*body)["runtime_env"]["env_vars"]["BRIDGE_JOB_PARAMETERS"] == R"({"n":3})");
+  CHECK((*body)["runtime_env"]["env_vars"]["A"] == "b");
+  CHECK((*body)["entrypoint_num_cpus"] == 0.5);
+  CHECK((*body)["metadata"]["bridgejob"] == "ml/pi");
+
+  ctx.params.scriptLocation = "remote";
+  ctx.script = "python /app/pi.py --fast";
+  CHECK((*buildRaySubmitBody(ctx))["entrypoint"] == "python /app/pi.py --fast");
+
+  for (const auto& [field, value] : std::vector<std::pair<int, std::string>>{
+           {0, R"({"entrypoint": "x"})"},
+           {0, R"({"entrypoint_num_cpus": -1})"},
+           {0, R"({"entrypoint_memory": 1.5})"},
+           {1, R"({"pip": ["numpy"]})"},
+           {1, R"({"env": {"BRIDGE_SCRIPT": "x"}})"},
+           {1, R"({"conda": {}})"},
+           {2, "[1]"}}) {
+    JobContext bad = ctx;
+    (field == 0 ? bad.params.jobProperties : field == 1 ? bad.scriptMetadata : bad.jobParametersJson) = value;
+    auto r = buildRaySubmitBody(bad);
+    CHECK_FALSE(r.ok());
+    CHECK(r.error().code == "invalid");
+  }
+}
+
+TEST_CASE("ray: job replies map to status and times and 404 is gone") {
+  auto q = parseRayJob(200, R"({"status": "FAILED", "message": "Job entrypoint command failed with exit code 3, last logs:\nboom", "start_time": 1795000000123, "end_time": 1795000005999})");
+  REQUIRE(q.ok());
+  CHECK(q->job.status == JobStatus::kFailed);
+  CHECK(q->job.message == "Ray FAILED: Job entrypoint command failed with exit code 3, last logs:");
+  CHECK(q->job.startTime->time_since_epoch().count() == 1795000000);
+  CHECK(q->job.endTime->time_since_epoch().count() == 1795000005);
+  CHECK(parseRayJob(404, "Job x does not exist")->gone);
+  CHECK(parseRayJob(200, R"({"status": "STOPPED"})")->job.status == JobStatus::kKilled);
+  CHECK(parseRayJob(200, R"({"status": "PENDING", "end_time": null})")->job.status == JobStatus::kSubmitted);
+  CHECK(parseRayJob(200, R"({"status": "WEIRD"})").error().code == "protocol");
+  CHECK(parseRayJob(200, "not json").error().code == "protocol");
+  CHECK(parseRayJob(503, "busy").error().code == "server_error");
+  CHECK(parseRayJob(401, "no").error().code == "unauthorized");
 }

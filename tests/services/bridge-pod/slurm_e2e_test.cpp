@@ -70,21 +70,12 @@ class SlurmCluster {
   std::uint16_t rest_ = 0;
 };
 
-struct World {
-  kc::testing::TempDir dir;
+struct World : BridgeWorld {
   SlurmCluster slurm{dir.file("slurm")};
-  S3Server s3{dir.file("s3"), "results"};
-  BridgeApi api{dir.path().string()};
-  std::string creds = dir.file("creds");
-  std::string s3creds = dir.file("s3creds");
 
   World() {
-    std::filesystem::create_directories(creds);
-    std::filesystem::create_directories(s3creds);
     dir.write("creds/username", "root\n");
     std::filesystem::copy_file(slurm.jwtKeyFile(), creds + "/jwtkey");
-    dir.write("s3creds/accesskey", "S3RVER");
-    dir.write("s3creds/secretkey", "S3RVER");
   }
 
   json spec(const std::string& name, const std::string& script) {
@@ -102,28 +93,12 @@ struct World {
                                        {"environment", {{"PATH", "/usr/bin:/bin"}}}}
                                       .dump()},
                 {"jobdata", {{"scriptlocation", "inline"}, {"jobscript", script}}},
-                {"s3storage", {{"s3secret", "s3-credentials"}, {"endpoint", s3.endpoint()}, {"secure", false}}},
+                {"s3storage", s3Spec()},
                 {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
   }
 
   std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
-    // The Secret mounts of the pod are directories of this test.
-    std::vector<std::string> e;
-    for (const std::string& v : env) {
-      if (v.rfind("BRIDGE_CREDENTIALS_DIR=", 0) != 0 && v.rfind("BRIDGE_S3_CREDENTIALS_DIR=", 0) != 0) {
-        e.push_back(v);
-      }
-    }
-    for (const char* v : {"BRIDGE_BACKEND=slurm", "KUBERNETES_SERVICE_HOST", "BRIDGE_LOG_LEVEL=info"}) {
-      e.emplace_back(v);
-    }
-    e.push_back("KUBECONFIG=" + api.kubeconfig());
-    e.push_back("BRIDGE_CREDENTIALS_DIR=" + creds);
-    e.push_back("BRIDGE_S3_CREDENTIALS_DIR=" + s3creds);
-    return std::make_unique<kc::testing::ChildProcess>(
-        std::vector<std::string>{BRIDGE_POD_BIN, "--backoff-initial-ms", "200", "--backoff-max-ms", "1000",
-                                 "--slurm-token-lifespan", "60"},
-        kc::testing::ChildOutput::kInherit, e);
+    return BridgeWorld::pod("slurm", env, {"--slurm-token-lifespan", "60"});
   }
 };
 

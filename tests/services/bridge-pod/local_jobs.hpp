@@ -1,0 +1,101 @@
+#pragma once
+// The "cluster" behind the bridge pod's test doubles (Ray, LSF, Quantum): each remote job is a
+// real shell process in its own session and directory, with its output in a log file, so that
+// running, finishing, failing with an exit code and being killed really happen.
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/child_process.hpp"
+#include "tests/support/manifests.hpp"
+
+namespace kc::bridge::testing {
+
+class LocalJob {
+ public:
+  // Runs `command` with /bin/sh -c in `dir` (created), stdout and stderr to dir/output.log,
+  // `env` added ("NAME=value"), `python` on PATH (Debian only has python3).
+  LocalJob(const std::string& dir, const std::string& command, std::vector<std::string> env) : dir_(dir) {
+    std::filesystem::create_directories(dir + "/.bin");
+    std::error_code ec;
+    std::filesystem::create_symlink("/usr/bin/python3", dir + "/.bin/python", ec);
+    env.push_back("PATH=" + dir + "/.bin:/usr/bin:/bin");
+    started_ = std::chrono::system_clock::now();
+    // setsid: the job is its own process group, so a kill reaches whatever it started.
+    child_ = std::make_unique<kc::testing::ChildProcess>(
+        std::vector<std::string>{"/usr/bin/setsid", "/bin/sh", "-c", "cd \"$1\" && /bin/sh -c \"$2\" >output.log 2>&1",
+                                 "job", dir, command},
+        kc::testing::ChildOutput::kInherit, env);
+  }
+  ~LocalJob() { kill(); }
+
+  bool running() {
+    std::lock_guard lock(mu_);
+    return poll();
+  }
+  // Exit status as ChildProcess reports it (128 + signal when killed); nullopt while running.
+  std::optional<int> exitStatus() {
+    std::lock_guard lock(mu_);
+    poll();
+    return exit_;
+  }
+  bool killed() const { return killed_; }
+  void kill() {
+    std::lock_guard lock(mu_);
+    if (poll()) {
+      killed_ = true;
+      ::kill(-child_->pid(), SIGKILL);
+      exit_ = child_->wait();
+      ended_ = std::chrono::system_clock::now();
+    }
+  }
+  std::string log() const {
+    const std::string p = dir_ + "/output.log";
+    return std::filesystem::exists(p) ? kc::testing::readFile(p) : std::string();
+  }
+  std::string file(const std::string& name) const {
+    const std::string p = dir_ + "/" + name;
+    return std::filesystem::exists(p) ? kc::testing::readFile(p) : std::string("<absent>");
+  }
+  std::chrono::system_clock::time_point started() const { return started_; }
+  std::optional<std::chrono::system_clock::time_point> ended() {
+    std::lock_guard lock(mu_);
+    poll();
+    return ended_;
+  }
+
+ private:
+  bool poll() {  // with mu_ held
+    if (exit_) {
+      return false;
+    }
+    if (child_->running()) {
+      return true;
+    }
+    exit_ = child_->wait();
+    ended_ = std::chrono::system_clock::now();
+    return false;
+  }
+  std::string dir_;
+  std::mutex mu_;
+  std::unique_ptr<kc::testing::ChildProcess> child_;
+  std::optional<int> exit_;
+  bool killed_ = false;
+  std::chrono::system_clock::time_point started_;
+  std::optional<std::chrono::system_clock::time_point> ended_;
+};
+
+inline std::int64_t millis(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace kc::bridge::testing

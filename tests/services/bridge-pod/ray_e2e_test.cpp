@@ -1,0 +1,162 @@
+// The bridge pod's Ray backend against the Ray Jobs API test double (ray_jobs_double.hpp: jobs
+// are real processes), the API server double holding the BridgeJob and the operator's
+// ConfigMap, and npm's s3rver for the script and the logs.
+
+#include <csignal>
+
+#include "libcore/base/rfc3339.hpp"
+#include "services/bridge-pod/s3_client.hpp"
+#include "tests/services/bridge-pod/bridge_pod_fixture.hpp"
+#include "tests/services/bridge-pod/ray_jobs_double.hpp"
+
+using nlohmann::json;
+using namespace kc::bridge::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct RayWorld : BridgeWorld {
+  RayJobsDouble ray{dir.file("ray"), "ray-secret-token"};
+  RayWorld() { dir.write("creds/token", "ray-secret-token\n"); }
+
+  json spec(const std::string& script, const std::string& location = "inline") {
+    return json{{"resourceURL", ray.url()},
+                {"resourcesecret", "ray-dashboard"},
+                {"image", "ghcr.io/kubecomp/bridge-pod-ray:0.1"},
+                {"updateinterval", 1},
+                {"jobproperties", R"({"entrypoint_num_cpus": 1})"},
+                {"jobdata",
+                 {{"scriptlocation", location},
+                  {"jobscript", script},
+                  {"scriptextralocation", "inline"},
+                  {"scriptmetadata", R"({"env": {"GREETING": "hello"}})"},
+                  {"jobparameters", R"({"iterations": 3})"}}},
+                {"s3storage", s3Spec()},
+                {"s3upload", {{"bucket", "results"}, {"files", "logs"}}}};
+  }
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
+    return BridgeWorld::pod("ray", env);
+  }
+};
+
+bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+
+}  // namespace
+
+TEST_CASE("ray: a script from S3 runs to SUCCEEDED and its logs land in S3 and the status is DONE with times") {
+  RayWorld w;
+  kc::bridge::pod::S3Options o;
+  o.endpoint = w.s3.endpoint();
+  o.secure = false;
+  o.credentialsDir = w.s3creds;
+  auto s3 = kc::bridge::pod::S3Client::create(o);
+  REQUIRE(s3.ok());
+  REQUIRE((*s3)->putObject("results", "inputs/pi.py",
+                           "import json, os\n"
+                           "p = json.loads(os.environ['BRIDGE_JOB_PARAMETERS'])\n"
+                           "print(os.environ['GREETING'], 'iterations', p['iterations'])\n")
+              .ok());
+  auto env = w.api.start("pi", w.spec("results:inputs/pi.py", "s3"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("pi", "status.jobStatus") == "DONE");
+  CHECK(w.api.value("pi", "id") == "bridge-" + w.api.uid());
+  CHECK(w.ray.submissions() == 1);
+  CHECK(w.s3.object("results", "pi/logs") == "hello iterations 3\n");
+  const json body = w.ray.lastBody("bridge-" + w.api.uid());
+  CHECK(body["entrypoint_num_cpus"] == 1);
+  CHECK(body["metadata"]["bridgejob-uid"] == w.api.uid());
+  const json status = w.api.operatorStatus("pi", "Succeeded");
+  CHECK(status["jobStatus"] == "DONE");
+  CHECK(isRfc3339(status["startTime"]));
+  CHECK(isRfc3339(status["completionTime"]));
+}
+
+TEST_CASE("ray: kill stops the job: STOPPED -> KILLED") {
+  RayWorld w;
+  auto env = w.api.start("long", w.spec("import time\ntime.sleep(120)\n"));
+  auto pod = w.pod(env);
+  REQUIRE(waitFor([&] { return w.api.value("long", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.api.kill("long");
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
+  auto job = w.ray.job("bridge-" + w.api.uid());
+  REQUIRE(job);
+  CHECK(job->killed());
+}
+
+TEST_CASE("ray: a failing script is FAILED with its exit code and its logs uploaded") {
+  RayWorld w;
+  auto env = w.api.start("boom", w.spec("import sys\nprint('boom')\nsys.exit(3)\n"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("boom", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("boom", "status.message").find("exit code 3") != std::string::npos);
+  CHECK(w.s3.object("results", "boom/logs") == "boom\n");
+}
+
+TEST_CASE("ray: a wrong token is retried as transient and never submits") {
+  RayWorld w;
+  w.dir.write("creds/token", "wrong");
+  auto env = w.api.start("denied", w.spec("print(1)\n"));
+  auto pod = w.pod(env);
+  std::this_thread::sleep_for(2s);
+  CHECK(pod->running());
+  CHECK(w.ray.submissions() == 0);
+  w.dir.write("creds/token", "ray-secret-token");  // the Secret rotated
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.ray.submissions() == 1);
+}
+
+TEST_CASE("ray: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+  RayWorld w;
+  auto env = w.api.start("crashy", w.spec("import time\ntime.sleep(3)\nprint('survived')\n"));
+  {
+    auto pod = w.pod(env);
+    REQUIRE(waitFor([&] { return w.ray.submissions() == 1; }, 30s));
+    pod->kill(SIGKILL);
+  }
+  w.api.set("crashy", {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
+  {
+    auto pod = w.pod(env);
+    REQUIRE(waitFor([&] { return w.api.value("crashy", "status.jobStatus") == "RUNNING"; }, 30s));
+    CHECK(w.api.value("crashy", "id") == "bridge-" + w.api.uid());
+    pod->kill(SIGKILL);
+  }
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("crashy", "status.jobStatus") == "DONE");
+  CHECK(w.ray.submissions() == 1);
+  CHECK(w.s3.object("results", "crashy/logs") == "survived\n");
+}
+
+TEST_CASE("ray: the dashboard down at start and while polling: retries and one job and DONE") {
+  RayWorld w;
+  auto env = w.api.start("patient", w.spec("import time\ntime.sleep(2)\nprint('late')\n"));
+  w.ray.down();
+  auto pod = w.pod(env);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(pod->running());
+  CHECK(w.api.value("patient", "id") == "<absent>");
+  w.ray.up();
+  REQUIRE(waitFor([&] { return w.api.value("patient", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.ray.down();
+  std::this_thread::sleep_for(4s);
+  REQUIRE(pod->running());
+  w.ray.up();
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.ray.submissions() == 1);
+  CHECK(w.s3.object("results", "patient/logs") == "late\n");
+}

@@ -1,0 +1,208 @@
+#pragma once
+// TEST DOUBLE of the Ray Jobs REST API (Ray dashboard, port 8265), as documented in Ray's
+// openapi.yml and job_head.py, with its quirks: POST only on "/api/jobs/" (trailing slash), a
+// duplicate submission_id answered 400 text/plain "Job with submission_id X already exists.
+// Please use a different submission_id.", an unknown id 404 text "Job X does not exist",
+// stop answering {"stopped": bool}, times in milliseconds, unknown request fields 400, DELETE
+// only for finished jobs. Jobs really run (LocalJob): the entrypoint under /bin/sh with the
+// runtime_env's env_vars. Optional token auth (Ray >= 2.52: Authorization: Bearer). down()/up()
+// stop and restart the listener on the same port, keeping the jobs.
+
+#include <nlohmann/json.hpp>
+
+#include "libcore/net/http_server.hpp"
+#include "tests/services/bridge-pod/local_jobs.hpp"
+
+namespace kc::bridge::testing {
+
+class RayJobsDouble {
+ public:
+  RayJobsDouble(std::string dir, std::string token = {}) : dir_(std::move(dir)), token_(std::move(token)) { up(); }
+  ~RayJobsDouble() { down(); }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void down() {
+    if (server_) {
+      server_->stop(std::chrono::milliseconds(200));
+      server_.reset();
+    }
+  }
+  void up() {
+    kc::net::ServerOptions o;
+    o.port = port_;
+    o.serverHeader = "ray-jobs-double";
+    server_ = std::make_unique<kc::net::HttpServer>(o);
+    server_->route("GET", "/api/version", [this](const kc::net::Request& r) {
+      if (auto denied = auth(r)) {
+        return *denied;
+      }
+      return kc::net::Response::json(200, {{"version", "4"}, {"ray_version", "2.9.3"}, {"ray_commit", "double"}});
+    });
+    server_->route("POST", "/api/jobs/", [this](const kc::net::Request& r) { return submit(r); });
+    server_->routePrefix("", "/api/jobs/", [this](const kc::net::Request& r) { return job(r); });
+    auto port = server_->start();
+    if (!port.ok()) {
+      throw std::runtime_error("ray double: " + port.error().message);
+    }
+    port_ = *port;
+  }
+
+  std::size_t submissions() {
+    std::lock_guard lock(mu_);
+    return jobs_.size();
+  }
+  std::shared_ptr<LocalJob> job(const std::string& id) {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? nullptr : it->second.job;
+  }
+  nlohmann::json lastBody(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return jobs_.at(id).request;
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<LocalJob> job;
+    nlohmann::json request;
+    bool stopped = false;
+  };
+
+  static kc::net::Response text(unsigned status, const std::string& body) {
+    kc::net::Response r;
+    r.status = status;
+    r.body = body;
+    r.withHeader("Content-Type", "text/plain; charset=utf-8");
+    return r;
+  }
+
+  std::optional<kc::net::Response> auth(const kc::net::Request& r) const {
+    if (token_.empty()) {
+      return std::nullopt;
+    }
+    if (r.header("Authorization").value_or("") != "Bearer " + token_) {
+      return text(401, "Unauthorized: missing or invalid authentication token");
+    }
+    return std::nullopt;
+  }
+
+  kc::net::Response submit(const kc::net::Request& r) {
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return text(400, "Failed to parse request body");
+    }
+    static const std::set<std::string> known{"entrypoint",          "submission_id",       "job_id",
+                                             "runtime_env",         "metadata",            "entrypoint_num_cpus",
+                                             "entrypoint_num_gpus", "entrypoint_memory",   "entrypoint_resources"};
+    for (const auto& [k, v] : body.items()) {
+      if (!known.count(k)) {
+        return text(400, "JobSubmitRequest.__init__() got an unexpected keyword argument '" + k + "'");
+      }
+    }
+    if (!body.contains("entrypoint") || !body["entrypoint"].is_string()) {
+      return text(400, "JobSubmitRequest.__init__() missing 1 required positional argument: 'entrypoint'");
+    }
+    std::lock_guard lock(mu_);
+    std::string id = body.value("submission_id", "");
+    if (id.empty()) {
+      id = "raysubmit_" + std::to_string(jobs_.size() + 1);
+    }
+    if (jobs_.count(id)) {
+      return text(400, "Job with submission_id " + id + " already exists. Please use a different submission_id.");
+    }
+    std::vector<std::string> env;
+    if (body.contains("runtime_env") && body["runtime_env"].contains("env_vars")) {
+      for (const auto& [k, v] : body["runtime_env"]["env_vars"].items()) {
+        env.push_back(k + "=" + v.get<std::string>());
+      }
+    }
+    env.push_back("RAY_JOB_ID=" + id);
+    Entry e;
+    e.request = body;
+    e.job = std::make_shared<LocalJob>(dir_ + "/" + id, body["entrypoint"].get<std::string>(), env);
+    jobs_.emplace(id, std::move(e));
+    return kc::net::Response::json(200, {{"job_id", "0" + std::to_string(jobs_.size()) + "000000"},
+                                         {"submission_id", id}});
+  }
+
+  kc::net::Response job(const kc::net::Request& r) {
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    std::string rest = r.path.substr(std::string("/api/jobs/").size());
+    std::string action;
+    if (auto slash = rest.find('/'); slash != std::string::npos) {
+      action = rest.substr(slash + 1);
+      rest = rest.substr(0, slash);
+    }
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(rest);
+    if (it == jobs_.end()) {
+      return text(404, "Job " + rest + " does not exist");
+    }
+    Entry& e = it->second;
+    const auto exit = e.job->exitStatus();
+    if (r.method == "GET" && action.empty()) {
+      std::string status = "RUNNING", message = "Job is currently running.";
+      if (exit) {
+        if (e.stopped) {
+          status = "STOPPED";
+          message = "Job was intentionally stopped.";
+        } else if (*exit == 0) {
+          status = "SUCCEEDED";
+          message = "Job finished successfully.";
+        } else {
+          status = "FAILED";
+          message = "Job entrypoint command failed with exit code " + std::to_string(*exit) +
+                    ", last available logs (truncated to 20,000 chars):\n" + e.job->log();
+        }
+      }
+      nlohmann::json j{{"type", "SUBMISSION"},
+                       {"job_id", nullptr},
+                       {"submission_id", rest},
+                       {"entrypoint", e.request["entrypoint"]},
+                       {"status", status},
+                       {"message", message},
+                       {"error_type", nullptr},
+                       {"start_time", millis(e.job->started())},
+                       {"end_time", nullptr},
+                       {"metadata", e.request.value("metadata", nlohmann::json::object())},
+                       {"runtime_env", e.request.value("runtime_env", nlohmann::json::object())}};
+      if (auto end = e.job->ended()) {
+        j["end_time"] = millis(*end);
+      }
+      return kc::net::Response::json(200, j);
+    }
+    if (r.method == "POST" && action == "stop") {
+      if (exit) {
+        return kc::net::Response::json(200, {{"stopped", false}});
+      }
+      e.stopped = true;
+      e.job->kill();
+      return kc::net::Response::json(200, {{"stopped", true}});
+    }
+    if (r.method == "GET" && action == "logs") {
+      return kc::net::Response::json(200, {{"logs", e.job->log()}});
+    }
+    if (r.method == "DELETE" && action.empty()) {
+      if (!exit) {
+        return text(400, "Job " + rest + " is not in a terminal state.");
+      }
+      jobs_.erase(it);
+      return kc::net::Response::json(200, {{"deleted", true}});
+    }
+    return text(404, "Not Found");
+  }
+
+  std::string dir_;
+  std::string token_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<kc::net::HttpServer> server_;
+  std::mutex mu_;
+  std::map<std::string, Entry> jobs_;
+};
+
+}  // namespace kc::bridge::testing
