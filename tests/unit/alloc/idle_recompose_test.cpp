@@ -90,6 +90,44 @@ TEST_CASE("planIdleMoves: toward the head's reserved node, by hand", "[alloc][re
   CHECK(none->empty());
 }
 
+// Cancellation: the caller starts only the first move and plans again when it lands. Here the
+// first move lands, then R1 ends early (a real release) and the head fits: the new plan is
+// empty, so the three moves still planned are never made and the head is placed at once.
+TEST_CASE("planIdleMoves: the rest of a plan is dropped once the head can be placed",
+          "[alloc][recompose]") {
+  auto c = makeCluster().pool("p").node("n1", 0, 4, 192'000).node("n2", 4, 0, 30'000).build();
+  REQUIRE(c.reserve(*c.findNode("n1"), 100'000, 0).ok());
+  std::vector<RunningPod> running{
+      runningOn(c, "n1", {"g0000", "g0001", "g0002", "g0003"}, 1000, 100'000)};
+  const PodRequest head = pod(8, 40'000);
+  RecomposeInput in;
+  in.running = running;
+  in.fabric = FabricClock{{0}};
+  in.head = &head;
+  auto plan = planIdleMoves(c, in, rules(100), 0);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->size() == 4);
+  const IdleMove first = plan->front();
+  REQUIRE(c.detachGpu(first.gpu).ok());
+  REQUIRE(c.attachGpu(first.gpu, first.to).ok());
+  // Landed at 100; still waiting: the plan goes on with the three others.
+  in.fabric = FabricClock{{100}};
+  auto next = planIdleMoves(c, in, rules(100), 100);
+  REQUIRE(next.ok());
+  CHECK(next->size() == 3);
+  // R1 ends at 150: the head fits now (one GPU on n1 already, three to move for it).
+  for (GpuIndex g : running.front().gpus) {
+    REQUIRE(c.releaseGpu(g).ok());
+  }
+  REQUIRE(c.release(*c.findNode("n1"), 100'000, 0).ok());
+  running.clear();
+  in.running = running;
+  auto after = planIdleMoves(c, in, rules(100), 150);
+  REQUIRE(after.ok());
+  CHECK(after->empty());
+  CHECK(selectNodeFor(c, head, {}, rules(100)).ok());
+}
+
 TEST_CASE("planIdleMoves: nothing moves when the head fits now, or in preconfigured mode",
           "[alloc][recompose]") {
   auto c = makeCluster().pool("p").node("n1", 2).node("n2", 2).build();

@@ -121,7 +121,7 @@ TEST_CASE("idle-gather: moves ahead of demand are counted as made while nothing 
 // reservation it was given; under slack-backfill (with or without idle-gather) by its first
 // reservation plus its own run time; every job runs; the counters add up.
 TEST_CASE("idle-gather and slack-backfill: random traces keep the head's guarantee", "[sim]") {
-  for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+  for (std::uint64_t seed = 1; seed <= 600; ++seed) {
     CAPTURE(seed);
     std::mt19937_64 gen(seed);
     auto uni = [&](std::int64_t lo, std::int64_t hi) {
