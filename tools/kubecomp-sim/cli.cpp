@@ -411,9 +411,10 @@ int runUnguarded(int argc, char** argv) {
                  "of the measured 17-22 s; 0 allowed")
       ->capture_default_str()
       ->group(be);
-  app.add_option("--queue", o.queue, "queue policy: fcfs (the paper), backfill (greedy, beyond the paper) or easy-backfill "
+  app.add_option("--queue", o.queue, "queue policy: fcfs (the paper), backfill (greedy, beyond the paper), easy-backfill "
                  "(beyond the paper: the head gets a reservation counting its GPU moves, later "
-                 "jobs start only if they do not delay it)")
+                 "jobs start only if they do not delay it) or slack-backfill (beyond the paper: "
+                 "as easy-backfill, but the head may slip by up to its own run time)")
       ->capture_default_str()
       ->group(be);
   app.add_option("--recompose", o.recompose,
