@@ -98,6 +98,14 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
                      {"pdb"});
   pdb.hasStatus = true;
   reg.add(pdb);
+  // RBAC objects are stored, never enforced (the double authorizes nothing): charts and the
+  // bridge operator's children apply them.
+  reg.add(builtin("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true));
+  reg.add(builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", true));
+  reg.add(builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false));
+  reg.add(builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+                  "ClusterRoleBinding", false));
+  reg.add(builtin("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}));
   auto crd = builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                      "CustomResourceDefinition", false, {"crd", "crds"});
   crd.hasStatus = true;
