@@ -17,6 +17,8 @@ PACKAGES=(
   slurmctld slurmd slurmrestd slurm-client munge slurm-wlm-jwt-plugin
   # rt-kubelet-shim's real-peer tests: a real containerd 1.6 with runc, test image from busybox-static
   containerd runc busybox-static
+  # deployment: the offline chart renderer (Go text/template + sprig), YAML lint of the chart
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev yamllint
 )
 
 missing=()

@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""The kubecomp chart, rendered offline by tools/chart-render with every toggle combination.
+
+render mode (label deploy): every combination renders, passes yamllint, and obeys the
+deployment rules below (least-privilege RBAC, probes, limits, non-root, PDBs, TLS, toggles
+that really toggle); every flag the chart passes to a daemon is one its --help lists.
+apply mode (labels deploy, real-peer): the CRDs and the everything-on rendering are applied
+with the real kubectl to the API test double, twice (the second apply must change nothing),
+and every rendered object is read back.
+
+The rule checker is itself checked first on objects that break each rule, so a checker that
+stops finding anything fails the test.
+"""
+import argparse
+import concurrent.futures
+import copy
+import hashlib
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+NAMESPACE = "kubecomp"
+RELEASE = "kubecomp"
+
+# Toggles whose every combination is rendered. The first group switches components on and
+# off; the second changes how they are deployed.
+COMPONENT_TOGGLES = [
+    "gpuPooling.devplugin.enabled",
+    "gpuPooling.samplePool.enabled",
+    "vni.enabled",
+    "bridge.enabled",
+]
+OPTION_TOGGLES = [
+    "global.certManager.enabled",
+    "global.monitoring.serviceMonitor.enabled",
+    "global.monitoring.scrapeAnnotations",
+    "metacontroller.rbac.enabled",
+    "vni.tls.enabled",
+    "bridge.tls.enabled",
+]
+
+# Component toggle -> (kind, app.kubernetes.io/name) of the object it must add.
+TOGGLED_OBJECT = {
+    "gpuPooling.devplugin.enabled": ("DaemonSet", "disaggpu-devplugin"),
+    "gpuPooling.samplePool.enabled": ("GPUPool", "gpupool"),
+    "vni.enabled": ("Deployment", "vni-webhook"),
+    "bridge.enabled": ("Deployment", "bridge-operator"),
+}
+# Daemons that Metacontroller calls, with the values holding their TLS settings.
+WEBHOOKS = {"vni-webhook": "vni", "bridge-operator": "bridge"}
+
+# Workloads allowed to run as root with host paths, and exactly which (docs/deploy.md says
+# why): kubelet's device-plugin and pod-resources sockets are root-owned.
+HOST_ACCESS = {
+    "disaggpu-devplugin": {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources"},
+}
+FORBIDDEN_ROLES = {"cluster-admin", "admin", "edit"}
+FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
+
+YAMLLINT_CONFIG = ("{extends: default, rules: {line-length: {max: 160}, document-start: disable, "
+                   "comments-indentation: disable}}")
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def get(obj, *path, default=None):
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return default
+        obj = obj[key]
+    return obj
+
+
+def lookup(values, dotted):
+    for key in dotted.split("."):
+        values = values[key]
+    return values
+
+
+def app_name(obj):
+    return get(obj, "metadata", "labels", "app.kubernetes.io/name", default="")
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules. Each returns a list of violations (strings); empty means the rendering is fine.
+
+def rbac_violations(docs):
+    out = []
+    for d in docs:
+        kind, name = d["kind"], d["metadata"]["name"]
+        if kind in ("Role", "ClusterRole"):
+            if "aggregationRule" in d:
+                out.append(f"{kind}/{name}: aggregationRule (its rules are not visible here)")
+            for i, rule in enumerate(d.get("rules") or []):
+                for field in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"):
+                    for item in rule.get(field) or []:
+                        if "*" in str(item):
+                            out.append(f"{kind}/{name} rule {i}: wildcard in {field}: {item}")
+                for verb in rule.get("verbs") or []:
+                    if verb in FORBIDDEN_VERBS and verb != "*":
+                        out.append(f"{kind}/{name} rule {i}: verb {verb}")
+                if not rule.get("verbs"):
+                    out.append(f"{kind}/{name} rule {i}: no verbs")
+        if kind in ("RoleBinding", "ClusterRoleBinding"):
+            ref = get(d, "roleRef", "name", default="")
+            if ref in FORBIDDEN_ROLES or ref.startswith("system:"):
+                out.append(f"{kind}/{name}: binds the built-in role {ref}")
+            for s in d.get("subjects") or []:
+                if s.get("kind") == "Group" and s.get("name", "").startswith("system:"):
+                    out.append(f"{kind}/{name}: binds the group {s['name']}")
+    return out
+
+
+def pod_spec(d):
+    return get(d, "spec", "template", "spec", default={})
+
+
+def workload_violations(docs):
+    out = []
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet", "StatefulSet")]
+    accounts = {}
+    bound = set()
+    for d in docs:
+        if d["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            for s in d.get("subjects") or []:
+                if s.get("kind") == "ServiceAccount":
+                    bound.add((s.get("namespace"), s.get("name")))
+    for w in workloads:
+        where = f"{w['kind']}/{w['metadata']['name']}"
+        app = app_name(w)
+        spec = pod_spec(w)
+        sa = spec.get("serviceAccountName", "")
+        if sa in ("", "default"):
+            out.append(f"{where}: no ServiceAccount of its own")
+        elif sa in accounts:
+            out.append(f"{where}: shares ServiceAccount {sa} with {accounts[sa]}")
+        else:
+            accounts[sa] = where
+            if not any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == sa for d in docs):
+                out.append(f"{where}: ServiceAccount {sa} is not rendered")
+            if (w["metadata"].get("namespace"), sa) not in bound and spec.get("automountServiceAccountToken") is not False:
+                out.append(f"{where}: mounts an API token although {sa} is bound to no role")
+        psc = spec.get("securityContext") or {}
+        host = HOST_ACCESS.get(app)
+        if host is None and psc.get("runAsNonRoot") is not True:
+            out.append(f"{where}: pod not runAsNonRoot")
+        for flag in ("hostNetwork", "hostPID", "hostIPC"):
+            if spec.get(flag):
+                out.append(f"{where}: {flag}")
+        for v in spec.get("volumes") or []:
+            if "hostPath" in v:
+                path = v["hostPath"].get("path")
+                if host is None or path not in host:
+                    out.append(f"{where}: hostPath {path} not allowed")
+        if w["kind"] == "DaemonSet" and not spec.get("priorityClassName"):
+            out.append(f"{where}: node daemon without priorityClassName")
+        ports = set()
+        for c in spec.get("containers") or []:
+            cw = f"{where} container {c.get('name')}"
+            for p in c.get("ports") or []:
+                ports.add(str(p.get("containerPort")))
+            if get(c, "livenessProbe", "httpGet", "path") != "/livez":
+                out.append(f"{cw}: no livenessProbe on /livez")
+            if get(c, "readinessProbe", "httpGet", "path") != "/readyz":
+                out.append(f"{cw}: no readinessProbe on /readyz")
+            for part, keys in (("requests", ("cpu", "memory")), ("limits", ("memory",))):
+                for k in keys:
+                    if not get(c, "resources", part, k):
+                        out.append(f"{cw}: no resources.{part}.{k}")
+            sc = c.get("securityContext") or {}
+            if sc.get("allowPrivilegeEscalation") is not False:
+                out.append(f"{cw}: allowPrivilegeEscalation not false")
+            if sc.get("readOnlyRootFilesystem") is not True:
+                out.append(f"{cw}: root file system not read-only")
+            if sc.get("privileged"):
+                out.append(f"{cw}: privileged")
+            if "ALL" not in (get(sc, "capabilities", "drop", default=[]) or []):
+                out.append(f"{cw}: capabilities not dropped")
+            if get(sc, "capabilities", "add"):
+                out.append(f"{cw}: adds capabilities")
+        ann = get(w, "spec", "template", "metadata", "annotations", default={}) or {}
+        if ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") not in ports:
+            out.append(f"{where}: scrape annotation names port {ann.get('prometheus.io/port')}, not a container port")
+        if w["kind"] == "Deployment":
+            labels = get(w, "spec", "template", "metadata", "labels", default={})
+            pdbs = [p for p in docs if p["kind"] == "PodDisruptionBudget"
+                    and get(p, "metadata", "namespace") == w["metadata"].get("namespace")
+                    and get(p, "spec", "selector", "matchLabels", default={}).items() <= labels.items()]
+            if not pdbs:
+                out.append(f"{where}: no PodDisruptionBudget selects its pods")
+    return out
+
+
+def toggle_violations(docs, values):
+    out = []
+    for toggle, (kind, app) in TOGGLED_OBJECT.items():
+        present = any(d["kind"] == kind and app_name(d) == app for d in docs)
+        if present != bool(lookup(values, toggle)):
+            out.append(f"{toggle}={lookup(values, toggle)} but {kind} {app} is {'' if present else 'not '}rendered")
+    monitors = {d["metadata"]["name"] for d in docs if d["kind"] in ("ServiceMonitor", "PodMonitor")}
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet")]
+    if values["global"]["monitoring"]["serviceMonitor"]["enabled"]:
+        for w in workloads:
+            if w["metadata"]["name"] not in monitors:
+                out.append(f"serviceMonitor on but {w['metadata']['name']} has no monitor")
+    elif monitors:
+        out.append(f"serviceMonitor off but monitors rendered: {sorted(monitors)}")
+    scrape = values["global"]["monitoring"]["scrapeAnnotations"]
+    for w in workloads:
+        ann = get(w, "spec", "template", "metadata", "annotations", default={}) or {}
+        if (ann.get("prometheus.io/scrape") == "true") != scrape:
+            out.append(f"scrapeAnnotations={scrape} but {w['metadata']['name']} disagrees")
+    mc = [d for d in docs if d["kind"] == "ClusterRoleBinding"
+          and any(s.get("name") == values["metacontroller"]["rbac"]["serviceAccountName"] for s in d.get("subjects") or [])]
+    want_mc = values["metacontroller"]["rbac"]["enabled"] and (values["vni"]["enabled"] or values["bridge"]["enabled"])
+    if bool(mc) != bool(want_mc):
+        out.append(f"Metacontroller binding rendered={bool(mc)}, expected {bool(want_mc)}")
+    return out
+
+
+def tls_violations(docs, values):
+    out = []
+    services = {(d["metadata"]["name"], d["metadata"].get("namespace")): d for d in docs if d["kind"] == "Service"}
+    for ctl in (d for d in docs if d["kind"] in ("DecoratorController", "CompositeController")):
+        app = app_name(ctl)
+        tls = values[WEBHOOKS[app]]["tls"]
+        hooks = get(ctl, "spec", "hooks", default={})
+        if not hooks:
+            out.append(f"{ctl['kind']}/{ctl['metadata']['name']}: no hooks")
+        for hook, spec in hooks.items():
+            url = get(spec, "webhook", "url", default="")
+            m = re.fullmatch(r"(https?)://([^.]+)\.([^.]+)\.svc:(\d+)/(\w+)", url)
+            if not m:
+                out.append(f"{app} {hook}: url {url!r} is not an in-cluster Service URL")
+                continue
+            scheme, svc, ns, port, path = m.groups()
+            if (scheme == "https") != tls["enabled"]:
+                out.append(f"{app} {hook}: scheme {scheme} with tls.enabled={tls['enabled']}")
+            if path != hook:
+                out.append(f"{app} {hook}: url path /{path}")
+            s = services.get((svc, ns))
+            if s is None:
+                out.append(f"{app} {hook}: Service {ns}/{svc} is not rendered")
+            elif int(port) not in [p.get("port") for p in get(s, "spec", "ports", default=[])]:
+                out.append(f"{app} {hook}: Service {svc} has no port {port}")
+            if tls["enabled"] and values["global"]["certManager"]["enabled"]:
+                certs = [c for c in docs if c["kind"] == "Certificate"
+                         and get(c, "spec", "secretName") == tls["secretName"]
+                         and f"{svc}.{ns}.svc" in get(c, "spec", "dnsNames", default=[])]
+                if not certs:
+                    out.append(f"{app}: no Certificate for {svc}.{ns}.svc into Secret {tls['secretName']}")
+        dep = [w for w in docs if w["kind"] == "Deployment" and app_name(w) == app]
+        for w in dep:
+            spec = pod_spec(w)
+            args = " ".join(a for c in spec["containers"] for a in c.get("args") or [])
+            secrets = [get(v, "secret", "secretName") for v in spec.get("volumes") or []]
+            if tls["enabled"] != ("--tls-cert=" in args and "--tls-key=" in args):
+                out.append(f"{app}: --tls-cert/--tls-key do not follow tls.enabled={tls['enabled']}")
+            if tls["enabled"] != (tls["secretName"] in secrets):
+                out.append(f"{app}: TLS Secret volume does not follow tls.enabled={tls['enabled']}")
+            probe_scheme = get(spec["containers"][0], "readinessProbe", "httpGet", "scheme")
+            if probe_scheme != ("HTTPS" if tls["enabled"] else "HTTP"):
+                out.append(f"{app}: readiness probe scheme {probe_scheme} with tls.enabled={tls['enabled']}")
+    if not values["global"]["certManager"]["enabled"] and any(d["kind"] == "Certificate" for d in docs):
+        out.append("certManager off but a Certificate is rendered")
+    return out
+
+
+def flag_violations(docs, help_texts):
+    out = []
+    for w in (d for d in docs if d["kind"] in ("Deployment", "DaemonSet", "StatefulSet")):
+        for c in pod_spec(w).get("containers") or []:
+            text = help_texts.get(c["name"])
+            if text is None:
+                out.append(f"container {c['name']}: no daemon binary of that name to check its flags")
+                continue
+            for a in c.get("args") or []:
+                flag = a.split("=", 1)[0]
+                if not flag.startswith("--") or not re.search(re.escape(flag) + r"\b", text):
+                    out.append(f"{c['name']}: {flag} is not a flag of the daemon (--help)")
+    return out
+
+
+def all_violations(docs, values, help_texts):
+    return (rbac_violations(docs) + workload_violations(docs) + toggle_violations(docs, values)
+            + tls_violations(docs, values) + flag_violations(docs, help_texts))
+
+
+# ---------------------------------------------------------------------------------------------
+
+def render(renderer, chart, sets, extra=()):
+    cmd = [renderer, "--namespace", NAMESPACE, "--release-name", RELEASE, *extra]
+    for k, v in sets.items():
+        cmd += ["--set", f"{k}={'true' if v else 'false'}"]
+    cmd.append(chart)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"render {sets} failed:\n{r.stderr}")
+    return r.stdout
+
+
+def values_for(chart, sets):
+    with open(os.path.join(chart, "values.yaml")) as f:
+        values = yaml.safe_load(f)
+    for k, v in sets.items():
+        keys = k.split(".")
+        lookup(values, ".".join(keys[:-1]))[keys[-1]] = v
+    return values
+
+
+def self_check(base_docs, values, help_texts):
+    """Every rule must catch its own breakage on an otherwise clean rendering."""
+    assert not all_violations(base_docs, values, help_texts)
+
+    def broken(mutate):
+        docs = copy.deepcopy(base_docs)
+        mutate(docs)
+        return all_violations(docs, values, help_texts)
+
+    def first(docs, kind, app=None):
+        return next(d for d in docs if d["kind"] == kind and (app is None or app_name(d) == app))
+
+    def container(docs, app):
+        return pod_spec(first(docs, "Deployment" if app != "disaggpu-devplugin" else "DaemonSet", app))["containers"][0]
+
+    mutations = {
+        "wildcard verb": lambda ds: first(ds, "ClusterRole")["rules"][0].__setitem__("verbs", ["*"]),
+        "wildcard resource": lambda ds: first(ds, "ClusterRole")["rules"][0].__setitem__("resources", ["*"]),
+        "cluster-admin binding": lambda ds: first(ds, "ClusterRoleBinding")["roleRef"].__setitem__("name", "cluster-admin"),
+        "escalate verb": lambda ds: first(ds, "ClusterRole")["rules"][0]["verbs"].append("escalate"),
+        "no liveness": lambda ds: container(ds, "vni-webhook").pop("livenessProbe"),
+        "readyz path": lambda ds: container(ds, "bridge-operator")["readinessProbe"]["httpGet"].__setitem__("path", "/healthz"),
+        "no memory limit": lambda ds: container(ds, "vni-webhook")["resources"]["limits"].pop("memory"),
+        "root pod": lambda ds: pod_spec(first(ds, "Deployment", "vni-webhook"))["securityContext"].__setitem__("runAsNonRoot", False),
+        "writable root fs": lambda ds: container(ds, "disaggpu-devplugin")["securityContext"].__setitem__("readOnlyRootFilesystem", False),
+        "privileged": lambda ds: container(ds, "disaggpu-devplugin")["securityContext"].__setitem__("privileged", True),
+        "extra hostPath": lambda ds: pod_spec(first(ds, "DaemonSet"))["volumes"].append({"name": "x", "hostPath": {"path": "/"}}),
+        "no priority class": lambda ds: pod_spec(first(ds, "DaemonSet")).pop("priorityClassName"),
+        "no PDB": lambda ds: ds.remove(first(ds, "PodDisruptionBudget", "bridge-operator")),
+        "shared account": lambda ds: pod_spec(first(ds, "Deployment", "bridge-operator")).__setitem__(
+            "serviceAccountName", pod_spec(first(ds, "Deployment", "vni-webhook"))["serviceAccountName"]),
+        "token without role": lambda ds: pod_spec(first(ds, "Deployment", "vni-webhook")).pop("automountServiceAccountToken"),
+        "http hook under TLS": lambda ds: first(ds, "DecoratorController")["spec"]["hooks"]["sync"]["webhook"].__setitem__(
+            "url", "http://kubecomp-vni-webhook.kubecomp.svc:8842/sync"),
+        "hook to a missing Service": lambda ds: ds.remove(first(ds, "Service", "bridge-operator")),
+        "unknown flag": lambda ds: container(ds, "bridge-operator")["args"].append("--no-such-flag=1"),
+        "toggle ignored": lambda ds: ds.remove(first(ds, "DaemonSet")),
+    }
+    for what, mutate in mutations.items():
+        if not broken(mutate):
+            fail(f"the rule checker misses a broken rendering: {what}")
+    print(f"rule checker: all {len(mutations)} broken renderings caught")
+
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_docs(text):
+    return [d for d in yaml.load_all(text, Loader=LOADER) if d is not None]
+
+
+def run_render(args, help_texts):
+    names = COMPONENT_TOGGLES + OPTION_TOGGLES
+    lint_dir = tempfile.mkdtemp(prefix="chart-lint-")
+    unique = {}
+    try:
+        count = 0
+        combos = [dict(zip(names, bits)) for bits in itertools.product([False, True], repeat=len(names))]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            texts = list(pool.map(lambda sets: render(args.renderer, args.chart, sets), combos))
+        for sets, text in zip(combos, texts):
+            values = values_for(args.chart, sets)
+            docs = load_docs(text)
+            problems = all_violations(docs, values, help_texts)
+            if problems:
+                fail(f"rendering with {sets}:\n  " + "\n  ".join(problems))
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            if digest not in unique:
+                unique[digest] = sets
+                with open(os.path.join(lint_dir, f"r{len(unique):04d}.yaml"), "w") as f:
+                    f.write(text)
+            count += 1
+        print(f"rendered {count} toggle combinations ({len(unique)} distinct), every rule holds")
+
+        everything = dict.fromkeys(names, True)
+        self_check(load_docs(render(args.renderer, args.chart, everything)), values_for(args.chart, everything), help_texts)
+
+        # yamllint over each distinct rendering, the chart's own YAML files and the CRDs.
+        own = [os.path.join(args.chart, f) for f in ("Chart.yaml", "values.yaml")]
+        own += [os.path.join(args.chart, "crds", f) for f in sorted(os.listdir(os.path.join(args.chart, "crds")))]
+        own += [os.path.join(args.chart, "examples", f) for f in sorted(os.listdir(os.path.join(args.chart, "examples")))]
+        r = subprocess.run(["yamllint", "-f", "parsable", "-d", YAMLLINT_CONFIG, lint_dir, *own],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("yamllint:\n" + r.stdout + r.stderr)
+        print(f"yamllint clean: {len(unique)} renderings and {len(own)} chart files")
+
+        # The renderer refuses what Helm would silently accept here.
+        bad = subprocess.run([args.renderer, "--set", "vni.nosuchkey=1", args.chart], capture_output=True, text=True)
+        if bad.returncode == 0 or "nosuchkey" not in bad.stderr:
+            fail("chart-render accepted --set of an undeclared value")
+    finally:
+        shutil.rmtree(lint_dir, ignore_errors=True)
+
+
+def run_apply(args):
+    tmp = tempfile.mkdtemp(prefix="chart-apply-")
+    server = None
+    try:
+        kubeconfig = os.path.join(tmp, "kubeconfig")
+        log = open(os.path.join(tmp, "server.log"), "w")
+        server = subprocess.Popen([args.apiserver, "--port", "0", "--token", "chart-test-token",
+                                   "--kubeconfig-out", kubeconfig], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not (os.path.exists(kubeconfig) and os.path.getsize(kubeconfig) > 0):
+            if server.poll() is not None or time.monotonic() > deadline:
+                fail("the API test double did not start")
+            time.sleep(0.05)
+        env = dict(os.environ, KUBECONFIG=kubeconfig, HOME=tmp)
+
+        def kubectl(*a, stdin=None):
+            r = subprocess.run(["kubectl", "--request-timeout=30s", *a], input=stdin, capture_output=True,
+                               text=True, env=env)
+            if r.returncode != 0:
+                fail(f"kubectl {' '.join(a)}:\n{r.stdout}{r.stderr}\n--- server log\n" +
+                     open(os.path.join(tmp, "server.log")).read()[-4000:])
+            return r.stdout
+
+        everything = dict.fromkeys(COMPONENT_TOGGLES + OPTION_TOGGLES, True)
+        rendered = render(args.renderer, args.chart, everything, ["--include-crds"])
+        kubectl("apply", "-f", args.fixtures)
+        kubectl("create", "namespace", NAMESPACE)
+        crds = [d for d in load_docs(rendered) if d["kind"] == "CustomResourceDefinition"]
+        # CRDs first and served before the objects of their kinds (as helm install does).
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
+        for c in crds:
+            kubectl("wait", "--for=condition=Established", "--timeout=30s", f"crd/{c['metadata']['name']}")
+        out = kubectl("apply", "-f", "-", stdin=rendered)
+        docs = load_docs(rendered)
+        created = out.count(" created")
+        if created != len(docs) - len(crds) or len(out.splitlines()) != len(docs):
+            fail(f"apply created {created} objects for {len(docs) - len(crds)} rendered (CRDs apart):\n{out}")
+
+        def read_back():
+            versions = {}
+            for d in docs:
+                ns = d["metadata"].get("namespace")
+                api = d["apiVersion"]
+                group = api.split("/")[0] if "/" in api else ""
+                res = d["kind"].lower() + ("." + group if group else "")
+                got = yaml.safe_load(kubectl("get", res, d["metadata"]["name"], *(["-n", ns] if ns else []), "-o", "yaml"))
+                if got.get("kind") != d["kind"] or get(got, "metadata", "labels") != get(d, "metadata", "labels"):
+                    fail(f"{d['kind']}/{d['metadata']['name']} read back differs")
+                versions[(d["kind"], ns, d["metadata"]["name"])] = got["metadata"]["resourceVersion"]
+            return versions
+
+        first = read_back()
+        # A second apply must change nothing. (kubectl still says "configured" for a
+        # PodDisruptionBudget: its selector's patch strategy is replace, so the client always
+        # sends it; the object's resourceVersion is what tells whether anything changed.)
+        kubectl("apply", "-f", "-", stdin=rendered)
+        changed = [k for k, v in read_back().items() if first[k] != v]
+        if changed:
+            fail(f"a second apply changed {changed}")
+        print(f"kubectl applied {len(docs)} objects ({len(crds)} CRDs) to the API test double; "
+              "a second apply changed nothing; every object reads back")
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["render", "apply"])
+    p.add_argument("--renderer", required=True)
+    p.add_argument("--chart", required=True)
+    p.add_argument("--daemon", action="append", default=[], help="name=path of a daemon binary")
+    p.add_argument("--apiserver")
+    p.add_argument("--fixtures")
+    args = p.parse_args()
+    if not os.access(args.renderer, os.X_OK):
+        fail(f"no renderer at {args.renderer} (tools/setup-deps.sh installs golang-go and sprig)")
+    if args.mode == "render":
+        help_texts = {}
+        for spec in args.daemon:
+            name, path = spec.split("=", 1)
+            r = subprocess.run([path, "--help"], capture_output=True, text=True)
+            if r.returncode != 0 or "--" not in r.stdout:
+                fail(f"{path} --help failed")
+            help_texts[name] = r.stdout
+        run_render(args, help_texts)
+    else:
+        run_apply(args)
+
+
+if __name__ == "__main__":
+    main()
