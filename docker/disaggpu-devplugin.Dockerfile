@@ -1,0 +1,34 @@
+# disaggpu-devplugin: kubelet device plugin for pooled GPUs (docs/devplugin.md). The image's
+# user is non-root; the chart runs it as UID 0 without capabilities, because kubelet's
+# sockets are root-owned (docs/deploy.md).
+# Build from the repository root:  docker build -f docker/disaggpu-devplugin.Dockerfile -t <registry>/disaggpu-devplugin:<tag> .
+# Stage 1 builds on Debian bookworm with the toolchain and library packages of
+# tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
+# links (tests/deploy/docker_test.py checks both lists against the build and the binary).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build ccache pkg-config git libboost-dev \
+      libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
+      libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
+      libyaml-cpp-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake --preset release \
+ && cmake --build --preset release --target disaggpu-devplugin \
+ && cmake --install build/release --component disaggpu-devplugin --prefix /out --strip
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libabsl20220623 libc-ares2 libfmt9 libgrpc++1.51 libgrpc29 \
+      libprometheus-cpp-core1.0 libprotobuf32 libre2-9 libspdlog1.10 libssl3 \
+      libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/bin/disaggpu-devplugin /usr/local/bin/disaggpu-devplugin
+USER 65532:65532
+EXPOSE 9410
+ENTRYPOINT ["/usr/local/bin/disaggpu-devplugin"]

@@ -1,0 +1,32 @@
+# vni-webhook: Slingshot VNI allocation hooks for a Metacontroller DecoratorController (docs/vni.md).
+# Build from the repository root:  docker build -f docker/vni-webhook.Dockerfile -t <registry>/vni-webhook:<tag> .
+# Stage 1 builds on Debian bookworm with the toolchain and library packages of
+# tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
+# links (tests/deploy/docker_test.py checks both lists against the build and the binary).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build ccache pkg-config git libboost-dev \
+      libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
+      libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
+      libyaml-cpp-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake --preset release \
+ && cmake --build --preset release --target vni-webhook \
+ && cmake --install build/release --component vni-webhook --prefix /out --strip
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libfmt9 libprometheus-cpp-core1.0 libspdlog1.10 libsqlite3-0 libssl3 \
+ && rm -rf /var/lib/apt/lists/*
+# The SQLite database's directory (the chart mounts a PersistentVolumeClaim here).
+RUN install -d -o 65532 -g 65532 -m 0750 /var/lib/vni-webhook
+COPY --from=build /out/bin/vni-webhook /usr/local/bin/vni-webhook
+USER 65532:65532
+EXPOSE 8842
+ENTRYPOINT ["/usr/local/bin/vni-webhook"]

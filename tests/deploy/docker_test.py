@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Every Dockerfile in docker/ against the CMake install tree (no Docker engine runs here).
+
+For each docker/<image>.Dockerfile:
+- two stages: `FROM debian:bookworm AS build`, then `FROM debian:bookworm-slim`;
+- the build stage installs every package of the toolchain and libraries groups of
+  tools/setup-deps.sh, builds the image's target and installs its CMake component;
+- every file it copies from the build stage is in that component's install tree;
+- the runtime stage installs the Debian package of every shared library the installed binary
+  links (found with ldd and dpkg -S on this bookworm machine), and nothing that provides none
+  of them (no -dev package, no extra);
+- a numeric non-root USER and an ENTRYPOINT that is the copied binary.
+And across them: every installed file is copied by some Dockerfile, and every image the chart
+names (values.yaml `image:`) has a Dockerfile. The checker is first shown broken Dockerfiles
+and must catch each one.
+"""
+import argparse
+import functools
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+# In every debian:bookworm-slim image (Essential or required by apt and dpkg).
+BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def parse_dockerfile(text):
+    """-> list of stages: {from, name, runs: [str], copies: [(from, src, dst)], user, entrypoint}."""
+    joined = re.sub(r"\\\n", " ", text)
+    stages = []
+    for raw in joined.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            parts = rest.split()
+            stages.append({"from": parts[0], "name": parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else None,
+                           "runs": [], "copies": [], "user": None, "entrypoint": None})
+        elif not stages:
+            if word != "ARG":
+                return None
+        elif word == "RUN":
+            stages[-1]["runs"].append(rest)
+        elif word == "COPY":
+            args = shlex.split(rest)
+            source = None
+            for a in [a for a in args if a.startswith("--")]:
+                if a.startswith("--from="):
+                    source = a.split("=", 1)[1]
+            paths = [a for a in args if not a.startswith("--")]
+            stages[-1]["copies"].append((source, paths[:-1], paths[-1]))
+        elif word == "USER":
+            stages[-1]["user"] = rest.strip()
+        elif word == "ENTRYPOINT":
+            try:
+                stages[-1]["entrypoint"] = yaml.safe_load(rest)
+            except yaml.YAMLError:
+                stages[-1]["entrypoint"] = rest
+    return stages
+
+
+def apt_packages(runs):
+    pkgs = []
+    for run in runs:
+        for cmd in re.split(r"&&|;", run):
+            words = cmd.split()
+            if "apt-get" in words and "install" in words:
+                pkgs += [w for w in words[words.index("install") + 1:] if not w.startswith("-")]
+    return pkgs
+
+
+def setup_deps_groups(path, names):
+    text = open(path).read()
+    out = []
+    for name in names:
+        m = re.search(r"# " + name + r"\n((?:  [^#\n].*\n)+)", text)
+        if not m:
+            fail(f"tools/setup-deps.sh has no '# {name}' group")
+        out += m.group(1).split()
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def package_of(path):
+    """The Debian package owning a library path, across the /lib -> /usr/lib merge."""
+    real = os.path.realpath(path)
+    candidates = [path, real]
+    for p in (path, real):
+        if p.startswith("/usr/lib/"):
+            candidates.append(p[len("/usr"):])
+        elif p.startswith("/lib/"):
+            candidates.append("/usr" + p)
+    for c in candidates:
+        r = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True)
+        if r.returncode == 0:
+            return r.stdout.split(":", 1)[0].split(",")[0].strip()
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_packages(binary):
+    r = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"ldd {binary}: {r.stderr}")
+    pkgs = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*(\S+) => (\S+)", line)
+        if m:
+            if m.group(2) == "not":
+                fail(f"{binary}: {m.group(1)} not found")
+            pkg = package_of(m.group(2))
+            if pkg is None:
+                fail(f"{binary}: no Debian package owns {m.group(2)}")
+            pkgs.setdefault(pkg.split(":")[0], []).append(m.group(1))
+    return pkgs
+
+
+def check_dockerfile(name, text, ctx):
+    """Violations of one Dockerfile (strings)."""
+    out = []
+    stages = parse_dockerfile(text)
+    if not stages or len(stages) != 2:
+        return [f"{name}: want exactly two stages (build, runtime)"]
+    build, run = stages
+    if build["from"] != "debian:bookworm" or build["name"] != "build":
+        out.append(f"{name}: first stage must be 'FROM debian:bookworm AS build'")
+    if run["from"] != "debian:bookworm-slim":
+        out.append(f"{name}: runtime stage must be FROM debian:bookworm-slim")
+    missing = [p for p in ctx["build_packages"] if p not in apt_packages(build["runs"])]
+    if missing:
+        out.append(f"{name}: build stage lacks setup-deps packages {missing}")
+    build_text = " ".join(build["runs"])
+    if f"--target {name}" not in build_text:
+        out.append(f"{name}: build stage does not build target {name}")
+    m = re.search(r"cmake --install build/release --component (\S+) --prefix (\S+)", build_text)
+    if not m or m.group(1) != name:
+        out.append(f"{name}: build stage does not install CMake component {name}")
+        return out
+    prefix = m.group(2).rstrip("/")
+    tree = ctx["component_files"].get(name, set())
+    copied = []
+    for source, srcs, dst in run["copies"]:
+        if source != "build":
+            out.append(f"{name}: runtime stage copies from {source or 'the build context'}, not the build stage")
+            continue
+        for s in srcs:
+            rel = os.path.relpath(s, prefix)
+            if rel not in tree:
+                out.append(f"{name}: copies {s}, which `cmake --install --component {name}` does not install")
+            copied.append((rel, dst))
+    ctx["copied"].update(rel for rel, _ in copied)
+    binary = os.path.join(ctx["install_root"], name, "bin", name)
+    needed = runtime_packages(binary) if os.path.exists(binary) else {}
+    listed = apt_packages(run["runs"])
+    for pkg, libs in sorted(needed.items()):
+        if pkg not in listed and pkg not in BASE_PACKAGES:
+            out.append(f"{name}: runtime stage lacks {pkg} (for {', '.join(libs)})")
+    for pkg in listed:
+        if pkg not in needed:
+            out.append(f"{name}: runtime stage installs {pkg}, which the binary does not link")
+    user = (run["user"] or "").split(":")
+    if not user[0].isdigit() or int(user[0]) == 0 or (len(user) > 1 and (not user[1].isdigit() or int(user[1]) == 0)):
+        out.append(f"{name}: runtime USER must be a numeric non-root uid:gid (got {run['user']})")
+    entry = run["entrypoint"]
+    dsts = [dst for _, dst in copied]
+    if not isinstance(entry, list) or not entry or entry[0] not in dsts:
+        out.append(f"{name}: ENTRYPOINT {entry} is not the copied binary")
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--source-dir", required=True)
+    p.add_argument("--build-dir", required=True)
+    args = p.parse_args()
+    src = args.source_dir
+    docker_dir = os.path.join(src, "docker")
+    files = sorted(f for f in os.listdir(docker_dir) if f.endswith(".Dockerfile"))
+    if not files:
+        fail("no Dockerfiles in docker/")
+
+    with tempfile.TemporaryDirectory(prefix="docker-test-") as tmp:
+        ctx = {"build_packages": setup_deps_groups(os.path.join(src, "tools/setup-deps.sh"), ["toolchain", "libraries"]),
+               "component_files": {}, "install_root": tmp, "copied": set()}
+        everything = os.path.join(tmp, "_all")
+        r = subprocess.run(["cmake", "--install", args.build_dir, "--prefix", everything], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("cmake --install: " + r.stdout + r.stderr)
+        installed = {os.path.relpath(os.path.join(d, f), everything) for d, _, fs in os.walk(everything) for f in fs}
+        if not installed:
+            fail("cmake --install installs nothing")
+        for f in files:
+            name = f[: -len(".Dockerfile")]
+            prefix = os.path.join(tmp, name)
+            r = subprocess.run(["cmake", "--install", args.build_dir, "--component", name, "--prefix", prefix],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"cmake --install --component {name}: {r.stdout}{r.stderr}")
+            ctx["component_files"][name] = {os.path.relpath(os.path.join(d, x), prefix)
+                                            for d, _, xs in os.walk(prefix) for x in xs}
+
+        # The checker must catch each breakage before its verdict on the real files counts.
+        sample_name = "vni-webhook"
+        sample = open(os.path.join(docker_dir, sample_name + ".Dockerfile")).read()
+        broken = {
+            "runtime library dropped": sample.replace(" libsqlite3-0", ""),
+            "extra runtime package": sample.replace("libssl3 \\", "libssl3 curl \\"),
+            "root user": sample.replace("USER 65532:65532", "USER 0:0"),
+            "no user": sample.replace("USER 65532:65532\n", ""),
+            "wrong runtime base": sample.replace("FROM debian:bookworm-slim", "FROM ubuntu:22.04"),
+            "copy of a file not installed": sample.replace("/out/bin/vni-webhook /", "/out/bin/vni-webhookd /"),
+            "build package dropped": sample.replace(" libsqlitecpp-dev", ""),
+            "other component": sample.replace("--component vni-webhook", "--component bridge-operator"),
+        }
+        for what, text in broken.items():
+            saved = set(ctx["copied"])
+            if not check_dockerfile(sample_name, text, ctx):
+                fail(f"the Dockerfile checker misses: {what}")
+            ctx["copied"] = saved
+        print(f"Dockerfile checker: all {len(broken)} broken Dockerfiles caught")
+
+        problems = []
+        for f in files:
+            name = f[: -len(".Dockerfile")]
+            problems += check_dockerfile(name, open(os.path.join(docker_dir, f)).read(), ctx)
+        for rel in sorted(installed - ctx["copied"]):
+            problems.append(f"installed file {rel} is in no image")
+        values = yaml.safe_load(open(os.path.join(src, "charts/kubecomp/values.yaml")))
+
+        def images(node):
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if k == "image" and isinstance(v, str):
+                        yield v
+                    else:
+                        yield from images(v)
+
+        for image in sorted(set(images(values))):
+            if f"{image}.Dockerfile" not in files:
+                problems.append(f"the chart uses image {image}, which has no docker/{image}.Dockerfile")
+        if problems:
+            fail("\n  ".join(["Dockerfiles:"] + problems))
+        print(f"{len(files)} Dockerfiles agree with the install tree ({len(installed)} files) and the binaries' libraries")
+
+
+if __name__ == "__main__":
+    main()
