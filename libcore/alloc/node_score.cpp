@@ -261,4 +261,32 @@ Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodReque
   return choice;
 }
 
+Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const PodRequest& pod,
+                                            const GpuModelFilter& models,
+                                            const NodePolicy& policy, Composability mode,
+                                            std::span<const NodeIndex> candidates) {
+  if (models.acceptsAny() || pod.gpus == 0) {
+    return selectNodeAmong(state, pod, policy, mode, candidates);
+  }
+  ModelFreeGpus free = countFreeGpus(state, models);
+  // Only the candidates are copied (with their model-counted free GPUs); the view maps a
+  // candidate's position to its copy.
+  ModelView view;
+  view.nodes.reserve(candidates.size());
+  for (NodeIndex n : candidates) {
+    view.nodes.push_back(state.node(n));
+    view.nodes.back().freeGpus = free.node[n];
+  }
+  view.pools = std::move(free.pool);
+  auto choice = selectOver(view, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
+                           [](NodeIndex i) { return i; });
+  if (!choice) {
+    return makeError(choice.error().code, choice.error().message + " (accepting only GPU models " +
+                                              models.toString(kGpuModelsAnnotationSeparator) +
+                                              ")");
+  }
+  choice->node = candidates[choice->node];
+  return choice;
+}
+
 }  // namespace kc::alloc

@@ -131,4 +131,12 @@ Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodReque
                                        const GpuModelFilter& models, const NodePolicy& policy,
                                        Composability mode);
 
+// selectNodeForModels over `candidates` only (as selectNodeAmong is to selectNode): for the
+// scheduler, which first runs kube-scheduler's filters (node_filter.hpp) and then Eq. 1 over the
+// survivors. O(gpus + candidates).
+Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const PodRequest& pod,
+                                            const GpuModelFilter& models,
+                                            const NodePolicy& policy, Composability mode,
+                                            std::span<const NodeIndex> candidates);
+
 }  // namespace kc::alloc

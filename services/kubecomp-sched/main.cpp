@@ -1,0 +1,195 @@
+// kubecomp-sched: a secondary scheduler for pods with spec.schedulerName kubecomp-sched that
+// places them with the paper's Eq. 1 over GPU pools and asks reconfig-mgr for GPU moves through
+// pod annotations. Thin main: flags -> library -> run.
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "libcore/alloc/policy_registry.hpp"
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/config.hpp"
+#include "libcore/net/http_server.hpp"
+#include "libcore/obs/health.hpp"
+#include "libcore/obs/log.hpp"
+#include "libcore/obs/shutdown.hpp"
+#include "services/kubecomp-sched/scheduler.hpp"
+
+namespace {
+
+std::chrono::milliseconds seconds(double s) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
+}
+
+std::string defaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) {
+    host[0] = '\0';
+  }
+  return std::string(host) + "_" + std::to_string(getpid());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kubecomp-sched: secondary scheduler for pods with spec.schedulerName kubecomp-sched.\n"
+      "Places them with kube-scheduler's filters and the paper's Eq. 1 over the GPU pools\n"
+      "(GPUPool status), binds through pods/binding, and when the chosen node lacks GPUs\n"
+      "reserves it and asks reconfig-mgr for them with the pod annotations\n"
+      "kubecomp.io/dst-node and kubecomp.io/demand (docs/sched.md)."};
+  kc::sched::SchedulerOptions o;
+  std::string kubeconfig;
+  std::string policy(kc::alloc::kDefaultNodePolicy);
+  double reservationTimeout = 300;
+  double initialBackoff = 1;
+  double maxBackoff = 10;
+  bool leaderElect = true;
+  double leaseDuration = 15;
+  double renewDeadline = 10;
+  double retryPeriod = 2;
+  double qps = 50;
+  std::uint32_t burst = 100;
+  std::string listen = "0.0.0.0";
+  std::uint16_t port = 10270;
+  std::string portFile;
+  std::string logLevel = "info";
+  std::string logFormat = "text";
+  o.lease.ns = "kube-system";
+  o.lease.name = "kubecomp-sched";
+  o.lease.identity = defaultIdentity();
+
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--node-policy", policy,
+                 "node scoring policy from the policy registry (eq1, best-fit, least-demand, none)")
+      ->capture_default_str();
+  app.add_option("--reservation-timeout-seconds", reservationTimeout,
+                 "how long a reserved node may take to show the GPUs before the request is "
+                 "dropped and the pod scheduled again")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--initial-backoff-seconds", initialBackoff,
+                 "first retry delay of an unschedulable pod (doubles per attempt)")
+      ->check(CLI::Range(0.01, 600.0))
+      ->capture_default_str();
+  app.add_option("--max-backoff-seconds", maxBackoff, "longest retry delay of an unschedulable pod")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
+  app.add_option("--bind-workers", o.bindWorkers,
+                 "threads writing binds, annotations and conditions (one pod's writes stay in order)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--leader-elect", leaderElect,
+                 "elect a leader through a Lease so that only one replica binds")
+      ->capture_default_str();
+  app.add_option("--leader-elect-namespace", o.lease.ns, "namespace of the Lease")->capture_default_str();
+  app.add_option("--leader-elect-name", o.lease.name, "name of the Lease")->capture_default_str();
+  app.add_option("--identity", o.lease.identity, "this replica's holder identity (default: host_pid)");
+  app.add_option("--lease-duration-seconds", leaseDuration, "Lease duration")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--renew-deadline-seconds", renewDeadline, "leader steps down if not renewed within")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--retry-period-seconds", retryPeriod, "Lease renew / acquire period")
+      ->check(CLI::Range(0.01, 3600.0))
+      ->capture_default_str();
+  app.add_option("--kube-api-qps", qps, "client-side rate limit of API requests (0: none)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--kube-api-burst", burst, "burst of the client-side rate limit")->capture_default_str();
+  app.add_option("--listen", listen, "bind address of /livez /readyz /metrics")->capture_default_str();
+  app.add_option("--port", port, "HTTP port of /livez /readyz /metrics (0 = ephemeral)")
+      ->capture_default_str();
+  app.add_option("--port-file", portFile, "write the bound HTTP port here once serving (tests)");
+  app.add_option("--log-level", logLevel)->capture_default_str();
+  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  auto format = kc::obs::parseLogFormat(logFormat);
+  if (!format || !kc::obs::setupLogging({"kubecomp-sched", logLevel, *format})) {
+    std::fprintf(stderr, "error: bad --log-level or --log-format\n");
+    return 2;
+  }
+  auto found = kc::alloc::findNodePolicy(policy);
+  if (!found) {
+    spdlog::critical("--node-policy: {}", found.error().message);
+    return 2;
+  }
+  if (maxBackoff < initialBackoff) {
+    spdlog::critical("--max-backoff-seconds must not be below --initial-backoff-seconds");
+    return 2;
+  }
+  o.cache.placement.policy = *found;
+  o.cache.reservationTimeout = seconds(reservationTimeout);
+  o.cache.initialBackoff = seconds(initialBackoff);
+  o.cache.maxBackoff = seconds(maxBackoff);
+  o.leaderElect = leaderElect;
+  o.lease.leaseDuration = seconds(leaseDuration);
+  o.lease.renewDeadline = seconds(renewDeadline);
+  o.lease.retryPeriod = seconds(retryPeriod);
+  o.instance = o.lease.identity;
+
+  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
+                                   : kc::kube::loadKubeconfig({kubeconfig});
+  if (!config) {
+    spdlog::critical("cluster config: {}", config.error().message);
+    return 2;
+  }
+  kc::kube::KubeClientOptions co;
+  co.qps = qps;
+  co.burst = burst;
+  co.userAgent = "kubecomp-sched/0.1";
+  auto client = kc::kube::KubeClient::create(*config, co);
+  if (!client) {
+    spdlog::critical("API client: {}", client.error().message);
+    return 2;
+  }
+
+  kc::obs::Metrics metrics;
+  kc::obs::HealthChecks health;
+  kc::sched::Scheduler scheduler(o, **client, &metrics, &health);
+
+  kc::net::ServerOptions so;
+  so.bindAddress = listen;
+  so.port = port;
+  so.serverHeader = "kubecomp-sched";
+  kc::net::HttpServer http(so);
+  kc::obs::installHealthEndpoints(http, health);
+  kc::obs::installMetricsEndpoint(http, metrics);
+  auto bound = http.start();
+  if (!bound) {
+    spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
+    return 1;
+  }
+  if (!portFile.empty()) {
+    const std::string tmp = portFile + ".tmp";
+    std::ofstream(tmp) << *bound << "\n";
+    std::rename(tmp.c_str(), portFile.c_str());
+  }
+  if (auto s = scheduler.start(); !s) {
+    spdlog::critical("{}", s.error().message);
+    http.stop(std::chrono::milliseconds(0));
+    return 2;
+  }
+  spdlog::info("kubecomp-sched {} (policy {}, health/metrics on port {})", o.lease.identity, policy,
+               *bound);
+
+  kc::obs::ShutdownHandler shutdown(
+      {&health, [&] { scheduler.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});
+  if (auto s = shutdown.install(); !s) {
+    spdlog::critical("{}", s.error().message);
+    return 1;
+  }
+  shutdown.wait();
+  spdlog::info("kubecomp-sched stopped ({})", shutdown.reason());
+  return 0;
+}

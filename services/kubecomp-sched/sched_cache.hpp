@@ -1,0 +1,272 @@
+#pragma once
+// kubecomp-sched's scheduler cache: every Pod, Node and GPUPool of the cluster as the compact
+// models of libcore/alloc (never whole JSON objects), the pool model (alloc::ClusterState) the
+// Eq. 1 decision reads, what each node's pods hold, the FCFS queue with per-pod backoff, and the
+// reservations of pods waiting for reconfig-mgr.
+//
+// Filled by the informers' transforms (ingest*: the object is parsed here and the informer's
+// store keeps only its identity, see sched_informers in scheduler.cpp) and by the scheduler's
+// own decisions (assume a bind, reserve a node). Thread-safe: one mutex guards everything; the
+// scheduling loop holds it for one decision, the informer threads for one object.
+//
+// What a node's GPUs look like to a decision (pool model, per pool, recomputed when something
+// in the pool changes):
+//   usable(n)  = GPUs the GPUPool status shows attached to n, healthy, not draining
+//   visible(n) = min(usable(n), status.allocatable["kubecomp.io/gpu"] of n): a GPU kubelet does
+//                not advertise yet cannot run a pod; the rest are marked draining in the model
+//   held(n)    = kubecomp.io/gpu requested by the pods bound to n (or assumed bound) and by
+//                the reservations on n
+//   min(held, visible) GPUs of n are marked in use (those the device plugin reports in use
+//   first); the rest of held, the reservations' outstanding deficit, is taken from the pool's
+//   other free GPUs (unattached first), since reconfig-mgr will move them to n.
+// So a pod may be placed only where the GPUs promised to earlier pods are already counted.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libcore/alloc/pod_fit.hpp"
+#include "libcore/alloc/pod_placement.hpp"
+#include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/sched_objects.hpp"
+
+namespace kc::sched {
+
+inline constexpr std::string_view kSchedulerName = "kubecomp-sched";
+// The reconfiguration request (DESIGN.md section 3, docs/sched.md "Contract with reconfig-mgr").
+inline constexpr std::string_view kDstNodeAnnotation = "kubecomp.io/dst-node";
+inline constexpr std::string_view kDemandAnnotation = "kubecomp.io/demand";
+
+using Clock = std::chrono::steady_clock;
+
+// One pod as the cache keeps it.
+struct PodInfo {
+  std::string key;  // "ns/name"
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::int64_t created = 0;  // metadata.creationTimestamp (s); FCFS order is (created, seq)
+  std::uint64_t seq = 0;     // order of first sight, the tie-break
+  bool ours = false;      // spec.schedulerName == kubecomp-sched
+  bool deleting = false;  // metadata.deletionTimestamp
+  std::string invalid;    // parse error ("" = parsed); an invalid pod is never placed
+  std::string resourceVersion;
+  alloc::SchedPod pod;       // containers dropped once bound (only `request` is read then)
+  alloc::Resources request;  // alloc::podRequests(pod)
+  std::int64_t gpus = 0;     // kubecomp.io/gpu of request
+  // The reconfiguration request annotations as the API shows them (raw text).
+  std::optional<std::string> dstNode;
+  std::optional<std::string> demand;
+
+  bool bound() const { return !pod.nodeName.empty(); }
+  // Ours, unbound, alive and valid: something for this scheduler to do.
+  bool pending() const { return ours && !bound() && !deleting && invalid.empty(); }
+};
+
+// A node held for a pod until reconfig-mgr has moved the GPUs.
+struct Reservation {
+  std::string node;
+  std::uint32_t gpus = 0;     // the pod's whole request
+  std::uint32_t deficit = 0;  // GPUs asked for (kubecomp.io/demand)
+  Clock::time_point deadline{};
+  bool requested = false;  // the annotations are (known to be) on the pod
+  std::uint64_t order = 0;  // reservations on one node are served in this order
+};
+
+// What the scheduling loop does next with one pod.
+struct Action {
+  enum class Kind {
+    kBind,           // POST pods/binding (node)
+    kUnschedulable,  // condition + FailedScheduling (message)
+    kReserve,        // annotations dst-node/demand + Reconfig event (node, deficit)
+    kCancel,         // clear the annotations, FailedScheduling (message); requeued
+    kInvalid,        // bad pod or annotation: FailedScheduling (message), nothing bound
+  };
+  Kind kind = Kind::kUnschedulable;
+  std::string key;
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string node;
+  std::uint32_t deficit = 0;
+  std::uint32_t gpus = 0;
+  std::string message;
+  bool clearAnnotations = false;  // kInvalid of a bad annotation: remove them too
+  Clock::time_point firstSeen{};  // for the end-to-end latency metric
+};
+
+struct CacheOptions {
+  alloc::PlacementOptions placement{};
+  std::chrono::milliseconds reservationTimeout{300'000};
+  std::chrono::milliseconds initialBackoff{1000};  // kube-scheduler's podInitialBackoffSeconds
+  std::chrono::milliseconds maxBackoff{10'000};    // and podMaxBackoffSeconds
+};
+
+struct CacheStats {
+  std::size_t pods = 0;
+  std::size_t nodes = 0;
+  std::size_t pools = 0;
+  std::size_t gpus = 0;
+  std::size_t active = 0;
+  std::size_t backoff = 0;
+  std::size_t reservations = 0;
+  std::size_t assumed = 0;
+};
+
+class SchedCache {
+ public:
+  explicit SchedCache(CacheOptions options);
+
+  // Informer side. ingest* parse the object into the cache and return what the informer's store
+  // keeps (metadata name, namespace, uid, resourceVersion). remove* take the store key.
+  nlohmann::json ingestPod(const nlohmann::json& pod, Clock::time_point now);
+  void removePod(const std::string& key);
+  nlohmann::json ingestNode(const nlohmann::json& node);
+  void removeNode(const std::string& name);
+  nlohmann::json ingestPool(const nlohmann::json& pool);
+  void removePool(const std::string& name);
+
+  // Scheduling side (the leader's loop).
+  // Forgets the queue and the in-memory reservation deadlines and rebuilds both from the cache:
+  // every pending pod of ours queued in FCFS order, every one carrying kubecomp.io/dst-node
+  // adopted as a reservation (with a fresh deadline; no new request is sent). Called when this
+  // replica starts leading.
+  void resetQueue(Clock::time_point now);
+  // The next actions, at most `max`: reservations whose node can now run the pod (kBind),
+  // timed out or no longer possible (kCancel), then pods from the head of the queue, each
+  // decided with alloc::placePod. Every kBind is assumed at once (its resources held) until
+  // bindDone(). Empty when there is nothing to do before nextWake().
+  std::vector<Action> next(Clock::time_point now, std::size_t max);
+  // When next() may have something again (a backoff or a reservation deadline).
+  Clock::time_point nextWake(Clock::time_point now) const;
+  // Something changed since the last next() (an ingest, a done call): the loop should not sleep.
+  bool dirty() const;
+
+  // Results of carrying out an action.
+  void bindDone(const std::string& key, bool ok, Clock::time_point now);
+  // kReserve written (ok) or not (the reservation is dropped and the pod requeued).
+  void reserveDone(const std::string& key, bool ok, Clock::time_point now);
+  // Unschedulable / cancelled / failed pods go to the backoff queue.
+  void backoff(const std::string& key, Clock::time_point now);
+
+  // The time a decision took (placePod alone), summed, and decisions made; for the
+  // decision-only rate.
+  struct DecisionStats {
+    std::uint64_t decisions = 0;
+    std::chrono::nanoseconds total{0};
+  };
+  DecisionStats decisionStats() const;
+  CacheStats stats() const;
+  // Tests: the reservation of a pod, if any.
+  std::optional<Reservation> reservation(const std::string& key) const;
+  // Tests: the free GPUs the model shows on a node (visible minus held).
+  std::optional<std::int64_t> freeGpus(const std::string& node);
+  // Wakes whoever waits in waitForWork (an ingest, stop).
+  void notifyAll();
+  // Blocks until dirty() or `until` (the loop's sleep). `stop` is read under the lock.
+  void waitForWork(Clock::time_point until, const std::atomic<bool>& stop);
+  // Leaving leadership: the queue, reservations and assumed binds are forgotten (the next
+  // leader rebuilds them from the API).
+  void stopLeading();
+
+ private:
+  struct NodeEntry {
+    alloc::SchedNode node;
+    std::int64_t allocatableGpus = 0;
+  };
+  struct PoolGpu {
+    std::string id;
+    std::string uuid;
+    std::string model;
+    std::string node;  // "" unattached
+    bool healthy = true;
+    bool draining = false;
+    bool reportedInUse = false;
+  };
+  struct PoolEntry {
+    std::vector<std::string> nodes;
+    std::vector<PoolGpu> gpus;
+  };
+  struct Contribution {
+    std::string node;
+    alloc::Resources request;
+  };
+  struct Backoff {
+    std::uint32_t attempts = 0;
+    Clock::time_point until{};
+  };
+
+  // All private members below run with mu_ held.
+  void rebuildLocked();
+  void ensureFreshLocked();
+  void recomputePoolLocked(alloc::PoolIndex p);
+  void markPoolDirtyForNodeLocked(const std::string& node);
+  void refreshContributionLocked(PodInfo& pod);
+  std::string effectiveNodeLocked(const PodInfo& pod) const;
+  void enqueueLocked(const PodInfo& pod);
+  void dequeueLocked(const std::string& key);
+  void dropReservationLocked(const std::string& key);
+  void backoffLocked(const std::string& key, Clock::time_point now);
+  std::vector<alloc::GpuIndex> gpuIndexScratch_;
+  std::vector<bool> gpuInvDraining_;   // per GpuIndex: draining in the inventory
+  std::vector<bool> gpuReportedUse_;   // per GpuIndex: inUseBy non-empty
+  void adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out);
+  Action baseAction(const PodInfo& pod, Action::Kind kind) const;
+  // A reservation whose node now shows the GPUs and still passes the filters: kBind. Gone or
+  // failing the filters: kCancel. Otherwise nothing.
+  std::optional<Action> checkReservationLocked(PodInfo& pod, Reservation& r, Clock::time_point now);
+  std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
+
+  CacheOptions opts_;
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  bool dirty_ = true;
+  std::uint64_t nextSeq_ = 0;
+  std::uint64_t nextOrder_ = 0;
+
+  std::unordered_map<std::string, std::unique_ptr<PodInfo>> pods_;
+  std::map<std::string, NodeEntry, std::less<>> nodeMap_;
+  std::map<std::string, PoolEntry, std::less<>> poolMap_;
+
+  // The dense views a decision reads (rebuilt when nodes or pools come or go).
+  bool structureDirty_ = true;
+  std::vector<alloc::SchedNode> nodes_;
+  std::vector<alloc::NodeUsage> usage_;
+  std::vector<std::int64_t> visibleGpus_;  // visible(n)
+  std::unordered_map<std::string, std::size_t> nodeIndex_;
+  alloc::ClusterState state_;
+  std::vector<std::vector<alloc::NodeIndex>> poolNodes_;
+  std::set<alloc::PoolIndex> dirtyPools_;
+
+  std::unordered_map<std::string, Contribution> contributions_;  // pod key -> what it holds
+  std::unordered_map<std::string, std::string> assumed_;         // pod key -> node being bound
+  std::unordered_map<std::string, Reservation> reservations_;
+  std::unordered_map<std::string, Clock::time_point> firstSeen_;
+
+  using QueueKey = std::tuple<std::int64_t, std::uint64_t, std::string>;  // created, seq, key
+  std::set<QueueKey> active_;                                             // FCFS
+  std::unordered_map<std::string, QueueKey> queued_;  // pod key -> its entry in active_
+  std::unordered_map<std::string, Backoff> backoff_;  // attempts, and until when it waits
+  std::set<std::string> waiting_;                     // pods in backoff (until > now)
+  std::set<std::string> clearing_;  // pods whose request annotations we are removing
+  std::unordered_map<std::string, std::string> invalidReported_;  // pod key -> message sent
+  bool reservationsDirty_ = false;
+  bool leading_ = false;
+
+  DecisionStats decisions_;
+};
+
+}  // namespace kc::sched

@@ -1,0 +1,134 @@
+#pragma once
+// kubecomp-sched as a library: three informers (all Pods, Nodes, GPUPools) feeding the
+// SchedCache, leader election on a Lease, the scheduling loop (leader only) and the workers that
+// carry out its answers through the API: pods/binding, the PodScheduled condition, the
+// kubecomp.io/dst-node + kubecomp.io/demand request for reconfig-mgr, Events. main.cpp parses
+// flags and runs one; the tests run the binary or this class against the API test double.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "libcore/base/result.hpp"
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/events.hpp"
+#include "libcore/kube/informer.hpp"
+#include "libcore/kube/leader.hpp"
+#include "services/kubecomp-sched/sched_cache.hpp"
+
+namespace kc::obs {
+class Metrics;
+class HealthChecks;
+}  // namespace kc::obs
+
+namespace kc::sched {
+
+inline kube::GroupVersionResource gpuPoolsResource() {
+  return {"kubecomp.io", "v1alpha1", "gpupools", false};
+}
+
+// The PodScheduled=False reason while the pod waits for reconfig-mgr (kube-scheduler's own
+// reasons are Unschedulable and SchedulerError).
+inline constexpr std::string_view kReasonWaitingForReconfig = "WaitingForReconfiguration";
+
+struct SchedulerOptions {
+  CacheOptions cache{};
+  std::size_t bindWorkers = 8;  // API writers (binds, patches); actions of one pod stay on one
+  std::size_t maxBatch = 256;   // actions taken from the cache per loop turn
+  bool leaderElect = true;
+  kube::LeaderElectionConfig lease{};  // ns, name, identity, durations (callbacks are ours)
+  std::string instance;                // Event source host / reportingInstance
+  std::chrono::milliseconds initialSyncWait{60'000};
+};
+
+class Scheduler {
+ public:
+  // `metrics` and `health` may be null.
+  Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Metrics* metrics,
+            obs::HealthChecks* health);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Informers (waits up to initialSyncWait for their first LIST), then the election (or the
+  // loop at once without it). Errors: bad lease config ("invalid").
+  Status start();
+  // Stops the loop, the workers (pending writes are finished), the election (the lease is
+  // released) and the informers. Idempotent.
+  void stop();
+
+  bool leading() const { return leading_.load(); }
+  bool synced() const;
+  SchedCache& cache() { return cache_; }
+
+  struct Counters {
+    std::uint64_t bound = 0;
+    std::uint64_t bindFailures = 0;
+    std::uint64_t unschedulable = 0;
+    std::uint64_t reconfigRequests = 0;
+    std::uint64_t cancelled = 0;
+    std::uint64_t invalid = 0;
+  };
+  Counters counters() const;
+
+  struct Metrics;
+
+ private:
+  void runLoop();  // the leader's term
+  void execute(const Action& a);
+  void setCondition(const Action& a, const std::string& reason, const std::string& message);
+  void event(const Action& a, const std::string& type, const std::string& reason,
+             const std::string& message);
+  bool patchRequest(const Action& a, bool set);
+  void workerMain(std::size_t i);
+  void eventMain();
+
+  SchedulerOptions opts_;
+  kube::KubeClient& client_;
+  obs::HealthChecks* health_;
+  std::unique_ptr<Metrics> metrics_;
+  SchedCache cache_;
+  kube::EventRecorder recorder_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> nodes_;
+  std::unique_ptr<kube::Informer> pools_;
+  std::unique_ptr<kube::LeaderElector> elector_;
+  std::thread loop_;  // without leader election
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> loopStop_{false};
+  std::atomic<bool> stopped_{false};
+  bool started_ = false;
+
+  struct WorkQueue {
+    std::mutex mu;  // guards q and done
+    std::condition_variable cv;
+    std::deque<Action> q;
+    bool done = false;
+  };
+  std::vector<std::unique_ptr<WorkQueue>> work_;
+  std::vector<std::thread> workers_;
+  std::atomic<std::size_t> inFlight_{0};
+
+  struct PendingEvent {
+    kube::ObjectReference ref;
+    std::string type, reason, message;
+  };
+  std::mutex eventMu_;  // guards events_ and eventsDone_
+  std::condition_variable eventCv_;
+  std::deque<PendingEvent> events_;
+  bool eventsDone_ = false;
+  std::thread eventThread_;
+
+  mutable std::mutex condMu_;  // guards lastCondition_ and counters_
+  std::unordered_map<std::string, std::string> lastCondition_;  // pod key -> reason + message
+  Counters counters_;
+};
+
+}  // namespace kc::sched
