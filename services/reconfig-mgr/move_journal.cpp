@@ -1,0 +1,192 @@
+#include "services/reconfig-mgr/move_journal.hpp"
+
+#include <array>
+#include <utility>
+
+namespace kc::reconfig {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<MovePhase, std::string_view>, 7> kPhases = {{
+    {MovePhase::kDraining, "Draining"},
+    {MovePhase::kDetaching, "Detaching"},
+    {MovePhase::kAttaching, "Attaching"},
+    {MovePhase::kVerifying, "Verifying"},
+    {MovePhase::kRollingBack, "RollingBack"},
+    {MovePhase::kSucceeded, "Succeeded"},
+    {MovePhase::kFailed, "Failed"},
+}};
+
+Status readString(const json& j, const char* key, std::string& out, bool required) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) {
+      return makeError(errc::kInvalid, std::string("move record: '") + key + "' is missing");
+    }
+    return okStatus();
+  }
+  if (!it->is_string()) {
+    return makeError(errc::kInvalid, std::string("move record: '") + key + "' is not a string");
+  }
+  out = it->get<std::string>();
+  return okStatus();
+}
+
+}  // namespace
+
+std::string_view toString(MovePhase phase) {
+  for (const auto& [p, name] : kPhases) {
+    if (p == phase) {
+      return name;
+    }
+  }
+  return "Unknown";
+}
+
+std::optional<MovePhase> parseMovePhase(std::string_view text) {
+  for (const auto& [p, name] : kPhases) {
+    if (name == text) {
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
+bool finished(MovePhase phase) {
+  return phase == MovePhase::kSucceeded || phase == MovePhase::kFailed;
+}
+
+json toJson(const Move& m) {
+  json j = {{"gpu", m.gpu},
+            {"fromNode", m.fromNode},
+            {"fromHost", m.fromHost},
+            {"toNode", m.toNode},
+            {"toHost", m.toHost},
+            {"pod", m.podKey()},
+            {"podUID", m.podUid},
+            {"phase", std::string(toString(m.phase))},
+            {"attempts", m.attempts},
+            {"startedAt", m.startedAt},
+            {"phaseSince", m.phaseSince},
+            {"message", m.message}};
+  if (m.staleWithdrawn) {
+    j["staleWithdrawn"] = true;
+  }
+  return j;
+}
+
+Result<Move> parseMove(const json& j) {
+  if (!j.is_object()) {
+    return makeError(errc::kInvalid, "move record is not an object");
+  }
+  Move m;
+  std::string pod;
+  std::string phase;
+  for (const auto& [key, out, required] :
+       std::initializer_list<std::tuple<const char*, std::string*, bool>>{
+           {"gpu", &m.gpu, true},
+           {"fromNode", &m.fromNode, false},
+           {"fromHost", &m.fromHost, false},
+           {"toNode", &m.toNode, true},
+           {"toHost", &m.toHost, true},
+           {"pod", &pod, true},
+           {"podUID", &m.podUid, false},
+           {"phase", &phase, true},
+           {"startedAt", &m.startedAt, false},
+           {"phaseSince", &m.phaseSince, false},
+           {"message", &m.message, false}}) {
+    if (auto s = readString(j, key, *out, required); !s) {
+      return s.error();
+    }
+  }
+  const auto slash = pod.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == pod.size()) {
+    return makeError(errc::kInvalid, "move record: 'pod' is not namespace/name");
+  }
+  m.podNamespace = pod.substr(0, slash);
+  m.podName = pod.substr(slash + 1);
+  const auto p = parseMovePhase(phase);
+  if (!p) {
+    return makeError(errc::kInvalid, "move record: unknown phase '" + phase + "'");
+  }
+  m.phase = *p;
+  if (m.gpu.empty() || m.toNode.empty() || m.toHost.empty()) {
+    return makeError(errc::kInvalid, "move record: gpu, toNode and toHost must not be empty");
+  }
+  if (m.fromNode.empty() != m.fromHost.empty()) {
+    return makeError(errc::kInvalid,
+                     "move record: fromNode and fromHost must be both set or both empty");
+  }
+  if (const auto a = j.find("attempts"); a != j.end()) {
+    if (!a->is_number_unsigned() && !(a->is_number_integer() && a->get<std::int64_t>() >= 0)) {
+      return makeError(errc::kInvalid, "move record: 'attempts' is not a count");
+    }
+    m.attempts = static_cast<std::uint32_t>(a->get<std::int64_t>());
+  }
+  if (const auto s = j.find("staleWithdrawn"); s != j.end()) {
+    if (!s->is_boolean()) {
+      return makeError(errc::kInvalid, "move record: 'staleWithdrawn' is not a boolean");
+    }
+    m.staleWithdrawn = s->get<bool>();
+  }
+  return m;
+}
+
+void Journal::retireActive() {
+  if (!active) {
+    return;
+  }
+  history.insert(history.begin(), std::move(*active));
+  active.reset();
+  if (history.size() > kHistory) {
+    history.resize(kHistory);
+  }
+}
+
+json Journal::toJson() const {
+  json out = json::array();
+  if (active) {
+    out.push_back(reconfig::toJson(*active));
+  }
+  for (const Move& m : history) {
+    out.push_back(reconfig::toJson(m));
+  }
+  return out;
+}
+
+ParsedJournal parseJournal(const json& pool) {
+  ParsedJournal out;
+  const auto status = pool.find("status");
+  if (status == pool.end() || !status->is_object()) {
+    return out;
+  }
+  const auto moves = status->find("moves");
+  if (moves == status->end() || moves->is_null()) {
+    return out;
+  }
+  if (!moves->is_array()) {
+    out.problems.push_back("status.moves is not an array");
+    return out;
+  }
+  for (std::size_t i = 0; i < moves->size(); ++i) {
+    auto m = parseMove((*moves)[i]);
+    if (!m) {
+      out.problems.push_back("status.moves[" + std::to_string(i) + "]: " + m.error().message);
+      continue;
+    }
+    if (m->active()) {
+      if (out.journal.active) {
+        out.problems.push_back("status.moves[" + std::to_string(i) +
+                               "]: a second active move (GPU " + m->gpu + ") ignored");
+        continue;
+      }
+      out.journal.active = std::move(*m);
+    } else if (out.journal.history.size() < Journal::kHistory) {
+      out.journal.history.push_back(std::move(*m));
+    }
+  }
+  return out;
+}
+
+}  // namespace kc::reconfig

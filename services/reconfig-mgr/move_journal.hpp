@@ -1,0 +1,88 @@
+#pragma once
+// The move journal: one record per GPU move, kept in the GPUPool status (status.moves) and
+// written BEFORE each fabric action it announces, so a reconfig-mgr that crashes at any point
+// resumes from the record instead of guessing from the chassis. Every phase's action is
+// idempotent (detaching a detached GPU and attaching a GPU to the host it is on are no-ops),
+// so redoing the phase in the record is always safe.
+//
+//   Draining ──withdrawn, unused──▶ Detaching ──detached──▶ Attaching ──▶ Verifying ──▶ Succeeded
+//      │ in use / timeout / cancelled   │ gave up, still attached  │ gave up    │ not shown:
+//      Attaching ▼                                ▼                          ▼
+//    Failed (draining cleared)        Failed                    RollingBack ──▶ Failed
+//
+// A GPU that starts unattached skips Draining and Detaching.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "libcore/base/result.hpp"
+
+namespace kc::reconfig {
+
+enum class MovePhase : std::uint8_t {
+  kDraining,
+  kDetaching,
+  kAttaching,
+  kVerifying,
+  kRollingBack,
+  kSucceeded,
+  kFailed,
+};
+
+std::string_view toString(MovePhase phase);
+std::optional<MovePhase> parseMovePhase(std::string_view text);
+// Succeeded or Failed: nothing more happens to the record.
+bool finished(MovePhase phase);
+
+struct Move {
+  std::string gpu;       // pool GPU id
+  std::string fromNode;  // "" when the GPU was unattached
+  std::string fromHost;  // pool-form host ("<chassis>/<host>"), "" when unattached
+  std::string toNode;
+  std::string toHost;
+  std::string podNamespace;  // the pending pod the move is for
+  std::string podName;
+  std::string podUid;
+  MovePhase phase = MovePhase::kDraining;
+  std::uint32_t attempts = 0;  // failed tries in the current phase
+  // Draining: the node's usage report listed the GPU as withdrawn when draining began (left
+  // over from an earlier drain), so only a report seen without it and then with it counts.
+  bool staleWithdrawn = false;
+  std::string startedAt;   // RFC 3339
+  std::string phaseSince;  // RFC 3339, start of the current phase
+  std::string message;     // last outcome, for people
+
+  bool active() const { return !finished(phase); }
+  std::string podKey() const { return podNamespace + "/" + podName; }
+  friend bool operator==(const Move&, const Move&) = default;
+};
+
+nlohmann::json toJson(const Move& move);
+// Strict: error "invalid" naming the field.
+Result<Move> parseMove(const nlohmann::json& j);
+
+// status.moves: at most one active record per pool (moves are serialised per pool) followed by
+// the most recent finished ones.
+struct Journal {
+  std::optional<Move> active;
+  std::vector<Move> history;  // newest first, at most kHistory
+
+  static constexpr std::size_t kHistory = 10;
+  // Moves `active` into the history (it must be finished).
+  void retireActive();
+  nlohmann::json toJson() const;
+};
+
+// Reads status.moves of a GPUPool object. Unreadable records are returned in `problems` and
+// dropped; two active records keep the first (the other is reported).
+struct ParsedJournal {
+  Journal journal;
+  std::vector<std::string> problems;
+};
+ParsedJournal parseJournal(const nlohmann::json& pool);
+
+}  // namespace kc::reconfig

@@ -1,0 +1,202 @@
+#include "services/reconfig-mgr/move_planner.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "libcore/alloc/pod_fit.hpp"
+#include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/sched_objects.hpp"
+#include "libcore/base/rfc3339.hpp"
+
+namespace kc::reconfig {
+namespace {
+
+using nlohmann::json;
+
+// The pool as libcore's model sees it, with every claimed GPU counted as in use so that no
+// policy picks it.
+Result<alloc::ClusterState> poolState(const PoolSpec& spec, const PoolView& view,
+                                      const std::set<std::string>& claimed) {
+  alloc::ClusterState st;
+  auto p = st.addPool(spec.name);
+  if (!p) {
+    return p.error();
+  }
+  for (const NodeSpec& n : spec.nodes) {
+    alloc::NodeSpec ns;
+    ns.name = n.name;
+    ns.pool = *p;
+    if (auto r = st.addNode(ns); !r) {
+      return r.error();
+    }
+  }
+  for (const GpuView& g : view.gpus) {
+    alloc::GpuSpec gs;
+    gs.id = g.info.id;
+    gs.uuid = g.info.uuid;
+    gs.model = alloc::validGpuModelName(g.info.model) ? g.info.model : "";
+    gs.pool = *p;
+    gs.healthy = g.healthy;
+    gs.draining = g.draining;
+    if (g.attached()) {
+      if (g.node.empty()) {
+        gs.healthy = false;  // on a host of no node of the pool: not ours to move
+      } else {
+        gs.node = *st.findNode(g.node);
+        gs.inUse = !g.inUseBy.empty() || claimed.count(g.info.id) > 0;
+      }
+    } else if (claimed.count(g.info.id) > 0) {
+      gs.draining = true;  // an unattached GPU can only be "held" by not offering it
+    }
+    if (auto r = st.addGpu(std::move(gs)); !r) {
+      return r.error();
+    }
+  }
+  return st;
+}
+
+}  // namespace
+
+Result<PodInfo> parsePodInfo(const json& pod) {
+  auto sp = alloc::parsePod(pod);
+  if (!sp) {
+    return sp.error();
+  }
+  PodInfo out;
+  out.ns = sp->ns;
+  out.name = sp->name;
+  out.uid = sp->uid;
+  out.nodeName = sp->nodeName;
+  out.phase = sp->phase;
+  out.gpus = alloc::gpuRequest(*sp);
+  out.models = sp->gpuModels;
+  const json& meta = pod["metadata"];
+  if (const auto c = meta.find("creationTimestamp"); c != meta.end() && c->is_string()) {
+    if (auto t = parseRfc3339(c->get<std::string>())) {
+      out.created = *t;
+    }
+  }
+  out.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  if (const auto a = meta.find("annotations"); a != meta.end() && a->is_object()) {
+    if (const auto d = a->find(std::string(kDstNodeAnnotation)); d != a->end()) {
+      if (!d->is_string()) {
+        return makeError(errc::kInvalid,
+                         "annotation " + std::string(kDstNodeAnnotation) + " is not a string");
+      }
+      out.dstNode = d->get<std::string>();
+    }
+  }
+  return out;
+}
+
+PlanResult planMoves(const PlanInputs& in) {
+  PlanResult out;
+  const PoolSpec& spec = *in.spec;
+  const PoolView& view = *in.view;
+  const std::optional<Move>& active = *in.active;
+
+  // Claims on each node's free GPUs, first by bound pods not yet using their GPUs.
+  std::set<std::string> claimed;
+  std::map<std::string, std::int64_t> boundNeed;  // node -> GPUs bound pods still need
+  std::map<std::string, std::int64_t> inUseOnNode;
+  for (const GpuView& g : view.gpus) {
+    if (!g.node.empty() && !g.inUseBy.empty()) {
+      ++inUseOnNode[g.node];
+    }
+  }
+  std::vector<const PodInfo*> waiting;
+  for (const PodInfo& p : *in.pods) {
+    if (p.holdsNode() && spec.hasNode(p.nodeName)) {
+      boundNeed[p.nodeName] += p.gpus;
+    } else if (p.waiting() && spec.hasNode(p.dstNode) && p.gpus > 0) {
+      waiting.push_back(&p);
+    }
+  }
+  auto claimFreeOn = [&](const std::string& node, std::int64_t count,
+                         const alloc::GpuModelFilter& models) {
+    std::int64_t got = 0;
+    for (const GpuView& g : view.gpus) {
+      if (got >= count) {
+        break;
+      }
+      if (g.node == node && g.free() && claimed.count(g.info.id) == 0 &&
+          models.accepts(g.info.model)) {
+        claimed.insert(g.info.id);
+        ++got;
+      }
+    }
+    return got;
+  };
+  for (const auto& [node, need] : boundNeed) {
+    const std::int64_t outstanding = need - inUseOnNode[node];
+    if (outstanding > 0) {
+      claimFreeOn(node, outstanding, alloc::GpuModelFilter{});
+    }
+  }
+
+  std::sort(waiting.begin(), waiting.end(), [](const PodInfo* a, const PodInfo* b) {
+    return std::tie(a->created, a->ns, a->name) < std::tie(b->created, b->ns, b->name);
+  });
+  for (const PodInfo* p : waiting) {
+    PodPlan plan;
+    plan.pod = p->key();
+    plan.uid = p->uid;
+    plan.node = p->dstNode;
+    plan.request = p->gpus;
+    std::int64_t have = claimFreeOn(p->dstNode, p->gpus, p->models);
+    if (active && active->active() && active->podKey() == p->key() &&
+        active->toNode == p->dstNode) {
+      ++have;  // the GPU in flight is for this pod
+    }
+    plan.deficit = std::max<std::int64_t>(0, p->gpus - have);
+    if (plan.deficit == 0) {
+      plan.verdict = PodPlan::Verdict::kSatisfied;
+      out.pods.push_back(std::move(plan));
+      continue;
+    }
+    auto st = poolState(spec, view, claimed);
+    if (!st) {
+      plan.verdict = PodPlan::Verdict::kInsufficient;
+      plan.reason = "pool model: " + st.error().message;
+      out.pods.push_back(std::move(plan));
+      continue;
+    }
+    const auto target = st->findNode(p->dstNode);
+    auto chosen = alloc::chooseGpus(*st, *target, static_cast<std::uint32_t>(plan.deficit),
+                                    in.policy, in.rng, p->models);
+    if (!chosen) {
+      plan.verdict = PodPlan::Verdict::kInsufficient;
+      plan.reason =
+          "pool " + spec.name + " cannot supply " + std::to_string(plan.deficit) + " more GPU(s)" +
+          (p->models.acceptsAny() ? std::string() : " of model " + p->models.toString(',')) +
+          " to " + p->dstNode + ": " + chosen.error().message;
+      out.pods.push_back(std::move(plan));
+      continue;
+    }
+    plan.verdict = PodPlan::Verdict::kMoving;
+    for (alloc::GpuIndex gi : *chosen) {
+      plan.sources.push_back(st->gpu(gi).id);
+      claimed.insert(st->gpu(gi).id);
+    }
+    if (!out.next && !(active && active->active())) {
+      const GpuView* g = view.find(plan.sources.front());
+      Move m;
+      m.gpu = g->info.id;
+      m.fromNode = g->attached() ? g->node : "";
+      m.fromHost = g->attached() ? *g->info.hostPort : "";
+      m.toNode = p->dstNode;
+      m.toHost = spec.poolHostOf(p->dstNode, g->info.id).value_or("");
+      m.podNamespace = p->ns;
+      m.podName = p->name;
+      m.podUid = p->uid;
+      m.phase = g->attached() ? MovePhase::kDraining : MovePhase::kAttaching;
+      out.next = std::move(m);
+    }
+    out.pods.push_back(std::move(plan));
+  }
+  return out;
+}
+
+}  // namespace kc::reconfig

@@ -1,0 +1,451 @@
+#include "services/reconfig-mgr/move_runner.hpp"
+
+#include <algorithm>
+
+#include "libcore/base/rfc3339.hpp"
+
+namespace kc::reconfig {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) {
+    out += (out.empty() ? "" : ", ") + s;
+  }
+  return out;
+}
+
+std::string describe(const std::optional<std::string>& host) {
+  return host ? *host : "no host";
+}
+
+}  // namespace
+
+MoveRunner::MoveRunner(MoveEnv& env, kc::Clock& clock, MoveRunnerOptions options)
+    : env_(env), clock_(clock), opts_(options) {}
+
+std::string MoveRunner::nowText() const {
+  return formatRfc3339(clock_.wallNow());
+}
+
+double MoveRunner::secondsInPhase(const Move& m) const {
+  if (phaseOf_ == m.gpu + "/" + std::string(toString(m.phase))) {
+    return std::chrono::duration<double>(clock_.now() - phaseStart_).count();
+  }
+  auto since = parseRfc3339(m.phaseSince);
+  if (!since) {
+    return 0.0;
+  }
+  return std::max(0.0, std::chrono::duration<double>(clock_.wallNow() - *since).count());
+}
+
+MoveRunner::Outcome MoveRunner::waitUntil(std::chrono::steady_clock::time_point t) {
+  return Outcome{Outcome::Kind::kWaiting, t};
+}
+
+Move MoveRunner::advanced(const Move& m, MovePhase phase, const std::string& message) const {
+  Move next = m;
+  next.phase = phase;
+  next.attempts = 0;
+  next.phaseSince = nowText();
+  next.message = message;
+  return next;
+}
+
+bool MoveRunner::commit(Journal& journal, Move next) {
+  Move old = *journal.active;
+  const bool phaseChanged = old.phase != next.phase;
+  const double spent = phaseChanged ? secondsInPhase(old) : 0.0;
+  *journal.active = std::move(next);
+  if (!env_.persist(journal)) {
+    *journal.active = std::move(old);
+    notBefore_ = clock_.now() + opts_.backoff.base(0);
+    return false;
+  }
+  if (phaseChanged) {
+    env_.phaseEnded(old, old.phase, spent);
+    phaseStart_ = clock_.now();
+    phaseOf_ = journal.active->gpu + "/" + std::string(toString(journal.active->phase));
+    notBefore_ = {};
+  }
+  return true;
+}
+
+bool MoveRunner::finish(Journal& journal, MovePhase phase, const std::string& message) {
+  const Journal before = journal;
+  const Move old = *journal.active;
+  const double spent = secondsInPhase(old);
+  journal.active->phase = phase;
+  journal.active->phaseSince = nowText();
+  journal.active->message = message;
+  const Move done = *journal.active;
+  journal.retireActive();
+  if (!env_.persist(journal)) {
+    journal = before;
+    notBefore_ = clock_.now() + opts_.backoff.base(0);
+    return false;
+  }
+  env_.phaseEnded(old, old.phase, spent);
+  notBefore_ = {};
+  phaseOf_.clear();
+  const bool ok = phase == MovePhase::kSucceeded;
+  env_.event(done, !ok, ok ? "GPUMoved" : "GPUMoveFailed",
+             "GPU " + done.gpu +
+                 (done.fromNode.empty() ? " (unattached)" : " from " + done.fromNode) + " to " +
+                 done.toNode + ": " + message);
+  env_.moveFinished(done);
+  return true;
+}
+
+bool MoveRunner::retryLater(Journal& journal, const std::string& message) {
+  Move next = *journal.active;
+  next.attempts += 1;
+  next.message = message;
+  if (next.attempts >= opts_.maxAttempts) {
+    return false;
+  }
+  if (commit(journal, next)) {
+    notBefore_ = clock_.now() + opts_.backoff.base(next.attempts - 1);
+  }
+  return true;
+}
+
+Status MoveRunner::start(Journal& journal, Move move) {
+  if (journal.active) {
+    return makeError(errc::kConflict, "a move is in flight (GPU " + journal.active->gpu + ")");
+  }
+  move.startedAt = nowText();
+  move.phaseSince = move.startedAt;
+  move.attempts = 0;
+  if (move.phase == MovePhase::kDraining) {
+    // A withdrawal left over from an earlier drain of this GPU proves nothing about this one.
+    if (auto u = env_.usage(move.fromNode); u && contains(u->withdrawn, move.gpu)) {
+      move.staleWithdrawn = true;
+    }
+  }
+  journal.active = move;
+  if (auto s = env_.persist(journal); !s) {
+    journal.active.reset();
+    return s;
+  }
+  phaseStart_ = clock_.now();
+  phaseOf_ = move.gpu + "/" + std::string(toString(move.phase));
+  notBefore_ = {};
+  env_.event(move, false, "GPUMoveStarted",
+             "moving GPU " + move.gpu +
+                 (move.fromNode.empty() ? " (unattached)" : " from " + move.fromNode) + " to " +
+                 move.toNode + (move.phase == MovePhase::kDraining ? "; draining it first" : ""));
+  return okStatus();
+}
+
+MoveRunner::Outcome MoveRunner::step(Journal& journal) {
+  if (!journal.active) {
+    return Outcome{};
+  }
+  if (clock_.now() < notBefore_) {
+    return waitUntil(notBefore_);
+  }
+  switch (journal.active->phase) {
+    case MovePhase::kDraining:
+      return drain(journal);
+    case MovePhase::kDetaching:
+      return detach(journal);
+    case MovePhase::kAttaching:
+      return attach(journal);
+    case MovePhase::kVerifying:
+      return verify(journal);
+    case MovePhase::kRollingBack:
+      return rollBack(journal);
+    case MovePhase::kSucceeded:
+    case MovePhase::kFailed:
+      journal.retireActive();
+      return Outcome{Outcome::Kind::kProgressed, {}};
+  }
+  return Outcome{};
+}
+
+MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
+  const Move& m = *journal.active;
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  if (!env_.podWaiting(m)) {
+    return finish(journal, MovePhase::kFailed,
+                  "cancelled: pod " + m.podKey() + " no longer waits for " + m.toNode +
+                      "; GPU left on " + m.fromNode)
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  const auto usage = env_.usage(m.fromNode);
+  if (usage) {
+    const auto inUse = usage->inUse.find(m.gpu);
+    if (inUse != usage->inUse.end() && !inUse->second.empty()) {
+      return finish(journal, MovePhase::kFailed,
+                    "GPU " + m.gpu + " is in use on " + m.fromNode + " by " +
+                        joined(inUse->second) + "; not moved")
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    const bool withdrawn = contains(usage->withdrawn, m.gpu);
+    if (m.staleWithdrawn) {
+      if (!withdrawn) {
+        Move next = m;
+        next.staleWithdrawn = false;
+        commit(journal, next);
+      }
+    } else if (withdrawn) {
+      if (!commit(journal,
+                  advanced(m, MovePhase::kDetaching,
+                           "withdrawn by " + m.fromNode + "'s device plugin and unused"))) {
+        return waitUntil(notBefore_);
+      }
+      env_.event(*journal.active, false, "GPUDrained",
+                 "GPU " + m.gpu + " withdrawn from kubelet on " + m.fromNode + "; detaching");
+      return progressed;
+    }
+  }
+  auto since = parseRfc3339(m.phaseSince);
+  if (since && clock_.wallNow() - *since > opts_.drainTimeout) {
+    return finish(journal, MovePhase::kFailed,
+                  "the device plugin on " + m.fromNode + " did not confirm GPU " + m.gpu +
+                      " withdrawn within " + std::to_string(opts_.drainTimeout.count() / 1000) +
+                      " s; GPU left on " + m.fromNode)
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  return waitUntil(clock_.now() + opts_.drainPoll);
+}
+
+MoveRunner::Outcome MoveRunner::detach(Journal& journal) {
+  const Move m = *journal.active;
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  auto r = env_.fabric().detach(m.gpu);
+  if (r) {
+    return commit(journal, advanced(m, MovePhase::kAttaching, "detached from " + m.fromNode))
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  const Error err = r.error();
+  if (err.code == errc::kUnsupported) {
+    env_.unsupported(err.message);
+  }
+  // Decide by what the chassis shows, not by what it said.
+  auto inv = env_.fabric().inventory();
+  if (inv) {
+    env_.inventoryRead(*inv);
+    const fabric::GpuInfo* g = inv->find(m.gpu);
+    if (g != nullptr && !g->hostPort) {
+      return commit(journal, advanced(m, MovePhase::kAttaching,
+                                      "detached from " + m.fromNode +
+                                          " (the chassis answered: " + err.message + ")"))
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (g == nullptr) {
+      return finish(journal, MovePhase::kFailed, "GPU " + m.gpu + " is gone from the inventory")
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (err.code == errc::kUnverified) {
+      env_.quarantine(m.gpu, "detach reported done but the GPU stayed on " + describe(g->hostPort) +
+                                 ": " + err.message);
+    }
+    if (err.code == errc::kUnverified || err.code == errc::kUnsupported ||
+        err.code == errc::kUnhealthy || err.code == errc::kUnauthorized) {
+      return finish(journal, MovePhase::kFailed,
+                    "detach failed, GPU stays on " + m.fromNode + ": " + err.message)
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+  }
+  if (!retryLater(journal, "detach: " + err.message)) {
+    if (inv) {
+      return finish(journal, MovePhase::kFailed,
+                    "detach failed " + std::to_string(opts_.maxAttempts) + " times, GPU stays on " +
+                        m.fromNode + ": " + err.message)
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    // Where the GPU is cannot be read: it stays draining (no pod can get it) and the runner
+    // keeps trying at the longest backoff.
+    notBefore_ = clock_.now() + opts_.backoff.max;
+  }
+  return waitUntil(notBefore_);
+}
+
+MoveRunner::Outcome MoveRunner::attach(Journal& journal) {
+  const Move m = *journal.active;
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  auto r = env_.fabric().attach(m.gpu, m.toHost);
+  if (r) {
+    if (!commit(journal,
+                advanced(m, MovePhase::kVerifying, "attached to " + m.toNode + "; verifying"))) {
+      return waitUntil(notBefore_);
+    }
+    return verify(journal);
+  }
+  const Error err = r.error();
+  if (err.code == errc::kUnsupported) {
+    env_.unsupported(err.message);
+  }
+  auto inv = env_.fabric().inventory();
+  if (inv) {
+    env_.inventoryRead(*inv);
+    const fabric::GpuInfo* g = inv->find(m.gpu);
+    if (g == nullptr) {
+      return finish(journal, MovePhase::kFailed, "GPU " + m.gpu + " is gone from the inventory")
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (g->hostPort == m.toHost) {
+      return commit(journal, advanced(m, MovePhase::kVerifying,
+                                      "attached to " + m.toNode +
+                                          " (the chassis answered: " + err.message + ")"))
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (g->hostPort) {
+      return finish(journal, MovePhase::kFailed,
+                    "GPU " + m.gpu + " was attached to " + *g->hostPort +
+                        " by someone else; left there")
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (err.code == errc::kUnverified) {
+      // A chassis that claims moves it does not make: keep the GPU out of use, unattached.
+      env_.quarantine(
+          m.gpu, "attach to " + m.toHost + " reported done but did not happen: " + err.message);
+      return finish(journal, MovePhase::kFailed,
+                    "attach unverified; GPU quarantined and left unattached")
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (err.code == errc::kUnhealthy) {
+      return finish(journal, MovePhase::kFailed,
+                    "GPU " + m.gpu + " became unhealthy: " + err.message)
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (err.code == errc::kUnsupported || err.code == errc::kUnauthorized ||
+        err.code == errc::kNotFound) {
+      return commit(journal, advanced(m, MovePhase::kRollingBack,
+                                      "attach to " + m.toNode + " failed: " + err.message))
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+  }
+  if (!retryLater(journal, "attach: " + err.message)) {
+    if (inv) {
+      return commit(journal,
+                    advanced(m, MovePhase::kRollingBack,
+                             "attach to " + m.toNode + " failed " +
+                                 std::to_string(opts_.maxAttempts) + " times: " + err.message))
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    notBefore_ = clock_.now() + opts_.backoff.max;
+  }
+  return waitUntil(notBefore_);
+}
+
+MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
+  const Move m = *journal.active;
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  auto inv = env_.fabric().inventory();
+  if (!inv) {
+    if (!retryLater(journal, "verify: inventory: " + inv.error().message)) {
+      notBefore_ = clock_.now() + opts_.backoff.max;  // the GPU stays draining until it can be read
+    }
+    return waitUntil(notBefore_);
+  }
+  env_.inventoryRead(*inv);
+  const fabric::GpuInfo* g = inv->find(m.gpu);
+  if (g == nullptr) {
+    return finish(journal, MovePhase::kFailed, "GPU " + m.gpu + " is gone from the inventory")
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  if (g->hostPort == m.toHost) {
+    return finish(journal, MovePhase::kSucceeded,
+                  "attached to " + m.toNode + " and verified by re-reading")
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  if (g->hostPort) {
+    return finish(
+               journal, MovePhase::kFailed,
+               "GPU " + m.gpu + " shows on " + *g->hostPort + ", not " + m.toHost + "; left there")
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  Move again = advanced(m, MovePhase::kAttaching,
+                        "re-read shows GPU " + m.gpu + " unattached; attaching again");
+  again.attempts = m.attempts + 1;
+  if (again.attempts >= opts_.maxAttempts) {
+    return commit(journal,
+                  advanced(m, MovePhase::kRollingBack, "attach never showed in the inventory"))
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  if (commit(journal, again)) {
+    notBefore_ = clock_.now() + opts_.backoff.base(again.attempts - 1);
+  }
+  return waitUntil(notBefore_);
+}
+
+MoveRunner::Outcome MoveRunner::rollBack(Journal& journal) {
+  const Move m = *journal.active;
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  if (m.fromHost.empty()) {
+    return finish(journal, MovePhase::kFailed, m.message + "; GPU left unattached in the pool")
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  auto r = env_.fabric().attach(m.gpu, m.fromHost);
+  if (r) {
+    return finish(journal, MovePhase::kFailed, m.message + "; rolled back to " + m.fromNode)
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  auto inv = env_.fabric().inventory();
+  if (inv) {
+    env_.inventoryRead(*inv);
+    const fabric::GpuInfo* g = inv->find(m.gpu);
+    if (g != nullptr && g->hostPort == m.fromHost) {
+      return finish(journal, MovePhase::kFailed, m.message + "; rolled back to " + m.fromNode)
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+    if (g == nullptr || g->hostPort || r.error().code == errc::kUnverified ||
+        r.error().code == errc::kUnhealthy) {
+      if (g != nullptr && r.error().code == errc::kUnverified) {
+        env_.quarantine(m.gpu,
+                        "roll-back attach reported done but did not happen: " + r.error().message);
+      }
+      return finish(journal, MovePhase::kFailed,
+                    m.message + "; roll-back to " + m.fromNode + " failed (" + r.error().message +
+                        "); GPU " +
+                        (g != nullptr && g->hostPort ? "on " + *g->hostPort
+                                                     : std::string("left unattached")))
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+  }
+  Move next = m;
+  next.attempts += 1;
+  if (next.attempts >= opts_.maxAttempts && inv) {
+    return finish(journal, MovePhase::kFailed,
+                  m.message + "; roll-back failed: " + r.error().message +
+                      "; GPU left unattached in the pool")
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  if (commit(journal, next)) {
+    notBefore_ = clock_.now() + opts_.backoff.base(std::min(next.attempts, 20u) - 1);
+  }
+  return waitUntil(notBefore_);
+}
+
+}  // namespace kc::reconfig

@@ -1,0 +1,225 @@
+#include "services/reconfig-mgr/pool_spec.hpp"
+
+#include <set>
+
+#include "libcore/fabric/types.hpp"
+
+namespace kc::reconfig {
+namespace {
+
+using nlohmann::json;
+
+Result<std::string> str(const json& obj, const char* key, const std::string& where, bool required,
+                        std::string fallback = {}) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) {
+    if (required) {
+      return makeError(errc::kInvalid, where + "." + key + " is required");
+    }
+    return fallback;
+  }
+  if (!it->is_string()) {
+    return makeError(errc::kInvalid, where + "." + key + " is not a string");
+  }
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+std::optional<std::string> PoolSpec::hostOf(std::string_view node, std::string_view chassis) const {
+  for (const NodeSpec& n : nodes) {
+    if (n.name != node) {
+      continue;
+    }
+    const auto it = n.chassisHostPorts.find(std::string(chassis));
+    return it != n.chassisHostPorts.end() ? it->second : n.hostPort;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> PoolSpec::poolHostOf(std::string_view node,
+                                                std::string_view gpuId) const {
+  const auto parts = fabric::splitGpuId(gpuId);
+  if (!parts) {
+    return std::nullopt;
+  }
+  auto host = hostOf(node, parts->chassis);
+  if (!host) {
+    return std::nullopt;
+  }
+  return parts->chassis + "/" + *host;
+}
+
+std::string PoolSpec::nodeAt(std::string_view poolHost) const {
+  const auto slash = poolHost.find('/');
+  if (slash == std::string_view::npos) {
+    return {};
+  }
+  const std::string_view chassis = poolHost.substr(0, slash);
+  const std::string_view host = poolHost.substr(slash + 1);
+  for (const NodeSpec& n : nodes) {
+    const auto h = hostOf(n.name, chassis);
+    if (h && *h == host) {
+      return n.name;
+    }
+  }
+  return {};
+}
+
+bool PoolSpec::hasNode(std::string_view node) const {
+  for (const NodeSpec& n : nodes) {
+    if (n.name == node) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<PoolSpec> parsePoolSpec(const json& pool, std::string_view defaultSecretNamespace) {
+  if (!pool.is_object() || !pool.contains("metadata") || !pool["metadata"].is_object()) {
+    return makeError(errc::kInvalid, "GPUPool: no metadata");
+  }
+  PoolSpec out;
+  auto name = str(pool["metadata"], "name", "metadata", true);
+  if (!name) {
+    return name.error();
+  }
+  out.name = *name;
+  const std::string where = "GPUPool " + out.name + ": spec";
+  if (const auto g = pool["metadata"].find("generation");
+      g != pool["metadata"].end() && g->is_number_integer()) {
+    out.generation = g->get<std::int64_t>();
+  }
+  const auto spec = pool.find("spec");
+  if (spec == pool.end() || !spec->is_object()) {
+    return makeError(errc::kInvalid, where + " is missing");
+  }
+  const auto chassis = spec->find("chassis");
+  if (chassis == spec->end() || !chassis->is_array() || chassis->empty()) {
+    return makeError(errc::kInvalid, where + ".chassis must be a non-empty array");
+  }
+  std::set<std::string> chassisNames;
+  for (std::size_t i = 0; i < chassis->size(); ++i) {
+    const json& c = (*chassis)[i];
+    const std::string at = where + ".chassis[" + std::to_string(i) + "]";
+    if (!c.is_object()) {
+      return makeError(errc::kInvalid, at + " is not an object");
+    }
+    ChassisSpec cs;
+    auto n = str(c, "name", at, true);
+    auto d = str(c, "driver", at, true);
+    auto e = str(c, "endpoint", at, true);
+    auto m = str(c, "gpuModel", at, false);
+    auto gep = str(c, "gep", at, false, "0");
+    auto auth = str(c, "auth", at, false, "session");
+    for (const auto* r : {&n, &d, &e, &m, &gep, &auth}) {
+      if (!*r) {
+        return r->error();
+      }
+    }
+    cs.name = *n;
+    cs.driver = *d;
+    cs.endpoint = *e;
+    cs.gpuModel = *m;
+    cs.gep = *gep;
+    cs.auth = *auth;
+    if (!fabric::isValidChassisName(cs.name)) {
+      return makeError(errc::kInvalid, at + ".name '" + cs.name + "' is not a DNS label");
+    }
+    if (!chassisNames.insert(cs.name).second) {
+      return makeError(errc::kInvalid, at + ".name '" + cs.name + "' is repeated");
+    }
+    if (cs.driver != "h3" && cs.driver != "redfish") {
+      return makeError(errc::kInvalid, at + ".driver '" + cs.driver + "' is not h3 or redfish");
+    }
+    if (cs.auth != "session" && cs.auth != "basic" && cs.auth != "none") {
+      return makeError(errc::kInvalid,
+                       at + ".auth '" + cs.auth + "' is not session, basic or none");
+    }
+    if (const auto s = c.find("credentialsSecret"); s != c.end() && !s->is_null()) {
+      if (!s->is_object()) {
+        return makeError(errc::kInvalid, at + ".credentialsSecret is not an object");
+      }
+      auto sn = str(*s, "name", at + ".credentialsSecret", true);
+      auto sns = str(*s, "namespace", at + ".credentialsSecret", false,
+                     std::string(defaultSecretNamespace));
+      if (!sn) {
+        return sn.error();
+      }
+      if (!sns) {
+        return sns.error();
+      }
+      cs.secretName = *sn;
+      cs.secretNamespace = *sns;
+    }
+    out.chassis.push_back(std::move(cs));
+  }
+  const auto nodes = spec->find("nodes");
+  if (nodes == spec->end() || !nodes->is_array() || nodes->empty()) {
+    return makeError(errc::kInvalid, where + ".nodes must be a non-empty array");
+  }
+  std::set<std::string> nodeNames;
+  std::map<std::string, std::string> hostOwner;  // "<chassis>/<host>" -> node
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    const json& n = (*nodes)[i];
+    const std::string at = where + ".nodes[" + std::to_string(i) + "]";
+    if (!n.is_object()) {
+      return makeError(errc::kInvalid, at + " is not an object");
+    }
+    NodeSpec ns;
+    auto nn = str(n, "name", at, true);
+    auto hp = str(n, "hostPort", at, true);
+    if (!nn) {
+      return nn.error();
+    }
+    if (!hp) {
+      return hp.error();
+    }
+    ns.name = *nn;
+    ns.hostPort = *hp;
+    if (ns.name.empty() || ns.hostPort.empty()) {
+      return makeError(errc::kInvalid, at + ": name and hostPort must not be empty");
+    }
+    if (!nodeNames.insert(ns.name).second) {
+      return makeError(errc::kInvalid, at + ".name '" + ns.name + "' is repeated");
+    }
+    if (const auto m = n.find("chassisHostPorts"); m != n.end() && !m->is_null()) {
+      if (!m->is_object()) {
+        return makeError(errc::kInvalid, at + ".chassisHostPorts is not an object");
+      }
+      for (const auto& [k, v] : m->items()) {
+        if (!v.is_string() || v.get<std::string>().empty()) {
+          return makeError(errc::kInvalid,
+                           at + ".chassisHostPorts." + k + " is not a non-empty string");
+        }
+        if (chassisNames.count(k) == 0) {
+          return makeError(errc::kInvalid,
+                           at + ".chassisHostPorts names unknown chassis '" + k + "'");
+        }
+        ns.chassisHostPorts[k] = v.get<std::string>();
+      }
+    }
+    out.nodes.push_back(std::move(ns));
+  }
+  // Two nodes on one host port of one chassis would make a GPU's node ambiguous.
+  for (const ChassisSpec& c : out.chassis) {
+    for (const NodeSpec& n : out.nodes) {
+      const std::string key = c.name + "/" + *out.hostOf(n.name, c.name);
+      auto [it, fresh] = hostOwner.emplace(key, n.name);
+      if (!fresh) {
+        return makeError(errc::kInvalid,
+                         where + ".nodes: " + it->second + " and " + n.name + " share host " + key);
+      }
+    }
+  }
+  if (const auto p = spec->find("pollIntervalSeconds"); p != spec->end() && !p->is_null()) {
+    if (!p->is_number_integer() || p->get<std::int64_t>() < 1 || p->get<std::int64_t>() > 3600) {
+      return makeError(errc::kInvalid,
+                       where + ".pollIntervalSeconds must be an integer in 1..3600");
+    }
+    out.pollIntervalSeconds = static_cast<std::uint32_t>(p->get<std::int64_t>());
+  }
+  return out;
+}
+
+}  // namespace kc::reconfig

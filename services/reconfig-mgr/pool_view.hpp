@@ -1,0 +1,66 @@
+#pragma once
+// What reconfig-mgr knows about one pool at a moment, and the GPUPool status it writes from
+// it. Pure: the inventory read from the fabric, the device plugins' usage reports (Node
+// annotation kubecomp.io/gpu-usage), the move journal and the quarantine list go in; the
+// per-GPU view (node, health, draining, in use by) and the status JSON come out.
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libcore/fabric/types.hpp"
+#include "services/disaggpu-devplugin/device_state.hpp"
+#include "services/reconfig-mgr/move_journal.hpp"
+#include "services/reconfig-mgr/pool_spec.hpp"
+
+namespace kc::reconfig {
+
+// GPUs reconfig-mgr itself judged unhealthy (a chassis that lied about a move on them), by
+// id: reason. Kept in status.quarantine across restarts; an operator clears an entry by
+// removing it from the status.
+using Quarantine = std::map<std::string, std::string>;
+Quarantine parseQuarantine(const nlohmann::json& pool);
+
+struct GpuView {
+  fabric::GpuInfo info;
+  std::string node;  // "" when unattached or attached to a host no node of the spec has
+  bool healthy = true;
+  std::string healthDetail;
+  bool draining = false;
+  std::vector<std::string> inUseBy;  // "namespace/pod", from the node's usage report
+
+  bool attached() const { return info.hostPort.has_value(); }
+  bool free() const { return healthy && !draining && inUseBy.empty(); }
+};
+
+struct PoolView {
+  std::vector<GpuView> gpus;  // sorted by id
+
+  const GpuView* find(const std::string& id) const;
+};
+
+// Usage reports by node name (only nodes whose annotation parsed).
+using UsageByNode = std::map<std::string, devplugin::UsageReport>;
+
+PoolView buildView(const PoolSpec& spec, const fabric::Inventory& inventory,
+                   const UsageByNode& usage, const Journal& journal, const Quarantine& quarantine);
+
+struct StatusInputs {
+  const PoolSpec* spec = nullptr;
+  const PoolView* view = nullptr;               // null: no inventory read yet
+  std::optional<std::string> inventoryError;    // last read failed
+  std::optional<std::string> movesUnsupported;  // the fabric cannot move (driver said so)
+  std::optional<std::string> specError;         // the spec could not be read
+  const Journal* journal = nullptr;
+  const Quarantine* quarantine = nullptr;
+  std::chrono::system_clock::time_point now{};
+  std::string lastInventoryTime;  // RFC 3339, "" if never
+  nlohmann::json previousStatus;  // to keep lastTransitionTime of unchanged conditions
+};
+
+nlohmann::json renderStatus(const StatusInputs& in);
+
+}  // namespace kc::reconfig

@@ -1,0 +1,105 @@
+#pragma once
+// reconfig-mgr as a library: the only fabric client of the suite. For every GPUPool it reads
+// the chassis inventory (through libcore/fabric, every spec.pollIntervalSeconds and before each
+// planned move), merges the device plugins' usage reports (Node annotation
+// kubecomp.io/gpu-usage) into the GPUPool status, and carries out the moves that waiting
+// kubecomp-sched pods need (move_planner.hpp, move_runner.hpp), one at a time per pool, pools
+// in parallel (one worker thread per pool). Only the leader (Lease) acts; the others watch.
+// main.cpp parses flags and runs one of these; the tests run the binary.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/base/result.hpp"
+#include "libcore/fabric/call_policy.hpp"
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/events.hpp"
+#include "libcore/kube/informer.hpp"
+#include "libcore/kube/leader.hpp"
+#include "services/reconfig-mgr/move_runner.hpp"
+
+namespace kc::obs {
+class Metrics;
+class HealthChecks;
+}  // namespace kc::obs
+
+namespace kc::reconfig {
+
+inline kube::GroupVersionResource gpuPoolsResource() {
+  return {"kubecomp.io", "v1alpha1", "gpupools", false};
+}
+
+struct ReconfigOptions {
+  std::string identity;                          // Lease holder and Event source instance
+  std::string schedulerName = "kubecomp-sched";  // pods whose moves we make
+  std::string secretNamespace = "kubecomp";      // of credentialsSecret without a namespace
+  std::string gpuPolicy = "unattached-first";    // libcore GPU policy (policy_registry.hpp)
+  std::uint64_t seed = 1;                        // for the "random" policy
+  MoveRunnerOptions runner;
+  fabric::CallPolicy callPolicy;  // every chassis request
+  // A plan uses an inventory read at most this long ago (else it reads first).
+  std::chrono::milliseconds planInventoryMaxAge{1000};
+  bool leaderElect = true;
+  std::string leaseNamespace = "kubecomp";
+  std::string leaseName = "reconfig-mgr";
+  std::chrono::milliseconds leaseDuration{15'000};
+  std::chrono::milliseconds renewDeadline{10'000};
+  std::chrono::milliseconds retryPeriod{2'000};
+};
+
+// Checks the options (policy name, durations). Error "invalid".
+Status validate(const ReconfigOptions& options);
+
+class PoolWorker;
+
+class ReconfigManager {
+ public:
+  // `metrics` and `health` may be null.
+  ReconfigManager(ReconfigOptions options, kube::KubeClient& client, obs::Metrics* metrics,
+                  obs::HealthChecks* health);
+  ~ReconfigManager();
+  ReconfigManager(const ReconfigManager&) = delete;
+  ReconfigManager& operator=(const ReconfigManager&) = delete;
+
+  // Informers, then the election (or the workers at once without it).
+  Status start();
+  // Steps down, stops every worker (a fabric request in progress finishes first) and the
+  // informers. Idempotent.
+  void stop();
+  bool leading() const { return leading_.load(); }
+
+  struct Metrics;
+  struct Shared;
+
+ private:
+  void lead();  // runs while leading: keeps one worker per GPUPool
+  void wakeAll();
+
+  ReconfigOptions opts_;
+  kube::KubeClient& client_;
+  obs::HealthChecks* health_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<Shared> shared_;
+  std::unique_ptr<kube::Informer> pools_;
+  std::unique_ptr<kube::Informer> nodes_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::LeaderElector> elector_;
+  std::thread direct_;  // the lead() thread without leader election
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> stopLeading_{false};
+  std::mutex mu_;  // guards workers_ and the lead() wait
+  std::condition_variable cv_;
+  bool changed_ = false;
+  std::map<std::string, std::unique_ptr<PoolWorker>> workers_;
+  bool started_ = false;
+  bool stopped_ = false;  // guarded by mu_
+};
+
+}  // namespace kc::reconfig

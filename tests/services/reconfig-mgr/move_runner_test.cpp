@@ -1,0 +1,409 @@
+// The move state machine (move_runner.hpp) on FakeDriver + FakeClock: the safe protocol's
+// order (journal written before every fabric action), waiting for the device plugin's
+// withdrawal, failures with backoff and roll-back, a lying chassis, an unsupported fabric,
+// cancellation, and a crash at every phase resumed by a fresh runner from the persisted JSON.
+
+#include "services/reconfig-mgr/move_runner.hpp"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/fakes/fake_clock.hpp"
+#include "tests/support/fakes/fake_driver.hpp"
+
+using kc::reconfig::Journal;
+using kc::reconfig::Move;
+using kc::reconfig::MovePhase;
+using kc::reconfig::MoveRunner;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A FakeDriver that logs into the env's log, and can lie: "lie_failure" does the move and
+// answers an error (the real H3 quirk), "lie_success" answers ok and does nothing.
+class LoggingDriver final : public kc::fabric::FabricDriver {
+ public:
+  LoggingDriver(kc::testing::FakeDriver& inner, std::vector<std::string>& log)
+      : inner_(inner), log_(log) {}
+  std::string_view dialect() const override { return "fake"; }
+  const std::string& name() const override { return inner_.name(); }
+  kc::Result<kc::fabric::Inventory> inventory() override {
+    log_.push_back("inventory");
+    return inner_.inventory();
+  }
+  kc::Result<kc::fabric::MoveReport> attach(const std::string& gpu,
+                                            const std::string& host) override {
+    log_.push_back("attach " + gpu + " " + host);
+    if (take("attach") == "lie_success") {
+      return kc::fabric::MoveReport{gpu, std::nullopt, host, true, 1, {}};
+    }
+    auto r = inner_.attach(gpu, host);
+    if (lied_) {
+      lied_ = false;
+      return kc::makeError(kc::errc::kRefused, "chassis said no");
+    }
+    return r;
+  }
+  kc::Result<kc::fabric::MoveReport> detach(const std::string& gpu) override {
+    log_.push_back("detach " + gpu);
+    if (take("detach") == "lie_success") {
+      return kc::fabric::MoveReport{gpu, std::string("48"), std::nullopt, true, 1, {}};
+    }
+    auto r = inner_.detach(gpu);
+    if (lied_) {
+      lied_ = false;
+      return kc::makeError(kc::errc::kRefused, "chassis said no");
+    }
+    return r;
+  }
+  // The next `op` ("attach"/"detach") lies with `kind`.
+  void lie(const std::string& op, const std::string& kind) { lies_[op] = kind; }
+
+ private:
+  std::string take(const std::string& op) {
+    auto it = lies_.find(op);
+    if (it == lies_.end()) {
+      return {};
+    }
+    std::string k = it->second;
+    lies_.erase(it);
+    if (k == "lie_failure") {
+      lied_ = true;
+    }
+    return k;
+  }
+  kc::testing::FakeDriver& inner_;
+  std::vector<std::string>& log_;
+  std::map<std::string, std::string> lies_;
+  bool lied_ = false;
+};
+
+class TestEnv final : public kc::reconfig::MoveEnv {
+ public:
+  explicit TestEnv(kc::testing::FakeDriver& d) : driver(d, log) {}
+  kc::fabric::FabricDriver& fabric() override { return driver; }
+  std::optional<kc::devplugin::UsageReport> usage(const std::string& node) override {
+    auto it = reports.find(node);
+    if (it == reports.end()) {
+      return std::nullopt;
+    }
+    return it->second;
+  }
+  bool podWaiting(const Move&) override { return waiting; }
+  kc::Status persist(const Journal& j) override {
+    if (failPersist) {
+      log.push_back("persist FAILED");
+      return kc::makeError(kc::errc::kUnavailable, "API down");
+    }
+    persisted = j.toJson();
+    log.push_back(std::string("persist ") +
+                  (j.active ? std::string(kc::reconfig::toString(j.active->phase)) : "idle"));
+    return kc::okStatus();
+  }
+  void event(const Move&, bool warning, const std::string& reason, const std::string&) override {
+    events.push_back((warning ? "W " : "N ") + reason);
+  }
+  void inventoryRead(const kc::fabric::Inventory&) override {}
+  void quarantine(const std::string& gpu, const std::string& reason) override {
+    quarantined[gpu] = reason;
+  }
+  void unsupported(const std::string& message) override { unsupportedMsg = message; }
+  void moveFinished(const Move& m) override { finishedMoves.push_back(m); }
+
+  std::vector<std::string> log;
+  LoggingDriver driver;
+  std::map<std::string, kc::devplugin::UsageReport> reports;
+  bool waiting = true;
+  bool failPersist = false;
+  json persisted = json::array();
+  std::vector<std::string> events;
+  std::map<std::string, std::string> quarantined;
+  std::optional<std::string> unsupportedMsg;
+  std::vector<Move> finishedMoves;
+};
+
+Move moveOf(const std::string& gpu, const std::string& from, const std::string& to) {
+  Move m;
+  m.gpu = gpu;
+  m.fromNode = from.empty() ? "" : "node-" + from;
+  m.fromHost = from;
+  m.toNode = "node-" + to;
+  m.toHost = to;
+  m.podNamespace = "default";
+  m.podName = "train";
+  m.podUid = "uid-1";
+  m.phase = from.empty() ? MovePhase::kAttaching : MovePhase::kDraining;
+  return m;
+}
+
+kc::devplugin::UsageReport report(std::vector<std::string> withdrawn,
+                                  std::map<std::string, std::vector<std::string>> inUse = {}) {
+  kc::devplugin::UsageReport r;
+  r.withdrawn = std::move(withdrawn);
+  r.inUse = std::move(inUse);
+  r.registered = true;
+  return r;
+}
+
+std::optional<std::string> hostOf(kc::testing::FakeDriver& d, const std::string& gpu) {
+  auto inv = d.inventory();
+  REQUIRE(inv);
+  const auto* g = inv->find(gpu);
+  REQUIRE(g != nullptr);
+  return g->hostPort;
+}
+
+// Steps until idle or waiting; returns the last outcome.
+MoveRunner::Outcome run(MoveRunner& r, Journal& j, int limit = 20) {
+  MoveRunner::Outcome out;
+  for (int i = 0; i < limit; ++i) {
+    out = r.step(j);
+    if (out.kind != MoveRunner::Outcome::Kind::kProgressed) {
+      return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "move runner: the safe protocol in order with the journal written before every fabric action",
+    "[reconfig]") {
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("6", std::string("0"));
+  TestEnv env(chassis);
+  kc::testing::FakeClock clock;
+  MoveRunner runner(env, clock);
+  Journal j;
+
+  REQUIRE(runner.start(j, moveOf("c0.6", "0", "48")));
+  CHECK(env.events == std::vector<std::string>{"N GPUMoveStarted"});
+  // Nothing happens on the fabric until the source's plugin confirms the withdrawal.
+  auto out = run(runner, j);
+  CHECK(out.kind == MoveRunner::Outcome::Kind::kWaiting);
+  CHECK(j.active->phase == MovePhase::kDraining);
+  CHECK(env.log == std::vector<std::string>{"persist Draining"});
+  // Withdrawn but still in use: still no detach; the move gives up and leaves the GPU.
+  SECTION("withdrawn and unused: detach, attach, verify, done") {
+    env.reports["node-0"] = report({"c0.6"});
+    out = run(runner, j);
+    CHECK(out.kind == MoveRunner::Outcome::Kind::kIdle);
+    CHECK_FALSE(j.active);
+    REQUIRE(j.history.size() == 1);
+    CHECK(j.history[0].phase == MovePhase::kSucceeded);
+    CHECK(hostOf(chassis, "c0.6") == "48");
+    CHECK(env.log == std::vector<std::string>{"persist Draining", "persist Detaching",
+                                              "detach c0.6", "persist Attaching", "attach c0.6 48",
+                                              "persist Verifying", "inventory", "persist idle"});
+    CHECK(env.events == std::vector<std::string>{"N GPUMoveStarted", "N GPUDrained", "N GPUMoved"});
+  }
+  SECTION("in use on the source: the move ends, the GPU stays, draining is cleared") {
+    env.reports["node-0"] = report({"c0.6"}, {{"c0.6", {"default/other"}}});
+    out = run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(j.history[0].message.find("in use") != std::string::npos);
+    CHECK(hostOf(chassis, "c0.6") == "0");
+    CHECK(chassis.callLog().size() == 1);  // only the test's own inventory read
+  }
+  SECTION("a withdrawal left from an earlier drain counts only after it was seen cleared") {
+    env.reports["node-0"] = report({"c0.6"});
+    Journal j2;
+    kc::testing::FakeDriver c2("c0", {"0", "48"});
+    c2.addGpu("6", std::string("0"));
+    TestEnv env2(c2);
+    env2.reports["node-0"] = report({"c0.6"});  // stale: listed before this drain began
+    MoveRunner r2(env2, clock);
+    REQUIRE(r2.start(j2, moveOf("c0.6", "0", "48")));
+    CHECK(j2.active->staleWithdrawn);
+    CHECK(run(r2, j2).kind == MoveRunner::Outcome::Kind::kWaiting);
+    CHECK(j2.active->phase == MovePhase::kDraining);
+    env2.reports["node-0"] = report({});  // the plugin saw draining cleared...
+    run(r2, j2);
+    CHECK(j2.active->phase == MovePhase::kDraining);
+    env2.reports["node-0"] = report({"c0.6"});  // ...and now this drain
+    run(r2, j2);
+    CHECK_FALSE(j2.active);
+    CHECK(hostOf(c2, "c0.6") == "48");
+  }
+  SECTION("not withdrawn within the drain timeout: given up, GPU stays") {
+    clock.advance(61s);
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(j.history[0].message.find("did not confirm") != std::string::npos);
+    CHECK(hostOf(chassis, "c0.6") == "0");
+  }
+  SECTION("the pod stopped waiting while draining: cancelled, nothing detached") {
+    env.waiting = false;
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].message.find("cancelled") != std::string::npos);
+    CHECK(hostOf(chassis, "c0.6") == "0");
+  }
+  SECTION("the journal cannot be written: no fabric request is sent") {
+    env.reports["node-0"] = report({"c0.6"});
+    env.failPersist = true;
+    run(runner, j);
+    CHECK(j.active->phase == MovePhase::kDraining);
+    for (const auto& e : env.log) {
+      CHECK(e.rfind("detach", 0) != 0);
+    }
+    env.failPersist = false;
+    clock.advance(1s);
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(hostOf(chassis, "c0.6") == "48");
+  }
+}
+
+TEST_CASE("move runner: an unattached GPU skips draining", "[reconfig]") {
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("5");
+  TestEnv env(chassis);
+  kc::testing::FakeClock clock;
+  MoveRunner runner(env, clock);
+  Journal j;
+  REQUIRE(runner.start(j, moveOf("c0.5", "", "48")));
+  run(runner, j);
+  CHECK_FALSE(j.active);
+  CHECK(j.history[0].phase == MovePhase::kSucceeded);
+  CHECK(env.log == std::vector<std::string>{"persist Attaching", "attach c0.5 48",
+                                            "persist Verifying", "inventory", "persist idle"});
+}
+
+TEST_CASE("move runner: fabric failures and backoff and roll-back and lies and unsupported",
+          "[reconfig]") {
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("6", std::string("0"));
+  TestEnv env(chassis);
+  kc::testing::FakeClock clock;
+  kc::reconfig::MoveRunnerOptions o;
+  o.maxAttempts = 3;
+  o.backoff = {1000ms, 4000ms, 2.0, 0.0};
+  MoveRunner runner(env, clock, o);
+  Journal j;
+  REQUIRE(runner.start(j, moveOf("c0.6", "0", "48")));
+  env.reports["node-0"] = report({"c0.6"});
+
+  SECTION("detach times out twice, then works: retried after 1 s and 2 s") {
+    chassis.failNext("detach", kc::makeError(kc::errc::kTimeout, "no answer"), 2);
+    auto out = run(runner, j);
+    REQUIRE(out.kind == MoveRunner::Outcome::Kind::kWaiting);
+    CHECK(j.active->phase == MovePhase::kDetaching);
+    CHECK(j.active->attempts == 1);
+    CHECK(out.wakeAt == clock.now() + 1s);
+    clock.advance(999ms);
+    run(runner, j);
+    CHECK(j.active->attempts == 1);  // not before the backoff
+    clock.advance(1ms);
+    out = run(runner, j);
+    CHECK(j.active->attempts == 2);
+    CHECK(out.wakeAt == clock.now() + 2s);
+    clock.advance(2s);
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kSucceeded);
+    CHECK(hostOf(chassis, "c0.6") == "48");
+  }
+  SECTION("detach fails every time: given up, GPU still on the source, draining cleared") {
+    chassis.failNext("detach", kc::makeError(kc::errc::kUnavailable, "503"), -1);
+    for (int i = 0; i < 10 && j.active; ++i) {
+      run(runner, j);
+      clock.advance(5s);
+    }
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(hostOf(chassis, "c0.6") == "0");
+  }
+  SECTION("detach answers an error but did it (H3 quirk): go on to attach") {
+    env.driver.lie("detach", "lie_failure");
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kSucceeded);
+    CHECK(hostOf(chassis, "c0.6") == "48");
+  }
+  SECTION("attach fails every time: rolled back to the source") {
+    chassis.failNext("attach", kc::makeError(kc::errc::kUnavailable, "503"), 3);
+    for (int i = 0; i < 10 && j.active; ++i) {
+      run(runner, j);
+      clock.advance(5s);
+    }
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(j.history[0].message.find("rolled back") != std::string::npos);
+    CHECK(hostOf(chassis, "c0.6") == "0");
+  }
+  SECTION("attach claims success but nothing happened: verify catches it and attaches again") {
+    env.driver.lie("attach", "lie_success");
+    auto out = run(runner, j);
+    CHECK(j.active->phase == MovePhase::kAttaching);
+    CHECK(j.active->attempts == 1);
+    clock.advance(out.wakeAt - clock.now());
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(hostOf(chassis, "c0.6") == "48");
+  }
+  SECTION("the driver reports the chassis lied (unverified): quarantined, left unattached") {
+    chassis.failNext("attach", kc::makeError(kc::errc::kUnverified, "said done, is not"));
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(env.quarantined.count("c0.6") == 1);
+    CHECK(hostOf(chassis, "c0.6") == std::nullopt);
+  }
+  SECTION("the fabric cannot move at all: reported, not retried, GPU stays") {
+    chassis.failNext("detach", kc::makeError(kc::errc::kUnsupported, "no RemoveResourceBlock"));
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(env.unsupportedMsg.has_value());
+    CHECK(hostOf(chassis, "c0.6") == "0");
+  }
+}
+
+TEST_CASE("move runner: a crash at any phase resumes from the persisted journal", "[reconfig]") {
+  // Crash points: after each persist, before the action it announces (the worst moment).
+  const auto phase = GENERATE(MovePhase::kDraining, MovePhase::kDetaching, MovePhase::kAttaching,
+                              MovePhase::kVerifying);
+  CAPTURE(kc::reconfig::toString(phase));
+  // Where the GPU is when the crash happens at the start of `phase`.
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("6", phase == MovePhase::kAttaching   ? std::nullopt
+                      : phase == MovePhase::kVerifying ? std::optional<std::string>("48")
+                                                       : std::optional<std::string>("0"));
+  Move m = moveOf("c0.6", "0", "48");
+  m.phase = phase;
+  Journal before;
+  before.active = m;
+  const json persisted = before.toJson();
+
+  // A new process: journal from JSON, new runner, new env.
+  auto parsed = kc::reconfig::parseMove(persisted[0]);
+  REQUIRE(parsed);
+  Journal j;
+  j.active = *parsed;
+  TestEnv env(chassis);
+  env.reports["node-0"] = report({"c0.6"});
+  kc::testing::FakeClock clock;
+  MoveRunner runner(env, clock);
+  run(runner, j);
+  CHECK_FALSE(j.active);
+  REQUIRE(j.history.size() == 1);
+  CHECK(j.history[0].phase == MovePhase::kSucceeded);
+  CHECK(hostOf(chassis, "c0.6") == "48");
+  // Attaching and Verifying may be redone even after they completed (a crash before the
+  // next record was written): attach to the host the GPU is on is a no-op.
+  if (phase == MovePhase::kAttaching || phase == MovePhase::kVerifying) {
+    Journal again;
+    again.active = *parsed;
+    MoveRunner runner2(env, clock);
+    run(runner2, again);
+    CHECK(again.history.at(0).phase == MovePhase::kSucceeded);
+    CHECK(hostOf(chassis, "c0.6") == "48");
+  }
+}
