@@ -13,6 +13,7 @@
 #include "libcore/obs/log.hpp"
 #include "services/bridge-pod/job_store.hpp"
 #include "services/bridge-pod/runner.hpp"
+#include "services/bridge-pod/quantum_backend.hpp"
 #include "services/bridge-pod/ray_backend.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
 
@@ -27,12 +28,13 @@ int main(int argc, char** argv) {
   std::int64_t backoffInitialMs = 1000, backoffMaxMs = 60'000;
   std::int64_t slurmTokenLifespan = 600;
   std::string slurmSharedRoot;
+  std::string iamUrl = kc::bridge::pod::kDefaultIamUrl;
   std::string logLevel = "info", logFormat = "text";
 
-  app.add_option("--backend", backendName, "slurm or ray (one per image)")
+  app.add_option("--backend", backendName, "slurm, ray or quantum (one per image)")
       ->envname("BRIDGE_BACKEND")
       ->required()
-      ->check(CLI::IsMember({"slurm", "ray"}));
+      ->check(CLI::IsMember({"slurm", "ray", "quantum"}));
   app.add_option("--configmap", configMap, "the job's ConfigMap")->envname("BRIDGE_CONFIGMAP")->required();
   app.add_option("--namespace", ns, "its namespace")->envname("BRIDGE_NAMESPACE")->required();
   app.add_option("--credentials-dir", credentialsDir, "the resource Secret's files")
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--slurm-shared-root", slurmSharedRoot,
                  "where the cluster's file system is mounted (prefix of the job's working directory)")
       ->envname("BRIDGE_SLURM_SHARED_ROOT");
+  app.add_option("--iam-url", iamUrl, "IBM Cloud IAM token endpoint (quantum)")
+      ->envname("BRIDGE_IAM_URL")
+      ->capture_default_str();
   app.add_option("--log-level", logLevel, "trace, debug, info, warn, error")
       ->envname("BRIDGE_LOG_LEVEL")
       ->capture_default_str();
@@ -99,6 +104,18 @@ int main(int argc, char** argv) {
 
   const kc::bridge::pod::BackendFactory factory =
       [&](const kc::bridge::JobParameters& p) -> kc::Result<std::unique_ptr<kc::bridge::pod::Backend>> {
+    if (backendName == "quantum") {
+      kc::bridge::pod::QuantumOptions o;
+      o.resourceUrl = p.resourceUrl;
+      o.iamUrl = iamUrl;
+      o.credentialsDir = credentialsDir;
+      o.caFile = caFile;
+      auto b = kc::bridge::pod::QuantumBackend::create(o);
+      if (!b.ok()) {
+        return b.error();
+      }
+      return std::unique_ptr<kc::bridge::pod::Backend>(std::move(b).value());
+    }
     if (backendName == "ray") {
       kc::bridge::pod::RayOptions o;
       o.resourceUrl = p.resourceUrl;

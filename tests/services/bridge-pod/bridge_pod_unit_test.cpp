@@ -3,10 +3,14 @@
 
 #include <catch2/catch.hpp>
 #include <deque>
+#include <functional>
+
+#include "libcore/base/rfc3339.hpp"
 #include <fstream>
 
 #include "libcore/net/sigv4.hpp"
 #include "services/bridge-pod/credentials.hpp"
+#include "services/bridge-pod/quantum_backend.hpp"
 #include "services/bridge-pod/ray_backend.hpp"
 #include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/s3_client.hpp"
@@ -366,4 +370,47 @@ TEST_CASE("ray: job replies map to status and times and 404 is gone") {
   CHECK(parseRayJob(200, "not json").error().code == "protocol");
   CHECK(parseRayJob(503, "busy").error().code == "server_error");
   CHECK(parseRayJob(401, "no").error().code == "unauthorized");
+}
+
+TEST_CASE("quantum: the submit body carries program and backend and params and the uid tag") {
+  JobContext ctx;
+  ctx.uid = "u-7";
+  ctx.params.scriptLocation = "inline";
+  ctx.script = "sampler\n";
+  ctx.jobParametersJson = R"({"shots": 10})";
+  ctx.params.jobProperties = R"({"backend": "ibm_kyiv", "private": true})";
+  auto body = buildQuantumSubmitBody(ctx);
+  REQUIRE(body.ok());
+  CHECK(*body == nlohmann::json::parse(
+                     R"({"program_id": "sampler", "backend": "ibm_kyiv", "private": true, "params": {"shots": 10}, "tags": ["bridgejob-uid:u-7"]})"));
+  for (auto mutate : std::vector<std::function<void(JobContext&)>>{
+           [](JobContext& c) { c.params.jobProperties = "{}"; },
+           [](JobContext& c) { c.params.jobProperties = R"({"backend": "x", "shots": 3})"; },
+           [](JobContext& c) { c.params.jobProperties = R"({"backend": 7})"; },
+           [](JobContext& c) { c.script = "import qiskit\nprint(1)"; },
+           [](JobContext& c) { c.params.scriptLocation = "s3"; },
+           [](JobContext& c) { c.jobParametersJson = "[]"; }}) {
+    JobContext bad = ctx;
+    mutate(bad);
+    auto r = buildQuantumSubmitBody(bad);
+    CHECK_FALSE(r.ok());
+  }
+}
+
+TEST_CASE("quantum: job states including the ran-too-long cancel") {
+  auto st = [](const std::string& body) { return parseQuantumJob(200, body)->job.status; };
+  CHECK(st(R"({"state": {"status": "Queued"}})") == JobStatus::kSubmitted);
+  CHECK(st(R"({"state": {"status": "Running"}})") == JobStatus::kRunning);
+  CHECK(st(R"({"state": {"status": "Completed"}, "created": "2026-11-24T10:00:00.5Z"})") == JobStatus::kDone);
+  CHECK(st(R"({"state": {"status": "Cancelled"}})") == JobStatus::kKilled);
+  CHECK(st(R"({"state": {"status": "Cancelled", "reason": "RAN TOO LONG", "reason_code": 1305}})") == JobStatus::kFailed);
+  CHECK(st(R"({"status": "Cancelled - Ran too long"})") == JobStatus::kFailed);
+  CHECK(st(R"({"status": "Failed"})") == JobStatus::kFailed);
+  CHECK(parseQuantumJob(200, R"({"state": {"status": "Exploded"}})").error().code == "protocol");
+  CHECK(parseQuantumJob(200, R"({"id": "x"})").error().code == "protocol");
+  CHECK(parseQuantumJob(404, "{}")->gone);
+  CHECK(parseQuantumJob(401, "{}").error().code == "unauthorized");
+  auto q = parseQuantumJob(200, R"({"state": {"status": "Failed", "reason": "bad input", "reason_code": 1517}, "created": "2026-11-24T10:00:00Z"})");
+  CHECK(q->job.message == "Qiskit Runtime Failed: bad input (code 1517)");
+  CHECK(kc::formatRfc3339(*q->job.submitTime) == "2026-11-24T10:00:00Z");
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/net/http_server.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/manifests.hpp"
 
@@ -97,5 +99,40 @@ class LocalJob {
 inline std::int64_t millis(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
+
+}  // namespace kc::bridge::testing
+
+namespace kc::bridge::testing {
+
+// A test double's listener that can go away and come back on the same port (the service "down
+// for a while"); `routes` registers the handlers on each new server. State lives in the double.
+class RestartableServer {
+ public:
+  explicit RestartableServer(std::function<void(kc::net::HttpServer&)> routes) : routes_(std::move(routes)) {}
+  ~RestartableServer() { down(); }
+  void up() {
+    kc::net::ServerOptions o;
+    o.port = port_;
+    server_ = std::make_unique<kc::net::HttpServer>(o);
+    routes_(*server_);
+    auto port = server_->start();
+    if (!port.ok()) {
+      throw std::runtime_error("test double listener: " + port.error().message);
+    }
+    port_ = *port;
+  }
+  void down() {
+    if (server_) {
+      server_->stop(std::chrono::milliseconds(200));
+      server_.reset();
+    }
+  }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::function<void(kc::net::HttpServer&)> routes_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<kc::net::HttpServer> server_;
+};
 
 }  // namespace kc::bridge::testing

@@ -17,35 +17,15 @@ namespace kc::bridge::testing {
 
 class RayJobsDouble {
  public:
-  RayJobsDouble(std::string dir, std::string token = {}) : dir_(std::move(dir)), token_(std::move(token)) { up(); }
-  ~RayJobsDouble() { down(); }
+  RayJobsDouble(std::string dir, std::string token = {}) : dir_(std::move(dir)), token_(std::move(token)) {
+    listener_.up();
+  }
+  // Stop the listener first: its handlers use the jobs.
+  ~RayJobsDouble() { listener_.down(); }
 
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  void down() {
-    if (server_) {
-      server_->stop(std::chrono::milliseconds(200));
-      server_.reset();
-    }
-  }
-  void up() {
-    kc::net::ServerOptions o;
-    o.port = port_;
-    o.serverHeader = "ray-jobs-double";
-    server_ = std::make_unique<kc::net::HttpServer>(o);
-    server_->route("GET", "/api/version", [this](const kc::net::Request& r) {
-      if (auto denied = auth(r)) {
-        return *denied;
-      }
-      return kc::net::Response::json(200, {{"version", "4"}, {"ray_version", "2.9.3"}, {"ray_commit", "double"}});
-    });
-    server_->route("POST", "/api/jobs/", [this](const kc::net::Request& r) { return submit(r); });
-    server_->routePrefix("", "/api/jobs/", [this](const kc::net::Request& r) { return job(r); });
-    auto port = server_->start();
-    if (!port.ok()) {
-      throw std::runtime_error("ray double: " + port.error().message);
-    }
-    port_ = *port;
-  }
+  std::string url() const { return listener_.base(); }
+  void down() { listener_.down(); }
+  void up() { listener_.up(); }
 
   std::size_t submissions() {
     std::lock_guard lock(mu_);
@@ -199,10 +179,18 @@ class RayJobsDouble {
 
   std::string dir_;
   std::string token_;
-  std::uint16_t port_ = 0;
-  std::unique_ptr<kc::net::HttpServer> server_;
   std::mutex mu_;
   std::map<std::string, Entry> jobs_;
+  RestartableServer listener_{[this](kc::net::HttpServer& s) {
+    s.route("GET", "/api/version", [this](const kc::net::Request& r) {
+      if (auto denied = auth(r)) {
+        return *denied;
+      }
+      return kc::net::Response::json(200, {{"version", "4"}, {"ray_version", "2.9.3"}, {"ray_commit", "double"}});
+    });
+    s.route("POST", "/api/jobs/", [this](const kc::net::Request& r) { return submit(r); });
+    s.routePrefix("", "/api/jobs/", [this](const kc::net::Request& r) { return job(r); });
+  }};
 };
 
 }  // namespace kc::bridge::testing

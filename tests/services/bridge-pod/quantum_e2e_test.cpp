@@ -1,0 +1,157 @@
+// The bridge pod's IBM Quantum backend against the IAM + Qiskit Runtime test double
+// (quantum_double.hpp), the API server double holding the BridgeJob and the operator's
+// ConfigMap, and npm's s3rver for the results and logs.
+
+#include <csignal>
+
+#include "libcore/base/rfc3339.hpp"
+#include "tests/services/bridge-pod/bridge_pod_fixture.hpp"
+#include "tests/services/bridge-pod/quantum_double.hpp"
+
+using nlohmann::json;
+using namespace kc::bridge::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kCrn = "crn:v1:bluemix:public:quantum-computing:us-east:a/abc:inst::";
+
+struct QuantumWorld : BridgeWorld {
+  QuantumDouble quantum{"api-key-123", kCrn, std::chrono::seconds(6)};
+  QuantumWorld() {
+    dir.write("creds/username", kCrn);
+    dir.write("creds/password", "api-key-123\n");
+  }
+  json spec(const std::string& params) {
+    return json{{"resourceURL", quantum.url()},
+                {"resourcesecret", "ibm-quantum"},
+                {"image", "ghcr.io/kubecomp/bridge-pod-quantum:0.1"},
+                {"updateinterval", 1},
+                {"jobproperties", R"({"backend": "ibm_brisbane"})"},
+                {"jobdata",
+                 {{"scriptlocation", "inline"},
+                  {"jobscript", "sampler"},
+                  {"scriptextralocation", "inline"},
+                  {"jobparameters", params}}},
+                {"s3storage", s3Spec()},
+                {"s3upload", {{"bucket", "results"}, {"files", "results,logs"}}}};
+  }
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
+    return BridgeWorld::pod("quantum", env, {"--iam-url", quantum.iamUrl()});
+  }
+};
+
+const char* kGood = R"({"pubs": [["OPENQASM 3.0; qubit[1] q; bit[1] c; h q[0]; c[0] = measure q[0];"]], "shots": 4})";
+
+bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+
+}  // namespace
+
+TEST_CASE("quantum: a sampler job runs to Completed with IAM tokens refreshed before expiry and results in S3") {
+  QuantumWorld w;
+  w.quantum.runFor = 7500ms;  // longer than a token lives
+  auto env = w.api.start("bell", w.spec(kGood));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("bell", "status.jobStatus") == "DONE");
+  CHECK(w.quantum.submissions() == 1);
+  CHECK(w.quantum.tokensIssued() >= 2);
+  CHECK(w.quantum.expiredTokenCalls() == 0);
+  const json results = json::parse(w.s3.object("results", "bell/results"));
+  CHECK(results["results"][0]["data"]["c"]["num_bits"] == 1);
+  CHECK(w.s3.object("results", "bell/logs").find("Completed") != std::string::npos);
+  const json status = w.api.operatorStatus("bell", "Succeeded");
+  CHECK(status["jobStatus"] == "DONE");
+  CHECK(isRfc3339(status["submitTime"]));
+  CHECK(isRfc3339(status["startTime"]));
+  CHECK(isRfc3339(status["completionTime"]));
+}
+
+TEST_CASE("quantum: kill cancels the job: Cancelled -> KILLED") {
+  QuantumWorld w;
+  w.quantum.runFor = 60s;
+  auto env = w.api.start("long", w.spec(kGood));
+  auto pod = w.pod(env);
+  REQUIRE(waitFor([&] { return w.api.value("long", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.api.kill("long");
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
+  CHECK(w.quantum.status(w.api.value("long", "id")) == "Cancelled");
+}
+
+TEST_CASE("quantum: invalid input is FAILED with the service's reason") {
+  QuantumWorld w;
+  w.quantum.runFor = 200ms;
+  auto env = w.api.start("bad", w.spec(R"({"pubs": "not a circuit"})"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("bad", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("bad", "status.message").find("pubs must be a list (code 1517)") != std::string::npos);
+}
+
+TEST_CASE("quantum: a wrong API key is retried and never submits") {
+  QuantumWorld w;
+  w.dir.write("creds/password", "wrong-key");
+  auto env = w.api.start("denied", w.spec(kGood));
+  auto pod = w.pod(env);
+  std::this_thread::sleep_for(2s);
+  CHECK(pod->running());
+  CHECK(w.quantum.submissions() == 0);
+  w.dir.write("creds/password", "api-key-123");
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.quantum.submissions() == 1);
+}
+
+TEST_CASE("quantum: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+  QuantumWorld w;
+  w.quantum.runFor = 3s;
+  auto env = w.api.start("crashy", w.spec(kGood));
+  std::string first;
+  {
+    auto pod = w.pod(env);
+    REQUIRE(waitFor([&] { return w.quantum.submissions() == 1; }, 30s));
+    pod->kill(SIGKILL);
+  }
+  w.api.set("crashy", {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
+  {
+    auto pod = w.pod(env);
+    REQUIRE(waitFor([&] { return w.api.value("crashy", "status.jobStatus") == "RUNNING"; }, 30s));
+    first = w.api.value("crashy", "id");
+    pod->kill(SIGKILL);
+  }
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("crashy", "status.jobStatus") == "DONE");
+  CHECK(w.api.value("crashy", "id") == first);
+  CHECK(w.quantum.submissions() == 1);
+}
+
+TEST_CASE("quantum: the service down at start and while polling: retries and one job and DONE") {
+  QuantumWorld w;
+  w.quantum.runFor = 2s;
+  auto env = w.api.start("patient", w.spec(kGood));
+  w.quantum.down();
+  auto pod = w.pod(env);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(pod->running());
+  w.quantum.up();
+  REQUIRE(waitFor([&] { return w.api.value("patient", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.quantum.down();
+  std::this_thread::sleep_for(3s);
+  REQUIRE(pod->running());
+  w.quantum.up();
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.quantum.submissions() == 1);
+}
