@@ -1,0 +1,333 @@
+// bench_sched: kubecomp-sched's throughput at 5,000 nodes (issue 12).
+//
+// The kubecomp-sched binary (a child process, as deployed) against kube-apiserver-double (another
+// process, TLS): 5,000 Nodes with 4 GPUs each in 50 GPUPools of 100 nodes, then pods that fit
+// without reconfiguration (1 GPU, 100m CPU each; 10,000, or 3,000 with --quick) created by
+// 8 writer threads as fast as the double takes them. Measured in one run:
+//   - pods bound per second end to end: pods / (first create sent -> last binding seen on a
+//     watch of our own);
+//   - scheduling latency per pod: create sent -> binding seen on the watch (p50, p99);
+//   - the decision-only rate: decisions / time inside alloc::placePod, from the scheduler's
+//     own metrics (kubecomp_sched_decisions_total, kubecomp_sched_decision_seconds_total), so
+//     what the double and the HTTP round trips cost is visible beside what is ours;
+//   - the double's own pod-create rate (how fast the writers got their pods accepted);
+//   - the scheduler's RSS (VmRSS, and VmHWM the peak) with every node and pod cached, and the
+//     RSS growth per cached pod.
+// Anchor printed beside it: kube-scheduler's scheduler_perf threshold, 680 pods/s at 5,000
+// nodes (SchedulingBasic, a different machine). Goals: >= 2,000 pods/s, RSS < 200 MiB.
+// The LAST stdout line is one JSON object with pods_per_s_5000_nodes, sched_p99_ms_5000_nodes,
+// sched_rss_mib_5000_nodes, reconfig_overhead_ms (null: measured by the e2e benchmark that
+// runs reconfig-mgr, not here) and the other figures.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "libcore/kube/client.hpp"
+#include "libcore/kube/resource.hpp"
+#include "libcore/net/http_client.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/manifests.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/unit/kube/double_process.hpp"
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+const kc::kube::GroupVersionResource kPools{"kubecomp.io", "v1alpha1", "gpupools", false};
+constexpr int kNodes = 5'000;
+constexpr int kNodesPerPool = 100;
+constexpr int kGpusPerNode = 4;
+constexpr double kAnchorPodsPerS = 680;
+
+[[noreturn]] void die(const std::string& what) { throw std::runtime_error(what); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) {
+    die("no samples");
+  }
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+std::string nodeName(int i) { return fmt::format("node-{:04d}", i); }
+
+json node(int i) {
+  json alloc = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"},
+                {"kubecomp.io/gpu", std::to_string(kGpusPerNode)}};
+  return {{"metadata", {{"name", nodeName(i)}, {"labels", {{"kubernetes.io/hostname", nodeName(i)}}}}},
+          {"status", {{"allocatable", alloc}, {"capacity", alloc}}}};
+}
+
+json pool(int p) {
+  json nodes = json::array();
+  json gpus = json::array();
+  for (int i = p * kNodesPerPool; i < (p + 1) * kNodesPerPool; ++i) {
+    nodes.push_back({{"name", nodeName(i)}, {"hostPort", std::to_string(i % kNodesPerPool + 1)}});
+    for (int g = 0; g < kGpusPerNode; ++g) {
+      const std::string id = fmt::format("c{}.{}", p, (i % kNodesPerPool) * kGpusPerNode + g);
+      gpus.push_back({{"id", id}, {"uuid", "GPU-" + id}, {"chassis", fmt::format("c{}", p)},
+                      {"node", nodeName(i)}, {"health", "Healthy"}, {"draining", false}});
+    }
+  }
+  return {{"apiVersion", "kubecomp.io/v1alpha1"},
+          {"kind", "GPUPool"},
+          {"metadata", {{"name", fmt::format("pool-{:02d}", p)}}},
+          {"spec", {{"chassis", {{{"name", fmt::format("c{}", p)}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
+                    {"nodes", nodes}}},
+          {"status", {{"gpus", gpus}}}};
+}
+
+json pod(int i) {
+  json res = {{"cpu", "100m"}, {"memory", "128Mi"}, {"kubecomp.io/gpu", "1"}};
+  return {{"metadata", {{"name", fmt::format("pod-{:05d}", i)}, {"namespace", "bench"}}},
+          {"spec", {{"schedulerName", "kubecomp-sched"},
+                    {"containers", {{{"name", "main"}, {"image", "registry.local/train:1"},
+                                     {"resources", {{"requests", res}, {"limits", res}}}}}}}}};
+}
+
+// Runs f(i) for i in [0, n) on `threads` threads.
+void parallel(int n, int threads, const std::function<void(int)>& f) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      for (int i = next++; i < n; i = next++) {
+        f(i);
+      }
+    });
+  }
+  for (auto& t : ts) {
+    t.join();
+  }
+}
+
+// VmRSS and VmHWM of a process, MiB.
+std::pair<double, double> rssMib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  double rss = 0;
+  double hwm = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      rss = std::stod(line.substr(6)) / 1024.0;
+    } else if (line.rfind("VmHWM:", 0) == 0) {
+      hwm = std::stod(line.substr(6)) / 1024.0;
+    }
+  }
+  return {rss, hwm};
+}
+
+double metricValue(const std::string& text, const std::string& name) {
+  std::size_t at = 0;
+  while ((at = text.find(name, at)) != std::string::npos) {
+    if ((at == 0 || text[at - 1] == '\n') && at + name.size() < text.size() &&
+        (text[at + name.size()] == ' ' || text[at + name.size()] == '{')) {
+      const auto sp = text.find(' ', at);
+      return std::stod(text.substr(sp + 1, text.find('\n', sp) - sp - 1));
+    }
+    at += name.size();
+  }
+  return NAN;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_sched: kubecomp-sched pods bound per second, latency and RSS at 5,000 nodes"};
+  bool quick = false;
+  int pods = 0;
+  int writers = 8;
+  int bindWorkers = 8;
+  std::string schedExe = KC_SCHED_EXE;
+  app.add_flag("--quick", quick, "3,000 pods instead of 10,000 (finishes well under a minute)");
+  app.add_option("--pods", pods, "pods to schedule (default 10,000; 3,000 with --quick)");
+  app.add_option("--writers", writers, "threads creating pods")->capture_default_str();
+  app.add_option("--bind-workers", bindWorkers, "the scheduler's --bind-workers")->capture_default_str();
+  app.add_option("--sched", schedExe, "kubecomp-sched binary")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (pods <= 0) {
+    pods = quick ? 3'000 : 10'000;
+  }
+  if (pods > kNodes * kGpusPerNode) {
+    std::cerr << "at most " << kNodes * kGpusPerNode << " pods fit without reconfiguration\n";
+    return 2;
+  }
+  try {
+    kc::testing::TempDir dir;
+    kc::kube::testing::DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path());
+    kc::kube::KubeClientOptions co;
+    co.qps = 0;
+    auto client = kc::kube::KubeClient::create(api.config(), co);
+    if (!client) {
+      die(client.error().message);
+    }
+    auto& c = **client;
+    kc::testing::installCrd(c, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+    for (const char* ns : {"bench", "kube-system"}) {
+      if (auto r = c.create(kc::kube::gvr::namespaces(), "", {{"metadata", {{"name", ns}}}}); !r && !r.error().isAlreadyExists()) {
+        die(r.error().message);
+      }
+    }
+    const auto setup0 = Clock::now();
+    parallel(kNodes, 4, [&](int i) {
+      if (auto r = c.create(kc::kube::gvr::nodes(), "", node(i)); !r) {
+        die("node: " + r.error().message);
+      }
+    });
+    parallel(kNodes / kNodesPerPool, 4, [&](int p) {
+      json obj = pool(p);
+      json status = obj["status"];
+      obj.erase("status");
+      if (auto r = c.create(kPools, "", obj); !r) {
+        die("pool: " + r.error().message);
+      }
+      if (auto r = c.patch(kPools, "", obj["metadata"]["name"], kc::kube::PatchType::kMerge,
+                           {{"status", status}}, "status");
+          !r) {
+        die("pool status: " + r.error().message);
+      }
+    });
+    std::cout << fmt::format("setup: {} nodes, {} GPUPools, {} GPUs in {:.1f} s\n", kNodes, kNodes / kNodesPerPool,
+                             kNodes * kGpusPerNode, std::chrono::duration<double>(Clock::now() - setup0).count());
+
+    // The scheduler, as deployed (leader election on).
+    kc::testing::ChildProcess sched({schedExe, "--kubeconfig", api.kubeconfigPath(), "--port", "0", "--port-file",
+                                     dir.file("port"), "--kube-api-qps", "0", "--bind-workers",
+                                     std::to_string(bindWorkers), "--log-level", "warn"});
+    sched.waitUntil([&] { return kc::testing::readPortFile(dir.file("port")).has_value(); }, 30s, "port file");
+    kc::net::ClientOptions ho;
+    ho.baseUrl = "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(dir.file("port")));
+    auto http = kc::net::HttpClient::create(ho);
+    if (!http) {
+      die(http.error().message);
+    }
+    auto metrics = [&] {
+      auto r = (*http)->request("GET", "/metrics");
+      return r ? r->body : std::string();
+    };
+    sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_leader") == 1.0; }, 60s, "leadership");
+    const auto [rssEmpty, hwmEmpty] = rssMib(sched.pid());
+    (void)hwmEmpty;
+
+    // Our own watch sees each binding.
+    std::vector<Clock::time_point> sent(static_cast<std::size_t>(pods));
+    std::vector<Clock::time_point> bound(static_cast<std::size_t>(pods));
+    std::atomic<int> boundCount{0};
+    kc::net::CancelToken cancel;
+    auto list = c.list(kc::kube::gvr::pods(), "bench");
+    if (!list) {
+      die(list.error().message);
+    }
+    std::thread watcher([&] {
+      kc::kube::ListOptions lo;
+      lo.resourceVersion = list->resourceVersion;
+      lo.timeoutSeconds = 600;
+      auto ended = c.watch(kc::kube::gvr::pods(), "bench", lo,
+              [&](kc::kube::WatchEvent&& ev) {
+                const auto now = Clock::now();
+                const auto& spec = ev.object["spec"];
+                if (ev.type == "MODIFIED" && spec.contains("nodeName") && spec["nodeName"].is_string()) {
+                  const std::string name = ev.object["metadata"]["name"];
+                  const int i = std::stoi(name.substr(4));
+                  if (bound[static_cast<std::size_t>(i)] == Clock::time_point{}) {
+                    bound[static_cast<std::size_t>(i)] = now;
+                    ++boundCount;
+                  }
+                }
+                return boundCount.load() < pods;
+              },
+              &cancel);
+      if (!ended && !cancel.cancelled()) {
+        std::cerr << "watch ended: " << ended.error().message << "\n";
+      }
+    });
+
+    const auto t0 = Clock::now();
+    std::atomic<Clock::time_point::rep> lastCreated{0};
+    parallel(pods, writers, [&](int i) {
+      sent[static_cast<std::size_t>(i)] = Clock::now();
+      if (auto r = c.create(kc::kube::gvr::pods(), "bench", pod(i)); !r) {
+        die("pod: " + r.error().message);
+      }
+      const auto now = Clock::now().time_since_epoch().count();
+      auto prev = lastCreated.load();
+      while (prev < now && !lastCreated.compare_exchange_weak(prev, now)) {
+      }
+    });
+    const double createS =
+        std::chrono::duration<double>(Clock::time_point(Clock::duration(lastCreated.load())) - t0).count();
+    const auto limit = Clock::now() + 120s;
+    while (boundCount.load() < pods && Clock::now() < limit) {
+      std::this_thread::sleep_for(5ms);
+    }
+    if (boundCount.load() < pods) {
+      cancel.cancel();
+      watcher.join();
+      die(fmt::format("only {} of {} pods bound within the limit", boundCount.load(), pods));
+    }
+    watcher.join();
+    const auto last = *std::max_element(bound.begin(), bound.end());
+    const double e2eS = std::chrono::duration<double>(last - t0).count();
+    std::vector<double> latMs;
+    for (int i = 0; i < pods; ++i) {
+      latMs.push_back(std::chrono::duration<double, std::milli>(bound[static_cast<std::size_t>(i)] -
+                                                                sent[static_cast<std::size_t>(i)])
+                          .count());
+    }
+    const std::string m = metrics();
+    const double decisions = metricValue(m, "kubecomp_sched_decisions_total");
+    const double decisionS = metricValue(m, "kubecomp_sched_decision_seconds_total");
+    const auto [rss, hwm] = rssMib(sched.pid());
+    const double podsPerS = pods / e2eS;
+    const double decisionRate = decisions / decisionS;
+    const double createRate = pods / createS;
+    const double p50 = percentile(latMs, 0.50);
+    const double p99 = percentile(latMs, 0.99);
+    const double kibPerPod = (rss - rssEmpty) * 1024.0 / pods;
+
+    std::cout << fmt::format("kubecomp-sched at {} nodes, {} pods ({}):\n", kNodes, pods, quick ? "quick" : "full");
+    std::cout << fmt::format("  bound end to end       {:8.0f} pods/s  (anchor: kube-scheduler scheduler_perf {:.0f} "
+                             "pods/s at 5,000 nodes, different machine; goal >= 2,000)\n",
+                             podsPerS, kAnchorPodsPerS);
+    std::cout << fmt::format("  scheduling latency     p50 {:.1f} ms, p99 {:.1f} ms (create sent -> binding seen)\n", p50,
+                             p99);
+    std::cout << fmt::format("  decision only          {:8.0f} pods/s  ({:.0f} placePod calls, {:.3f} ms each)\n",
+                             decisionRate, decisions, decisionS * 1000 / decisions);
+    std::cout << fmt::format("  double's pod creates   {:8.0f} pods/s  ({} writers; the ceiling of the end-to-end rate)\n",
+                             createRate, writers);
+    std::cout << fmt::format("  scheduler RSS          {:.1f} MiB (peak {:.1f}; {:.1f} MiB with nodes and pools only; "
+                             "{:.2f} KiB per cached pod; goal < 200 MiB)\n",
+                             rss, hwm, rssEmpty, kibPerPod);
+    sched.terminate(5s);
+    json out = {{"pods_per_s_5000_nodes", std::round(podsPerS)},
+                {"sched_p50_ms_5000_nodes", std::round(p50 * 10) / 10},
+                {"sched_p99_ms_5000_nodes", std::round(p99 * 10) / 10},
+                {"sched_rss_mib_5000_nodes", std::round(hwm * 10) / 10},
+                {"decision_pods_per_s_5000_nodes", std::round(decisionRate)},
+                {"double_creates_per_s", std::round(createRate)},
+                {"cache_kib_per_pod", std::round(kibPerPod * 100) / 100},
+                {"pods", pods},
+                {"anchor_kube_scheduler_pods_per_s", kAnchorPodsPerS},
+                {"reconfig_overhead_ms", nullptr}};
+    std::cout << out.dump() << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "bench_sched: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
