@@ -63,6 +63,14 @@ TEST_CASE("unschedulable: PodScheduled=False and FailedScheduling in kube-schedu
   REQUIRE(SchedCluster::eventually([&] { return !c.events("picky", "FailedScheduling").empty(); }));
   CHECK(c.events("picky", "FailedScheduling").front().first ==
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
+  // Retries (every 100-400 ms) send the event again but never rewrite the same condition: the
+  // original patched every pod on every attempt.
+  const std::string rv = c.getPod("picky")["metadata"]["resourceVersion"];
+  REQUIRE(SchedCluster::eventually([&] {
+    auto e = c.events("picky", "FailedScheduling");
+    return !e.empty() && e.front().second >= 7;  // about 2 s of retries: past a second boundary
+  }, 10s));
+  CHECK(c.getPod("picky")["metadata"]["resourceVersion"] == rv);
   // A GPU pod the pool cannot serve: the pool reason is counted beside the others.
   c.pod("greedy", {.gpus = 3});
   REQUIRE(SchedCluster::eventually([&] { return c.condition("greedy").is_object(); }));

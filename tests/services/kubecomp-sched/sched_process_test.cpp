@@ -1,0 +1,107 @@
+// The kubecomp-sched binary as it is deployed: flags, health and metrics endpoints, scheduling a
+// pod, SIGTERM, and a SIGKILL while a pod waits for reconfig-mgr (the next process adopts the
+// request and sends nothing again).
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include "libcore/net/http_client.hpp"
+#include "tests/services/kubecomp-sched/sched_cluster.hpp"
+#include "tests/support/child_process.hpp"
+
+using namespace std::chrono_literals;
+using kc::testing::ChildProcess;
+using kc::testing::SchedCluster;
+
+namespace {
+
+std::unique_ptr<ChildProcess> startBinary(SchedCluster& c, const std::string& identity,
+                                          std::vector<std::string> extra = {}) {
+  std::filesystem::remove(c.dir.file("port-" + identity));
+  std::vector<std::string> args = {KC_SCHED_EXE,       "--kubeconfig", c.api.kubeconfigPath(),
+                                   "--port",           "0",            "--port-file",
+                                   c.dir.file("port-" + identity),     "--identity",
+                                   identity,           "--leader-elect-namespace", "team",
+                                   "--lease-duration-seconds", "2",   "--renew-deadline-seconds",
+                                   "1.5",              "--retry-period-seconds", "0.2"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto p = std::make_unique<ChildProcess>(std::move(args));
+  p->waitUntil([&] { return kc::testing::readPortFile(c.dir.file("port-" + identity)).has_value(); }, 20s,
+               "port file");
+  return p;
+}
+
+std::unique_ptr<kc::net::HttpClient> healthClient(SchedCluster& c, const std::string& identity) {
+  kc::net::ClientOptions co;
+  co.baseUrl = "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(c.dir.file("port-" + identity)));
+  auto http = kc::net::HttpClient::create(co);
+  REQUIRE(http.ok());
+  return std::move(*http);
+}
+
+}  // namespace
+
+TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bound, SIGTERM", "[sched]") {
+  {
+    ChildProcess help({KC_SCHED_EXE, "--help"}, kc::testing::ChildOutput::kCapture);
+    const std::string out = help.readAll();
+    CHECK(help.wait() == 0);
+    CHECK(out.find("--reservation-timeout-seconds") != std::string::npos);
+    CHECK(out.find("kubecomp.io/dst-node") != std::string::npos);
+  }
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--node-policy", "fastest"}, {"--bind-workers", "0"},
+        {"--max-backoff-seconds", "0.5", "--initial-backoff-seconds", "2"}, {"--no-such-flag"}}) {
+    std::vector<std::string> args = {KC_SCHED_EXE};
+    args.insert(args.end(), bad.begin(), bad.end());
+    ChildProcess p(args, kc::testing::ChildOutput::kCaptureMerged);
+    CAPTURE(bad);
+    CHECK(p.wait() == 2);
+  }
+  SchedCluster c;
+  c.node("n1", {.gpus = 1});
+  c.pool("p0", {"n1"}, {{"c0.1", "n1"}});
+  auto sched = startBinary(c, "bin-a");
+  auto http = healthClient(c, "bin-a");
+  REQUIRE(SchedCluster::eventually([&] {
+    auto r = http->request("GET", "/readyz");
+    return r.ok() && r->status == 200;
+  }));
+  c.pod("one", {.gpus = 1});
+  REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("one") == "n1"; }));
+  REQUIRE(SchedCluster::eventually([&] {
+    auto m = http->request("GET", "/metrics");
+    return m.ok() && m->body.find("kubecomp_sched_schedule_attempts_total{result=\"scheduled\"} 1") != std::string::npos;
+  }));
+  auto m = http->request("GET", "/metrics");
+  REQUIRE(m.ok());
+  CHECK(m->body.find("kubecomp_sched_leader 1") != std::string::npos);
+  CHECK(sched->terminate(10s) == 0);
+}
+
+TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process adopts the request", "[sched]") {
+  SchedCluster c;
+  c.node("n1", {.gpus = 0});
+  c.pool("p0", {"n1"}, {{"c0.1", ""}});
+  auto first = startBinary(c, "bin-a");
+  c.pod("w", {.gpus = 1});
+  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
+  REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "Reconfig").empty(); }));
+  first->kill(SIGKILL);
+  // The Lease of the killed process must expire (2 s) before the next one leads.
+  auto second = startBinary(c, "bin-b");
+  auto http = healthClient(c, "bin-b");
+  REQUIRE(SchedCluster::eventually([&] {
+    auto m = http->request("GET", "/metrics");
+    return m.ok() && m->body.find("kubecomp_sched_reservations 1") != std::string::npos;
+  }, 15s));
+  auto reconfig = c.events("w", "Reconfig");
+  REQUIRE(reconfig.size() == 1);
+  CHECK(reconfig.front().second == 1);
+  CHECK(c.nodeOf("w").empty());
+  c.setPoolGpus("p0", {{"c0.1", "n1"}});
+  c.setAllocatableGpus("n1", 1);
+  REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("w") == "n1"; }));
+  CHECK(second->terminate(10s) == 0);
+}
