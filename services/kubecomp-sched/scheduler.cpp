@@ -66,7 +66,12 @@ struct Scheduler::Metrics {
                          .Name("kubecomp_sched_reservations")
                          .Help("Pods waiting for reconfig-mgr on a reserved node")
                          .Register(reg)
-                         .Add({})) {}
+                         .Add({})),
+        eventsPending(prometheus::BuildGauge()
+                          .Name("kubecomp_sched_events_pending")
+                          .Help("Events queued for the API server, not written yet")
+                          .Register(reg)
+                          .Add({})) {}
 
   prometheus::Family<prometheus::Counter>& attempts;
   prometheus::Counter& scheduled;
@@ -81,6 +86,7 @@ struct Scheduler::Metrics {
   prometheus::Gauge& decisions;
   prometheus::Gauge& cachePods;
   prometheus::Gauge& reservations;
+  prometheus::Gauge& eventsPending;
 };
 
 namespace {
@@ -310,6 +316,10 @@ void Scheduler::eventMain() {
     if (auto r = recorder_.record(e.ref, e.type, e.reason, e.message); !r) {
       spdlog::warn("event {} on pod {}/{}: {}", e.reason, e.ref.ns, e.ref.name, r.error().message);
     }
+    if (metrics_) {
+      std::lock_guard<std::mutex> lock(eventMu_);
+      metrics_->eventsPending.Set(static_cast<double>(events_.size()));
+    }
   }
 }
 
@@ -328,6 +338,9 @@ void Scheduler::event(const Action& a, const std::string& type, const std::strin
     events_.pop_front();
   }
   events_.push_back(PendingEvent{std::move(ref), type, reason, message});
+  if (metrics_) {
+    metrics_->eventsPending.Set(static_cast<double>(events_.size()));
+  }
   eventCv_.notify_one();
 }
 
