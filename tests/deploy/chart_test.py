@@ -36,6 +36,7 @@ COMPONENT_TOGGLES = [
     "gpuPooling.samplePool.enabled",
     "vni.enabled",
     "bridge.enabled",
+    "rt.shim.enabled",
 ]
 OPTION_TOGGLES = [
     "global.certManager.enabled",
@@ -52,6 +53,7 @@ TOGGLED_OBJECT = {
     "gpuPooling.samplePool.enabled": ("GPUPool", "gpupool"),
     "vni.enabled": ("Deployment", "vni-webhook"),
     "bridge.enabled": ("Deployment", "bridge-operator"),
+    "rt.shim.enabled": ("DaemonSet", "rt-kubelet-shim"),
 }
 # Daemons that Metacontroller calls, with the values holding their TLS settings.
 WEBHOOKS = {"vni-webhook": "vni", "bridge-operator": "bridge"}
@@ -60,6 +62,8 @@ WEBHOOKS = {"vni-webhook": "vni", "bridge-operator": "bridge"}
 # why): kubelet's device-plugin and pod-resources sockets are root-owned.
 HOST_ACCESS = {
     "disaggpu-devplugin": {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources"},
+    # kubelet dials the shim's socket; it dials the runtime's; it writes cgroup v1 RT budgets.
+    "rt-kubelet-shim": {"/var/run/rt-kubelet-shim", "/run/containerd", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuset"},
 }
 FORBIDDEN_ROLES = {"cluster-admin", "admin", "edit"}
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
@@ -203,10 +207,15 @@ def workload_violations(docs):
 
 def toggle_violations(docs, values):
     out = []
+    host_service = values["rt"]["shim"]["hostService"]
     for toggle, (kind, app) in TOGGLED_OBJECT.items():
         present = any(d["kind"] == kind and app_name(d) == app for d in docs)
-        if present != bool(lookup(values, toggle)):
+        wanted = bool(lookup(values, toggle)) and not (toggle == "rt.shim.enabled" and host_service)
+        if present != wanted:
             out.append(f"{toggle}={lookup(values, toggle)} but {kind} {app} is {'' if present else 'not '}rendered")
+    token = any(d["kind"] == "Secret" and app_name(d) == "rt-kubelet-shim" for d in docs)
+    if token != (values["rt"]["shim"]["enabled"] and host_service):
+        out.append(f"rt.shim.hostService={host_service} but the shim's token Secret is {'' if token else 'not '}rendered")
     monitors = {d["metadata"]["name"] for d in docs if d["kind"] in ("ServiceMonitor", "PodMonitor")}
     workloads = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet")]
     if values["global"]["monitoring"]["serviceMonitor"]["enabled"]:
@@ -355,6 +364,8 @@ def self_check(base_docs, values, help_texts):
         "hook to a missing Service": lambda ds: ds.remove(first(ds, "Service", "bridge-operator")),
         "unknown flag": lambda ds: container(ds, "bridge-operator")["args"].append("--no-such-flag=1"),
         "toggle ignored": lambda ds: ds.remove(first(ds, "DaemonSet")),
+        "shim hostPath beyond its list": lambda ds: pod_spec(first(ds, "DaemonSet", "rt-kubelet-shim"))["volumes"].append(
+            {"name": "x", "hostPath": {"path": "/var/lib/kubelet"}}),
     }
     for what, mutate in mutations.items():
         if not broken(mutate):
@@ -382,6 +393,25 @@ def run_render(args, help_texts):
             values = values_for(args.chart, sets)
             docs = load_docs(text)
             problems = all_violations(docs, values, help_texts)
+            if problems:
+                fail(f"rendering with {sets}:\n  " + "\n  ".join(problems))
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            if digest not in unique:
+                unique[digest] = sets
+                with open(os.path.join(lint_dir, f"r{len(unique):04d}.yaml"), "w") as f:
+                    f.write(text)
+            count += 1
+        # The shim as a host service: every component combination with it, options all off and all on.
+        extra = []
+        for bits in itertools.product([False, True], repeat=len(COMPONENT_TOGGLES) - 1):
+            for opt in (False, True):
+                sets = dict(zip(COMPONENT_TOGGLES[:-1], bits), **dict.fromkeys(OPTION_TOGGLES, opt))
+                sets.update({"rt.shim.enabled": True, "rt.shim.hostService": True})
+                extra.append(sets)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            extra_texts = list(pool.map(lambda sets: render(args.renderer, args.chart, sets), extra))
+        for sets, text in zip(extra, extra_texts):
+            problems = all_violations(load_docs(text), values_for(args.chart, sets), help_texts)
             if problems:
                 fail(f"rendering with {sets}:\n  " + "\n  ".join(problems))
             digest = hashlib.sha256(text.encode()).hexdigest()

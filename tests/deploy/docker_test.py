@@ -9,7 +9,8 @@ For each docker/<image>.Dockerfile:
 - the runtime stage installs the Debian package of every shared library the installed binary
   links (found with ldd and dpkg -S on this bookworm machine), and nothing that provides none
   of them (no -dev package, no extra);
-- a numeric non-root USER and an ENTRYPOINT that is the copied binary.
+- a numeric non-root USER and an ENTRYPOINT that is the copied binary; an image named
+  <daemon>-<backend> (the bridge pods) runs it with --backend <backend>, one its --help lists.
 And across them: every installed file is copied by some Dockerfile, and every image the chart
 names (values.yaml `image:`) has a Dockerfile. The checker is first shown broken Dockerfiles
 and must catch each one.
@@ -27,6 +28,9 @@ import yaml
 
 # In every debian:bookworm-slim image (Essential or required by apt and dpkg).
 BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+# Runtime packages that provide no library: allowed beside the linked ones. ca-certificates:
+# libcore/net's HTTPS client verifies against OpenSSL's default paths when given no CA file.
+DATA_PACKAGES = {"ca-certificates"}
 
 
 def fail(msg):
@@ -142,14 +146,17 @@ def check_dockerfile(name, text, ctx):
     if missing:
         out.append(f"{name}: build stage lacks setup-deps packages {missing}")
     build_text = " ".join(build["runs"])
-    if f"--target {name}" not in build_text:
-        out.append(f"{name}: build stage does not build target {name}")
+    component, backend = image_component(name, ctx)
+    if component is None:
+        return out + [f"{name}: names no CMake install component (<daemon> or <daemon>-<backend>)"]
+    if f"--target {component} " not in build_text + " ":
+        out.append(f"{name}: build stage does not build target {component}")
     m = re.search(r"cmake --install build/release --component (\S+) --prefix (\S+)", build_text)
-    if not m or m.group(1) != name:
-        out.append(f"{name}: build stage does not install CMake component {name}")
+    if not m or m.group(1) != component:
+        out.append(f"{name}: build stage does not install CMake component {component}")
         return out
     prefix = m.group(2).rstrip("/")
-    tree = ctx["component_files"].get(name, set())
+    tree = ctx["component_files"].get(component, set())
     copied = []
     for source, srcs, dst in run["copies"]:
         if source != "build":
@@ -158,17 +165,17 @@ def check_dockerfile(name, text, ctx):
         for s in srcs:
             rel = os.path.relpath(s, prefix)
             if rel not in tree:
-                out.append(f"{name}: copies {s}, which `cmake --install --component {name}` does not install")
+                out.append(f"{name}: copies {s}, which `cmake --install --component {component}` does not install")
             copied.append((rel, dst))
     ctx["copied"].update(rel for rel, _ in copied)
-    binary = os.path.join(ctx["install_root"], name, "bin", name)
+    binary = os.path.join(ctx["install_root"], component, "bin", component)
     needed = runtime_packages(binary) if os.path.exists(binary) else {}
     listed = apt_packages(run["runs"])
     for pkg, libs in sorted(needed.items()):
         if pkg not in listed and pkg not in BASE_PACKAGES:
             out.append(f"{name}: runtime stage lacks {pkg} (for {', '.join(libs)})")
     for pkg in listed:
-        if pkg not in needed:
+        if pkg not in needed and pkg not in DATA_PACKAGES:
             out.append(f"{name}: runtime stage installs {pkg}, which the binary does not link")
     user = (run["user"] or "").split(":")
     if not user[0].isdigit() or int(user[0]) == 0 or (len(user) > 1 and (not user[1].isdigit() or int(user[1]) == 0)):
@@ -177,7 +184,30 @@ def check_dockerfile(name, text, ctx):
     dsts = [dst for _, dst in copied]
     if not isinstance(entry, list) or not entry or entry[0] not in dsts:
         out.append(f"{name}: ENTRYPOINT {entry} is not the copied binary")
+    elif backend is not None:
+        if entry[1:] != ["--backend", backend]:
+            out.append(f"{name}: ENTRYPOINT {entry} does not select backend {backend}")
+        elif not re.search(r"--backend\b[^\n]*\b" + re.escape(backend) + r"\b", help_text(binary)):
+            out.append(f"{name}: {component} --help lists no backend {backend}")
+    elif len(entry) != 1:
+        out.append(f"{name}: ENTRYPOINT {entry} passes arguments (the chart passes flags)")
     return out
+
+
+def image_component(name, ctx):
+    """docker/<name>.Dockerfile -> (CMake component, backend or None)."""
+    if name in ctx["components"]:
+        return name, None
+    for c in ctx["components"]:
+        if name.startswith(c + "-"):
+            return c, name[len(c) + 1:]
+    return None, None
+
+
+@functools.lru_cache(maxsize=None)
+def help_text(binary):
+    r = subprocess.run([binary, "--help"], capture_output=True, text=True)
+    return r.stdout
 
 
 def main():
@@ -201,8 +231,10 @@ def main():
         installed = {os.path.relpath(os.path.join(d, f), everything) for d, _, fs in os.walk(everything) for f in fs}
         if not installed:
             fail("cmake --install installs nothing")
-        for f in files:
-            name = f[: -len(".Dockerfile")]
+        # One component per installed program (cmake/KubecompInstall.cmake): bin/<component>.
+        ctx["components"] = sorted((os.path.basename(f) for f in installed if f.startswith("bin/")),
+                                   key=len, reverse=True)
+        for name in ctx["components"]:
             prefix = os.path.join(tmp, name)
             r = subprocess.run(["cmake", "--install", args.build_dir, "--component", name, "--prefix", prefix],
                                capture_output=True, text=True)
@@ -224,12 +256,22 @@ def main():
             "build package dropped": sample.replace(" libsqlitecpp-dev", ""),
             "other component": sample.replace("--component vni-webhook", "--component bridge-operator"),
         }
+        pod = open(os.path.join(docker_dir, "bridge-pod-slurm.Dockerfile")).read()
+        broken_pods = {
+            "backend not selected": pod.replace(', "--backend", "slurm"', ""),
+            "other backend": pod.replace('"--backend", "slurm"', '"--backend", "ray"'),
+        }
         for what, text in broken.items():
             saved = set(ctx["copied"])
             if not check_dockerfile(sample_name, text, ctx):
                 fail(f"the Dockerfile checker misses: {what}")
             ctx["copied"] = saved
-        print(f"Dockerfile checker: all {len(broken)} broken Dockerfiles caught")
+        for what, text in broken_pods.items():
+            saved = set(ctx["copied"])
+            if not check_dockerfile("bridge-pod-slurm", text, ctx):
+                fail(f"the Dockerfile checker misses: {what}")
+            ctx["copied"] = saved
+        print(f"Dockerfile checker: all {len(broken) + len(broken_pods)} broken Dockerfiles caught")
 
         problems = []
         for f in files:

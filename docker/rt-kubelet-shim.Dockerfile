@@ -1,0 +1,35 @@
+# rt-kubelet-shim: CRI proxy applying real-time reservations (docs/rt.md). The image's user is
+# non-root; the chart runs it as UID 0 without capabilities (root-owned runtime socket and
+# cgroup v1 trees, docs/deploy.md). For the host-service form, copy /usr/local/bin/rt-kubelet-shim
+# out of this image and install the runtime packages below on the node.
+# Build from the repository root:  docker build -f docker/rt-kubelet-shim.Dockerfile -t <registry>/rt-kubelet-shim:<tag> .
+# Stage 1 builds on Debian bookworm with the toolchain and library packages of
+# tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
+# links (tests/deploy/docker_test.py checks both lists against the build and the binary).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build ccache pkg-config git libboost-dev \
+      libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
+      libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
+      libyaml-cpp-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake --preset release \
+ && cmake --build --preset release --target rt-kubelet-shim \
+ && cmake --install build/release --component rt-kubelet-shim --prefix /out --strip
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libabsl20220623 libc-ares2 libfmt9 libgrpc++1.51 libgrpc29 \
+      libprometheus-cpp-core1.0 libprotobuf32 libre2-9 libspdlog1.10 libssl3 \
+      libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/bin/rt-kubelet-shim /usr/local/bin/rt-kubelet-shim
+USER 65532:65532
+EXPOSE 9420
+ENTRYPOINT ["/usr/local/bin/rt-kubelet-shim"]
