@@ -13,6 +13,7 @@
 #include "libcore/obs/log.hpp"
 #include "services/bridge-pod/job_store.hpp"
 #include "services/bridge-pod/runner.hpp"
+#include "services/bridge-pod/lsf_backend.hpp"
 #include "services/bridge-pod/quantum_backend.hpp"
 #include "services/bridge-pod/ray_backend.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
@@ -31,10 +32,10 @@ int main(int argc, char** argv) {
   std::string iamUrl = kc::bridge::pod::kDefaultIamUrl;
   std::string logLevel = "info", logFormat = "text";
 
-  app.add_option("--backend", backendName, "slurm, ray or quantum (one per image)")
+  app.add_option("--backend", backendName, "slurm, ray, quantum or lsf (one per image)")
       ->envname("BRIDGE_BACKEND")
       ->required()
-      ->check(CLI::IsMember({"slurm", "ray", "quantum"}));
+      ->check(CLI::IsMember({"slurm", "ray", "quantum", "lsf"}));
   app.add_option("--configmap", configMap, "the job's ConfigMap")->envname("BRIDGE_CONFIGMAP")->required();
   app.add_option("--namespace", ns, "its namespace")->envname("BRIDGE_NAMESPACE")->required();
   app.add_option("--credentials-dir", credentialsDir, "the resource Secret's files")
@@ -104,6 +105,17 @@ int main(int argc, char** argv) {
 
   const kc::bridge::pod::BackendFactory factory =
       [&](const kc::bridge::JobParameters& p) -> kc::Result<std::unique_ptr<kc::bridge::pod::Backend>> {
+    if (backendName == "lsf") {
+      kc::bridge::pod::LsfOptions o;
+      o.resourceUrl = p.resourceUrl;
+      o.credentialsDir = credentialsDir;
+      o.caFile = caFile;
+      auto b = kc::bridge::pod::LsfBackend::create(o);
+      if (!b.ok()) {
+        return b.error();
+      }
+      return std::unique_ptr<kc::bridge::pod::Backend>(std::move(b).value());
+    }
     if (backendName == "quantum") {
       kc::bridge::pod::QuantumOptions o;
       o.resourceUrl = p.resourceUrl;

@@ -291,6 +291,13 @@ class Runner {
       }
       const RemoteJob& job = q->job;
       if (isTerminal(job.status)) {
+        if (cancelSent && job.status == JobStatus::kFailed) {
+          // Backends without a cancelled state (LSF: EXIT) report the kill as a failure.
+          RemoteJob killed = job;
+          killed.status = JobStatus::kKilled;
+          killed.message += " (after the kill request)";
+          return complete(id, killed);
+        }
         return complete(id, job);
       }
       Data keys;

@@ -6,6 +6,7 @@
 // once the pod wrote its keys.
 
 #include <arpa/inet.h>
+#include <csignal>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -257,5 +258,85 @@ struct BridgeWorld {
     return startBridgePod(backend, env, api.kubeconfig(), creds, s3creds, std::move(extraArgs));
   }
 };
+
+// The scenarios every backend goes through, on any backend: how to start its pod, count the
+// remote jobs made for this BridgeJob, and take its service away and back.
+struct Scenario {
+  BridgeApi& api;
+  std::function<std::unique_ptr<kc::testing::ChildProcess>(const std::vector<std::string>&)> pod;
+  std::function<std::size_t()> jobs;
+  std::function<void()> down;
+  std::function<void()> up;
+};
+
+// The pod SIGKILLed as soon as the backend holds the job, the id erased from the ConfigMap as if
+// it had never been written, a second pod killed while polling, a third one to the end:
+// exactly one remote job and DONE. The id the second pod found (by the tag) is returned.
+inline std::string crashedTwiceRunsOnce(const Scenario& s, const std::string& name, const nlohmann::json& spec) {
+  using namespace std::chrono_literals;
+  auto env = s.api.start(name, spec);
+  {
+    auto pod = s.pod(env);
+    REQUIRE(waitFor([&] { return s.jobs() == 1; }, 60s));
+    pod->kill(SIGKILL);
+  }
+  s.api.set(name, {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
+  std::string adopted;
+  {
+    auto pod = s.pod(env);
+    REQUIRE(waitFor([&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
+    adopted = s.api.value(name, "id");
+    pod->kill(SIGKILL);
+  }
+  auto pod = s.pod(env);
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(s.api.value(name, "status.jobStatus") == "DONE");
+  CHECK(s.api.value(name, "id") == adopted);
+  CHECK(s.jobs() == 1);
+  return adopted;
+}
+
+// The service down when the pod starts (nothing recorded, the pod waits), back, down again
+// while the job runs (for `downWhileRunning`), back: one job, DONE.
+inline void outageRunsOnce(const Scenario& s, const std::string& name, const nlohmann::json& spec,
+                           std::chrono::milliseconds downWhileRunning) {
+  using namespace std::chrono_literals;
+  auto env = s.api.start(name, spec);
+  s.down();
+  auto pod = s.pod(env);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(pod->running());
+  CHECK(s.api.value(name, "id") == "<absent>");
+  s.up();
+  REQUIRE(waitFor([&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
+  s.down();
+  std::this_thread::sleep_for(downWhileRunning);
+  REQUIRE(pod->running());
+  s.up();
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(s.api.value(name, "status.jobStatus") == "DONE");
+  CHECK(s.jobs() == 1);
+}
+
+// A refused credential: the pod keeps retrying without submitting until `fix` rotates the
+// Secret's file, then runs the job once to DONE.
+inline void badCredentialWaits(const Scenario& s, const std::string& name, const nlohmann::json& spec,
+                               const std::function<void()>& fix) {
+  using namespace std::chrono_literals;
+  auto env = s.api.start(name, spec);
+  auto pod = s.pod(env);
+  std::this_thread::sleep_for(2s);
+  CHECK(pod->running());
+  CHECK(s.jobs() == 0);
+  fix();
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(s.jobs() == 1);
+}
 
 }  // namespace kc::bridge::testing

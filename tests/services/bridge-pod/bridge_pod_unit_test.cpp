@@ -10,6 +10,8 @@
 
 #include "libcore/net/sigv4.hpp"
 #include "services/bridge-pod/credentials.hpp"
+#include "services/bridge-pod/lsf_backend.hpp"
+#include "services/bridge-pod/multipart.hpp"
 #include "services/bridge-pod/quantum_backend.hpp"
 #include "services/bridge-pod/ray_backend.hpp"
 #include "services/bridge-pod/runner.hpp"
@@ -413,4 +415,83 @@ TEST_CASE("quantum: job states including the ran-too-long cancel") {
   auto q = parseQuantumJob(200, R"({"state": {"status": "Failed", "reason": "bad input", "reason_code": 1517}, "created": "2026-11-24T10:00:00Z"})");
   CHECK(q->job.message == "Qiskit Runtime Failed: bad input (code 1517)");
   CHECK(kc::formatRfc3339(*q->job.submitTime) == "2026-11-24T10:00:00Z");
+}
+
+TEST_CASE("multipart: nested parts round-trip and a longer boundary inside is not a delimiter") {
+  MimePart inner{{{"Content-ID", "<x>"}}, "line1\r\nline2"};
+  const std::string nested = buildMultipart("B-data", {inner, MimePart{{}, ""}});
+  MimePart outer{{{"Content-Type", "multipart/mixed; boundary=B-data"}}, nested};
+  const std::string body = buildMultipart("B", {MimePart{{{"Content-ID", "<AppName>"}}, "generic"}, outer});
+  auto parts = parseMultipart(body, "B");
+  REQUIRE(parts.ok());
+  REQUIRE(parts->size() == 2);
+  CHECK((*parts)[0].header("content-id") == "<AppName>");
+  CHECK((*parts)[1].body == nested);
+  auto in = parseMultipart((*parts)[1].body, multipartBoundary((*parts)[1].header("Content-Type")).value());
+  REQUIRE(in.ok());
+  REQUIRE(in->size() == 2);
+  CHECK((*in)[0].body == "line1\r\nline2");
+  CHECK((*in)[1].body.empty());
+  CHECK(parseMultipart("preamble\r\n" + body, "B")->size() == 2);
+  CHECK_FALSE(parseMultipart("--B\r\nX: y\r\n\r\nno end", "B").ok());
+  CHECK_FALSE(parseMultipart("nothing", "B").ok());
+  CHECK(multipartBoundary("multipart/mixed; boundary=\"q b\"; charset=x").value() == "q b");
+  CHECK_FALSE(multipartBoundary("multipart/mixed").ok());
+  CHECK(xmlEscape("<a&'\">") == "&lt;a&amp;&apos;&quot;&gt;");
+}
+
+TEST_CASE("lsf: the submit request and the one-object-or-array job replies") {
+  JobContext ctx;
+  ctx.uid = "u-3";
+  ctx.params.scriptLocation = "inline";
+  ctx.script = "echo </value> & done\n";
+  ctx.params.jobProperties = R"({"queue": "night", "nodes": 2, "runLimitMinute": 30})";
+  auto req = buildLsfSubmit(ctx, "BND");
+  REQUIRE(req.ok());
+  CHECK(req->contentType == "multipart/mixed; boundary=BND");
+  auto parts = parseMultipart(req->body, "BND");
+  REQUIRE(parts.ok());
+  REQUIRE(parts->size() == 3);
+  CHECK((*parts)[2].body == ctx.script);  // the script as a file part, verbatim
+  const std::string data = (*parts)[1].body;
+  CHECK(data.find("<AppParam><id>JOB_NAME</id><value>bridge-u-3</value><type></type></AppParam>") != std::string::npos);
+  CHECK(data.find("<id>EXTRA_PARAMS</id><value>-nnodes 2</value>") != std::string::npos);
+  CHECK(data.find("<id>QUEUE</id><value>night</value>") != std::string::npos);
+  for (const char* bad : {R"({"queue": 1})", R"({"nodes": 0})", R"({"runLimitHour": -1})", R"({"priority": 5})", "[]"}) {
+    JobContext b = ctx;
+    b.params.jobProperties = bad;
+    CHECK_FALSE(buildLsfSubmit(b, "BND").ok());
+  }
+  JobContext remote = ctx;
+  remote.params.scriptLocation = "remote";
+  remote.script = "a\nb";
+  CHECK_FALSE(buildLsfSubmit(remote, "BND").ok());
+
+  auto one = lsfJobs(200, R"({"@total": "1", "job": {"id": "5", "jobStatus": "RUN"}})");
+  REQUIRE(one.ok());
+  CHECK(one->size() == 1);
+  CHECK(lsfJobs(200, R"({"@total": "2", "job": [{"id": "5"}, {"id": "6"}]})")->size() == 2);
+  CHECK(lsfJobs(200, R"({"@total": "0"})")->empty());
+  CHECK(lsfJobs(200, R"({"job": {}})").error().code == "protocol");
+  auto done = lsfRemoteJob(nlohmann::json::parse(
+      R"({"jobStatus": "EXIT", "exitCode": "3", "startTime": "2026-11-24 10:00:00", "endTime": "2026-11-24T10:00:05Z"})"));
+  REQUIRE(done.ok());
+  CHECK(done->status == JobStatus::kFailed);
+  CHECK(done->message == "LSF EXIT, exited with code 3");
+  CHECK(kc::formatRfc3339(*done->startTime) == "2026-11-24T10:00:00Z");
+  CHECK(kc::formatRfc3339(*done->endTime) == "2026-11-24T10:00:05Z");
+  CHECK(lsfRemoteJob(nlohmann::json::parse(R"({"jobStatus": "PSUSP"})"))->status == JobStatus::kSubmitted);
+  CHECK(lsfRemoteJob(nlohmann::json::parse(R"({"jobStatus": "WAT"})")).error().code == "protocol");
+  CHECK(kc::formatRfc3339(*lsfTokenExpiry("admin\"2010-04-03T09:31:02Z\"abc")) == "2010-04-03T09:31:02Z");
+  CHECK_FALSE(lsfTokenExpiry("opaque").has_value());
+}
+
+TEST_CASE("bridge-pod runner: a job that fails after the kill request is KILLED") {
+  Harness h;
+  h.store.data["id"] = "9";
+  h.store.data["kill"] = "true";
+  h.backend.queries = {state(JobStatus::kRunning), state(JobStatus::kFailed, "LSF EXIT")};
+  CHECK(h.run() == 1);
+  CHECK(h.store.data["status.jobStatus"] == "KILLED");
+  CHECK(h.store.data["status.message"] == "LSF EXIT (after the kill request)");
 }

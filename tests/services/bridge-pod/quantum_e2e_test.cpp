@@ -39,6 +39,10 @@ struct QuantumWorld : BridgeWorld {
   std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
     return BridgeWorld::pod("quantum", env, {"--iam-url", quantum.iamUrl()});
   }
+  Scenario scenario() {
+    return {api, [this](const std::vector<std::string>& env) { return pod(env); },
+            [this] { return quantum.submissions(); }, [this] { quantum.down(); }, [this] { quantum.up(); }};
+  }
 };
 
 const char* kGood = R"({"pubs": [["OPENQASM 3.0; qubit[1] q; bit[1] c; h q[0]; c[0] = measure q[0];"]], "shots": 4})";
@@ -95,63 +99,23 @@ TEST_CASE("quantum: invalid input is FAILED with the service's reason") {
   CHECK(w.api.value("bad", "status.message").find("pubs must be a list (code 1517)") != std::string::npos);
 }
 
+
+
+
 TEST_CASE("quantum: a wrong API key is retried and never submits") {
   QuantumWorld w;
   w.dir.write("creds/password", "wrong-key");
-  auto env = w.api.start("denied", w.spec(kGood));
-  auto pod = w.pod(env);
-  std::this_thread::sleep_for(2s);
-  CHECK(pod->running());
-  CHECK(w.quantum.submissions() == 0);
-  w.dir.write("creds/password", "api-key-123");
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.quantum.submissions() == 1);
+  badCredentialWaits(w.scenario(), "denied", w.spec(kGood), [&] { w.dir.write("creds/password", "api-key-123"); });
 }
 
 TEST_CASE("quantum: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
   QuantumWorld w;
   w.quantum.runFor = 3s;
-  auto env = w.api.start("crashy", w.spec(kGood));
-  std::string first;
-  {
-    auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.quantum.submissions() == 1; }, 30s));
-    pod->kill(SIGKILL);
-  }
-  w.api.set("crashy", {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
-  {
-    auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.api.value("crashy", "status.jobStatus") == "RUNNING"; }, 30s));
-    first = w.api.value("crashy", "id");
-    pod->kill(SIGKILL);
-  }
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.api.value("crashy", "status.jobStatus") == "DONE");
-  CHECK(w.api.value("crashy", "id") == first);
-  CHECK(w.quantum.submissions() == 1);
+  crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec(kGood));
 }
 
 TEST_CASE("quantum: the service down at start and while polling: retries and one job and DONE") {
   QuantumWorld w;
   w.quantum.runFor = 2s;
-  auto env = w.api.start("patient", w.spec(kGood));
-  w.quantum.down();
-  auto pod = w.pod(env);
-  std::this_thread::sleep_for(2s);
-  REQUIRE(pod->running());
-  w.quantum.up();
-  REQUIRE(waitFor([&] { return w.api.value("patient", "status.jobStatus") == "RUNNING"; }, 30s));
-  w.quantum.down();
-  std::this_thread::sleep_for(3s);
-  REQUIRE(pod->running());
-  w.quantum.up();
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.quantum.submissions() == 1);
+  outageRunsOnce(w.scenario(), "patient", w.spec(kGood), 3s);
 }

@@ -37,6 +37,10 @@ struct RayWorld : BridgeWorld {
   std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
     return BridgeWorld::pod("ray", env);
   }
+  Scenario scenario() {
+    return {api, [this](const std::vector<std::string>& env) { return pod(env); },
+            [this] { return ray.submissions(); }, [this] { ray.down(); }, [this] { ray.up(); }};
+  }
 };
 
 bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
@@ -101,62 +105,26 @@ TEST_CASE("ray: a failing script is FAILED with its exit code and its logs uploa
   CHECK(w.s3.object("results", "boom/logs") == "boom\n");
 }
 
+
+
+
 TEST_CASE("ray: a wrong token is retried as transient and never submits") {
   RayWorld w;
   w.dir.write("creds/token", "wrong");
-  auto env = w.api.start("denied", w.spec("print(1)\n"));
-  auto pod = w.pod(env);
-  std::this_thread::sleep_for(2s);
-  CHECK(pod->running());
-  CHECK(w.ray.submissions() == 0);
-  w.dir.write("creds/token", "ray-secret-token");  // the Secret rotated
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.ray.submissions() == 1);
+  badCredentialWaits(w.scenario(), "denied", w.spec("print(1)\n"),
+                     [&] { w.dir.write("creds/token", "ray-secret-token"); });  // the Secret rotated
 }
 
 TEST_CASE("ray: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
   RayWorld w;
-  auto env = w.api.start("crashy", w.spec("import time\ntime.sleep(3)\nprint('survived')\n"));
-  {
-    auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.ray.submissions() == 1; }, 30s));
-    pod->kill(SIGKILL);
-  }
-  w.api.set("crashy", {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
-  {
-    auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.api.value("crashy", "status.jobStatus") == "RUNNING"; }, 30s));
-    CHECK(w.api.value("crashy", "id") == "bridge-" + w.api.uid());
-    pod->kill(SIGKILL);
-  }
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.api.value("crashy", "status.jobStatus") == "DONE");
-  CHECK(w.ray.submissions() == 1);
+  const std::string id =
+      crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec("import time\ntime.sleep(3)\nprint('survived')\n"));
+  CHECK(id == "bridge-" + w.api.uid());
   CHECK(w.s3.object("results", "crashy/logs") == "survived\n");
 }
 
 TEST_CASE("ray: the dashboard down at start and while polling: retries and one job and DONE") {
   RayWorld w;
-  auto env = w.api.start("patient", w.spec("import time\ntime.sleep(2)\nprint('late')\n"));
-  w.ray.down();
-  auto pod = w.pod(env);
-  std::this_thread::sleep_for(2s);
-  REQUIRE(pod->running());
-  CHECK(w.api.value("patient", "id") == "<absent>");
-  w.ray.up();
-  REQUIRE(waitFor([&] { return w.api.value("patient", "status.jobStatus") == "RUNNING"; }, 30s));
-  w.ray.down();
-  std::this_thread::sleep_for(4s);
-  REQUIRE(pod->running());
-  w.ray.up();
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.ray.submissions() == 1);
+  outageRunsOnce(w.scenario(), "patient", w.spec("import time\ntime.sleep(2)\nprint('late')\n"), 4s);
   CHECK(w.s3.object("results", "patient/logs") == "late\n");
 }

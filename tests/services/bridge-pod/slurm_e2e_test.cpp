@@ -100,6 +100,11 @@ struct World : BridgeWorld {
   std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
     return BridgeWorld::pod("slurm", env, {"--slurm-token-lifespan", "60"});
   }
+  Scenario scenario() {
+    return {api, [this](const std::vector<std::string>& env) { return pod(env); },
+            [this] { return slurm.jobsTagged(api.uid()).size(); }, [this] { slurm.stopRest(); },
+            [this] { slurm.startRest(); }};
+  }
 };
 
 bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
@@ -171,55 +176,19 @@ TEST_CASE("slurm: a kill before the job was ever submitted submits nothing") {
   CHECK(w.slurm.jobsTagged(w.api.uid()).empty());
 }
 
+
+
 TEST_CASE("slurm: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
   World w;
-  auto env = w.api.start("crashy", w.spec("crashy", "#!/bin/sh\nsleep 4\necho survived > hello.out\n"));
-  const std::string uid = w.api.uid();
-  {
-    auto pod = w.pod(env);
-    // The moment Slurm holds the job: the id may or may not be in the ConfigMap yet.
-    REQUIRE(waitFor([&] { return !w.slurm.jobsTagged(uid).empty(); }, 60s));
-    pod->kill(SIGKILL);
-  }
-  const std::string first = w.slurm.jobsTagged(uid).at(0);
-  const std::string firstId = first.substr(0, first.find(' '));
-  // As if the pod had died before it recorded the id: the next one must find the job by its tag.
-  w.api.set("crashy", {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
-  {
-    auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.api.value("crashy", "status.jobStatus") == "RUNNING"; }, 60s));
-    CHECK(w.api.value("crashy", "id") == firstId);  // adopted through the tag
-    pod->kill(SIGKILL);
-  }
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(90s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.api.value("crashy", "status.jobStatus") == "DONE");
-  const auto jobs = w.slurm.jobsTagged(uid);
-  REQUIRE(jobs.size() == 1);
-  CHECK(jobs[0] == firstId + " COMPLETED bridgejob-uid=" + uid);
+  const std::string id =
+      crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec("crashy", "#!/bin/sh\nsleep 4\necho survived > hello.out\n"));
+  CHECK(w.slurm.jobsTagged(w.api.uid()) == std::vector<std::string>{id + " COMPLETED bridgejob-uid=" + w.api.uid()});
   CHECK(w.s3.object("results", "crashy/hello.out") == "survived\n");
 }
 
 TEST_CASE("slurm: slurmrestd down at start and while polling: retries and one job and DONE") {
   World w;
-  auto env = w.api.start("patient", w.spec("patient", "#!/bin/sh\nsleep 3\necho late > hello.out\n"));
-  w.slurm.stopRest();
-  auto pod = w.pod(env);
-  std::this_thread::sleep_for(2s);
-  REQUIRE(pod->running());
-  CHECK(w.api.value("patient", "id") == "<absent>");
-  w.slurm.startRest();
-  REQUIRE(waitFor([&] { return w.api.value("patient", "status.jobStatus") == "RUNNING"; }, 60s));
-  w.slurm.stopRest();
-  std::this_thread::sleep_for(5s);  // the job finishes while nobody can ask
-  REQUIRE(pod->running());
-  w.slurm.startRest();
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(w.api.value("patient", "status.jobStatus") == "DONE");
-  CHECK(w.slurm.jobsTagged(w.api.uid()).size() == 1);
+  // The job finishes while nobody can ask.
+  outageRunsOnce(w.scenario(), "patient", w.spec("patient", "#!/bin/sh\nsleep 3\necho late > hello.out\n"), 5s);
   CHECK(w.s3.object("results", "patient/hello.out") == "late\n");
 }

@@ -1,0 +1,306 @@
+#pragma once
+// TEST DOUBLE of IBM Spectrum LSF Application Center's web services (the `ws/` API, as the
+// original bridge and IBM's docs use it) with their quirks: XML logon answered with a JSON
+// token that embeds its expiry between '"' characters, the token sent back as the cookie
+// platform_token with '"' written #quote#, multipart/mixed submit with a nested `data` part
+// of <AppParam> items and file parts named by Content-ID, job replies shaped like XML turned
+// into JSON ({"@total": "1", "job": {...}} - an object for one job, an array for several -
+// every value a string, times "YYYY-MM-DD HH:MM:SS"), bkill through ws/userCmd, files
+// downloaded with the name as the GET body and returned as multipart. Jobs really run
+// (LocalJob): COMMANDTORUN under /bin/sh in the job's directory with the uploaded files.
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "services/bridge-pod/multipart.hpp"
+#include "tests/services/bridge-pod/local_jobs.hpp"
+
+namespace kc::bridge::testing {
+
+class LsfDouble {
+ public:
+  LsfDouble(std::string dir, std::string user, std::string password, std::chrono::seconds tokenLifetime)
+      : dir_(std::move(dir)), user_(std::move(user)), password_(std::move(password)), tokenLifetime_(tokenLifetime) {
+    listener_.up();
+  }
+  ~LsfDouble() { listener_.down(); }
+
+  std::string url() const { return listener_.base() + "/platform/"; }
+  void down() { listener_.down(); }
+  void up() { listener_.up(); }
+
+  std::size_t submissions() {
+    std::lock_guard lock(mu_);
+    return jobs_.size();
+  }
+  int logons() {
+    std::lock_guard lock(mu_);
+    return logons_;
+  }
+  int expiredCalls() {
+    std::lock_guard lock(mu_);
+    return expired_;
+  }
+  std::map<std::string, std::string> params(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return jobs_.at(id).params;
+  }
+  std::shared_ptr<LocalJob> job(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return jobs_.at(id).job;
+  }
+
+ private:
+  struct Entry {
+    std::map<std::string, std::string> params;
+    std::shared_ptr<LocalJob> job;
+    std::chrono::system_clock::time_point submitted;
+  };
+
+  static kc::net::Response xml(unsigned status, const std::string& body) {
+    kc::net::Response r;
+    r.status = status;
+    r.body = body;
+    r.withHeader("Content-Type", "application/xml");
+    return r;
+  }
+  static std::string between(const std::string& s, const std::string& open, const std::string& close) {
+    const auto a = s.find(open);
+    if (a == std::string::npos) {
+      return {};
+    }
+    const auto b = s.find(close, a + open.size());
+    return b == std::string::npos ? std::string() : s.substr(a + open.size(), b - a - open.size());
+  }
+  static std::string unescape(std::string s) {
+    for (const auto& [e, c] : std::vector<std::pair<std::string, std::string>>{
+             {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}}) {
+      for (auto p = s.find(e); p != std::string::npos; p = s.find(e, p + c.size())) {
+        s.replace(p, e.size(), c);
+      }
+    }
+    return s;
+  }
+  static std::string lsfTime(std::chrono::system_clock::time_point t) {
+    const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+    std::tm tm{};
+    ::gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
+  }
+
+  kc::net::Response logon(const kc::net::Request& r) {
+    if (r.header("Content-Type").value_or("").find("application/xml") != 0) {
+      return xml(400, "<error>Content-Type must be application/xml</error>");
+    }
+    if (unescape(between(r.body, "<name>", "</name>")) != user_ ||
+        unescape(between(r.body, "<pass>", "</pass>")) != password_) {
+      return xml(403, "<error>Log on failed: wrong user name or password</error>");
+    }
+    if (r.header("Accept").value_or("").find("application/json") == std::string::npos) {
+      return xml(200, "<token>only JSON in this double</token>");
+    }
+    std::lock_guard lock(mu_);
+    ++logons_;
+    const auto expiry = std::chrono::system_clock::now() + tokenLifetime_;
+    const std::string token = user_ + "\"" + kc::formatRfc3339(expiry) + "\"" + std::to_string(logons_) + "a7f3e";
+    tokens_[token] = expiry;
+    return kc::net::Response::json(200, {{"token", token}});
+  }
+
+  // nullopt when the cookie holds a live token.
+  std::optional<kc::net::Response> auth(const kc::net::Request& r) {  // with mu_ held
+    std::string cookie = r.header("Cookie").value_or("");
+    const auto at = cookie.find("platform_token=");
+    if (at == std::string::npos) {
+      return xml(403, "<error>You must log on first</error>");
+    }
+    std::string token = cookie.substr(at + 15);
+    token = token.substr(0, token.find(';'));
+    for (auto p = token.find("#quote#"); p != std::string::npos; p = token.find("#quote#", p + 1)) {
+      token.replace(p, 7, "\"");
+    }
+    auto it = tokens_.find(token);
+    if (it == tokens_.end()) {
+      return xml(403, "<error>Invalid token</error>");
+    }
+    if (std::chrono::system_clock::now() >= it->second) {
+      ++expired_;
+      return xml(403, "<error>Token expired</error>");
+    }
+    return std::nullopt;
+  }
+
+  kc::net::Response submit(const kc::net::Request& r) {
+    std::lock_guard lock(mu_);
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    auto boundary = kc::bridge::pod::multipartBoundary(r.header("Content-Type").value_or(""));
+    if (!boundary.ok() || r.header("Content-Type")->rfind("multipart/mixed", 0) != 0) {
+      return xml(400, "<error>multipart/mixed expected</error>");
+    }
+    auto parts = kc::bridge::pod::parseMultipart(r.body, *boundary);
+    if (!parts.ok()) {
+      return xml(400, "<error>" + parts.error().message + "</error>");
+    }
+    std::map<std::string, std::string> params, files;
+    std::string app;
+    for (const auto& p : *parts) {
+      const std::string id = p.header("Content-ID");
+      if (id == "<AppName>") {
+        app = p.body;
+      } else if (id == "<data>") {
+        auto inner = kc::bridge::pod::multipartBoundary(p.header("Content-Type"));
+        auto items = inner.ok() ? kc::bridge::pod::parseMultipart(p.body, *inner)
+                                : kc::Result<std::vector<kc::bridge::pod::MimePart>>(inner.error());
+        if (!items.ok()) {
+          return xml(400, "<error>data part: " + items.error().message + "</error>");
+        }
+        for (const auto& item : *items) {
+          params[unescape(between(item.body, "<id>", "</id>"))] = unescape(between(item.body, "<value>", "</value>"));
+        }
+      } else if (id.size() > 2) {
+        files[id.substr(1, id.size() - 2)] = p.body;
+      }
+    }
+    if (app != "generic") {
+      return xml(400, "<error>Application " + app + " does not exist</error>");
+    }
+    if (params["COMMANDTORUN"].empty()) {
+      return xml(400, "<error>COMMANDTORUN is required</error>");
+    }
+    const std::string id = std::to_string(101 + jobs_.size());
+    const std::string jobDir = dir_ + "/" + id;
+    std::filesystem::create_directories(jobDir);
+    for (const auto& [name, bytes] : files) {
+      std::ofstream(jobDir + "/" + name, std::ios::binary) << bytes;
+    }
+    std::string command = params["COMMANDTORUN"];
+    if (!params["OUTPUT_FILE"].empty()) {
+      command = "(" + command + ") >" + params["OUTPUT_FILE"];
+    }
+    Entry e;
+    e.params = params;
+    e.submitted = std::chrono::system_clock::now();
+    e.job = std::make_shared<LocalJob>(jobDir, command, std::vector<std::string>{"LSB_JOBID=" + id});
+    jobs_.emplace(id, std::move(e));
+    return kc::net::Response::json(200, {{"id", id}});
+  }
+
+  nlohmann::json view(const std::string& id, Entry& e) const {
+    std::string status = "RUN";
+    const auto exit = e.job->exitStatus();
+    if (std::chrono::system_clock::now() - e.submitted < std::chrono::milliseconds(300) && !exit) {
+      status = "PEND";
+    } else if (exit) {
+      status = *exit == 0 ? "DONE" : "EXIT";
+    }
+    nlohmann::json j{{"id", id},
+                     {"name", e.params["JOB_NAME"]},
+                     {"jobStatus", status},
+                     {"queue", e.params.count("QUEUE") ? e.params["QUEUE"] : "normal"},
+                     {"submitTime", lsfTime(e.submitted)},
+                     {"startTime", status == "PEND" ? "-" : lsfTime(e.job->started())},
+                     {"endTime", "-"},
+                     {"cwd", dir_ + "/" + id}};
+    if (auto end = e.job->ended()) {
+      j["endTime"] = lsfTime(*end);
+      j["exitCode"] = std::to_string(*exit);
+    }
+    return j;
+  }
+
+  kc::net::Response jobs(const kc::net::Request& r) {
+    std::lock_guard lock(mu_);
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    std::string rest = r.path.substr(std::string("/platform/ws/jobs").size());
+    nlohmann::json list = nlohmann::json::array();
+    if (rest.empty()) {
+      std::string name;
+      for (const auto& [k, v] : r.query) {
+        if (k == "name") {
+          name = v;
+        }
+      }
+      for (auto& [id, e] : jobs_) {
+        if (name.empty() || e.params["JOB_NAME"] == name) {
+          list.push_back(view(id, e));
+        }
+      }
+    } else {
+      auto it = jobs_.find(rest.substr(1));
+      if (it != jobs_.end()) {
+        list.push_back(view(it->first, it->second));
+      }
+    }
+    nlohmann::json reply{{"@total", std::to_string(list.size())}};
+    if (list.size() == 1) {
+      reply["job"] = list[0];  // one element: an object, as the XML-to-JSON conversion does
+    } else if (!list.empty()) {
+      reply["job"] = list;
+    }
+    return kc::net::Response::json(200, reply);
+  }
+
+  kc::net::Response userCmd(const kc::net::Request& r) {
+    std::lock_guard lock(mu_);
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    const std::string cmd = between(r.body, "<cmd>", "</cmd>");
+    if (cmd.rfind("bkill ", 0) != 0) {
+      return xml(400, "<error>only bkill in this double</error>");
+    }
+    auto it = jobs_.find(cmd.substr(6));
+    if (it == jobs_.end()) {
+      return kc::net::Response::json(200, {{"code", "255"}, {"message", cmd.substr(6) + ": No matching job found"}});
+    }
+    it->second.job->kill();
+    return kc::net::Response::json(200, {{"code", "0"}, {"message", "Job <" + it->first + "> is being terminated"}});
+  }
+
+  kc::net::Response file(const kc::net::Request& r) {
+    std::lock_guard lock(mu_);
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    auto it = jobs_.find(r.path.substr(std::string("/platform/webservice/pacclient/file/").size()));
+    if (it == jobs_.end()) {
+      return xml(404, "<error>no such job</error>");
+    }
+    const std::string name = r.body;
+    const std::string content = it->second.job->file(name);
+    if (name.empty() || name.find("..") != std::string::npos || content == "<absent>") {
+      return xml(404, "<error>File " + name + " does not exist</error>");
+    }
+    kc::bridge::pod::MimePart part;
+    part.headers = {{"Content-Type", "application/octet-stream"}, {"Content-ID", "<" + name + ">"}};
+    part.body = content;
+    const std::string b = "lsf-double-boundary";
+    kc::net::Response out;
+    out.body = kc::bridge::pod::buildMultipart(b, {part});
+    out.withHeader("Content-Type", "multipart/mixed; boundary=" + b);
+    return out;
+  }
+
+  std::string dir_, user_, password_;
+  std::chrono::seconds tokenLifetime_;
+  std::mutex mu_;
+  std::map<std::string, Entry> jobs_;
+  std::map<std::string, std::chrono::system_clock::time_point> tokens_;
+  int logons_ = 0;
+  int expired_ = 0;
+  RestartableServer listener_{[this](kc::net::HttpServer& s) {
+    s.route("POST", "/platform/ws/logon", [this](const kc::net::Request& r) { return logon(r); });
+    s.route("POST", "/platform/ws/jobs/submit", [this](const kc::net::Request& r) { return submit(r); });
+    s.route("POST", "/platform/ws/userCmd", [this](const kc::net::Request& r) { return userCmd(r); });
+    s.routePrefix("GET", "/platform/ws/jobs", [this](const kc::net::Request& r) { return jobs(r); });
+    s.routePrefix("GET", "/platform/webservice/pacclient/file/", [this](const kc::net::Request& r) { return file(r); });
+  }};
+};
+
+}  // namespace kc::bridge::testing

@@ -1,0 +1,128 @@
+// The bridge pod's LSF backend against the LSF Application Center test double (lsf_double.hpp:
+// jobs are real processes), the API server double holding the BridgeJob and the operator's
+// ConfigMap, and npm's s3rver for the outputs.
+
+#include <csignal>
+
+#include "libcore/base/rfc3339.hpp"
+#include "tests/services/bridge-pod/bridge_pod_fixture.hpp"
+#include "tests/services/bridge-pod/lsf_double.hpp"
+
+using nlohmann::json;
+using namespace kc::bridge::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct LsfWorld : BridgeWorld {
+  // Tokens live 64 s; the pod logs on again with a minute left, i.e. after 4 s.
+  LsfDouble lsf{dir.file("lsf"), "lsfuser", "pa<ss\"word&", std::chrono::seconds(64)};
+  LsfWorld() {
+    dir.write("creds/username", "lsfuser\n");
+    dir.write("creds/password", "pa<ss\"word&\n");
+  }
+  json spec(const std::string& script, const std::string& location = "inline") {
+    return json{{"resourceURL", lsf.url()},
+                {"resourcesecret", "lsf-pac"},
+                {"image", "ghcr.io/kubecomp/bridge-pod-lsf:0.1"},
+                {"updateinterval", 1},
+                {"jobproperties", R"({"queue": "normal", "runLimitHour": 1, "runLimitMinute": 0, "nodes": 1})"},
+                {"jobdata", {{"scriptlocation", location}, {"jobscript", script}}},
+                {"s3storage", s3Spec()},
+                {"s3upload", {{"bucket", "results"}, {"files", "hello.out,output.log"}}}};
+  }
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
+    return BridgeWorld::pod("lsf", env);
+  }
+  Scenario scenario() {
+    return {api, [this](const std::vector<std::string>& env) { return pod(env); },
+            [this] { return lsf.submissions(); }, [this] { lsf.down(); }, [this] { lsf.up(); }};
+  }
+};
+
+bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+
+}  // namespace
+
+TEST_CASE("lsf: an inline script runs to DONE with a re-logon before the token expires and outputs in S3") {
+  LsfWorld w;
+  auto env = w.api.start("hello", w.spec("#!/bin/sh\nsleep 6\necho \"hello from $LSB_JOBID\" > hello.out\necho 'it''s done'\n"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("hello", "status.jobStatus") == "DONE");
+  const std::string id = w.api.value("hello", "id");
+  CHECK(w.lsf.submissions() == 1);
+  CHECK(w.lsf.logons() >= 2);
+  CHECK(w.lsf.expiredCalls() == 0);
+  const auto params = w.lsf.params(id);
+  CHECK(params.at("JOB_NAME") == "bridge-" + w.api.uid());
+  CHECK(params.at("QUEUE") == "normal");
+  CHECK(params.at("RUNLIMITHOUR") == "1");
+  CHECK(params.at("EXTRA_PARAMS") == "-nnodes 1");
+  CHECK(w.s3.object("results", "hello/hello.out") == "hello from " + id + "\n");
+  CHECK(w.s3.object("results", "hello/output.log") == "its done\n");
+  const json status = w.api.operatorStatus("hello", "Succeeded");
+  CHECK(status["jobStatus"] == "DONE");
+  CHECK(isRfc3339(status["submitTime"]));
+  CHECK(isRfc3339(status["startTime"]));
+  CHECK(isRfc3339(status["completionTime"]));
+}
+
+TEST_CASE("lsf: kill runs bkill: EXIT after the kill -> KILLED") {
+  LsfWorld w;
+  auto env = w.api.start("long", w.spec("sleep 120\n"));
+  auto pod = w.pod(env);
+  REQUIRE(waitFor([&] { return w.api.value("long", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.api.kill("long");
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
+  CHECK(w.lsf.job(w.api.value("long", "id"))->killed());
+}
+
+TEST_CASE("lsf: a failing script is FAILED with its exit code and its outputs uploaded") {
+  LsfWorld w;
+  auto env = w.api.start("boom", w.spec("echo partial > hello.out\nexit 3\n"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("boom", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("boom", "status.message").find("exited with code 3") != std::string::npos);
+  CHECK(w.s3.object("results", "boom/hello.out") == "partial\n");
+}
+
+TEST_CASE("lsf: a remote command line is run as given") {
+  LsfWorld w;
+  auto env = w.api.start("remote", w.spec("echo remote > hello.out", "remote"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.s3.object("results", "remote/hello.out") == "remote\n");
+  CHECK(w.lsf.params(w.api.value("remote", "id")).at("COMMANDTORUN") == "echo remote > hello.out");
+}
+
+
+
+
+TEST_CASE("lsf: a wrong password is retried and never submits") {
+  LsfWorld w;
+  w.dir.write("creds/password", "wrong");
+  badCredentialWaits(w.scenario(), "denied", w.spec("echo ok > hello.out\n"), [&] { w.dir.write("creds/password", "pa<ss\"word&"); });
+}
+
+TEST_CASE("lsf: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+  LsfWorld w;
+  CHECK(crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec("sleep 3\necho survived > hello.out\n")) == "101");
+  CHECK(w.s3.object("results", "crashy/hello.out") == "survived\n");
+}
+
+TEST_CASE("lsf: Application Center down at start and while polling: retries and one job and DONE") {
+  LsfWorld w;
+  outageRunsOnce(w.scenario(), "patient", w.spec("sleep 2\necho late > hello.out\n"), 3s);
+  CHECK(w.s3.object("results", "patient/hello.out") == "late\n");
+}
