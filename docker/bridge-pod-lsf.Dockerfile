@@ -1,0 +1,32 @@
+# bridge-pod-lsf: the bridge pod for BridgeJobs on LSF (LSF Application Center web services) (docs/bridge.md). The image
+# selects the backend: the same bridge-pod binary with --backend lsf. bridge-operator creates
+# these pods (BridgeJob spec.image), the chart does not run them.
+# Build from the repository root:  docker build -f docker/bridge-pod-lsf.Dockerfile -t <registry>/bridge-pod-lsf:<tag> .
+# Stage 1 builds on Debian bookworm with the toolchain and library packages of
+# tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
+# links (tests/deploy/docker_test.py checks both lists against the build and the binary).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build ccache pkg-config git libboost-dev \
+      libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
+      libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
+      libyaml-cpp-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake --preset release \
+ && cmake --build --preset release --target bridge-pod \
+ && cmake --install build/release --component bridge-pod --prefix /out --strip
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ca-certificates libfmt9 libspdlog1.10 libssl3 libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/bin/bridge-pod /usr/local/bin/bridge-pod
+USER 65532:65532
+# ca-certificates: with no --ca-file the backend and S3 endpoints are verified against the system CAs.
+ENTRYPOINT ["/usr/local/bin/bridge-pod", "--backend", "lsf"]
