@@ -114,8 +114,10 @@ PlanResult planMoves(const PlanInputs& in) {
       waiting.push_back(&p);
     }
   }
+  // Claims up to `count` free GPUs on `node`; their ids are added to `taken` when given.
   auto claimFreeOn = [&](const std::string& node, std::int64_t count,
-                         const alloc::GpuModelFilter& models) {
+                         const alloc::GpuModelFilter& models,
+                         std::vector<std::string>* taken = nullptr) {
     std::int64_t got = 0;
     for (const GpuView& g : view.gpus) {
       if (got >= count) {
@@ -124,6 +126,9 @@ PlanResult planMoves(const PlanInputs& in) {
       if (g.node == node && g.free() && claimed.count(g.info.id) == 0 &&
           models.accepts(g.info.model)) {
         claimed.insert(g.info.id);
+        if (taken != nullptr) {
+          taken->push_back(g.info.id);
+        }
         ++got;
       }
     }
@@ -145,7 +150,14 @@ PlanResult planMoves(const PlanInputs& in) {
     plan.uid = p->uid;
     plan.node = p->dstNode;
     plan.request = p->gpus;
-    std::int64_t have = claimFreeOn(p->dstNode, p->gpus, p->models);
+    std::vector<std::string> onNode;
+    std::int64_t have = claimFreeOn(p->dstNode, p->gpus, p->models, &onNode);
+    // A pod the pool cannot serve in full holds nothing: later pods may use those GPUs.
+    auto release = [&] {
+      for (const auto& id : onNode) {
+        claimed.erase(id);
+      }
+    };
     if (active && active->active() && active->podKey() == p->key() &&
         active->toNode == p->dstNode) {
       ++have;  // the GPU in flight is for this pod
@@ -158,6 +170,7 @@ PlanResult planMoves(const PlanInputs& in) {
     }
     auto st = poolState(spec, view, claimed);
     if (!st) {
+      release();
       plan.verdict = PodPlan::Verdict::kInsufficient;
       plan.reason = "pool model: " + st.error().message;
       out.pods.push_back(std::move(plan));
@@ -167,6 +180,7 @@ PlanResult planMoves(const PlanInputs& in) {
     auto chosen = alloc::chooseGpus(*st, *target, static_cast<std::uint32_t>(plan.deficit),
                                     in.policy, in.rng, p->models);
     if (!chosen) {
+      release();
       plan.verdict = PodPlan::Verdict::kInsufficient;
       plan.reason =
           "pool " + spec.name + " cannot supply " + std::to_string(plan.deficit) + " more GPU(s)" +

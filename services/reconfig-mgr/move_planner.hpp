@@ -13,7 +13,7 @@
 // Sources are chosen by a libcore GPU policy (Algorithm 1 family, default unattached-first)
 // among the free GPUs not on N that no claim holds; the GPUs chosen for one pod are claimed,
 // so a later pod never plans on them. A pod the pool cannot supply in full gets no move at
-// all (and does not stop later pods).
+// all and holds no claim (so it does not stop later pods; it is reconsidered first each time).
 
 #include <chrono>
 #include <cstdint>

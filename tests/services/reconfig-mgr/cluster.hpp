@@ -272,6 +272,32 @@ class SimCluster {
   // The invariants of issue 12, after every scenario. `quarantined`: GPUs the scenario
   // expects to be out of use.
   void invariants(const std::set<std::string>& mayBeUnhealthy = {}) {
+    // Quiescent first: in every pool no move in flight and the status showing what the
+    // chassis shows (read afresh each time the status changes).
+    for (const auto& pool : poolNames()) {
+      CAPTURE(pool);
+      CHECK(poolUntil(
+          [&](const json& st) {
+            for (const auto& m : st.value("moves", json::array())) {
+              const std::string p = m.value("phase", "");
+              if (p != "Succeeded" && p != "Failed") {
+                return false;
+              }
+            }
+            if (!st.contains("gpus")) {
+              return false;
+            }
+            const auto truth = simGpus();
+            for (const auto& g : st["gpus"]) {
+              const std::string id = g.value("id", "");
+              if (!truth.count(id) || truth.at(id) != g.value("node", "")) {
+                return false;
+              }
+            }
+            return true;
+          },
+          30s, pool));
+    }
     const std::map<std::string, std::string> now = simGpus();
     std::set<std::string> before;
     std::set<std::string> after;
@@ -303,24 +329,19 @@ class SimCluster {
         }
       }
     }
-    // The status agrees with the chassis (once the next poll has run).
-    CHECK(poolUntil(
-        [&](const json& st) {
-          if (!st.contains("gpus")) {
-            return false;
-          }
-          for (const auto& g : st["gpus"]) {
-            const std::string id = g.value("id", "");
-            if (!now.count(id) || now.at(id) != g.value("node", "")) {
-              return false;
-            }
-          }
-          return true;
-        },
-        10s));
   }
 
  private:
+  std::vector<std::string> poolNames() const {
+    std::vector<std::string> out;
+    for (const auto& [pool, nodes] : spec_.pools) {
+      out.push_back(pool);
+    }
+    if (out.empty()) {
+      out.push_back("pool-a");
+    }
+    return out;
+  }
   std::string nodeOfPort(int port) const {
     return port >= 1 && port <= static_cast<int>(spec_.nodes.size())
                ? spec_.nodes[port - 1]

@@ -325,12 +325,14 @@ TEST_CASE("planner: FCFS claims and the move in flight and models - insufficient
     CHECK(plan.next->gpu == "c0.3");
   }
   SECTION("a pod the pool cannot supply gets no move, and the next pod still does") {
-    auto f = fixture({{"1", "2"}, {"2", "3"}});
+    auto f = fixture({{"0", "1"}, {"1", "2"}, {"2", "3"}});
     f.pods.push_back(waitingPod("huge", "host01", 8, 5));
-    f.pods.push_back(waitingPod("small", "host01", 1, 10));
+    f.pods.push_back(waitingPod("small", "host01", 2, 10));
     auto plan = f.plan();
     CHECK(plan.pods[0].verdict == PodPlan::Verdict::kInsufficient);
-    CHECK(plan.pods[0].reason.find("cannot supply 8") != std::string::npos);
+    CHECK(plan.pods[0].reason.find("cannot supply 7") != std::string::npos);
+    // The insufficient pod holds no claim: host01's free GPU counts for the next pod.
+    CHECK(plan.pods[1].deficit == 1);
     REQUIRE(plan.next);
     CHECK(plan.next->podName == "small");
   }
