@@ -115,12 +115,19 @@ Result<std::optional<std::string>> SlurmBackend::findTagged(const JobContext& ct
 }
 
 Result<std::string> SlurmBackend::submit(const JobContext& ctx) {
+  std::string script = ctx.script;
   if (ctx.params.scriptLocation == "remote") {
-    return makeError(errc::kInvalid,
-                     "Slurm: scriptlocation remote is not supported (slurmrestd takes the script text; use "
-                     "inline or s3)");
+    // slurmrestd takes script text: a remote script is run by a two-line wrapper.
+    if (script.empty() || script.front() != '/' || script.find_first_of("\n\r") != std::string::npos) {
+      return makeError(errc::kInvalid, "jobdata.jobscript (remote) must be an absolute path on the cluster");
+    }
+    std::string quoted = "'";
+    for (char c : script) {
+      quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    }
+    script = "#!/bin/sh\nexec " + quoted + "'\n";
   }
-  slurm::SubmitInput in{ctx.script, ctx.params.jobProperties, ctx.uid, ctx.jobName};
+  slurm::SubmitInput in{script, ctx.params.jobProperties, ctx.uid, ctx.jobName};
   auto body = slurm::buildSubmitBody(in);
   if (!body.ok()) {
     return body.error();

@@ -5,7 +5,8 @@
 //
 // slurmrestd has no endpoint for a job's files: outputs are read from the job's
 // current_working_directory on the shared file system the bridge pod mounts (`sharedRoot`
-// is prefixed to that path; empty = the same path as on the cluster).
+// is prefixed to that path; empty = the same path as on the cluster). A `remote` script (an
+// absolute path on the cluster) is submitted as a wrapper `exec '<path>'`.
 
 #include <memory>
 #include <string>

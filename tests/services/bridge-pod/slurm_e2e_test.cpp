@@ -164,6 +164,21 @@ TEST_CASE("slurm: a failing script is FAILED with its exit code and its outputs 
   CHECK(w.s3.object("results", "broken/hello.out") == "partial\n");
 }
 
+TEST_CASE("slurm: a remote script (a path on the cluster) runs through a wrapper") {
+  World w;
+  const std::string path = w.slurm.work() + "/it's remote.sh";
+  w.dir.write("slurm/work/it's remote.sh", "#!/bin/sh\necho \"remote $1\" > hello.out\n");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
+  json spec = w.spec("far", "unused");
+  spec["jobdata"] = {{"scriptlocation", "remote"}, {"jobscript", path}};
+  auto pod = w.pod(w.api.start("far", spec));
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.s3.object("results", "far/hello.out") == "remote \n");
+}
+
 TEST_CASE("slurm: a kill before the job was ever submitted submits nothing") {
   World w;
   auto env = w.api.start("never", w.spec("never", "#!/bin/sh\necho x > hello.out\n"));
