@@ -8,6 +8,7 @@
 #   slurm_cluster.sh stop BASE                                    (cancel jobs, stop everything)
 #
 # BASE/jwt.key is the HS256 key; jobs run as the token's user; BASE/work is world-writable.
+# MIN_JOB_AGE (env, default 3600): seconds a finished job stays queryable before Slurm purges it.
 set -euo pipefail
 
 cmd=$1
@@ -88,7 +89,7 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MailProg=/bin/true
-MinJobAge=3600
+MinJobAge=${MIN_JOB_AGE:-3600}
 SchedulerParameters=sched_interval=1
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=2 RealMemory=1024 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP

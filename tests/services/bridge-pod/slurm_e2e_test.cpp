@@ -19,7 +19,7 @@ namespace {
 // The private Slurm, stopped (jobs cancelled, daemons killed by pid) on destruction.
 class SlurmCluster {
  public:
-  explicit SlurmCluster(const std::string& base) : base_(base) {
+  explicit SlurmCluster(const std::string& base, int minJobAge = 3600) : base_(base), minJobAge_(minJobAge) {
     rest_ = freePort();
     std::uint16_t ctld = freePort(), slurmd = freePort();
     while (slurmd == ctld || slurmd == rest_ || ctld == rest_) {
@@ -63,17 +63,19 @@ class SlurmCluster {
  private:
   int script(std::vector<std::string> args) {
     args.insert(args.begin(), {"/bin/bash", std::string(KC_SOURCE_DIR) + "/tests/services/bridge-pod/slurm_cluster.sh"});
-    kc::testing::ChildProcess p(args, kc::testing::ChildOutput::kInherit);
+    kc::testing::ChildProcess p(args, kc::testing::ChildOutput::kInherit,
+                                {"MIN_JOB_AGE=" + std::to_string(minJobAge_)});
     return p.waitExit(60s).value_or(-1);
   }
   std::string base_;
+  int minJobAge_;
   std::uint16_t rest_ = 0;
 };
 
 struct World : BridgeWorld {
-  SlurmCluster slurm{dir.file("slurm")};
+  SlurmCluster slurm;
 
-  World() {
+  explicit World(int minJobAge = 3600) : slurm(dir.file("slurm"), minJobAge) {
     dir.write("creds/username", "root\n");
     std::filesystem::copy_file(slurm.jwtKeyFile(), creds + "/jwtkey");
   }
@@ -177,6 +179,24 @@ TEST_CASE("slurm: a remote script (a path on the cluster) runs through a wrapper
   REQUIRE(exit.has_value());
   CHECK(*exit == 0);
   CHECK(w.s3.object("results", "far/hello.out") == "remote \n");
+}
+
+TEST_CASE("slurm: a job purged before its end was seen (error 2017) is UNKNOWN and not resubmitted") {
+  World w(2);  // MinJobAge=2: Slurm forgets finished jobs within seconds
+  auto env = w.api.start("purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n"));
+  {
+    auto pod = w.pod(env);
+    REQUIRE(waitFor([&] { return w.api.value("purged", "id") != "<absent>"; }, 60s));
+    pod->kill(SIGKILL);  // nobody watches while the job ends and is purged
+  }
+  REQUIRE(waitFor([&] { return w.slurm.jobs().empty(); }, 120s));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("purged", "status.jobStatus") == "UNKNOWN");
+  CHECK(w.api.value("purged", "status.message").find("is gone") != std::string::npos);
+  CHECK(w.slurm.jobs().empty());  // not submitted again
 }
 
 TEST_CASE("slurm: a kill before the job was ever submitted submits nothing") {
