@@ -243,6 +243,7 @@ class PoolWorker final : public MoveEnv {
     double retrieval = 0;
     double reallocation = 0;
     std::int64_t gpusMoved = 0;
+    bool planned = false;
     SteadyTime lastMoveDone{};
     std::string node;
   };
@@ -538,7 +539,12 @@ class PoolWorker final : public MoveEnv {
     for (const PodPlan& pp : plan.pods) {
       auto& t = timing(pp.pod);
       if (pp.verdict == PodPlan::Verdict::kMoving) {
-        t.availability += freshRead ? secondsSince(t0, t1) : 0.0;
+        // The inventory read (and usage merge) the request's first plan stood on, whether read
+        // for the plan or by the poll just before it; later plans reuse the verify reads.
+        if (!t.planned) {
+          t.availability = freshRead ? secondsSince(t0, t1) : lastReadSeconds_;
+          t.planned = true;
+        }
         t.retrieval += secondsSince(t1, t2);
       }
       const auto slash = pp.pod.find('/');

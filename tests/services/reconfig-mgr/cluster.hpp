@@ -135,15 +135,50 @@ class SimCluster {
     return id;
   }
   kc::testing::ChildProcess& manager(int id) { return *managers_.at(id); }
+
+#ifdef KUBECOMP_SCHED_EXE
+  // The real kubecomp-sched (instead of the test playing it).
+  void startScheduler(std::vector<std::string> extra = {}) {
+    const std::string portFile = dir_.file("sched-port");
+    std::vector<std::string> args = {KUBECOMP_SCHED_EXE,
+                                     "--kubeconfig",
+                                     api_->kubeconfigPath(),
+                                     "--identity",
+                                     "sched-0",
+                                     "--port",
+                                     "0",
+                                     "--port-file",
+                                     portFile,
+                                     "--initial-backoff-seconds",
+                                     "0.1",
+                                     "--max-backoff-seconds",
+                                     "1",
+                                     "--leader-elect-namespace",
+                                     "kubecomp",
+                                     "--lease-duration-seconds",
+                                     "2",
+                                     "--renew-deadline-seconds",
+                                     "1.5",
+                                     "--retry-period-seconds",
+                                     "0.2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    scheduler_ = std::make_unique<kc::testing::ChildProcess>(std::move(args));
+    scheduler_->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s,
+                          "kubecomp-sched port file");
+  }
+#endif
   void killManager(int id) {
     managers_.at(id)->kill(SIGKILL);
     managers_.erase(id);
   }
-  std::string metrics(int id) { return httpGet(managerPorts_.at(id), "/metrics"); }
+  std::string metrics(int id) {
+    return httpGet(managerPorts_.at(id), "/metrics");
+  }
 
   // --- the test as kubecomp-sched ---
   void createPod(const std::string& name, int gpus, const std::string& dstNode = {},
-                 const std::string& models = {}) {
+                 const std::string& models = {},
+                 const std::string& schedulerName = "kubecomp-sched") {
     json annotations = json::object();
     if (!dstNode.empty()) {
       annotations["kubecomp.io/dst-node"] = dstNode;
@@ -157,7 +192,7 @@ class SimCluster {
         {"kind", "Pod"},
         {"metadata", {{"name", name}, {"namespace", "default"}, {"annotations", annotations}}},
         {"spec",
-         {{"schedulerName", "kubecomp-sched"},
+         {{"schedulerName", schedulerName},
           {"containers",
            {{{"name", "main"},
              {"image", "cuda"},
@@ -235,8 +270,12 @@ class SimCluster {
   void fault(const json& f) {
     REQUIRE(httpRequest(simPort_, "POST", "/sim/v1/faults", f.dump()) == 201);
   }
-  void clearFaults() { httpRequest(simPort_, "DELETE", "/sim/v1/faults", ""); }
-  int simPort() const { return simPort_; }
+  void clearFaults() {
+    httpRequest(simPort_, "DELETE", "/sim/v1/faults", "");
+  }
+  int simPort() const {
+    return simPort_;
+  }
 
   // The GPUPool status of `pool` as the watch shows it.
   json poolStatus(const std::string& pool = "pool-a") {
@@ -467,6 +506,7 @@ class SimCluster {
   std::unique_ptr<kubelet::testing::Watcher> nodesW_;
   std::unique_ptr<kubelet::testing::Watcher> poolsW_;
   std::map<int, std::unique_ptr<kc::testing::ChildProcess>> managers_;
+  std::unique_ptr<kc::testing::ChildProcess> scheduler_;
   std::map<int, int> managerPorts_;
   int nextManager_ = 0;
   std::map<std::string, std::string> initial_;
