@@ -17,7 +17,8 @@ namespace {
 constexpr const char* kCrn = "crn:v1:bluemix:public:quantum-computing:us-east:a/abc:inst::";
 
 struct QuantumWorld : BridgeWorld {
-  QuantumDouble quantum{"api-key-123", kCrn, std::chrono::seconds(6)};
+  // Tokens live 8 s: renewed with 1.6 s left, 0.5 s before the double (1.1 s ahead) refuses.
+  QuantumDouble quantum{"api-key-123", kCrn, std::chrono::seconds(8)};
   QuantumWorld() {
     dir.write("creds/username", kCrn);
     dir.write("creds/password", "api-key-123\n");
@@ -53,7 +54,7 @@ bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<s
 
 TEST_CASE("quantum: a sampler job runs to Completed with IAM tokens refreshed before expiry and results in S3") {
   QuantumWorld w;
-  w.quantum.runFor = 7500ms;  // longer than a token lives
+  w.quantum.runFor = 8500ms;  // longer than a token lives
   auto env = w.api.start("bell", w.spec(kGood));
   auto pod = w.pod(env);
   const auto exit = pod->waitExit(60s);
