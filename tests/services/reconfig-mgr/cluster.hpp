@@ -52,6 +52,9 @@ struct ClusterSpec {
   // Pools: name -> nodes; empty: one pool "pool-a" with every node and chassis. A pool has
   // every chassis whose name starts with the pool's name + "-" (or all, for pool-a alone).
   std::map<std::string, std::vector<std::string>> pools;
+  // "h3", or "redfish" (classic profile, basic auth, credentials from a Secret the pool names;
+  // a node's host is its ComputerSystem Id, which is the node name here).
+  std::string dialect = "h3";
 };
 
 class SimCluster {
@@ -420,10 +423,14 @@ class SimCluster {
     std::ofstream(path) << topo.dump(2);
     std::ostringstream scale;
     scale << spec_.latencyScale;
-    sim_ = std::make_unique<kc::testing::ChildProcess>(
-        std::vector<std::string>{CHASSIS_SIM_EXE, "--topology", path, "--port", "0",
-                                 "--latency-scale", scale.str(), "--dialect", "h3"},
-        kc::testing::ChildOutput::kCapture);
+    std::vector<std::string> args = {CHASSIS_SIM_EXE, "--topology", path,
+                                     "--port",        "0",          "--latency-scale",
+                                     scale.str(),     "--dialect",  spec_.dialect};
+    if (spec_.dialect == "redfish") {
+      args.insert(args.end(), {"--basic-auth", "operator:s3cret"});
+    }
+    sim_ = std::make_unique<kc::testing::ChildProcess>(std::move(args),
+                                                       kc::testing::ChildOutput::kCapture);
     const auto line = sim_->readLine(20s);
     REQUIRE(line);
     const auto at = line->find("http://127.0.0.1:");
@@ -448,20 +455,36 @@ class SimCluster {
     if (pools.empty()) {
       pools["pool-a"] = spec_.nodes;
     }
+    if (spec_.dialect == "redfish") {
+      // The chassis credentials, as an operator would store them.
+      json secret = {{"apiVersion", "v1"},
+                     {"kind", "Secret"},
+                     {"metadata", {{"name", "chassis-cred"}, {"namespace", "kubecomp"}}},
+                     {"data", {{"username", "b3BlcmF0b3I="}, {"password", "czNjcmV0"}}}};  // base64
+      REQUIRE(client_->create(kube::GroupVersionResource{"", "v1", "secrets", true}, "kubecomp",
+                              secret));
+    }
     for (const auto& [pool, nodes] : pools) {
       json chassis = json::array();
       for (const auto& [name, gpus] : spec_.chassis) {
         if (pools.size() > 1 && name.rfind(pool + "-", 0) != 0) {
           continue;
         }
-        chassis.push_back({{"name", name},
-                           {"driver", "h3"},
-                           {"endpoint", simBase_ + "/chassis/" + name},
-                           {"gpuModel", gpus.empty() ? "V100" : gpus.front().model}});
+        json cj = {
+            {"name", name}, {"driver", spec_.dialect}, {"endpoint", simBase_ + "/chassis/" + name}};
+        if (spec_.dialect == "h3") {
+          cj["gpuModel"] = gpus.empty() ? "V100" : gpus.front().model;
+        } else {
+          cj["auth"] = "basic";
+          cj["credentialsSecret"] = {{"name", "chassis-cred"}};
+        }
+        chassis.push_back(cj);
       }
       json n = json::array();
       for (const auto& node : nodes) {
-        n.push_back({{"name", node}, {"hostPort", std::to_string(portOfNode(node))}});
+        n.push_back(
+            {{"name", node},
+             {"hostPort", spec_.dialect == "h3" ? std::to_string(portOfNode(node)) : node}});
       }
       json obj = {{"apiVersion", "kubecomp.io/v1alpha1"},
                   {"kind", "GPUPool"},

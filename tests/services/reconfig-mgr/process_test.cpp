@@ -217,3 +217,52 @@ TEST_CASE(
   CHECK(c.phaseOf("stuck") == "Pending");
   c.invariants();
 }
+
+TEST_CASE(
+    "reconfig-mgr: a Redfish chassis with basic auth from a Secret - inventory and a move through "
+    "AddResourceBlock",
+    "[reconfig][e2e]") {
+  ClusterSpec s;
+  s.nodes = {"node-a", "node-b"};
+  s.chassis["rf0"] = {{"1", "node-a"}, {"2", "node-b"}, {"3", "node-b"}};
+  s.dialect = "redfish";
+  SimCluster c(s);
+  const int mgr = c.startManager();
+  REQUIRE(c.poolUntil([](const json& st) { return st.value("totalGPUs", 0) == 3; }));
+  CHECK(conditionStatus(c.poolStatus(), "Ready") == "True");
+  REQUIRE(c.waitAllocatable("node-b", 2));
+  c.createPod("two", 2, "node-a");
+  REQUIRE(c.waitAllocatable("node-a", 2, 30s));
+  c.bindAndWaitRunning("two", "node-a");
+  CHECK(c.poolStatus()["moves"][0]["phase"] == "Succeeded");
+  c.invariants();
+  // SIGTERM: steps down and exits 0.
+  CHECK(c.manager(mgr).terminate(10s) == 0);
+}
+
+TEST_CASE("reconfig-mgr: two pods racing for one node are both served and never share a GPU",
+          "[reconfig][e2e]") {
+  ClusterSpec s;
+  s.nodes = {"host01", "host02", "host03"};
+  s.chassis["c0"] = {{"01", "host01"}, {"02", "host01"}, {"03", "host02"},
+                     {"04", "host02"}, {"05", "host03"}, {"06", "host03"}};
+  SimCluster c(s);
+  c.startManager();
+  REQUIRE(c.waitAllocatable("host01", 2));
+  // Both ask for host01 at once: 3 + 3 GPUs, 2 there. The first (FCFS) is counted the two
+  // free ones and one move, the second four moves; neither counts the other's GPUs.
+  c.createPod("first", 3, "host01");
+  c.createPod("second", 3, "host01");
+  REQUIRE(c.waitAllocatable("host01", 6, 60s));
+  c.bindAndWaitRunning("first", "host01");
+  c.bindAndWaitRunning("second", "host01");
+  auto a = c.podGpus("first", "host01");
+  auto b = c.podGpus("second", "host01");
+  CHECK(a.size() == 3);
+  CHECK(b.size() == 3);
+  std::set<std::string> all(a.begin(), a.end());
+  all.insert(b.begin(), b.end());
+  CHECK(all.size() == 6);
+  CHECK(c.poolStatus()["moves"].size() == 4);
+  c.invariants();
+}
