@@ -367,4 +367,39 @@ Result<RtAssignment> placeRtPod(const RtNodeState& node, std::span<const RtConta
   return out;
 }
 
+RtPodSpec rtPodSpec(const RtStringMap& annotations, std::span<const std::string> initContainers,
+                    std::span<const std::string> containers) {
+  RtPodSpec out;
+  const bool any = std::any_of(annotations.begin(), annotations.end(), [](const auto& kv) {
+    return kv.first.starts_with(kRtAnnotationPrefix);
+  });
+  if (!any) {
+    return out;
+  }
+  std::vector<std::string> names(initContainers.begin(), initContainers.end());
+  names.insert(names.end(), containers.begin(), containers.end());
+  if (auto s = validateRtAnnotations(annotations, std::span<const std::string>(names)); !s) {
+    out.error = s.error().message;
+    return out;
+  }
+  for (const auto& n : names) {
+    auto r = rtReservationFor(annotations, n);
+    if (!r) {
+      out.error = r.error().message;
+      out.containers.clear();
+      return out;
+    }
+    if (*r) {
+      out.containers.push_back(RtContainerRequest{n, **r});
+    }
+  }
+  if (auto it = annotations.find(kRtAssignedAnnotation); it != annotations.end()) {
+    auto a = parseRtAssignment(it->second);
+    if (a) {
+      out.assigned = std::move(*a);
+    }  // a malformed assignment is ignored: the scheduler then places the pod itself
+  }
+  return out;
+}
+
 }  // namespace kc::alloc

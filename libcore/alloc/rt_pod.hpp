@@ -118,8 +118,23 @@ class RtNodeState {
 struct RtContainerRequest {
   std::string container;
   RtReservation reservation;
+  friend bool operator==(const RtContainerRequest&, const RtContainerRequest&) = default;
 };
 Result<RtAssignment> placeRtPod(const RtNodeState& node, std::span<const RtContainerRequest> pod,
                                 const RtPacking& packing);
+
+// The real-time side of a pod as the scheduler keeps it: the reservation of each RT container
+// (init containers first, then app containers, the order kubelet creates them), the cores the
+// node says it gave (rt.kubecomp.io/assigned), or what is wrong with its annotations.
+struct RtPodSpec {
+  std::vector<RtContainerRequest> containers{};
+  RtAssignment assigned{};
+  std::string error{};  // non-empty: invalid annotations, the pod must not be scheduled
+  bool realTime() const { return !containers.empty() || !error.empty(); }
+  friend bool operator==(const RtPodSpec&, const RtPodSpec&) = default;
+};
+// Never fails: a problem is kept in `error` (naming the key) so the scheduler can tell the user.
+RtPodSpec rtPodSpec(const RtStringMap& annotations, std::span<const std::string> initContainers,
+                    std::span<const std::string> containers);
 
 }  // namespace kc::alloc

@@ -524,6 +524,16 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
     }
     out.phase = *phase;
   }
+  {
+    std::vector<std::string> initNames, names;
+    for (const auto& c : out.initContainers) {
+      initNames.push_back(c.name);
+    }
+    for (const auto& c : out.containers) {
+      names.push_back(c.name);
+    }
+    out.rt = rtPodSpec(*annotations, initNames, names);
+  }
   return out;
 }
 
@@ -538,6 +548,15 @@ Result<SchedNode> parseNode(const nlohmann::json& node) {
     return labels.error();
   }
   out.labels = std::move(*labels);
+  auto nodeAnnotations = stringMap(member(*metadata, "annotations"), "metadata.annotations");
+  if (!nodeAnnotations) {
+    return nodeAnnotations.error();
+  }
+  if (auto rt = parseRtNode(out.labels, *nodeAnnotations); rt) {
+    out.rt = std::move(*rt);
+  } else {
+    out.rtError = rt.error().message;
+  }
 
   const json& spec = member(node, "spec");
   if (!spec.is_null()) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "libcore/alloc/gpu_model.hpp"
+#include "libcore/alloc/rt_pod.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {
@@ -100,6 +101,7 @@ struct SchedPod {
   std::optional<std::vector<NodeSelectorTerm>> requiredNodeAffinity{};
   std::vector<Toleration> tolerations{};
   GpuModelFilter gpuModels{};  // annotation kubecomp.io/gpu-models
+  RtPodSpec rt{};              // annotations rt.kubecomp.io/* (rt_pod.hpp)
 };
 
 struct SchedNode {
@@ -109,6 +111,9 @@ struct SchedNode {
   Resources allocatable{};           // status.allocatable
   std::int64_t allocatablePods = 0;  // status.allocatable.pods
   bool unschedulable = false;        // spec.unschedulable (cordoned)
+  // Real-time capability the node's rt-kubelet-shim publishes (rt_pod.hpp); nullopt: none.
+  std::optional<RtNodeInfo> rt{};
+  std::string rtError{};  // labelled capable but the annotations are malformed
 };
 
 std::string_view taintEffectName(TaintEffect e);
