@@ -159,6 +159,20 @@ FilterReasons RtAdmission::filter(const SchedPod& pod, const SchedNode& node) co
     }
     return {};
   }
+  // A pod already held here (a reservation re-checked) is judged without its own cores.
+  if (auto self = pods_.find(key(pod.ns, pod.name)); self != pods_.end() && self->second.node == node.name &&
+                                                      !self->second.held.empty()) {
+    RtNodeState trial = *n->second.state;
+    for (const auto& c : self->second.spec.containers) {
+      if (auto h = self->second.held.find(c.container); h != self->second.held.end()) {
+        (void)trial.release(c.reservation, h->second);
+      }
+    }
+    if (!placeRtPod(trial, pod.rt.containers, packing_)) {
+      return {std::string(kReasonRtInsufficient)};
+    }
+    return {};
+  }
   if (!placeRtPod(*n->second.state, pod.rt.containers, packing_)) {
     return {std::string(kReasonRtInsufficient)};
   }

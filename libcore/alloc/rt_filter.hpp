@@ -48,7 +48,8 @@ class RtAdmission {
   void addPod(const SchedPod& pod);
   void removePod(const std::string& ns, const std::string& name);
 
-  // The filter for one node (empty: feasible). Non-RT pods pass everywhere.
+  // The filter for one node (empty: feasible). Non-RT pods pass everywhere; a pod already held
+  // on the node is judged without its own cores (a reservation checked again).
   FilterReasons filter(const SchedPod& pod, const SchedNode& node) const;
   // As a NodeFilterHook for FilterOptions::rt; the RtAdmission must outlive it.
   NodeFilterHook hook() const;

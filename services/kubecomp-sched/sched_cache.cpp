@@ -83,7 +83,11 @@ std::int64_t gpuOf(const alloc::Resources& r) { return r.scalarOr0(alloc::kGpuRe
 
 }  // namespace
 
-SchedCache::SchedCache(CacheOptions options) : opts_(std::move(options)) {}
+SchedCache::SchedCache(CacheOptions options) : opts_(std::move(options)) {
+  if (!opts_.placement.filter.rt) {
+    opts_.placement.filter.rt = rt_.hook();
+  }
+}
 
 // ---------------------------------------------------------------- informer side
 
@@ -208,6 +212,9 @@ void SchedCache::removePod(const std::string& key) {
   firstSeen_.erase(key);
   clearing_.erase(key);
   invalidReported_.erase(key);
+  if (auto p = pods_.find(key); p != pods_.end() && p->second) {
+    rt_.removePod(p->second->ns, p->second->name);
+  }
   if (auto c = contributions_.find(key); c != contributions_.end()) {
     if (!structureDirty_) {
       if (auto n = nodeIndex_.find(c->second.node); n != nodeIndex_.end()) {
@@ -231,10 +238,12 @@ json SchedCache::ingestNode(const json& obj) {
   if (!parsed) {
     // A node we cannot read is treated as absent: nothing is placed on it.
     spdlog::warn("node {}: {}; not scheduling onto it", name, parsed.error().message);
+    rt_.removeNode(name);
     if (nodeMap_.erase(name) > 0) {
       structureDirty_ = true;
     }
   } else {
+    rt_.setNode(*parsed);
     const std::int64_t gpus = gpuOf(parsed->allocatable);
     auto it = nodeMap_.find(name);
     if (it == nodeMap_.end()) {
@@ -260,6 +269,7 @@ json SchedCache::ingestNode(const json& obj) {
 
 void SchedCache::removeNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
+  rt_.removeNode(name);
   if (nodeMap_.erase(name) > 0) {
     structureDirty_ = true;
   }
@@ -498,6 +508,16 @@ std::string SchedCache::effectiveNodeLocked(const PodInfo& pod) const {
 
 void SchedCache::refreshContributionLocked(PodInfo& pod) {
   const std::string node = effectiveNodeLocked(pod);
+  if (pod.pod.rt.realTime() && !node.empty()) {
+    alloc::SchedPod held;  // what RT admission reads: identity, node, RT annotations
+    held.ns = pod.ns;
+    held.name = pod.name;
+    held.nodeName = node;
+    held.rt = pod.pod.rt;
+    rt_.addPod(held);
+  } else {
+    rt_.removePod(pod.ns, pod.name);
+  }
   auto it = contributions_.find(pod.key);
   if (it != contributions_.end() && it->second.node == node && it->second.request == pod.request) {
     return;

@@ -41,6 +41,7 @@
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pod_placement.hpp"
 #include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/rt_filter.hpp"
 #include "libcore/alloc/sched_objects.hpp"
 
 namespace kc::sched {
@@ -230,6 +231,9 @@ class SchedCache {
   std::optional<Action> checkReservationLocked(PodInfo& pod, Reservation& r, Clock::time_point now);
   std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
 
+  // Real-time admission (rt.kubecomp.io annotations): per-node RT state kept as the nodes'
+  // rt-kubelet-shim keeps it; its hook is the placement's FilterOptions::rt.
+  alloc::RtAdmission rt_;
   CacheOptions opts_;
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
