@@ -1,0 +1,138 @@
+"""One workload on one cluster setting: submit the jobs as Pods at their (scaled) arrival
+times, watch them through the API, and time every phase on this side of the wire."""
+import threading
+import time
+
+from kubernetes import client, watch
+
+NAMESPACE = "default"
+
+
+def pod_body(job):
+    cpu, gpus = str(int(job.cpu)), str(job.gpus)
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": job.pod_name, "namespace": NAMESPACE,
+                     "labels": {"app.kubernetes.io/part-of": "kubecomp-demo", "kubecomp.io/job-type": job.kind},
+                     "annotations": {"kubecomp.io/run-seconds": f"{job.duration_s:g}"}},
+        "spec": {"schedulerName": "kubecomp-sched", "restartPolicy": "Never",
+                 "containers": [{"name": "job", "image": "busybox:stable", "command": ["sleep", "infinity"],
+                                 "resources": {"requests": {"cpu": cpu, "kubecomp.io/gpu": gpus},
+                                               "limits": {"cpu": cpu, "kubecomp.io/gpu": gpus}}}]},
+    }
+
+
+class PodTimes:
+    def __init__(self):
+        self.submitted = None
+        self.running = None
+        self.finished = None
+        self.phase = "Pending"
+        self.node = ""
+        self.reason = ""
+
+
+class Watcher(threading.Thread):
+    """Records, per pod, the monotonic time this process first saw it Running and finished."""
+
+    def __init__(self, core, names):
+        super().__init__(daemon=True)
+        self.core = core
+        self.times = {n: PodTimes() for n in names}
+        self.lock = threading.Lock()
+        self.stop_flag = threading.Event()
+        self.error = None
+
+    def run(self):
+        rv = None
+        try:
+            while not self.stop_flag.is_set():
+                w = watch.Watch()
+                try:
+                    for ev in w.stream(self.core.list_namespaced_pod, NAMESPACE, resource_version=rv,
+                                       timeout_seconds=5, allow_watch_bookmarks=True):
+                        obj = ev["object"]
+                        rv = obj.metadata.resource_version
+                        if ev["type"] != "BOOKMARK":
+                            self._see(obj)
+                        if self.stop_flag.is_set():
+                            break
+                except client.ApiException as e:
+                    if e.status == 410:
+                        rv = None
+                        continue
+                    raise
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            self.error = e
+
+    def _see(self, pod):
+        now = time.monotonic()
+        with self.lock:
+            t = self.times.get(pod.metadata.name)
+            if t is None:
+                return
+            phase = pod.status.phase if pod.status else "Pending"
+            t.phase = phase
+            t.node = pod.spec.node_name or ""
+            if phase in ("Running", "Succeeded", "Failed") and t.running is None:
+                t.running = now
+            if phase in ("Succeeded", "Failed") and t.finished is None:
+                t.finished = now
+            for c in (pod.status.conditions or []) if pod.status else []:
+                if c.type == "PodScheduled" and c.status == "False":
+                    t.reason = f"{c.reason}: {c.message}"
+
+    def snapshot(self):
+        with self.lock:
+            return {n: (t.submitted, t.running, t.finished, t.phase) for n, t in self.times.items()}
+
+
+def run_workload(stack, jobs, scale, progress, stall_s):
+    """Submits `jobs` at arrival/scale seconds and returns per-job results in paper seconds.
+
+    The run ends when every pod has finished, or when nothing has changed for `stall_s` wall
+    seconds while no pod runs (the pods still Pending then could never run: counted and kept
+    with the scheduler's reason)."""
+    core = stack.core
+    watcher = Watcher(core, [j.pod_name for j in jobs])
+    watcher.start()
+    t0 = time.monotonic()
+    pending = sorted(jobs, key=lambda j: j.arrival_s)
+    last_change, last_snap = time.monotonic(), None
+    while True:
+        now = time.monotonic()
+        while pending and now - t0 >= pending[0].arrival_s / scale:
+            job = pending.pop(0)
+            with watcher.lock:
+                watcher.times[job.pod_name].submitted = time.monotonic()
+            core.create_namespaced_pod(NAMESPACE, pod_body(job))
+        if watcher.error:
+            raise watcher.error
+        stack.sup.check_alive()
+        snap = watcher.snapshot()
+        done = sum(1 for s in snap.values() if s[2] is not None)
+        running = sum(1 for s in snap.values() if s[1] is not None and s[2] is None)
+        submitted = len(jobs) - len(pending)
+        progress(submitted, running, done, (now - t0) * scale)
+        if snap != last_snap:
+            last_snap, last_change = snap, now
+        if not pending and done == len(jobs):
+            break
+        if not pending and running == 0 and now - last_change > stall_s:
+            break
+        time.sleep(0.02)
+    watcher.stop_flag.set()
+    results = []
+    with watcher.lock:
+        for j in jobs:
+            t = watcher.times[j.pod_name]
+            row = {"id": j.id, "type": j.kind, "gpus": j.gpus, "arrival_s": j.arrival_s,
+                   "node": t.node, "phase": t.phase}
+            if t.running is not None:
+                row["wait_s"] = (t.running - t.submitted) * scale
+            if t.finished is not None:
+                row["jct_s"] = (t.finished - t.submitted) * scale
+            if t.running is None:
+                row["reason"] = t.reason
+            results.append(row)
+    return results

@@ -1,0 +1,193 @@
+"""The development control plane of one demo run, every part a separate process:
+kube-apiserver-double, chassis-sim (2 chassis x 4 GPUs, one pool), two kubelet-standins
+(192 CPUs each), two disaggpu-devplugins, reconfig-mgr and kubecomp-sched."""
+import json
+import os
+import re
+import time
+import urllib.request
+
+import yaml
+from kubernetes import client, config
+
+from procs import StartError, Supervisor
+
+NODES = [("css-host-128", 48), ("css-host-129", 0)]  # the paper's hosts and their chassis ports
+GPU_MODEL = "Tesla V100-PCIE-32GB"
+POOL = "testbed"
+
+# Initial attachment per setting: GPUs per node, in NODES order (the simulator's --layout).
+# What one GPU move costs on the simulated chassis with its default (measured H3) latencies:
+# unassign 5-8 s, assign 8-16 s and one inventory read 3-4 s to verify, uniform: means
+# 6.5 + 12 + 3.5 s. The simulator cross-check charges this per move.
+MEAN_MOVE_S = 6.5 + 12.0 + 3.5
+
+LAYOUTS = {"pooled": (4, 4), "concentrated": (0, 8), "even": (4, 4)}
+
+
+def topology(setting):
+    """The chassis-sim topology of a setting: 2 chassis x 4 GPUs, node i holding LAYOUTS[i]
+    GPUs, spread over both chassis as evenly as possible."""
+    per_node = LAYOUTS[setting]
+    slots = []  # host port per GPU, chassis-major: falcon-0 gets the first four
+    owners = [port for (_, port), n in zip(NODES, per_node) for _ in range(n)]
+    # Deal the owners round-robin over the chassis so a 4+4 layout is 2+2 on each chassis.
+    chassis = [[], []]
+    for i, port in enumerate(owners):
+        chassis[i % 2].append(port)
+    for c in chassis:
+        c += [None] * (4 - len(c))
+    slots = chassis
+    doc = {"chassis": []}
+    for c in range(2):
+        gpus = []
+        for g in range(4):
+            gpu = {"gid": f"00{c}{g}00", "model": GPU_MODEL,
+                   "uuid": f"GPU-00000000-0000-4000-8000-0000000{c}{g:04d}"}
+            if slots[c][g] is not None:
+                gpu["host"] = slots[c][g]
+            gpus.append(gpu)
+        doc["chassis"].append({"name": f"falcon-{c}",
+                               "hosts": [{"port": p, "system": n} for n, p in NODES],
+                               "gpus": gpus})
+    return doc
+
+
+class Stack:
+    def __init__(self, bins, root, run_dir, log_dir, setting, time_scale, dialect, reconfigure):
+        self.bins = bins
+        self.root = root
+        self.dir = run_dir
+        self.setting = setting
+        self.scale = time_scale
+        self.dialect = dialect
+        self.reconfigure = reconfigure
+        self.sup = Supervisor(log_dir)
+        self.chassis_url = None
+        self.kubeconfig = os.path.join(run_dir, "kubeconfig")
+        self.api = None
+        self.reconfig_metrics_port = None
+
+    # -- start -----------------------------------------------------------------------------
+    def start(self):
+        os.makedirs(self.dir, exist_ok=True)
+        self._start_api()
+        self._start_chassis()
+        self._create_pool()
+        self._start_reconfig()
+        for name, _ in NODES:
+            self._start_node(name)
+        self._start_sched()
+        self._wait_ready()
+
+    def _start_api(self):
+        self.sup.start("kube-apiserver-double",
+                       [self.bins["kube-apiserver-double"], "--port", "0", "--kubeconfig-out",
+                        self.kubeconfig, "--history-window", "100000"])
+        self.sup.wait_for_file(self.kubeconfig, "kube-apiserver-double")
+        api_client = config.new_client_from_config(config_file=self.kubeconfig)
+        self.api = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
+        crd_path = os.path.join(self.root, "charts", "kubecomp", "crds", "gpupools.kubecomp.io.yaml")
+        with open(crd_path) as f:
+            crd = yaml.safe_load(f)
+        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+        deadline = time.monotonic() + 10
+        while True:  # served once the double has registered the resource
+            try:
+                self.custom.list_cluster_custom_object("kubecomp.io", "v1alpha1", "gpupools")
+                break
+            except client.ApiException:
+                if time.monotonic() > deadline:
+                    raise StartError("the GPUPool resource was not served within 10 s")
+                time.sleep(0.05)
+
+    def _start_chassis(self):
+        topo = os.path.join(self.dir, "topology.yaml")
+        with open(topo, "w") as f:
+            yaml.safe_dump(topology(self.setting), f, sort_keys=False)
+        dialect = "h3" if self.dialect == "h3" else "redfish"
+        self.sup.start("chassis-sim", [self.bins["chassis-sim"], "--topology", topo, "--port", "0",
+                                       "--dialect", dialect, "--latency-scale", repr(1.0 / self.scale)])
+        line = self.sup.wait_for_log("chassis-sim", "chassis-sim listening on")
+        m = re.search(r"listening on (\S+)", line)
+        self.chassis_url = m.group(1).rstrip("/")
+
+    def _create_pool(self):
+        chassis = [{"name": f"falcon-{c}", "driver": self.dialect,
+                    "endpoint": f"{self.chassis_url}/chassis/falcon-{c}", "gpuModel": GPU_MODEL}
+                   for c in range(2)]
+        if self.dialect == "h3":
+            for c in chassis:
+                c["gep"] = "0"
+        nodes = [{"name": n, "hostPort": str(p) if self.dialect == "h3" else n} for n, p in NODES]
+        body = {"apiVersion": "kubecomp.io/v1alpha1", "kind": "GPUPool", "metadata": {"name": POOL},
+                "spec": {"chassis": chassis, "nodes": nodes,
+                         "pollIntervalSeconds": max(0.05, 30.0 / self.scale)}}
+        self.custom.create_cluster_custom_object("kubecomp.io", "v1alpha1", "gpupools", body)
+
+    def _start_node(self, name):
+        d = os.path.join(self.dir, name)
+        dp_dir = os.path.join(d, "device-plugins")
+        os.makedirs(dp_dir, exist_ok=True)
+        pr_sock = os.path.join(d, "pod-resources.sock")
+        self.sup.start(f"kubelet-standin-{name}", [
+            self.bins["kubelet-standin"], "--node-name", name, "--kubeconfig", self.kubeconfig,
+            "--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock, "--root-dir", d,
+            "--cpu", "192", "--memory", "1Ti", "--time-scale", repr(self.scale),
+            "--status-sync-period", "50ms", "--healthz-port", "0",
+            "--port-file", os.path.join(d, "standin.port")])
+        self.sup.wait_for_file(os.path.join(d, "standin.port"), f"kubelet-standin-{name}")
+        self.sup.start(f"disaggpu-devplugin-{name}", [
+            self.bins["disaggpu-devplugin"], "--node-name", name, "--kubeconfig", self.kubeconfig,
+            "--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock,
+            "--pod-resources-interval-seconds", "0.05", "--port", "0",
+            "--port-file", os.path.join(d, "devplugin.port")])
+        self.sup.wait_for_file(os.path.join(d, "devplugin.port"), f"disaggpu-devplugin-{name}")
+
+    def _start_reconfig(self):
+        port_file = os.path.join(self.dir, "reconfig-mgr.port")
+        argv = [self.bins["reconfig-mgr"], "--kubeconfig", self.kubeconfig, "--port", "0",
+                "--port-file", port_file]
+        if not self.reconfigure:
+            argv.append("--inventory-only")
+        self.sup.start("reconfig-mgr", argv)
+        self.reconfig_metrics_port = int(self.sup.wait_for_file(port_file, "reconfig-mgr"))
+
+    def _start_sched(self):
+        port_file = os.path.join(self.dir, "kubecomp-sched.port")
+        argv = [self.bins["kubecomp-sched"], "--kubeconfig", self.kubeconfig, "--port", "0",
+                "--port-file", port_file]
+        if not self.reconfigure:
+            argv.append("--no-reconfiguration")
+        self.sup.start("kubecomp-sched", argv)
+        self.sup.wait_for_file(port_file, "kubecomp-sched")
+
+    def _wait_ready(self, timeout=60.0):
+        """Ready when both nodes advertise the GPUs the layout attaches to them."""
+        want = dict(zip([n for n, _ in NODES], LAYOUTS[self.setting]))
+        deadline = time.monotonic() + timeout
+        while True:
+            got = {}
+            for node in self.core.list_node().items:
+                alloc = (node.status.allocatable or {}) if node.status else {}
+                got[node.metadata.name] = int(alloc.get("kubecomp.io/gpu", "0"))
+            if all(got.get(n, -1) == v for n, v in want.items()):
+                return
+            self.sup.check_alive()
+            if time.monotonic() > deadline:
+                raise StartError(f"nodes did not advertise the {self.setting} layout {want} "
+                                 f"within {timeout:.0f} s (they show {got})")
+            time.sleep(0.05)
+
+    # -- during and after a run ------------------------------------------------------------
+    def chassis_state(self):
+        with urllib.request.urlopen(self.chassis_url + "/sim/v1/state", timeout=10) as r:
+            return json.load(r)
+
+    def stop(self):
+        if self.api is not None:
+            self.api.close()
+            self.api = None
+        return self.sup.stop_all()
