@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include <spdlog/spdlog.h>
+
 #include "libcore/base/rfc3339.hpp"
 
 namespace kc::kube {
@@ -79,6 +81,7 @@ bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point dead
   auto current = client_.get(gvr::leases(), cfg_.ns, cfg_.name, {}, call);
   if (!current) {
     if (!current.error().isNotFound()) {
+      noteFailure("reading", current.error().message);
       return false;
     }
     nlohmann::json lease = {{"apiVersion", "coordination.k8s.io/v1"},
@@ -92,9 +95,13 @@ bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point dead
                               {"leaseTransitions", 0}}}};
     auto created = client_.create(gvr::leases(), cfg_.ns, lease, {}, call);
     if (!created) {
-      return false;  // AlreadyExists: someone else was faster
+      if (!created.error().isAlreadyExists()) {  // AlreadyExists: someone was faster
+        noteFailure("creating", created.error().message);
+      }
+      return false;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    lastFailure_.clear();
     observedLease_ = std::move(created).value();
     observedSpec_ = observedLease_["spec"].dump();
     observedTime_ = now;
@@ -138,14 +145,33 @@ bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point dead
   }
   auto updated = client_.update(gvr::leases(), cfg_.ns, next, call);  // carries metadata.resourceVersion
   if (!updated) {
-    return false;  // 409 Conflict: the record changed under us
+    if (!updated.error().isConflict()) {  // 409: the record changed under us
+      noteFailure("updating", updated.error().message);
+    }
+    return false;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  lastFailure_.clear();
   observedLease_ = std::move(updated).value();
   observedSpec_ = observedLease_["spec"].dump();
   observedTime_ = now;
   observedHolder_ = cfg_.identity;
   return true;
+}
+
+void LeaderElector::noteFailure(std::string_view what, const std::string& message) {
+  // Logged once per distinct failure, not on every retry: a Lease that cannot be written (its
+  // namespace missing, RBAC, ...) must not leave a replica silently never leading.
+  std::string text = "leader election: " + std::string(what) + " Lease " + cfg_.ns + "/" + cfg_.name +
+                     " failed: " + message;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (text == lastFailure_) {
+      return;
+    }
+    lastFailure_ = text;
+  }
+  spdlog::warn("{}", text);
 }
 
 void LeaderElector::release() {

@@ -77,6 +77,7 @@ class LeaderElector {
   bool sleepFor(std::chrono::milliseconds d);
   void release();
   bool tryAcquireOrRenew(std::chrono::steady_clock::time_point deadline);
+  void noteFailure(std::string_view what, const std::string& message);
   CallOptions bounded(std::chrono::steady_clock::time_point deadline) const;
   void joinStarted();
   std::chrono::milliseconds jittered(std::chrono::milliseconds d);
@@ -94,6 +95,7 @@ class LeaderElector {
   std::string observedSpec_;      // its spec dumped, to detect changes
   std::chrono::steady_clock::time_point observedTime_{};
   std::string observedHolder_;
+  std::string lastFailure_;  // the last failure logged, so a repeat is not logged again
 };
 
 }  // namespace kc::kube

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   kc::sched::SchedulerOptions o;
   std::string kubeconfig;
   std::string policy(kc::alloc::kDefaultNodePolicy);
+  std::string mode = "composable";
   double reservationTimeout = 300;
   double initialBackoff = 1;
   double maxBackoff = 10;
@@ -66,6 +67,12 @@ int main(int argc, char** argv) {
                  "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
   app.add_option("--node-policy", policy,
                  "node scoring policy from the policy registry (eq1, best-fit, least-demand, none)")
+      ->capture_default_str();
+  app.add_option("--mode", mode,
+                 "composable: a node short of GPUs is reserved and reconfig-mgr asked to move them; "
+                 "preconfigured: GPUs never move, a pod goes only where its GPUs are attached now "
+                 "(the fixed settings of the paper's Fig. 8)")
+      ->check(CLI::IsMember({"composable", "preconfigured"}))
       ->capture_default_str();
   app.add_option("--reservation-timeout-seconds", reservationTimeout,
                  "how long a reserved node may take to show the GPUs before the request is "
@@ -129,6 +136,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.cache.placement.policy = *found;
+  o.cache.placement.mode = mode == "preconfigured" ? kc::alloc::Composability::Preconfigured
+                                                   : kc::alloc::Composability::Composable;
   o.cache.reservationTimeout = seconds(reservationTimeout);
   o.cache.initialBackoff = seconds(initialBackoff);
   o.cache.maxBackoff = seconds(maxBackoff);
@@ -180,7 +189,7 @@ int main(int argc, char** argv) {
     http.stop(std::chrono::milliseconds(0));
     return 2;
   }
-  spdlog::info("kubecomp-sched {} (policy {}, health/metrics on port {})", o.lease.identity, policy,
+  spdlog::info("kubecomp-sched {} (policy {}, {}, health/metrics on port {})", o.lease.identity, policy, mode,
                *bound);
 
   kc::obs::ShutdownHandler shutdown(

@@ -216,6 +216,7 @@ void SchedCache::removePod(const std::string& key) {
     rt_.removePod(p->second->ns, p->second->name);
   }
   if (auto c = contributions_.find(key); c != contributions_.end()) {
+    released_ = true;
     if (!structureDirty_) {
       if (auto n = nodeIndex_.find(c->second.node); n != nodeIndex_.end()) {
         alloc::removePodUsage(usage_[n->second], c->second.request);
@@ -262,6 +263,7 @@ json SchedCache::ingestNode(const json& obj) {
     }
   }
   reservationsDirty_ = !reservations_.empty();
+  released_ = true;
   dirty_ = true;
   cv_.notify_all();
   return keep;
@@ -319,6 +321,7 @@ json SchedCache::ingestPool(const json& obj) {
   poolMap_[name] = std::move(entry);
   structureDirty_ = true;
   reservationsDirty_ = !reservations_.empty();
+  released_ = true;
   dirty_ = true;
   cv_.notify_all();
   return keep;
@@ -530,6 +533,9 @@ void SchedCache::refreshContributionLocked(PodInfo& pod) {
       }
     }
     contributions_.erase(it);
+    // A pod on a node stopped holding it. A dropped reservation is not a release: its own pod
+    // must back off (a timed-out request is not asked again at once).
+    released_ = released_ || pod.bound() || assumed_.contains(pod.key);
   }
   if (node.empty()) {
     return;
@@ -819,7 +825,9 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
     return out;
   }
   ensureFreshLocked();
-  // Backoffs that ran out go back to the queue.
+  // Backoffs that ran out go back to the queue; after a release, every backing-off pod does
+  // (its attempt count stays, so a pod that still does not fit backs off longer).
+  const bool released = std::exchange(released_, false);
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     auto b = backoff_.find(*it);
     auto p = pods_.find(*it);
@@ -827,7 +835,7 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
       it = waiting_.erase(it);
       continue;
     }
-    if (b->second.until <= now) {
+    if (released || b->second.until <= now) {
       enqueueLocked(*p->second);
       it = waiting_.erase(it);
     } else {

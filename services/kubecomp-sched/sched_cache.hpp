@@ -268,6 +268,11 @@ class SchedCache {
   std::set<std::string> clearing_;  // pods whose request annotations we are removing
   std::unordered_map<std::string, std::string> invalidReported_;  // pod key -> message sent
   bool reservationsDirty_ = false;
+  // Something may have freed room (a pod stopped holding a node, a node or pool changed):
+  // next() retries every backing-off pod at once, oldest first, instead of when its timer
+  // runs out, so a release is taken in FCFS order (the paper's and the simulator's order) and
+  // not by whichever pod's backoff happens to end first.
+  bool released_ = false;
   bool leading_ = false;
 
   DecisionStats decisions_;

@@ -239,3 +239,48 @@ TEST_CASE("bad input: a malformed request annotation or GPU model list gets a cl
   std::this_thread::sleep_for(200ms);
   CHECK(c.nodeOf("models").empty());
 }
+
+TEST_CASE("a release retries the waiting pods at once and oldest first, not when their backoff ends",
+          "[sched]") {
+  SchedCluster c;
+  c.node("n1", {.cpu = "4", .gpus = 0});
+  c.pool("p0", {"n1"}, {});
+  auto o = c.options();
+  o.cache.initialBackoff = std::chrono::seconds(20);  // no timer retry within the test
+  o.cache.maxBackoff = std::chrono::seconds(20);
+  auto s = c.startScheduler(std::move(o));
+  c.pod("holder", {.cpu = "4"});
+  REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("holder") == "n1"; }));
+  c.pod("first", {.cpu = "3"});
+  REQUIRE(SchedCluster::eventually([&] { return c.condition("first").is_object(); }));
+  c.pod("second", {.cpu = "3"});
+  REQUIRE(SchedCluster::eventually([&] { return c.condition("second").is_object(); }));
+  // The holder ends: its CPU is free, both waiting pods are tried at once, the older first.
+  REQUIRE(c.client
+              ->patch(kc::kube::gvr::pods(), "team", "holder", kc::kube::PatchType::kMerge,
+                      {{"status", {{"phase", "Succeeded"}}}}, "status")
+              .ok());
+  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("first").empty(); }, 5s));
+  CHECK(c.nodeOf("first") == "n1");
+  std::this_thread::sleep_for(300ms);
+  CHECK(c.nodeOf("second").empty());  // 3 + 3 CPUs do not fit in 4
+}
+
+TEST_CASE("preconfigured mode: GPUs never move, a pod goes only where its GPUs are attached", "[sched]") {
+  SchedCluster c;
+  c.node("n1", {.gpus = 1});
+  c.node("n2", {.gpus = 1});
+  c.pool("p0", {"n1", "n2"}, {{"c0.1", "n1"}, {"c0.2", "n2"}, {"c0.3", ""}});
+  auto o = c.options();
+  o.cache.placement.mode = kc::alloc::Composability::Preconfigured;
+  auto s = c.startScheduler(std::move(o));
+  c.pod("two", {.gpus = 2});  // the pool could supply 2 by moving; preconfigured may not
+  REQUIRE(SchedCluster::eventually([&] { return c.condition("two").is_object(); }));
+  CHECK(c.condition("two")["reason"] == "Unschedulable");
+  CHECK(c.condition("two")["message"] == "0/2 nodes are available: 2 Insufficient kubecomp.io/gpu.");
+  CHECK(c.annotationOf("two", "kubecomp.io/dst-node") == "<none>");
+  c.pod("one", {.gpus = 1});
+  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("one").empty(); }));
+  std::this_thread::sleep_for(300ms);
+  CHECK(c.nodeOf("two").empty());
+}
