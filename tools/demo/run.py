@@ -52,9 +52,14 @@ class Watcher(threading.Thread):
                     for ev in w.stream(self.core.list_namespaced_pod, NAMESPACE, resource_version=rv,
                                        timeout_seconds=5, allow_watch_bookmarks=True):
                         obj = ev["object"]
+                        if isinstance(obj, dict):  # BOOKMARK or ERROR: not decoded into a V1Pod
+                            if ev["type"] == "ERROR" and obj.get("code") == 410:
+                                rv = None
+                                break
+                            rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                            continue
                         rv = obj.metadata.resource_version
-                        if ev["type"] != "BOOKMARK":
-                            self._see(obj)
+                        self._see(obj)
                         if self.stop_flag.is_set():
                             break
                 except client.ApiException as e:

@@ -124,7 +124,7 @@ class Stack:
         nodes = [{"name": n, "hostPort": str(p) if self.dialect == "h3" else n} for n, p in NODES]
         body = {"apiVersion": "kubecomp.io/v1alpha1", "kind": "GPUPool", "metadata": {"name": POOL},
                 "spec": {"chassis": chassis, "nodes": nodes,
-                         "pollIntervalSeconds": max(0.05, 30.0 / self.scale)}}
+                         "pollIntervalSeconds": 1}}
         self.custom.create_cluster_custom_object("kubecomp.io", "v1alpha1", "gpupools", body)
 
     def _start_node(self, name):
@@ -148,26 +148,47 @@ class Stack:
 
     def _start_reconfig(self):
         port_file = os.path.join(self.dir, "reconfig-mgr.port")
+        # In the fixed settings reconfig-mgr still writes the inventory the device plugins
+        # advertise; it moves nothing because kubecomp-sched asks for nothing.
         argv = [self.bins["reconfig-mgr"], "--kubeconfig", self.kubeconfig, "--port", "0",
-                "--port-file", port_file]
-        if not self.reconfigure:
-            argv.append("--inventory-only")
+                "--port-file", port_file, "--retry-period-seconds", "0.2", "--lease-namespace", "kube-system"]
         self.sup.start("reconfig-mgr", argv)
         self.reconfig_metrics_port = int(self.sup.wait_for_file(port_file, "reconfig-mgr"))
 
     def _start_sched(self):
         port_file = os.path.join(self.dir, "kubecomp-sched.port")
+        # Retry delays of unschedulable pods scaled like everything else (kube-scheduler's
+        # 1 s and 10 s), so a retry costs the same job time at any --time-scale.
         argv = [self.bins["kubecomp-sched"], "--kubeconfig", self.kubeconfig, "--port", "0",
-                "--port-file", port_file]
-        if not self.reconfigure:
-            argv.append("--no-reconfiguration")
+                "--port-file", port_file, "--retry-period-seconds", "0.2",
+                "--initial-backoff-seconds", repr(max(0.01, 1.0 / self.scale)),
+                "--max-backoff-seconds", repr(max(0.01, 10.0 / self.scale)),
+                "--mode", "composable" if self.reconfigure else "preconfigured"]
         self.sup.start("kubecomp-sched", argv)
-        self.sup.wait_for_file(port_file, "kubecomp-sched")
+        self.sched_metrics_port = int(self.sup.wait_for_file(port_file, "kubecomp-sched"))
+
+    def metrics(self, port):
+        """The daemon's Prometheus text as {name{labels}: value}."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            out = {}
+            for line in r.read().decode().splitlines():
+                if line and not line.startswith("#"):
+                    k, _, v = line.rpartition(" ")
+                    out[k] = float(v)
+            return out
 
     def _wait_ready(self, timeout=60.0):
-        """Ready when both nodes advertise the GPUs the layout attaches to them."""
-        want = dict(zip([n for n, _ in NODES], LAYOUTS[self.setting]))
+        """Ready when both daemons lead and both nodes advertise the GPUs the layout attaches
+        to them."""
         deadline = time.monotonic() + timeout
+        for port, gauge, name in ((self.sched_metrics_port, "kubecomp_sched_leader", "kubecomp-sched"),
+                                  (self.reconfig_metrics_port, "kubecomp_reconfig_is_leader", "reconfig-mgr")):
+            while self.metrics(port).get(gauge, 0) != 1:
+                self.sup.check_alive()
+                if time.monotonic() > deadline:
+                    raise StartError(f"{name} did not take its Lease within {timeout:.0f} s")
+                time.sleep(0.02)
+        want = dict(zip([n for n, _ in NODES], LAYOUTS[self.setting]))
         while True:
             got = {}
             for node in self.core.list_node().items:
