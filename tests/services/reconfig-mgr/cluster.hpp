@@ -9,7 +9,6 @@
 // chassis' truth), none lost (same ids, healthy unless the test quarantined it), none held by
 // two pods, and every running pod's GPUs attached to its own node.
 
-#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -19,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,6 +30,24 @@
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
+
+// Checks: Catch's when a test includes Catch first, exceptions otherwise (tools/bench).
+#ifdef CATCH_VERSION_MAJOR
+#define KC_CLUSTER_REQUIRE(...) REQUIRE(__VA_ARGS__)
+#define KC_CLUSTER_CHECK(...) CHECK(__VA_ARGS__)
+#define KC_CLUSTER_CAPTURE(...) CAPTURE(__VA_ARGS__)
+#define KC_CLUSTER_FAIL(msg) FAIL(msg)
+#else
+#define KC_CLUSTER_REQUIRE(...)                                   \
+  do {                                                            \
+    if (!(__VA_ARGS__)) {                                         \
+      throw std::runtime_error("cluster: failed: " #__VA_ARGS__); \
+    }                                                             \
+  } while (false)
+#define KC_CLUSTER_CHECK(...) KC_CLUSTER_REQUIRE(__VA_ARGS__)
+#define KC_CLUSTER_CAPTURE(...) (void)0
+#define KC_CLUSTER_FAIL(msg) throw std::runtime_error("cluster: failed")
+#endif
 
 namespace kc::reconfig::testing {
 
@@ -55,6 +73,7 @@ struct ClusterSpec {
   // "h3", or "redfish" (classic profile, basic auth, credentials from a Secret the pool names;
   // a node's host is its ComputerSystem Id, which is the node name here).
   std::string dialect = "h3";
+  std::string statusSyncPeriod = "100ms";  // the stand-ins' node status sync
 };
 
 class SimCluster {
@@ -66,7 +85,7 @@ class SimCluster {
     kc::testing::installCrd(
         *client_, kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
                                             "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
-    REQUIRE(client_->create(
+    KC_CLUSTER_REQUIRE(client_->create(
         kube::gvr::namespaces(), "",
         {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "kubecomp"}}}}));
     startSim();
@@ -75,7 +94,7 @@ class SimCluster {
       std::filesystem::create_directories(d);
       standins_[node] = std::make_unique<kubelet::testing::StandinProcess>(
           KUBELET_STANDIN_EXE, api_->kubeconfigPath(), d, node,
-          std::vector<std::string>{"--status-sync-period", "100ms"});
+          std::vector<std::string>{"--status-sync-period", spec_.statusSyncPeriod});
       startPlugin(node);
     }
     pods_ = std::make_unique<kubelet::testing::Watcher>(*client_, kube::gvr::pods());
@@ -202,7 +221,7 @@ class SimCluster {
              {"resources",
               {{"requests", {{"kubecomp.io/gpu", std::to_string(gpus)}}},
                {"limits", {{"kubecomp.io/gpu", std::to_string(gpus)}}}}}}}}}}};
-    REQUIRE(client_->create(kube::gvr::pods(), "default", pod));
+    KC_CLUSTER_REQUIRE(client_->create(kube::gvr::pods(), "default", pod));
   }
   // A pod placed directly on a node (already running work that holds GPUs).
   void runPodOn(const std::string& name, int gpus, const std::string& node) {
@@ -211,7 +230,8 @@ class SimCluster {
   }
   void annotate(const std::string& pod, const std::string& dstNode) {
     json patch = {{"metadata", {{"annotations", {{"kubecomp.io/dst-node", dstNode}}}}}};
-    REQUIRE(client_->patch(kube::gvr::pods(), "default", pod, kube::PatchType::kMerge, patch));
+    KC_CLUSTER_REQUIRE(
+        client_->patch(kube::gvr::pods(), "default", pod, kube::PatchType::kMerge, patch));
   }
   int allocatable(const std::string& node) {
     auto n = nodesW_->get("", node);
@@ -229,8 +249,8 @@ class SimCluster {
     return nodesW_->until([&](const kube::Store&) { return allocatable(node) >= atLeast; }, limit);
   }
   void bindAndWaitRunning(const std::string& pod, const std::string& node) {
-    REQUIRE(client_->bindPod("default", pod, node));
-    REQUIRE(pods_->until(
+    KC_CLUSTER_REQUIRE(client_->bindPod("default", pod, node));
+    KC_CLUSTER_REQUIRE(pods_->until(
         [&](const kube::Store& st) {
           auto p = st.get("default", pod);
           return p && (*p).value("status", json::object()).value("phase", "") == "Running";
@@ -271,7 +291,7 @@ class SimCluster {
     return out;
   }
   void fault(const json& f) {
-    REQUIRE(httpRequest(simPort_, "POST", "/sim/v1/faults", f.dump()) == 201);
+    KC_CLUSTER_REQUIRE(httpRequest(simPort_, "POST", "/sim/v1/faults", f.dump()) == 201);
   }
   void clearFaults() {
     httpRequest(simPort_, "DELETE", "/sim/v1/faults", "");
@@ -317,8 +337,8 @@ class SimCluster {
     // Quiescent first: in every pool no move in flight and the status showing what the
     // chassis shows (read afresh each time the status changes).
     for (const auto& pool : poolNames()) {
-      CAPTURE(pool);
-      CHECK(poolUntil(
+      KC_CLUSTER_CAPTURE(pool);
+      KC_CLUSTER_CHECK(poolUntil(
           [&](const json& st) {
             for (const auto& m : st.value("moves", json::array())) {
               const std::string p = m.value("phase", "");
@@ -349,10 +369,11 @@ class SimCluster {
     for (const auto& [id, node] : now) {
       after.insert(id);
     }
-    CHECK(before == after);  // none lost (the simulator's model holds each GPU on <= 1 host)
+    KC_CLUSTER_CHECK(before ==
+                     after);  // none lost (the simulator's model holds each GPU on <= 1 host)
     for (const auto& id : unhealthySimGpus()) {
-      CAPTURE(id);
-      CHECK(mayBeUnhealthy.count(id) == 1);
+      KC_CLUSTER_CAPTURE(id);
+      KC_CLUSTER_CHECK(mayBeUnhealthy.count(id) == 1);
     }
     std::map<std::string, std::string> holder;
     for (const auto& [node, s] : standins_) {
@@ -362,11 +383,11 @@ class SimCluster {
         for (const auto& d : p["devices"]) {
           for (const auto& i : d["ids"]) {
             const std::string id = i.get<std::string>();
-            CAPTURE(id, name, node);
-            CHECK(holder.count(id) == 0);  // never two pods on one GPU
+            KC_CLUSTER_CAPTURE(id, name, node);
+            KC_CLUSTER_CHECK(holder.count(id) == 0);  // never two pods on one GPU
             holder[id] = name;
-            CHECK(now.count(id) == 1);
-            CHECK(now.at(id) == node);  // a running pod's GPU is attached to its node
+            KC_CLUSTER_CHECK(now.count(id) == 1);
+            KC_CLUSTER_CHECK(now.at(id) == node);  // a running pod's GPU is attached to its node
           }
         }
       }
@@ -395,7 +416,7 @@ class SimCluster {
         return static_cast<int>(i) + 1;
       }
     }
-    FAIL("unknown node " << node);
+    KC_CLUSTER_FAIL("unknown node " + node);
     return 0;
   }
 
@@ -432,9 +453,9 @@ class SimCluster {
     sim_ = std::make_unique<kc::testing::ChildProcess>(std::move(args),
                                                        kc::testing::ChildOutput::kCapture);
     const auto line = sim_->readLine(20s);
-    REQUIRE(line);
+    KC_CLUSTER_REQUIRE(line);
     const auto at = line->find("http://127.0.0.1:");
-    REQUIRE(at != std::string::npos);
+    KC_CLUSTER_REQUIRE(at != std::string::npos);
     simPort_ = std::stoi(line->substr(at + 17));
     simBase_ = "http://127.0.0.1:" + std::to_string(simPort_);
   }
@@ -461,8 +482,8 @@ class SimCluster {
                      {"kind", "Secret"},
                      {"metadata", {{"name", "chassis-cred"}, {"namespace", "kubecomp"}}},
                      {"data", {{"username", "b3BlcmF0b3I="}, {"password", "czNjcmV0"}}}};  // base64
-      REQUIRE(client_->create(kube::GroupVersionResource{"", "v1", "secrets", true}, "kubecomp",
-                              secret));
+      KC_CLUSTER_REQUIRE(client_->create(kube::GroupVersionResource{"", "v1", "secrets", true},
+                                         "kubecomp", secret));
     }
     for (const auto& [pool, nodes] : pools) {
       json chassis = json::array();
@@ -490,7 +511,7 @@ class SimCluster {
                   {"kind", "GPUPool"},
                   {"metadata", {{"name", pool}}},
                   {"spec", {{"chassis", chassis}, {"nodes", n}, {"pollIntervalSeconds", 1}}}};
-      REQUIRE(client_->create(kGpuPools, "", obj));
+      KC_CLUSTER_REQUIRE(client_->create(kGpuPools, "", obj));
     }
   }
 
@@ -499,7 +520,7 @@ class SimCluster {
     o.baseUrl = "http://127.0.0.1:" + std::to_string(port);
     auto c = std::move(net::HttpClient::create(o).value());
     auto r = c->request("GET", path);
-    REQUIRE(r);
+    KC_CLUSTER_REQUIRE(r);
     return r->body;
   }
   static unsigned httpRequest(int port, const std::string& method, const std::string& path,
@@ -510,7 +531,7 @@ class SimCluster {
     net::Headers h;
     h.emplace_back("Content-Type", "application/json");
     auto r = c->request(method, path, body, h);
-    REQUIRE(r);
+    KC_CLUSTER_REQUIRE(r);
     return r->status;
   }
 
