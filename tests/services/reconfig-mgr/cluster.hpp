@@ -188,6 +188,10 @@ class SimCluster {
     scheduler_->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s,
                           "kubecomp-sched port file");
   }
+  void killScheduler() {
+    scheduler_->kill(SIGKILL);
+    scheduler_.reset();
+  }
 #endif
   void killManager(int id) {
     managers_.at(id)->kill(SIGKILL);

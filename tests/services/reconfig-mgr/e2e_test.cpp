@@ -177,3 +177,49 @@ TEST_CASE("Table III: phase durations against GPUs moved with the simulator's la
   CHECK(means["gpu_availability_update"][3] < 0.5 * means["reallocation"][3]);
   c.invariants();
 }
+
+TEST_CASE(
+    "e2e: kubecomp-sched SIGKILLed while a pod waits - the move completes and a new scheduler "
+    "binds",
+    "[reconfig][e2e]") {
+  ClusterSpec s;
+  s.nodes = {"host01", "host02"};
+  s.chassis["c0"] = {{"01", "host01"}, {"02", "host01"}, {"03", "host02"}};
+  s.latencyScale = 0.1;  // the move takes about 2 s: time to kill the scheduler meanwhile
+  SimCluster c(s);
+  c.startManager();
+  c.startScheduler();
+  REQUIRE(c.waitAllocatable("host01", 2, 30s));
+  REQUIRE(c.waitAllocatable("host02", 1, 30s));
+  c.createPod("three", 3);
+  REQUIRE(c.pods().until(
+      [](const kc::kube::Store& st) {
+        auto p = st.get("default", "three");
+        return p && (*p)["metadata"]
+                        .value("annotations", json::object())
+                        .contains("kubecomp.io/dst-node");
+      },
+      20s));
+  c.killScheduler();
+  // reconfig-mgr carries on without the scheduler: the request is the annotation.
+  REQUIRE(c.poolUntil(
+      [](const json& st) {
+        for (const auto& m : st.value("moves", json::array())) {
+          if (m.value("phase", "") == "Succeeded") {
+            return true;
+          }
+        }
+        return false;
+      },
+      60s));
+  CHECK(c.phaseOf("three") == "Pending");
+  c.startScheduler();
+  REQUIRE(c.pods().until(
+      [](const kc::kube::Store& st) {
+        auto p = st.get("default", "three");
+        return p && (*p).value("status", json::object()).value("phase", "") == "Running";
+      },
+      60s));
+  CHECK(c.poolStatus()["moves"].size() == 1);  // no duplicate request after the restart
+  c.invariants();
+}
