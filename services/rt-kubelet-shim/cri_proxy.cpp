@@ -1,5 +1,6 @@
 #include "services/rt-kubelet-shim/cri_proxy.hpp"
 
+#include <deque>
 #include <mutex>
 #include <optional>
 
@@ -16,6 +17,12 @@ bool forwardableMetadata(std::string_view key) {
 
 // One proxied call: the server side (the caller, kubelet) and the client side (the runtime)
 // pumped into each other. Deleted when both sides are done.
+//
+// gRPC destroys the client stream just before it calls the client reactor's OnDone, so no
+// operation may be started on the upstream once it can finish. Two rules keep that true:
+// the upstream always has a read outstanding until its stream ends (messages are queued for the
+// caller instead of waiting to read the next), and a hold keeps it open until the caller's side
+// has half-closed (or broken), so StartWritesDone is never late.
 class ForwardCall final : public grpc::ServerGenericBidiReactor {
  public:
   ForwardCall(grpc::GenericCallbackServerContext* ctx, grpc::GenericStub& stub,
@@ -42,32 +49,41 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
         upstream_.StartWrite(&in_);
       } else {
         upstream_.StartWritesDone();
+        releaseHoldLocked();
       }
       upstream_.StartCall();
       return;
     }
-    if (upstreamDone_ || finished_) {
-      return;  // the runtime already ended the call: its reactor is gone
+    if (holdReleased_) {
+      return;  // the upstream failed a write: nothing more goes to it
     }
     if (ok) {
       upstream_.StartWrite(&in_);
     } else {
       upstream_.StartWritesDone();
+      releaseHoldLocked();
     }
   }
 
   void OnWriteDone(bool ok) override {
     std::unique_lock lock(mu_);
     writing_ = false;
-    if (pendingFinish_) {
-      finishLocked(*pendingFinish_, false);
+    if (!ok) {
+      ctxUp_.TryCancel();  // the caller is gone
+    } else if (!queue_.empty()) {
+      queue_.pop_front();
+    }
+    if (ok && !queue_.empty() && !finished_) {
+      writing_ = true;
+      StartWrite(&queue_.front());
       return;
     }
     if (!ok) {
-      ctxUp_.TryCancel();
-      return;
+      queue_.clear();
     }
-    upstream_.StartRead(&up_);
+    if (pendingFinish_ && queue_.empty()) {
+      finishLocked(*pendingFinish_, false);
+    }
   }
 
   void OnCancel() override { ctxUp_.TryCancel(); }
@@ -100,12 +116,24 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
       }
     }
     stub_.PrepareBidiStreamingCall(&ctxUp_, ctx_->method(), grpc::StubOptions(), &upstream_);
+    upstream_.AddHold();
     upstream_.StartRead(&up_);
+  }
+
+  void releaseHoldLocked() {
+    if (!holdReleased_) {
+      holdReleased_ = true;
+      upstream_.RemoveHold();
+    }
   }
 
   void upWriteDone(bool ok) {
     std::unique_lock lock(mu_);
-    if (ok && !finished_) {
+    if (!ok) {
+      releaseHoldLocked();  // the stream is failing: let its status through
+      return;
+    }
+    if (!finished_) {
       StartRead(&in_);  // the caller's next message (or its half-close)
     }
   }
@@ -118,12 +146,14 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
       hook_->onResponse(up_);
     }
     std::unique_lock lock(mu_);
-    if (finished_) {
-      return;
+    if (!finished_) {
+      queue_.push_back(up_);
+      if (!writing_) {
+        writing_ = true;
+        StartWrite(&queue_.front());
+      }
     }
-    down_ = up_;
-    writing_ = true;
-    StartWrite(&down_);
+    upstream_.StartRead(&up_);  // always one read outstanding until the stream ends
   }
 
   void upDone(const grpc::Status& s) {
@@ -132,7 +162,7 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
     }
     std::unique_lock lock(mu_);
     upstreamDone_ = true;
-    if (writing_) {
+    if (writing_ || !queue_.empty()) {
       pendingFinish_ = s;
       if (observer_) {
         observer_(ctx_->method(), s.error_code(), seconds());
@@ -173,9 +203,10 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
   std::chrono::steady_clock::time_point start_;
   grpc::ClientContext ctxUp_;
   Upstream upstream_;
-  grpc::ByteBuffer in_, up_, down_;
+  grpc::ByteBuffer in_, up_;
+  std::deque<grpc::ByteBuffer> queue_;  // runtime -> caller, front is being written
   std::mutex mu_;
-  bool started_ = false, finished_ = false, writing_ = false;
+  bool started_ = false, finished_ = false, writing_ = false, holdReleased_ = false;
   bool serverDone_ = false, upstreamDone_ = false;
   std::optional<grpc::Status> pendingFinish_;
 };

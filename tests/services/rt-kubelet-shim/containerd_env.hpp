@@ -277,8 +277,10 @@ class CriClient {
     return st;
   }
 
+  // `cmd` replaces `sleep 1000000`; `cpuset` pins the container (as kubelet's CPU manager would).
   grpc::Status createContainer(const std::string& podId, const cri::PodSandboxConfig& pod,
-                               const std::string& name, std::string& id, unsigned attempt = 0) {
+                               const std::string& name, std::string& id, unsigned attempt = 0,
+                               const std::vector<std::string>& cmd = {}, const std::string& cpuset = "") {
     grpc::ClientContext ctx;
     kc::grpcx::setTimeout(ctx, std::chrono::seconds(30));
     cri::CreateContainerRequest r;
@@ -288,8 +290,17 @@ class CriClient {
     c->mutable_metadata()->set_name(name);
     c->mutable_metadata()->set_attempt(attempt);
     c->mutable_image()->set_image(kTestImage);
-    c->add_command("/bin/sleep");
-    c->add_args("1000000");
+    if (cmd.empty()) {
+      c->add_command("/bin/sleep");
+      c->add_args("1000000");
+    } else {
+      for (const auto& a : cmd) {
+        c->add_command(a);
+      }
+    }
+    if (!cpuset.empty()) {
+      c->mutable_linux()->mutable_resources()->set_cpuset_cpus(cpuset);
+    }
     c->set_log_path(name + "-" + std::to_string(attempt) + ".log");
     auto* sc = c->mutable_linux()->mutable_security_context();
     sc->mutable_capabilities()->add_add_capabilities("SYS_NICE");

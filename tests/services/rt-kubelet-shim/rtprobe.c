@@ -4,9 +4,10 @@
  *   rtprobe burn <ms>   SCHED_FIFO busy loop for <ms> of wall time; prints
  *                       "burn <cpu fraction>" (CPU time of this thread / wall time)
  *   rtprobe hog <s>     SCHED_OTHER busy loop for <s> seconds (a CPU hog)
- *   rtprobe periodic <C_us> <T_us> <n> <fifo 0|1>
+ *   rtprobe periodic <C_us> <T_us> <n> <prio>
  *                       a periodic task: every T_us, C_us of CPU work; prints one line per
- *                       job "job <i> <response_us>" and finally "misses <count>" (response > T). */
+ *                       job "job <T_us> <i> <response_us>" and finally "misses <T_us> <count>"
+ *                       (response > T). prio 0: SCHED_OTHER, else SCHED_FIFO at that priority. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -21,10 +22,12 @@ static long long nowNs(clockid_t c) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int fifo(void) {
-  struct sched_param p = {.sched_priority = 10};
+static int fifoAt(int prio) {
+  struct sched_param p = {.sched_priority = prio};
   return sched_setscheduler(0, SCHED_FIFO, &p);
 }
+
+static int fifo(void) { return fifoAt(10); }
 
 static void work(long long cpuNs) {
   const long long end = nowNs(CLOCK_THREAD_CPUTIME_ID) + cpuNs;
@@ -63,12 +66,16 @@ int main(int argc, char** argv) {
   if (argc >= 6 && strcmp(argv[1], "periodic") == 0) {
     const long long c = atoll(argv[2]) * 1000LL, t = atoll(argv[3]) * 1000LL;
     const int n = atoi(argv[4]);
-    if (atoi(argv[5]) != 0 && fifo() != 0) {
+    if (atoi(argv[5]) != 0 && fifoAt(atoi(argv[5])) != 0) {
       printf("fifo refused: %s\n", strerror(errno));
       return 1;
     }
     long long release = nowNs(CLOCK_MONOTONIC) + t;
     int misses = 0;
+    /* Responses are kept and printed at the end, one write per line: several probes share the
+     * output pipe, and nothing is written while the task set runs. */
+    long long* responses = calloc((size_t)(n > 0 ? n : 1), sizeof(long long));
+    setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 0; i < n; ++i) {
       struct timespec ts = {.tv_sec = release / 1000000000LL, .tv_nsec = release % 1000000000LL};
       while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
@@ -78,12 +85,16 @@ int main(int argc, char** argv) {
       if (resp > t) {
         ++misses;
       }
-      printf("job %d %lld\n", i, resp / 1000);
+      responses[i] = resp / 1000;
       release += t;
     }
-    printf("misses %d\n", misses);
+    for (int i = 0; i < n; ++i) {
+      printf("job %lld %d %lld\n", t / 1000, i, responses[i]);
+    }
+    free(responses);
+    printf("misses %lld %d\n", t / 1000, misses);
     return 0;
   }
-  fprintf(stderr, "usage: rtprobe fifo | burn <ms> | hog <s> | periodic <C_us> <T_us> <n> <fifo>\n");
+  fprintf(stderr, "usage: rtprobe fifo | burn <ms> | hog <s> | periodic <C_us> <T_us> <n> <prio>\n");
   return 2;
 }

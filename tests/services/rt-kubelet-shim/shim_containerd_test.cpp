@@ -16,6 +16,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <thread>
+
+#include <grpcpp/completion_queue.h>
 
 #include <grpcpp/generic/generic_stub.h>
 
@@ -168,6 +171,17 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
     CHECK_FALSE(readTrim(kCpu + podA + "/" + ctrA + "/cgroup.procs").empty());
     CHECK(readTrim("/sys/fs/cgroup/cpuset" + podA + "/" + ctrA + "/cpuset.cpus") == "0");
     CHECK(viaShim.exec(ctrA, {"/rtprobe", "fifo"}) == std::pair<int, std::string>{0, "fifo ok\n"});
+    // A cpuset update (kubelet's CPU manager) keeps an RT container on its cores.
+    {
+      grpc::ClientContext ctx;
+      kc::grpcx::setTimeout(ctx, 10s);
+      cri::UpdateContainerResourcesRequest u;
+      u.set_container_id(ctrA);
+      u.mutable_linux()->set_cpuset_cpus("0-1");
+      cri::UpdateContainerResourcesResponse ur;
+      CHECK(viaShim.stub().UpdateContainerResources(&ctx, u, &ur).ok());
+      CHECK(readTrim("/sys/fs/cgroup/cpuset" + podA + "/" + ctrA + "/cpuset.cpus") == "0");
+    }
     {
       const auto [rc, out] = viaShim.exec(ctrA, {"/rtprobe", "burn", "2000"}, 20);
       REQUIRE(rc == 0);
@@ -236,6 +250,63 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
       CHECK(a.first);
       CHECK(a.second == b.second);
       CHECK_FALSE(a.second.empty());
+    }
+
+    // Many callers at once (kubelet's PLEG, probes, stats): every call answered.
+    {
+      std::atomic<int> failed{0};
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&] {
+          CriClient c(kc::grpcx::dialUnix(shim->socket));
+          for (int i = 0; i < 100; ++i) {
+            grpc::ClientContext ctx;
+            kc::grpcx::setTimeout(ctx, 10s);
+            cri::ListContainersResponse r;
+            if (!c.stub().ListContainers(&ctx, {}, &r).ok() || r.containers().size() < 2) {
+              ++failed;
+            }
+          }
+        });
+      }
+      for (auto& t : threads) {
+        t.join();
+      }
+      CHECK(failed == 0);
+    }
+    // A streaming method unknown to our proto: the runtime's own answer comes back.
+    {
+      auto stream = [](std::shared_ptr<grpc::Channel> ch) {
+        grpc::GenericStub g(ch);
+        grpc::CompletionQueue cq;
+        grpc::ClientContext ctx;
+        kc::grpcx::setTimeout(ctx, 5s);
+        auto call = g.PrepareCall(&ctx, "/runtime.v1.RuntimeService/GetContainerEvents", &cq);
+        void* tag = nullptr;
+        bool ok = false;
+        call->StartCall(reinterpret_cast<void*>(1));
+        cq.Next(&tag, &ok);
+        std::string empty;
+        grpc::Slice slice(empty);
+        grpc::ByteBuffer req(&slice, 1);
+        call->Write(req, reinterpret_cast<void*>(2));
+        cq.Next(&tag, &ok);
+        call->WritesDone(reinterpret_cast<void*>(3));
+        cq.Next(&tag, &ok);
+        grpc::ByteBuffer resp;
+        call->Read(&resp, reinterpret_cast<void*>(4));
+        cq.Next(&tag, &ok);
+        grpc::Status st;
+        call->Finish(&st, reinterpret_cast<void*>(5));
+        cq.Next(&tag, &ok);
+        cq.Shutdown();
+        while (cq.Next(&tag, &ok)) {
+        }
+        return std::make_pair(st.error_code(), st.error_message());
+      };
+      const auto viaStream = stream(kc::grpcx::dialUnix(shim->socket));
+      const auto directStream = stream(env.channel());
+      CHECK(viaStream == directStream);
     }
 
     // Does not fit: mainline cgroup v1 limits the sum over all RT containers to the bound.
