@@ -451,20 +451,34 @@ class PoolWorker final : public MoveEnv {
     return makeError(errc::kConflict, "GPUPool " + name_ + ": status kept conflicting");
   }
 
+  // Every kubecomp-sched pod, parsed once per resourceVersion (the loop runs on every change
+  // of any pod, node or pool; re-parsing thousands of pods each time would dominate).
   std::vector<PodInfo> kubecompPods() {
     std::vector<PodInfo> out;
+    std::map<std::string, ParsedPod> next;
     for (const auto& obj : sh_.pods->list()) {
-      auto p = parsePodInfo(*obj);
-      if (!p) {
-        const std::string key =
-            (*obj)["metadata"].value("namespace", "") + "/" + (*obj)["metadata"].value("name", "");
-        if (badPods_.insert(key).second) {
+      const json& meta = (*obj)["metadata"];
+      const std::string key = meta.value("namespace", "") + "/" + meta.value("name", "");
+      const std::string rv = meta.value("resourceVersion", "");
+      auto cached = podCache_.find(key);
+      if (cached != podCache_.end() && !rv.empty() && cached->second.resourceVersion == rv) {
+        next.emplace(key, std::move(cached->second));
+      } else {
+        ParsedPod parsed;
+        parsed.resourceVersion = rv;
+        auto p = parsePodInfo(*obj);
+        if (p) {
+          parsed.info = std::move(*p);
+        } else if (badPods_.size() < 4096 && badPods_.insert(key + "@" + rv).second) {
           spdlog::warn("pod {}: {}", key, p.error().message);
         }
-        continue;
+        next.emplace(key, std::move(parsed));
       }
-      out.push_back(std::move(*p));
+      if (next.at(key).info) {
+        out.push_back(*next.at(key).info);
+      }
     }
+    podCache_ = std::move(next);
     return out;
   }
 
@@ -692,7 +706,12 @@ class PoolWorker final : public MoveEnv {
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;
-  std::set<std::string> badPods_;
+  std::set<std::string> badPods_;  // "ns/name@rv" already warned about
+  struct ParsedPod {
+    std::string resourceVersion;
+    std::optional<PodInfo> info;  // nullopt: unreadable
+  };
+  std::map<std::string, ParsedPod> podCache_;
 };
 
 Status validate(const ReconfigOptions& o) {
