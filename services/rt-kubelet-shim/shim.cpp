@@ -680,6 +680,14 @@ void RtShim::publisherLoop() {
       spdlog::warn("annotating pod {} with its RT cores: {}", pod, r.error().describe());
     }
     lock.lock();
+    if (!r && r.error().isRetryable() && !pubStop_) {
+      // The API server is unreachable or busy: try again in a second (the scheduler places the
+      // pod's containers first-fit meanwhile, which is where this node put them by default).
+      pubCv_.wait_for(lock, std::chrono::seconds(1), [&] { return pubStop_; });
+      if (!pubStop_) {
+        pubQueue_.insert(pod);
+      }
+    }
   }
 }
 
