@@ -176,6 +176,28 @@ FilterReasons resourcesFitFilter(const Resources& podRequest, const SchedNode& n
   return reasons;
 }
 
+FilterReasons filterNode(const SchedPod& pod, const Resources& request, const SchedNode& node,
+                         const NodeUsage& usage, const FilterOptions& options) {
+  // kube-scheduler's default plugin order; a node stops at its first failing filter.
+  FilterReasons reasons = nodeUnschedulableFilter(pod, node);
+  if (reasons.empty()) {
+    reasons = nodeNameFilter(pod, node);
+  }
+  if (reasons.empty()) {
+    reasons = taintTolerationFilter(pod, node);
+  }
+  if (reasons.empty()) {
+    reasons = nodeAffinityFilter(pod, node);
+  }
+  if (reasons.empty()) {
+    reasons = resourcesFitFilter(request, node, usage, options.fit);
+  }
+  if (reasons.empty() && options.rt) {
+    reasons = options.rt(pod, request, node, usage);
+  }
+  return reasons;
+}
+
 Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedNode> nodes,
                                      std::span<const NodeUsage> usage,
                                      const FilterOptions& options) {
@@ -186,24 +208,7 @@ Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedN
   const Resources request = podRequests(pod);
   NodeFilterResult out;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const SchedNode& node = nodes[i];
-    // kube-scheduler's default plugin order; a node stops at its first failing filter.
-    FilterReasons reasons = nodeUnschedulableFilter(pod, node);
-    if (reasons.empty()) {
-      reasons = nodeNameFilter(pod, node);
-    }
-    if (reasons.empty()) {
-      reasons = taintTolerationFilter(pod, node);
-    }
-    if (reasons.empty()) {
-      reasons = nodeAffinityFilter(pod, node);
-    }
-    if (reasons.empty()) {
-      reasons = resourcesFitFilter(request, node, usage[i], options.fit);
-    }
-    if (reasons.empty() && options.rt) {
-      reasons = options.rt(pod, request, node, usage[i]);
-    }
+    FilterReasons reasons = filterNode(pod, request, nodes[i], usage[i], options);
     if (reasons.empty()) {
       out.feasible.push_back(i);
     } else {

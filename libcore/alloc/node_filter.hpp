@@ -92,6 +92,11 @@ struct NodeFilterResult {
   std::string message{};
 };
 
+// Every filter in filterNodes' order on one node, stopping at the first that fails: its
+// reasons (empty: the node passes). `request` is podRequests(pod).
+FilterReasons filterNode(const SchedPod& pod, const Resources& request, const SchedNode& node,
+                         const NodeUsage& usage, const FilterOptions& options);
+
 // Runs the filters over every node (nodes[i] with usage[i]). Error "invalid" when the spans
 // differ in length.
 Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedNode> nodes,

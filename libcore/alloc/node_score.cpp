@@ -159,9 +159,13 @@ struct ModelView {
 
 // The one selection loop (step 1-3 above), over the nodes `nodeAt(0..count-1)` as `view`
 // shows them.
-template <typename View, typename NodeAt>
+// `admit(n)` is asked only of a node that passes the filter and would become the best so far
+// (always true for the plain selections): the winner is the best node that passes both, since
+// the order (policy, then name) is total and a node that cannot beat the best so far is never
+// the answer.
+template <typename View, typename NodeAt, typename Admit>
 Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const NodePolicy& policy,
-                              Composability mode, NodeIndex count, NodeAt nodeAt) {
+                              Composability mode, NodeIndex count, NodeAt nodeAt, Admit admit) {
   constexpr std::size_t kReasons = 7;
   std::array<std::uint64_t, kReasons> filtered{};
   const NodeState* best = nullptr;
@@ -175,16 +179,17 @@ Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const Nod
       ++filtered[static_cast<std::size_t>(reason)];
       continue;
     }
-    if (best == nullptr) {
-      best = &node;
-      bestIndex = n;
+    if (best != nullptr) {
+      const int c = policy.compare(node, *best, pod.gpus);
+      if (!(c < 0 || (c == 0 && node.name < best->name))) {
+        continue;
+      }
+    }
+    if (!admit(n)) {
       continue;
     }
-    const int c = policy.compare(node, *best, pod.gpus);
-    if (c < 0 || (c == 0 && node.name < best->name)) {
-      best = &node;
-      bestIndex = n;
-    }
+    best = &node;
+    bestIndex = n;
   }
   if (best == nullptr) {
     std::string message = "no node fits the pod (" + std::to_string(pod.cpuMilli) + " mCPU, " +
@@ -209,7 +214,8 @@ Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const Nod
 Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
                               const NodePolicy& policy, Composability mode) {
   return selectOver(PlainView{state}, pod, policy, mode,
-                    static_cast<NodeIndex>(state.nodeCount()), [](NodeIndex i) { return i; });
+                    static_cast<NodeIndex>(state.nodeCount()), [](NodeIndex i) { return i; },
+                    [](NodeIndex) { return true; });
 }
 
 Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& pod,
@@ -217,7 +223,7 @@ Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& 
                                    std::span<const NodeIndex> candidates) {
   return selectOver(PlainView{state}, pod, policy, mode,
                     static_cast<NodeIndex>(candidates.size()),
-                    [&](NodeIndex i) { return candidates[i]; });
+                    [&](NodeIndex i) { return candidates[i]; }, [](NodeIndex) { return true; });
 }
 
 ModelFreeGpus countFreeGpus(const ClusterState& state, const GpuModelFilter& models) {
@@ -252,7 +258,7 @@ Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodReque
   }
   view.pools = std::move(free.pool);
   auto choice = selectOver(view, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
-                           [](NodeIndex i) { return i; });
+                           [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
   if (!choice) {
     return makeError(choice.error().code, choice.error().message + " (accepting only GPU models " +
                                               models.toString(kGpuModelsAnnotationSeparator) +
@@ -279,7 +285,7 @@ Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const Pod
   }
   view.pools = std::move(free.pool);
   auto choice = selectOver(view, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
-                           [](NodeIndex i) { return i; });
+                           [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
   if (!choice) {
     return makeError(choice.error().code, choice.error().message + " (accepting only GPU models " +
                                               models.toString(kGpuModelsAnnotationSeparator) +
@@ -287,6 +293,27 @@ Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const Pod
   }
   choice->node = candidates[choice->node];
   return choice;
+}
+
+Result<NodeChoice> selectNodeAdmitted(const ClusterState& state, const PodRequest& pod,
+                                      const GpuModelFilter& models, const NodePolicy& policy,
+                                      Composability mode,
+                                      const std::function<bool(NodeIndex)>& admit) {
+  const auto all = static_cast<NodeIndex>(state.nodeCount());
+  if (models.acceptsAny() || pod.gpus == 0) {
+    return selectOver(PlainView{state}, pod, policy, mode, all, [](NodeIndex i) { return i; },
+                      [&](NodeIndex n) { return admit(n); });
+  }
+  ModelFreeGpus free = countFreeGpus(state, models);
+  ModelView view;
+  view.nodes.reserve(state.nodeCount());
+  for (NodeIndex n = 0; n < state.nodeCount(); ++n) {
+    view.nodes.push_back(state.node(n));
+    view.nodes.back().freeGpus = free.node[n];
+  }
+  view.pools = std::move(free.pool);
+  return selectOver(view, pod, policy, mode, all, [](NodeIndex i) { return i; },
+                    [&](NodeIndex n) { return admit(n); });
 }
 
 }  // namespace kc::alloc

@@ -24,6 +24,7 @@
 // needed. eq1Score() gives the score itself, as the original reported it, for display.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -138,5 +139,15 @@ Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const Pod
                                             const GpuModelFilter& models,
                                             const NodePolicy& policy, Composability mode,
                                             std::span<const NodeIndex> candidates);
+
+// The selection of selectNodeForModels among the nodes `admit` accepts, asking `admit` only of
+// nodes that pass the pool filter and would beat the best admitted node so far (the scheduler's
+// kube filters, costly per node, then run on a few nodes instead of all). The same winner and
+// deficit as selectNodeForModelsAmong over {n : admit(n)}; the error message when nothing is
+// admitted counts only the pool filter's reasons. O(nodes) + the admit calls.
+Result<NodeChoice> selectNodeAdmitted(const ClusterState& state, const PodRequest& pod,
+                                      const GpuModelFilter& models, const NodePolicy& policy,
+                                      Composability mode,
+                                      const std::function<bool(NodeIndex)>& admit);
 
 }  // namespace kc::alloc

@@ -47,6 +47,29 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
   }
   FilterOptions filter = options.filter;
   filter.fit.ignoredResources.emplace(kGpuResource);
+  const PodRequest request{0, 0, static_cast<std::uint32_t>(gpus)};
+  const NodePolicy policy =
+      options.policy.compare != nullptr ? options.policy : *findNodePolicy(kDefaultNodePolicy);
+  // Eq. 1 first, the kube filters only on the nodes that would win: the same winner as
+  // filtering every node first (selectNodeAdmitted), at a fraction of the cost.
+  if (usage.size() != nodes.size()) {
+    return makeError(kc::errc::kInvalid, "placePod: " + std::to_string(nodes.size()) + " nodes but " +
+                                             std::to_string(usage.size()) + " usage entries");
+  }
+  const Resources podRequest = podRequests(pod);
+  auto fast = selectNodeAdmitted(state, request, pod.gpuModels, policy, options.mode, [&](NodeIndex n) {
+    return filterNode(pod, podRequest, nodes[n], usage[n], filter).empty();
+  });
+  if (fast) {
+    return PodPlacement{.node = fast->node,
+                        .deficit = fast->deficit,
+                        .gpus = request.gpus,
+                        .score = fast->score};
+  }
+  if (fast.error().code != kc::errc::kUnschedulable) {
+    return fast.error();
+  }
+  // Nothing fits: the full pass, for kube-scheduler's message with every node's reason.
   auto passed = filterNodes(pod, nodes, usage, filter);
   if (!passed) {
     return passed.error();
@@ -55,9 +78,6 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
     return makeError(kc::errc::kUnschedulable, passed->message);
   }
   std::vector<NodeIndex> candidates(passed->feasible.begin(), passed->feasible.end());
-  const PodRequest request{0, 0, static_cast<std::uint32_t>(gpus)};
-  const NodePolicy policy =
-      options.policy.compare != nullptr ? options.policy : *findNodePolicy(kDefaultNodePolicy);
   auto choice = selectNodeForModelsAmong(state, request, pod.gpuModels, policy, options.mode,
                                          candidates);
   if (!choice) {

@@ -11,6 +11,11 @@
 //      (CPU and memory were decided in step 1, so the pool model gets 0 for them)
 //   3. the winner and its deficit (GPUs to move to it before the pod can run)
 //
+// Computed in the other order, with the same result: Eq. 1 over every node, asking the kube
+// filters (filterNode) only of a node that would beat the best so far (selectNodeAdmitted), so
+// a decision at 5,000 nodes runs the filters on a handful of nodes. Only when nothing fits does
+// it run filterNodes over every node, for the message.
+//
 // nodes[i], usage[i] and state.node(i) are the same node (state holds every node, in the same
 // order; a node wired to no pool has pool kNoPool). When nothing passes, the error
 // "unschedulable" carries kube-scheduler's FitError text ("0/N nodes are available: ..."),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 #include <utility>
 
 #include "libcore/alloc/node_filter.hpp"
@@ -618,12 +619,26 @@ void SchedCache::resetQueue(Clock::time_point now) {
   clearing_.clear();
   invalidReported_.clear();
   leading_ = true;
-  // Pods carrying a request are queued too: their first decision adopts the request.
+  // Requests already on pods (ours before a restart, or the previous leader's) are adopted
+  // before any decision, so no pod is placed on GPUs promised to a waiting one. A malformed
+  // request is queued: its decision refuses it.
   for (auto& [key, p] : pods_) {
-    if (p->ours && !p->bound() && !p->deleting) {
-      enqueueLocked(*p);
-      firstSeen_.try_emplace(key, now);
+    if (!p->ours || p->bound() || p->deleting) {
+      continue;
     }
+    firstSeen_.try_emplace(key, now);
+    if (p->invalid.empty() && (p->dstNode || p->demand)) {
+      std::vector<Action> refused;
+      adoptReservationLocked(*p, now, &refused);
+      if (refused.empty()) {
+        continue;
+      }
+      // Not adopted: undo what refusing did, the decision will refuse it again and say so.
+      clearing_.erase(key);
+      backoff_.erase(key);
+      waiting_.erase(key);
+    }
+    enqueueLocked(*p);
   }
   dirty_ = true;
   cv_.notify_all();
@@ -818,7 +833,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
 }
 
 std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   dirty_ = false;
   std::vector<Action> out;
   if (!leading_) {
@@ -877,8 +892,17 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
       out.push_back(std::move(*a));
     }
   }
-  // Then the queue, in FCFS order.
-  while (out.size() < max && !active_.empty()) {
+  // Then the queue, in FCFS order. The lock is let go between two decisions so that the
+  // informers' updates are not held up behind a whole batch.
+  for (bool first = true; out.size() < max && !active_.empty(); first = false) {
+    if (!first) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      if (!leading_ || active_.empty()) {
+        break;
+      }
+    }
     const std::string key = std::get<2>(*active_.begin());
     dequeueLocked(key);
     auto p = pods_.find(key);

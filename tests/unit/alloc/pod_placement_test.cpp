@@ -150,3 +150,72 @@ TEST_CASE("placePod: the FitError counts the kube filters' and the pool's reason
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == "invalid");
 }
+
+TEST_CASE("placePod's lazy filtering gives what filtering every node first gives", "[alloc]") {
+  // The reference: filterNodes over all nodes, then selectNodeForModelsAmong over the
+  // survivors (the definition in pod_placement.hpp), on random clusters where the kube filters
+  // reject random nodes (cordons, taints, CPU) and pods may be model-constrained.
+  std::mt19937 rng(99);
+  const std::vector<std::string> models = {"A100", "H100"};
+  const NodePolicy eq1 = *findNodePolicy("eq1");
+  int admittedSome = 0;
+  for (int round = 0; round < 400; ++round) {
+    ClusterState state;
+    const int pools = 1 + static_cast<int>(rng() % 2);
+    for (int p = 0; p < pools; ++p) {
+      REQUIRE(state.addPool("p" + std::to_string(p)).ok());
+    }
+    const int nodeCount = 1 + static_cast<int>(rng() % 8);
+    std::vector<SchedNode> nodes;
+    std::vector<NodeUsage> usage(nodeCount);
+    for (int i = 0; i < nodeCount; ++i) {
+      const PoolIndex pool = rng() % 5 == 0 ? kNoPool : static_cast<PoolIndex>(rng() % pools);
+      REQUIRE(state.addNode({"n" + std::to_string(i), pool, 0, 0}).ok());
+      SchedNode n = schedNode("n" + std::to_string(i));
+      n.unschedulable = rng() % 6 == 0;
+      if (rng() % 6 == 0) {
+        n.taints.push_back({"dedicated", "x", TaintEffect::NoSchedule});
+      }
+      usage[i].requested.milliCpu = rng() % 5 == 0 ? 64'000 : 0;
+      nodes.push_back(n);
+    }
+    for (int g = 0, gpus = static_cast<int>(rng() % 14); g < gpus; ++g) {
+      const PoolIndex pool = static_cast<PoolIndex>(rng() % pools);
+      NodeIndex at = kNoNode;
+      if (rng() % 3 != 0) {
+        const NodeIndex cand = static_cast<NodeIndex>(rng() % nodeCount);
+        if (state.node(cand).pool == pool) {
+          at = cand;
+        }
+      }
+      const std::string model = models[rng() % 2];
+      const bool inUse = at != kNoNode && rng() % 4 == 0;
+      REQUIRE(state.addGpu({"g" + std::to_string(g), "u" + std::to_string(g), model, pool, at, inUse}).ok());
+    }
+    SchedPod pod = gpuPod(rng() % 4);
+    if (rng() % 3 == 0) {
+      pod.gpuModels = *GpuModelFilter::parse(models[rng() % 2], ',');
+    }
+    CAPTURE(round);
+    auto ours = placePod(pod, nodes, usage, state, {});
+    FilterOptions f;
+    f.fit.ignoredResources.emplace(kGpuResource);
+    auto passed = filterNodes(pod, nodes, usage, f);
+    REQUIRE(passed.ok());
+    std::vector<NodeIndex> survivors(passed->feasible.begin(), passed->feasible.end());
+    if (survivors.empty()) {
+      REQUIRE_FALSE(ours.ok());
+      CHECK(ours.error().message == passed->message);
+      continue;
+    }
+    auto ref = selectNodeForModelsAmong(state, PodRequest{0, 0, static_cast<std::uint32_t>(gpuRequest(pod))},
+                                        pod.gpuModels, eq1, Composability::Composable, survivors);
+    REQUIRE(ours.ok() == ref.ok());
+    if (ours.ok()) {
+      ++admittedSome;
+      CHECK(ours->node == ref->node);
+      CHECK(ours->deficit == ref->deficit);
+    }
+  }
+  CHECK(admittedSome > 100);  // the comparison ran on placements, not only on failures
+}
