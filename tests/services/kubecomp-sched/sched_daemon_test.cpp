@@ -183,14 +183,24 @@ TEST_CASE("two replicas: one leads and binds, the other takes over when it goes"
   SchedCluster c;
   c.node("n1", {.gpus = 0});
   c.pool("p0", {"n1"}, {});
-  auto a = c.startScheduler(c.options("replica-a"));
-  auto b = c.startScheduler(c.options("replica-b"));
-  REQUIRE(SchedCluster::eventually([&] { return a->leading() || b->leading(); }, 5s));
-  CHECK(a->leading() != b->leading());
+  // Lease timings with room for a loaded 2-core machine (a renewal late by a second must not
+  // hand the lease over in the middle of the test).
+  auto options = [&](const std::string& id) {
+    auto o = c.options(id);
+    o.lease.leaseDuration = 4s;
+    o.lease.renewDeadline = 3s;
+    o.lease.retryPeriod = 500ms;
+    return o;
+  };
+  auto a = c.startScheduler(options("replica-a"));
+  auto b = c.startScheduler(options("replica-b"));
+  REQUIRE(SchedCluster::eventually([&] { return a->leading() || b->leading(); }, 10s));
   for (int i = 0; i < 20; ++i) {
     c.pod("p" + std::to_string(i));
+    CHECK_FALSE((a->leading() && b->leading()));
   }
   REQUIRE(SchedCluster::eventually([&] {
+    CHECK_FALSE((a->leading() && b->leading()));
     for (int i = 0; i < 20; ++i) {
       if (c.nodeOf("p" + std::to_string(i)).empty()) {
         return false;
@@ -198,16 +208,18 @@ TEST_CASE("two replicas: one leads and binds, the other takes over when it goes"
     }
     return true;
   }));
+  // Every pod bound once, by whoever led at the time; nobody had a binding refused (which is
+  // what two replicas binding at once would cause).
+  CHECK(a->counters().bound + b->counters().bound == 20);
+  CHECK(a->counters().bindFailures + b->counters().bindFailures == 0);
   auto& leader = a->leading() ? a : b;
   auto& standby = a->leading() ? b : a;
-  CHECK(leader->counters().bound == 20);
-  CHECK(standby->counters().bound == 0);
-  CHECK(standby->counters().bindFailures == 0);
+  const auto before = standby->counters().bound;
   leader->stop();
-  REQUIRE(SchedCluster::eventually([&] { return standby->leading(); }, 10s));
+  REQUIRE(SchedCluster::eventually([&] { return standby->leading(); }, 15s));
   c.pod("after");
   REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("after").empty(); }));
-  CHECK(standby->counters().bound == 1);
+  CHECK(standby->counters().bound == before + 1);
 }
 
 TEST_CASE("bad input: a malformed request annotation or GPU model list gets a clear event and nothing is bound",
