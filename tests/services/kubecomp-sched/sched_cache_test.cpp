@@ -172,7 +172,7 @@ TEST_CASE("sched cache: a reservation is cancelled at its deadline, not a millis
   CHECK_FALSE(cache.reservation("team/w").has_value());
 }
 
-TEST_CASE("sched cache: a request found on a pod is adopted, not sent again; a bad one is refused", "[sched]") {
+TEST_CASE("sched cache: a request found on a pod is adopted, not sent again, a bad one is refused", "[sched]") {
   SchedCache cache(options());
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   cache.ingestNode(node("n1", 0));
