@@ -14,6 +14,7 @@ stops finding anything fails the test.
 import argparse
 import concurrent.futures
 import copy
+import functools
 import hashlib
 import itertools
 import os
@@ -32,6 +33,8 @@ RELEASE = "kubecomp"
 # Toggles whose every combination is rendered. The first group switches components on and
 # off; the second changes how they are deployed.
 COMPONENT_TOGGLES = [
+    "gpuPooling.scheduler.enabled",
+    "gpuPooling.reconfig.enabled",
     "gpuPooling.devplugin.enabled",
     "gpuPooling.samplePool.enabled",
     "vni.enabled",
@@ -49,6 +52,8 @@ OPTION_TOGGLES = [
 
 # Component toggle -> (kind, app.kubernetes.io/name) of the object it must add.
 TOGGLED_OBJECT = {
+    "gpuPooling.scheduler.enabled": ("Deployment", "kubecomp-sched"),
+    "gpuPooling.reconfig.enabled": ("Deployment", "reconfig-mgr"),
     "gpuPooling.devplugin.enabled": ("DaemonSet", "disaggpu-devplugin"),
     "gpuPooling.samplePool.enabled": ("GPUPool", "gpupool"),
     "vni.enabled": ("Deployment", "vni-webhook"),
@@ -68,6 +73,7 @@ HOST_ACCESS = {
 FORBIDDEN_ROLES = {"cluster-admin", "admin", "edit"}
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
 
+docSeparator = re.compile(r"^---[ \t]*$", re.M)
 YAMLLINT_CONFIG = ("{extends: default, rules: {line-length: {max: 160}, document-start: disable, "
                    "comments-indentation: disable}}")
 
@@ -318,9 +324,30 @@ def render(renderer, chart, sets, extra=()):
     return r.stdout
 
 
-def values_for(chart, sets):
+def render_matrix(renderer, chart, combos):
+    """One chart-render process for many toggle combinations (--set-matrix)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+        for sets in combos:
+            f.write(" ".join(f"{k}={'true' if v else 'false'}" for k, v in sets.items()) + "\n")
+        f.flush()
+        r = subprocess.run([renderer, "--namespace", NAMESPACE, "--release-name", RELEASE, "--set-matrix", f.name, chart],
+                           capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"render of {len(combos)} combinations failed:\n{r.stderr}")
+    parts = re.split(r"^# chart-render matrix \d+\n", r.stdout, flags=re.M)
+    if parts[0] != "" or len(parts) != len(combos) + 1:
+        fail(f"chart-render --set-matrix printed {len(parts) - 1} renderings for {len(combos)} lines")
+    return parts[1:]
+
+
+@functools.lru_cache(maxsize=None)
+def chart_values(chart):
     with open(os.path.join(chart, "values.yaml")) as f:
-        values = yaml.safe_load(f)
+        return yaml.load(f, Loader=LOADER)
+
+
+def values_for(chart, sets):
+    values = copy.deepcopy(chart_values(chart))
     for k, v in sets.items():
         keys = k.split(".")
         lookup(values, ".".join(keys[:-1]))[keys[-1]] = v
@@ -376,8 +403,15 @@ def self_check(base_docs, values, help_texts):
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+@functools.lru_cache(maxsize=None)
+def parse_document(text):
+    # Parsed once per distinct document (thousands of renderings share a few dozen); the
+    # rules only read the objects, and the self-check mutates deep copies.
+    return yaml.load(text, Loader=LOADER)
+
+
 def load_docs(text):
-    return [d for d in yaml.load_all(text, Loader=LOADER) if d is not None]
+    return [d for d in (parse_document(part) for part in docSeparator.split(text)) if d is not None]
 
 
 def run_render(args, help_texts):
@@ -394,19 +428,21 @@ def run_render(args, help_texts):
                 sets.update({"rt.shim.enabled": True, "rt.shim.hostService": True})
                 combos.append(sets)
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-            texts = list(pool.map(lambda sets: render(args.renderer, args.chart, sets), combos))
+            chunks = [combos[i:i + 512] for i in range(0, len(combos), 512)]
+            texts = [t for chunk in pool.map(lambda c: render_matrix(args.renderer, args.chart, c), chunks) for t in chunk]
         count = 0
         for sets, text in zip(combos, texts):
             problems = all_violations(load_docs(text), values_for(args.chart, sets), help_texts)
             if problems:
                 fail(f"rendering with {sets}:\n  " + "\n  ".join(problems))
-            digest = hashlib.sha256(text.encode()).hexdigest()
-            if digest not in unique:
-                unique[digest] = sets
-                with open(os.path.join(lint_dir, f"r{len(unique):04d}.yaml"), "w") as f:
-                    f.write(text)
+            # yamllint's rules hold per document: lint each distinct document once.
+            for doc in docSeparator.split(text):
+                if doc.strip():
+                    unique.setdefault(hashlib.sha256(doc.encode()).hexdigest(), doc)
             count += 1
-        print(f"rendered {count} toggle combinations ({len(unique)} distinct), every rule holds")
+        with open(os.path.join(lint_dir, "documents.yaml"), "w") as f:
+            f.write("".join("---\n" + doc.strip("\n") + "\n" for doc in unique.values()))
+        print(f"rendered {count} toggle combinations ({len(unique)} distinct documents), every rule holds")
 
         everything = dict.fromkeys(names, True)
         self_check(load_docs(render(args.renderer, args.chart, everything)), values_for(args.chart, everything), help_texts)
@@ -419,7 +455,7 @@ def run_render(args, help_texts):
                            capture_output=True, text=True)
         if r.returncode != 0:
             fail("yamllint:\n" + r.stdout + r.stderr)
-        print(f"yamllint clean: {len(unique)} renderings and {len(own)} chart files")
+        print(f"yamllint clean: {len(unique)} distinct rendered documents and {len(own)} chart files")
 
         # The renderer refuses what Helm would silently accept here.
         bad = subprocess.run([args.renderer, "--set", "vni.nosuchkey=1", args.chart], capture_output=True, text=True)

@@ -7,7 +7,10 @@
 // kind and metadata.name, unique per kind/namespace/name.
 //
 // Usage: chart-render [-f values.yaml]... [--set path=value]... [--namespace ns]
-//                     [--release-name name] [--include-crds] <chart-dir>
+//                     [--release-name name] [--include-crds] [--set-matrix file] <chart-dir>
+// --set-matrix renders once per line of the file, each line a space-separated list of
+// path=value applied after the other values (the tests' toggle combinations in one process);
+// each rendering is preceded by the line "# chart-render matrix <line number>".
 // Output: the rendered documents on stdout, each preceded by "# Source: <file>", in Helm's
 // install order (namespaces, CRDs, accounts, RBAC, ... workloads). Exit 1 on any error.
 package main
@@ -38,6 +41,7 @@ type options struct {
 	namespace   string
 	release     string
 	includeCrds bool
+	matrix      string
 }
 
 func fail(format string, args ...interface{}) {
@@ -65,6 +69,8 @@ func parseArgs(args []string) options {
 			o.namespace = next()
 		case a == "--release-name":
 			o.release = next()
+		case a == "--set-matrix":
+			o.matrix = next()
 		case a == "--include-crds":
 			o.includeCrds = true
 		case a == "-h" || a == "--help":
@@ -268,12 +274,16 @@ func main() {
 	if v, _ := chartMeta["apiVersion"].(string); v != "v2" {
 		fail("%s/Chart.yaml: apiVersion must be v2 (Helm 3)", o.chartDir)
 	}
-	values := readYamlMap(filepath.Join(o.chartDir, "values.yaml"))
-	for _, f := range o.valueFiles {
-		mergeInto(values, readYamlMap(f))
-	}
-	for _, s := range o.sets {
-		applySet(values, s)
+	// Values from scratch for each rendering: templates may not see another rendering's.
+	loadValues := func(extra []string) map[string]interface{} {
+		values := readYamlMap(filepath.Join(o.chartDir, "values.yaml"))
+		for _, f := range o.valueFiles {
+			mergeInto(values, readYamlMap(f))
+		}
+		for _, s := range append(append([]string{}, o.sets...), extra...) {
+			applySet(values, s)
+		}
+		return values
 	}
 
 	chart := map[string]interface{}{
@@ -343,6 +353,25 @@ func main() {
 		}
 	}
 
+	if o.matrix == "" {
+		os.Stdout.WriteString(renderOnce(o, root, files, chartName, chart, release, loadValues(nil)))
+		return
+	}
+	data, err := os.ReadFile(o.matrix)
+	if err != nil {
+		fail("%v", err)
+	}
+	var out strings.Builder
+	for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		out.WriteString(fmt.Sprintf("# chart-render matrix %d\n", i+1))
+		out.WriteString(renderOnce(o, root, files, chartName, chart, release, loadValues(strings.Fields(line))))
+	}
+	os.Stdout.WriteString(out.String())
+}
+
+// renderOnce renders every template with these values, as helm template prints them.
+func renderOnce(o options, root *template.Template, files []string, chartName string, chart, release map[string]interface{},
+	values map[string]interface{}) string {
 	top := map[string]interface{}{
 		"Values": values, "Chart": chart, "Release": release,
 		"Capabilities": map[string]interface{}{"KubeVersion": map[string]interface{}{"Version": "v1.27.0", "Major": "1", "Minor": "27"}},
@@ -390,5 +419,5 @@ func main() {
 	for _, d := range docs {
 		out.WriteString("---\n# Source: " + d.source + "\n" + d.text + "\n")
 	}
-	os.Stdout.WriteString(out.String())
+	return out.String()
 }

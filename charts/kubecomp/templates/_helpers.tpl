@@ -1,8 +1,13 @@
 {{/* Shared pieces of the kubecomp chart's templates. */}}
 
-{{/* Resource name of a component: <release>-<component>, cut to 63 characters. */}}
+{{/* Resource name of a component: <release>-<component> (just <component> when it already
+starts with the release name, e.g. kubecomp-sched), cut to 63 characters. */}}
 {{- define "kubecomp.name" -}}
+{{- if hasPrefix (printf "%s-" .root.Release.Name) .component -}}
+{{- .component | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
 {{- printf "%s-%s" .root.Release.Name .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Labels on every object; selectorLabels are the immutable subset used by selectors. */}}

@@ -1,0 +1,30 @@
+# kubecomp-sched: the scheduler for pods with schedulerName kubecomp-sched (docs/sched.md).
+# Build from the repository root:  docker build -f docker/kubecomp-sched.Dockerfile -t <registry>/kubecomp-sched:<tag> .
+# Stage 1 builds on Debian bookworm with the toolchain and library packages of
+# tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
+# links (tests/deploy/docker_test.py checks both lists against the build and the binary).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build ccache pkg-config git libboost-dev \
+      libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
+      libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
+      libyaml-cpp-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake --preset release \
+ && cmake --build --preset release --target kubecomp-sched \
+ && cmake --install build/release --component kubecomp-sched --prefix /out --strip
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libfmt9 libprometheus-cpp-core1.0 libspdlog1.10 libssl3 libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/bin/kubecomp-sched /usr/local/bin/kubecomp-sched
+USER 65532:65532
+EXPOSE 10270
+ENTRYPOINT ["/usr/local/bin/kubecomp-sched"]

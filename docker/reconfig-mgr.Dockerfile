@@ -1,0 +1,31 @@
+# reconfig-mgr: the only client of the PCIe-fabric GPU chassis (docs/reconfig.md).
+# Build from the repository root:  docker build -f docker/reconfig-mgr.Dockerfile -t <registry>/reconfig-mgr:<tag> .
+# Stage 1 builds on Debian bookworm with the toolchain and library packages of
+# tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
+# links (tests/deploy/docker_test.py checks both lists against the build and the binary).
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build ccache pkg-config git libboost-dev \
+      libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
+      libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
+      libyaml-cpp-dev prometheus-cpp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake --preset release \
+ && cmake --build --preset release --target reconfig-mgr \
+ && cmake --install build/release --component reconfig-mgr --prefix /out --strip
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ca-certificates libfmt9 libprometheus-cpp-core1.0 libspdlog1.10 libssl3 libyaml-cpp0.7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/bin/reconfig-mgr /usr/local/bin/reconfig-mgr
+USER 65532:65532
+# ca-certificates: an https chassis endpoint is verified against the system CAs.
+EXPOSE 9420
+ENTRYPOINT ["/usr/local/bin/reconfig-mgr"]
