@@ -239,6 +239,11 @@ void Scheduler::stop() {
 }
 
 void Scheduler::runLoop() {
+  // A new term (the lease lost and won again): the previous term's stop request is spent.
+  if (stopped_) {
+    return;
+  }
+  loopStop_ = false;
   // Wait for the first LISTs: deciding on a partial cache could over-commit a node.
   while (!loopStop_ && !synced()) {
     cache_.waitForWork(Clock::now() + std::chrono::milliseconds(50), loopStop_);

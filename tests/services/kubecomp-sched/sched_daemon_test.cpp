@@ -296,3 +296,30 @@ TEST_CASE("preconfigured mode: GPUs never move, a pod goes only where its GPUs a
   std::this_thread::sleep_for(300ms);
   CHECK(c.nodeOf("two").empty());
 }
+
+TEST_CASE("a replica that loses the lease and wins it back schedules again", "[sched]") {
+  SchedCluster c;
+  c.node("n1", {.gpus = 0});
+  c.pool("p0", {"n1"}, {});
+  auto o = c.options("replica-a");
+  o.lease.leaseDuration = 3s;
+  o.lease.renewDeadline = 2s;
+  o.lease.retryPeriod = 300ms;
+  auto a = c.startScheduler(o);
+  REQUIRE(SchedCluster::eventually([&] { return a->leading(); }, 10s));
+  // Someone else takes the Lease (as a replica on a partitioned node would), then goes silent.
+  const kc::kube::GroupVersionResource leases = kc::kube::gvr::leases();
+  auto lease = c.client->get(leases, "team", "kubecomp-sched");
+  REQUIRE(lease.ok());
+  json taken = *lease;
+  taken["spec"]["holderIdentity"] = "intruder";
+  taken["spec"]["leaseTransitions"] = taken["spec"].value("leaseTransitions", 0) + 1;
+  REQUIRE(c.client->update(leases, "team", taken).ok());
+  REQUIRE(SchedCluster::eventually([&] { return !a->leading(); }, 10s));
+  c.pod("meanwhile");
+  // The intruder never renews: after the lease duration the replica leads again, and schedules.
+  REQUIRE(SchedCluster::eventually([&] { return a->leading(); }, 15s));
+  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("meanwhile").empty(); }, 10s));
+  c.pod("after");
+  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("after").empty(); }, 10s));
+}
