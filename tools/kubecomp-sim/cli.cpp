@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -141,17 +142,24 @@ struct Output {
 
 // Writes every output to a temporary file next to its target, then renames them into place:
 // a failed run or a failed write leaves no file, and no half-written one, under a target name.
+// A target that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written
+// directly: renaming over it would replace the device or pipe with a plain file.
 Status writeOutputs(const std::vector<Output>& outputs) {
-  std::vector<std::string> temps;
+  std::vector<std::string> temps;  // "" for a target written directly
   auto removeTemps = [&] {
     for (const auto& t : temps) {
-      std::remove(t.c_str());
+      if (!t.empty()) {
+        std::remove(t.c_str());
+      }
     }
   };
   for (const Output& o : outputs) {
-    const std::string temp = o.path + ".tmp." + std::to_string(::getpid());
+    std::error_code ec;
+    const auto st = std::filesystem::status(o.path, ec);
+    const bool special = !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
+    const std::string temp = special ? std::string() : o.path + ".tmp." + std::to_string(::getpid());
     temps.push_back(temp);
-    std::ofstream f(temp, std::ios::trunc);
+    std::ofstream f(special ? o.path : temp, special ? std::ios::out : std::ios::trunc);
     if (f) {
       o.write(f);
       f.close();
@@ -162,7 +170,7 @@ Status writeOutputs(const std::vector<Output>& outputs) {
     }
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (std::rename(temps[i].c_str(), outputs[i].path.c_str()) != 0) {
+    if (!temps[i].empty() && std::rename(temps[i].c_str(), outputs[i].path.c_str()) != 0) {
       removeTemps();
       return makeError(kc::errc::kUnavailable, "cannot write " + outputs[i].path);
     }

@@ -3,6 +3,9 @@
 // naming the limit, and leave no output file behind.
 
 #include <sys/resource.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -239,4 +242,30 @@ TEST_CASE("kubecomp-sim process: running out of memory is a message, not an abor
   CHECK(r.exitCode == 1);
   CHECK_THAT(r.err, Catch::Contains("kubecomp-sim: out of memory"));
   CHECK_FALSE(fs::exists(dir.path() / "trace.csv"));
+}
+
+TEST_CASE("kubecomp-sim process: an output that is a FIFO (like /dev/null) is written into, not replaced") {
+  // Renaming a finished temporary file over the target once replaced /dev/null with a plain file
+  // when a run was given --summary-out /dev/null (as root). A FIFO shows the same without
+  // touching /dev: it must still be a FIFO afterwards and must have carried the summary.
+  kc::testing::TempDir dir;
+  const std::string fifo = dir.file("summary.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Our read end, open before the simulator starts: its open for writing does not block, and
+  // what it writes (a few KiB, within the pipe's buffer) waits here until read.
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(fd >= 0);
+  const Run r = runSim(dir, {"--workload", "w1", "--jobs", "5", "--quiet", "--summary-out", fifo});
+  std::string received;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+    received.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  CHECK(r.exitCode == 0);
+  CHECK(fs::is_fifo(fs::status(fifo)));
+  CHECK(received.find("\"completed\": 5") != std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  }
 }
