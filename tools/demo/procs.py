@@ -57,26 +57,26 @@ class Supervisor:
         raise StartError(f"{name} did not log '{needle}' within {timeout:.0f} s")
 
     def stop_all(self, grace=5.0):
-        """SIGTERM to every process group (newest first), SIGKILL what is left after `grace`.
-        Returns the names of daemons that needed SIGKILL."""
+        """Stops the daemons in reverse start order, each with SIGTERM to its process group and
+        SIGKILL after `grace` seconds, so a daemon never outlives what it talks to (reconfig-mgr
+        stops before the chassis, everything before the API server). Returns the names of the
+        daemons that needed SIGKILL."""
         killed = []
-        for _, proc, _ in reversed(self.procs):
+        for name, proc, log in reversed(self.procs):
             if proc.poll() is None:
                 try:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-        deadline = time.monotonic() + grace
-        for name, proc, log in reversed(self.procs):
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                killed.append(name)
                 try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+                    proc.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    killed.append(name)
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
             log.close()
         self.procs = []
         return killed
