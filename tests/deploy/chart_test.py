@@ -524,6 +524,15 @@ def run_apply(args):
         changed = [k for k, v in read_back().items() if first[k] != v]
         if changed:
             fail(f"a second apply changed {changed}")
+        # The shim as a host service: its token Secret instead of the DaemonSet.
+        host = render(args.renderer, args.chart, dict(everything, **{"rt.shim.hostService": True}))
+        kubectl("apply", "-f", "-", stdin=host)
+        token = [d for d in load_docs(host) if d["kind"] == "Secret"]
+        if len(token) != 1:
+            fail(f"the host-service rendering has {len(token)} Secrets, want the shim's token")
+        got = yaml.safe_load(kubectl("get", "secret", token[0]["metadata"]["name"], "-n", NAMESPACE, "-o", "yaml"))
+        if got.get("type") != "kubernetes.io/service-account-token":
+            fail(f"the shim's token Secret reads back as type {got.get('type')}")
         print(f"kubectl applied {len(docs)} objects ({len(crds)} CRDs) to the API test double; "
               "a second apply changed nothing; every object reads back")
     finally:
