@@ -16,8 +16,13 @@
 // Anchor printed beside it: kube-scheduler's scheduler_perf threshold, 680 pods/s at 5,000
 // nodes (SchedulingBasic, a different machine). Goals: >= 2,000 pods/s, RSS < 200 MiB.
 // The LAST stdout line is one JSON object with pods_per_s_5000_nodes, sched_p99_ms_5000_nodes,
-// sched_rss_mib_5000_nodes, reconfig_overhead_ms (null: measured by the e2e benchmark that
-// runs reconfig-mgr, not here) and the other figures.
+// sched_rss_mib_5000_nodes, reconfig_overhead_ms and the other figures.
+//
+// In the same run, after the scheduler part: the software overhead of one 1-GPU
+// reconfiguration at zero fabric latency (pod created -> kubelet-visible device -> bound, on
+// real reconfig-mgr, device plugins, kubelet stand-ins and chassis-sim), the measurement of
+// bench_reconfig (tools/bench/reconfig/reconfig_overhead.hpp), printed beside the original
+// design's polling intervals. A failed measurement fails the run (exit 1), no figure is left out.
 
 #include <algorithm>
 #include <atomic>
@@ -42,6 +47,7 @@
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
+#include "tools/bench/reconfig/reconfig_overhead.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -199,7 +205,14 @@ int main(int argc, char** argv) {
   double pacedRate = 1000;
   app.add_option("--paced", paced, "pods created at --paced-rate after the burst (default pods/5)");
   app.add_option("--paced-rate", pacedRate, "pods/s of the paced phase")->capture_default_str();
+  int reconfigPods = 0;
+  app.add_option("--reconfig-pods", reconfigPods,
+                 "1-GPU reconfigurations measured (default 20; 5 with --quick)")
+      ->check(CLI::Range(1, 60));
   CLI11_PARSE(app, argc, argv);
+  if (reconfigPods == 0) {
+    reconfigPods = quick ? kc::bench::kReconfigPodsQuick : kc::bench::kReconfigPodsFull;
+  }
   if (pods <= 0) {
     pods = quick ? 3'000 : 10'000;
   }
@@ -211,217 +224,237 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    kc::testing::TempDir dir;
-    kc::kube::testing::DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path());
-    kc::kube::KubeClientOptions co;
-    co.qps = 0;
-    auto client = kc::kube::KubeClient::create(api.config(), co);
-    if (!client) {
-      die(client.error().message);
-    }
-    auto& c = **client;
-    kc::testing::installCrd(c, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
-    for (const char* ns : {"bench", "kube-system"}) {
-      if (auto r = c.create(kc::kube::gvr::namespaces(), "", {{"metadata", {{"name", ns}}}}); !r && !r.error().isAlreadyExists()) {
-        die(r.error().message);
-      }
-    }
-    const auto setup0 = Clock::now();
-    parallel(kNodes, 4, [&](int i) {
-      if (auto r = c.create(kc::kube::gvr::nodes(), "", node(i)); !r) {
-        die("node: " + r.error().message);
-      }
-    });
-    parallel(kNodes / kNodesPerPool, 4, [&](int p) {
-      json obj = pool(p);
-      json status = obj["status"];
-      obj.erase("status");
-      if (auto r = c.create(kPools, "", obj); !r) {
-        die("pool: " + r.error().message);
-      }
-      if (auto r = c.patch(kPools, "", obj["metadata"]["name"], kc::kube::PatchType::kMerge,
-                           {{"status", status}}, "status");
-          !r) {
-        die("pool status: " + r.error().message);
-      }
-    });
-    std::cout << fmt::format("setup: {} nodes, {} GPUPools, {} GPUs in {:.1f} s\n", kNodes, kNodes / kNodesPerPool,
-                             kNodes * kGpusPerNode, std::chrono::duration<double>(Clock::now() - setup0).count());
-
-    // The scheduler, as deployed (leader election on).
-    kc::testing::ChildProcess sched({schedExe, "--kubeconfig", api.kubeconfigPath(), "--port", "0", "--port-file",
-                                     dir.file("port"), "--kube-api-qps", "0", "--bind-workers",
-                                     std::to_string(bindWorkers), "--log-level", "warn"});
-    sched.waitUntil([&] { return kc::testing::readPortFile(dir.file("port")).has_value(); }, 30s, "port file");
-    kc::net::ClientOptions ho;
-    ho.baseUrl = "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(dir.file("port")));
-    auto http = kc::net::HttpClient::create(ho);
-    if (!http) {
-      die(http.error().message);
-    }
-    auto metrics = [&] {
-      auto r = (*http)->request("GET", "/metrics");
-      return r ? r->body : std::string();
-    };
-    sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_leader") == 1.0; }, 60s, "leadership");
-    const auto [rssEmpty, hwmEmpty] = rssMib(sched.pid());
-    (void)hwmEmpty;
-
-    // Our own watch sees each binding. Phase 1 (burst): `pods` pods created as fast as the
-    // writers can; phase 2 (paced): `paced` more at `pacedRate` pods/s, below the scheduler's
-    // capacity, so their latency is the scheduling latency without a queue in front.
-    const int total = pods + paced;
-    std::vector<Clock::time_point> sent(static_cast<std::size_t>(total));
-    std::vector<Clock::time_point> bound(static_cast<std::size_t>(total));
-    std::atomic<int> boundCount{0};
-    kc::net::CancelToken cancel;
-    auto list = c.list(kc::kube::gvr::pods(), "bench");
-    if (!list) {
-      die(list.error().message);
-    }
-    std::thread watcher([&] {
-      kc::kube::ListOptions lo;
-      lo.resourceVersion = list->resourceVersion;
-      lo.timeoutSeconds = 600;
-      auto ended = c.watch(kc::kube::gvr::pods(), "bench", lo,
-              [&](kc::kube::WatchEvent&& ev) {
-                const auto now = Clock::now();
-                const auto& spec = ev.object["spec"];
-                if (ev.type == "MODIFIED" && spec.contains("nodeName") && spec["nodeName"].is_string()) {
-                  const std::string name = ev.object["metadata"]["name"];
-                  const int i = std::stoi(name.substr(4));
-                  if (bound[static_cast<std::size_t>(i)] == Clock::time_point{}) {
-                    bound[static_cast<std::size_t>(i)] = now;
-                    ++boundCount;
-                  }
-                }
-                return boundCount.load() < total;
-              },
-              &cancel);
-      if (!ended && !cancel.cancelled()) {
-        std::cerr << "watch ended: " << ended.error().message << "\n";
-      }
-    });
-    auto waitBound = [&](int n, const char* phase) {
-      const auto limit = Clock::now() + 120s;
-      while (boundCount.load() < n && Clock::now() < limit) {
-        std::this_thread::sleep_for(2ms);
-      }
-      if (boundCount.load() < n) {
-        cancel.cancel();
-        watcher.join();
-        die(fmt::format("{}: only {} of {} pods bound within the limit", phase, boundCount.load(), n));
-      }
-    };
-    auto create = [&](int i) {
-      sent[static_cast<std::size_t>(i)] = Clock::now();
-      if (auto r = c.create(kc::kube::gvr::pods(), "bench", pod(i)); !r) {
-        die("pod: " + r.error().message);
-      }
-    };
-
-    const double schedCpu0 = cpuSeconds(sched.pid());
-    const auto [busy0, all0] = machineCpu();
-    const auto t0 = Clock::now();
-    std::atomic<Clock::time_point::rep> lastCreated{0};
-    parallel(pods, writers, [&](int i) {
-      create(i);
-      const auto now = Clock::now().time_since_epoch().count();
-      auto prev = lastCreated.load();
-      while (prev < now && !lastCreated.compare_exchange_weak(prev, now)) {
-      }
-    });
-    const double createS =
-        std::chrono::duration<double>(Clock::time_point(Clock::duration(lastCreated.load())) - t0).count();
-    waitBound(pods, "burst");
-    const auto last = *std::max_element(bound.begin(), bound.begin() + pods);
-    const double e2eS = std::chrono::duration<double>(last - t0).count();
-    const double schedCpu = cpuSeconds(sched.pid()) - schedCpu0;
-    const auto [busy1, all1] = machineCpu();
-    const double machineCores = (busy1 - busy0) / e2eS;
-    const double cores = (all1 - all0) / e2eS;
-
-    // The burst's Events are still being written (one recorder thread; Events are for people and
-    // may lag): the paced phase starts once they are, so it measures scheduling alone.
-    const auto drain0 = Clock::now();
-    sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_events_pending") == 0.0; }, 120s,
-                    "events written");
-    const double eventDrainS = std::chrono::duration<double>(Clock::now() - drain0).count();
-    // Paced: 4 threads, each on its own schedule, together pacedRate pods/s.
+    json out;
     {
-      const auto p0 = Clock::now() + 50ms;
-      std::vector<std::thread> ts;
-      for (int t = 0; t < 4; ++t) {
-        ts.emplace_back([&, t] {
-          for (int k = t; k < paced; k += 4) {
-            std::this_thread::sleep_until(p0 + std::chrono::microseconds(static_cast<std::int64_t>(k * 1e6 / pacedRate)));
-            create(pods + k);
-          }
-        });
+      kc::testing::TempDir dir;
+      kc::kube::testing::DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path());
+      kc::kube::KubeClientOptions co;
+      co.qps = 0;
+      auto client = kc::kube::KubeClient::create(api.config(), co);
+      if (!client) {
+        die(client.error().message);
       }
-      for (auto& t : ts) {
-        t.join();
+      auto& c = **client;
+      kc::testing::installCrd(c, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+      for (const char* ns : {"bench", "kube-system"}) {
+        if (auto r = c.create(kc::kube::gvr::namespaces(), "", {{"metadata", {{"name", ns}}}}); !r && !r.error().isAlreadyExists()) {
+          die(r.error().message);
+        }
       }
-    }
-    waitBound(total, "paced");
-    watcher.join();
-    auto latencies = [&](int from, int to) {
-      std::vector<double> ms;
-      for (int i = from; i < to; ++i) {
-        ms.push_back(std::chrono::duration<double, std::milli>(bound[static_cast<std::size_t>(i)] -
-                                                               sent[static_cast<std::size_t>(i)])
-                         .count());
-      }
-      return ms;
-    };
-    const auto burstMs = latencies(0, pods);
-    const auto pacedMs = latencies(pods, total);
-    const std::string m = metrics();
-    const double decisions = metricValue(m, "kubecomp_sched_decisions_total");
-    const double decisionS = metricValue(m, "kubecomp_sched_decision_seconds_total");
-    const auto [rss, hwm] = rssMib(sched.pid());
-    const double podsPerS = pods / e2eS;
-    const double decisionRate = decisions / decisionS;
-    const double createRate = pods / createS;
-    const double kibPerPod = (rss - rssEmpty) * 1024.0 / total;
+      const auto setup0 = Clock::now();
+      parallel(kNodes, 4, [&](int i) {
+        if (auto r = c.create(kc::kube::gvr::nodes(), "", node(i)); !r) {
+          die("node: " + r.error().message);
+        }
+      });
+      parallel(kNodes / kNodesPerPool, 4, [&](int p) {
+        json obj = pool(p);
+        json status = obj["status"];
+        obj.erase("status");
+        if (auto r = c.create(kPools, "", obj); !r) {
+          die("pool: " + r.error().message);
+        }
+        if (auto r = c.patch(kPools, "", obj["metadata"]["name"], kc::kube::PatchType::kMerge,
+                             {{"status", status}}, "status");
+            !r) {
+          die("pool status: " + r.error().message);
+        }
+      });
+      std::cout << fmt::format("setup: {} nodes, {} GPUPools, {} GPUs in {:.1f} s\n", kNodes, kNodes / kNodesPerPool,
+                               kNodes * kGpusPerNode, std::chrono::duration<double>(Clock::now() - setup0).count());
 
-    std::cout << fmt::format("kubecomp-sched at {} nodes, {} pods in a burst + {} paced ({}):\n", kNodes, pods, paced,
-                             quick ? "quick" : "full");
-    std::cout << fmt::format("  bound end to end       {:8.0f} pods/s  (anchor: kube-scheduler scheduler_perf {:.0f} "
-                             "pods/s at 5,000 nodes, different machine; goal >= 2,000)\n",
-                             podsPerS, kAnchorPodsPerS);
-    std::cout << fmt::format("  decision only          {:8.0f} pods/s  ({:.0f} placePod calls, {:.3f} ms each)\n",
-                             decisionRate, decisions, decisionS * 1000 / decisions);
-    std::cout << fmt::format("  double's pod creates   {:8.0f} pods/s  ({} writers)\n", createRate, writers);
-    std::cout << fmt::format("  CPU during the burst   scheduler {:.2f} ms per pod ({:.2f} cores), machine {:.2f} of "
-                             "{:.0f} cores busy (double, bench and scheduler share them)\n",
-                             schedCpu * 1000 / pods, schedCpu / e2eS, machineCores, cores);
-    std::cout << fmt::format("  latency, paced {:.0f}/s  p50 {:.1f} ms, p99 {:.1f} ms (create sent -> binding seen)\n",
-                             pacedRate, percentile(pacedMs, 0.50), percentile(pacedMs, 0.99));
-    std::cout << fmt::format("  Events after the burst {:.1f} s until every Scheduled event was written\n", eventDrainS);
-    std::cout << fmt::format("  latency, burst         p50 {:.1f} ms, p99 {:.1f} ms (mostly the queue: pods arrive "
-                             "{:.1f}x faster than they are bound)\n",
-                             percentile(burstMs, 0.50), percentile(burstMs, 0.99), createRate / podsPerS);
-    std::cout << fmt::format("  scheduler RSS          {:.1f} MiB (peak {:.1f}; {:.1f} MiB with nodes and pools only; "
-                             "{:.2f} KiB per cached pod; goal < 200 MiB)\n",
-                             rss, hwm, rssEmpty, kibPerPod);
-    sched.terminate(5s);
-    auto r1 = [](double v) { return std::round(v * 10) / 10; };
-    json out = {{"pods_per_s_5000_nodes", std::round(podsPerS)},
-                {"sched_p50_ms_5000_nodes", r1(percentile(pacedMs, 0.50))},
-                {"sched_p99_ms_5000_nodes", r1(percentile(pacedMs, 0.99))},
-                {"sched_burst_p50_ms_5000_nodes", r1(percentile(burstMs, 0.50))},
-                {"sched_burst_p99_ms_5000_nodes", r1(percentile(burstMs, 0.99))},
-                {"sched_rss_mib_5000_nodes", r1(hwm)},
-                {"decision_pods_per_s_5000_nodes", std::round(decisionRate)},
-                {"double_creates_per_s", std::round(createRate)},
-                {"sched_cpu_ms_per_pod", std::round(schedCpu * 1000 / pods * 1000) / 1000},
-                {"cache_kib_per_pod", std::round(kibPerPod * 100) / 100},
-                {"event_drain_s", r1(eventDrainS)},
-                {"pods", pods},
-                {"paced_pods", paced},
-                {"anchor_kube_scheduler_pods_per_s", kAnchorPodsPerS},
-                {"reconfig_overhead_ms", nullptr}};
+      // The scheduler, as deployed (leader election on).
+      kc::testing::ChildProcess sched({schedExe, "--kubeconfig", api.kubeconfigPath(), "--port", "0", "--port-file",
+                                       dir.file("port"), "--kube-api-qps", "0", "--bind-workers",
+                                       std::to_string(bindWorkers), "--log-level", "warn"});
+      sched.waitUntil([&] { return kc::testing::readPortFile(dir.file("port")).has_value(); }, 30s, "port file");
+      kc::net::ClientOptions ho;
+      ho.baseUrl = "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(dir.file("port")));
+      auto http = kc::net::HttpClient::create(ho);
+      if (!http) {
+        die(http.error().message);
+      }
+      auto metrics = [&] {
+        auto r = (*http)->request("GET", "/metrics");
+        return r ? r->body : std::string();
+      };
+      sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_leader") == 1.0; }, 60s, "leadership");
+      const auto [rssEmpty, hwmEmpty] = rssMib(sched.pid());
+      (void)hwmEmpty;
+
+      // Our own watch sees each binding. Phase 1 (burst): `pods` pods created as fast as the
+      // writers can; phase 2 (paced): `paced` more at `pacedRate` pods/s, below the scheduler's
+      // capacity, so their latency is the scheduling latency without a queue in front.
+      const int total = pods + paced;
+      std::vector<Clock::time_point> sent(static_cast<std::size_t>(total));
+      std::vector<Clock::time_point> bound(static_cast<std::size_t>(total));
+      std::atomic<int> boundCount{0};
+      kc::net::CancelToken cancel;
+      auto list = c.list(kc::kube::gvr::pods(), "bench");
+      if (!list) {
+        die(list.error().message);
+      }
+      std::thread watcher([&] {
+        kc::kube::ListOptions lo;
+        lo.resourceVersion = list->resourceVersion;
+        lo.timeoutSeconds = 600;
+        auto ended = c.watch(kc::kube::gvr::pods(), "bench", lo,
+                [&](kc::kube::WatchEvent&& ev) {
+                  const auto now = Clock::now();
+                  const auto& spec = ev.object["spec"];
+                  if (ev.type == "MODIFIED" && spec.contains("nodeName") && spec["nodeName"].is_string()) {
+                    const std::string name = ev.object["metadata"]["name"];
+                    const int i = std::stoi(name.substr(4));
+                    if (bound[static_cast<std::size_t>(i)] == Clock::time_point{}) {
+                      bound[static_cast<std::size_t>(i)] = now;
+                      ++boundCount;
+                    }
+                  }
+                  return boundCount.load() < total;
+                },
+                &cancel);
+        if (!ended && !cancel.cancelled()) {
+          std::cerr << "watch ended: " << ended.error().message << "\n";
+        }
+      });
+      auto waitBound = [&](int n, const char* phase) {
+        const auto limit = Clock::now() + 120s;
+        while (boundCount.load() < n && Clock::now() < limit) {
+          std::this_thread::sleep_for(2ms);
+        }
+        if (boundCount.load() < n) {
+          cancel.cancel();
+          watcher.join();
+          die(fmt::format("{}: only {} of {} pods bound within the limit", phase, boundCount.load(), n));
+        }
+      };
+      auto create = [&](int i) {
+        sent[static_cast<std::size_t>(i)] = Clock::now();
+        if (auto r = c.create(kc::kube::gvr::pods(), "bench", pod(i)); !r) {
+          die("pod: " + r.error().message);
+        }
+      };
+
+      const double schedCpu0 = cpuSeconds(sched.pid());
+      const auto [busy0, all0] = machineCpu();
+      const auto t0 = Clock::now();
+      std::atomic<Clock::time_point::rep> lastCreated{0};
+      parallel(pods, writers, [&](int i) {
+        create(i);
+        const auto now = Clock::now().time_since_epoch().count();
+        auto prev = lastCreated.load();
+        while (prev < now && !lastCreated.compare_exchange_weak(prev, now)) {
+        }
+      });
+      const double createS =
+          std::chrono::duration<double>(Clock::time_point(Clock::duration(lastCreated.load())) - t0).count();
+      waitBound(pods, "burst");
+      const auto last = *std::max_element(bound.begin(), bound.begin() + pods);
+      const double e2eS = std::chrono::duration<double>(last - t0).count();
+      const double schedCpu = cpuSeconds(sched.pid()) - schedCpu0;
+      const auto [busy1, all1] = machineCpu();
+      const double machineCores = (busy1 - busy0) / e2eS;
+      const double cores = (all1 - all0) / e2eS;
+
+      // The burst's Events are still being written (one recorder thread; Events are for people and
+      // may lag): the paced phase starts once they are, so it measures scheduling alone.
+      const auto drain0 = Clock::now();
+      sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_events_pending") == 0.0; }, 120s,
+                      "events written");
+      const double eventDrainS = std::chrono::duration<double>(Clock::now() - drain0).count();
+      // Paced: 4 threads, each on its own schedule, together pacedRate pods/s.
+      {
+        const auto p0 = Clock::now() + 50ms;
+        std::vector<std::thread> ts;
+        for (int t = 0; t < 4; ++t) {
+          ts.emplace_back([&, t] {
+            for (int k = t; k < paced; k += 4) {
+              std::this_thread::sleep_until(p0 + std::chrono::microseconds(static_cast<std::int64_t>(k * 1e6 / pacedRate)));
+              create(pods + k);
+            }
+          });
+        }
+        for (auto& t : ts) {
+          t.join();
+        }
+      }
+      waitBound(total, "paced");
+      watcher.join();
+      auto latencies = [&](int from, int to) {
+        std::vector<double> ms;
+        for (int i = from; i < to; ++i) {
+          ms.push_back(std::chrono::duration<double, std::milli>(bound[static_cast<std::size_t>(i)] -
+                                                                 sent[static_cast<std::size_t>(i)])
+                           .count());
+        }
+        return ms;
+      };
+      const auto burstMs = latencies(0, pods);
+      const auto pacedMs = latencies(pods, total);
+      const std::string m = metrics();
+      const double decisions = metricValue(m, "kubecomp_sched_decisions_total");
+      const double decisionS = metricValue(m, "kubecomp_sched_decision_seconds_total");
+      const auto [rss, hwm] = rssMib(sched.pid());
+      const double podsPerS = pods / e2eS;
+      const double decisionRate = decisions / decisionS;
+      const double createRate = pods / createS;
+      const double kibPerPod = (rss - rssEmpty) * 1024.0 / total;
+
+      std::cout << fmt::format("kubecomp-sched at {} nodes, {} pods in a burst + {} paced ({}):\n", kNodes, pods, paced,
+                               quick ? "quick" : "full");
+      std::cout << fmt::format("  bound end to end       {:8.0f} pods/s  (anchor: kube-scheduler scheduler_perf {:.0f} "
+                               "pods/s at 5,000 nodes, different machine; goal >= 2,000)\n",
+                               podsPerS, kAnchorPodsPerS);
+      std::cout << fmt::format("  decision only          {:8.0f} pods/s  ({:.0f} placePod calls, {:.3f} ms each)\n",
+                               decisionRate, decisions, decisionS * 1000 / decisions);
+      std::cout << fmt::format("  double's pod creates   {:8.0f} pods/s  ({} writers)\n", createRate, writers);
+      std::cout << fmt::format("  CPU during the burst   scheduler {:.2f} ms per pod ({:.2f} cores), machine {:.2f} of "
+                               "{:.0f} cores busy (double, bench and scheduler share them)\n",
+                               schedCpu * 1000 / pods, schedCpu / e2eS, machineCores, cores);
+      std::cout << fmt::format("  latency, paced {:.0f}/s  p50 {:.1f} ms, p99 {:.1f} ms (create sent -> binding seen)\n",
+                               pacedRate, percentile(pacedMs, 0.50), percentile(pacedMs, 0.99));
+      std::cout << fmt::format("  Events after the burst {:.1f} s until every Scheduled event was written\n", eventDrainS);
+      std::cout << fmt::format("  latency, burst         p50 {:.1f} ms, p99 {:.1f} ms (mostly the queue: pods arrive "
+                               "{:.1f}x faster than they are bound)\n",
+                               percentile(burstMs, 0.50), percentile(burstMs, 0.99), createRate / podsPerS);
+      std::cout << fmt::format("  scheduler RSS          {:.1f} MiB (peak {:.1f}; {:.1f} MiB with nodes and pools only; "
+                               "{:.2f} KiB per cached pod; goal < 200 MiB)\n",
+                               rss, hwm, rssEmpty, kibPerPod);
+      sched.terminate(5s);
+      auto r1 = [](double v) { return std::round(v * 10) / 10; };
+      out = {{"pods_per_s_5000_nodes", std::round(podsPerS)},
+                  {"sched_p50_ms_5000_nodes", r1(percentile(pacedMs, 0.50))},
+                  {"sched_p99_ms_5000_nodes", r1(percentile(pacedMs, 0.99))},
+                  {"sched_burst_p50_ms_5000_nodes", r1(percentile(burstMs, 0.50))},
+                  {"sched_burst_p99_ms_5000_nodes", r1(percentile(burstMs, 0.99))},
+                  {"sched_rss_mib_5000_nodes", r1(hwm)},
+                  {"decision_pods_per_s_5000_nodes", std::round(decisionRate)},
+                  {"double_creates_per_s", std::round(createRate)},
+                  {"sched_cpu_ms_per_pod", std::round(schedCpu * 1000 / pods * 1000) / 1000},
+                  {"cache_kib_per_pod", std::round(kibPerPod * 100) / 100},
+                  {"event_drain_s", r1(eventDrainS)},
+                  {"pods", pods},
+                  {"paced_pods", paced},
+                  {"anchor_kube_scheduler_pods_per_s", kAnchorPodsPerS}};
+    }
+    // The same run's second figure, after the 5,000-node double and its scheduler are gone: one
+    // 1-GPU reconfiguration end to end (the measurement bench_reconfig runs on its own).
+    std::cout << fmt::format("1-GPU reconfiguration at fabric latency 0, {} pods, one move each, stand-in status "
+                             "sync {}:\n",
+                             reconfigPods, kc::bench::kReconfigStatusSync);
+    std::cout.flush();  // before the cluster's children write to the same stdout
+    const auto rc = [&] {
+      try {
+        return kc::bench::measureReconfigOverhead(reconfigPods, kc::bench::kReconfigStatusSync);
+      } catch (const std::exception& e) {
+        die(std::string("reconfig_overhead_ms not measured: ") + e.what());
+      }
+    }();
+    rc.print(std::cout);
+    out["reconfig_overhead_ms"] = rc.overheadMs();
+    out["reconfig_overhead_p99_ms"] = rc.toJson().at("reconfig_overhead_p99_ms");
+    out["reconfig_pods"] = reconfigPods;
+    out["anchor_original_polling_ms"] = kc::bench::kAnchorOriginalPollingMs;
     std::cout << out.dump() << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "bench_sched: " << e.what() << "\n";
