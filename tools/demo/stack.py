@@ -203,6 +203,13 @@ class Stack:
             time.sleep(0.05)
 
     # -- during and after a run ------------------------------------------------------------
+    def save_metrics(self):
+        """Keeps each daemon's final /metrics beside its log."""
+        for port, name in ((self.sched_metrics_port, "kubecomp-sched"), (self.reconfig_metrics_port, "reconfig-mgr")):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                with open(os.path.join(self.sup.log_dir, name + ".metrics.txt"), "wb") as f:
+                    f.write(r.read())
+
     def chassis_state(self):
         with urllib.request.urlopen(self.chassis_url + "/sim/v1/state", timeout=10) as r:
             return json.load(r)

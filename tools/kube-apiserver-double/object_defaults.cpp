@@ -1,5 +1,7 @@
 #include "tools/kube-apiserver-double/object_defaults.hpp"
 
+#include "libcore/base/base64.hpp"
+
 #include "tools/kube-apiserver-double/store_internal.hpp"
 
 #include <regex>
@@ -120,5 +122,24 @@ void defaultDeployment(json& d) {
   }
 }
 
+
+void normalizeSecret(json& secret) {
+  if (auto sd = secret.find("stringData"); sd != secret.end()) {
+    if (sd->is_object()) {
+      if (!secret.contains("data") || !secret["data"].is_object()) {
+        secret["data"] = json::object();
+      }
+      for (const auto& [k, v] : sd->items()) {
+        if (v.is_string()) {
+          secret["data"][k] = kc::base64Encode(v.get<std::string>());
+        }
+      }
+    }
+    secret.erase("stringData");
+  }
+  if (!secret.contains("type") || !secret["type"].is_string() || secret["type"].get<std::string>().empty()) {
+    secret["type"] = "Opaque";
+  }
+}
 
 }  // namespace kc::apiserver

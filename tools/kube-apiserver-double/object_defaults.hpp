@@ -19,5 +19,9 @@ bool specChanged(const nlohmann::json& a, const nlohmann::json& b);
 std::string podQosClass(const nlohmann::json& spec);
 void defaultPod(nlohmann::json& pod);
 void defaultDeployment(nlohmann::json& deployment);
+// As the API server stores a Secret: stringData merged into data (base64, stringData wins on a
+// shared key) and dropped, type defaulted to Opaque. A stringData value that is not a string
+// is refused by the caller's validation.
+void normalizeSecret(nlohmann::json& secret);
 
 }  // namespace kc::apiserver

@@ -493,6 +493,8 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
     meta["labels"]["kubernetes.io/metadata.name"] = name;
   } else if (res.group == "apps" && res.resource == "deployments") {
     defaultDeployment(body);
+  } else if (res.group.empty() && res.resource == "secrets") {
+    normalizeSecret(body);
   } else if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     acceptCrdLocked(res, name, body);
   } else if (res.group == "policy" && res.resource == "poddisruptionbudgets") {
@@ -604,6 +606,9 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
         }
       }
     }
+  }
+  if (res.group.empty() && res.resource == "secrets") {
+    normalizeSecret(next);
   }
   next["kind"] = oldObj.value("kind", res.kind);
   next["apiVersion"] = oldObj.value("apiVersion", res.apiVersion(res.versions.front()));

@@ -563,3 +563,23 @@ TEST_CASE_METHOD(Fixture, "ownerReferences naming a missing owner uid: the depen
   CHECK_THROWS_AS(store.get(pods(), "default", "kept"), ApiError);
   CHECK(store.objectCount(pods()) == 1);  // only "mixed"
 }
+
+TEST_CASE_METHOD(Fixture, "a Secret's stringData is stored as base64 data, as the API server does", "[store]") {
+  const auto secrets = res("", "v1", "secrets");
+  json body = {{"apiVersion", "v1"},
+               {"kind", "Secret"},
+               {"metadata", {{"name", "login"}}},
+               {"data", {{"token", "b2xk"}, {"username", "aWdub3JlZA=="}}},
+               {"stringData", {{"username", "kubecomp"}, {"password", "pa:ss"}}}};
+  auto s = store.create(secrets, "default", body);
+  CHECK(!s->object.contains("stringData"));
+  CHECK(s->object["type"] == "Opaque");
+  CHECK(s->object["data"] == json({{"token", "b2xk"}, {"username", "a3ViZWNvbXA="}, {"password", "cGE6c3M="}}));
+  // An update with stringData merges the same way; the stored object never shows stringData.
+  json next = s->object;
+  next["stringData"] = {{"token", "new"}};
+  auto u = store.update(secrets, "default", "login", next, Subresource::kNone);
+  CHECK(!u->object.contains("stringData"));
+  CHECK(u->object["data"]["token"] == "bmV3");
+  CHECK(u->object["data"]["username"] == "a3ViZWNvbXA=");
+}
