@@ -15,6 +15,7 @@ from procs import StartError, Supervisor
 NODES = [("css-host-128", 48), ("css-host-129", 0)]  # the paper's hosts and their chassis ports
 GPU_MODEL = "Tesla V100-PCIE-32GB"
 POOL = "testbed"
+REDFISH_USER, REDFISH_PASSWORD = "kubecomp", "demo-only-password"
 
 # Initial attachment per setting: GPUs per node, in NODES order (the simulator's --layout).
 # What one GPU move costs on the simulated chassis with its default (measured H3) latencies:
@@ -108,8 +109,11 @@ class Stack:
         with open(topo, "w") as f:
             yaml.safe_dump(topology(self.setting), f, sort_keys=False)
         dialect = "h3" if self.dialect == "h3" else "redfish"
-        self.sup.start("chassis-sim", [self.bins["chassis-sim"], "--topology", topo, "--port", "0",
-                                       "--dialect", dialect, "--latency-scale", repr(1.0 / self.scale)])
+        argv = [self.bins["chassis-sim"], "--topology", topo, "--port", "0",
+                "--dialect", dialect, "--latency-scale", repr(1.0 / self.scale)]
+        if self.dialect == "redfish":  # Redfish services require a login: a session from a Secret
+            argv += ["--basic-auth", f"{REDFISH_USER}:{REDFISH_PASSWORD}"]
+        self.sup.start("chassis-sim", argv)
         line = self.sup.wait_for_log("chassis-sim", "chassis-sim listening on")
         m = re.search(r"listening on (\S+)", line)
         self.chassis_url = m.group(1).rstrip("/")
@@ -121,6 +125,13 @@ class Stack:
         if self.dialect == "h3":
             for c in chassis:
                 c["gep"] = "0"
+        else:
+            self.core.create_namespaced_secret("kube-system", {
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "chassis-login"},
+                "stringData": {"username": REDFISH_USER, "password": REDFISH_PASSWORD}})
+            for c in chassis:
+                c["auth"] = "session"
+                c["credentialsSecret"] = {"name": "chassis-login", "namespace": "kube-system"}
         nodes = [{"name": n, "hostPort": str(p) if self.dialect == "h3" else n} for n, p in NODES]
         body = {"apiVersion": "kubecomp.io/v1alpha1", "kind": "GPUPool", "metadata": {"name": POOL},
                 "spec": {"chassis": chassis, "nodes": nodes,
@@ -128,10 +139,14 @@ class Stack:
         self.custom.create_cluster_custom_object("kubecomp.io", "v1alpha1", "gpupools", body)
 
     def _start_node(self, name):
-        d = os.path.join(self.dir, name)
-        dp_dir = os.path.join(d, "device-plugins")
+        d = os.path.join(self.dir, "n" + str([n for n, _ in NODES].index(name)))
+        dp_dir = os.path.join(d, "dp")
         os.makedirs(dp_dir, exist_ok=True)
-        pr_sock = os.path.join(d, "pod-resources.sock")
+        pr_sock = os.path.join(d, "pr.sock")
+        longest = os.path.join(dp_dir, "kubelet.sock")
+        if len(longest.encode()) > 100:
+            raise StartError(f"socket path {longest} is too long for a unix socket (107 bytes); "
+                             "set TMPDIR to a shorter directory")
         self.sup.start(f"kubelet-standin-{name}", [
             self.bins["kubelet-standin"], "--node-name", name, "--kubeconfig", self.kubeconfig,
             "--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock, "--root-dir", d,
