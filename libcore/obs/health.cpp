@@ -1,6 +1,8 @@
 #include "libcore/obs/health.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -162,6 +164,15 @@ void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics) {
   server.route("GET", "/metrics", [&metrics](const net::Request&) {
     return net::Response::text(200, metrics.serialize(), "text/plain; version=0.0.4; charset=utf-8");
   });
+}
+
+void writePortFile(const std::string& path, unsigned port) {
+  if (path.empty()) {
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << port << "\n";
+  std::rename(tmp.c_str(), path.c_str());
 }
 
 }  // namespace kc::obs

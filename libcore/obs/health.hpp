@@ -76,6 +76,10 @@ class HealthChecks {
 // Installs /livez, /readyz, /healthz (+ /livez/<check>, /readyz/<check>) for `checks`.
 // `checks` must outlive the server (or at least its stop()).
 void installHealthEndpoints(net::HttpServer& server, const HealthChecks& checks);
+
+// Tells tests which port a daemon bound (its --port-file): the port and a newline, written to
+// `<path>.tmp` and renamed into place so a reader never sees a partial file. Empty path: nothing.
+void writePortFile(const std::string& path, unsigned port);
 // Installs GET /metrics serving `metrics` (text format 0.0.4). `metrics` must outlive the server.
 void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics);
 

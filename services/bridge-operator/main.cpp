@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -126,11 +125,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("bridge-operator serving on {} (max pod restarts {})", frontend.baseUrl(),
                decision.maxPodRestarts);
-  if (!portFile.empty()) {
-    const std::string tmp = portFile + ".tmp";
-    std::ofstream(tmp) << *bound << "\n";
-    std::rename(tmp.c_str(), portFile.c_str());
-  }
+  kc::obs::writePortFile(portFile, *bound);
 
   const auto toMillis = [](double sec) {
     return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));

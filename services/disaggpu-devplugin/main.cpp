@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <thread>
 
 #include "libcore/kube/client.hpp"
@@ -132,11 +131,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})",
                o.nodeName, plugin.registrar().socketPath(), *bound);
-  if (!portFile.empty()) {
-    const std::string tmp = portFile + ".tmp";
-    std::ofstream(tmp) << *bound << "\n";
-    std::rename(tmp.c_str(), portFile.c_str());
-  }
+  kc::obs::writePortFile(portFile, *bound);
 
   kc::obs::ShutdownHandler shutdown(
       {&health, [&] { plugin.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/kube/client.hpp"
@@ -179,11 +178,7 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
     return 1;
   }
-  if (!portFile.empty()) {
-    const std::string tmp = portFile + ".tmp";
-    std::ofstream(tmp) << *bound << "\n";
-    std::rename(tmp.c_str(), portFile.c_str());
-  }
+  kc::obs::writePortFile(portFile, *bound);
   if (auto s = scheduler.start(); !s) {
     spdlog::critical("{}", s.error().message);
     http.stop(std::chrono::milliseconds(0));

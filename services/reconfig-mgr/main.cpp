@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
-#include <fstream>
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
@@ -186,11 +185,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("reconfig-mgr {} started (policy {}, health/metrics on port {})", o.identity,
                o.gpuPolicy, *bound);
-  if (!portFile.empty()) {
-    const std::string tmp = portFile + ".tmp";
-    std::ofstream(tmp) << *bound << "\n";
-    std::rename(tmp.c_str(), portFile.c_str());
-  }
+  kc::obs::writePortFile(portFile, *bound);
 
   kc::obs::ShutdownHandler shutdown(
       {&health, [&] { manager.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
-#include <fstream>
 
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/unix_server.hpp"
@@ -198,11 +197,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("rt-kubelet-shim serving {} -> {} (health/metrics on port {})", socket, runtime, *bound);
-  if (!portFile.empty()) {
-    const std::string tmp = portFile + ".tmp";
-    std::ofstream(tmp) << *bound << "\n";
-    std::rename(tmp.c_str(), portFile.c_str());
-  }
+  kc::obs::writePortFile(portFile, *bound);
   kc::obs::ShutdownHandler shutdown(
       {&health,
        [&] {

@@ -8,7 +8,6 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -246,11 +245,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Ready for tests: the sockets exist; the Node appears within one API round trip.
-  if (!portFile.empty()) {
-    const std::string tmp = portFile + ".tmp";
-    std::ofstream(tmp) << *port << "\n";
-    std::rename(tmp.c_str(), portFile.c_str());
-  }
+  kc::obs::writePortFile(portFile, *port);
   std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName << " healthz=" << http.baseUrl()
             << " registration=" << standin.registrationSocket()
             << " pod-resources=" << o.podResourcesSocket << std::endl;
