@@ -1,5 +1,6 @@
 #include "libcore/alloc/sched_objects.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -467,6 +468,18 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
     }
     out.gpuModels = std::move(*models);
   }
+  if (auto it = annotations->find(kExpectedRuntimeAnnotation); it != annotations->end()) {
+    std::int64_t seconds = 0;
+    const std::string& text = it->second;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || seconds <= 0 ||
+        seconds > kMaxExpectedRuntimeSeconds) {
+      return invalid("metadata.annotations[" + std::string(kExpectedRuntimeAnnotation) + "]",
+                     "'" + text + "' is not a whole number of seconds in 1.." +
+                         std::to_string(kMaxExpectedRuntimeSeconds));
+    }
+    out.expectedRuntimeSeconds = seconds;
+  }
 
   const json& spec = member(pod, "spec");
   if (auto s = expectObject(spec, "spec"); !s) {
@@ -479,6 +492,15 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
   }
   out.schedulerName = scheduler->empty() ? "default-scheduler" : *scheduler;
   out.nodeName = *nodeName;
+  if (const json& deadline = member(spec, "activeDeadlineSeconds"); !deadline.is_null()) {
+    if (!deadline.is_number_integer() || deadline.get<std::int64_t>() <= 0) {
+      return invalid("spec.activeDeadlineSeconds", "must be a positive integer");
+    }
+    if (!out.expectedRuntimeSeconds) {
+      out.expectedRuntimeSeconds =
+          std::min(deadline.get<std::int64_t>(), kMaxExpectedRuntimeSeconds);
+    }
+  }
 
   auto containers = parseContainers(member(spec, "containers"), "spec.containers", false);
   if (!containers) {

@@ -25,6 +25,14 @@ namespace kc::alloc {
 // The pooled-GPU extended resource (DESIGN.md section 3).
 inline constexpr std::string_view kGpuResource = "kubecomp.io/gpu";
 
+// A pod's expected run time in whole seconds (a positive decimal integer), for the queue
+// policies that plan ahead (backfill.hpp) and idle-time recomposition: like an HPC job's
+// walltime. Without it the pod's spec.activeDeadlineSeconds is used, the Kubernetes field that
+// bounds how long the pod may run.
+inline constexpr std::string_view kExpectedRuntimeAnnotation = "kubecomp.io/expected-runtime-seconds";
+// Ten years: larger values are refused as a typo rather than planned with.
+inline constexpr std::int64_t kMaxExpectedRuntimeSeconds = 10LL * 366 * 24 * 3600;
+
 using StringMap = std::map<std::string, std::string, std::less<>>;
 
 // Amounts as kube-scheduler's framework.Resource keeps them: cpu in millicores, memory and
@@ -102,6 +110,8 @@ struct SchedPod {
   std::vector<Toleration> tolerations{};
   GpuModelFilter gpuModels{};  // annotation kubecomp.io/gpu-models
   RtPodSpec rt{};              // annotations rt.kubecomp.io/* (rt_pod.hpp)
+  // kExpectedRuntimeAnnotation, else spec.activeDeadlineSeconds; nullopt when neither is set.
+  std::optional<std::int64_t> expectedRuntimeSeconds{};
 };
 
 struct SchedNode {

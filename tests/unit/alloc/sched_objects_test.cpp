@@ -404,3 +404,31 @@ TEST_CASE("status.phase of the wrong type is refused", "[alloc]") {
   REQUIRE_FALSE(p);
   CHECK_THAT(p.error().message, Catch::Contains("status.phase"));
 }
+
+TEST_CASE("a pod's expected run time: the annotation, else activeDeadlineSeconds", "[alloc]") {
+  CHECK_FALSE(mustParsePod(podObject(json::object())).expectedRuntimeSeconds);
+  CHECK(mustParsePod(podObject({{"activeDeadlineSeconds", 600}})).expectedRuntimeSeconds == 600);
+  CHECK(mustParsePod(podObject(json::object(),
+                               {{"kubecomp.io/expected-runtime-seconds", "90"}}))
+            .expectedRuntimeSeconds == 90);
+  // The annotation (the user's estimate) wins over the deadline (a hard limit).
+  CHECK(mustParsePod(podObject({{"activeDeadlineSeconds", 600}},
+                               {{"kubecomp.io/expected-runtime-seconds", "90"}}))
+            .expectedRuntimeSeconds == 90);
+  // A deadline far beyond planning range is capped, not refused (the API server accepts it).
+  CHECK(mustParsePod(podObject({{"activeDeadlineSeconds", std::int64_t{1} << 60}}))
+            .expectedRuntimeSeconds == kMaxExpectedRuntimeSeconds);
+
+  for (const char* bad : {"", "0", "-5", "1.5", "90s", " 90", "99999999999999999999", "400000000"}) {
+    INFO(bad);
+    auto p = parsePod(podObject(json::object(), {{"kubecomp.io/expected-runtime-seconds", bad}}));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().message.find("kubecomp.io/expected-runtime-seconds") != std::string::npos);
+  }
+  for (const json& bad : {json(0), json(-1), json("60"), json(1.5)}) {
+    INFO(bad.dump());
+    auto p = parsePod(podObject({{"activeDeadlineSeconds", bad}}));
+    REQUIRE_FALSE(p);
+    CHECK(p.error().message.find("spec.activeDeadlineSeconds") != std::string::npos);
+  }
+}
