@@ -9,6 +9,7 @@
 //  - anything else (invalid, forbidden, conflict, protocol, not_found): permanent for this call.
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,18 @@ namespace kc::bridge::pod {
 
 using WallSeconds = std::chrono::sys_seconds;
 
+// A file of `jobdata.additionaldata`, downloaded from S3 by the runner before the submit: the
+// object's base name (checked by stagedFileName) and its bytes. Each backend places it in the
+// job's working directory its own way.
+struct StagedFile {
+  std::string name;
+  std::string bytes;
+};
+
+// The name an S3 object gets in the job's directory: the part of the key after its last '/'.
+// Refused (invalid): empty, "." or "..", control characters, longer than 255 bytes.
+Result<std::string> stagedFileName(const std::string& objectKey);
+
 // What a job is run with: the ConfigMap's parameters, identity and the script text.
 struct JobContext {
   std::string jobName;    // the BridgeJob's name
@@ -31,6 +44,7 @@ struct JobContext {
   std::string script;     // inline or S3 script text; for `remote`, the remote path
   std::string scriptMetadata;  // JSON object text (inline or fetched from S3), may be empty
   std::string jobParametersJson;  // JSON object text, may be empty
+  std::vector<StagedFile> additionalFiles;  // jobdata.additionaldata, in list order, names unique
 };
 
 // A remote job as the backend sees it.
@@ -52,6 +66,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // The most bytes of `jobdata.additionaldata` files (in total) this backend can place in a
+  // job's directory; 0: it cannot stage files at all (the runner refuses such a job before
+  // anything is downloaded or submitted).
+  virtual std::uint64_t stagingLimit() const = 0;
   // Reachability / log-on before the first call (Slurm: ping). Transient errors are retried.
   virtual Status prepare() = 0;
   // The remote id of a job already submitted for ctx.uid (adoption after a crash), if any.

@@ -25,6 +25,16 @@ MimePart appParam(const std::string& id, const std::string& value, const std::st
   return p;
 }
 
+MimePart filePart(const std::string& param, const std::string& name, const std::string& bytes) {
+  MimePart f;
+  f.headers = {{"Content-Disposition", "form-data; name=\"" + param + "\"; filename=\"" + name + "\""},
+               {"Content-Type", "application/octet-stream"},
+               {"Content-Transfer-Encoding", "binary"},
+               {"Content-ID", "<" + name + ">"}};
+  f.body = bytes;
+  return f;
+}
+
 std::optional<WallSeconds> lsfTime(const json& j, const char* key) {
   if (!j.contains(key) || !j[key].is_string()) {
     return std::nullopt;
@@ -62,7 +72,7 @@ std::string lsfJobName(const std::string& uid) { return "bridge-" + uid; }
 
 Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& boundary) {
   std::vector<MimePart> params{appParam("JOB_NAME", lsfJobName(ctx.uid))};
-  std::optional<MimePart> file;
+  std::vector<MimePart> files;
   if (ctx.params.scriptLocation == "remote") {
     if (ctx.script.empty() || ctx.script.find('\n') != std::string::npos) {
       return makeError(errc::kInvalid, "jobdata.jobscript (remote) must be one command line on the cluster");
@@ -74,13 +84,29 @@ Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& bound
     }
     params.push_back(appParam("COMMANDTORUN", std::string("sh ") + kScriptFile));
     params.push_back(appParam("FILE", std::string(kScriptFile) + ",upload", "file"));
-    MimePart f;
-    f.headers = {{"Content-Disposition", std::string("form-data; name=\"FILE\"; filename=\"") + kScriptFile + "\""},
-                 {"Content-Type", "application/octet-stream"},
-                 {"Content-Transfer-Encoding", "binary"},
-                 {"Content-ID", std::string("<") + kScriptFile + ">"}};
-    f.body = ctx.script;
-    file = std::move(f);
+    files.push_back(filePart("FILE", kScriptFile, ctx.script));
+  }
+  // jobdata.additionaldata: one file parameter and one file part each, as the script; LSF
+  // Application Center puts uploaded files in the job's working directory.
+  std::uint64_t staged = 0;
+  for (std::size_t i = 0; i < ctx.additionalFiles.size(); ++i) {
+    const StagedFile& f = ctx.additionalFiles[i];
+    if (f.name.empty() || f.name.find_first_of("\"<>,\\/") != std::string::npos) {
+      return makeError(errc::kInvalid, "additionaldata file '" + f.name +
+                                           "': LSF file parameters cannot carry '\"', '<', '>', ',', '\\' or '/'");
+    }
+    if (ctx.params.scriptLocation != "remote" && f.name == kScriptFile) {
+      return makeError(errc::kInvalid, std::string("additionaldata file '") + kScriptFile +
+                                           "' would replace the job's script");
+    }
+    staged += f.bytes.size();
+    const std::string id = "ADDITIONAL_FILE_" + std::to_string(i + 1);
+    params.push_back(appParam(id, f.name + ",upload", "file"));
+    files.push_back(filePart(id, f.name, f.bytes));
+  }
+  if (staged > kLsfStagingLimit) {
+    return makeError(errc::kInvalid, "additionaldata: " + std::to_string(staged) + " bytes, more than LSF stages (" +
+                                         std::to_string(kLsfStagingLimit) + ")");
   }
   json props = json::parse(ctx.params.jobProperties.empty() ? "{}" : ctx.params.jobProperties, nullptr, false);
   if (props.is_discarded() || !props.is_object()) {
@@ -116,8 +142,12 @@ Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& bound
                   {"Content-ID", "<data>"}};
   data.body = buildMultipart(inner, params);
   std::vector<MimePart> parts{app, data};
-  if (file) {
-    parts.push_back(*file);
+  parts.insert(parts.end(), files.begin(), files.end());
+  for (const MimePart& p : parts) {
+    if (p.body.find("--" + boundary) != std::string::npos) {
+      // Only possible with chosen boundaries or files that hold one: the caller picks another.
+      return makeError(errc::kConflict, "the multipart boundary " + boundary + " occurs in the body");
+    }
   }
   return LsfSubmit{"multipart/mixed; boundary=" + boundary, buildMultipart(boundary, parts)};
 }
@@ -298,6 +328,9 @@ Result<std::optional<std::string>> LsfBackend::findTagged(const JobContext& ctx)
 
 Result<std::string> LsfBackend::submit(const JobContext& ctx) {
   auto req = buildLsfSubmit(ctx, newBoundary());
+  for (int i = 0; i < 3 && !req.ok() && req.error().code == errc::kConflict; ++i) {
+    req = buildLsfSubmit(ctx, newBoundary());
+  }
   if (!req.ok()) {
     return req.error();
   }

@@ -9,7 +9,9 @@
 //  - submit: POST ws/jobs/submit, multipart/mixed: AppName "generic", a nested `data` part of
 //    <AppParam> items (JOB_NAME bridge-<uid> - the tag for adoption -, COMMANDTORUN, QUEUE,
 //    RUNLIMITHOUR, RUNLIMITMINUTE, OUTPUT_FILE, ERROR_FILE, EXTRA_PARAMS "-nnodes N"), and for
-//    inline/S3 scripts the script as a file part run as `sh bridge-script.sh`; reply {"id"};
+//    inline/S3 scripts the script as a file part run as `sh bridge-script.sh`; each
+//    additionaldata file as one more file parameter (<type>file</type>, value "<name>,upload")
+//    and file part (Content-ID <name>), landing in the job's working directory; reply {"id"};
 //  - adoption: GET ws/jobs?name=bridge-<uid>; status: GET ws/jobs/<id>. Replies are XML
 //    converted to JSON: {"@total": "n", "job": {...}} with one job, an array with several;
 //    jobStatus PEND/PSUSP -> SUBMITTED, RUN/USUSP/SSUSP/UNKWN -> RUNNING, DONE -> DONE,
@@ -38,11 +40,15 @@ struct LsfOptions {
 };
 
 std::string lsfJobName(const std::string& uid);
+// The most bytes of additionaldata files one submit carries (the multipart body is built in
+// the pod's memory).
+inline constexpr std::uint64_t kLsfStagingLimit = 32ull << 20;
 // The submit request: Content-Type value and body (errors "invalid" name the property).
 struct LsfSubmit {
   std::string contentType;
   std::string body;
 };
+// Code "conflict" when the boundary occurs in a part (a file holding it): try another.
 Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& boundary);
 // GET ws/jobs/<id> (or ?name=) reply -> the jobs in it (the one-object-or-array quirk undone).
 Result<std::vector<nlohmann::json>> lsfJobs(unsigned httpStatus, const std::string& body);
@@ -54,6 +60,7 @@ class LsfBackend final : public Backend {
  public:
   static Result<std::unique_ptr<LsfBackend>> create(LsfOptions options);
   const char* name() const override { return "lsf"; }
+  std::uint64_t stagingLimit() const override { return kLsfStagingLimit; }
   Status prepare() override;
   Result<std::optional<std::string>> findTagged(const JobContext& ctx) override;
   Result<std::string> submit(const JobContext& ctx) override;

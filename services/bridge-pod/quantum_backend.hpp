@@ -66,6 +66,8 @@ class QuantumBackend final : public Backend {
  public:
   static Result<std::unique_ptr<QuantumBackend>> create(QuantumOptions options);
   const char* name() const override { return "quantum"; }
+  // Staging files has no meaning here: Qiskit Runtime jobs take parameters, not files.
+  std::uint64_t stagingLimit() const override { return 0; }
   Status prepare() override;
   Result<std::optional<std::string>> findTagged(const JobContext& ctx) override;
   Result<std::string> submit(const JobContext& ctx) override;

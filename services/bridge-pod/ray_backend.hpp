@@ -43,6 +43,8 @@ class RayBackend final : public Backend {
  public:
   static Result<std::unique_ptr<RayBackend>> create(RayOptions options);
   const char* name() const override { return "ray"; }
+  // Staging files has no meaning here yet: the job is refused (docs/bridge.md).
+  std::uint64_t stagingLimit() const override { return 0; }
   Status prepare() override;
   Result<std::optional<std::string>> findTagged(const JobContext& ctx) override;
   Result<std::string> submit(const JobContext& ctx) override;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <sstream>
 
 #include "libcore/base/rfc3339.hpp"
@@ -186,10 +187,78 @@ class Runner {
         *dst = *src;
       }
     }
-    if (!p.additionalData.empty()) {
-      return makeError(errc::kUnsupported, std::string("additionaldata: staging files is not supported by the ") +
-                                               backend_->name() + " backend");
+    return okStatus();
+  }
+
+  // jobdata.additionaldata: every object's name checked and its size bounded (HEAD) before
+  // anything is downloaded; then the objects are fetched into ctx_.additionalFiles.
+  Status stageAdditionalData() {
+    const std::string& list = ctx_.params.additionalData;
+    if (list.empty()) {
+      return okStatus();
     }
+    const std::uint64_t limit = backend_->stagingLimit();
+    if (limit == 0) {
+      return makeError(errc::kUnsupported, std::string("additionaldata: the ") + backend_->name() +
+                                               " backend cannot stage files to the remote side (see docs/bridge.md)");
+    }
+    struct Item {
+      std::string bucket, key, name;
+    };
+    std::vector<Item> items;
+    std::map<std::string, std::string> seen;  // file name -> the reference that took it
+    for (const std::string& ref : splitList(list)) {
+      auto bo = splitBucketObject(ref);
+      if (!bo.ok()) {
+        return makeError(errc::kInvalid, "additionaldata: " + bo.error().message);
+      }
+      auto name = stagedFileName(bo->second);
+      if (!name.ok()) {
+        return name.error();
+      }
+      if (auto [it, fresh] = seen.emplace(*name, ref); !fresh) {
+        return makeError(errc::kInvalid, "additionaldata: '" + ref + "' and '" + it->second +
+                                             "' would both be staged as '" + *name + "'");
+      }
+      items.push_back({bo->first, bo->second, *name});
+    }
+    if (items.empty()) {
+      return makeError(errc::kInvalid, "additionaldata names no bucket:object");
+    }
+    auto client = s3();
+    if (!client.ok()) {
+      return makeError(client.error().code, "additionaldata: " + client.error().message);
+    }
+    const auto tooBig = [&](std::uint64_t total) {
+      return makeError(errc::kInvalid, "additionaldata: " + std::to_string(total) + " bytes in total, more than the " +
+                                           backend_->name() + " backend stages (" + std::to_string(limit) + " bytes)");
+    };
+    std::uint64_t total = 0;
+    for (const Item& i : items) {
+      auto size = retryTransient("size of s3://" + i.bucket + "/" + i.key,
+                                 [&] { return (*client)->objectSize(i.bucket, i.key); });
+      if (!size.ok()) {
+        return makeError(size.error().code, "additionaldata: " + size.error().message);
+      }
+      total += *size;
+      if (total > limit) {
+        return tooBig(total);
+      }
+    }
+    total = 0;
+    for (const Item& i : items) {
+      auto got = retryTransient("fetch s3://" + i.bucket + "/" + i.key,
+                                [&] { return (*client)->getObject(i.bucket, i.key); });
+      if (!got.ok()) {
+        return makeError(got.error().code, "additionaldata: " + got.error().message);
+      }
+      total += got->size();
+      if (total > limit) {
+        return tooBig(total);  // an object replaced by a bigger one since its HEAD
+      }
+      ctx_.additionalFiles.push_back({i.name, std::move(got).value()});
+    }
+    spdlog::info("staging {} additional file(s), {} bytes", ctx_.additionalFiles.size(), total);
     return okStatus();
   }
 
@@ -216,6 +285,10 @@ class Runner {
         return makeError("killed", "killed before submission");
       }
       if (!inputsLoaded) {
+        auto staged = stageAdditionalData();
+        if (!staged.ok()) {
+          return staged.error();
+        }
         auto in = loadInputs();
         if (!in.ok()) {
           return in.error();

@@ -119,6 +119,21 @@ Result<std::string> S3Client::getObject(const std::string& bucket, const std::st
   return std::move(r->body);
 }
 
+Result<std::uint64_t> S3Client::objectSize(const std::string& bucket, const std::string& key) {
+  auto r = send("HEAD", bucket, key, {});
+  if (!r.ok()) {
+    return r.error();
+  }
+  if (r->status != 200) {
+    return s3Error("HEAD s3://" + bucket + "/" + key, *r);
+  }
+  const std::string length = r->header("Content-Length").value_or("");
+  if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos) {
+    return makeError(errc::kProtocol, "HEAD s3://" + bucket + "/" + key + ": no usable Content-Length");
+  }
+  return static_cast<std::uint64_t>(std::stoull(length));
+}
+
 Status S3Client::putObject(const std::string& bucket, const std::string& key, const std::string& body) {
   auto r = send("PUT", bucket, key, body);
   if (!r.ok()) {

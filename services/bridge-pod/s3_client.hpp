@@ -4,6 +4,7 @@
 // created: a missing bucket is an error naming it (the original's client created them).
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,8 @@ class S3Client {
   static Result<std::unique_ptr<S3Client>> create(S3Options options);
   // Errors: not_found (no such bucket or key), unauthorized/forbidden, unavailable, ...
   Result<std::string> getObject(const std::string& bucket, const std::string& key);
+  // The object's size (HEAD, its Content-Length), to bound a download before making it.
+  Result<std::uint64_t> objectSize(const std::string& bucket, const std::string& key);
   Status putObject(const std::string& bucket, const std::string& key, const std::string& body);
 
  private:

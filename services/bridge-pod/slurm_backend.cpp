@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "services/bridge-pod/slurm_codec.hpp"
+#include "services/bridge-pod/slurm_script.hpp"
 
 namespace kc::bridge::pod {
 
@@ -78,6 +79,8 @@ Result<kc::net::Response> SlurmBackend::send(const std::string& method, const st
   return http_->request(method, target, std::move(body), std::move(h));
 }
 
+std::uint64_t SlurmBackend::stagingLimit() const { return kSlurmStagingLimit; }
+
 Status SlurmBackend::prepare() {
   auto r = send("GET", "/ping");
   if (!r.ok()) {
@@ -115,19 +118,11 @@ Result<std::optional<std::string>> SlurmBackend::findTagged(const JobContext& ct
 }
 
 Result<std::string> SlurmBackend::submit(const JobContext& ctx) {
-  std::string script = ctx.script;
-  if (ctx.params.scriptLocation == "remote") {
-    // slurmrestd takes script text: a remote script is run by a two-line wrapper.
-    if (script.empty() || script.front() != '/' || script.find_first_of("\n\r") != std::string::npos) {
-      return makeError(errc::kInvalid, "jobdata.jobscript (remote) must be an absolute path on the cluster");
-    }
-    std::string quoted = "'";
-    for (char c : script) {
-      quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    script = "#!/bin/sh\nexec " + quoted + "'\n";
+  auto script = slurmBatchScript(ctx);  // the remote wrapper, the staging prologue
+  if (!script.ok()) {
+    return script.error();
   }
-  slurm::SubmitInput in{script, ctx.params.jobProperties, ctx.uid, ctx.jobName};
+  slurm::SubmitInput in{*script, ctx.params.jobProperties, ctx.uid, ctx.jobName};
   auto body = slurm::buildSubmitBody(in);
   if (!body.ok()) {
     return body.error();

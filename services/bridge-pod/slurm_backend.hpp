@@ -6,7 +6,8 @@
 // slurmrestd has no endpoint for a job's files: outputs are read from the job's
 // current_working_directory on the shared file system the bridge pod mounts (`sharedRoot`
 // is prefixed to that path; empty = the same path as on the cluster). A `remote` script (an
-// absolute path on the cluster) is submitted as a wrapper `exec '<path>'`.
+// absolute path on the cluster) is submitted as a wrapper `exec '<path>'`; additionaldata files
+// travel inside the batch script (slurm_script.hpp).
 
 #include <memory>
 #include <string>
@@ -31,6 +32,7 @@ class SlurmBackend final : public Backend {
  public:
   static Result<std::unique_ptr<SlurmBackend>> create(SlurmOptions options);
   const char* name() const override { return "slurm"; }
+  std::uint64_t stagingLimit() const override;
   Status prepare() override;
   Result<std::optional<std::string>> findTagged(const JobContext& ctx) override;
   Result<std::string> submit(const JobContext& ctx) override;

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "libcore/kube/client.hpp"
+#include "services/bridge-pod/s3_client.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/manifests.hpp"
@@ -252,6 +253,18 @@ struct BridgeWorld {
   }
   nlohmann::json s3Spec() const {
     return {{"s3secret", "s3-credentials"}, {"endpoint", s3.endpoint()}, {"secure", false}};
+  }
+  // Puts an object into s3rver through the pod's own S3 client (an input the job reads).
+  void putS3(const std::string& bucket, const std::string& key, const std::string& bytes) const {
+    kc::bridge::pod::S3Options o;
+    o.endpoint = s3.endpoint();
+    o.secure = false;
+    o.credentialsDir = s3creds;
+    auto client = kc::bridge::pod::S3Client::create(o);
+    REQUIRE(client.ok());
+    auto put = (*client)->putObject(bucket, key, bytes);
+    INFO((put.ok() ? std::string() : put.error().message));
+    REQUIRE(put.ok());
   }
   std::unique_ptr<kc::testing::ChildProcess> pod(const std::string& backend, const std::vector<std::string>& env,
                                                  std::vector<std::string> extraArgs = {}) {

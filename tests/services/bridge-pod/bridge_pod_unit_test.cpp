@@ -17,6 +17,7 @@
 #include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/s3_client.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
+#include "services/bridge-pod/slurm_script.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -140,7 +141,10 @@ class ScriptedBackend final : public Backend {
   std::deque<kc::Result<std::string>> submits;
   std::deque<kc::Result<Query>> queries;
   int submitCalls = 0, cancelCalls = 0;
+  std::uint64_t limit = 0;
+  std::vector<StagedFile> staged;  // what the last submit carried
   const char* name() const override { return "scripted"; }
+  std::uint64_t stagingLimit() const override { return limit; }
   kc::Status prepare() override { return kc::okStatus(); }
   kc::Result<std::optional<std::string>> findTagged(const JobContext&) override {
     if (tagged.empty()) {
@@ -150,8 +154,9 @@ class ScriptedBackend final : public Backend {
     tagged.pop_front();
     return r;
   }
-  kc::Result<std::string> submit(const JobContext&) override {
+  kc::Result<std::string> submit(const JobContext& c) override {
     ++submitCalls;
+    staged = c.additionalFiles;
     auto r = submits.front();
     submits.pop_front();
     return r;
@@ -177,6 +182,7 @@ class Proxy final : public Backend {
  public:
   explicit Proxy(Backend& b) : b_(b) {}
   const char* name() const override { return b_.name(); }
+  std::uint64_t stagingLimit() const override { return b_.stagingLimit(); }
   kc::Status prepare() override { return b_.prepare(); }
   kc::Result<std::optional<std::string>> findTagged(const JobContext& c) override { return b_.findTagged(c); }
   kc::Result<std::string> submit(const JobContext& c) override { return b_.submit(c); }
@@ -494,4 +500,153 @@ TEST_CASE("bridge-pod runner: a job that fails after the kill request is KILLED"
   CHECK(h.run() == 1);
   CHECK(h.store.data["status.jobStatus"] == "KILLED");
   CHECK(h.store.data["status.message"] == "LSF EXIT (after the kill request)");
+}
+
+TEST_CASE("bridge-pod staging: an object's base name is its file name and unusable names are refused") {
+  CHECK(stagedFileName("input.txt").value() == "input.txt");
+  CHECK(stagedFileName("dir/sub/data.bin").value() == "data.bin");
+  CHECK(stagedFileName("a b'c").value() == "a b'c");
+  for (const char* bad : {"", "dir/", "..", "x/..", ".", "a/.", "tab\there", "nl\n", "del\x7f"}) {
+    CHECK_FALSE(stagedFileName(bad).ok());
+  }
+  CHECK_FALSE(stagedFileName(std::string(256, 'a')).ok());
+  CHECK(stagedFileName(std::string(255, 'a')).ok());
+}
+
+TEST_CASE("bridge-pod runner: additionaldata on a backend that cannot stage is refused before any submit") {
+  Harness h;
+  h.store.data["jobData.additionalData"] = "inputs:a.txt";
+  h.store.data["s3.endpoint"] = "127.0.0.1:1";
+  h.store.data["s3.secret"] = "s3";
+  h.backend.submits = {std::string("1")};
+  CHECK(h.run() == 1);
+  CHECK(h.backend.submitCalls == 0);
+  CHECK(h.store.data["status.jobStatus"] == "FAILED");
+  CHECK(h.store.data["status.message"].find("the scripted backend cannot stage files") != std::string::npos);
+  CHECK(h.store.data.count("id") == 0);
+}
+
+TEST_CASE("bridge-pod runner: additionaldata names that collide or are unusable are refused before downloading") {
+  for (const auto& [list, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"inputs:a/x.txt,other:b/x.txt", "would both be staged as 'x.txt'"},
+           {"inputs:dir/", "has no file name"},
+           {"inputs:dir/..", "is not a file name"}}) {
+    Harness h;
+    h.backend.limit = 1000;
+    h.store.data["jobData.additionalData"] = list;
+    h.store.data["s3.endpoint"] = "127.0.0.1:1";  // nothing listens: a download would be retried, not refused
+    h.store.data["s3.secret"] = "s3";
+    h.backend.submits = {std::string("1")};
+    CHECK(h.run() == 1);
+    CHECK(h.backend.submitCalls == 0);
+    CHECK(h.store.data["status.jobStatus"] == "FAILED");
+    INFO(h.store.data["status.message"]);
+    CHECK(h.store.data["status.message"].find(expect) != std::string::npos);
+  }
+}
+
+TEST_CASE("bridge-pod runner: an adopted job is not staged again") {
+  Harness h;
+  h.backend.limit = 1000;
+  h.store.data["jobData.additionalData"] = "inputs:a.txt";
+  h.store.data["s3.endpoint"] = "127.0.0.1:1";  // a download attempt would hang in retries
+  h.store.data["s3.secret"] = "s3";
+  h.backend.tagged = {std::optional<std::string>{"77"}};
+  h.backend.queries = {state(JobStatus::kDone)};
+  CHECK(h.run() == 0);
+  CHECK(h.backend.submitCalls == 0);
+  CHECK(h.store.data["id"] == "77");
+}
+
+TEST_CASE("lsf: additionaldata files travel as file parameters and parts and unusable names are refused") {
+  JobContext ctx;
+  ctx.uid = "u-4";
+  ctx.params.scriptLocation = "inline";
+  ctx.script = "cat in.txt\n";
+  ctx.additionalFiles = {{"in.txt", "line\r\n--BND\r\n"}, {"data & more.bin", std::string("\0\xff", 2)}};
+  CHECK(buildLsfSubmit(ctx, "BND").error().code == "conflict");  // a file holds the delimiter
+  auto req = buildLsfSubmit(ctx, "BND2");
+  REQUIRE(req.ok());
+  auto parts = parseMultipart(req->body, "BND2");
+  REQUIRE(parts.ok());
+  REQUIRE(parts->size() == 5);
+  CHECK((*parts)[3].header("Content-ID") == "<in.txt>");
+  CHECK((*parts)[3].body == "line\r\n--BND\r\n");
+  CHECK((*parts)[4].header("Content-ID") == "<data & more.bin>");
+  CHECK((*parts)[4].body == std::string("\0\xff", 2));
+  const std::string data = (*parts)[1].body;
+  CHECK(data.find("<id>ADDITIONAL_FILE_1</id><value>in.txt,upload</value><type>file</type>") != std::string::npos);
+  CHECK(data.find("<id>ADDITIONAL_FILE_2</id><value>data &amp; more.bin,upload</value><type>file</type>") !=
+        std::string::npos);
+  for (const char* bad : {"a,b", "q\"", "<x>", "bridge-script.sh"}) {
+    JobContext b = ctx;
+    b.additionalFiles = {{bad, "x"}};
+    CHECK(buildLsfSubmit(b, "BND").error().code == "invalid");
+  }
+  JobContext big = ctx;
+  big.additionalFiles = {{"big", std::string(kLsfStagingLimit + 1, 'x')}};
+  CHECK(buildLsfSubmit(big, "BND").error().message.find("more than LSF stages") != std::string::npos);
+}
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs a batch script as slurmd would (its own interpreter line, in the working directory,
+// SLURM_JOB_ID set); the exit code.
+int runBatch(const kc::testing::TempDir& dir, const std::string& script) {
+  dir.write("work/batch", script);
+  const std::string cmd = "cd '" + dir.file("work") + "' && chmod 700 batch && SLURM_JOB_ID=31 ./batch >out 2>err";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("slurm: the batch script stages additionaldata by base64 heredocs and runs the script unchanged") {
+  JobContext ctx;
+  ctx.params.scriptLocation = "inline";
+  ctx.script = "#!/usr/bin/env python3\nimport sys\nprint(open('in put.txt').read(), end='')\n"
+               "print(len(open(\"it's.bin\", 'rb').read()))\nsys.exit(4)\n";
+  ctx.additionalFiles = {{"in put.txt", "BRIDGE_STAGED_EOF\nline 2\n"}, {"it's.bin", std::string(1000, '\0')}};
+  JobContext plain = ctx;
+  plain.additionalFiles.clear();
+  CHECK(slurmBatchScript(plain).value() == ctx.script);  // nothing to stage: the script as it is
+  auto script = slurmBatchScript(ctx);
+  REQUIRE(script.ok());
+  CHECK(script->rfind("#!/bin/sh\n", 0) == 0);
+  kc::testing::TempDir dir;
+  CHECK(runBatch(dir, *script) == 4);  // the user's exit code, through exec
+  CHECK(slurp(dir.file("work/out")) == "BRIDGE_STAGED_EOF\nline 2\n1000\n");
+  CHECK(slurp(dir.file("work/in put.txt")) == "BRIDGE_STAGED_EOF\nline 2\n");
+  CHECK(slurp(dir.file("work/it's.bin")) == std::string(1000, '\0'));
+  CHECK(slurp(dir.file("work/.bridge-script.31")) == ctx.script);
+
+  JobContext remote = ctx;
+  remote.params.scriptLocation = "remote";
+  remote.script = dir.write("remote dir/it's run.sh", "#!/bin/sh\ncat 'in put.txt' > copy.txt\n");
+  std::filesystem::permissions(remote.script, std::filesystem::perms::owner_all);
+  auto wrapped = slurmBatchScript(remote);
+  REQUIRE(wrapped.ok());
+  kc::testing::TempDir dir2;
+  CHECK(runBatch(dir2, *wrapped) == 0);
+  CHECK(slurp(dir2.file("work/copy.txt")) == "BRIDGE_STAGED_EOF\nline 2\n");
+  CHECK_FALSE(std::filesystem::exists(dir2.file("work/.bridge-script.31")));
+
+  // a file that cannot be written ends the job before the script runs
+  kc::testing::TempDir dir3;
+  std::filesystem::create_directories(dir3.file("work/in put.txt"));
+  CHECK(runBatch(dir3, *script) == 1);
+  CHECK(slurp(dir3.file("work/err")).find("bridge: staging in put.txt failed") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir3.file("work/.bridge-script.31")));
+
+  JobContext big = ctx;
+  big.additionalFiles = {{"a", std::string(kSlurmStagingLimit, 'x')}, {"b", "y"}};
+  CHECK(slurmBatchScript(big).error().message.find("more than Slurm stages") != std::string::npos);
+  JobContext slash = ctx;
+  slash.additionalFiles = {{"d/a", "x"}};
+  CHECK_FALSE(slurmBatchScript(slash).ok());
 }

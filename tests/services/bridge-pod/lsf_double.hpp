@@ -6,8 +6,10 @@
 // of <AppParam> items and file parts named by Content-ID, job replies shaped like XML turned
 // into JSON ({"@total": "1", "job": {...}} - an object for one job, an array for several -
 // every value a string, times "YYYY-MM-DD HH:MM:SS"), bkill through ws/userCmd, files
-// downloaded with the name as the GET body and returned as multipart. Jobs really run
-// (LocalJob): COMMANDTORUN under /bin/sh in the job's directory with the uploaded files.
+// downloaded with the name as the GET body and returned as multipart. File parameters
+// (<type>file</type>, value "<name>,upload") must each name a file part and every file part
+// must be named by one (400 otherwise). Jobs really run (LocalJob): COMMANDTORUN under /bin/sh
+// in the job's directory with the uploaded files.
 
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -45,6 +47,10 @@ class LsfDouble {
     std::lock_guard lock(mu_);
     return jobs_.at(id).params;
   }
+  std::map<std::string, std::string> files(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return jobs_.at(id).files;
+  }
   std::shared_ptr<LocalJob> job(const std::string& id) {
     std::lock_guard lock(mu_);
     return jobs_.at(id).job;
@@ -53,6 +59,7 @@ class LsfDouble {
  private:
   struct Entry {
     std::map<std::string, std::string> params;
+    std::map<std::string, std::string> files;  // uploaded with the submit, by name
     std::shared_ptr<LocalJob> job;
     std::chrono::system_clock::time_point submitted;
   };
@@ -145,7 +152,7 @@ class LsfDouble {
     if (!parts.ok()) {
       return xml(400, "<error>" + parts.error().message + "</error>");
     }
-    std::map<std::string, std::string> params, files;
+    std::map<std::string, std::string> params, files, fileParams;  // fileParams: file name -> action
     std::string app;
     for (const auto& p : *parts) {
       const std::string id = p.header("Content-ID");
@@ -159,7 +166,16 @@ class LsfDouble {
           return xml(400, "<error>data part: " + items.error().message + "</error>");
         }
         for (const auto& item : *items) {
-          params[unescape(between(item.body, "<id>", "</id>"))] = unescape(between(item.body, "<value>", "</value>"));
+          const std::string value = unescape(between(item.body, "<value>", "</value>"));
+          params[unescape(between(item.body, "<id>", "</id>"))] = value;
+          if (between(item.body, "<type>", "</type>") == "file") {
+            // A file parameter: "<name>,<action>"; the file is the part with Content-ID <name>.
+            const auto comma = value.rfind(',');
+            if (comma == std::string::npos || comma == 0) {
+              return xml(400, "<error>file parameter value " + value + " is not name,action</error>");
+            }
+            fileParams[value.substr(0, comma)] = value.substr(comma + 1);
+          }
         }
       } else if (id.size() > 2) {
         files[id.substr(1, id.size() - 2)] = p.body;
@@ -167,6 +183,19 @@ class LsfDouble {
     }
     if (app != "generic") {
       return xml(400, "<error>Application " + app + " does not exist</error>");
+    }
+    for (const auto& [name, action] : fileParams) {
+      if (action != "upload" || !files.count(name)) {
+        return xml(400, "<error>file parameter " + name + "," + action + ": no such uploaded file</error>");
+      }
+    }
+    for (const auto& [name, bytes] : files) {
+      if (!fileParams.count(name)) {
+        return xml(400, "<error>file part " + name + " is not named by a file parameter</error>");
+      }
+      if (name.find('/') != std::string::npos || name == ".." || name == ".") {
+        return xml(400, "<error>file name " + name + " is not a plain name</error>");
+      }
     }
     if (params["COMMANDTORUN"].empty()) {
       return xml(400, "<error>COMMANDTORUN is required</error>");
@@ -183,6 +212,7 @@ class LsfDouble {
     }
     Entry e;
     e.params = params;
+    e.files = files;
     e.submitted = std::chrono::system_clock::now();
     e.job = std::make_shared<LocalJob>(jobDir, command, std::vector<std::string>{"LSB_JOBID=" + id});
     jobs_.emplace(id, std::move(e));

@@ -109,6 +109,51 @@ TEST_CASE("lsf: a remote command line is run as given") {
 
 
 
+TEST_CASE("lsf: additionaldata files from S3 are uploaded with the submit and the job reads them") {
+  LsfWorld w;
+  w.putS3("results", "inputs/data/in.txt", "staged line\n");
+  const std::string binary("\0\x01--\r\n\xff", 7);
+  w.putS3("results", "inputs/table.bin", binary);
+  json spec = w.spec("cat in.txt > hello.out\nwc -c < table.bin | tr -d ' ' >> hello.out\n");
+  spec["jobdata"]["additionaldata"] = "results:inputs/data/in.txt,results:inputs/table.bin";
+  auto env = w.api.start("staged", spec);
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("staged", "status.jobStatus") == "DONE");
+  const std::string id = w.api.value("staged", "id");
+  const auto files = w.lsf.files(id);
+  CHECK(files.at("in.txt") == "staged line\n");
+  CHECK(files.at("table.bin") == binary);
+  CHECK(files.count("bridge-script.sh") == 1);
+  CHECK(w.s3.object("results", "staged/hello.out") == "staged line\n7\n");
+}
+
+TEST_CASE("lsf: additionaldata that cannot be staged fails the job before anything is submitted") {
+  LsfWorld w;
+  w.putS3("results", "a/x.txt", "one");
+  w.putS3("results", "b/x.txt", "two");
+  json spec = w.spec("cat x.txt > hello.out\n");
+  spec["jobdata"]["additionaldata"] = "results:a/x.txt,results:b/x.txt";
+  auto env = w.api.start("twice", spec);
+  auto pod = w.pod(env);
+  auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("twice", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("twice", "status.message").find("would both be staged as 'x.txt'") != std::string::npos);
+
+  spec["jobdata"]["additionaldata"] = "results:a/x.txt,results:missing.txt";
+  env = w.api.start("missing", spec);
+  pod = w.pod(env);
+  exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(w.api.value("missing", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("missing", "status.message").find("missing.txt") != std::string::npos);
+  CHECK(w.lsf.submissions() == 0);
+}
+
 TEST_CASE("lsf: a wrong password is retried and never submits") {
   LsfWorld w;
   w.dir.write("creds/password", "wrong");
