@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/queue_pass.hpp"
 #include "libcore/alloc/rng.hpp"
 
 namespace kc::sim {
@@ -210,7 +211,9 @@ class Engine {
         runnable_(initial_, config.mode),
         poolBusyUntil_(cluster.poolCount(), 0),
         inflight_(cluster.poolCount()),
-        gpuLands_(cluster.gpuCount(), 0) {
+        gpuLands_(cluster.gpuCount(), 0),
+        easyPass_(config.queue == QueueDiscipline::SlackBackfill ? QueueDiscipline::SlackBackfill
+                                                                 : QueueDiscipline::EasyBackfill) {
     result_.jobs.resize(trace.jobs.size());
     result_.totalGpus = cluster.gpuCount();
     runningGpus_.resize(trace.jobs.size());
@@ -434,119 +437,88 @@ class Engine {
     return okStatus();
   }
 
-  // EASY backfill: FCFS while the head fits; then the head gets a reservation and each later
-  // job starts only if alloc::backfillKeeps says the reservation stays no later. A job that
-  // does not fit now makes every job at least as large skip the test (as in greedy backfill);
-  // one that would delay the head says nothing about others (a larger one may go elsewhere).
-  Status scheduleEasy(SimMs now) {
-    while (!queue_.empty()) {
-      auto placed = tryPlace(queue_.front(), now);
+  // EASY / slack backfill: one alloc::QueuePass (libcore/alloc/queue_pass.hpp, the pass
+  // kubecomp-sched runs too) over the queue; the engine places what it starts (tryPlace).
+  class EasyHost : public alloc::QueueHost {
+   public:
+    EasyHost(Engine& e, SimMs now) : e_(e), now_(now) {
+      for (std::size_t p = 0; p < e.inflight_.size(); ++p) {
+        landing_.push_back(e.inflight_[p].active ? e.inflight_[p].lands : 0);
+      }
+    }
+    std::size_t waiting() const override { return e_.queue_.size(); }
+    alloc::QueuedPod queued(std::size_t i) const override {
+      const std::uint32_t j = e_.queue_[i];
+      const Job& job = e_.trace_.jobs[j];
+      return alloc::QueuedPod{j, podOf(job), &e_.filters_[job.gpuSpec], job.gpuSpec,
+                              job.duration};
+    }
+    alloc::QueueView view() const override {
+      if (!built_) {
+        running_.reserve(e_.running_.size());
+        for (std::uint32_t r : e_.running_) {
+          running_.push_back(runningOf(r));
+        }
+        built_ = true;
+      }
+      return alloc::QueueView{&e_.state_, running_, alloc::FabricClock{e_.poolBusyUntil_},
+                              landing_};
+    }
+    alloc::SplitMix64 placementRng() const override { return e_.rng_; }
+    Result<bool> start(std::size_t i, bool tested) override {
+      const std::uint32_t j = e_.queue_[i];
+      auto placed = e_.tryPlace(j, now_);
       if (!placed) {
         return placed.error();
       }
-      if (!*placed) {
-        break;
+      if (!*placed && tested) {
+        return makeError(kc::errc::kInternal, "simulator: job '" + e_.trace_.jobs[j].id +
+                                                  "' passed the backfill test but did not fit");
       }
-      queue_.pop_front();
+      if (*placed && built_) {
+        running_.push_back(runningOf(j));
+      }
+      return *placed;
     }
-    if (queue_.size() < 2) {
-      return okStatus();
+
+   private:
+    alloc::RunningPod runningOf(std::uint32_t j) const {
+      return alloc::RunningPod{e_.result_.jobs[j].node, podOf(e_.trace_.jobs[j]),
+                               e_.runningGpus_[j], e_.result_.jobs[j].end};
     }
-    const std::uint32_t head = queue_.front();
-    const alloc::PodRequest headPod = podOf(trace_.jobs[head]);
-    const alloc::GpuModelFilter& headModels = filters_[trace_.jobs[head].gpuSpec];
-    std::vector<alloc::RunningPod> running;
-    running.reserve(running_.size());
-    for (std::uint32_t r : running_) {
-      const Job& job = trace_.jobs[r];
-      running.push_back(alloc::RunningPod{result_.jobs[r].node, podOf(job), runningGpus_[r],
-                                          result_.jobs[r].end});
-    }
+    Engine& e_;
+    SimMs now_;
+    std::vector<SimMs> landing_;
+    mutable std::vector<alloc::RunningPod> running_;  // built on first view, then appended
+    mutable bool built_ = false;
+  };
+
+  Status scheduleEasy(SimMs now) {
+    EasyHost host(*this, now);
     const alloc::PlacementRules rules{config_.mode, config_.nodePolicy, config_.gpuPolicy,
                                       config_.moveTime};
-    auto reservation = alloc::reserveHead(state_, running, alloc::FabricClock{poolBusyUntil_},
-                                          headPod, headModels, rules, now);
-    if (!reservation) {
-      // The head was runnable on the empty cluster, so it fits once everything has ended.
-      return internal("reserveHead", reservation.error());
+    auto pass = easyPass_.run(host, rules, now);
+    if (!pass) {
+      return internal("queue pass", pass.error());
     }
-    // alloc::reserveHead and backfillKeeps do not see a background move in flight (its GPU is
-    // already attached in the pool model): a job given that GPU starts only when it lands. So
-    // the head's reservation is no earlier than its pool's landing, and a candidate is tested
-    // as if it ran until its end plus the longest landing still ahead.
-    SimMs landing = 0;
-    for (std::size_t p = 0; p < inflight_.size(); ++p) {
-      if (inflight_[p].active && inflight_[p].lands > now) {
-        landing = std::max(landing, inflight_[p].lands - now);
-        if (p == state_.node(reservation->node).pool) {
-          reservation->start = std::max(reservation->start, inflight_[p].lands);
-        }
+    result_.placementAttempts += pass->tested;
+    if (pass->head && config_.onReserve) {
+      for (SimMs start : pass->reservedStarts) {
+        config_.onReserve(queue_[*pass->head], start, now);
       }
     }
-    if (config_.onReserve) {
-      config_.onReserve(head, reservation->start, now);
+    std::deque<std::uint32_t> left;
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      if (pass->verdicts[i] == alloc::QueueVerdict::kNeverFits) {
+        // The head was runnable on the empty cluster, so it fits once everything has ended.
+        return makeError(kc::errc::kInternal, "simulator: job '" + trace_.jobs[queue_[i]].id +
+                                                  "' found no reservation");
+      }
+      if (pass->verdicts[i] != alloc::QueueVerdict::kStarted) {
+        left.push_back(queue_[i]);
+      }
     }
-    // What a backfilled job may not delay: EASY, the current reservation; slack-backfill, the
-    // bound fixed at the head's first reservation (its start plus the head's run time).
-    alloc::Reservation bound = *reservation;
-    if (config_.queue == QueueDiscipline::SlackBackfill) {
-      if (slackHead_ != head) {
-        slackHead_ = head;
-        if (__builtin_add_overflow(reservation->start, trace_.jobs[head].duration,
-                                   &slackBound_)) {
-          slackBound_ = reservation->start;
-        }
-      }
-      bound.start = std::max(reservation->start, slackBound_);
-    }
-    std::vector<std::pair<alloc::PodRequest, std::uint32_t>> failed;
-    for (auto it = std::next(queue_.begin()); it != queue_.end();) {
-      const Job& job = trace_.jobs[*it];
-      const alloc::PodRequest pod = podOf(job);
-      const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const auto& fail) {
-        const alloc::PodRequest& f = fail.first;
-        return (filters_[fail.second].acceptsAny() || fail.second == job.gpuSpec) &&
-               pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
-      });
-      if (dominated) {
-        ++it;
-        continue;
-      }
-      ++result_.placementAttempts;
-      // The fabric clock as it is now (earlier backfills of this pass moved it).
-      auto keeps = alloc::backfillKeeps(state_, running, alloc::FabricClock{poolBusyUntil_},
-                                        bound, headPod, headModels, pod,
-                                        filters_[job.gpuSpec], job.duration + landing, rules,
-                                        rng_, now);
-      if (!keeps) {
-        if (keeps.error().code == kc::errc::kUnschedulable) {
-          failed.emplace_back(pod, job.gpuSpec);
-        } else if (keeps.error().code != kc::errc::kConflict) {
-          return internal("backfillKeeps", keeps.error());
-        }
-        ++it;
-        continue;
-      }
-      const std::uint32_t j = *it;
-      auto placed = tryPlace(j, now);
-      if (!placed) {
-        return placed.error();
-      }
-      if (!*placed) {
-        return makeError(kc::errc::kInternal, "simulator: job '" + job.id +
-                                         "' passed the backfill test but did not fit");
-      }
-      running.push_back(alloc::RunningPod{result_.jobs[j].node, pod, runningGpus_[j],
-                                          result_.jobs[j].end});
-      if (keeps->start != reservation->start && config_.onReserve) {
-        config_.onReserve(head, keeps->start, now);
-      }
-      *reservation = *keeps;
-      if (config_.queue == QueueDiscipline::EasyBackfill) {
-        bound = *keeps;
-      }
-      it = queue_.erase(it);
-    }
+    queue_ = std::move(left);
     return okStatus();
   }
 
@@ -787,8 +759,7 @@ class Engine {
   std::deque<std::uint32_t> queue_;
   std::set<std::uint32_t> running_;  // easy-backfill only: jobs placed and not ended
   std::uint32_t failedHead_ = kNone;
-  std::uint32_t slackHead_ = kNone;  // slack-backfill: the head whose bound is slackBound_
-  SimMs slackBound_ = 0;
+  alloc::QueuePass easyPass_;  // easy- and slack-backfill (slack keeps its head's bound)
   std::vector<alloc::GpuModelFilter> filters_;  // per Trace::gpuSpecs entry; [0] accepts any
   SimResult result_;
 };

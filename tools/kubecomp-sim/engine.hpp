@@ -14,6 +14,8 @@
 //                  a reservation (node, earliest start counting its GPU moves); a later job
 //                  starts now only if the head's reservation stays no later. Durations are
 //                  known in a trace, so a job's expected end is its real end.
+//                  The pass is alloc::QueuePass (libcore/alloc/queue_pass.hpp), the one
+//                  kubecomp-sched runs; the engine hosts it and places what it starts.
 //   slack-backfill BEYOND THE PAPER: as easy-backfill, but a later job may delay the head's
 //                  reservation up to a bound fixed when it became the head (its first
 //                  reservation plus its own duration); it still starts by that bound.

@@ -178,26 +178,8 @@ TEST_CASE("easy backfill property: the head's reservation never moves later, nob
   auto uni = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
   };
-  // Cluster: 1-2 pools of 2-3 nodes, 0-4 GPUs attached each, 0-3 unattached; 16 CPUs a node.
-  auto b = makeCluster();
-  std::uint32_t minPoolGpus = 1000;
-  const int pools = static_cast<int>(uni(1, 2));
-  for (int p = 0; p < pools; ++p) {
-    b.pool(kc::alloc::test::named("p", static_cast<std::uint64_t>(p)));
-    std::uint32_t poolGpus = 0;
-    const int nodes = static_cast<int>(uni(2, 3));
-    for (int n = 0; n < nodes; ++n) {
-      const auto g = static_cast<std::uint32_t>(uni(0, 4));
-      poolGpus += g;
-      b.node(
-          kc::alloc::test::named("n", static_cast<std::uint64_t>(p), static_cast<std::uint64_t>(n)),
-          g, 0, 16'000, 64 * 1024);
-    }
-    const auto u = static_cast<std::uint32_t>(uni(0, 3));
-    b.unattached(u);
-    minPoolGpus = std::min(minPoolGpus, poolGpus + u);
-  }
-  ClusterState state = b.build();
+  std::uint32_t minPoolGpus = 0;
+  ClusterState state = kc::alloc::test::randomQueueCluster(gen, minPoolGpus);
   const PlacementRules r = rules(uni(0, 30));
   // Jobs: arrival 0-300, 0..min pool GPUs (runnable on the empty cluster), 1-16 CPUs, 1-200 s.
   struct TestJob {

@@ -1,0 +1,158 @@
+#include "libcore/alloc/queue_pass.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace kc::alloc {
+namespace {
+
+const GpuModelFilter& modelsOf(const QueuedPod& q) {
+  static const GpuModelFilter kAny{};
+  return q.models != nullptr ? *q.models : kAny;
+}
+
+// A pod that did not fit now in this pass.
+struct Failed {
+  PodRequest pod;
+  bool anyModel = true;
+  std::uint32_t modelsKey = 0;
+};
+
+// At least as large as `f` in every resource, with the same or a narrower model filter: it
+// cannot fit either (a filter only narrows the GPUs, so an unconstrained failure dominates
+// constrained pods; a constrained one only pods with its filter).
+bool dominatedBy(const Failed& f, const QueuedPod& q) {
+  return (f.anyModel || f.modelsKey == q.modelsKey) && q.pod.cpuMilli >= f.pod.cpuMilli &&
+         q.pod.memoryMiB >= f.pod.memoryMiB && q.pod.gpus >= f.pod.gpus;
+}
+
+}  // namespace
+
+Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& rules,
+                                       std::int64_t now) {
+  if (discipline_ != QueueDiscipline::EasyBackfill &&
+      discipline_ != QueueDiscipline::SlackBackfill) {
+    return makeError(kc::errc::kInvalid, "the queue pass runs easy-backfill and slack-backfill only");
+  }
+  const std::size_t n = host.waiting();
+  QueuePassResult out;
+  out.verdicts.assign(n, QueueVerdict::kUnfit);
+  std::size_t h = 0;
+  std::optional<Reservation> reservation;
+  while (!reservation) {
+    // 1. FCFS while the head fits.
+    for (; h < n; ++h) {
+      auto started = host.start(h, false);
+      if (!started) {
+        return started.error();
+      }
+      if (!*started) {
+        break;
+      }
+      out.verdicts[h] = QueueVerdict::kStarted;
+    }
+    if (n - h < 2) {
+      if (h < n) {
+        out.verdicts[h] = QueueVerdict::kAlone;
+      }
+      return out;
+    }
+    // 2. The head's reservation.
+    const QueuedPod head = host.queued(h);
+    const QueueView view = host.view();
+    if (view.state == nullptr) {
+      return makeError(kc::errc::kInvalid, "queue host gave no cluster");
+    }
+    auto r = reserveHead(*view.state, view.running, view.fabric, head.pod, modelsOf(head), rules,
+                         now);
+    if (r) {
+      reservation = *r;
+    } else if (r.error().code == kc::errc::kUnschedulable) {
+      out.verdicts[h++] = QueueVerdict::kNeverFits;
+    } else {
+      return r.error();
+    }
+  }
+  const QueuedPod head = host.queued(h);
+  out.head = h;
+  out.verdicts[h] = QueueVerdict::kHead;
+  // A move in flight outside the fabric clock: the head's pool waits for it, and a candidate
+  // is tested as if it ran until its end plus the longest landing still ahead (a pod given that
+  // GPU starts only when it lands).
+  std::int64_t landing = 0;
+  {
+    const QueueView view = host.view();
+    for (std::size_t p = 0; p < view.landing.size(); ++p) {
+      if (view.landing[p] > now) {
+        landing = std::max(landing, view.landing[p] - now);
+        if (p == view.state->node(reservation->node).pool) {
+          reservation->start = std::max(reservation->start, view.landing[p]);
+        }
+      }
+    }
+  }
+  out.reservedStarts.push_back(reservation->start);
+  // What a backfilled pod may not delay: easy-backfill, the current reservation;
+  // slack-backfill, the bound fixed at the head's first reservation (plus its run time).
+  Reservation bound = *reservation;
+  if (discipline_ == QueueDiscipline::SlackBackfill) {
+    if (slackHead_ != head.id) {
+      slackHead_ = head.id;
+      if (__builtin_add_overflow(reservation->start, head.duration, &slackBound_)) {
+        slackBound_ = reservation->start;
+      }
+    }
+    bound.start = std::max(reservation->start, slackBound_);
+  }
+  // 3. Later pods, oldest first.
+  std::vector<Failed> failed;
+  for (std::size_t i = h + 1; i < n; ++i) {
+    const QueuedPod q = host.queued(i);
+    if (std::any_of(failed.begin(), failed.end(), [&](const Failed& f) { return dominatedBy(f, q); })) {
+      out.verdicts[i] = QueueVerdict::kDominated;
+      continue;
+    }
+    ++out.tested;
+    const QueueView view = host.view();
+    std::int64_t duration = 0;
+    if (__builtin_add_overflow(q.duration, landing, &duration)) {
+      duration = INT64_MAX;
+    }
+    auto keeps = backfillKeeps(*view.state, view.running, view.fabric, bound, head.pod,
+                               modelsOf(head), q.pod, modelsOf(q), duration, rules,
+                               host.placementRng(), now);
+    if (!keeps) {
+      if (keeps.error().code == kc::errc::kUnschedulable) {
+        failed.push_back(Failed{q.pod, modelsOf(q).acceptsAny(), q.modelsKey});
+        out.verdicts[i] = QueueVerdict::kUnfit;
+      } else if (keeps.error().code == kc::errc::kConflict) {
+        out.verdicts[i] = QueueVerdict::kDelaysHead;
+      } else {
+        return keeps.error();
+      }
+      continue;
+    }
+    auto started = host.start(i, true);
+    if (!started) {
+      return started.error();
+    }
+    if (!*started) {
+      out.verdicts[i] = QueueVerdict::kUnfit;  // the host's placement saw more than the model
+      continue;
+    }
+    out.verdicts[i] = QueueVerdict::kStarted;
+    ++out.backfilled;
+    if (keeps->start != reservation->start) {
+      out.reservedStarts.push_back(keeps->start);
+    }
+    *reservation = *keeps;
+    if (discipline_ == QueueDiscipline::EasyBackfill) {
+      bound = *keeps;
+    }
+  }
+  out.reservation = reservation;
+  out.bound = bound.start;
+  return out;
+}
+
+}  // namespace kc::alloc
