@@ -11,6 +11,7 @@ find_package(CLI11 REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(SQLiteCpp REQUIRED)
 find_package(prometheus-cpp REQUIRED COMPONENTS core)
+find_package(pugixml REQUIRED)
 find_package(Catch2 2 REQUIRED)
 include(Catch)
 # protobuf ships no CMake config on bookworm: module mode + protobuf_generate.

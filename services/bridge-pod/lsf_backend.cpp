@@ -1,6 +1,8 @@
 #include "services/bridge-pod/lsf_backend.hpp"
 
 #include <ctime>
+#include <pugixml.hpp>
+#include <regex>
 
 #include "libcore/base/percent_encoding.hpp"
 #include "libcore/base/rfc3339.hpp"
@@ -204,6 +206,77 @@ Result<RemoteJob> lsfRemoteJob(const json& job) {
   return r;
 }
 
+Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned httpStatus, const std::string& body) {
+  if (httpStatus == 404) {
+    return std::optional<RemoteJob>{};
+  }
+  if (httpStatus != 200) {
+    return httpError("LSF job history", httpStatus, body);
+  }
+  pugi::xml_document doc;
+  const pugi::xml_parse_result parsed = doc.load_buffer(body.data(), body.size());
+  if (!parsed) {
+    return makeError(errc::kProtocol, std::string("LSF job history is not XML: ") + parsed.description() + " at byte " +
+                                          std::to_string(parsed.offset));
+  }
+  const pugi::xml_node root = doc.document_element();
+  if (std::string(root.name()) != "jobHistory") {
+    return makeError(errc::kProtocol, "LSF job history: root element <" + std::string(root.name()) +
+                                          ">, not <jobHistory>");
+  }
+  const auto squeeze = [](const std::string& text) {
+    std::string out;
+    for (char c : text) {
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+        out += c;
+      }
+    }
+    return out;
+  };
+  const std::string tag = "Job<" + id + ">";
+  std::vector<std::string> texts;
+  for (const pugi::xml_node h : root.children("history")) {
+    texts.push_back(squeeze(h.child("content").text().as_string()));
+  }
+  std::optional<std::string> mine;
+  for (const std::string& t : texts) {
+    if (t.find(tag) != std::string::npos) {
+      mine = t;
+    }
+  }
+  if (!mine && texts.size() == 1 && texts[0].find("Job<") == std::string::npos) {
+    mine = texts[0];  // one history that names no job: the one asked for
+  }
+  if (!mine) {
+    return std::optional<RemoteJob>{};
+  }
+  RemoteJob r;
+  r.message = "LSF job history: ";
+  if (mine->find("Donesuccessfully") != std::string::npos) {
+    r.status = JobStatus::kDone;
+    r.nativeState = "DONE";
+    r.message += "Done successfully";
+  } else if (mine->find("Completed<exit>") != std::string::npos) {
+    r.nativeState = "EXIT";
+    std::smatch m;
+    static const std::regex exitCode("Exitedwithexitcode([0-9]+)");
+    const std::string code = std::regex_search(*mine, m, exitCode) ? m[1].str() : std::string();
+    if (mine->find("<KILL>") != std::string::npos) {
+      r.status = JobStatus::kKilled;
+      r.message += "Completed <exit> after a KILL signal";
+    } else {
+      r.status = JobStatus::kFailed;
+      r.message += "Completed <exit>";
+    }
+    if (!code.empty()) {
+      r.message += ", exited with code " + code;
+    }
+  } else {
+    return std::optional<RemoteJob>{};  // no end recorded: nothing to say about it
+  }
+  return std::optional<RemoteJob>{r};
+}
+
 std::optional<std::chrono::system_clock::time_point> lsfTokenExpiry(const std::string& token) {
   std::size_t pos = 0;
   while ((pos = token.find('"', pos)) != std::string::npos) {
@@ -360,7 +433,20 @@ Result<Query> LsfBackend::query(const std::string& id) {
   }
   Query q;
   if (jobs->empty()) {
-    q.gone = true;
+    // LSF forgets finished jobs (CLEAN_PERIOD): its history may still know how this one ended.
+    auto h = send("GET", "/ws/jobhistory?ids=" + kc::percentEncode(id), {},
+                  {{"Accept", "application/xml,text/xml"}});
+    if (!h.ok()) {
+      return h.error();
+    }
+    auto found = lsfHistoryJob(id, h->status, h->body);
+    if (!found.ok()) {
+      return found.error();
+    }
+    q.gone = !found->has_value();
+    if (*found) {
+      q.job = **found;
+    }
     return q;
   }
   if (jobs->size() != 1 || str((*jobs)[0], "id") != id) {

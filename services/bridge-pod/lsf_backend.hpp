@@ -12,7 +12,9 @@
 //    inline/S3 scripts the script as a file part run as `sh bridge-script.sh`; each
 //    additionaldata file as one more file parameter (<type>file</type>, value "<name>,upload")
 //    and file part (Content-ID <name>), landing in the job's working directory; reply {"id"};
-//  - adoption: GET ws/jobs?name=bridge-<uid>; status: GET ws/jobs/<id>. Replies are XML
+//  - adoption: GET ws/jobs?name=bridge-<uid>; status: GET ws/jobs/<id>, and when LSF no longer
+//    knows the job (@total 0) GET ws/jobhistory?ids=<id> (gone only when that does not know it
+//    either; lsfHistoryJob). Replies are XML
 //    converted to JSON: {"@total": "n", "job": {...}} with one job, an array with several;
 //    jobStatus PEND/PSUSP -> SUBMITTED, RUN/USUSP/SSUSP/UNKWN -> RUNNING, DONE -> DONE,
 //    EXIT/ZOMBI -> FAILED (KILLED when the runner had cancelled it); @total 0 -> gone. Times are
@@ -53,6 +55,14 @@ Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& bound
 // GET ws/jobs/<id> (or ?name=) reply -> the jobs in it (the one-object-or-array quirk undone).
 Result<std::vector<nlohmann::json>> lsfJobs(unsigned httpStatus, const std::string& body);
 Result<RemoteJob> lsfRemoteJob(const nlohmann::json& job);
+// GET ws/jobhistory?ids=<id> reply (XML, <jobHistory><history><content>bhist -l text</content>
+// ...</history>...</jobHistory>) -> the job's final state, or nullopt when the history does
+// not know the job (no <history> about it, or HTTP 404). The text is matched with all white
+// space removed, as bhist wraps its lines at 80 columns (even inside words): "Done
+// successfully" -> DONE; "Completed <exit>" with "<KILL>" (a kill signal was requested) ->
+// KILLED, else FAILED with the code of "Exited with exit code N"; a history without an end ->
+// nullopt. Errors: a reply that is not XML or not a <jobHistory> (protocol), HTTP errors.
+Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned httpStatus, const std::string& body);
 // The expiry in a token ("user\"2010-04-03T09:31:02Z\"..."), if any.
 std::optional<std::chrono::system_clock::time_point> lsfTokenExpiry(const std::string& token);
 

@@ -650,3 +650,42 @@ TEST_CASE("slurm: the batch script stages additionaldata by base64 heredocs and 
   slash.additionalFiles = {{"d/a", "x"}};
   CHECK_FALSE(slurmBatchScript(slash).ok());
 }
+
+TEST_CASE("lsf: ws/jobhistory replies read robustly (wrapped bhist text, several jobs, not XML)") {
+  const auto wrapDoc = [](const std::string& histories) {
+    return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<jobHistory>" + histories + "</jobHistory>";
+  };
+  const auto hist = [](const std::string& content) {
+    return "<history><content>" + content + "</content><timeSummary><timeOfCalculation>Tue Nov 24 10:00:09"
+           "</timeOfCalculation></timeSummary></history>";
+  };
+  // bhist wraps at 80 columns even inside words; continuation lines are indented
+  const std::string done = "Job &lt;12&gt;, User &lt;u&gt;, Project &lt;default&gt;, Command &lt;sleep 1&gt;\n"
+                           "Tue Nov 24 10:00:00: Submitted from host &lt;h&gt;;\n"
+                           "Tue Nov 24 10:00:05: Done successfu\n                     lly. The CPU time used is 0.1 s;\n";
+  const std::string failed = "Job &lt;13&gt;, User &lt;u&gt;\nTue Nov 24 10:00:05: Exited with exit c\n"
+                             "                     ode 42. The CPU time used is 0.1 seconds;\n"
+                             "Tue Nov 24 10:00:05: Completed &lt;exit&gt;.\n";
+  const std::string killed = "Job &lt;14&gt;, User &lt;u&gt;\nTue Nov 24 10:00:03: Signal &lt;KILL&gt; requested by "
+                             "user or administrator &lt;adm&gt;;\nTue Nov 24 10:00:03: Exited by LSF signal TERM_OWNER;\n"
+                             "Tue Nov 24 10:00:03: Completed &lt;exit&gt;; TERM_OWNER: job killed by owner.\n";
+  auto d = lsfHistoryJob("12", 200, wrapDoc(hist(failed) + hist(done)));
+  REQUIRE(d.ok());
+  REQUIRE(d->has_value());
+  CHECK((*d)->status == JobStatus::kDone);
+  auto f = lsfHistoryJob("13", 200, wrapDoc(hist(failed) + hist(done)));
+  REQUIRE(f.ok());
+  CHECK((*f)->status == JobStatus::kFailed);
+  CHECK((*f)->message == "LSF job history: Completed <exit>, exited with code 42");
+  auto k = lsfHistoryJob("14", 200, wrapDoc(hist(killed)));
+  CHECK((*k)->status == JobStatus::kKilled);
+  CHECK_FALSE(lsfHistoryJob("1", 200, wrapDoc(hist(done)))->has_value());  // "Job <12>" is not "Job <1>"
+  CHECK_FALSE(lsfHistoryJob("12", 200, wrapDoc(""))->has_value());
+  CHECK_FALSE(lsfHistoryJob("12", 404, "<error/>")->has_value());
+  CHECK_FALSE(lsfHistoryJob("12", 200, wrapDoc(hist("Job &lt;12&gt;\nTue Nov 24 10:00:00: Submitted;")))->has_value());
+  CHECK(lsfHistoryJob("12", 200, wrapDoc(hist("no job line; Done successfully.")))->value().status == JobStatus::kDone);
+  CHECK(lsfHistoryJob("12", 200, "{\"job\": []}").error().code == "protocol");
+  CHECK(lsfHistoryJob("12", 200, "<jobHistory><history>").error().code == "protocol");
+  CHECK(lsfHistoryJob("12", 200, "<jobs/>").error().code == "protocol");
+  CHECK(lsfHistoryJob("12", 500, "oops").error().code == "server_error");
+}

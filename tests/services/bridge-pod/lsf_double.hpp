@@ -9,7 +9,12 @@
 // downloaded with the name as the GET body and returned as multipart. File parameters
 // (<type>file</type>, value "<name>,upload") must each name a file part and every file part
 // must be named by one (400 otherwise). Jobs really run (LocalJob): COMMANDTORUN under /bin/sh
-// in the job's directory with the uploaded files.
+// in the job's directory with the uploaded files. Like LSF (CLEAN_PERIOD), the double can
+// forget finished jobs (forgetFinishedAfter): ws/jobs then answers @total 0 for them, and
+// ws/jobhistory?ids= answers XML <jobHistory><history><content> with bhist -l style text
+// (events "Done successfully.", "Exited with exit code N.", "Signal <KILL> requested ...",
+// "Completed <exit>", wrapped at 80 columns, continuation lines indented by 21 spaces, even
+// inside words); forgetHistory(id) makes the history forget a job too.
 
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -47,7 +52,28 @@ class LsfDouble {
     std::lock_guard lock(mu_);
     return jobs_.at(id).params;
   }
-  std::map<std::string, std::string> files(const std::string& id) {
+  // Finished jobs older than `after` are no longer listed by ws/jobs (nullopt: never).
+  void forgetFinishedAfter(std::optional<std::chrono::milliseconds> after) {
+    std::lock_guard lock(mu_);
+    forgetAfter_ = after;
+  }
+  void forgetHistory(const std::string& id) {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).inHistory = false;
+  }
+  // bkill by an administrator, not by the bridge pod.
+  void adminKill(const std::string& id) {
+    std::lock_guard lock(mu_);
+    if (jobs_.at(id).job->running()) {
+      jobs_.at(id).killedBy = "lsfadmin";
+    }
+    jobs_.at(id).job->kill();
+  }
+  int historyCalls() {
+    std::lock_guard lock(mu_);
+    return historyCalls_;
+  }
+    std::map<std::string, std::string> files(const std::string& id) {
     std::lock_guard lock(mu_);
     return jobs_.at(id).files;
   }
@@ -60,6 +86,8 @@ class LsfDouble {
   struct Entry {
     std::map<std::string, std::string> params;
     std::map<std::string, std::string> files;  // uploaded with the submit, by name
+    std::string killedBy;                      // who requested a KILL signal
+    bool inHistory = true;
     std::shared_ptr<LocalJob> job;
     std::chrono::system_clock::time_point submitted;
   };
@@ -88,14 +116,16 @@ class LsfDouble {
     }
     return s;
   }
-  static std::string lsfTime(std::chrono::system_clock::time_point t) {
+  static std::string utcTime(std::chrono::system_clock::time_point t, const char* format) {
     const std::time_t tt = std::chrono::system_clock::to_time_t(t);
     std::tm tm{};
     ::gmtime_r(&tt, &tm);
     char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    std::strftime(buf, sizeof buf, format, &tm);
     return buf;
   }
+  static std::string lsfTime(std::chrono::system_clock::time_point t) { return utcTime(t, "%Y-%m-%d %H:%M:%S"); }
+  static std::string bhistTime(std::chrono::system_clock::time_point t) { return utcTime(t, "%a %b %d %H:%M:%S"); }
 
   kc::net::Response logon(const kc::net::Request& r) {
     if (r.header("Content-Type").value_or("").find("application/xml") != 0) {
@@ -242,6 +272,68 @@ class LsfDouble {
     return j;
   }
 
+  bool forgotten(Entry& e) const {  // with mu_ held
+    const auto end = e.job->ended();
+    return forgetAfter_ && end && std::chrono::system_clock::now() - *end >= *forgetAfter_;
+  }
+
+  // bhist -l's layout: lines of at most 80 columns, continuations indented by 21 spaces.
+  static std::string wrap(const std::string& line) {
+    std::string out = line.substr(0, 80);
+    for (std::size_t at = 80; at < line.size(); at += 59) {
+      out += "\n" + std::string(21, ' ') + line.substr(at, 59);
+    }
+    return out + "\n";
+  }
+
+  std::string bhist(const std::string& id, Entry& e) const {
+    std::string text = wrap("Job <" + id + ">, Job Name <" + e.params["JOB_NAME"] + ">, User <" + user_ +
+                            ">, Project <default>, Command <" + e.params["COMMANDTORUN"] + ">");
+    text += wrap(bhistTime(e.submitted) + ": Submitted from host <lsfhost>, to Queue <normal>, CWD <" + dir_ + "/" +
+                 id + ">;");
+    text += wrap(bhistTime(e.job->started()) + ": Dispatched 1 Task(s) on Host(s) <lsfhost>, Allocated 1 Slot(s) "
+                 "on Host(s) <lsfhost>, Effective RES_REQ <select[type == local] order[r15s:pg] >;");
+    const auto exit = e.job->exitStatus();
+    const auto end = e.job->ended();
+    if (!exit || !end) {
+      return text;
+    }
+    const std::string at = bhistTime(*end) + ": ";
+    if (!e.killedBy.empty()) {
+      text += wrap(at + "Signal <KILL> requested by user or administrator <" + e.killedBy + ">;");
+      text += wrap(at + "Exited by LSF signal TERM_OWNER. The CPU time used is 0.0 seconds;");
+      text += wrap(at + "Completed <exit>; TERM_OWNER: job killed by owner.");
+    } else if (*exit == 0) {
+      text += wrap(at + "Done successfully. The CPU time used is 0.0 seconds;");
+    } else {
+      text += wrap(at + "Exited with exit code " + std::to_string(*exit) + ". The CPU time used is 0.0 seconds;");
+      text += wrap(at + "Completed <exit>.");
+    }
+    return text;
+  }
+
+  kc::net::Response history(const kc::net::Request& r) {
+    std::lock_guard lock(mu_);
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    ++historyCalls_;
+    std::string ids;
+    for (const auto& [k, v] : r.query) {
+      if (k == "ids") {
+        ids = v;
+      }
+    }
+    std::string body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<jobHistory>";
+    auto it = jobs_.find(ids);
+    if (it != jobs_.end() && it->second.inHistory) {
+      body += "<history><content>" + kc::bridge::pod::xmlEscape(bhist(it->first, it->second)) +
+              "</content><timeSummary><timeOfCalculation>" + bhistTime(std::chrono::system_clock::now()) +
+              "</timeOfCalculation></timeSummary></history>";
+    }
+    return xml(200, body + "</jobHistory>");
+  }
+
   kc::net::Response jobs(const kc::net::Request& r) {
     std::lock_guard lock(mu_);
     if (auto denied = auth(r)) {
@@ -257,13 +349,13 @@ class LsfDouble {
         }
       }
       for (auto& [id, e] : jobs_) {
-        if (name.empty() || e.params["JOB_NAME"] == name) {
+        if ((name.empty() || e.params["JOB_NAME"] == name) && !forgotten(e)) {
           list.push_back(view(id, e));
         }
       }
     } else {
       auto it = jobs_.find(rest.substr(1));
-      if (it != jobs_.end()) {
+      if (it != jobs_.end() && !forgotten(it->second)) {
         list.push_back(view(it->first, it->second));
       }
     }
@@ -288,6 +380,9 @@ class LsfDouble {
     auto it = jobs_.find(cmd.substr(6));
     if (it == jobs_.end()) {
       return kc::net::Response::json(200, {{"code", "255"}, {"message", cmd.substr(6) + ": No matching job found"}});
+    }
+    if (it->second.job->running()) {
+      it->second.killedBy = user_;
     }
     it->second.job->kill();
     return kc::net::Response::json(200, {{"code", "0"}, {"message", "Job <" + it->first + "> is being terminated"}});
@@ -324,11 +419,14 @@ class LsfDouble {
   std::map<std::string, std::chrono::system_clock::time_point> tokens_;
   int logons_ = 0;
   int expired_ = 0;
+  int historyCalls_ = 0;
+  std::optional<std::chrono::milliseconds> forgetAfter_;
   RestartableServer listener_{[this](kc::net::HttpServer& s) {
     s.route("POST", "/platform/ws/logon", [this](const kc::net::Request& r) { return logon(r); });
     s.route("POST", "/platform/ws/jobs/submit", [this](const kc::net::Request& r) { return submit(r); });
     s.route("POST", "/platform/ws/userCmd", [this](const kc::net::Request& r) { return userCmd(r); });
     s.routePrefix("GET", "/platform/ws/jobs", [this](const kc::net::Request& r) { return jobs(r); });
+    s.route("GET", "/platform/ws/jobhistory", [this](const kc::net::Request& r) { return history(r); });
     s.routePrefix("GET", "/platform/webservice/pacclient/file/", [this](const kc::net::Request& r) { return file(r); });
   }};
 };

@@ -154,6 +154,55 @@ TEST_CASE("lsf: additionaldata that cannot be staged fails the job before anythi
   CHECK(w.lsf.submissions() == 0);
 }
 
+TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/jobhistory") {
+  LsfWorld w;
+  w.lsf.forgetFinishedAfter(0ms);  // ws/jobs never shows a final state: only the history does
+
+  auto env = w.api.start("hist-done", w.spec("sleep 1\necho from-history > hello.out\n"));
+  auto pod = w.pod(env);
+  auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("hist-done", "status.jobStatus") == "DONE");
+  CHECK(w.api.value("hist-done", "status.message").find("LSF job history: Done successfully") != std::string::npos);
+  CHECK(w.s3.object("results", "hist-done/hello.out") == "from-history\n");
+  CHECK(w.lsf.historyCalls() >= 1);
+
+  env = w.api.start("hist-fail", w.spec("sleep 1\nexit 3\n"));
+  pod = w.pod(env);
+  exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("hist-fail", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("hist-fail", "status.message").find("Completed <exit>, exited with code 3") != std::string::npos);
+
+  // bkill by an administrator: the pod sent no cancel, the history's <KILL> says KILLED
+  env = w.api.start("hist-kill", w.spec("sleep 120\n"));
+  pod = w.pod(env);
+  REQUIRE(waitFor([&] { return w.api.value("hist-kill", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.lsf.adminKill(w.api.value("hist-kill", "id"));
+  exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("hist-kill", "status.jobStatus") == "KILLED");
+  CHECK(w.api.value("hist-kill", "status.message").find("after a KILL signal") != std::string::npos);
+  CHECK(w.lsf.submissions() == 3);
+}
+
+TEST_CASE("lsf: a job neither ws/jobs nor ws/jobhistory knows is UNKNOWN and not resubmitted") {
+  LsfWorld w;
+  w.lsf.forgetFinishedAfter(0ms);
+  auto env = w.api.start("lost", w.spec("sleep 2\n"));
+  auto pod = w.pod(env);
+  REQUIRE(waitFor([&] { return w.api.value("lost", "status.jobStatus") == "RUNNING"; }, 30s));
+  w.lsf.forgetHistory(w.api.value("lost", "id"));
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("lost", "status.jobStatus") == "UNKNOWN");
+  CHECK(w.lsf.submissions() == 1);
+}
+
 TEST_CASE("lsf: a wrong password is retried and never submits") {
   LsfWorld w;
   w.dir.write("creds/password", "wrong");
