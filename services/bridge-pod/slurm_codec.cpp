@@ -118,8 +118,24 @@ std::optional<std::string> checkField(const Field& f, const json& v) {
       }
       return std::nullopt;
     case Kind::kEnv:
+      // An object of strings (v0.0.38's shape) or an array of "NAME=value" strings (v0.0.39+);
+      // either is sent in the shape of the version spoken.
+      if (v.is_array() && !v.empty()) {
+        for (const json& e : v) {
+          if (!e.is_string()) {
+            return where + " entries must be \"NAME=value\" strings";
+          }
+          const std::string& s = e.get_ref<const std::string&>();
+          if (s.find('=') == std::string::npos || s.front() == '=') {
+            return where + " entry \"" + s + "\" is not NAME=value";
+          }
+        }
+        return std::nullopt;
+      }
       if (!v.is_object() || v.empty()) {
-        return where + " must be a non-empty object of strings (slurmrestd requires it)";
+        return where +
+               " must be a non-empty object of strings or array of NAME=value strings (slurmrestd "
+               "requires it)";
       }
       for (const auto& [name, value] : v.items()) {
         if (name.empty() || name.find('=') != std::string::npos) {
@@ -184,6 +200,18 @@ Result<Reply> readReply(std::string_view text) {
       entry.description = str(e, "description");
       entry.source = str(e, "source");
       r.errors.push_back(std::move(entry));
+    }
+  }
+  // v0.0.39+ add `warnings` ([{"description", "source"}]); they never fail a call but a
+  // malformed list is a malformed reply.
+  if (auto w = body.find("warnings"); w != body.end()) {
+    if (!w->is_array()) {
+      return protocol("warnings is not an array");
+    }
+    for (const json& e : *w) {
+      if (!e.is_object()) {
+        return protocol("a warnings entry is not an object");
+      }
     }
   }
   r.body = std::move(body);
@@ -267,19 +295,148 @@ Result<std::string> stringField(const json& o, const char* key, const std::strin
   return it->get<std::string>();
 }
 
+// A number as v0.0.38 sends it (a plain integer) or as v0.0.39+ may (a {"set", "infinite",
+// "number"} object). nullopt: unset or infinite.
+struct Number {
+  std::optional<std::int64_t> value;
+  bool infinite = false;
+};
+
+Result<Number> numberValue(const json& v, const std::string& where, bool allowObject) {
+  if (v.is_number_integer()) {
+    return Number{v.get<std::int64_t>(), false};
+  }
+  if (!allowObject || !v.is_object()) {
+    return protocol(where + " is not an integer" +
+                    std::string(allowObject ? " or a {set, infinite, number} object" : ""));
+  }
+  auto set = v.find("set");
+  if (set == v.end() || !set->is_boolean()) {
+    return protocol(where + ".set is missing or not a boolean");
+  }
+  bool infinite = false;
+  if (auto inf = v.find("infinite"); inf != v.end()) {
+    if (!inf->is_boolean()) {
+      return protocol(where + ".infinite is not a boolean");
+    }
+    infinite = inf->get<bool>();
+  }
+  if (infinite) {
+    return Number{std::nullopt, true};
+  }
+  if (!set->get<bool>()) {
+    return Number{};
+  }
+  auto number = v.find("number");
+  if (number == v.end() || !number->is_number_integer()) {
+    return protocol(where + ".number is missing or not an integer");
+  }
+  return Number{number->get<std::int64_t>(), false};
+}
+
+Result<Number> numberField(const json& o, const char* key, const std::string& where,
+                           bool allowObject) {
+  auto it = o.find(key);
+  if (it == o.end()) {
+    return protocol(where + "." + key + " is missing");
+  }
+  return numberValue(*it, where + "." + key, allowObject);
+}
+
 Result<std::optional<std::int64_t>> timeField(const json& o, const char* key,
-                                              const std::string& where) {
-  auto v = intField(o, key, where);
+                                              const std::string& where, ApiVersion version) {
+  auto v = numberField(o, key, where, version >= ApiVersion::kV0039);
   if (!v.ok()) {
     return v.error();
   }
-  if (*v < 0) {
+  if (!v->value) {
+    return std::optional<std::int64_t>();  // unset, or infinite (a running job without limit)
+  }
+  if (*v->value < 0) {
     return protocol(where + "." + key + " is negative");
   }
-  return *v == 0 ? std::nullopt : std::optional<std::int64_t>(*v);
+  return *v->value == 0 ? std::nullopt : v->value;
 }
 
-Result<JobInfo> readJob(const json& j, const std::string& where) {
+// v0.0.40+ exit_code: {"status": ["SUCCESS" | "ERROR" | "SIGNALED" | "CORE_DUMPED" |
+// "PENDING" | "INVALID", ...], "return_code": number, "signal": {"id": number, "name"}}.
+Result<ExitStatus> verboseExitCode(const json& v, const std::string& where, std::string_view reason) {
+  if (!v.is_object()) {
+    return protocol(where + " is not an object (v0.0.40+ exit_code)");
+  }
+  auto st = v.find("status");
+  if (st == v.end() || !st->is_array()) {
+    return protocol(where + ".status is missing or not an array");
+  }
+  std::vector<std::string> status;
+  for (const json& e : *st) {
+    if (!e.is_string()) {
+      return protocol(where + ".status has a non-string entry");
+    }
+    static const std::array<const char*, 6> known{"INVALID", "PENDING", "SUCCESS",
+                                                  "ERROR",   "SIGNALED", "CORE_DUMPED"};
+    const std::string& s = e.get_ref<const std::string&>();
+    if (std::find(known.begin(), known.end(), s) == known.end()) {
+      return protocol(where + ".status \"" + s + "\" is not an exit status");
+    }
+    status.push_back(s);
+  }
+  auto hasStatus = [&](const char* s) { return std::find(status.begin(), status.end(), s) != status.end(); };
+  if (reason == "JobLaunchFailure") {
+    return ExitStatus{ExitStatus::Kind::kLaunchFailed, -1, false};
+  }
+  if (hasStatus("SIGNALED") || hasStatus("CORE_DUMPED")) {
+    auto sig = v.find("signal");
+    if (sig == v.end() || !sig->is_object()) {
+      return protocol(where + ".signal is missing for a signaled process");
+    }
+    auto id = numberField(*sig, "id", where + ".signal", true);
+    if (!id.ok()) {
+      return id.error();
+    }
+    if (!id->value || *id->value <= 0 || *id->value > 127) {
+      return protocol(where + ".signal.id is not a signal number");
+    }
+    return ExitStatus{ExitStatus::Kind::kSignaled, static_cast<int>(*id->value), hasStatus("CORE_DUMPED")};
+  }
+  if (hasStatus("SUCCESS") || hasStatus("ERROR")) {
+    auto rc = numberField(v, "return_code", where, true);
+    if (!rc.ok()) {
+      return rc.error();
+    }
+    if (!rc->value || *rc->value < 0 || *rc->value > 255) {
+      return protocol(where + ".return_code is not an exit code");
+    }
+    if (hasStatus("SUCCESS") != (*rc->value == 0)) {
+      return protocol(where + " says " + (hasStatus("SUCCESS") ? "SUCCESS" : "ERROR") + " with return_code " +
+                      std::to_string(*rc->value));
+    }
+    return ExitStatus{ExitStatus::Kind::kExited, static_cast<int>(*rc->value), false};
+  }
+  // PENDING (not ended yet), INVALID (no status recorded), or an empty list.
+  return ExitStatus{ExitStatus::Kind::kUnknown, 0, false};
+}
+
+Result<ExitStatus> exitField(const json& j, const std::string& where, std::string_view reason,
+                             ApiVersion version) {
+  auto it = j.find("exit_code");
+  if (it == j.end()) {
+    return protocol(where + ".exit_code is missing");
+  }
+  if (version >= ApiVersion::kV0040) {
+    return verboseExitCode(*it, where + ".exit_code", reason);
+  }
+  auto raw = numberValue(*it, where + ".exit_code", version >= ApiVersion::kV0039);
+  if (!raw.ok()) {
+    return raw.error();
+  }
+  if (!raw->value) {
+    return ExitStatus{ExitStatus::Kind::kUnknown, 0, false};
+  }
+  return decodeExitCode(*raw->value, reason);
+}
+
+Result<JobInfo> readJob(const json& j, const std::string& where, ApiVersion version) {
   if (!j.is_object()) {
     return protocol(where + " is not an object");
   }
@@ -289,11 +446,29 @@ Result<JobInfo> readJob(const json& j, const std::string& where) {
     return id.error();
   }
   info.jobId = *id;
-  auto state = stringField(j, "job_state", where, true);
-  if (!state.ok()) {
-    return state.error();
+  if (version >= ApiVersion::kV0040) {
+    auto it = j.find("job_state");
+    if (it == j.end() || !it->is_array()) {
+      return protocol(where + ".job_state is missing or not an array (v0.0.40+)");
+    }
+    for (const json& e : *it) {
+      if (!e.is_string()) {
+        return protocol(where + ".job_state has a non-string entry");
+      }
+      info.jobStateFlags.push_back(e.get<std::string>());
+    }
+    auto shown = collapseJobState(info.jobStateFlags);
+    if (!shown.ok()) {
+      return protocol(where + ".job_state: " + shown.error().message);
+    }
+    info.jobState = *shown;
+  } else {
+    auto state = stringField(j, "job_state", where, true);
+    if (!state.ok()) {
+      return state.error();
+    }
+    info.jobState = *state;
   }
-  info.jobState = *state;
   auto status = mapJobState(info.jobState);
   if (!status) {
     return protocol(where + ".job_state \"" + info.jobState + "\" is not a Slurm job state");
@@ -310,18 +485,14 @@ Result<JobInfo> readJob(const json& j, const std::string& where) {
   info.name = *name;
   info.comment = *comment;
   info.stateReason = *reason;
-  auto exitCode = intField(j, "exit_code", where);
-  if (!exitCode.ok()) {
-    return exitCode.error();
-  }
-  auto exit = decodeExitCode(*exitCode, info.stateReason);
+  auto exit = exitField(j, where, info.stateReason, version);
   if (!exit.ok()) {
     return exit.error();
   }
   info.exit = *exit;
-  auto submit = timeField(j, "submit_time", where);
-  auto start = timeField(j, "start_time", where);
-  auto end = timeField(j, "end_time", where);
+  auto submit = timeField(j, "submit_time", where, version);
+  auto start = timeField(j, "start_time", where, version);
+  auto end = timeField(j, "end_time", where, version);
   for (const auto* r : {&submit, &start, &end}) {
     if (!r->ok()) {
       return r->error();
@@ -359,7 +530,58 @@ std::vector<std::string> jobFieldNames() {
   return names;
 }
 
-Result<json> buildSubmitBody(const SubmitInput& in) {
+namespace {
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::string part;
+  for (char c : s + ",") {
+    if (c == ',') {
+      if (!part.empty()) {
+        out.push_back(part);
+      }
+      part.clear();
+    } else if (c != ' ') {
+      part += c;
+    }
+  }
+  return out;
+}
+
+// The v0.0.38-shaped job object in the shapes v0.0.39+ take.
+json newerJobShape(json job) {
+  if (auto env = job.find("environment"); env != job.end() && env->is_object()) {
+    json list = json::array();
+    for (const auto& [name, value] : env->items()) {
+      list.push_back(name + "=" + value.get<std::string>());
+    }
+    *env = std::move(list);
+  }
+  if (auto nodes = job.find("nodes"); nodes != job.end()) {
+    const auto lo = (*nodes)[0].get<std::int64_t>(), hi = (*nodes)[1].get<std::int64_t>();
+    *nodes = lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+  }
+  if (auto mail = job.find("mail_type"); mail != job.end()) {
+    json flags = json::array();
+    for (const std::string& f : splitList(mail->get<std::string>())) {
+      flags.push_back(f);
+    }
+    *mail = std::move(flags);
+  }
+  if (auto gres = job.find("gres"); gres != job.end()) {
+    std::string tres;
+    for (const std::string& g : splitList(gres->get<std::string>())) {
+      tres += (tres.empty() ? "" : ",") + (g.rfind("gres/", 0) == 0 ? g : "gres/" + g);
+    }
+    job.erase(gres);
+    job["tres_per_node"] = tres;
+  }
+  return job;
+}
+
+}  // namespace
+
+Result<json> buildSubmitBody(const SubmitInput& in, ApiVersion version) {
   if (in.script.empty()) {
     return invalid("the job script is empty");
   }
@@ -401,7 +623,21 @@ Result<json> buildSubmitBody(const SubmitInput& in) {
     job["name"] = in.defaultName;
   }
   job["comment"] = uidTag(in.bridgeJobUid);
-  return json{{"job", std::move(job)}, {"script", in.script}};
+  if (version == ApiVersion::kV0038) {
+    if (json& env = job["environment"]; env.is_array()) {  // "NAME=value" list -> object
+      json object = json::object();
+      for (const json& e : env) {
+        const std::string& s = e.get_ref<const std::string&>();
+        const auto eq = s.find('=');
+        object[s.substr(0, eq)] = s.substr(eq + 1);
+      }
+      env = std::move(object);
+    }
+    return json{{"job", std::move(job)}, {"script", in.script}};
+  }
+  job = newerJobShape(std::move(job));
+  job["script"] = in.script;  // v0.0.39 also took a top-level script; v0.0.41 no longer does
+  return json{{"job", std::move(job)}};
 }
 
 std::string joinUrl(std::string_view base, std::string_view path) {
@@ -453,7 +689,10 @@ std::string describe(const ExitStatus& e) {
     case ExitStatus::Kind::kSignaled:
       return "killed by signal " + std::to_string(e.code) + (e.coreDumped ? " (core dumped)" : "");
     case ExitStatus::Kind::kLaunchFailed:
-      return "launch failed (Slurm error " + std::to_string(e.code) + ")";
+      return e.code < 0 ? std::string("launch failed")
+                        : "launch failed (Slurm error " + std::to_string(e.code) + ")";
+    case ExitStatus::Kind::kUnknown:
+      return "no exit status";
   }
   return "unknown";
 }
@@ -510,6 +749,158 @@ std::vector<std::string> jobStateNames() {
   return names;
 }
 
+namespace {
+// The base states (job_state_codes: one per job) and the flags in the order Slurm's
+// job_state_string() prefers them over the base state; the last three are never shown.
+constexpr std::array<const char*, 12> kBaseStates{"PENDING",   "RUNNING",  "SUSPENDED", "COMPLETED",
+                                                  "CANCELLED", "FAILED",   "TIMEOUT",   "NODE_FAIL",
+                                                  "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"};
+constexpr std::array<const char*, 16> kFlagOrder{
+    "COMPLETING", "STAGE_OUT", "CONFIGURING",   "RESIZING",     "REQUEUED",      "REQUEUE_FED",
+    "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED",  "REVOKED",      "RESV_DEL_HOLD", "SIGNALING",
+    "POWER_UP_NODE", "LAUNCH_FAILED", "RECONFIG_FAIL", "UPDATE_DB"};
+constexpr std::size_t kShownFlags = 13;
+}  // namespace
+
+Result<std::string> collapseJobState(const std::vector<std::string>& states) {
+  std::string base;
+  std::size_t flag = kFlagOrder.size();
+  for (const std::string& s : states) {
+    if (std::find(kBaseStates.begin(), kBaseStates.end(), s) != kBaseStates.end()) {
+      if (!base.empty() && base != s) {
+        return makeError(errc::kProtocol, "two base states, " + base + " and " + s);
+      }
+      base = s;
+      continue;
+    }
+    auto f = std::find(kFlagOrder.begin(), kFlagOrder.end(), s);
+    if (f == kFlagOrder.end()) {
+      return makeError(errc::kProtocol, "\"" + s + "\" is not a Slurm job state or flag");
+    }
+    flag = std::min(flag, static_cast<std::size_t>(f - kFlagOrder.begin()));
+  }
+  if (base.empty()) {
+    return makeError(errc::kProtocol, "no base state");
+  }
+  return flag < kShownFlags ? std::string(kFlagOrder[flag]) : base;
+}
+
+std::vector<ApiVersion> implementedVersions() {
+  return {ApiVersion::kV0041, ApiVersion::kV0040, ApiVersion::kV0039, ApiVersion::kV0038};
+}
+
+std::string versionName(ApiVersion v) {
+  return "v0.0." + std::to_string(static_cast<int>(v));
+}
+
+std::optional<ApiVersion> parseVersion(std::string_view name) {
+  for (ApiVersion v : implementedVersions()) {
+    if (name == versionName(v)) {
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+// "v<digits>.<digits>.<digits>" (what slurmrestd calls a plugin version).
+bool isVersionName(std::string_view s) {
+  if (s.size() < 6 || s.front() != 'v') {
+    return false;
+  }
+  int dots = 0;
+  bool digit = false;
+  for (char c : s.substr(1)) {
+    if (c == '.') {
+      if (!digit) {
+        return false;
+      }
+      ++dots;
+      digit = false;
+    } else if (c >= '0' && c <= '9') {
+      digit = true;
+    } else {
+      return false;
+    }
+  }
+  return dots == 2 && digit;
+}
+
+// (major, minor, patch) of a version name, for ordering.
+std::array<long, 3> versionKey(const std::string& v) {
+  std::array<long, 3> k{0, 0, 0};
+  std::size_t i = 0;
+  for (char c : v.substr(1)) {
+    if (c == '.') {
+      ++i;
+    } else {
+      k[i] = k[i] * 10 + (c - '0');
+    }
+  }
+  return k;
+}
+}  // namespace
+
+Result<ResourceUrl> splitResourceUrl(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) {
+    return invalid("resourceURL '" + std::string(url) + "' has no scheme (http:// or https://)");
+  }
+  const auto pathStart = url.find('/', scheme + 3);
+  std::string_view path = pathStart == std::string_view::npos ? std::string_view() : url.substr(pathStart);
+  const auto at = path.find("/slurm/");
+  if (at == std::string_view::npos) {
+    std::string root(url);
+    while (!root.empty() && root.back() == '/') {
+      root.pop_back();
+    }
+    return ResourceUrl{root, ""};
+  }
+  std::string_view rest = path.substr(at + 7);
+  const auto slash = rest.find('/');
+  std::string_view version = rest.substr(0, slash);
+  std::string_view tail = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+  if (!isVersionName(version) || tail.find_first_not_of('/') != std::string_view::npos) {
+    return invalid("resourceURL '" + std::string(url) +
+                   "' must end in /slurm/v<a>.<b>.<c>/ or name no /slurm/ path at all");
+  }
+  std::string root(url.substr(0, (pathStart == std::string_view::npos ? url.size() : pathStart) + at));
+  return ResourceUrl{root, std::string(version)};
+}
+
+Result<std::vector<std::string>> offeredVersions(std::string_view openapiBody) {
+  json doc = json::parse(openapiBody, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return protocol("the OpenAPI document is not a JSON object");
+  }
+  auto paths = doc.find("paths");
+  if (paths == doc.end() || !paths->is_object()) {
+    return protocol("the OpenAPI document has no paths object");
+  }
+  std::vector<std::string> found;
+  for (const auto& [path, item] : paths->items()) {
+    if (path.rfind("/slurm/", 0) != 0) {
+      continue;  // /slurmdb/..., /openapi/...
+    }
+    std::string v = path.substr(7, path.find('/', 7) - 7);
+    if (isVersionName(v) && std::find(found.begin(), found.end(), v) == found.end()) {
+      found.push_back(v);
+    }
+  }
+  std::sort(found.begin(), found.end(),
+            [](const std::string& a, const std::string& b) { return versionKey(a) < versionKey(b); });
+  return found;
+}
+
+std::optional<ApiVersion> newestImplemented(const std::vector<std::string>& offered) {
+  for (ApiVersion v : implementedVersions()) {
+    if (std::find(offered.begin(), offered.end(), versionName(v)) != offered.end()) {
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
 Result<std::int64_t> parseSubmitResponse(int httpStatus, std::string_view body) {
   auto reply = readReply(body);
   if (!reply.ok()) {
@@ -528,12 +919,16 @@ Result<std::int64_t> parseSubmitResponse(int httpStatus, std::string_view body) 
   return *id;
 }
 
-Result<JobQuery> parseJobResponse(int httpStatus, std::string_view body, std::int64_t jobId) {
+Result<JobQuery> parseJobResponse(int httpStatus, std::string_view body, std::int64_t jobId,
+                                  ApiVersion version) {
   auto reply = readReply(body);
   if (!reply.ok()) {
     return reply.error();
   }
-  if (httpStatus == 500 && has(*reply, kInvalidJobId)) {
+  // Every version we know answers a purged job with 500 and error 2017; a 404 with it counts
+  // as the same answer (a proxy or a later release), a 2xx with it does not (a reply that
+  // says both "here is the job" and "no such job" is malformed).
+  if ((httpStatus == 500 || httpStatus == 404) && has(*reply, kInvalidJobId)) {
     return JobQuery{true, std::nullopt};
   }
   if (!ok(httpStatus, *reply)) {
@@ -546,7 +941,7 @@ Result<JobQuery> parseJobResponse(int httpStatus, std::string_view body, std::in
   if ((*jobs)->size() != 1) {
     return protocol("jobs has " + std::to_string((*jobs)->size()) + " entries, expected 1");
   }
-  auto job = readJob((**jobs)[0], "jobs[0]");
+  auto job = readJob((**jobs)[0], "jobs[0]", version);
   if (!job.ok()) {
     return job.error();
   }
@@ -562,7 +957,7 @@ Result<bool> parseCancelResponse(int httpStatus, std::string_view body) {
   if (!reply.ok()) {
     return reply.error();
   }
-  if (httpStatus == 500 && has(*reply, kInvalidJobId)) {
+  if ((httpStatus == 500 || httpStatus == 404) && has(*reply, kInvalidJobId)) {
     return false;
   }
   if (!ok(httpStatus, *reply)) {
@@ -572,7 +967,7 @@ Result<bool> parseCancelResponse(int httpStatus, std::string_view body) {
 }
 
 Result<std::optional<JobInfo>> findTaggedJob(int httpStatus, std::string_view body,
-                                             std::string_view bridgeJobUid) {
+                                             std::string_view bridgeJobUid, ApiVersion version) {
   if (bridgeJobUid.empty()) {
     return invalid("the BridgeJob uid is empty");
   }
@@ -595,7 +990,7 @@ Result<std::optional<JobInfo>> findTaggedJob(int httpStatus, std::string_view bo
     if (!j.is_object() || str(j, "comment") != tag) {
       continue;
     }
-    auto job = readJob(j, "jobs[" + std::to_string(i) + "]");
+    auto job = readJob(j, "jobs[" + std::to_string(i) + "]", version);
     if (!job.ok()) {
       return job.error();
     }
