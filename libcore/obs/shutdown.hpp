@@ -29,8 +29,8 @@ class ShutdownHandler {
  public:
   struct Steps {
     HealthChecks* health = nullptr;  // optional; readiness is failed first
-    std::function<void()> drain;     // optional
-    std::function<void()> stop;      // optional
+    std::function<void()> drain{};   // optional
+    std::function<void()> stop{};    // optional
   };
 
   explicit ShutdownHandler(Steps steps);

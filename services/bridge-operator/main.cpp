@@ -9,9 +9,9 @@
 #include <iostream>
 #include <thread>
 
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "services/bridge-operator/http_frontend.hpp"
 
 int main(int argc, char** argv) {
@@ -125,22 +125,17 @@ int main(int argc, char** argv) {
   }
   spdlog::info("bridge-operator serving on {} (max pod restarts {})", frontend.baseUrl(),
                decision.maxPodRestarts);
-  kc::obs::writePortFile(portFile, *bound);
 
   const auto toMillis = [](double sec) {
     return std::chrono::milliseconds(static_cast<std::int64_t>(sec * 1000));
   };
-  kc::obs::ShutdownHandler shutdown({&health,
-                                     [&] {
-                                       std::this_thread::sleep_for(toMillis(shutdownDelaySec));
-                                       frontend.stop(toMillis(drainSec));
-                                     },
-                                     nullptr});
-  if (auto s = shutdown.install(); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 1;
-  }
-  shutdown.wait();
-  spdlog::info("bridge-operator stopped ({})", shutdown.reason());
-  return 0;
+  return kc::obs::runUntilSignalled({.name = "bridge-operator",
+                                     .steps = {.health = &health,
+                                               .drain =
+                                                   [&] {
+                                                     std::this_thread::sleep_for(toMillis(shutdownDelaySec));
+                                                     frontend.stop(toMillis(drainSec));
+                                                   }},
+                                     .portFile = portFile,
+                                     .port = *bound});
 }

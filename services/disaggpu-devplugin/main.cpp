@@ -10,10 +10,9 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
-#include "libcore/net/http_server.hpp"
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "services/disaggpu-devplugin/devplugin.hpp"
 
 int main(int argc, char** argv) {
@@ -111,16 +110,9 @@ int main(int argc, char** argv) {
   kc::obs::HealthChecks health;
   kc::devplugin::DevPlugin plugin(o, **client, &metrics, &health);
 
-  kc::net::ServerOptions so;
-  so.bindAddress = listen;
-  so.port = port;
-  so.serverHeader = "disaggpu-devplugin";
-  kc::net::HttpServer http(so);
-  kc::obs::installHealthEndpoints(http, health);
-  kc::obs::installMetricsEndpoint(http, metrics);
+  kc::obs::DaemonHttp http("disaggpu-devplugin", listen, port, health, metrics);
   auto bound = http.start();
   if (!bound) {
-    spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
     return 1;
   }
 
@@ -131,15 +123,8 @@ int main(int argc, char** argv) {
   }
   spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})",
                o.nodeName, plugin.registrar().socketPath(), *bound);
-  kc::obs::writePortFile(portFile, *bound);
-
-  kc::obs::ShutdownHandler shutdown(
-      {&health, [&] { plugin.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});
-  if (auto s = shutdown.install(); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 1;
-  }
-  shutdown.wait();
-  spdlog::info("disaggpu-devplugin stopped ({})", shutdown.reason());
-  return 0;
+  return kc::obs::runUntilSignalled({.name = "disaggpu-devplugin",
+                                     .steps = {&health, [&] { plugin.stop(); }, [&] { http.stop(); }},
+                                     .portFile = portFile,
+                                     .port = *bound});
 }

@@ -11,10 +11,9 @@
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
-#include "libcore/net/http_server.hpp"
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "services/kubecomp-sched/scheduler.hpp"
 
 namespace {
@@ -166,19 +165,12 @@ int main(int argc, char** argv) {
   kc::obs::HealthChecks health;
   kc::sched::Scheduler scheduler(o, **client, &metrics, &health);
 
-  kc::net::ServerOptions so;
-  so.bindAddress = listen;
-  so.port = port;
-  so.serverHeader = "kubecomp-sched";
-  kc::net::HttpServer http(so);
-  kc::obs::installHealthEndpoints(http, health);
-  kc::obs::installMetricsEndpoint(http, metrics);
+  kc::obs::DaemonHttp http("kubecomp-sched", listen, port, health, metrics);
   auto bound = http.start();
   if (!bound) {
-    spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
     return 1;
   }
-  kc::obs::writePortFile(portFile, *bound);
+  kc::obs::writePortFile(portFile, *bound);  // before the informers sync: /readyz tells when ready
   if (auto s = scheduler.start(); !s) {
     spdlog::critical("{}", s.error().message);
     http.stop(std::chrono::milliseconds(0));
@@ -186,14 +178,6 @@ int main(int argc, char** argv) {
   }
   spdlog::info("kubecomp-sched {} (policy {}, {}, health/metrics on port {})", o.lease.identity, policy, mode,
                *bound);
-
-  kc::obs::ShutdownHandler shutdown(
-      {&health, [&] { scheduler.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});
-  if (auto s = shutdown.install(); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 1;
-  }
-  shutdown.wait();
-  spdlog::info("kubecomp-sched stopped ({})", shutdown.reason());
-  return 0;
+  return kc::obs::runUntilSignalled(
+      {.name = "kubecomp-sched", .steps = {&health, [&] { scheduler.stop(); }, [&] { http.stop(); }}});
 }

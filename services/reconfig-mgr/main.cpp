@@ -10,10 +10,9 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
-#include "libcore/net/http_server.hpp"
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "services/reconfig-mgr/reconfig.hpp"
 
 namespace {
@@ -166,16 +165,9 @@ int main(int argc, char** argv) {
   kc::obs::HealthChecks health;
   kc::reconfig::ReconfigManager manager(o, **client, &metrics, &health);
 
-  kc::net::ServerOptions so;
-  so.bindAddress = listen;
-  so.port = port;
-  so.serverHeader = "reconfig-mgr";
-  kc::net::HttpServer http(so);
-  kc::obs::installHealthEndpoints(http, health);
-  kc::obs::installMetricsEndpoint(http, metrics);
+  kc::obs::DaemonHttp http("reconfig-mgr", listen, port, health, metrics);
   auto bound = http.start();
   if (!bound) {
-    spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
     return 1;
   }
   if (auto s = manager.start(); !s) {
@@ -185,15 +177,8 @@ int main(int argc, char** argv) {
   }
   spdlog::info("reconfig-mgr {} started (policy {}, health/metrics on port {})", o.identity,
                o.gpuPolicy, *bound);
-  kc::obs::writePortFile(portFile, *bound);
-
-  kc::obs::ShutdownHandler shutdown(
-      {&health, [&] { manager.stop(); }, [&] { http.stop(std::chrono::milliseconds(1000)); }});
-  if (auto s = shutdown.install(); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 1;
-  }
-  shutdown.wait();
-  spdlog::info("reconfig-mgr stopped ({})", shutdown.reason());
-  return 0;
+  return kc::obs::runUntilSignalled({.name = "reconfig-mgr",
+                                     .steps = {&health, [&] { manager.stop(); }, [&] { http.stop(); }},
+                                     .portFile = portFile,
+                                     .port = *bound});
 }

@@ -11,10 +11,9 @@
 #include "libcore/grpc/unix_server.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
-#include "libcore/net/http_server.hpp"
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "services/rt-kubelet-shim/cri_proxy.hpp"
 #include "services/rt-kubelet-shim/shim.hpp"
 
@@ -179,16 +178,9 @@ int main(int argc, char** argv) {
     return shim.ready() ? kc::okStatus() : kc::makeError(kc::errc::kUnavailable, "rebuilding");
   });
 
-  kc::net::ServerOptions ho;
-  ho.bindAddress = listen;
-  ho.port = port;
-  ho.serverHeader = "rt-kubelet-shim";
-  kc::net::HttpServer http(ho);
-  kc::obs::installHealthEndpoints(http, health);
-  kc::obs::installMetricsEndpoint(http, metrics);
+  kc::obs::DaemonHttp http("rt-kubelet-shim", listen, port, health, metrics);
   auto bound = http.start();
   if (!bound) {
-    spdlog::critical("cannot serve health/metrics: {}", bound.error().message);
     return 1;
   }
   if (auto s = server.start(); !s) {
@@ -197,20 +189,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("rt-kubelet-shim serving {} -> {} (health/metrics on port {})", socket, runtime, *bound);
-  kc::obs::writePortFile(portFile, *bound);
-  kc::obs::ShutdownHandler shutdown(
-      {&health,
-       [&] {
-         server.stop(std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000)));
-         shim.stop();
-       },
-       [&] { http.stop(std::chrono::milliseconds(1000)); }});
-  if (auto s = shutdown.install(); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 1;
-  }
-  shutdown.wait();
-  spdlog::info("rt-kubelet-shim stopped ({}); reservations stay in the cgroups for the next start",
-               shutdown.reason());
-  return 0;
+  return kc::obs::runUntilSignalled(
+      {.name = "rt-kubelet-shim",
+       .steps = {&health,
+                 [&] {
+                   server.stop(std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000)));
+                   shim.stop();
+                 },
+                 [&] { http.stop(); }},
+       .portFile = portFile,
+       .port = *bound,
+       .stoppedNote = "; reservations stay in the cgroups for the next start"});
 }

@@ -9,15 +9,13 @@
 
 #include <charconv>
 #include <chrono>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "services/vni-webhook/http_frontend.hpp"
 #include "services/vni-webhook/vni_service.hpp"
 
@@ -188,29 +186,21 @@ int runWebhook(const WebhookFlags& f) {
     return 1;
   }
   spdlog::info("vni-webhook serving on {}", frontend.baseUrl());
-  if (!f.portFile.empty()) {
-    const std::string tmp = f.portFile + ".tmp";
-    std::ofstream(tmp) << *bound << "\n";
-    std::rename(tmp.c_str(), f.portFile.c_str());
-  }
 
   // SIGTERM: readiness fails at once; requests are still served for --shutdown-delay-seconds;
   // then the listener closes and in-flight requests get up to --drain-seconds; then the
   // writer commits what is queued and stops.
-  obs::ShutdownHandler shutdown({&health,
-                                 [&] {
-                                   std::this_thread::sleep_for(toMillis(f.shutdownDelaySec));
-                                   frontend.stop(toMillis(f.drainSec));
-                                 },
-                                 [&] { (*service)->stop(); }});
-  if (auto s = shutdown.install(); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 1;
-  }
-  shutdown.wait();
-  spdlog::info("vni-webhook stopped ({})", shutdown.reason());
+  const int status = obs::runUntilSignalled({.name = "vni-webhook",
+                                             .steps = {&health,
+                                                       [&] {
+                                                         std::this_thread::sleep_for(toMillis(f.shutdownDelaySec));
+                                                         frontend.stop(toMillis(f.drainSec));
+                                                       },
+                                                       [&] { (*service)->stop(); }},
+                                             .portFile = f.portFile,
+                                             .port = *bound});
   ::close(lockFd);
-  return 0;
+  return status;
 }
 
 }  // namespace kc::vni

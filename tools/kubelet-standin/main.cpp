@@ -13,10 +13,9 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
-#include "libcore/net/http_server.hpp"
+#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "tools/kubelet-standin/admission.hpp"
 #include "tools/kubelet-standin/control.hpp"
 #include "tools/kubelet-standin/flags.hpp"
@@ -206,15 +205,9 @@ int main(int argc, char** argv) {
     std::cerr << "kubelet-standin: " << st.error().message << "\n";
     return 1;
   }
-  kc::net::ServerOptions so;
-  so.bindAddress = address;
-  so.port = healthzPort;
-  so.serverHeader = "kubelet-standin";
-  kc::net::HttpServer http(so);
-  kc::obs::installHealthEndpoints(http, health);
-  kc::obs::installMetricsEndpoint(http, metrics);
-  kc::kubelet::installControlEndpoints(http, standin, debugging);
-  auto port = http.start();
+  kc::obs::DaemonHttp http("kubelet-standin", address, healthzPort, health, metrics);
+  kc::kubelet::installControlEndpoints(http.server(), standin, debugging);
+  auto port = http.server().start();  // its own error line below, as kubelet's
   if (!port) {
     standin.stop();
     std::cerr << "kubelet-standin: cannot serve on " << address << ":" << healthzPort << ": "
@@ -234,24 +227,25 @@ int main(int argc, char** argv) {
     }
   });
 
-  kc::obs::ShutdownHandler shutdown({&health, {}, [&] {
-                                       standin.stop();
-                                       http.stop(std::chrono::seconds(2));
-                                     }});
-  if (auto st = shutdown.install(); !st) {
-    done = true;
-    hupThread.join();
-    std::cerr << "kubelet-standin: " << st.error().message << "\n";
-    return 1;
-  }
-  // Ready for tests: the sockets exist; the Node appears within one API round trip.
-  kc::obs::writePortFile(portFile, *port);
-  std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName << " healthz=" << http.baseUrl()
-            << " registration=" << standin.registrationSocket()
-            << " pod-resources=" << o.podResourcesSocket << std::endl;
-  shutdown.wait();
+  // Ready for tests once the port file is there: the sockets exist; the Node appears within one
+  // API round trip.
+  const int status = kc::obs::runUntilSignalled(
+      {.name = "kubelet-standin",
+       .steps = {.health = &health,
+                 .stop =
+                     [&] {
+                       standin.stop();
+                       http.stop(std::chrono::seconds(2));
+                     }},
+       .portFile = portFile,
+       .port = *port,
+       .serving =
+           [&] {
+             std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName << " healthz=" << http.baseUrl()
+                       << " registration=" << standin.registrationSocket()
+                       << " pod-resources=" << o.podResourcesSocket << std::endl;
+           }});
   done = true;
   hupThread.join();
-  spdlog::info("kubelet-standin stopped ({})", shutdown.reason());
-  return 0;
+  return status;
 }
