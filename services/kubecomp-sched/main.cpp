@@ -43,6 +43,11 @@ int main(int argc, char** argv) {
   std::string kubeconfig;
   std::string policy(kc::alloc::kDefaultNodePolicy);
   std::string mode = "composable";
+  // The daemon's queue until now, which the testbed cross-check matched (docs/sched.md); the
+  // simulator's default, fcfs, models the paper's strict queue.
+  std::string queuePolicy(kc::alloc::GreedyBackfillQueuePolicy::kName);
+  double moveSeconds = 36;
+  std::int64_t defaultRuntime = 300;
   double reservationTimeout = 300;
   double initialBackoff = 1;
   double maxBackoff = 10;
@@ -71,6 +76,23 @@ int main(int argc, char** argv) {
                  "preconfigured: GPUs never move, a pod goes only where its GPUs are attached now "
                  "(the fixed settings of the paper's Fig. 8)")
       ->check(CLI::IsMember({"composable", "preconfigured"}))
+      ->capture_default_str();
+  app.add_option("--queue-policy", queuePolicy,
+                 "queue policy from the policy registry: backfill (an unschedulable pod backs off, "
+                 "later pods are tried), fcfs (strict: a waiting head blocks every later pod), "
+                 "easy-backfill (the head gets a reservation; later pods start only if they do not "
+                 "delay it), slack-backfill (as easy-backfill, the head may slip by up to its own run "
+                 "time)")
+      ->capture_default_str();
+  app.add_option("--move-seconds", moveSeconds,
+                 "easy-/slack-backfill: estimated time reconfig-mgr takes to move one GPU (measured on "
+                 "the testbed: 36 s, docs/demo.md)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--default-runtime-seconds", defaultRuntime,
+                 "easy-/slack-backfill: expected run time of a pod without the annotation "
+                 "kubecomp.io/expected-runtime-seconds or spec.activeDeadlineSeconds")
+      ->check(CLI::Range(std::int64_t{1}, kc::alloc::kMaxExpectedRuntimeSeconds))
       ->capture_default_str();
   app.add_option("--reservation-timeout-seconds", reservationTimeout,
                  "how long a reserved node may take to show the GPUs before the request is "
@@ -129,6 +151,11 @@ int main(int argc, char** argv) {
     spdlog::critical("--node-policy: {}", found.error().message);
     return 2;
   }
+  auto queue = kc::alloc::findQueuePolicy(queuePolicy);
+  if (!queue) {
+    spdlog::critical("--queue-policy: {}", queue.error().message);
+    return 2;
+  }
   if (maxBackoff < initialBackoff) {
     spdlog::critical("--max-backoff-seconds must not be below --initial-backoff-seconds");
     return 2;
@@ -136,6 +163,9 @@ int main(int argc, char** argv) {
   o.cache.placement.policy = *found;
   o.cache.placement.mode = mode == "preconfigured" ? kc::alloc::Composability::Preconfigured
                                                    : kc::alloc::Composability::Composable;
+  o.cache.queue = *queue;
+  o.cache.moveTime = seconds(moveSeconds);
+  o.cache.defaultRuntime = std::chrono::seconds(defaultRuntime);
   o.cache.reservationTimeout = seconds(reservationTimeout);
   o.cache.initialBackoff = seconds(initialBackoff);
   o.cache.maxBackoff = seconds(maxBackoff);
@@ -176,8 +206,8 @@ int main(int argc, char** argv) {
     http.stop(std::chrono::milliseconds(0));
     return 2;
   }
-  spdlog::info("kubecomp-sched {} (policy {}, {}, health/metrics on port {})", o.lease.identity, policy, mode,
-               *bound);
+  spdlog::info("kubecomp-sched {} (policy {}, queue {}, {}, health/metrics on port {})", o.lease.identity, policy,
+               queuePolicy, mode, *bound);
   return kc::obs::runUntilSignalled(
       {.name = "kubecomp-sched", .steps = {&health, [&] { scheduler.stop(); }, [&] { http.stop(); }}});
 }

@@ -84,7 +84,11 @@ std::int64_t gpuOf(const alloc::Resources& r) { return r.scalarOr0(alloc::kGpuRe
 
 }  // namespace
 
-SchedCache::SchedCache(CacheOptions options) : opts_(std::move(options)) {
+SchedCache::SchedCache(CacheOptions options)
+    : opts_(std::move(options)),
+      queuePass_(opts_.queue.discipline == alloc::QueueDiscipline::SlackBackfill
+                     ? alloc::QueueDiscipline::SlackBackfill
+                     : alloc::QueueDiscipline::EasyBackfill) {
   if (!opts_.placement.filter.rt) {
     opts_.placement.filter.rt = rt_.hook();
   }
@@ -110,6 +114,11 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   if (auto t = parseRfc3339(stringAt(obj, "metadata", "creationTimestamp")); t) {
     created = std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
   }
+  std::optional<std::chrono::system_clock::time_point> startTime;
+  if (auto t = parseRfc3339(stringAt(obj, "status", "startTime")); t) {
+    startTime = *t;
+  }
+  const auto wall = startTime ? wallNow() : std::chrono::system_clock::time_point{};
   const bool deleting = obj.contains("metadata") && obj["metadata"].is_object() &&
                         obj["metadata"].contains("deletionTimestamp") &&
                         !obj["metadata"]["deletionTimestamp"].is_null();
@@ -158,6 +167,13 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
     backoff_.erase(key);
     waiting_.erase(key);
     firstSeen_[key] = now;
+    p.started.reset();
+  }
+  if (startTime) {
+    // status.startTime on the steady clock (never in the future: clocks differ).
+    p.started = now - std::max(std::chrono::duration_cast<Clock::duration>(wall - *startTime), Clock::duration::zero());
+  } else if (p.bound() && !p.started) {
+    p.started = now;  // bound by someone else, seen now; ours got their bind time already
   }
   if (p.bound()) {
     // Bound (by us or anyone): nothing left to do but to count what it holds. The
@@ -213,6 +229,7 @@ void SchedCache::removePod(const std::string& key) {
   firstSeen_.erase(key);
   clearing_.erase(key);
   invalidReported_.erase(key);
+  heldReported_.erase(key);
   if (auto p = pods_.find(key); p != pods_.end() && p->second) {
     rt_.removePod(p->second->ns, p->second->name);
   }
@@ -371,6 +388,7 @@ void SchedCache::rebuildLocked() {
   }
   gpuInvDraining_.clear();
   gpuReportedUse_.clear();
+  gpuPromised_.clear();
   p = 0;
   for (const auto& [name, pool] : poolMap_) {
     for (const auto& g : pool.gpus) {
@@ -394,6 +412,7 @@ void SchedCache::rebuildLocked() {
       }
       gpuInvDraining_.push_back(g.draining || unusable);
       gpuReportedUse_.push_back(g.reportedInUse);
+      gpuPromised_.push_back(false);
     }
     ++p;
   }
@@ -448,6 +467,7 @@ void SchedCache::recomputePoolLocked(alloc::PoolIndex p) {
       (void)state_.releaseGpu(g);
     }
     (void)state_.setGpuDraining(g, gpuInvDraining_[g]);
+    gpuPromised_[g] = false;
   }
   std::uint64_t outstanding = 0;
   for (alloc::NodeIndex n : poolNodes_[p]) {
@@ -488,6 +508,7 @@ void SchedCache::recomputePoolLocked(alloc::PoolIndex p) {
       const auto& gpu = state_.gpu(g);
       if (gpu.free() && (pass == 0) == !gpu.attached()) {
         (void)state_.setGpuDraining(g, true);
+        gpuPromised_[g] = true;
         --outstanding;
       }
     }
@@ -814,6 +835,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
     Action a = baseAction(pod, Action::Kind::kBind);
     a.node = node;
     assumed_[pod.key] = node;
+    pod.started = now;
     refreshContributionLocked(pod);
     return a;
   }
@@ -862,6 +884,7 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
   for (const auto& [k, r] : reservations_) {
     deadlinePassed = deadlinePassed || r.deadline <= now;
   }
+  bool reservationBound = false;
   if (reservationsDirty_ || deadlinePassed) {
     reservationsDirty_ = false;
     std::vector<std::pair<std::uint64_t, std::string>> order;
@@ -883,6 +906,8 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
       if (a->kind == Action::Kind::kBind) {
         reservations_.erase(r);
         assumed_[key] = a->node;
+        p->second->started = now;
+        reservationBound = true;
         refreshContributionLocked(*p->second);
       } else {
         dropReservationLocked(key);
@@ -891,6 +916,24 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
       }
       out.push_back(std::move(*a));
     }
+  }
+  if (opts_.queue.discipline != alloc::QueueDiscipline::Backfill) {
+    // A head that waited for its GPUs has started: the pods held behind it are retried now.
+    if (reservationBound) {
+      for (const auto& k : waiting_) {
+        if (auto p = pods_.find(k); p != pods_.end()) {
+          enqueueLocked(*p->second);
+        }
+      }
+      waiting_.clear();
+    }
+    if (!active_.empty()) {
+      queuePassLocked(now, out);
+    }
+    if (reservationsDirty_) {
+      dirty_ = true;
+    }
+    return out;
   }
   // Then the queue, in FCFS order. The lock is let go between two decisions so that the
   // informers' updates are not held up behind a whole batch.
@@ -972,6 +1015,11 @@ void SchedCache::reserveDone(const std::string& key, bool ok, Clock::time_point 
   backoffLocked(key, now);
   dirty_ = true;
   cv_.notify_all();
+}
+
+QueueStats SchedCache::queueStats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queueStats_;
 }
 
 SchedCache::DecisionStats SchedCache::decisionStats() const {

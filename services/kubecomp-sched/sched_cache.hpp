@@ -36,11 +36,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "libcore/alloc/backfill.hpp"
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pod_placement.hpp"
 #include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/queue_pass.hpp"
 #include "libcore/alloc/rt_filter.hpp"
 #include "libcore/alloc/sched_objects.hpp"
 
@@ -71,6 +74,9 @@ struct PodInfo {
   // The reconfiguration request annotations as the API shows them (raw text).
   std::optional<std::string> dstNode;
   std::optional<std::string> demand;
+  // When it started running: status.startTime (on the steady clock), else when this scheduler
+  // bound it, else when it was first seen bound. Read by the queue policies that plan ahead.
+  std::optional<Clock::time_point> started;
 
   bool bound() const { return !pod.nodeName.empty(); }
   // Ours, unbound, alive and valid: something for this scheduler to do.
@@ -95,6 +101,7 @@ struct Action {
     kReserve,        // annotations dst-node/demand + Reconfig event (node, deficit)
     kCancel,         // clear the annotations, FailedScheduling (message); requeued
     kInvalid,        // bad pod or annotation: FailedScheduling (message), nothing bound
+    kQueued,         // held back by the queue policy behind the head (head, node, message)
   };
   Kind kind = Kind::kUnschedulable;
   std::string key;
@@ -106,14 +113,35 @@ struct Action {
   std::uint32_t gpus = 0;
   std::string message;
   bool clearAnnotations = false;  // kInvalid of a bad annotation: remove them too
+  std::string head;               // kQueued: the pod it waits behind ("ns/name")
   Clock::time_point firstSeen{};  // for the end-to-end latency metric
 };
 
 struct CacheOptions {
   alloc::PlacementOptions placement{};
+  // The queue policy (docs/sched.md "Queue policies"): backfill (the daemon's queue so far: an
+  // unschedulable pod backs off and later pods are tried), fcfs, easy-backfill, slack-backfill.
+  alloc::QueuePolicy queue{alloc::GreedyBackfillQueuePolicy::kName, alloc::GreedyBackfillQueuePolicy::kDescription,
+                           alloc::GreedyBackfillQueuePolicy::kDiscipline};
+  // What easy- and slack-backfill plan with: the time one GPU move takes (an estimate) and the
+  // run time of a pod that states none.
+  std::chrono::milliseconds moveTime{36'000};
+  std::chrono::seconds defaultRuntime{300};
+  // Wall clock, to place status.startTime on the steady clock and to print reserved starts;
+  // empty: std::chrono::system_clock::now.
+  std::function<std::chrono::system_clock::time_point()> wallClock{};
   std::chrono::milliseconds reservationTimeout{300'000};
   std::chrono::milliseconds initialBackoff{1000};  // kube-scheduler's podInitialBackoffSeconds
   std::chrono::milliseconds maxBackoff{10'000};    // and podMaxBackoffSeconds
+};
+
+// What the queue policy did (easy- and slack-backfill: the head's reservation).
+struct QueueStats {
+  std::uint64_t backfilled = 0;  // pods started while an older pod waited with a reservation
+  std::uint64_t held = 0;        // decisions to hold a pod back behind the head
+  std::string head;              // the reserved head ("" none)
+  std::string headNode;
+  std::optional<std::chrono::system_clock::time_point> headStart;  // its reserved start
 };
 
 struct CacheStats {
@@ -171,6 +199,7 @@ class SchedCache {
   };
   DecisionStats decisionStats() const;
   CacheStats stats() const;
+  QueueStats queueStats() const;
   // Tests: the reservation of a pod, if any.
   std::optional<Reservation> reservation(const std::string& key) const;
   // Tests: the free GPUs the model shows on a node (visible minus held).
@@ -224,12 +253,29 @@ class SchedCache {
   std::vector<alloc::GpuIndex> gpuIndexScratch_;
   std::vector<bool> gpuInvDraining_;   // per GpuIndex: draining in the inventory
   std::vector<bool> gpuReportedUse_;   // per GpuIndex: inUseBy non-empty
+  std::vector<bool> gpuPromised_;      // per GpuIndex: held for a reservation's outstanding deficit
   void adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out);
   Action baseAction(const PodInfo& pod, Action::Kind kind) const;
   // A reservation whose node now shows the GPUs and still passes the filters: kBind. Gone or
   // failing the filters: kCancel. Otherwise nothing.
   std::optional<Action> checkReservationLocked(PodInfo& pod, Reservation& r, Clock::time_point now);
   std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
+
+  // The queue policies other than backfill (sched_queue.cpp): one pass over every pending pod
+  // in FCFS order, appending its actions to `out`.
+  struct QueuePlan;
+  class PassHost;
+  void queuePassLocked(Clock::time_point now, std::vector<Action>& out);
+  void fcfsPassLocked(const std::vector<PodInfo*>& queue, const std::set<std::string>& due,
+                      Clock::time_point now, std::vector<Action>& out);
+  void easyPassLocked(const std::vector<PodInfo*>& queue, const std::set<std::string>& due,
+                      Clock::time_point now, std::vector<Action>& out);
+  void buildPlanLocked(Clock::time_point now, QueuePlan& plan);
+  void holdLocked(PodInfo& pod, const std::string& head, const std::string& node, std::string message,
+                  bool due, Clock::time_point now, std::vector<Action>& out);
+  void unfitLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>& out);
+  std::int64_t runtimeMs(const PodInfo& pod) const;
+  std::chrono::system_clock::time_point wallNow() const;
 
   // Real-time admission (rt.kubecomp.io annotations): per-node RT state kept as the nodes'
   // rt-kubelet-shim keeps it; its hook is the placement's FilterOptions::rt.
@@ -276,6 +322,10 @@ class SchedCache {
   bool leading_ = false;
 
   DecisionStats decisions_;
+  // easy- and slack-backfill: the pass (slack keeps its head's bound in it) and what it did.
+  alloc::QueuePass queuePass_;
+  QueueStats queueStats_;
+  std::unordered_map<std::string, std::string> heldReported_;  // pod key -> hold message sent
 };
 
 }  // namespace kc::sched

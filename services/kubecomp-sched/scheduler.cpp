@@ -24,6 +24,7 @@ struct Scheduler::Metrics {
         scheduled(attempts.Add({{"result", "scheduled"}})),
         unschedulable(attempts.Add({{"result", "unschedulable"}})),
         reconfig(attempts.Add({{"result", "reconfig"}})),
+        queued(attempts.Add({{"result", "queued"}})),
         error(attempts.Add({{"result", "error"}})),
         cancelled(prometheus::BuildCounter()
                       .Name("kubecomp_sched_reservations_cancelled_total")
@@ -71,12 +72,29 @@ struct Scheduler::Metrics {
                           .Name("kubecomp_sched_events_pending")
                           .Help("Events queued for the API server, not written yet")
                           .Register(reg)
-                          .Add({})) {}
+                          .Add({})),
+        headReservedStart(prometheus::BuildGauge()
+                              .Name("kubecomp_sched_queue_head_reserved_start_seconds")
+                              .Help("easy-/slack-backfill: Unix time the queue head is reserved to start "
+                                    "(0: no head waits with a reservation)")
+                              .Register(reg)
+                              .Add({})),
+        backfilled(prometheus::BuildGauge()
+                       .Name("kubecomp_sched_queue_backfilled_pods_total")
+                       .Help("Pods started ahead of a queue head waiting with a reservation")
+                       .Register(reg)
+                       .Add({})),
+        held(prometheus::BuildGauge()
+                 .Name("kubecomp_sched_queue_held_total")
+                 .Help("Decisions to hold a pod back behind the queue head (fcfs, easy-/slack-backfill)")
+                 .Register(reg)
+                 .Add({})) {}
 
   prometheus::Family<prometheus::Counter>& attempts;
   prometheus::Counter& scheduled;
   prometheus::Counter& unschedulable;
   prometheus::Counter& reconfig;
+  prometheus::Counter& queued;
   prometheus::Counter& error;
   prometheus::Counter& cancelled;
   prometheus::Counter& invalid;
@@ -87,6 +105,9 @@ struct Scheduler::Metrics {
   prometheus::Gauge& cachePods;
   prometheus::Gauge& reservations;
   prometheus::Gauge& eventsPending;
+  prometheus::Gauge& headReservedStart;
+  prometheus::Gauge& backfilled;
+  prometheus::Gauge& held;
 };
 
 namespace {
@@ -274,6 +295,11 @@ void Scheduler::runLoop() {
       const auto s = cache_.stats();
       metrics_->cachePods.Set(static_cast<double>(s.pods));
       metrics_->reservations.Set(static_cast<double>(s.reservations));
+      const auto q = cache_.queueStats();
+      metrics_->backfilled.Set(static_cast<double>(q.backfilled));
+      metrics_->held.Set(static_cast<double>(q.held));
+      metrics_->headReservedStart.Set(
+          q.headStart ? std::chrono::duration<double>(q.headStart->time_since_epoch()).count() : 0.0);
     }
     if (actions.empty()) {
       cache_.waitForWork(cache_.nextWake(Clock::now()), loopStop_);
@@ -349,14 +375,14 @@ void Scheduler::event(const Action& a, const std::string& type, const std::strin
   eventCv_.notify_one();
 }
 
-void Scheduler::setCondition(const Action& a, const std::string& reason, const std::string& message) {
+bool Scheduler::setCondition(const Action& a, const std::string& reason, const std::string& message) {
   {
     // The same condition again (a retry after backoff) is not written again: no API write in
     // the hot path for nothing (the original patched every pod on every attempt).
     std::lock_guard<std::mutex> lock(condMu_);
     std::string& last = lastCondition_[a.key];
     if (last == reason + "\n" + message) {
-      return;
+      return false;
     }
     last = reason + "\n" + message;
     if (lastCondition_.size() > 100'000) {
@@ -376,6 +402,7 @@ void Scheduler::setCondition(const Action& a, const std::string& reason, const s
   if (!r) {
     spdlog::warn("pod {}: PodScheduled condition: {}", a.key, r.error().message);
   }
+  return true;
 }
 
 bool Scheduler::patchRequest(const Action& a, bool set) {
@@ -414,6 +441,7 @@ void Scheduler::execute(const Action& a) {
           std::lock_guard<std::mutex> lock(condMu_);
           ++counters_.bound;
           lastCondition_.erase(a.key);
+          lastQueuedEvent_.erase(a.key);
         }
         event(a, "Normal", "Scheduled", "Successfully assigned " + a.key + " to " + a.node);
       } else {
@@ -474,6 +502,30 @@ void Scheduler::execute(const Action& a) {
       patchRequest(a, false);
       setCondition(a, "Unschedulable", a.message);
       event(a, "Warning", "FailedScheduling", a.message);
+      return;
+    }
+    case Action::Kind::kQueued: {
+      if (metrics_) {
+        metrics_->queued.Increment();
+      }
+      if (!setCondition(a, std::string(kReasonWaitingInQueue), a.message)) {
+        return;
+      }
+      bool newHead = false;
+      {
+        std::lock_guard<std::mutex> lock(condMu_);
+        ++counters_.queued;
+        std::string& last = lastQueuedEvent_[a.key];
+        // One Event per head (and node) a pod waits behind, not one per changed estimate.
+        newHead = last != a.head + "\n" + a.node;
+        last = a.head + "\n" + a.node;
+        if (lastQueuedEvent_.size() > 100'000) {
+          lastQueuedEvent_.clear();
+        }
+      }
+      if (newHead) {
+        event(a, "Normal", std::string(kReasonWaitingInQueue), a.message);
+      }
       return;
     }
     case Action::Kind::kInvalid: {

@@ -37,6 +37,9 @@ inline kube::GroupVersionResource gpuPoolsResource() {
 // The PodScheduled=False reason while the pod waits for reconfig-mgr (kube-scheduler's own
 // reasons are Unschedulable and SchedulerError).
 inline constexpr std::string_view kReasonWaitingForReconfig = "WaitingForReconfiguration";
+// The PodScheduled=False reason (and Event reason) of a pod the queue policy holds back behind
+// the head (fcfs, easy-backfill, slack-backfill).
+inline constexpr std::string_view kReasonWaitingInQueue = "WaitingInQueue";
 
 struct SchedulerOptions {
   CacheOptions cache{};
@@ -75,6 +78,7 @@ class Scheduler {
     std::uint64_t reconfigRequests = 0;
     std::uint64_t cancelled = 0;
     std::uint64_t invalid = 0;
+    std::uint64_t queued = 0;  // hold decisions written (condition changed)
   };
   Counters counters() const;
 
@@ -83,7 +87,8 @@ class Scheduler {
  private:
   void runLoop();  // the leader's term
   void execute(const Action& a);
-  void setCondition(const Action& a, const std::string& reason, const std::string& message);
+  // false: the same condition is there already (nothing written).
+  bool setCondition(const Action& a, const std::string& reason, const std::string& message);
   void event(const Action& a, const std::string& type, const std::string& reason,
              const std::string& message);
   bool patchRequest(const Action& a, bool set);
@@ -128,6 +133,7 @@ class Scheduler {
 
   mutable std::mutex condMu_;  // guards lastCondition_ and counters_
   std::unordered_map<std::string, std::string> lastCondition_;  // pod key -> reason + message
+  std::unordered_map<std::string, std::string> lastQueuedEvent_;  // pod key -> head + node of its last hold Event
   Counters counters_;
 };
 

@@ -8,37 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include "services/kubecomp-sched/sched_cache.hpp"
+#include "tests/services/kubecomp-sched/cache_objects.hpp"
 
 using namespace std::chrono_literals;
 using kc::sched::Action;
 using kc::sched::SchedCache;
 using nlohmann::json;
 using Kind = Action::Kind;
+using kc::sched::test::node;
+using kc::sched::test::pool;
 
 namespace {
-
-json node(const std::string& name, int gpus) {
-  json alloc = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}, {"kubecomp.io/gpu", std::to_string(gpus)}};
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}}, {"status", {{"allocatable", alloc}}}};
-}
-
-// GPUs as (id, node) pairs; "" = unattached.
-json pool(const std::string& name, const std::vector<std::string>& nodes,
-          const std::vector<std::pair<std::string, std::string>>& gpus) {
-  json ns = json::array();
-  for (const auto& n : nodes) {
-    ns.push_back({{"name", n}, {"hostPort", "1"}});
-  }
-  json gs = json::array();
-  for (const auto& [id, at] : gpus) {
-    json g = {{"id", id}, {"health", "Healthy"}, {"draining", false}};
-    if (!at.empty()) {
-      g["node"] = at;
-    }
-    gs.push_back(g);
-  }
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}}, {"spec", {{"nodes", ns}}}, {"status", {{"gpus", gs}}}};
-}
 
 json pod(const std::string& name, int gpus, const std::string& created, const json& annotations = json::object()) {
   json res = {{"cpu", "1"}};

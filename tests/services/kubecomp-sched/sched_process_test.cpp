@@ -52,7 +52,9 @@ TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bou
   }
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--node-policy", "fastest"}, {"--bind-workers", "0"},
-        {"--max-backoff-seconds", "0.5", "--initial-backoff-seconds", "2"}, {"--no-such-flag"}}) {
+        {"--max-backoff-seconds", "0.5", "--initial-backoff-seconds", "2"}, {"--no-such-flag"},
+        {"--queue-policy", "easy"}, {"--move-seconds", "-1"}, {"--default-runtime-seconds", "0"},
+        {"--default-runtime-seconds", "1.5"}}) {
     std::vector<std::string> args = {KC_SCHED_EXE};
     args.insert(args.end(), bad.begin(), bad.end());
     ChildProcess p(args, kc::testing::ChildOutput::kCaptureMerged);
@@ -104,4 +106,45 @@ TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process ad
   c.setAllocatableGpus("n1", 1);
   REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("w") == "n1"; }));
   CHECK(second->terminate(10s) == 0);
+}
+
+TEST_CASE("kubecomp-sched binary: --queue-policy by registry name, fcfs holds a pod behind the head", "[sched]") {
+  {
+    ChildProcess help({KC_SCHED_EXE, "--help"}, kc::testing::ChildOutput::kCapture);
+    const std::string out = help.readAll();
+    CHECK(help.wait() == 0);
+    for (const char* flag : {"--queue-policy", "--move-seconds", "--default-runtime-seconds"}) {
+      CAPTURE(flag);
+      CHECK(out.find(flag) != std::string::npos);
+    }
+  }
+  {
+    ChildProcess bad({KC_SCHED_EXE, "--queue-policy", "easy"}, kc::testing::ChildOutput::kCaptureMerged);
+    const std::string out = bad.readAll();
+    CHECK(bad.wait() == 2);
+    CHECK(out.find("--queue-policy: unknown queue policy 'easy' (known: fcfs, backfill, easy-backfill, "
+                   "slack-backfill)") != std::string::npos);
+  }
+  SchedCluster c;
+  c.node("n1", {.gpus = 1});
+  c.pool("p0", {"n1"}, {{"c0.1", "n1"}});
+  auto sched = startBinary(c, "bin-a", {"--queue-policy", "fcfs"});
+  auto http = healthClient(c, "bin-a");
+  auto reason = [&](const std::string& pod) {
+    const auto cond = c.condition(pod);
+    return cond.is_object() ? cond.value("reason", std::string()) : std::string();
+  };
+  c.pod("big", {.gpus = 2});
+  REQUIRE(SchedCluster::eventually([&] { return reason("big") == "Unschedulable"; }));
+  c.pod("small", {.gpus = 0});
+  REQUIRE(SchedCluster::eventually([&] { return reason("small") == "WaitingInQueue"; }));
+  CHECK(c.condition("small").value("message", "") ==
+        "waiting behind the queue head team/big (it does not fit now); queue policy fcfs starts pods in order");
+  CHECK(c.nodeOf("small").empty());
+  REQUIRE(SchedCluster::eventually([&] {
+    auto m = http->request("GET", "/metrics");
+    return m.ok() && m->body.find("kubecomp_sched_schedule_attempts_total{result=\"queued\"}") != std::string::npos &&
+           m->body.find("kubecomp_sched_queue_held_total 0\n") == std::string::npos;
+  }));
+  CHECK(sched->terminate(10s) == 0);
 }

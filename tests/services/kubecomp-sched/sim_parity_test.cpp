@@ -121,3 +121,80 @@ TEST_CASE("the daemon places a pod sequence on the nodes the simulator chooses",
     CHECK(c.nodeOf(name) == sim[i].node);
   }
 }
+
+// easy-backfill, one pass per arrival in both: the simulator (alloc::QueuePass hosted by the
+// engine) and the daemon (the same pass hosted by its cache, run times from the annotation
+// kubecomp.io/expected-runtime-seconds, the running pod's start from its bind, moves of
+// --move-seconds) start the same pods, on the same nodes, and hold the same ones.
+TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator does", "[sched]") {
+  kc::alloc::test::ClusterBuilder b;
+  b.pool("p0").node("n1", 4).node("n2", 4);
+  const kc::alloc::ClusterState cluster = b.build();
+  struct Step {
+    std::uint32_t gpus;
+    std::int64_t runtimeS;
+    const char* held;  // the daemon's PodScheduled reason when the pod does not start at once
+  };
+  const std::vector<Step> steps = {
+      {4, 100, ""},                  // runs on n1 until 100
+      {8, 50, "Unschedulable"},      // the head: reserved at 100 + 4 moves x 10 s = 140
+      {1, 30, ""},                   // ends before 100: backfilled
+      {1, 500, "WaitingInQueue"},    // would delay the head
+      {2, 40, ""},                   // ends before 100: backfilled
+      {3, 10, "Unschedulable"},      // only one GPU free now
+      {1, 20, ""},                   // ends before 100: backfilled
+  };
+  kc::sim::Trace trace;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    trace.jobs.push_back({"job" + std::to_string(i), static_cast<kc::sim::SimMs>(i) * 1000,
+                          steps[i].runtimeS * 1000, steps[i].gpus, 0, 1000, 1024});
+  }
+  kc::sim::SimConfig config = kc::sim::defaultSimConfig();
+  config.queue = kc::alloc::QueueDiscipline::EasyBackfill;
+  config.moveTime = 10'000;
+  std::vector<std::string> simNode(steps.size());
+  config.onPlace = [&](std::size_t job, kc::alloc::NodeIndex node, const std::vector<kc::alloc::GpuIndex>&,
+                       const std::vector<kc::alloc::GpuIndex>&) { simNode[job] = cluster.node(node).name; };
+  auto result = kc::sim::simulate(cluster, trace, config);
+  REQUIRE(result.ok());
+
+  SchedCluster c;
+  c.node("n1", {.gpus = 4});
+  c.node("n2", {.gpus = 4});
+  c.pool("p0", {"n1", "n2"},
+         {{"g1", "n1"}, {"g2", "n1"}, {"g3", "n1"}, {"g4", "n1"}, {"g5", "n2"}, {"g6", "n2"}, {"g7", "n2"}, {"g8", "n2"}});
+  auto o = c.options();
+  o.cache.queue = *kc::alloc::findQueuePolicy("easy-backfill");
+  o.cache.moveTime = 10s;
+  auto s = c.startScheduler(o);
+  auto reason = [&](const std::string& pod) {
+    const auto cond = c.condition(pod);
+    return cond.is_object() ? cond.value("reason", std::string()) : std::string();
+  };
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string name = "job" + std::to_string(i);
+    const bool simStartsNow = result->jobs[i].start == trace.jobs[i].arrival;
+    CAPTURE(name, simStartsNow, simNode[i]);
+    CHECK(simStartsNow == (steps[i].held[0] == '\0'));  // the simulator does what the table says
+    c.pod(name, {.gpus = steps[i].gpus,
+                 .annotations = {{"kubecomp.io/expected-runtime-seconds", std::to_string(steps[i].runtimeS)}}});
+    REQUIRE(SchedCluster::eventually([&] {
+      return !c.nodeOf(name).empty() || reason(name) == "Unschedulable" || reason(name) == "WaitingInQueue";
+    }));
+    if (simStartsNow) {
+      CHECK(c.nodeOf(name) == simNode[i]);
+    } else {
+      CHECK(c.nodeOf(name).empty());
+      CHECK(reason(name) == steps[i].held);
+    }
+  }
+  // The held pod is retried (backoff 100-400 ms) and held again, with one Event, not one a retry.
+  std::this_thread::sleep_for(1500ms);
+  CHECK(c.nodeOf("job3").empty());
+  const auto held = c.events("job3", "WaitingInQueue");
+  REQUIRE(held.size() == 1);
+  CHECK(held.front().second == 1);
+  CHECK(held.front().first.find("waiting behind the queue head team/job1, reserved on node n1 from ") == 0);
+  CHECK(s->cache().queueStats().head == "team/job1");
+  CHECK(s->cache().queueStats().backfilled == 3);
+}
