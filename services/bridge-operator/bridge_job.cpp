@@ -186,6 +186,23 @@ std::optional<std::string> checkFileList(const std::string& list, const std::str
   return std::nullopt;
 }
 
+// Every additionaldata object gets a usable file name, and no two the same one.
+std::optional<std::string> checkStagedNames(const std::string& list) {
+  std::stringstream in(list);
+  std::map<std::string, std::string> seen;
+  for (std::string item; std::getline(in, item, ',');) {
+    auto name = stagedFileName(item.substr(item.find(':') + 1));
+    if (!name.ok()) {
+      return "spec.jobdata.additionaldata: " + name.error().message;
+    }
+    if (auto [it, fresh] = seen.emplace(*name, item); !fresh) {
+      return "spec.jobdata.additionaldata: " + json(it->second).dump() + " and " + json(item).dump() +
+             " would both be staged as " + json(*name).dump();
+    }
+  }
+  return std::nullopt;
+}
+
 // The checks a schema cannot express; first problem or nullopt.
 std::optional<std::string> crossCheck(const JobParameters& p) {
   if (!std::regex_match(p.resourceUrl, urlPattern())) {
@@ -218,6 +235,9 @@ std::optional<std::string> crossCheck(const JobParameters& p) {
   }
   if (!p.additionalData.empty()) {
     if (auto e = checkObjectRefs(p.additionalData, "spec.jobdata.additionaldata")) {
+      return e;
+    }
+    if (auto e = checkStagedNames(p.additionalData)) {
       return e;
     }
   }
@@ -284,6 +304,27 @@ bool JobParameters::usesS3() const {
 bool killRequested(const json& spec) {
   const json* k = member(spec, "kill");
   return k != nullptr && k->is_boolean() && k->get<bool>();
+}
+
+Result<std::string> stagedFileName(const std::string& objectKey) {
+  const auto slash = objectKey.rfind('/');
+  const std::string name = slash == std::string::npos ? objectKey : objectKey.substr(slash + 1);
+  const std::string what = "additionaldata object '" + objectKey + "'";
+  if (name.empty()) {
+    return makeError(errc::kInvalid, what + " has no file name (the key ends with '/')");
+  }
+  if (name == "." || name == "..") {
+    return makeError(errc::kInvalid, what + ": '" + name + "' is not a file name");
+  }
+  if (name.size() > 255) {
+    return makeError(errc::kInvalid, what + ": the file name is longer than 255 bytes");
+  }
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) {
+      return makeError(errc::kInvalid, what + ": the file name holds a control character");
+    }
+  }
+  return name;
 }
 
 Result<JobParameters> parseSpec(const json& spec) {

@@ -98,6 +98,11 @@ struct JobParameters {
 // types, values outside an enum or range, jobproperties that is not a JSON object, S3 used
 // without s3storage.s3secret, malformed bucket:object references. Unknown fields are ignored
 // (the API server prunes them).
+// The name an additionaldata object gets in the job's directory: the part of its key after the
+// last '/'. Refused (invalid): empty (a key ending in '/'), "." or "..", control characters,
+// longer than 255 bytes. parseSpec also refuses two objects with the same name.
+Result<std::string> stagedFileName(const std::string& objectKey);
+
 Result<JobParameters> parseSpec(const nlohmann::json& spec);
 
 // The parameter keys of the ConfigMap (identity and kill are added by the caller).

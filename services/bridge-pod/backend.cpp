@@ -7,27 +7,6 @@ bool isTransient(const Error& e) {
          e.code == errc::kThrottled || e.code == errc::kUnauthorized || e.code == errc::kStale;
 }
 
-Result<std::string> stagedFileName(const std::string& objectKey) {
-  const auto slash = objectKey.rfind('/');
-  const std::string name = slash == std::string::npos ? objectKey : objectKey.substr(slash + 1);
-  const std::string what = "additionaldata object '" + objectKey + "'";
-  if (name.empty()) {
-    return makeError(errc::kInvalid, what + " has no file name (the key ends with '/')");
-  }
-  if (name == "." || name == "..") {
-    return makeError(errc::kInvalid, what + ": '" + name + "' is not a file name");
-  }
-  if (name.size() > 255) {
-    return makeError(errc::kInvalid, what + ": the file name is longer than 255 bytes");
-  }
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f) {
-      return makeError(errc::kInvalid, what + ": the file name holds a control character");
-    }
-  }
-  return name;
-}
-
 std::string excerpt(const std::string& body) {
   std::string s = body.substr(0, 200);
   for (char& c : s) {

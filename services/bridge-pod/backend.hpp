@@ -24,16 +24,12 @@ namespace kc::bridge::pod {
 using WallSeconds = std::chrono::sys_seconds;
 
 // A file of `jobdata.additionaldata`, downloaded from S3 by the runner before the submit: the
-// object's base name (checked by stagedFileName) and its bytes. Each backend places it in the
+// object's base name (checked by stagedFileName, bridge_job.hpp) and its bytes. Each backend places it in the
 // job's working directory its own way.
 struct StagedFile {
   std::string name;
   std::string bytes;
 };
-
-// The name an S3 object gets in the job's directory: the part of the key after its last '/'.
-// Refused (invalid): empty, "." or "..", control characters, longer than 255 bytes.
-Result<std::string> stagedFileName(const std::string& objectKey);
 
 // What a job is run with: the ConfigMap's parameters, identity and the script text.
 struct JobContext {

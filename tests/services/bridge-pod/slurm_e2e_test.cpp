@@ -181,6 +181,56 @@ TEST_CASE("slurm: a remote script (a path on the cluster) runs through a wrapper
   CHECK(w.s3.object("results", "far/hello.out") == "remote \n");
 }
 
+TEST_CASE("slurm: additionaldata from S3 is staged by the batch script's prologue and the job reads it") {
+  World w;
+  w.putS3("results", "inputs/it's-in.txt", "staged \"text\"\nBRIDGE_STAGED_EOF\n");
+  std::string big(1536 * 1024, '\0');  // 1.5 MiB of every byte value: a batch script of ~2 MiB
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    big[i] = static_cast<char>((i * 7919) >> 3);
+  }
+  w.putS3("results", "inputs/deep/big.bin", big);
+  const std::string refs = "results:inputs/it's-in.txt,results:inputs/deep/big.bin";
+
+  // an inline script, run unchanged after the prologue (its own interpreter line)
+  json spec = w.spec("staged", "#!/bin/bash\ncat \"it's-in.txt\" > hello.out\ncp big.bin copy.bin\n");
+  spec["jobdata"]["additionaldata"] = refs;
+  spec["s3upload"]["files"] = "hello.out,copy.bin";
+  auto pod = w.pod(w.api.start("staged", spec));
+  auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("staged", "status.jobStatus") == "DONE");
+  CHECK(w.s3.object("results", "staged/hello.out") == "staged \"text\"\nBRIDGE_STAGED_EOF\n");
+  CHECK(w.s3.object("results", "staged/copy.bin") == big);
+  const std::string id = w.api.value("staged", "id");
+  CHECK(std::filesystem::exists(w.slurm.work() + "/staged/.bridge-script." + id));
+
+  // a remote script through the wrapper, after the same prologue
+  const std::string path = w.slurm.work() + "/reader.sh";
+  w.dir.write("slurm/work/reader.sh", "#!/bin/sh\ncat \"it's-in.txt\" > hello.out\n");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  json remote = w.spec("staged-remote", "unused");
+  remote["jobdata"] = {{"scriptlocation", "remote"}, {"jobscript", path}, {"additionaldata", "results:inputs/it's-in.txt"}};
+  pod = w.pod(w.api.start("staged-remote", remote));
+  exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.s3.object("results", "staged-remote/hello.out") == "staged \"text\"\nBRIDGE_STAGED_EOF\n");
+
+  // over the limit: FAILED before anything reaches Slurm
+  w.putS3("results", "inputs/more.bin", std::string(600 * 1024, 'x'));
+  json tooMuch = w.spec("too-much", "#!/bin/sh\ntrue\n");
+  tooMuch["jobdata"]["additionaldata"] = refs + ",results:inputs/more.bin";
+  pod = w.pod(w.api.start("too-much", tooMuch));
+  exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("too-much", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("too-much", "status.message").find("more than the slurm backend stages (2097152 bytes)") !=
+        std::string::npos);
+  CHECK(w.slurm.jobsTagged(w.api.uid()).empty());
+}
+
 TEST_CASE("slurm: a job purged before its end was seen (error 2017) is UNKNOWN and not resubmitted") {
   World w(2);  // MinJobAge=2: Slurm forgets finished jobs within seconds
   auto env = w.api.start("purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n"));
