@@ -37,7 +37,10 @@ int main(int argc, char** argv) {
       "reads the chassis inventory into the status (GPUs, node, health, draining, in use by),\n"
       "and moves GPUs to the node kubecomp-sched chose for a waiting pod (annotation\n"
       "kubecomp.io/dst-node): drain, wait for the device plugin's withdrawal, detach, attach,\n"
-      "verify, each step journaled in the status. One active replica (Lease)."};
+      "verify, each step journaled in the status. One active replica (Lease).\n"
+      "With --recompose-policy idle-gather it also moves free GPUs in the background while a\n"
+      "pool's fabric is idle (toward the waiting head's node, or gathered for the recent\n"
+      "arrivals' largest request), one at a time, cancelled when a real request needs the fabric."};
   kc::reconfig::ReconfigOptions o;
   o.identity = defaultIdentity();
   std::string kubeconfig;
@@ -53,6 +56,8 @@ int main(int argc, char** argv) {
   double moveTimeout = 45;
   std::uint32_t fabricAttempts = 3;
   double planMaxAge = 1;
+  std::int64_t defaultRuntime = 3600;
+  std::int64_t recomposeCooldown = 300;
   bool noLeaderElect = false;
   double leaseDuration = 15;
   double renewDeadline = 10;
@@ -73,6 +78,21 @@ int main(int argc, char** argv) {
          "first-fit")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the random policy")->capture_default_str();
+  app.add_option("--recompose-policy", o.recomposePolicy,
+                 "idle-time recomposition: none (the paper: GPUs move only for a waiting pod) or "
+                 "idle-gather (background moves while a pool's fabric is idle; libcore/alloc, "
+                 "the same code as kubecomp-sim --recompose)")
+      ->capture_default_str();
+  app.add_option("--default-runtime-seconds", defaultRuntime,
+                 "idle-gather: expected run time of a pod without annotation "
+                 "kubecomp.io/expected-runtime-seconds or spec.activeDeadlineSeconds")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10} * 366 * 24 * 3600))
+      ->capture_default_str();
+  app.add_option("--recompose-cooldown-seconds", recomposeCooldown,
+                 "idle-gather: a GPU a background move placed is not moved again in the "
+                 "background for this long (no back and forth)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400}))
+      ->capture_default_str();
   app.add_option(
          "--drain-timeout-seconds", drainTimeout,
          "give a move up when the source node's device plugin has not confirmed the GPU withdrawn")
@@ -140,6 +160,8 @@ int main(int argc, char** argv) {
   o.callPolicy.attempts = fabricAttempts;
   o.callPolicy.initialBackoff = std::min(o.callPolicy.initialBackoff, ms(retryInitial));
   o.planInventoryMaxAge = ms(planMaxAge);
+  o.defaultRuntime = std::chrono::seconds(defaultRuntime);
+  o.recomposeCooldown = std::chrono::seconds(recomposeCooldown);
   o.leaderElect = !noLeaderElect;
   o.leaseDuration = ms(leaseDuration);
   o.renewDeadline = ms(renewDeadline);
@@ -175,8 +197,8 @@ int main(int argc, char** argv) {
     http.stop(std::chrono::milliseconds(0));
     return 1;
   }
-  spdlog::info("reconfig-mgr {} started (policy {}, health/metrics on port {})", o.identity,
-               o.gpuPolicy, *bound);
+  spdlog::info("reconfig-mgr {} started (policy {}, recompose {}, health/metrics on port {})",
+               o.identity, o.gpuPolicy, o.recomposePolicy, *bound);
   return kc::obs::runUntilSignalled({.name = "reconfig-mgr",
                                      .steps = {&health, [&] { manager.stop(); }, [&] { http.stop(); }},
                                      .portFile = portFile,

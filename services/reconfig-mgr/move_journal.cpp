@@ -57,6 +57,10 @@ bool finished(MovePhase phase) {
   return phase == MovePhase::kSucceeded || phase == MovePhase::kFailed;
 }
 
+std::string_view toString(MoveKind kind) {
+  return kind == MoveKind::kBackground ? "Background" : "Demand";
+}
+
 json toJson(const Move& m) {
   json j = {{"gpu", m.gpu},
             {"fromNode", m.fromNode},
@@ -73,6 +77,14 @@ json toJson(const Move& m) {
   if (m.staleWithdrawn) {
     j["staleWithdrawn"] = true;
   }
+  if (m.background()) {
+    j["kind"] = std::string(toString(m.kind));
+    j["pod"] = "";
+    j["reason"] = m.reason;
+  }
+  if (m.cancelled) {
+    j["cancelled"] = true;
+  }
   return j;
 }
 
@@ -83,6 +95,7 @@ Result<Move> parseMove(const json& j) {
   Move m;
   std::string pod;
   std::string phase;
+  std::string kind;
   for (const auto& [key, out, required] :
        std::initializer_list<std::tuple<const char*, std::string*, bool>>{
            {"gpu", &m.gpu, true},
@@ -95,17 +108,30 @@ Result<Move> parseMove(const json& j) {
            {"phase", &phase, true},
            {"startedAt", &m.startedAt, false},
            {"phaseSince", &m.phaseSince, false},
-           {"message", &m.message, false}}) {
+           {"message", &m.message, false},
+           {"kind", &kind, false},
+           {"reason", &m.reason, false}}) {
     if (auto s = readString(j, key, *out, required); !s) {
       return s.error();
     }
   }
-  const auto slash = pod.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == pod.size()) {
-    return makeError(errc::kInvalid, "move record: 'pod' is not namespace/name");
+  if (kind == "Background") {
+    m.kind = MoveKind::kBackground;
+  } else if (!kind.empty() && kind != "Demand") {
+    return makeError(errc::kInvalid, "move record: unknown kind '" + kind + "'");
   }
-  m.podNamespace = pod.substr(0, slash);
-  m.podName = pod.substr(slash + 1);
+  if (m.background()) {
+    if (!pod.empty() || !m.podUid.empty()) {
+      return makeError(errc::kInvalid, "move record: a background move names no pod");
+    }
+  } else {
+    const auto slash = pod.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == pod.size()) {
+      return makeError(errc::kInvalid, "move record: 'pod' is not namespace/name");
+    }
+    m.podNamespace = pod.substr(0, slash);
+    m.podName = pod.substr(slash + 1);
+  }
   const auto p = parseMovePhase(phase);
   if (!p) {
     return makeError(errc::kInvalid, "move record: unknown phase '" + phase + "'");
@@ -129,6 +155,12 @@ Result<Move> parseMove(const json& j) {
       return makeError(errc::kInvalid, "move record: 'staleWithdrawn' is not a boolean");
     }
     m.staleWithdrawn = s->get<bool>();
+  }
+  if (const auto c = j.find("cancelled"); c != j.end()) {
+    if (!c->is_boolean()) {
+      return makeError(errc::kInvalid, "move record: 'cancelled' is not a boolean");
+    }
+    m.cancelled = c->get<bool>();
   }
   return m;
 }

@@ -11,6 +11,10 @@
 //    Failed (draining cleared)        Failed                    RollingBack ──▶ Failed
 //
 // A GPU that starts unattached skips Draining and Detaching.
+//
+// A move is for a waiting pod (kind Demand, the paper's reconfiguration) or a background move
+// of idle-time recomposition (kind Background, no pod; idle_planner.hpp): same phases, same
+// journal, cancelled while still Draining when a real request needs the pool's fabric.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -38,15 +42,24 @@ std::optional<MovePhase> parseMovePhase(std::string_view text);
 // Succeeded or Failed: nothing more happens to the record.
 bool finished(MovePhase phase);
 
+enum class MoveKind : std::uint8_t {
+  kDemand,      // for the pod that waits for it (kubecomp.io/dst-node)
+  kBackground,  // idle-time recomposition: no pod waits, cancelled when one needs the fabric
+};
+std::string_view toString(MoveKind kind);
+
 struct Move {
   std::string gpu;       // pool GPU id
   std::string fromNode;  // "" when the GPU was unattached
   std::string fromHost;  // pool-form host ("<chassis>/<host>"), "" when unattached
   std::string toNode;
   std::string toHost;
-  std::string podNamespace;  // the pending pod the move is for
+  std::string podNamespace;  // the pending pod the move is for ("" for a background move)
   std::string podName;
   std::string podUid;
+  MoveKind kind = MoveKind::kDemand;
+  std::string reason;      // background: why the planner chose it, for people
+  bool cancelled = false;  // Failed because it was no longer wanted while Draining
   MovePhase phase = MovePhase::kDraining;
   std::uint32_t attempts = 0;  // failed tries in the current phase
   // Draining: the node's usage report listed the GPU as withdrawn when draining began (left
@@ -57,6 +70,7 @@ struct Move {
   std::string message;     // last outcome, for people
 
   bool active() const { return !finished(phase); }
+  bool background() const { return kind == MoveKind::kBackground; }
   std::string podKey() const { return podNamespace + "/" + podName; }
   friend bool operator==(const Move&, const Move&) = default;
 };

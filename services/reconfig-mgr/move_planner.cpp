@@ -11,14 +11,12 @@
 #include "libcore/base/rfc3339.hpp"
 
 namespace kc::reconfig {
-namespace {
 
 using nlohmann::json;
 
-// The pool as libcore's model sees it, with every claimed GPU counted as in use so that no
-// policy picks it.
-Result<alloc::ClusterState> poolState(const PoolSpec& spec, const PoolView& view,
-                                      const std::set<std::string>& claimed) {
+Result<alloc::ClusterState> poolModel(const PoolSpec& spec, const PoolView& view,
+                                      const std::set<std::string>& claimed,
+                                      const std::map<std::string, NodeCapacity>* capacity) {
   alloc::ClusterState st;
   auto p = st.addPool(spec.name);
   if (!p) {
@@ -28,8 +26,22 @@ Result<alloc::ClusterState> poolState(const PoolSpec& spec, const PoolView& view
     alloc::NodeSpec ns;
     ns.name = n.name;
     ns.pool = *p;
-    if (auto r = st.addNode(ns); !r) {
+    const NodeCapacity* cap = nullptr;
+    if (capacity != nullptr) {
+      if (const auto c = capacity->find(n.name); c != capacity->end()) {
+        cap = &c->second;
+        ns.cpuMilliCapacity = cap->cpuMilli;
+        ns.memoryMiBCapacity = cap->memoryMiB;
+      }
+    }
+    auto r = st.addNode(ns);
+    if (!r) {
       return r.error();
+    }
+    if (cap != nullptr && cap->unschedulable) {
+      if (auto s = st.setNodeSchedulable(*r, false); !s) {
+        return s.error();
+      }
     }
   }
   for (const GpuView& g : view.gpus) {
@@ -57,7 +69,14 @@ Result<alloc::ClusterState> poolState(const PoolSpec& spec, const PoolView& view
   return st;
 }
 
-}  // namespace
+bool demandWaits(const PlanResult& plan) {
+  for (const PodPlan& p : plan.pods) {
+    if (p.verdict != PodPlan::Verdict::kSatisfied) {
+      return true;
+    }
+  }
+  return false;
+}
 
 Result<PodInfo> parsePodInfo(const json& pod) {
   auto sp = alloc::parsePod(pod);
@@ -79,6 +98,19 @@ Result<PodInfo> parsePodInfo(const json& pod) {
     }
   }
   out.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  const alloc::Resources req = alloc::podRequests(*sp);
+  constexpr std::int64_t kMiB = 1024 * 1024;
+  out.cpuMilli = static_cast<std::uint64_t>(std::max<std::int64_t>(0, req.milliCpu));
+  out.memoryMiB = static_cast<std::uint64_t>(std::max<std::int64_t>(0, req.memory / kMiB)) +
+                  (req.memory > 0 && req.memory % kMiB != 0 ? 1 : 0);
+  out.expectedRuntimeSeconds = sp->expectedRuntimeSeconds;
+  if (const auto st = pod.find("status"); st != pod.end() && st->is_object()) {
+    if (const auto t = st->find("startTime"); t != st->end() && t->is_string()) {
+      if (auto parsed = parseRfc3339(t->get<std::string>())) {
+        out.started = *parsed;
+      }
+    }
+  }
   if (const auto a = meta.find("annotations"); a != meta.end() && a->is_object()) {
     if (const auto d = a->find(std::string(kDstNodeAnnotation)); d != a->end()) {
       if (!d->is_string()) {
@@ -168,7 +200,7 @@ PlanResult planMoves(const PlanInputs& in) {
       out.pods.push_back(std::move(plan));
       continue;
     }
-    auto st = poolState(spec, view, claimed);
+    auto st = poolModel(spec, view, claimed);
     if (!st) {
       release();
       plan.verdict = PodPlan::Verdict::kInsufficient;
@@ -210,6 +242,7 @@ PlanResult planMoves(const PlanInputs& in) {
     }
     out.pods.push_back(std::move(plan));
   }
+  out.claimed = std::move(claimed);
   return out;
 }
 

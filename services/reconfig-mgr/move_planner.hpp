@@ -17,12 +17,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/gpu_model.hpp"
+#include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/rng.hpp"
 #include "services/reconfig-mgr/move_journal.hpp"
 #include "services/reconfig-mgr/pool_spec.hpp"
@@ -45,6 +48,12 @@ struct PodInfo {
   std::int64_t gpus = 0;  // gpuRequest
   alloc::GpuModelFilter models;
   bool deleting = false;  // metadata.deletionTimestamp set
+  // For idle-time recomposition (idle_planner.hpp): the effective CPU and memory request, the
+  // expected run time (alloc::SchedPod::expectedRuntimeSeconds) and status.startTime.
+  std::uint64_t cpuMilli = 0;
+  std::uint64_t memoryMiB = 0;  // rounded up
+  std::optional<std::int64_t> expectedRuntimeSeconds;
+  std::optional<std::chrono::system_clock::time_point> started;
 
   std::string key() const { return ns + "/" + name; }
   // Waiting for a reconfiguration: unbound, not being deleted, not finished, with a dst-node.
@@ -79,7 +88,27 @@ struct PlanResult {
   std::vector<PodPlan> pods;  // waiting pods of this pool, FCFS order
   // The move to start now (no move in flight): GPU, the pod it is for. nullopt: nothing to do.
   std::optional<Move> next;
+  // Every GPU a claim holds after planning: those bound pods still need on their node, those
+  // of waiting pods on their destination and the sources chosen for them.
+  std::set<std::string> claimed;
 };
+
+// A real request waits for this pool's fabric: some waiting pod of the pool still lacks GPUs
+// (a move for it is planned, in flight, or the pool cannot supply it yet).
+bool demandWaits(const PlanResult& plan);
+
+// The pool as libcore's model sees it: one pool, the spec's nodes (CPU and memory capacity from
+// `capacity` by node name, else 0; `unschedulable` nodes cordoned), every GPU of the view, with
+// every GPU in `claimed` counted as in use (an unattached one as draining) so no policy picks
+// it. A GPU attached to a host of no node of the pool is unhealthy here (not ours to move).
+struct NodeCapacity {
+  std::uint64_t cpuMilli = 0;
+  std::uint64_t memoryMiB = 0;
+  bool unschedulable = false;
+};
+Result<alloc::ClusterState> poolModel(
+    const PoolSpec& spec, const PoolView& view, const std::set<std::string>& claimed,
+    const std::map<std::string, NodeCapacity>* capacity = nullptr);
 
 struct PlanInputs {
   const PoolSpec* spec = nullptr;

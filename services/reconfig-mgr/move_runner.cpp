@@ -75,13 +75,15 @@ bool MoveRunner::commit(Journal& journal, Move next) {
   return true;
 }
 
-bool MoveRunner::finish(Journal& journal, MovePhase phase, const std::string& message) {
+bool MoveRunner::finish(Journal& journal, MovePhase phase, const std::string& message,
+                        bool cancelled) {
   const Journal before = journal;
   const Move old = *journal.active;
   const double spent = secondsInPhase(old);
   journal.active->phase = phase;
   journal.active->phaseSince = nowText();
   journal.active->message = message;
+  journal.active->cancelled = cancelled;
   const Move done = *journal.active;
   journal.retireActive();
   if (!env_.persist(journal)) {
@@ -93,10 +95,13 @@ bool MoveRunner::finish(Journal& journal, MovePhase phase, const std::string& me
   notBefore_ = {};
   phaseOf_.clear();
   const bool ok = phase == MovePhase::kSucceeded;
-  env_.event(done, !ok, ok ? "GPUMoved" : "GPUMoveFailed",
-             "GPU " + done.gpu +
-                 (done.fromNode.empty() ? " (unattached)" : " from " + done.fromNode) + " to " +
-                 done.toNode + ": " + message);
+  // A background move no longer wanted is routine, not a failure.
+  const bool routine = ok || (cancelled && done.background());
+  env_.event(
+      done, !routine,
+      ok ? "GPUMoved" : (cancelled && done.background() ? "GPUMoveCancelled" : "GPUMoveFailed"),
+      "GPU " + done.gpu + (done.fromNode.empty() ? " (unattached)" : " from " + done.fromNode) +
+          " to " + done.toNode + ": " + message);
   env_.moveFinished(done);
   return true;
 }
@@ -171,10 +176,18 @@ MoveRunner::Outcome MoveRunner::step(Journal& journal) {
 MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
   const Move& m = *journal.active;
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
-  if (!env_.podWaiting(m)) {
+  if (m.background()) {
+    if (auto why = env_.cancelBackground(m)) {
+      return finish(journal, MovePhase::kFailed,
+                    "cancelled: " + *why + "; GPU left on " + m.fromNode, true)
+                 ? progressed
+                 : waitUntil(notBefore_);
+    }
+  } else if (!env_.podWaiting(m)) {
     return finish(journal, MovePhase::kFailed,
                   "cancelled: pod " + m.podKey() + " no longer waits for " + m.toNode +
-                      "; GPU left on " + m.fromNode)
+                      "; GPU left on " + m.fromNode,
+                  true)
                ? progressed
                : waitUntil(notBefore_);
   }

@@ -33,6 +33,10 @@ class MoveEnv {
   virtual std::optional<devplugin::UsageReport> usage(const std::string& node) = 0;
   // The move's pod still exists (same UID), is unbound and still asks for move.toNode.
   virtual bool podWaiting(const Move& move) = 0;
+  // A background move (no pod) still Draining: why it is no longer wanted (a real request
+  // needs the pool's fabric, a pod may need the GPU), or nullopt to go on. Asked instead of
+  // podWaiting; once the GPU is detached the move completes.
+  virtual std::optional<std::string> cancelBackground(const Move& /*move*/) { return std::nullopt; }
   // Writes the journal (and the status derived from it). An error means "not recorded".
   virtual Status persist(const Journal& journal) = 0;
   // Events on the pod; `warning` selects the type.
@@ -84,8 +88,9 @@ class MoveRunner {
   // Changes the move in flight to `next` and persists; on failure the old record is restored
   // and false returned (nothing may be sent then).
   bool commit(Journal& journal, Move next);
-  // Finishes the move (Succeeded or Failed) and persists.
-  bool finish(Journal& journal, MovePhase phase, const std::string& message);
+  // Finishes the move (Succeeded or Failed) and persists. `cancelled`: no longer wanted.
+  bool finish(Journal& journal, MovePhase phase, const std::string& message,
+              bool cancelled = false);
   Move advanced(const Move& m, MovePhase phase, const std::string& message) const;
   // A failed try of the current phase: counts it, waits with backoff; false when attempts are
   // spent.

@@ -9,12 +9,14 @@
 #include <set>
 
 #include "libcore/alloc/policy_registry.hpp"
+#include "libcore/alloc/sched_objects.hpp"
 #include "libcore/base/base64.hpp"
 #include "libcore/base/rfc3339.hpp"
 #include "libcore/fabric/h3_driver.hpp"
 #include "libcore/fabric/pool.hpp"
 #include "libcore/fabric/redfish_driver.hpp"
 #include "libcore/obs/health.hpp"
+#include "services/reconfig-mgr/idle_planner.hpp"
 #include "services/reconfig-mgr/move_planner.hpp"
 #include "services/reconfig-mgr/pool_view.hpp"
 
@@ -64,6 +66,16 @@ struct ReconfigManager::Metrics {
                   .Register(reg)),
         movesOk(moves.Add({{"result", "succeeded"}})),
         movesFailed(moves.Add({{"result", "failed"}})),
+        background(prometheus::BuildCounter()
+                       .Name("kubecomp_reconfig_background_moves_total")
+                       .Help("Background moves of idle-time recomposition (--recompose-policy) "
+                             "finished, by result (succeeded, failed, cancelled: a real request "
+                             "needed the fabric while it was still draining); they count in "
+                             "kubecomp_reconfig_moves_total too")
+                       .Register(reg)),
+        backgroundOk(background.Add({{"result", "succeeded"}})),
+        backgroundFailed(background.Add({{"result", "failed"}})),
+        backgroundCancelled(background.Add({{"result", "cancelled"}})),
         failures(prometheus::BuildCounter()
                      .Name("kubecomp_reconfig_failures_total")
                      .Help("Failures, by kind (inventory, move, status_write, unsupported, "
@@ -96,6 +108,10 @@ struct ReconfigManager::Metrics {
   prometheus::Family<prometheus::Counter>& moves;
   prometheus::Counter& movesOk;
   prometheus::Counter& movesFailed;
+  prometheus::Family<prometheus::Counter>& background;
+  prometheus::Counter& backgroundOk;
+  prometheus::Counter& backgroundFailed;
+  prometheus::Counter& backgroundCancelled;
   prometheus::Family<prometheus::Counter>& failures;
   prometheus::Family<prometheus::Counter>& inventoryReads;
   prometheus::Counter& readsOk;
@@ -110,6 +126,7 @@ struct ReconfigManager::Shared {
   kube::KubeClient* client = nullptr;
   Metrics* metrics = nullptr;
   alloc::GpuPolicy policy{};
+  alloc::RecomposeKind recompose = alloc::RecomposeKind::None;
   std::unique_ptr<kube::EventRecorder> recorder;
   const kube::Store* pools = nullptr;
   const kube::Store* nodes = nullptr;
@@ -179,12 +196,25 @@ class PoolWorker final : public MoveEnv {
     auto p = parsePodInfo(*obj);
     return p && (m.podUid.empty() || p->uid == m.podUid) && p->waiting() && p->dstNode == m.toNode;
   }
+  std::optional<std::string> cancelBackground(const Move& m) override {
+    const auto pods = kubecompPods();
+    const auto view = currentView();
+    if (!view || !spec_) {
+      return std::nullopt;
+    }
+    return backgroundCancelReason(demandPlan(*view, pods), *view, pods, m);
+  }
   Status persist(const Journal& journal) override {
     journal_ = journal;
     return writeStatus(true);
   }
   void event(const Move& m, bool warning, const std::string& reason,
              const std::string& message) override {
+    if (m.background()) {
+      poolEvent(warning, reason,
+                reason == "GPUMoveStarted" ? message + " (background: " + m.reason + ")" : message);
+      return;
+    }
     podEvent(m.podNamespace, m.podName, m.podUid, warning, reason, message);
   }
   void inventoryRead(const fabric::Inventory& inventory) override {
@@ -212,6 +242,9 @@ class PoolWorker final : public MoveEnv {
       sh_.metrics->movePhases.Add({{"phase", std::string(toString(phase))}}, secondsBuckets())
           .Observe(seconds);
     }
+    if (m.background()) {
+      return;  // no pod request to time
+    }
     auto& t = timing(m.podKey());
     if (phase != MovePhase::kSucceeded && phase != MovePhase::kFailed) {
       t.reallocation += seconds;
@@ -219,14 +252,30 @@ class PoolWorker final : public MoveEnv {
   }
   void moveFinished(const Move& m) override {
     const bool ok = m.phase == MovePhase::kSucceeded;
+    const bool cancelledInBackground = m.background() && m.cancelled;
     if (sh_.metrics) {
       (ok ? sh_.metrics->movesOk : sh_.metrics->movesFailed).Increment();
-      if (!ok) {
+      if (!ok && !cancelledInBackground) {
         sh_.metrics->failure("move");
+      }
+      if (m.background()) {
+        (ok                      ? sh_.metrics->backgroundOk
+         : cancelledInBackground ? sh_.metrics->backgroundCancelled
+                                 : sh_.metrics->backgroundFailed)
+            .Increment();
       }
     }
     spdlog::info("pool {}: move of GPU {} to {} for {}: {} ({})", name_, m.gpu, m.toNode,
-                 m.podKey(), toString(m.phase), m.message);
+                 m.background() ? std::string("the background") : m.podKey(), toString(m.phase),
+                 m.message);
+    if (m.background()) {
+      if (!ok && !cancelledInBackground && spec_) {
+        // A background move that failed is not tried again at once (no retry storm on a
+        // sick chassis): the next one waits for a poll interval.
+        idlePauseUntil_ = clock_.now() + std::chrono::seconds(spec_->pollIntervalSeconds);
+      }
+      return;
+    }
     if (ok) {
       auto& t = timing(m.podKey());
       t.gpusMoved += 1;
@@ -260,6 +309,21 @@ class PoolWorker final : public MoveEnv {
     auto r = sh_.recorder->record(ref, warning ? "Warning" : "Normal", reason, message);
     if (!r) {
       spdlog::debug("event {} on {}/{}: {}", reason, ns, name, r.error().toError().message);
+    }
+  }
+
+  // Events of background moves (no pod) go on the GPUPool.
+  void poolEvent(bool warning, const std::string& reason, const std::string& message) {
+    kube::ObjectReference ref;
+    ref.kind = "GPUPool";
+    ref.apiVersion = gpuPoolsResource().group + "/" + gpuPoolsResource().version;
+    ref.name = name_;
+    if (auto obj = poolObject()) {
+      ref.uid = (*obj)["metadata"].value("uid", "");
+    }
+    auto r = sh_.recorder->record(ref, warning ? "Warning" : "Normal", reason, message);
+    if (!r) {
+      spdlog::debug("event {} on GPUPool {}: {}", reason, name_, r.error().toError().message);
     }
   }
 
@@ -527,7 +591,11 @@ class PoolWorker final : public MoveEnv {
     for (const PodInfo& p : pods) {
       anyWaiting = anyWaiting || (p.waiting() && spec_->hasNode(p.dstNode));
     }
-    if (!anyWaiting || unsupported_) {
+    if (unsupported_) {
+      return;
+    }
+    if (!anyWaiting) {
+      startBackground(pods);
       return;
     }
     const SteadyTime t0 = clock_.now();
@@ -541,14 +609,7 @@ class PoolWorker final : public MoveEnv {
     }
     const SteadyTime t1 = clock_.now();
     const auto view = currentView();
-    PlanInputs in;
-    in.spec = &*spec_;
-    in.view = &*view;
-    in.pods = &pods;
-    in.active = &journal_.active;
-    in.policy = sh_.policy;
-    in.rng = &rng_;
-    PlanResult plan = planMoves(in);
+    PlanResult plan = demandPlan(*view, pods);
     const SteadyTime t2 = clock_.now();
     for (const PodPlan& pp : plan.pods) {
       auto& t = timing(pp.pod);
@@ -581,6 +642,106 @@ class PoolWorker final : public MoveEnv {
         spdlog::warn("pool {}: cannot start the move of GPU {}: {}", name_, plan.next->gpu,
                      s.error().message);
       }
+      return;
+    }
+    if (!demandWaits(plan)) {
+      startBackground(pods);
+    }
+  }
+
+  // The waiting pods' plan (move_planner.hpp) on `view`, with the move in flight.
+  PlanResult demandPlan(const PoolView& view, const std::vector<PodInfo>& pods) {
+    PlanInputs in;
+    in.spec = &*spec_;
+    in.view = &view;
+    in.pods = &pods;
+    in.active = &journal_.active;
+    in.policy = sh_.policy;
+    in.rng = &rng_;
+    return planMoves(in);
+  }
+
+  // CPU and memory of the pool's nodes from their Node objects (idle_planner.hpp).
+  std::map<std::string, NodeCapacity> nodeCapacities() {
+    std::map<std::string, NodeCapacity> out;
+    for (const NodeSpec& n : spec_->nodes) {
+      auto obj = sh_.nodes->get("", n.name);
+      if (!obj) {
+        continue;
+      }
+      auto node = alloc::parseNode(*obj);
+      if (!node) {
+        continue;  // nothing fits on a node we cannot read
+      }
+      NodeCapacity c;
+      c.cpuMilli =
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, node->allocatable.milliCpu));
+      c.memoryMiB =
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, node->allocatable.memory)) >> 20;
+      c.unschedulable = node->unschedulable;
+      out.emplace(n.name, c);
+    }
+    return out;
+  }
+
+  Result<IdlePlan> idlePlan(const std::vector<PodInfo>& pods) {
+    const auto view = currentView();
+    if (!view) {
+      return IdlePlan{};
+    }
+    const PlanResult demand = demandPlan(*view, pods);
+    const auto nodes = nodeCapacities();
+    IdleInputs in;
+    in.spec = &*spec_;
+    in.view = &*view;
+    in.pods = &pods;
+    in.demand = &demand;
+    in.nodes = &nodes;
+    in.journal = &journal_;
+    in.kind = sh_.recompose;
+    in.gpuPolicy = sh_.policy;
+    in.now = clock_.wallNow();
+    in.defaultRuntime = sh_.opts.defaultRuntime;
+    in.cooldown = sh_.opts.recomposeCooldown;
+    return planIdle(in);
+  }
+
+  // Idle-time recomposition: no move in flight and no real request waiting for this pool
+  // (the caller checked): start the background move the policy plans, if any. The plan is made
+  // again after every landing and every change of pods, nodes or inventory (each wake).
+  void startBackground(const std::vector<PodInfo>& pods) {
+    if (sh_.recompose == alloc::RecomposeKind::None || unsupported_ || journal_.active || !spec_ ||
+        clock_.now() < idlePauseUntil_) {
+      return;
+    }
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!inventory_ || inventoryError_) {
+        return;
+      }
+      auto plan = idlePlan(pods);
+      if (!plan) {
+        if (idleError_ != plan.error().message) {
+          idleError_ = plan.error().message;
+          spdlog::warn("pool {}: idle-time plan: {}", name_, idleError_);
+        }
+        return;
+      }
+      idleError_.clear();
+      if (!plan->next) {
+        return;
+      }
+      // Moves are planned on a fresh inventory, as the demand planner's are.
+      if (attempt == 0 && clock_.now() - lastRead_ > sh_.opts.planInventoryMaxAge) {
+        readInventory();
+        continue;
+      }
+      spdlog::info("pool {}: background move of GPU {} to {}: {} (plan: {} moves)", name_,
+                   plan->next->gpu, plan->next->toNode, plan->next->reason, plan->planned.size());
+      if (auto s = runner_.start(journal_, *plan->next); !s) {
+        spdlog::warn("pool {}: cannot start the background move of GPU {}: {}", name_,
+                     plan->next->gpu, s.error().message);
+      }
+      return;
     }
   }
 
@@ -706,6 +867,8 @@ class PoolWorker final : public MoveEnv {
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;
+  SteadyTime idlePauseUntil_{};    // no background move before (after one failed)
+  std::string idleError_;          // last idle-time planning error, logged once
   std::set<std::string> badPods_;  // "ns/name@rv" already warned about
   struct ParsedPod {
     std::string resourceVersion;
@@ -717,6 +880,17 @@ class PoolWorker final : public MoveEnv {
 Status validate(const ReconfigOptions& o) {
   if (auto p = alloc::findGpuPolicy(o.gpuPolicy); !p) {
     return makeError(errc::kInvalid, "--gpu-policy: " + p.error().message);
+  }
+  if (auto p = alloc::findRecomposePolicy(o.recomposePolicy); !p) {
+    return makeError(errc::kInvalid, "--recompose-policy: " + p.error().message);
+  }
+  if (o.defaultRuntime.count() < 1 ||
+      o.defaultRuntime.count() > alloc::kMaxExpectedRuntimeSeconds) {
+    return makeError(errc::kInvalid, "--default-runtime-seconds must be 1.." +
+                                         std::to_string(alloc::kMaxExpectedRuntimeSeconds));
+  }
+  if (o.recomposeCooldown.count() < 0) {
+    return makeError(errc::kInvalid, "--recompose-cooldown-seconds must not be negative");
   }
   if (o.identity.empty()) {
     return makeError(errc::kInvalid, "identity must not be empty");
@@ -748,6 +922,9 @@ ReconfigManager::ReconfigManager(ReconfigOptions options, kube::KubeClient& clie
   shared_->metrics = metrics_.get();
   auto policy = alloc::findGpuPolicy(opts_.gpuPolicy);
   shared_->policy = policy ? *policy : *alloc::findGpuPolicy(alloc::kDefaultGpuPolicy);
+  if (auto r = alloc::findRecomposePolicy(opts_.recomposePolicy)) {
+    shared_->recompose = r->kind;
+  }
   shared_->recorder =
       std::make_unique<kube::EventRecorder>(client_, "reconfig-mgr", opts_.identity);
 

@@ -4,7 +4,9 @@
 // planned move), merges the device plugins' usage reports (Node annotation
 // kubecomp.io/gpu-usage) into the GPUPool status, and carries out the moves that waiting
 // kubecomp-sched pods need (move_planner.hpp, move_runner.hpp), one at a time per pool, pools
-// in parallel (one worker thread per pool). Only the leader (Lease) acts; the others watch.
+// in parallel (one worker thread per pool); with --recompose-policy idle-gather also background
+// moves while a pool's fabric is idle (idle_planner.hpp). Only the leader (Lease) acts; the
+// others watch.
 // main.cpp parses flags and runs one of these; the tests run the binary.
 
 #include <atomic>
@@ -41,6 +43,11 @@ struct ReconfigOptions {
   std::string schedulerName = "kubecomp-sched";  // pods whose moves we make
   std::string secretNamespace = "kubecomp";      // of credentialsSecret without a namespace
   std::string gpuPolicy = "unattached-first";    // libcore GPU policy (policy_registry.hpp)
+  // Idle-time recomposition (idle_planner.hpp): a libcore recomposition policy name; "none" is
+  // the paper's (GPUs move only for a waiting pod).
+  std::string recomposePolicy = "none";
+  std::chrono::seconds defaultRuntime{3600};     // expected run time of a pod that gives none
+  std::chrono::seconds recomposeCooldown{300};   // a GPU moved in the background stays this long
   std::uint64_t seed = 1;                        // for the "random" policy
   MoveRunnerOptions runner;
   fabric::CallPolicy callPolicy;  // every chassis request

@@ -38,8 +38,13 @@ TEST_CASE("reconfig-mgr: --help and bad flags (exit 2)", "[reconfig]") {
   CHECK(help.wait() == 0);
   CHECK(text.find("--gpu-policy") != std::string::npos);
   CHECK(text.find("--drain-timeout-seconds") != std::string::npos);
+  CHECK(text.find("--recompose-policy") != std::string::npos);
+  CHECK(text.find("--default-runtime-seconds") != std::string::npos);
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--gpu-policy", "best-guess"},
+        {"--recompose-policy", "gather-all"},
+        {"--default-runtime-seconds", "0"},
+        {"--recompose-cooldown-seconds", "-1"},
         {"--max-attempts", "0"},
         {"--lease-duration-seconds", "1", "--renew-deadline-seconds", "2"},
         {"--no-such-flag"}}) {
