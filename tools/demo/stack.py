@@ -55,7 +55,7 @@ def topology(setting):
 
 
 class Stack:
-    def __init__(self, bins, root, run_dir, log_dir, setting, time_scale, dialect, reconfigure):
+    def __init__(self, bins, root, run_dir, log_dir, setting, time_scale, dialect, reconfigure, sched_flags=()):
         self.bins = bins
         self.root = root
         self.dir = run_dir
@@ -63,6 +63,7 @@ class Stack:
         self.scale = time_scale
         self.dialect = dialect
         self.reconfigure = reconfigure
+        self.sched_flags = list(sched_flags)  # e.g. --queue-policy (kubecomp-demo)
         self.sup = Supervisor(log_dir)
         self.chassis_url = None
         self.kubeconfig = os.path.join(run_dir, "kubeconfig")
@@ -178,7 +179,7 @@ class Stack:
                 "--port-file", port_file, "--retry-period-seconds", "0.2",
                 "--initial-backoff-seconds", repr(max(0.01, 1.0 / self.scale)),
                 "--max-backoff-seconds", repr(max(0.01, 10.0 / self.scale)),
-                "--mode", "composable" if self.reconfigure else "preconfigured"]
+                "--mode", "composable" if self.reconfigure else "preconfigured"] + self.sched_flags
         self.sup.start("kubecomp-sched", argv)
         self.sched_metrics_port = int(self.sup.wait_for_file(port_file, "kubecomp-sched"))
 
