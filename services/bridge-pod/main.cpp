@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   std::int64_t backoffInitialMs = 1000, backoffMaxMs = 60'000;
   std::int64_t slurmTokenLifespan = 600;
   std::string slurmSharedRoot;
+  std::string slurmApiVersion = "auto";
   std::string iamUrl = kc::bridge::pod::kDefaultIamUrl;
   std::string logLevel = "info", logFormat = "text";
 
@@ -61,6 +62,11 @@ int main(int argc, char** argv) {
   app.add_option("--slurm-shared-root", slurmSharedRoot,
                  "where the cluster's file system is mounted (prefix of the job's working directory)")
       ->envname("BRIDGE_SLURM_SHARED_ROOT");
+  app.add_option("--slurm-api-version", slurmApiVersion,
+                 "slurmrestd API: auto (the resourceURL's /slurm/v0.0.NN/, discovered for a base URL), newest "
+                 "(always discovered) or v0.0.38 .. v0.0.41")
+      ->envname("BRIDGE_SLURM_API_VERSION")
+      ->capture_default_str();
   app.add_option("--iam-url", iamUrl, "IBM Cloud IAM token endpoint (quantum)")
       ->envname("BRIDGE_IAM_URL")
       ->capture_default_str();
@@ -144,6 +150,7 @@ int main(int argc, char** argv) {
     o.credentialsDir = credentialsDir;
     o.tokenLifespan = std::chrono::seconds(slurmTokenLifespan);
     o.sharedRoot = slurmSharedRoot;
+    o.apiVersion = slurmApiVersion;
     o.caFile = caFile;
     auto b = kc::bridge::pod::SlurmBackend::create(o);
     if (!b.ok()) {

@@ -1,5 +1,7 @@
 #include "services/bridge-pod/slurm_backend.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -51,19 +53,51 @@ bool safeRelativePath(const std::string& file) {
 }
 
 Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(SlurmOptions options) {
-  auto http = backendHttpClient(options.resourceUrl, options.caFile, options.timeout);
+  auto url = slurm::splitResourceUrl(options.resourceUrl);
+  if (!url.ok()) {
+    return url.error();
+  }
+  std::string implemented;
+  for (slurm::ApiVersion v : slurm::implementedVersions()) {
+    implemented += (implemented.empty() ? "" : ", ") + slurm::versionName(v);
+  }
+  // Which version: an explicit one, the resourceURL's (auto), or none yet (discovered).
+  std::optional<slurm::ApiVersion> version;
+  const std::string& wanted = options.apiVersion;
+  if (wanted != "auto" && wanted != "newest") {
+    version = slurm::parseVersion(wanted);
+    if (!version) {
+      return makeError(errc::kInvalid, "Slurm API version '" + wanted + "' is not one the bridge pod speaks (" +
+                                           implemented + ", or auto / newest)");
+    }
+    if (!url->version.empty() && url->version != wanted) {
+      return makeError(errc::kInvalid, "resourceURL names " + url->version + " but the Slurm API version asked for is " +
+                                           wanted);
+    }
+  } else if (wanted == "auto" && !url->version.empty()) {
+    version = slurm::parseVersion(url->version);
+    if (!version) {
+      return makeError(errc::kInvalid, "resourceURL names slurmrestd " + url->version +
+                                           ", which the bridge pod does not speak (" + implemented +
+                                           "); give the base URL to use the newest one the server offers");
+    }
+  }
+  auto http = backendHttpClient(url->root, options.caFile, options.timeout);
   if (!http.ok()) {
     return http.error();
   }
-  return std::unique_ptr<SlurmBackend>(new SlurmBackend(std::move(options), std::move(http).value()));
+  return std::unique_ptr<SlurmBackend>(new SlurmBackend(std::move(options), std::move(http).value(), version));
 }
 
-SlurmBackend::SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http)
+SlurmBackend::SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http,
+                           std::optional<slurm::ApiVersion> version)
     : options_(std::move(options)),
+      version_(version),
       http_(std::move(http)),
       tokens_(options_.credentialsDir, options_.tokenLifespan, options_.clock) {}
 
-Result<kc::net::Response> SlurmBackend::send(const std::string& method, const std::string& target, std::string body) {
+Result<kc::net::Response> SlurmBackend::sendRoot(const std::string& method, const std::string& target,
+                                                 std::string body) {
   auto user = tokens_.user();
   if (!user.ok()) {
     return user.error();
@@ -79,27 +113,107 @@ Result<kc::net::Response> SlurmBackend::send(const std::string& method, const st
   return http_->request(method, target, std::move(body), std::move(h));
 }
 
-std::uint64_t SlurmBackend::stagingLimit() const { return kSlurmStagingLimit; }
+Result<kc::net::Response> SlurmBackend::send(const std::string& method, const std::string& path, std::string body) {
+  if (!version_) {
+    return makeError(errc::kInvalid, "the Slurm API version is not known yet (prepare() discovers it)");
+  }
+  return sendRoot(method, "/slurm/" + slurm::versionName(*version_) + path, std::move(body));
+}
 
-Status SlurmBackend::prepare() {
+namespace {
+
+// A reply that is not a usable answer, as a transient or permanent error (22.05 answers a bad
+// or expired token with 500 "slurmctld config is unable to load").
+Error replyError(const std::string& what, const kc::net::Response& r) {
+  if (r.status == 401) {
+    return makeError(errc::kUnauthorized, what + ": 401 (authentication failure)");
+  }
+  if (r.status >= 500) {
+    const bool auth = r.body.find("slurm_load_ctl_conf") != std::string::npos;
+    return makeError(auth ? errc::kUnauthorized : errc::kServerError,
+                     what + ": HTTP " + std::to_string(r.status) + (auth ? " (token rejected)" : ""));
+  }
+  return makeError(errc::kInvalid, what + ": HTTP " + std::to_string(r.status) + " " + excerpt(r.body));
+}
+
+}  // namespace
+
+Status SlurmBackend::ping() {
   auto r = send("GET", "/ping");
   if (!r.ok()) {
     return r.error();
   }
-  if (r->status == 401) {
-    return makeError(errc::kUnauthorized, "slurmrestd ping: 401 (authentication failure)");
-  }
-  if (r->status >= 500) {
-    // 22.05 answers a bad or expired token with 500 "slurmctld config is unable to load".
-    const bool auth = r->body.find("slurm_load_ctl_conf") != std::string::npos;
-    return makeError(auth ? errc::kUnauthorized : errc::kServerError,
-                     "slurmrestd ping: HTTP " + std::to_string(r->status) + (auth ? " (token rejected)" : ""));
-  }
   if (r->status != 200) {
-    return makeError(errc::kInvalid, "slurmrestd ping: HTTP " + std::to_string(r->status) +
-                                         " (is resourceURL the /slurm/v0.0.38/ prefix?)");
+    Error e = replyError("slurmrestd ping", *r);
+    if (e.code == errc::kInvalid) {
+      e.message += " (does the server offer " + slurm::versionName(*version_) + "?)";
+    }
+    return e;
   }
   return okStatus();
+}
+
+Status SlurmBackend::discover() {
+  std::string implemented;
+  for (slurm::ApiVersion v : slurm::implementedVersions()) {
+    implemented += (implemented.empty() ? "" : ", ") + slurm::versionName(v);
+  }
+  // The OpenAPI document lists every /slurm/v0.0.NN/ path the server serves.
+  for (const char* doc : {"/openapi/v3", "/openapi"}) {
+    auto r = sendRoot("GET", doc);
+    if (!r.ok()) {
+      return r.error();
+    }
+    if (r->status == 401 || r->status >= 500) {
+      return replyError(std::string("slurmrestd GET ") + doc, *r);
+    }
+    if (r->status != 200) {
+      continue;
+    }
+    auto offered = slurm::offeredVersions(r->body);
+    if (!offered.ok() || offered->empty()) {
+      continue;  // not a document we can read: ask the next way
+    }
+    std::string list;
+    for (const std::string& v : *offered) {
+      list += (list.empty() ? "" : ", ") + v;
+    }
+    version_ = slurm::newestImplemented(*offered);
+    if (!version_) {
+      return makeError(errc::kInvalid, "slurmrestd at " + options_.resourceUrl + " offers " + list +
+                                           ", none of the versions the bridge pod speaks (" + implemented + ")");
+    }
+    spdlog::info("slurmrestd offers {} ({}); speaking {}", list, doc, slurm::versionName(*version_));
+    return okStatus();
+  }
+  // No readable document: the newest version whose ping answers.
+  for (slurm::ApiVersion v : slurm::implementedVersions()) {
+    auto r = sendRoot("GET", "/slurm/" + slurm::versionName(v) + "/ping");
+    if (!r.ok()) {
+      return r.error();
+    }
+    if (r->status == 200) {
+      version_ = v;
+      spdlog::info("slurmrestd answers ping on {} (no OpenAPI document); speaking it", slurm::versionName(v));
+      return okStatus();
+    }
+    if (r->status == 401 || r->status >= 500) {
+      return replyError("slurmrestd ping " + slurm::versionName(v), *r);
+    }
+  }
+  return makeError(errc::kInvalid, "slurmrestd at " + options_.resourceUrl +
+                                       " serves no OpenAPI document and answers no ping of " + implemented);
+}
+
+std::uint64_t SlurmBackend::stagingLimit() const { return kSlurmStagingLimit; }
+
+Status SlurmBackend::prepare() {
+  if (!version_) {
+    if (auto d = discover(); !d.ok()) {
+      return d;
+    }
+  }
+  return ping();
 }
 
 Result<std::optional<std::string>> SlurmBackend::findTagged(const JobContext& ctx) {
@@ -107,7 +221,7 @@ Result<std::optional<std::string>> SlurmBackend::findTagged(const JobContext& ct
   if (!r.ok()) {
     return r.error();
   }
-  auto found = slurm::findTaggedJob(static_cast<int>(r->status), r->body, ctx.uid);
+  auto found = slurm::findTaggedJob(static_cast<int>(r->status), r->body, ctx.uid, *version_);
   if (!found.ok()) {
     return found.error();
   }
@@ -123,7 +237,10 @@ Result<std::string> SlurmBackend::submit(const JobContext& ctx) {
     return script.error();
   }
   slurm::SubmitInput in{*script, ctx.params.jobProperties, ctx.uid, ctx.jobName};
-  auto body = slurm::buildSubmitBody(in);
+  if (!version_) {
+    return makeError(errc::kInvalid, "the Slurm API version is not known yet (prepare() discovers it)");
+  }
+  auto body = slurm::buildSubmitBody(in, *version_);
   if (!body.ok()) {
     return body.error();
   }
@@ -147,7 +264,7 @@ Result<Query> SlurmBackend::query(const std::string& id) {
   if (!r.ok()) {
     return r.error();
   }
-  auto q = slurm::parseJobResponse(static_cast<int>(r->status), r->body, *n);
+  auto q = slurm::parseJobResponse(static_cast<int>(r->status), r->body, *n, *version_);
   if (!q.ok()) {
     return q.error();
   }

@@ -1,7 +1,14 @@
 #pragma once
-// The Slurm backend: slurmrestd (OpenAPI v0.0.38) over HTTP, through the pure codec
+// The Slurm backend: slurmrestd (OpenAPI v0.0.38 to v0.0.41) over HTTP, through the pure codec
 // (slurm_codec.hpp). Every request carries X-SLURM-USER-NAME / X-SLURM-USER-TOKEN from the
 // SlurmTokenSource (minted HS256 tokens refreshed before expiry, or a token file re-read).
+//
+// The API version (SlurmOptions::apiVersion, docs/bridge.md "Slurm API versions"): an
+// explicit "v0.0.NN" is used as is; "auto" uses the version the resourceURL names
+// (`.../slurm/v0.0.38/`) and discovers when it names none (`http://host:6820/`); "newest"
+// always discovers. Discovery (in prepare()) reads the `/slurm/v0.0.NN/` paths of
+// GET /openapi/v3 (then GET /openapi), else probes GET /slurm/v0.0.NN/ping newest first, and
+// takes the newest version the codec implements; a server offering none is a permanent error.
 //
 // slurmrestd has no endpoint for a job's files: outputs are read from the job's
 // current_working_directory on the shared file system the bridge pod mounts (`sharedRoot`
@@ -10,16 +17,19 @@
 // travel inside the batch script (slurm_script.hpp).
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "libcore/net/http_client.hpp"
 #include "services/bridge-pod/backend.hpp"
 #include "services/bridge-pod/credentials.hpp"
+#include "services/bridge-pod/slurm_codec.hpp"
 
 namespace kc::bridge::pod {
 
 struct SlurmOptions {
-  std::string resourceUrl;  // http(s)://host:port/slurm/v0.0.38/
+  std::string resourceUrl;  // http(s)://host:port/slurm/v0.0.NN/ or http(s)://host:port/
+  std::string apiVersion = "auto";  // "auto", "newest" or "v0.0.NN"
   std::string credentialsDir;
   std::chrono::seconds tokenLifespan{600};
   std::string sharedRoot;
@@ -32,6 +42,8 @@ class SlurmBackend final : public Backend {
  public:
   static Result<std::unique_ptr<SlurmBackend>> create(SlurmOptions options);
   const char* name() const override { return "slurm"; }
+  // The API version spoken: fixed at create() or found by prepare().
+  std::optional<slurm::ApiVersion> apiVersion() const { return version_; }
   std::uint64_t stagingLimit() const override;
   Status prepare() override;
   Result<std::optional<std::string>> findTagged(const JobContext& ctx) override;
@@ -41,9 +53,16 @@ class SlurmBackend final : public Backend {
   Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id, const std::string& file) override;
 
  private:
-  SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http);
-  Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body = {});
+  SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http,
+               std::optional<slurm::ApiVersion> version);
+  // `path` below /slurm/<version> ("/job/submit"); send() needs the version known.
+  Result<kc::net::Response> send(const std::string& method, const std::string& path, std::string body = {});
+  // Any target below the resourceURL's root ("/openapi/v3").
+  Result<kc::net::Response> sendRoot(const std::string& method, const std::string& target, std::string body = {});
+  Status discover();
+  Status ping();
   SlurmOptions options_;
+  std::optional<slurm::ApiVersion> version_;
   std::unique_ptr<kc::net::HttpClient> http_;
   SlurmTokenSource tokens_;
 };

@@ -30,7 +30,8 @@ class SlurmCluster {
   }
   ~SlurmCluster() { script({"stop", base_}); }
 
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(rest_) + "/slurm/v0.0.38/"; }
+  std::string url() const { return base() + "slurm/v0.0.38/"; }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(rest_) + "/"; }
   std::string jwtKeyFile() const { return base_ + "/jwt.key"; }
   std::string work() const { return base_ + "/work"; }
   void stopRest() { REQUIRE(script({"stop-rest", base_}) == 0); }
@@ -99,8 +100,10 @@ struct World : BridgeWorld {
                 {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
   }
 
-  std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env) {
-    return BridgeWorld::pod("slurm", env, {"--slurm-token-lifespan", "60"});
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env,
+                                                 std::vector<std::string> extra = {}) {
+    extra.insert(extra.begin(), {"--slurm-token-lifespan", "60"});
+    return BridgeWorld::pod("slurm", env, std::move(extra));
   }
   Scenario scenario() {
     return {api, [this](const std::vector<std::string>& env) { return pod(env); },
@@ -276,4 +279,34 @@ TEST_CASE("slurm: slurmrestd down at start and while polling: retries and one jo
   // The job finishes while nobody can ask.
   outageRunsOnce(w.scenario(), "patient", w.spec("patient", "#!/bin/sh\nsleep 3\necho late > hello.out\n"), 5s);
   CHECK(w.s3.object("results", "patient/hello.out") == "late\n");
+}
+
+// Version discovery against the real slurmrestd 22.05, which offers v0.0.36, v0.0.37 and
+// v0.0.38 (slurm_cluster.sh loads those three plugins): its GET /openapi/v3 lists them, and
+// the newest the bridge pod speaks is v0.0.38.
+TEST_CASE("slurm: a base resourceURL discovers v0.0.38 from the real slurmrestd and runs the job") {
+  World w;
+  json spec = w.spec("found", "#!/bin/sh\necho found > hello.out\n");
+  spec["resourceURL"] = w.slurm.base();
+  auto pod = w.pod(w.api.start("found", spec));
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("found", "status.jobStatus") == "DONE");
+  CHECK(w.slurm.jobsTagged(w.api.uid()).size() == 1);
+  CHECK(w.s3.object("results", "found/hello.out") == "found\n");
+}
+
+TEST_CASE("slurm: a version the real slurmrestd does not offer ends the pod with nothing submitted") {
+  World w;
+  json spec = w.spec("absent", "#!/bin/sh\necho x > hello.out\n");
+  spec["resourceURL"] = w.slurm.base();
+  auto pod = w.pod(w.api.start("absent", spec), {"--slurm-api-version", "v0.0.40"});
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("absent", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("absent", "status.message").find("v0.0.40") != std::string::npos);
+  CHECK(w.api.value("absent", "id") == "<absent>");
+  CHECK(w.slurm.jobs().empty());
 }
