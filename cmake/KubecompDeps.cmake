@@ -12,6 +12,10 @@ find_package(yaml-cpp REQUIRED)
 find_package(SQLiteCpp REQUIRED)
 find_package(prometheus-cpp REQUIRED COMPONENTS core)
 find_package(pugixml REQUIRED)
+# libzip through pkg-config: bookworm's libzip-dev CMake config names the zipcmp, zipmerge and
+# ziptool programs of other packages and fails without them.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
 find_package(Catch2 2 REQUIRED)
 include(Catch)
 # protobuf ships no CMake config on bookworm: module mode + protobuf_generate.

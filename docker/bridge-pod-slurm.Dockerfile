@@ -13,7 +13,7 @@ RUN apt-get update \
       libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
       libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
       libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
-      libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev \
+      libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev libzip-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -24,7 +24,7 @@ RUN cmake --preset release \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates libfmt9 libpugixml1v5 libspdlog1.10 libssl3 libyaml-cpp0.7 \
+      ca-certificates libfmt9 libpugixml1v5 libspdlog1.10 libssl3 libyaml-cpp0.7 libzip4 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/bin/bridge-pod /usr/local/bin/bridge-pod
 USER 65532:65532

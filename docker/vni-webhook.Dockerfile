@@ -11,7 +11,7 @@ RUN apt-get update \
       libboost-system-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc \
       libprotobuf-dev protobuf-compiler nlohmann-json3-dev libsqlitecpp-dev \
       libsqlite3-dev sqlite3 libfmt-dev catch2 libspdlog-dev libcli11-dev \
-      libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev \
+      libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev libzip-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -10,7 +10,7 @@ PACKAGES=(
   libboost-dev libboost-system-dev libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libsqlitecpp-dev libsqlite3-dev sqlite3
-  libfmt-dev catch2 libspdlog-dev libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev
+  libfmt-dev catch2 libspdlog-dev libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev libzip-dev
   # real peers and tools used by tests and benchmarks
   python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy wrk curl openssl procps
   # bridge: a real single-node Slurm (slurmctld, slurmd, slurmrestd 22.05, munge, the JWT auth plugin) for the bridge pod's tests

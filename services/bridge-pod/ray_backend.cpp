@@ -2,6 +2,7 @@
 
 #include "libcore/base/percent_encoding.hpp"
 #include "services/bridge-pod/credentials.hpp"
+#include "services/bridge-pod/ray_package.hpp"
 
 namespace kc::bridge::pod {
 
@@ -51,7 +52,7 @@ std::optional<JobStatus> mapRayStatus(std::string_view s) {
   return std::nullopt;
 }
 
-Result<json> buildRaySubmitBody(const JobContext& ctx) {
+Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workingDir) {
   json body{{"submission_id", raySubmissionId(ctx.uid)},
             {"metadata", {{"bridgejob-uid", ctx.uid}, {"bridgejob", ctx.jobNamespace + "/" + ctx.jobName}}}};
   json env = json::object();
@@ -114,6 +115,9 @@ Result<json> buildRaySubmitBody(const JobContext& ctx) {
   }
   if (!env.empty()) {
     runtimeEnv["env_vars"] = env;
+  }
+  if (!workingDir.empty()) {
+    runtimeEnv["working_dir"] = workingDir;
   }
   if (!runtimeEnv.empty()) {
     body["runtime_env"] = runtimeEnv;
@@ -196,7 +200,8 @@ Result<std::unique_ptr<RayBackend>> RayBackend::create(RayOptions options) {
 RayBackend::RayBackend(RayOptions options, std::unique_ptr<kc::net::HttpClient> http)
     : options_(std::move(options)), http_(std::move(http)) {}
 
-Result<kc::net::Response> RayBackend::send(const std::string& method, const std::string& target, std::string body) {
+Result<kc::net::Response> RayBackend::send(const std::string& method, const std::string& target, std::string body,
+                                           const std::string& contentType) {
   kc::net::Headers h;
   if (secretKeyExists(options_.credentialsDir, "token")) {
     auto token = readSecretKey(options_.credentialsDir, "token");
@@ -206,7 +211,7 @@ Result<kc::net::Response> RayBackend::send(const std::string& method, const std:
     h.push_back({"Authorization", "Bearer " + *token});
   }
   if (!body.empty()) {
-    h.push_back({"Content-Type", "application/json"});
+    h.push_back({"Content-Type", contentType});
   }
   return http_->request(method, target, std::move(body), std::move(h));
 }
@@ -237,8 +242,46 @@ Result<std::optional<std::string>> RayBackend::findTagged(const JobContext& ctx)
   return std::optional<std::string>{id};
 }
 
+std::uint64_t RayBackend::stagingLimit() const { return kRayStagingLimit; }
+
+Result<std::string> RayBackend::uploadPackage(const std::vector<StagedFile>& files) {
+  auto zip = rayZipPackage(files);
+  if (!zip.ok()) {
+    return zip.error();
+  }
+  const std::string uri = rayPackageUri(*zip);
+  // The URI without "gcs://" is the route's {package_name}: GET (exists?) and PUT (upload).
+  const std::string target = "/api/packages/gcs/" + kc::percentEncode(uri.substr(6));
+  auto found = send("GET", target);
+  if (!found.ok()) {
+    return found.error();
+  }
+  if (found->status == 200) {
+    return uri;  // uploaded before (content-addressed: the same files)
+  }
+  if (found->status != 404) {
+    return httpError("Ray package lookup", found->status, found->body);
+  }
+  auto put = send("PUT", target, std::move(zip).value(), "application/zip");
+  if (!put.ok()) {
+    return put.error();
+  }
+  if (put->status != 200) {
+    return httpError("Ray package upload", put->status, put->body);
+  }
+  return uri;
+}
+
 Result<std::string> RayBackend::submit(const JobContext& ctx) {
-  auto body = buildRaySubmitBody(ctx);
+  std::string workingDir;
+  if (!ctx.additionalFiles.empty()) {
+    auto uri = uploadPackage(ctx.additionalFiles);
+    if (!uri.ok()) {
+      return uri.error();
+    }
+    workingDir = *uri;
+  }
+  auto body = buildRaySubmitBody(ctx, workingDir);
   if (!body.ok()) {
     return body.error();
   }

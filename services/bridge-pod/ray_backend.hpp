@@ -11,6 +11,8 @@
 //    BRIDGE_JOB_PARAMETERS; scriptmetadata {"pip": {name: version}, "env": {K: V}} becomes
 //    runtime_env pip ["name==version"] and env_vars; jobproperties may set entrypoint_num_cpus,
 //    entrypoint_num_gpus, entrypoint_memory, entrypoint_resources;
+//  - additionaldata: a zip package uploaded with PUT /api/packages/gcs/_ray_pkg_<hash>.zip
+//    (unless GET finds it there) and named in runtime_env.working_dir (ray_package.hpp);
 //  - outputs: only `logs` (the job's driver log) can be fetched;
 //  - auth: Secret key `token` when present -> Authorization: Bearer (Ray >= 2.52 token mode);
 //    no token: no header (Ray's default has no authentication).
@@ -32,8 +34,9 @@ struct RayOptions {
 
 // The submission id of a BridgeJob's Ray job.
 std::string raySubmissionId(const std::string& uid);
-// The POST /api/jobs/ body (errors "invalid" name the field).
-Result<nlohmann::json> buildRaySubmitBody(const JobContext& ctx);
+// The POST /api/jobs/ body (errors "invalid" name the field); `workingDir`, when not empty, is
+// the URI of the uploaded additionaldata package (runtime_env.working_dir).
+Result<nlohmann::json> buildRaySubmitBody(const JobContext& ctx, const std::string& workingDir = {});
 // A Ray job status string -> BridgeJob status (nullopt: unknown string).
 std::optional<JobStatus> mapRayStatus(std::string_view status);
 // GET /api/jobs/<id> reply -> Query (404 -> gone).
@@ -43,8 +46,7 @@ class RayBackend final : public Backend {
  public:
   static Result<std::unique_ptr<RayBackend>> create(RayOptions options);
   const char* name() const override { return "ray"; }
-  // Staging files has no meaning here yet: the job is refused (docs/bridge.md).
-  std::uint64_t stagingLimit() const override { return 0; }
+  std::uint64_t stagingLimit() const override;
   Status prepare() override;
   Result<std::optional<std::string>> findTagged(const JobContext& ctx) override;
   Result<std::string> submit(const JobContext& ctx) override;
@@ -54,7 +56,10 @@ class RayBackend final : public Backend {
 
  private:
   RayBackend(RayOptions options, std::unique_ptr<kc::net::HttpClient> http);
-  Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body = {});
+  Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body = {},
+                                 const std::string& contentType = "application/json");
+  // Uploads the additionaldata package unless the dashboard has it; its URI.
+  Result<std::string> uploadPackage(const std::vector<StagedFile>& files);
   RayOptions options_;
   std::unique_ptr<kc::net::HttpClient> http_;
 };

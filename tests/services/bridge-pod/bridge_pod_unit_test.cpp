@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <deque>
 #include <functional>
+#include <regex>
 
 #include "libcore/base/rfc3339.hpp"
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "services/bridge-pod/multipart.hpp"
 #include "services/bridge-pod/quantum_backend.hpp"
 #include "services/bridge-pod/ray_backend.hpp"
+#include "services/bridge-pod/ray_package.hpp"
 #include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/s3_client.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
@@ -685,4 +687,30 @@ TEST_CASE("lsf: ws/jobhistory replies read robustly (wrapped bhist text, several
   CHECK(lsfHistoryJob("12", 200, "<jobHistory><history>").error().code == "protocol");
   CHECK(lsfHistoryJob("12", 200, "<jobs/>").error().code == "protocol");
   CHECK(lsfHistoryJob("12", 500, "oops").error().code == "server_error");
+}
+
+TEST_CASE("ray: the additionaldata package is a zip python's zipfile unpacks, the same bytes for the same files") {
+  const std::vector<StagedFile> files{{"a.txt", "alpha\n"}, {"it's b.bin", std::string("\0\xffPK", 4)}, {"empty", ""}};
+  auto zip = rayZipPackage(files);
+  REQUIRE(zip.ok());
+  CHECK(rayZipPackage(files).value() == *zip);  // content-addressed: one name for one content
+  const std::string uri = rayPackageUri(*zip);
+  CHECK(std::regex_match(uri, std::regex("gcs://_ray_pkg_[0-9a-f]{32}\\.zip")));
+  CHECK(rayPackageUri(rayZipPackage({{"a.txt", "alpha!\n"}}).value()) != uri);
+  kc::testing::TempDir dir;
+  dir.write("pkg.zip", *zip);
+  const std::string cmd = "/usr/bin/python3 -m zipfile -e '" + dir.file("pkg.zip") + "' '" + dir.file("out") + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  for (const StagedFile& f : files) {
+    CHECK(slurp(dir.file("out/" + f.name)) == f.bytes);
+  }
+
+  JobContext ctx;
+  ctx.uid = "u-1";
+  ctx.params.scriptLocation = "remote";
+  ctx.script = "python main.py";
+  auto body = buildRaySubmitBody(ctx, uri);
+  REQUIRE(body.ok());
+  CHECK((*body)["runtime_env"]["working_dir"] == uri);
+  CHECK_FALSE(buildRaySubmitBody(ctx).value().contains("runtime_env"));
 }

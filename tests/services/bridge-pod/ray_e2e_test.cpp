@@ -108,6 +108,39 @@ TEST_CASE("ray: a failing script is FAILED with its exit code and its logs uploa
 
 
 
+TEST_CASE("ray: additionaldata becomes an uploaded working_dir package the job runs in") {
+  RayWorld w;
+  w.putS3("results", "inputs/cfg/settings.json", R"({"scale": 7})");
+  const std::string binary("\0\x01PK\x03\x04\xff", 7);
+  w.putS3("results", "inputs/blob.bin", binary);
+  json spec = w.spec("import json\n"
+                     "print('scale', json.load(open('settings.json'))['scale'], 'blob', len(open('blob.bin', 'rb').read()))\n");
+  spec["jobdata"]["additionaldata"] = "results:inputs/cfg/settings.json,results:inputs/blob.bin";
+  auto pod = w.pod(w.api.start("withfiles", spec));
+  auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("withfiles", "status.jobStatus") == "DONE");
+  CHECK(w.s3.object("results", "withfiles/logs") == "scale 7 blob 7\n");
+  const json body = w.ray.lastBody("bridge-" + w.api.uid());
+  const std::string uri = body["runtime_env"]["working_dir"];
+  CHECK(uri.rfind("gcs://_ray_pkg_", 0) == 0);
+  CHECK(w.ray.packages().count(uri) == 1);
+  CHECK(w.ray.packageUploads() == 1);
+  CHECK(body["runtime_env"]["env_vars"]["GREETING"] == "hello");  // the rest of the runtime_env kept
+
+  // The same files for another job: the package is there already, not uploaded again.
+  json again = spec;
+  again["jobdata"]["jobscript"] = "print(open('blob.bin', 'rb').read() == bytes([0, 1, 80, 75, 3, 4, 255]))\n";
+  pod = w.pod(w.api.start("again", again));
+  exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.s3.object("results", "again/logs") == "True\n");
+  CHECK(w.ray.packageUploads() == 1);
+  CHECK(w.ray.submissions() == 2);
+}
+
 TEST_CASE("ray: a wrong token is retried as transient and never submits") {
   RayWorld w;
   w.dir.write("creds/token", "wrong");

@@ -4,8 +4,12 @@
 // duplicate submission_id answered 400 text/plain "Job with submission_id X already exists.
 // Please use a different submission_id.", an unknown id 404 text "Job X does not exist",
 // stop answering {"stopped": bool}, times in milliseconds, unknown request fields 400, DELETE
-// only for finished jobs. Jobs really run (LocalJob): the entrypoint under /bin/sh with the
-// runtime_env's env_vars. Optional token auth (Ray >= 2.52: Authorization: Bearer). down()/up()
+// only for finished jobs. Packages as job_head.py serves them: PUT
+// /api/packages/{protocol}/{package_name} stores the body, GET answers 200 when it is stored and
+// 404 text "Package gcs://X does not exist" otherwise; a job whose runtime_env.working_dir is
+// a gcs:// URI runs inside that package, unpacked (by python3's zipfile, not by the pod's
+// libzip), or fails at runtime env setup when the package was never uploaded. Jobs really run
+// (LocalJob): the entrypoint under /bin/sh with the runtime_env's env_vars. Optional token auth (Ray >= 2.52: Authorization: Bearer). down()/up()
 // stop and restart the listener on the same port, keeping the jobs.
 
 #include <nlohmann/json.hpp>
@@ -35,6 +39,14 @@ class RayJobsDouble {
     std::lock_guard lock(mu_);
     auto it = jobs_.find(id);
     return it == jobs_.end() ? nullptr : it->second.job;
+  }
+  int packageUploads() {
+    std::lock_guard lock(mu_);
+    return uploads_;
+  }
+  std::map<std::string, std::string> packages() {
+    std::lock_guard lock(mu_);
+    return packages_;
   }
   nlohmann::json lastBody(const std::string& id) {
     std::lock_guard lock(mu_);
@@ -100,9 +112,28 @@ class RayJobsDouble {
       }
     }
     env.push_back("RAY_JOB_ID=" + id);
+    std::string entrypoint = body["entrypoint"].get<std::string>();
+    const std::string jobDir = dir_ + "/" + id;
+    std::filesystem::create_directories(jobDir);
+    if (body.contains("runtime_env") && body["runtime_env"].contains("working_dir")) {
+      const std::string uri = body["runtime_env"]["working_dir"].get<std::string>();
+      auto pkg = packages_.find(uri);
+      if (uri.rfind("gcs://", 0) != 0 || pkg == packages_.end()) {
+        // Ray accepts the submission; setting up the runtime env fails on the node.
+        entrypoint = "echo 'runtime_env setup failed: " + uri + " does not exist' >&2; exit 1";
+      } else {
+        const std::string zip = dir_ + "/" + id + ".zip";
+        std::ofstream(zip, std::ios::binary) << pkg->second;
+        kc::testing::ChildProcess unzip({"/usr/bin/python3", "-m", "zipfile", "-e", zip, jobDir},
+                                        kc::testing::ChildOutput::kInherit);
+        if (unzip.wait() != 0) {
+          entrypoint = "echo 'runtime_env setup failed: " + uri + " is not a zip archive' >&2; exit 1";
+        }
+      }
+    }
     Entry e;
     e.request = body;
-    e.job = std::make_shared<LocalJob>(dir_ + "/" + id, body["entrypoint"].get<std::string>(), env);
+    e.job = std::make_shared<LocalJob>(jobDir, entrypoint, env);
     jobs_.emplace(id, std::move(e));
     return kc::net::Response::json(200, {{"job_id", "0" + std::to_string(jobs_.size()) + "000000"},
                                          {"submission_id", id}});
@@ -177,10 +208,39 @@ class RayJobsDouble {
     return text(404, "Not Found");
   }
 
+  kc::net::Response package(const kc::net::Request& r) {
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    // /api/packages/{protocol}/{package_name}
+    const std::string rest = r.path.substr(std::string("/api/packages/").size());
+    const auto slash = rest.find('/');
+    if (slash == std::string::npos || rest.find('/', slash + 1) != std::string::npos) {
+      return text(404, "Not Found");
+    }
+    const std::string protocol = rest.substr(0, slash), name = rest.substr(slash + 1);
+    if (protocol != "gcs" || name.size() < 5 || name.substr(name.size() - 4) != ".zip") {
+      return text(500, "ValueError: package_uri (" + protocol + "://" + name + ") is not a gcs:// .zip package");
+    }
+    const std::string uri = protocol + "://" + name;
+    std::lock_guard lock(mu_);
+    if (r.method == "PUT") {
+      packages_[uri] = r.body;
+      ++uploads_;
+      return text(200, "");
+    }
+    if (!packages_.count(uri)) {
+      return text(404, "Package " + uri + " does not exist");
+    }
+    return text(200, "");
+  }
+
   std::string dir_;
   std::string token_;
   std::mutex mu_;
   std::map<std::string, Entry> jobs_;
+  std::map<std::string, std::string> packages_;  // URI -> zip bytes
+  int uploads_ = 0;
   RestartableServer listener_{[this](kc::net::HttpServer& s) {
     s.route("GET", "/api/version", [this](const kc::net::Request& r) {
       if (auto denied = auth(r)) {
@@ -189,6 +249,8 @@ class RayJobsDouble {
       return kc::net::Response::json(200, {{"version", "4"}, {"ray_version", "2.9.3"}, {"ray_commit", "double"}});
     });
     s.route("POST", "/api/jobs/", [this](const kc::net::Request& r) { return submit(r); });
+    s.routePrefix("GET", "/api/packages/", [this](const kc::net::Request& r) { return package(r); });
+    s.routePrefix("PUT", "/api/packages/", [this](const kc::net::Request& r) { return package(r); });
     s.routePrefix("", "/api/jobs/", [this](const kc::net::Request& r) { return job(r); });
   }};
 };
