@@ -55,7 +55,8 @@ def topology(setting):
 
 
 class Stack:
-    def __init__(self, bins, root, run_dir, log_dir, setting, time_scale, dialect, reconfigure, sched_flags=()):
+    def __init__(self, bins, root, run_dir, log_dir, setting, time_scale, dialect, reconfigure, sched_flags=(),
+                 reconfig_flags=()):
         self.bins = bins
         self.root = root
         self.dir = run_dir
@@ -64,6 +65,7 @@ class Stack:
         self.dialect = dialect
         self.reconfigure = reconfigure
         self.sched_flags = list(sched_flags)  # e.g. --queue-policy (kubecomp-demo)
+        self.reconfig_flags = list(reconfig_flags)  # more reconfig-mgr flags (--recompose-policy)
         self.sup = Supervisor(log_dir)
         self.chassis_url = None
         self.kubeconfig = os.path.join(run_dir, "kubeconfig")
@@ -168,6 +170,7 @@ class Stack:
         # advertise; it moves nothing because kubecomp-sched asks for nothing.
         argv = [self.bins["reconfig-mgr"], "--kubeconfig", self.kubeconfig, "--port", "0",
                 "--port-file", port_file, "--retry-period-seconds", "0.2", "--lease-namespace", "kube-system"]
+        argv += self.reconfig_flags
         self.sup.start("reconfig-mgr", argv)
         self.reconfig_metrics_port = int(self.sup.wait_for_file(port_file, "reconfig-mgr"))
 
