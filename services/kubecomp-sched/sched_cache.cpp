@@ -639,6 +639,7 @@ void SchedCache::resetQueue(Clock::time_point now) {
   }
   clearing_.clear();
   invalidReported_.clear();
+  heldReported_.clear();
   leading_ = true;
   // Requests already on pods (ours before a restart, or the previous leader's) are adopted
   // before any decision, so no pod is placed on GPUs promised to a waiting one. A malformed
