@@ -103,6 +103,19 @@ TEST_CASE("quantum: invalid input is FAILED with the service's reason") {
 
 
 
+TEST_CASE("quantum: additionaldata is refused before anything is downloaded or submitted") {
+  QuantumWorld w;
+  json spec = w.spec(kGood);
+  spec["jobdata"]["additionaldata"] = "results:inputs/never-read.txt";  // not even in S3: nothing is fetched
+  auto pod = w.pod(w.api.start("files", spec));
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("files", "status.jobStatus") == "FAILED");
+  CHECK(w.api.value("files", "status.message").find("the quantum backend cannot stage files") != std::string::npos);
+  CHECK(w.quantum.submissions() == 0);
+}
+
 TEST_CASE("quantum: a wrong API key is retried and never submits") {
   QuantumWorld w;
   w.dir.write("creds/password", "wrong-key");
