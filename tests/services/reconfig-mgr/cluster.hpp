@@ -197,6 +197,12 @@ class SimCluster {
     managers_.at(id)->kill(SIGKILL);
     managers_.erase(id);
   }
+  // Stops the node's device plugin: its last usage report stays on the Node and never
+  // confirms a withdrawal, so a move from this node stays Draining.
+  void stopPlugin(const std::string& node) {
+    plugins_.at(node)->terminate(5s);
+    plugins_.erase(node);
+  }
   std::string metrics(int id) {
     return httpGet(managerPorts_.at(id), "/metrics");
   }

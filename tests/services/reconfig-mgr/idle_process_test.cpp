@@ -3,7 +3,8 @@
 // (cluster.hpp). The test plays kubecomp-sched. Nothing waits and the recent arrivals asked for
 // 8 GPUs: free GPUs are gathered on one node in the background, one journaled move at a time;
 // a real request that comes while a background move is past its detach waits for that one
-// move only; the default policy (none) moves nothing.
+// move only, one that comes while it is still draining cancels it; the default policy (none)
+// moves nothing.
 
 #include <catch2/catch.hpp>
 #include <set>
@@ -114,6 +115,44 @@ TEST_CASE(
   CHECK(m.find(R"(kubecomp_reconfig_background_moves_total{result="succeeded"} 1)") !=
         std::string::npos);
   CHECK(m.find(R"(kubecomp_reconfig_moves_total{result="succeeded"} 2)") != std::string::npos);
+}
+
+TEST_CASE(
+    "reconfig-mgr idle-gather: a background move still draining is cancelled by a real "
+    "request, which is served at once",
+    "[reconfig][e2e]") {
+  SimCluster c(spread());
+  pastEightGpuJob(c);
+  // Host03's plugin stops: the first background move (GPU07, Host03's fragment, to Host01)
+  // never gets its withdrawal confirmed and stays Draining.
+  c.stopPlugin("host03");
+  // first-fit: the real request's source is Host01's GPU01, not the stuck Host03.
+  const int id = c.startManager({"--recompose-policy", "idle-gather", "--gpu-policy", "first-fit"});
+  REQUIRE(c.poolUntil([](const json& st) {
+    const auto moves = st.value("moves", json::array());
+    return !moves.empty() && moves[0].value("phase", "") == "Draining" &&
+           moves[0].value("kind", "") == "Background" && moves[0].value("gpu", "") == "c0.07";
+  }));
+  c.createPod("real", 4, "host02");
+  REQUIRE(c.waitAllocatable("host02", 4, 60s));
+  c.bindAndWaitRunning("real", "host02");
+  c.invariants();
+  const json moves = c.poolStatus()["moves"];
+  REQUIRE(moves.size() == 2);
+  CHECK(moves[0]["pod"] == "default/real");
+  CHECK(moves[0]["phase"] == "Succeeded");
+  CHECK(moves[0]["gpu"] == "c0.01");
+  CHECK(moves[1]["gpu"] == "c0.07");
+  CHECK(moves[1]["kind"] == "Background");
+  CHECK(moves[1]["phase"] == "Failed");
+  CHECK(moves[1].value("cancelled", false));
+  CHECK(moves[1].value("message", "").find("default/real") != std::string::npos);
+  CHECK(c.simGpus().at("c0.07") == "host03");  // never detached
+  CHECK(poolEvent(c, "GPUMoveCancelled"));
+  const std::string m = c.metrics(id);
+  CHECK(m.find(R"(kubecomp_reconfig_background_moves_total{result="cancelled"} 1)") !=
+        std::string::npos);
+  CHECK(m.find(R"(kubecomp_reconfig_failures_total{kind="move"})") == std::string::npos);
 }
 
 TEST_CASE(
