@@ -50,7 +50,7 @@ struct IdleInputs {
   alloc::RecomposeKind kind = alloc::RecomposeKind::None;
   alloc::GpuPolicy gpuPolicy{};
   std::chrono::system_clock::time_point now{};
-  std::chrono::seconds defaultRuntime{3600};
+  std::chrono::seconds defaultRuntime{300};
   std::chrono::seconds cooldown{300};
 };
 

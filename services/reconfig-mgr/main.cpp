@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   double moveTimeout = 45;
   std::uint32_t fabricAttempts = 3;
   double planMaxAge = 1;
-  std::int64_t defaultRuntime = 3600;
+  std::int64_t defaultRuntime = 300;  // as kubecomp-sched's, the paper's job length
   std::int64_t recomposeCooldown = 300;
   bool noLeaderElect = false;
   double leaseDuration = 15;

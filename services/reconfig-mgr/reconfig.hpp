@@ -46,7 +46,7 @@ struct ReconfigOptions {
   // Idle-time recomposition (idle_planner.hpp): a libcore recomposition policy name; "none" is
   // the paper's (GPUs move only for a waiting pod).
   std::string recomposePolicy = "none";
-  std::chrono::seconds defaultRuntime{3600};     // expected run time of a pod that gives none
+  std::chrono::seconds defaultRuntime{300};      // expected run time of a pod that gives none
   std::chrono::seconds recomposeCooldown{300};   // a GPU moved in the background stays this long
   std::uint64_t seed = 1;                        // for the "random" policy
   MoveRunnerOptions runner;
