@@ -211,3 +211,26 @@ TEST_CASE("slurm versions: a resourceURL naming a version the pod does not speak
   CHECK_THAT(w.api.value("old", "status.message"), Catch::Contains("names slurmrestd v0.0.37"));
   CHECK(w.slurm.tagged(w.api.uid()) == 0);
 }
+
+TEST_CASE("slurm versions: an explicit version that is unknown or contradicts the resourceURL ends the pod FAILED") {
+  struct Row {
+    const char* urlVersion;  // "" = the base URL
+    const char* flag;
+    const char* message;
+  };
+  auto row = GENERATE(values<Row>({
+      {"v0.0.39", "v0.0.40", "resourceURL names v0.0.39 but the Slurm API version asked for is v0.0.40"},
+      {"", "v0.0.99", "Slurm API version 'v0.0.99' is not one the bridge pod speaks"},
+  }));
+  INFO(row.flag);
+  World w;
+  const std::string url = std::string(row.urlVersion).empty() ? w.slurm.base() : w.slurm.url(row.urlVersion);
+  auto pod = w.pod(w.api.start("told", w.spec("told", "#!/bin/sh\necho x > hello.out\n", url)),
+                   {"--slurm-api-version", row.flag});
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(w.api.value("told", "status.jobStatus") == "FAILED");
+  CHECK_THAT(w.api.value("told", "status.message"), Catch::Contains(row.message));
+  CHECK(w.slurm.tagged(w.api.uid()) == 0);
+}
