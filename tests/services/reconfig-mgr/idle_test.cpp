@@ -167,7 +167,7 @@ class Pool final : public kc::reconfig::MoveEnv {
   kc::reconfig::PoolView view() {
     auto inv = fabric_->inventory();
     REQUIRE(inv);
-    return kc::reconfig::buildView(spec_, *inv, usageByNode(), journal, {});
+    return kc::reconfig::buildView(spec_, *inv, usageByNode(), journal, quarantined);
   }
 
   // --- MoveEnv ---
@@ -215,6 +215,7 @@ class Pool final : public kc::reconfig::MoveEnv {
   std::map<std::string, std::map<std::string, std::vector<std::string>>>
       inUse;  // node -> gpu -> pods
   bool pluginsWithdraw = true;
+  kc::reconfig::Quarantine quarantined;  // status.quarantine
   std::vector<std::string> started;  // "B c0.x>node" / "D c0.x>node", in start order
   std::vector<json> persisted;
   std::vector<std::string> events;
@@ -495,6 +496,19 @@ TEST_CASE("idle-gather: a GPU in use never moves", "[reconfig][idle]") {
     CHECK(pool.journal.history[0].message.find("in use") != std::string::npos);
     CHECK(pool.layout().at(gpu) == from);
   }
+}
+
+TEST_CASE("idle-gather: a quarantined GPU never moves", "[reconfig][idle]") {
+  Pool pool(spread(), kc::alloc::RecomposeKind::IdleGather);
+  pool.arrivedAndFinished("job-a", 7, 10);
+  // host04's fragment, the first donor otherwise.
+  pool.quarantined["c0.8"] = "attach reported done but did not happen";
+  pool.settle();
+  CHECK(pool.layout().at("c0.8") == "host04");
+  for (const auto& s : pool.started) {
+    CHECK(s.find("c0.8>") == std::string::npos);
+  }
+  CHECK(pool.onNode("host01") == 7);
 }
 
 TEST_CASE("idle-gather: a crash in each phase of a background move resumes or rolls back",
