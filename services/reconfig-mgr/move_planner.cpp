@@ -182,8 +182,19 @@ PlanResult planMoves(const PlanInputs& in) {
     plan.uid = p->uid;
     plan.node = p->dstNode;
     plan.request = p->gpus;
+    // GPUs the node's device plugin already reports in use by this very pod: it has been bound
+    // and started, and the pod watch has not caught up with the usage report yet (two watches,
+    // no order between them). They are its own, not a deficit.
+    std::int64_t own = 0;
+    for (const GpuView& g : view.gpus) {
+      if (g.node == p->dstNode &&
+          std::find(g.inUseBy.begin(), g.inUseBy.end(), p->key()) != g.inUseBy.end()) {
+        ++own;
+      }
+    }
     std::vector<std::string> onNode;
-    std::int64_t have = claimFreeOn(p->dstNode, p->gpus, p->models, &onNode);
+    std::int64_t have =
+        own + claimFreeOn(p->dstNode, std::max<std::int64_t>(0, p->gpus - own), p->models, &onNode);
     // A pod the pool cannot serve in full holds nothing: later pods may use those GPUs.
     auto release = [&] {
       for (const auto& id : onNode) {

@@ -267,6 +267,37 @@ TEST_CASE("planner: the paper's Fig. 5 example - GPU06 moves from Host02 to Host
   CHECK(plan.next->phase == kc::reconfig::MovePhase::kDraining);
 }
 
+TEST_CASE(
+    "planner: a pod the pod watch still shows waiting but the usage report shows running on its "
+    "node is satisfied",
+    "[reconfig]") {
+  // Fig. 5 after the move: Host01 holds GPU01-03 and GPU06, all four in use by "big" (bound and
+  // started), while the pod informer still has "big" annotated and unbound. Nothing is short:
+  // no move and no "insufficient" verdict (which would put a false Warning on the pod).
+  auto f = fixture({{"01", "1"}, {"02", "1"}, {"03", "1"}, {"04", "2"}, {"05", "2"},
+                    {"06", "1"}, {"07", "3"}, {"08", "3"}},
+                   {{"host01", inUse({{"c0.01", {"default/big"}},
+                                      {"c0.02", {"default/big"}},
+                                      {"c0.03", {"default/big"}},
+                                      {"c0.06", {"default/big"}}})},
+                    {"host02", inUse({{"c0.04", {"default/r"}}, {"c0.05", {"default/r"}}})}});
+  f.pods.push_back(waitingPod("big", "host01", 4, 10));
+  auto plan = f.plan();
+  REQUIRE(plan.pods.size() == 1);
+  CHECK(plan.pods[0].verdict == PodPlan::Verdict::kSatisfied);
+  CHECK(plan.pods[0].deficit == 0);
+  CHECK_FALSE(plan.next);
+  // Partly started (the report lists two of its four): the rest is still a deficit of free
+  // GPUs first, then moves.
+  auto g = fixture({{"01", "1"}, {"02", "1"}, {"03", "3"}, {"04", "3"}},
+                   {{"host01", inUse({{"c0.01", {"default/big"}}, {"c0.02", {"default/big"}}})}});
+  g.pods.push_back(waitingPod("big", "host01", 4, 10));
+  auto partial = g.plan();
+  REQUIRE(partial.pods.size() == 1);
+  CHECK(partial.pods[0].deficit == 2);
+  CHECK(partial.pods[0].verdict == PodPlan::Verdict::kMoving);
+}
+
 TEST_CASE("planner: FCFS claims and the move in flight and models - insufficient pods do not block",
           "[reconfig]") {
   SECTION("two pods on one node: the earlier one claims the free GPUs first") {
