@@ -23,6 +23,12 @@
 // real reconfig-mgr, device plugins, kubelet stand-ins and chassis-sim), the measurement of
 // bench_reconfig (tools/bench/reconfig/reconfig_overhead.hpp), printed beside the original
 // design's polling intervals. A failed measurement fails the run (exit 1), no figure is left out.
+//
+// First, with no process running: the decision cost of the queue policies that plan ahead
+// (--queue-policy easy-backfill / slack-backfill, issue 17) at 5,000 nodes, side by side with
+// the default backfill over the same queue (queue_pass_bench.hpp): per pass, per pod tested and
+// pods decided per second (keys easy_pass_ms_5000_nodes, easy_decisions_per_s_5000_nodes, ...),
+// and the easy pass again at 1,000 nodes, so a per-pod cost that grows with the cluster shows.
 
 #include <algorithm>
 #include <atomic>
@@ -48,6 +54,7 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 #include "tools/bench/reconfig/reconfig_overhead.hpp"
+#include "tools/bench/sched/queue_pass_bench.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -209,7 +216,17 @@ int main(int argc, char** argv) {
   app.add_option("--reconfig-pods", reconfigPods,
                  "1-GPU reconfigurations measured (default 20; 5 with --quick)")
       ->check(CLI::Range(1, 60));
+  int queuePasses = 0;
+  int queueWaiting = 300;
+  app.add_option("--queue-passes", queuePasses, "measured passes per queue policy (default 9; 3 with --quick)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--queue-waiting", queueWaiting, "pods waiting behind the head in the queue pass")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
+  if (queuePasses == 0) {
+    queuePasses = quick ? 3 : 9;
+  }
   if (reconfigPods == 0) {
     reconfigPods = quick ? kc::bench::kReconfigPodsQuick : kc::bench::kReconfigPodsFull;
   }
@@ -224,6 +241,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    json queueOut;
+    {
+      kc::bench::QueuePassScenario sc;
+      sc.waiting = static_cast<std::uint32_t>(queueWaiting);
+      sc.passes = queuePasses;
+      const auto big = kc::bench::measureQueuePasses(sc);
+      big.print(std::cout);
+      big.addTo(queueOut);
+      sc.nodes = 1'000;
+      const auto small = kc::bench::measureQueuePasses(sc);
+      std::cout << fmt::format("  easy-backfill at {} nodes: {:.2f} ms a pass, {:.3f} ms per pod tested ({} tested)\n",
+                               sc.nodes, small.easy.passMs, small.easy.msPerTested(), small.easy.tested);
+      queueOut["easy_pass_ms_1000_nodes"] = std::round(small.easy.passMs * 1000) / 1000;
+      queueOut["easy_ms_per_tested_1000_nodes"] = std::round(small.easy.msPerTested() * 1000) / 1000;
+      std::cout.flush();
+    }
     json out;
     {
       kc::testing::TempDir dir;
@@ -455,6 +488,9 @@ int main(int argc, char** argv) {
     out["reconfig_overhead_p99_ms"] = rc.toJson().at("reconfig_overhead_p99_ms");
     out["reconfig_pods"] = reconfigPods;
     out["anchor_original_polling_ms"] = kc::bench::kAnchorOriginalPollingMs;
+    for (const auto& [k, v] : queueOut.items()) {
+      out[k] = v;
+    }
     std::cout << out.dump() << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "bench_sched: " << e.what() << "\n";
