@@ -25,6 +25,22 @@ Result<std::int64_t> startAfterMoves(std::int64_t at, std::int64_t busyUntil, st
   return start;
 }
 
+// backfillKeeps' verdict on the head's reservation with the candidate placed.
+Result<Reservation> keepsVerdict(Result<Reservation> after, const Reservation& current) {
+  if (!after) {
+    if (after.error().code == kc::errc::kUnschedulable) {
+      return makeError(kc::errc::kConflict, "starting it now would leave the head no reservation");
+    }
+    return after.error();
+  }
+  if (after->start > current.start) {
+    return makeError(kc::errc::kConflict, "starting it now would delay the head's reservation from " +
+                                     std::to_string(current.start) + " to " +
+                                     std::to_string(after->start));
+  }
+  return after;
+}
+
 Status releasePod(ClusterState& state, const RunningPod& r) {
   for (GpuIndex g : r.gpus) {
     if (auto s = state.releaseGpu(g); !s) {
@@ -173,19 +189,200 @@ Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const Run
     return tooLate();
   }
   withCandidate.push_back(std::move(mine));
-  auto after = reserveHead(trial, withCandidate, trialFabric, head, headModels, rules, now);
-  if (!after) {
-    if (after.error().code == kc::errc::kUnschedulable) {
-      return makeError(kc::errc::kConflict, "starting it now would leave the head no reservation");
+  return keepsVerdict(reserveHead(trial, withCandidate, trialFabric, head, headModels, rules, now),
+                      current);
+}
+
+Status BackfillPlanner::reset(const ClusterState& state, std::span<const RunningPod> running,
+                              const FabricClock& fabric) {
+  if (fabric.busyUntil.size() != state.poolCount()) {
+    return makeError(kc::errc::kInvalid, "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
+                                    " pools, the cluster " + std::to_string(state.poolCount()));
+  }
+  for (const RunningPod& r : running) {
+    if (r.node >= state.nodeCount()) {
+      return makeError(kc::errc::kInvalid, "running pod on node " + std::to_string(r.node) + " of " +
+                                      std::to_string(state.nodeCount()));
     }
-    return after.error();
   }
-  if (after->start > current.start) {
-    return makeError(kc::errc::kConflict, "starting it now would delay the head's reservation from " +
-                                     std::to_string(current.start) + " to " +
-                                     std::to_string(after->start));
+  scratch_.assignFrom(state);
+  scratch_.setJournaling(true);
+  running_ = running;
+  fabric_ = fabric;
+  // The release order: when the running pods are those of the last reset with a few more
+  // appended (a pass's starts), only the new ones are merged in, each after every pod ending no later
+  // (what the stable sort gives, as their indices are larger); otherwise a stable sort.
+  const std::size_t before = ends_.size();
+  const bool appended = before > 0 && running.size() >= before && running.size() - before <= 64 &&
+                        std::equal(ends_.begin(), ends_.end(), running.begin(),
+                                   [](std::int64_t e, const RunningPod& r) { return e == r.end; });
+  if (!appended) {
+    byEnd_.resize(running.size());
+    ends_.resize(running.size());
+    for (std::uint32_t i = 0; i < byEnd_.size(); ++i) {
+      byEnd_[i] = i;
+      ends_[i] = running[i].end;
+    }
+    std::stable_sort(byEnd_.begin(), byEnd_.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return ends_[a] < ends_[b]; });
+  } else {
+    for (auto i = static_cast<std::uint32_t>(before); i < running.size(); ++i) {
+      ends_.push_back(running[i].end);
+      const auto at = std::upper_bound(
+          byEnd_.begin(), byEnd_.end(), ends_[i],
+          [&](std::int64_t e, std::uint32_t j) { return e < ends_[j]; });
+      byEnd_.insert(at, i);
+    }
   }
-  return *after;
+  poolNodes_.resize(state.poolCount());
+  for (auto& nodes : poolNodes_) {
+    nodes.clear();
+  }
+  for (NodeIndex n = 0; n < state.nodeCount(); ++n) {
+    if (state.node(n).pool != kNoPool) {
+      poolNodes_[state.node(n).pool].push_back(n);
+    }
+  }
+  touchedPool_.assign(state.poolCount(), 0);
+  return okStatus();
+}
+
+Result<Reservation> BackfillPlanner::reserve(const RunningPod* extra, const FabricClock& fabric,
+                                             const PodRequest& head,
+                                             const GpuModelFilter& headModels,
+                                             const PlacementRules& rules, std::int64_t now) {
+  const std::size_t mark = scratch_.journalSize();
+  touchedPools_.clear();
+  touchedNodes_.clear();
+  auto touch = [&](NodeIndex n) {
+    const PoolIndex p = scratch_.node(n).pool;
+    if (p == kNoPool) {
+      if (std::find(touchedNodes_.begin(), touchedNodes_.end(), n) == touchedNodes_.end()) {
+        touchedNodes_.push_back(n);
+      }
+    } else if (touchedPool_[p] == 0) {
+      touchedPool_[p] = 1;
+      touchedPools_.push_back(p);
+    }
+  };
+  // The running pods in reserveHead's order with `extra` appended: after every pod ending no
+  // later than it.
+  std::size_t next = 0;
+  bool extraDone = extra == nullptr;
+  auto peek = [&]() -> const RunningPod* {
+    const RunningPod* r = next < byEnd_.size() ? &running_[byEnd_[next]] : nullptr;
+    if (!extraDone && (r == nullptr || extra->end < r->end)) {
+      return extra;
+    }
+    return r;
+  };
+  auto reservationAt = [&](const NodeChoice& choice, std::int64_t instant) -> Result<Reservation> {
+    const PoolIndex pool = scratch_.node(choice.node).pool;
+    const std::int64_t busy = pool == kNoPool ? instant : fabric.busyUntil[pool];
+    auto start = startAfterMoves(instant, busy, choice.deficit, rules.moveTime);
+    if (!start) {
+      return start.error();
+    }
+    return Reservation{choice.node, *start, instant, choice.deficit};
+  };
+  // Node selection over the touched pools and pool-less nodes only.
+  auto selectTouched = [&](const PodRequest& pod, const GpuModelFilter& models,
+                           const PlacementRules& r) {
+    among_.clear();
+    for (PoolIndex p : touchedPools_) {
+      among_.insert(among_.end(), poolNodes_[p].begin(), poolNodes_[p].end());
+    }
+    among_.insert(among_.end(), touchedNodes_.begin(), touchedNodes_.end());
+    return pod.gpus > 0 && !models.acceptsAny()
+               ? selectNodeForModelsAmong(scratch_, pod, models, r.nodePolicy, r.mode, among_)
+               : selectNodeAmong(scratch_, pod, r.nodePolicy, r.mode, among_);
+  };
+  auto answer = [&]() -> Result<Reservation> {
+    bool whole = true;  // the first try looks at every node
+    std::int64_t instant = now;
+    while (true) {
+      for (const RunningPod* r = peek(); r != nullptr && r->end <= instant; r = peek()) {
+        if (auto s = releasePod(scratch_, *r); !s) {
+          return makeError(kc::errc::kInvalid, "running pod: " + s.error().message);
+        }
+        touch(r->node);
+        if (r == extra) {
+          extraDone = true;
+        } else {
+          ++next;
+        }
+      }
+      Result<NodeChoice> choice = whole ? selectNodeFor(scratch_, head, headModels, rules)
+                                        : selectTouched(head, headModels, rules);
+      for (PoolIndex p : touchedPools_) {
+        touchedPool_[p] = 0;
+      }
+      touchedPools_.clear();
+      touchedNodes_.clear();
+      if (choice) {
+        return reservationAt(*choice, instant);
+      }
+      if (choice.error().code != kc::errc::kUnschedulable) {
+        return choice.error();
+      }
+      const RunningPod* following = peek();
+      if (following == nullptr) {
+        if (!whole) {
+          // reserveHead's answer names what the whole cluster lacks: ask it as reserveHead did.
+          choice = selectNodeFor(scratch_, head, headModels, rules);
+          if (choice) {
+            return reservationAt(*choice, instant);
+          }
+          if (choice.error().code != kc::errc::kUnschedulable) {
+            return choice.error();
+          }
+        }
+        return makeError(kc::errc::kUnschedulable,
+                         "the head does not fit even when every running pod has ended: " +
+                             choice.error().message);
+      }
+      whole = false;
+      instant = std::max(instant, following->end);
+    }
+  };
+  auto out = answer();
+  for (PoolIndex p : touchedPools_) {
+    touchedPool_[p] = 0;
+  }
+  scratch_.rollbackTo(mark);
+  return out;
+}
+
+Result<Reservation> BackfillPlanner::reserveHead(const PodRequest& head,
+                                                 const GpuModelFilter& headModels,
+                                                 const PlacementRules& rules, std::int64_t now) {
+  return reserve(nullptr, fabric_, head, headModels, rules, now);
+}
+
+Result<Reservation> BackfillPlanner::backfillKeeps(const Reservation& current,
+                                                   const PodRequest& head,
+                                                   const GpuModelFilter& headModels,
+                                                   const PodRequest& candidate,
+                                                   const GpuModelFilter& candidateModels,
+                                                   std::int64_t candidateDuration,
+                                                   const PlacementRules& rules, SplitMix64 rng,
+                                                   std::int64_t now) {
+  const std::size_t mark = scratch_.journalSize();
+  FabricClock trialFabric = fabric_;
+  auto answer = [&]() -> Result<Reservation> {
+    auto placed = placeNow(scratch_, trialFabric, candidate, candidateModels, rules, &rng, now);
+    if (!placed) {
+      return placed.error();
+    }
+    RunningPod mine{placed->node, candidate, std::move(placed->gpus), 0};
+    if (__builtin_add_overflow(placed->start, candidateDuration, &mine.end)) {
+      return tooLate();
+    }
+    return keepsVerdict(reserve(&mine, trialFabric, head, headModels, rules, now), current);
+  };
+  auto out = answer();
+  scratch_.rollbackTo(mark);
+  return out;
 }
 
 }  // namespace kc::alloc

@@ -151,4 +151,48 @@ Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const Run
                                   std::int64_t candidateDuration, const PlacementRules& rules,
                                   SplitMix64 rng, std::int64_t now);
 
+// reserveHead and backfillKeeps for many questions on one cluster view, with the same answers
+// (a QueuePass asks once per waiting pod). Built from the view once (reset), it keeps one copy
+// of the pool model on which each question is applied and then undone through the model's
+// journal, the running pods in the order of their expected ends, and the nodes of each pool;
+// at each release instant after the first, node selection runs only over the pools (and
+// pool-less nodes) that the releases since the last try touched: every other node failed the
+// filter then and still does, so the choice is the whole cluster's (selectNodeAmong). A
+// question then costs what it touches plus one node selection over the cluster, not copies of
+// the model. reset() again whenever the view changes; a reset on a view of the same shape
+// reuses the copy's storage. `running` must outlive the questions asked until the next reset.
+// The free functions above stay the reference: the planner's answers are tested against them.
+class BackfillPlanner {
+ public:
+  // Errors "invalid" as reserveHead's (busyUntil not one entry per pool, bad indices).
+  Status reset(const ClusterState& state, std::span<const RunningPod> running,
+               const FabricClock& fabric);
+
+  Result<Reservation> reserveHead(const PodRequest& head, const GpuModelFilter& headModels,
+                                  const PlacementRules& rules, std::int64_t now);
+  Result<Reservation> backfillKeeps(const Reservation& current, const PodRequest& head,
+                                    const GpuModelFilter& headModels, const PodRequest& candidate,
+                                    const GpuModelFilter& candidateModels,
+                                    std::int64_t candidateDuration, const PlacementRules& rules,
+                                    SplitMix64 rng, std::int64_t now);
+
+ private:
+  // The reservation on scratch_ as it is (plus `extra`, a pod placed on it, if any).
+  Result<Reservation> reserve(const RunningPod* extra, const FabricClock& fabric,
+                              const PodRequest& head, const GpuModelFilter& headModels,
+                              const PlacementRules& rules, std::int64_t now);
+
+  ClusterState scratch_;
+  std::span<const RunningPod> running_;
+  std::vector<std::uint32_t> byEnd_;  // indices into running_, stably sorted by end
+  std::vector<std::int64_t> ends_;     // running_[i].end at the last reset
+  FabricClock fabric_;
+  std::vector<std::vector<NodeIndex>> poolNodes_;  // per pool, ascending
+  // Per question (kept for their storage).
+  std::vector<std::uint8_t> touchedPool_;
+  std::vector<PoolIndex> touchedPools_;
+  std::vector<NodeIndex> touchedNodes_;  // pool-less nodes released on
+  std::vector<NodeIndex> among_;
+};
+
 }  // namespace kc::alloc

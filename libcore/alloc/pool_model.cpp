@@ -26,6 +26,7 @@ Result<PoolIndex> ClusterState::addPool(std::string name) {
   }
   const auto index = static_cast<PoolIndex>(pools_.size());
   poolByName_.emplace(name, index);
+  inventory_ = std::make_shared<const std::uint8_t>(0);
   pools_.push_back(PoolState{.name = std::move(name)});
   poolGpus_.emplace_back();
   return index;
@@ -46,6 +47,7 @@ Result<NodeIndex> ClusterState::addNode(NodeSpec spec) {
   }
   const auto index = static_cast<NodeIndex>(nodes_.size());
   nodeByName_.emplace(spec.name, index);
+  inventory_ = std::make_shared<const std::uint8_t>(0);
   if (spec.pool != kNoPool) {
     ++pools_[spec.pool].nodes;
   }
@@ -88,6 +90,7 @@ Result<GpuIndex> ClusterState::addGpu(GpuSpec spec) {
   }
   const auto index = static_cast<GpuIndex>(gpus_.size());
   gpuById_.emplace(spec.id, index);
+  inventory_ = std::make_shared<const std::uint8_t>(0);
   gpus_.push_back(GpuState{.id = std::move(spec.id),
                            .uuid = std::move(spec.uuid),
                            .model = std::move(spec.model),
@@ -199,6 +202,7 @@ Status ClusterState::attachGpu(GpuIndex g, NodeIndex n) {
   account(g, -1);
   linkToNode(g, n);
   account(g, +1);
+  record({.op = Undo::Op::kAttach, .index = g});
   return okStatus();
 }
 
@@ -214,9 +218,11 @@ Status ClusterState::detachGpu(GpuIndex g) {
     return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is in use on node '" +
                                      nodes_[gpu.node].name + "'; cannot detach");
   }
+  const Undo undo{.op = Undo::Op::kDetach, .index = g, .node = gpu.node, .slot = slotInNode_[g]};
   account(g, -1);
   unlinkFromNode(g);
   account(g, +1);
+  record(undo);
   return okStatus();
 }
 
@@ -239,6 +245,7 @@ Status ClusterState::allocateGpu(GpuIndex g) {
   }
   account(g, -1);
   gpu.inUse = true;
+  record({.op = Undo::Op::kAllocate, .index = g});
   return okStatus();
 }
 
@@ -252,6 +259,7 @@ Status ClusterState::releaseGpu(GpuIndex g) {
   }
   gpu.inUse = false;
   account(g, +1);
+  record({.op = Undo::Op::kRelease, .index = g});
   return okStatus();
 }
 
@@ -259,6 +267,7 @@ Status ClusterState::setGpuHealthy(GpuIndex g, bool healthy) {
   if (auto s = checkGpu(g); !s) {
     return s;
   }
+  record({.op = Undo::Op::kHealthy, .flag = gpus_[g].healthy, .index = g});
   account(g, -1);
   gpus_[g].healthy = healthy;
   account(g, +1);
@@ -269,6 +278,7 @@ Status ClusterState::setGpuDraining(GpuIndex g, bool draining) {
   if (auto s = checkGpu(g); !s) {
     return s;
   }
+  record({.op = Undo::Op::kDraining, .flag = gpus_[g].draining, .index = g});
   account(g, -1);
   gpus_[g].draining = draining;
   account(g, +1);
@@ -279,6 +289,7 @@ Status ClusterState::setNodeSchedulable(NodeIndex n, bool schedulable) {
   if (auto s = checkNode(n); !s) {
     return s;
   }
+  record({.op = Undo::Op::kSchedulable, .flag = nodes_[n].schedulable, .index = n});
   nodes_[n].schedulable = schedulable;
   return okStatus();
 }
@@ -299,6 +310,7 @@ Status ClusterState::reserve(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   }
   node.cpuMilliUsed += cpuMilli;
   node.memoryMiBUsed += memoryMiB;
+  record({.op = Undo::Op::kReserve, .index = n, .cpuMilli = cpuMilli, .memoryMiB = memoryMiB});
   return okStatus();
 }
 
@@ -315,7 +327,106 @@ Status ClusterState::release(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   }
   node.cpuMilliUsed -= cpuMilli;
   node.memoryMiBUsed -= memoryMiB;
+  record({.op = Undo::Op::kUnreserve, .index = n, .cpuMilli = cpuMilli, .memoryMiB = memoryMiB});
   return okStatus();
+}
+
+void ClusterState::assignFrom(const ClusterState& other) {
+  if (this == &other) {
+    return;
+  }
+  const bool journaling = journaling_;
+  if (inventory_ == nullptr || inventory_ != other.inventory_) {
+    *this = other;
+  } else {
+    for (std::size_t p = 0; p < pools_.size(); ++p) {
+      pools_[p].freeGpus = other.pools_[p].freeGpus;
+      pools_[p].freeUnattachedGpus = other.pools_[p].freeUnattachedGpus;
+    }
+    for (std::size_t n = 0; n < nodes_.size(); ++n) {
+      NodeState& to = nodes_[n];
+      const NodeState& from = other.nodes_[n];
+      to.cpuMilliUsed = from.cpuMilliUsed;
+      to.memoryMiBUsed = from.memoryMiBUsed;
+      to.schedulable = from.schedulable;
+      to.attachedGpus = from.attachedGpus;
+      to.freeGpus = from.freeGpus;
+      nodeGpus_[n] = other.nodeGpus_[n];  // reuses the storage when it is large enough
+    }
+    for (std::size_t g = 0; g < gpus_.size(); ++g) {
+      GpuState& to = gpus_[g];
+      const GpuState& from = other.gpus_[g];
+      to.node = from.node;
+      to.inUse = from.inUse;
+      to.healthy = from.healthy;
+      to.draining = from.draining;
+    }
+    slotInNode_ = other.slotInNode_;
+    freeGpus_ = other.freeGpus_;
+  }
+  journal_.clear();
+  journaling_ = journaling;
+}
+
+// Each undo is the exact inverse of its mutation, applied newest first, so every GPU is in the
+// state its mutation found it in (the aggregates are re-derived by account() as the mutation
+// did). A detach is undone by putting the GPU back into its old slot and the GPU that
+// unlinkFromNode moved there back at the end; an attach appended its GPU last, and as every
+// later mutation is already undone it is still last.
+void ClusterState::rollbackTo(std::size_t mark) {
+  while (journal_.size() > mark) {
+    const Undo u = journal_.back();
+    journal_.pop_back();
+    switch (u.op) {
+      case Undo::Op::kAllocate:
+        gpus_[u.index].inUse = false;
+        account(u.index, +1);
+        break;
+      case Undo::Op::kRelease:
+        account(u.index, -1);
+        gpus_[u.index].inUse = true;
+        break;
+      case Undo::Op::kAttach:
+        account(u.index, -1);
+        unlinkFromNode(u.index);
+        account(u.index, +1);
+        break;
+      case Undo::Op::kDetach: {
+        account(u.index, -1);
+        auto& list = nodeGpus_[u.node];
+        if (u.slot < list.size()) {
+          const GpuIndex moved = list[u.slot];
+          slotInNode_[moved] = static_cast<std::uint32_t>(list.size());
+          list.push_back(moved);
+          list[u.slot] = u.index;
+        } else {
+          list.push_back(u.index);
+        }
+        slotInNode_[u.index] = u.slot;
+        gpus_[u.index].node = u.node;
+        ++nodes_[u.node].attachedGpus;
+        account(u.index, +1);
+        break;
+      }
+      case Undo::Op::kReserve:
+        nodes_[u.index].cpuMilliUsed -= u.cpuMilli;
+        nodes_[u.index].memoryMiBUsed -= u.memoryMiB;
+        break;
+      case Undo::Op::kUnreserve:
+        nodes_[u.index].cpuMilliUsed += u.cpuMilli;
+        nodes_[u.index].memoryMiBUsed += u.memoryMiB;
+        break;
+      case Undo::Op::kHealthy:
+      case Undo::Op::kDraining:
+        account(u.index, -1);
+        (u.op == Undo::Op::kHealthy ? gpus_[u.index].healthy : gpus_[u.index].draining) = u.flag;
+        account(u.index, +1);
+        break;
+      case Undo::Op::kSchedulable:
+        nodes_[u.index].schedulable = u.flag;
+        break;
+    }
+  }
 }
 
 }  // namespace kc::alloc

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -151,7 +152,50 @@ class ClusterState {
   Status reserve(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t memoryMiB);
   Status release(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t memoryMiB);
 
+  // What-if questions on one copy instead of a copy per question (backfill.hpp): while the
+  // journal is on, every mutator above that changes something records how to undo it, and
+  // rollbackTo(mark) undoes back to a journalSize() taken earlier, leaving the model exactly as
+  // it was then (aggregates and the order of the GPUs on each node included). Building
+  // (addPool, addNode, addGpu) is not journaled: do not build while a mark is outstanding.
+  // Undoing costs what the undone mutations touched, not the model's size.
+  void setJournaling(bool on) { journaling_ = on; }
+  std::size_t journalSize() const { return journal_.size(); }
+  void rollbackTo(std::size_t mark);
+
+  // Makes this model equal to `other` (as operator= does; the journal emptied, journaling as it
+  // was). When both are copies of one model built no further since (the same pools, nodes and
+  // GPUs: names, ids, models, wiring and capacities), only what the mutators change is copied,
+  // in O(nodes + GPUs) and without allocating: for a what-if copy refreshed often.
+  void assignFrom(const ClusterState& other);
+
  private:
+  // One journaled mutation, enough to undo it.
+  struct Undo {
+    enum class Op : std::uint8_t {
+      kAllocate,
+      kRelease,
+      kAttach,
+      kDetach,  // from `node` at `slot`
+      kReserve,
+      kUnreserve,
+      kHealthy,   // the old flag in `flag`
+      kDraining,  // the old flag in `flag`
+      kSchedulable,
+    };
+    Op op;
+    bool flag = false;
+    std::uint32_t index = 0;  // GPU or node
+    NodeIndex node = kNoNode;
+    std::uint32_t slot = 0;
+    std::uint64_t cpuMilli = 0;
+    std::uint64_t memoryMiB = 0;
+  };
+  void record(const Undo& u) {
+    if (journaling_) {
+      journal_.push_back(u);
+    }
+  }
+
   Status checkGpu(GpuIndex g) const;
   Status checkNode(NodeIndex n) const;
   // Adds (+1) or removes (-1) the GPU's contribution to the free aggregates.
@@ -166,6 +210,11 @@ class ClusterState {
   std::vector<std::vector<GpuIndex>> nodeGpus_;
   std::vector<std::uint32_t> slotInNode_;  // position of each attached GPU in nodeGpus_[node]
   std::uint64_t freeGpus_ = 0;
+  bool journaling_ = false;
+  std::vector<Undo> journal_;
+  // Replaced by every addPool/addNode/addGpu and shared by copies: equal pointers mean the
+  // same inventory (assignFrom).
+  std::shared_ptr<const std::uint8_t> inventory_;
   std::map<std::string, PoolIndex, std::less<>> poolByName_;
   std::map<std::string, NodeIndex, std::less<>> nodeByName_;
   std::map<std::string, GpuIndex, std::less<>> gpuById_;

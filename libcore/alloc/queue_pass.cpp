@@ -63,8 +63,10 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
     if (view.state == nullptr) {
       return makeError(kc::errc::kInvalid, "queue host gave no cluster");
     }
-    auto r = reserveHead(*view.state, view.running, view.fabric, head.pod, modelsOf(head), rules,
-                         now);
+    if (auto s = planner_.reset(*view.state, view.running, view.fabric); !s) {
+      return s.error();
+    }
+    auto r = planner_.reserveHead(head.pod, modelsOf(head), rules, now);
     if (r) {
       reservation = *r;
     } else if (r.error().code == kc::errc::kUnschedulable) {
@@ -106,6 +108,7 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
   }
   // 3. Later pods, oldest first.
   std::vector<Failed> failed;
+  bool planned = true;  // planner_ holds the host's view (until the next start)
   for (std::size_t i = h + 1; i < n; ++i) {
     const QueuedPod q = host.queued(i);
     if (std::any_of(failed.begin(), failed.end(), [&](const Failed& f) { return dominatedBy(f, q); })) {
@@ -113,14 +116,19 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
       continue;
     }
     ++out.tested;
-    const QueueView view = host.view();
+    if (!planned) {
+      const QueueView view = host.view();
+      if (auto s = planner_.reset(*view.state, view.running, view.fabric); !s) {
+        return s.error();
+      }
+      planned = true;
+    }
     std::int64_t duration = 0;
     if (__builtin_add_overflow(q.duration, landing, &duration)) {
       duration = INT64_MAX;
     }
-    auto keeps = backfillKeeps(*view.state, view.running, view.fabric, bound, head.pod,
-                               modelsOf(head), q.pod, modelsOf(q), duration, rules,
-                               host.placementRng(), now);
+    auto keeps = planner_.backfillKeeps(bound, head.pod, modelsOf(head), q.pod, modelsOf(q),
+                                        duration, rules, host.placementRng(), now);
     if (!keeps) {
       if (keeps.error().code == kc::errc::kUnschedulable) {
         failed.push_back(Failed{q.pod, modelsOf(q).acceptsAny(), q.modelsKey});
@@ -133,6 +141,7 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
       continue;
     }
     auto started = host.start(i, true);
+    planned = false;
     if (!started) {
       return started.error();
     }

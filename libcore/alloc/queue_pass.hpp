@@ -7,7 +7,8 @@
 //   1. FCFS while the head fits: the oldest waiting pod is started, then the next, until one
 //      does not fit now. A head that cannot fit even with every running pod ended (the
 //      reservation finds nothing) is passed over and never blocks the queue.
-//   2. The head (if another pod waits behind it) gets a reservation (backfill.hpp reserveHead).
+//   2. The head (if another pod waits behind it) gets a reservation (backfill.hpp reserveHead,
+//      asked of a BackfillPlanner built from the host's view, as are the tests in 3).
 //      A move in flight that the pool model does not see yet (QueueView::landing: its GPU is
 //      already attached there) makes the reservation no earlier than its pool's landing, and
 //      every candidate is tested as if it ran that much longer.
@@ -100,6 +101,7 @@ class QueuePass {
 
  private:
   QueueDiscipline discipline_;
+  BackfillPlanner planner_;  // the head's reservation and the backfill tests (kept for storage)
   std::optional<std::uint64_t> slackHead_;  // slack-backfill: the head whose bound is slackBound_
   std::int64_t slackBound_ = 0;
 };
