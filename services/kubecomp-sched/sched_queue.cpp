@@ -53,7 +53,7 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
   ensureFreshLocked();
   const std::int64_t nowMs = msOf(now);
   const std::int64_t moveMs = opts_.moveTime.count();
-  plan.state = state_;
+  plan.state.assignFrom(state_);  // after the pass's first plan: only what changed is copied
   plan.running.clear();
   plan.fabric.busyUntil.assign(state_.poolCount(), nowMs);
   std::vector<std::vector<const PodInfo*>> placedOn(nodes_.size());
