@@ -5,36 +5,35 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <iostream>
 #include <thread>
 
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "services/bridge-operator/http_frontend.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "bridge-operator: Metacontroller CompositeController hook server for BridgeJobs\n"
       "(bridge.kubecomp.io/v1alpha1). POST /sync and /finalize; /livez /readyz /metrics."};
-  std::string listen = "0.0.0.0";
-  std::uint16_t port = 8843;
-  std::string portFile;
+  // Its port serves the hooks as well as health and metrics; every flag but --port-file also
+  // from BRIDGE_OPERATOR_*.
+  kc::obs::DaemonFlags daemon{.port = 8843,
+                              .style = {.listenHelp = "bind address",
+                                        .portHelp = "TCP port (0 = ephemeral)",
+                                        .portFileHelp = "write the bound port here once serving (tests)",
+                                        .logLevelHelp = "trace, debug, info, warn, error",
+                                        .envPrefix = "BRIDGE_OPERATOR_",
+                                        .checkLogFormat = true}};
   std::size_t bodyLimit = 8u << 20;
   unsigned ioThreads = 2;
   std::string tlsCert, tlsKey;
-  std::string logLevel = "info", logFormat = "text";
   double shutdownDelaySec = 0;
   double drainSec = 10;
   kc::bridge::DecisionConfig decision;
 
-  app.add_option("--listen", listen, "bind address")
-      ->envname("BRIDGE_OPERATOR_LISTEN")
-      ->capture_default_str();
-  app.add_option("--port", port, "TCP port (0 = ephemeral)")
-      ->envname("BRIDGE_OPERATOR_PORT")
-      ->capture_default_str();
+  kc::obs::addListenFlags(app, daemon);
   app.add_option("--max-pod-restarts", decision.maxPodRestarts,
                  "bridge pods started again after one stopped before the job finished; "
                  "then the BridgeJob is FAILED")
@@ -66,14 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", tlsKey, "PEM private key")
       ->envname("BRIDGE_OPERATOR_TLS_KEY")
       ->check(CLI::ExistingFile);
-  app.add_option("--log-level", logLevel, "trace, debug, info, warn, error")
-      ->envname("BRIDGE_OPERATOR_LOG_LEVEL")
-      ->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")
-      ->envname("BRIDGE_OPERATOR_LOG_FORMAT")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  app.add_option("--port-file", portFile, "write the bound port here once serving (tests)");
+  kc::obs::addLogFlags(app, daemon);
+  kc::obs::addPortFileFlag(app, daemon);
   app.add_option("--shutdown-delay-seconds", shutdownDelaySec,
                  "on SIGTERM keep serving this long with /readyz failing")
       ->check(CLI::Range(0.0, 600.0))
@@ -81,20 +74,10 @@ int main(int argc, char** argv) {
   app.add_option("--drain-seconds", drainSec, "then wait this long for in-flight requests")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+    return *exit;
   }
-
-  auto format = kc::obs::parseLogFormat(logFormat);
-  if (!format || !kc::obs::setupLogging({"bridge-operator", logLevel, *format})) {
-    std::cerr << "error: bad --log-level or --log-format\n";
+  if (!kc::obs::setupDaemonLogging("bridge-operator", daemon)) {
     return 2;
   }
   if (tlsCert.empty() != tlsKey.empty()) {
@@ -105,8 +88,8 @@ int main(int argc, char** argv) {
   kc::obs::Metrics metrics;
   kc::obs::HealthChecks health;
   kc::net::ServerOptions serverOptions;
-  serverOptions.bindAddress = listen;
-  serverOptions.port = port;
+  serverOptions.bindAddress = daemon.listen;
+  serverOptions.port = daemon.port;
   serverOptions.bodyLimit = bodyLimit;
   serverOptions.ioThreads = ioThreads;
   serverOptions.serverHeader = "bridge-operator";
@@ -136,6 +119,6 @@ int main(int argc, char** argv) {
                                                      std::this_thread::sleep_for(toMillis(shutdownDelaySec));
                                                      frontend.stop(toMillis(drainSec));
                                                    }},
-                                     .portFile = portFile,
+                                     .portFile = daemon.portFile,
                                      .port = *bound});
 }

@@ -8,11 +8,10 @@
 #include <cstdlib>
 #include <thread>
 
-#include "libcore/kube/client.hpp"
-#include "libcore/kube/config.hpp"
+#include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "services/disaggpu-devplugin/devplugin.hpp"
 
 int main(int argc, char** argv) {
@@ -24,11 +23,7 @@ int main(int argc, char** argv) {
       "kubecomp.io/gpu-usage) for reconfig-mgr."};
   kc::devplugin::DevPluginOptions o;
   std::string kubeconfig;
-  std::string listen = "0.0.0.0";
-  std::uint16_t port = 9410;
-  std::string portFile;
-  std::string logLevel = "info";
-  std::string logFormat = "text";
+  kc::obs::DaemonFlags daemon{.port = 9410};
   double pollSec = 1.0;
   double stopGraceSec = 2.0;
   bool noInotify = false;
@@ -58,27 +53,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-inotify", noInotify,
                "notice kubelet restarts by checking the sockets every 200 ms only");
-  app.add_option("--listen", listen, "bind address of /livez /readyz /metrics")
-      ->capture_default_str();
-  app.add_option("--port", port, "HTTP port of /livez /readyz /metrics (0 = ephemeral)")
-      ->capture_default_str();
-  app.add_option("--port-file", portFile, "write the bound HTTP port here once serving (tests)");
+  kc::obs::addServingFlags(app, daemon);
   app.add_option("--stop-grace-seconds", stopGraceSec,
                  "on SIGTERM, in-flight gRPC calls get this long")
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
-  app.add_option("--log-level", logLevel)->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help and --version exit 0; every bad flag or value exits 2 (CLI11's own codes vary).
-    return app.exit(e) == 0 ? 0 : 2;
+  kc::obs::addLogFlags(app, daemon);
+  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+    return *exit;
   }
-
-  auto format = kc::obs::parseLogFormat(logFormat);
-  if (!format || !kc::obs::setupLogging({"disaggpu-devplugin", logLevel, *format})) {
-    std::fprintf(stderr, "error: bad --log-level or --log-format\n");
+  if (!kc::obs::setupDaemonLogging("disaggpu-devplugin", daemon)) {
     return 2;
   }
   o.usage.pollInterval = std::chrono::milliseconds(static_cast<std::int64_t>(pollSec * 1000));
@@ -94,15 +78,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
-                                   : kc::kube::loadKubeconfig({kubeconfig});
-  if (!config) {
-    spdlog::critical("cluster config: {}", config.error().message);
-    return 2;
-  }
-  auto client = kc::kube::KubeClient::create(*config);
+  auto client = kc::kube::setUpClient(kubeconfig);
   if (!client) {
-    spdlog::critical("API client: {}", client.error().message);
+    spdlog::critical("{}", client.error().message);
     return 2;
   }
 
@@ -110,7 +88,7 @@ int main(int argc, char** argv) {
   kc::obs::HealthChecks health;
   kc::devplugin::DevPlugin plugin(o, **client, &metrics, &health);
 
-  kc::obs::DaemonHttp http("disaggpu-devplugin", listen, port, health, metrics);
+  kc::obs::DaemonHttp http("disaggpu-devplugin", daemon.listen, daemon.port, health, metrics);
   auto bound = http.start();
   if (!bound) {
     return 1;
@@ -125,6 +103,6 @@ int main(int argc, char** argv) {
                o.nodeName, plugin.registrar().socketPath(), *bound);
   return kc::obs::runUntilSignalled({.name = "disaggpu-devplugin",
                                      .steps = {&health, [&] { plugin.stop(); }, [&] { http.stop(); }},
-                                     .portFile = portFile,
+                                     .portFile = daemon.portFile,
                                      .port = *bound});
 }

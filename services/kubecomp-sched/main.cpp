@@ -6,14 +6,12 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cstdio>
 
 #include "libcore/alloc/policy_registry.hpp"
-#include "libcore/kube/client.hpp"
-#include "libcore/kube/config.hpp"
+#include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "services/kubecomp-sched/scheduler.hpp"
 
 namespace {
@@ -57,11 +55,7 @@ int main(int argc, char** argv) {
   double retryPeriod = 2;
   double qps = 50;
   std::uint32_t burst = 100;
-  std::string listen = "0.0.0.0";
-  std::uint16_t port = 10270;
-  std::string portFile;
-  std::string logLevel = "info";
-  std::string logFormat = "text";
+  kc::obs::DaemonFlags daemon{.port = 10270};
   o.lease.ns = "kube-system";
   o.lease.name = "kubecomp-sched";
   o.lease.identity = defaultIdentity();
@@ -129,21 +123,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   app.add_option("--kube-api-burst", burst, "burst of the client-side rate limit")->capture_default_str();
-  app.add_option("--listen", listen, "bind address of /livez /readyz /metrics")->capture_default_str();
-  app.add_option("--port", port, "HTTP port of /livez /readyz /metrics (0 = ephemeral)")
-      ->capture_default_str();
-  app.add_option("--port-file", portFile, "write the bound HTTP port here once serving (tests)");
-  app.add_option("--log-level", logLevel)->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  kc::obs::addServingFlags(app, daemon);
+  kc::obs::addLogFlags(app, daemon);
+  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+    return *exit;
   }
-
-  auto format = kc::obs::parseLogFormat(logFormat);
-  if (!format || !kc::obs::setupLogging({"kubecomp-sched", logLevel, *format})) {
-    std::fprintf(stderr, "error: bad --log-level or --log-format\n");
+  if (!kc::obs::setupDaemonLogging("kubecomp-sched", daemon)) {
     return 2;
   }
   auto found = kc::alloc::findNodePolicy(policy);
@@ -175,19 +160,13 @@ int main(int argc, char** argv) {
   o.lease.retryPeriod = seconds(retryPeriod);
   o.instance = o.lease.identity;
 
-  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
-                                   : kc::kube::loadKubeconfig({kubeconfig});
-  if (!config) {
-    spdlog::critical("cluster config: {}", config.error().message);
-    return 2;
-  }
   kc::kube::KubeClientOptions co;
   co.qps = qps;
   co.burst = burst;
   co.userAgent = "kubecomp-sched/0.1";
-  auto client = kc::kube::KubeClient::create(*config, co);
+  auto client = kc::kube::setUpClient(kubeconfig, co);
   if (!client) {
-    spdlog::critical("API client: {}", client.error().message);
+    spdlog::critical("{}", client.error().message);
     return 2;
   }
 
@@ -195,12 +174,12 @@ int main(int argc, char** argv) {
   kc::obs::HealthChecks health;
   kc::sched::Scheduler scheduler(o, **client, &metrics, &health);
 
-  kc::obs::DaemonHttp http("kubecomp-sched", listen, port, health, metrics);
+  kc::obs::DaemonHttp http("kubecomp-sched", daemon.listen, daemon.port, health, metrics);
   auto bound = http.start();
   if (!bound) {
     return 1;
   }
-  kc::obs::writePortFile(portFile, *bound);  // before the informers sync: /readyz tells when ready
+  kc::obs::writePortFile(daemon.portFile, *bound);  // before the informers sync: /readyz tells when ready
   if (auto s = scheduler.start(); !s) {
     spdlog::critical("{}", s.error().message);
     http.stop(std::chrono::milliseconds(0));

@@ -8,11 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
-#include "libcore/kube/client.hpp"
-#include "libcore/kube/config.hpp"
+#include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "services/reconfig-mgr/reconfig.hpp"
 
 namespace {
@@ -44,11 +43,7 @@ int main(int argc, char** argv) {
   kc::reconfig::ReconfigOptions o;
   o.identity = defaultIdentity();
   std::string kubeconfig;
-  std::string listen = "0.0.0.0";
-  std::uint16_t port = 9420;
-  std::string portFile;
-  std::string logLevel = "info";
-  std::string logFormat = "text";
+  kc::obs::DaemonFlags daemon{.port = 9420};
   double drainTimeout = 60;
   double retryInitial = 0.5;
   double retryMax = 15;
@@ -134,22 +129,12 @@ int main(int argc, char** argv) {
   app.add_option("--retry-period-seconds", retryPeriod)
       ->check(CLI::Range(0.05, 600.0))
       ->capture_default_str();
-  app.add_option("--listen", listen, "bind address of /livez /readyz /metrics")
-      ->capture_default_str();
-  app.add_option("--port", port, "HTTP port of /livez /readyz /metrics (0 = ephemeral)")
-      ->capture_default_str();
-  app.add_option("--port-file", portFile, "write the bound HTTP port here once serving (tests)");
-  app.add_option("--log-level", logLevel)->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  kc::obs::addServingFlags(app, daemon);
+  kc::obs::addLogFlags(app, daemon);
+  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+    return *exit;
   }
-
-  auto format = kc::obs::parseLogFormat(logFormat);
-  if (!format || !kc::obs::setupLogging({"reconfig-mgr", logLevel, *format})) {
-    std::fprintf(stderr, "error: bad --log-level or --log-format\n");
+  if (!kc::obs::setupDaemonLogging("reconfig-mgr", daemon)) {
     return 2;
   }
   o.runner.drainTimeout = ms(drainTimeout);
@@ -171,15 +156,9 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
-                                   : kc::kube::loadKubeconfig({kubeconfig});
-  if (!config) {
-    spdlog::critical("cluster config: {}", config.error().message);
-    return 2;
-  }
-  auto client = kc::kube::KubeClient::create(*config);
+  auto client = kc::kube::setUpClient(kubeconfig);
   if (!client) {
-    spdlog::critical("API client: {}", client.error().message);
+    spdlog::critical("{}", client.error().message);
     return 2;
   }
 
@@ -187,7 +166,7 @@ int main(int argc, char** argv) {
   kc::obs::HealthChecks health;
   kc::reconfig::ReconfigManager manager(o, **client, &metrics, &health);
 
-  kc::obs::DaemonHttp http("reconfig-mgr", listen, port, health, metrics);
+  kc::obs::DaemonHttp http("reconfig-mgr", daemon.listen, daemon.port, health, metrics);
   auto bound = http.start();
   if (!bound) {
     return 1;
@@ -201,6 +180,6 @@ int main(int argc, char** argv) {
                o.identity, o.gpuPolicy, o.recomposePolicy, *bound);
   return kc::obs::runUntilSignalled({.name = "reconfig-mgr",
                                      .steps = {&health, [&] { manager.stop(); }, [&] { http.stop(); }},
-                                     .portFile = portFile,
+                                     .portFile = daemon.portFile,
                                      .port = *bound});
 }

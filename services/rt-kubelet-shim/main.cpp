@@ -9,11 +9,10 @@
 
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/unix_server.hpp"
-#include "libcore/kube/client.hpp"
-#include "libcore/kube/config.hpp"
+#include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "services/rt-kubelet-shim/cri_proxy.hpp"
 #include "services/rt-kubelet-shim/shim.hpp"
 
@@ -44,11 +43,7 @@ int main(int argc, char** argv) {
   kc::rtshim::RtCgroupOptions cg;
   std::string kubeconfig;
   bool noApi = false;
-  std::string listen = "0.0.0.0";
-  std::uint16_t port = 9420;
-  std::string portFile;
-  std::string logLevel = "info";
-  std::string logFormat = "text";
+  kc::obs::DaemonFlags daemon{.port = 9420};
   double stopGraceSec = 5.0;
   double connectSec = 10.0;
   if (const char* n = std::getenv("NODE_NAME"); n != nullptr) {
@@ -70,23 +65,15 @@ int main(int argc, char** argv) {
   app.add_option("--runtime-connect-seconds", connectSec, "wait this long for the runtime at start")
       ->check(CLI::Range(0.1, 600.0))
       ->capture_default_str();
-  app.add_option("--listen", listen, "bind address of /livez /readyz /metrics")->capture_default_str();
-  app.add_option("--port", port, "HTTP port of /livez /readyz /metrics (0 = ephemeral)")
-      ->capture_default_str();
-  app.add_option("--port-file", portFile, "write the bound HTTP port here once serving (tests)");
+  kc::obs::addServingFlags(app, daemon);
   app.add_option("--stop-grace-seconds", stopGraceSec, "on SIGTERM, in-flight CRI calls get this long")
       ->check(CLI::Range(0.0, 120.0))
       ->capture_default_str();
-  app.add_option("--log-level", logLevel)->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  kc::obs::addLogFlags(app, daemon);
+  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+    return *exit;
   }
-  auto format = kc::obs::parseLogFormat(logFormat);
-  if (!format || !kc::obs::setupLogging({"rt-kubelet-shim", logLevel, *format})) {
-    std::fprintf(stderr, "error: bad --log-level or --log-format\n");
+  if (!kc::obs::setupDaemonLogging("rt-kubelet-shim", daemon)) {
     return 2;
   }
   socket = stripUnix(socket);
@@ -115,15 +102,9 @@ int main(int argc, char** argv) {
       spdlog::critical("no node name: set --node-name or NODE_NAME (or --no-api)");
       return 2;
     }
-    auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
-                                     : kc::kube::loadKubeconfig({kubeconfig});
-    if (!config) {
-      spdlog::critical("cluster config: {}", config.error().message);
-      return 2;
-    }
-    auto c = kc::kube::KubeClient::create(*config);
+    auto c = kc::kube::setUpClient(kubeconfig);
     if (!c) {
-      spdlog::critical("API client: {}", c.error().message);
+      spdlog::critical("{}", c.error().message);
       return 2;
     }
     client = std::move(*c);
@@ -178,7 +159,7 @@ int main(int argc, char** argv) {
     return shim.ready() ? kc::okStatus() : kc::makeError(kc::errc::kUnavailable, "rebuilding");
   });
 
-  kc::obs::DaemonHttp http("rt-kubelet-shim", listen, port, health, metrics);
+  kc::obs::DaemonHttp http("rt-kubelet-shim", daemon.listen, daemon.port, health, metrics);
   auto bound = http.start();
   if (!bound) {
     return 1;
@@ -197,7 +178,7 @@ int main(int argc, char** argv) {
                    shim.stop();
                  },
                  [&] { http.stop(); }},
-       .portFile = portFile,
+       .portFile = daemon.portFile,
        .port = *bound,
        .stoppedNote = "; reservations stay in the cgroups for the next start"});
 }

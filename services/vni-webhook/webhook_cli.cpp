@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "services/vni-webhook/http_frontend.hpp"
 #include "services/vni-webhook/vni_service.hpp"
 
@@ -59,8 +59,7 @@ std::chrono::milliseconds toMillis(double sec) {
 }  // namespace
 
 void addWebhookFlags(CLI::App& app, WebhookFlags& f) {
-  app.add_option("--listen", f.listen, "bind address")->envname("VNI_WEBHOOK_LISTEN");
-  app.add_option("--port", f.port, "TCP port (0 = ephemeral)")->envname("VNI_WEBHOOK_PORT");
+  obs::addListenFlags(app, f.daemon);
   app.add_option("--db", f.db, "SQLite database file")->envname("VNI_WEBHOOK_DB");
   app.add_option("--vni-min", f.vniMin, "first VNI of the range [min, max)")
       ->envname("VNI_WEBHOOK_VNI_MIN")
@@ -86,10 +85,9 @@ void addWebhookFlags(CLI::App& app, WebhookFlags& f) {
   app.add_option("--max-batch", f.maxBatch, "operations per group commit")->check(CLI::PositiveNumber);
   app.add_option("--tls-cert", f.tlsCert, "PEM certificate (enables HTTPS)")->envname("VNI_WEBHOOK_TLS_CERT");
   app.add_option("--tls-key", f.tlsKey, "PEM private key")->envname("VNI_WEBHOOK_TLS_KEY");
-  app.add_option("--log-level", f.logLevel)->envname("VNI_WEBHOOK_LOG_LEVEL");
-  app.add_option("--log-format", f.logFormat, "text or json")->envname("VNI_WEBHOOK_LOG_FORMAT");
+  obs::addLogFlags(app, f.daemon);
   app.add_option("--lock-wait-seconds", f.lockWaitSec, "wait for another instance's writer lock");
-  app.add_option("--port-file", f.portFile, "write the bound port here once serving (tests)");
+  obs::addPortFileFlag(app, f.daemon);
   app.add_option("--shutdown-delay-seconds", f.shutdownDelaySec,
                  "on SIGTERM keep serving this long with /readyz failing, so the Service stops "
                  "routing here before the listener closes")
@@ -122,9 +120,7 @@ Result<std::vector<alloc::Vni>> parseReservedVnis(const std::string& text) {
 }
 
 int runWebhook(const WebhookFlags& f) {
-  auto format = obs::parseLogFormat(f.logFormat);
-  if (!format || !obs::setupLogging({"vni-webhook", f.logLevel, *format})) {
-    std::cerr << "error: bad --log-level or --log-format\n";
+  if (!obs::setupDaemonLogging("vni-webhook", f.daemon)) {
     return 2;
   }
   if (f.tlsCert.empty() != f.tlsKey.empty()) {
@@ -168,8 +164,8 @@ int runWebhook(const WebhookFlags& f) {
   obs::Metrics metrics;
   obs::HealthChecks health;
   net::ServerOptions serverOptions;
-  serverOptions.bindAddress = f.listen;
-  serverOptions.port = f.port;
+  serverOptions.bindAddress = f.daemon.listen;
+  serverOptions.port = f.daemon.port;
   serverOptions.bodyLimit = f.bodyLimit;
   serverOptions.ioThreads = f.ioThreads;
   serverOptions.serverHeader = "vni-webhook";
@@ -197,7 +193,7 @@ int runWebhook(const WebhookFlags& f) {
                                                          frontend.stop(toMillis(f.drainSec));
                                                        },
                                                        [&] { (*service)->stop(); }},
-                                             .portFile = f.portFile,
+                                             .portFile = f.daemon.portFile,
                                              .port = *bound});
   ::close(lockFd);
   return status;

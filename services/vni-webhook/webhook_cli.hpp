@@ -9,6 +9,7 @@
 
 #include "libcore/alloc/vni_range.hpp"
 #include "libcore/base/result.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "services/vni-webhook/admin_cli.hpp"
 
 namespace CLI {
@@ -18,8 +19,14 @@ class App;
 namespace kc::vni {
 
 struct WebhookFlags {
-  std::string listen = "0.0.0.0";
-  std::uint16_t port = 8842;
+  // --listen, --port (the hooks' port, health and metrics too), --log-level, --log-format and
+  // --port-file; all but --port-file also from VNI_WEBHOOK_*.
+  obs::DaemonFlags daemon{.port = 8842,
+                          .style = {.listenHelp = "bind address",
+                                    .portHelp = "TCP port (0 = ephemeral)",
+                                    .portFileHelp = "write the bound port here once serving (tests)",
+                                    .envPrefix = "VNI_WEBHOOK_",
+                                    .showDefaults = false}};
   std::string db = kDefaultDbPath;
   std::uint32_t vniMin = alloc::kDefaultVniMin;
   std::uint32_t vniMax = alloc::kDefaultVniMax;
@@ -32,10 +39,7 @@ struct WebhookFlags {
   std::size_t maxBatch = 1024;
   std::string tlsCert;
   std::string tlsKey;
-  std::string logLevel = "info";
-  std::string logFormat = "text";
   int lockWaitSec = 30;
-  std::string portFile;
   double shutdownDelaySec = 0;
   double drainSec = 10;
 };

@@ -7,15 +7,13 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
-#include <cstdio>
 #include <iostream>
 #include <thread>
 
-#include "libcore/kube/client.hpp"
-#include "libcore/kube/config.hpp"
+#include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
+#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/log.hpp"
 #include "tools/kubelet-standin/admission.hpp"
 #include "tools/kubelet-standin/control.hpp"
 #include "tools/kubelet-standin/flags.hpp"
@@ -62,12 +60,17 @@ int main(int argc, char** argv) {
   std::int64_t maxPods = 110;
   std::string nodeLabels;
   std::string taints;
-  std::string address = "127.0.0.1";
-  std::uint16_t healthzPort = 10248;
-  std::string portFile;
+  // kubelet's names for the health endpoint's address and port.
+  kc::obs::DaemonFlags daemon{.listen = "127.0.0.1",
+                              .port = 10248,
+                              .style = {.listenFlag = "--address",
+                                        .listenHelp = "address of the health/metrics endpoint",
+                                        .portFlag = "--healthz-port",
+                                        .portHelp = "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)",
+                                        .portFileHelp = "write the bound healthz port here once ready (tests)",
+                                        .logLevelHelp = "trace, debug, info, warn, error",
+                                        .errorPrefix = "kubelet-standin: "}};
   bool debugging = false;
-  std::string logLevel = "info";
-  std::string logFormat = "text";
 
   app.add_option("--hostname-override,--node-name", o.nodeName,
                  "name of the Node this process plays")
@@ -110,21 +113,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--node-labels", nodeLabels, "extra labels, key=value,...");
   app.add_option("--register-with-taints", taints, "taints, key[=value]:Effect,...");
-  app.add_option("--address", address, "address of the health/metrics endpoint")
-      ->capture_default_str();
-  app.add_option("--healthz-port", healthzPort,
-                 "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)")
-      ->capture_default_str();
-  app.add_option("--port-file", portFile, "write the bound healthz port here once ready (tests)");
+  kc::obs::addServingFlags(app, daemon);
   app.add_flag("--enable-debugging-handlers", debugging,
                "serve POST /debug/simulate-restart and POST /debug/sync-node-status");
-  app.add_option("--log-level", logLevel, "trace, debug, info, warn, error")->capture_default_str();
-  app.add_option("--log-format", logFormat, "text or json")->capture_default_str();
+  kc::obs::addLogFlags(app, daemon);
   CLI11_PARSE(app, argc, argv);
 
-  auto format = kc::obs::parseLogFormat(logFormat);
-  if (!format || !kc::obs::setupLogging({"kubelet-standin", logLevel, *format})) {
-    return fail("bad --log-level or --log-format");
+  if (!kc::obs::setupDaemonLogging("kubelet-standin", daemon)) {
+    return 2;
   }
   if (!kc::kubelet::isDnsSubdomain(o.nodeName)) {
     return fail("--node-name '" + o.nodeName + "' is not a valid Node name (DNS-1123 subdomain)");
@@ -176,14 +172,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto config = kubeconfig.empty() ? kc::kube::loadDefaultConfig(kc::kube::processEnv())
-                                   : kc::kube::loadKubeconfig({kubeconfig});
-  if (!config) {
-    return fail("kubeconfig: " + config.error().message);
-  }
-  auto client = kc::kube::KubeClient::create(*config);
+  auto client = kc::kube::setUpClient(kubeconfig, {}, kc::kube::processEnv(), "kubeconfig");
   if (!client) {
-    return fail("API client: " + client.error().message);
+    return fail(client.error().message);
   }
 
   // SIGHUP = simulated restart, picked up by a thread below; blocked before any thread exists.
@@ -205,12 +196,12 @@ int main(int argc, char** argv) {
     std::cerr << "kubelet-standin: " << st.error().message << "\n";
     return 1;
   }
-  kc::obs::DaemonHttp http("kubelet-standin", address, healthzPort, health, metrics);
+  kc::obs::DaemonHttp http("kubelet-standin", daemon.listen, daemon.port, health, metrics);
   kc::kubelet::installControlEndpoints(http.server(), standin, debugging);
   auto port = http.server().start();  // its own error line below, as kubelet's
   if (!port) {
     standin.stop();
-    std::cerr << "kubelet-standin: cannot serve on " << address << ":" << healthzPort << ": "
+    std::cerr << "kubelet-standin: cannot serve on " << daemon.listen << ":" << daemon.port << ": "
               << port.error().message << "\n";
     return 1;
   }
@@ -237,7 +228,7 @@ int main(int argc, char** argv) {
                        standin.stop();
                        http.stop(std::chrono::seconds(2));
                      }},
-       .portFile = portFile,
+       .portFile = daemon.portFile,
        .port = *port,
        .serving =
            [&] {

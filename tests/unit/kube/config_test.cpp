@@ -5,21 +5,13 @@
 #include "libcore/kube/config.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/kube/env_of.hpp"
 
 using namespace kc::kube;
+using kc::kube::testing::envOf;
 using kc::testing::TempDir;
 
 namespace {
-
-EnvLookup envOf(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& k) -> std::optional<std::string> {
-    auto it = vars.find(k);
-    if (it == vars.end()) {
-      return std::nullopt;
-    }
-    return it->second;
-  };
-}
 
 // "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" in base64.
 const std::string kCaPem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
