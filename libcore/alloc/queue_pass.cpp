@@ -1,6 +1,8 @@
 #include "libcore/alloc/queue_pass.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <string>
 
 namespace kc::alloc {
@@ -28,11 +30,37 @@ bool dominatedBy(const Failed& f, const QueuedPod& q) {
 
 }  // namespace
 
+Status checkSlackFactor(double factor) {
+  if (!std::isfinite(factor) || factor < 0 || factor > kMaxSlackFactor) {
+    std::ostringstream msg;
+    msg << "slack factor " << factor << " outside 0.." << kMaxSlackFactor;
+    return makeError(kc::errc::kInvalid, msg.str());
+  }
+  return okStatus();
+}
+
+std::int64_t slackFor(std::int64_t duration, double factor) {
+  if (factor == kDefaultSlackFactor || duration <= 0) {
+    return factor == kDefaultSlackFactor ? duration : 0;
+  }
+  const long double slack = std::nearbyint(static_cast<long double>(duration) * factor);
+  if (slack >= static_cast<long double>(INT64_MAX)) {
+    return INT64_MAX;
+  }
+  return static_cast<std::int64_t>(slack);
+}
+
 Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& rules,
                                        std::int64_t now) {
   if (discipline_ != QueueDiscipline::EasyBackfill &&
       discipline_ != QueueDiscipline::SlackBackfill) {
     return makeError(kc::errc::kInvalid, "the queue pass runs easy-backfill and slack-backfill only");
+  }
+  if (auto s = checkSlackFactor(slackFactor_); !s) {
+    return s.error();
+  }
+  if (discipline_ != QueueDiscipline::SlackBackfill && slackFactor_ != kDefaultSlackFactor) {
+    return makeError(kc::errc::kInvalid, "a slack factor applies to slack-backfill only");
   }
   const std::size_t n = host.waiting();
   QueuePassResult out;
@@ -95,12 +123,14 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
   }
   out.reservedStarts.push_back(reservation->start);
   // What a backfilled pod may not delay: easy-backfill, the current reservation;
-  // slack-backfill, the bound fixed at the head's first reservation (plus its run time).
+  // slack-backfill, the bound fixed at the head's first reservation (plus its slack: its run
+  // time times the slack factor).
   Reservation bound = *reservation;
   if (discipline_ == QueueDiscipline::SlackBackfill) {
     if (slackHead_ != head.id) {
       slackHead_ = head.id;
-      if (__builtin_add_overflow(reservation->start, head.duration, &slackBound_)) {
+      if (__builtin_add_overflow(reservation->start, slackFor(head.duration, slackFactor_),
+                                 &slackBound_)) {
         slackBound_ = reservation->start;
       }
     }

@@ -17,7 +17,8 @@
 //      (feasibility is monotone); otherwise started only if backfillKeeps says the head's
 //      reservation stays no later than the bound: easy-backfill, the current reservation;
 //      slack-backfill, the bound fixed when that pod became the head (its first reservation
-//      plus its own expected run time), which persists across passes in this object.
+//      plus its slack: its own expected run time times the slack factor, 1 by default), which
+//      persists across passes in this object.
 //
 // Pure code: no I/O, threads or clocks; the host passes in its cluster view, generator and
 // times (any unit, e.g. ms).
@@ -90,17 +91,31 @@ struct QueuePassResult {
   std::uint64_t backfilled = 0;  // pods started behind the head
 };
 
+// slack-backfill's slack factor: the head may slip by up to this many of its own run times
+// (textbook relaxed backfill). 1 is the default and slack-backfill's behaviour as registered;
+// 0 fixes the bound at the head's first reservation. Valid: finite, 0..kMaxSlackFactor.
+inline constexpr double kDefaultSlackFactor = 1.0;
+inline constexpr double kMaxSlackFactor = 1000.0;
+// Error "invalid" (with the value) unless `factor` is valid.
+Status checkSlackFactor(double factor);
+// The slack of a head with expected run time `duration` (>= 0): duration x factor, rounded to
+// the nearest unit, saturating at INT64_MAX; exactly `duration` for the default factor.
+std::int64_t slackFor(std::int64_t duration, double factor);
+
 class QueuePass {
  public:
-  // EasyBackfill or SlackBackfill; any other discipline is refused by run().
-  explicit QueuePass(QueueDiscipline discipline) : discipline_(discipline) {}
+  // EasyBackfill or SlackBackfill; any other discipline, or an invalid slack factor (only
+  // SlackBackfill reads it; others must keep the default), is refused by run().
+  explicit QueuePass(QueueDiscipline discipline, double slackFactor = kDefaultSlackFactor)
+      : discipline_(discipline), slackFactor_(slackFactor) {}
 
-  // One pass at `now`. Errors: "invalid" (discipline, a host view that does not match its
-  // cluster), or whatever the host's start() returns.
+  // One pass at `now`. Errors: "invalid" (discipline, slack factor, a host view that does not
+  // match its cluster), or whatever the host's start() returns.
   Result<QueuePassResult> run(QueueHost& host, const PlacementRules& rules, std::int64_t now);
 
  private:
   QueueDiscipline discipline_;
+  double slackFactor_;
   BackfillPlanner planner_;  // the head's reservation and the backfill tests (kept for storage)
   std::optional<std::uint64_t> slackHead_;  // slack-backfill: the head whose bound is slackBound_
   std::int64_t slackBound_ = 0;

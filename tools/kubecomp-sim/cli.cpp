@@ -59,6 +59,7 @@ struct Options {
   double moveTimeS = static_cast<double>(kDefaultMoveTime) / kMsPerSecond;
   std::string queue = "fcfs";
   std::string recompose{alloc::kDefaultRecomposePolicy};
+  double slackFactor = alloc::kDefaultSlackFactor;
   // output
   std::string jobsOut;
   std::string summaryOut = "-";
@@ -425,6 +426,12 @@ int runUnguarded(int argc, char** argv) {
                  "as easy-backfill, but the head may slip by up to its own run time)")
       ->capture_default_str()
       ->group(be);
+  app.add_option("--slack-factor", o.slackFactor,
+                 "slack-backfill: the head may slip by up to this many of its own run times (a "
+                 "bound fixed when it became the head; textbook relaxed backfill's slack factor; "
+                 "0..1000, other queues must keep 1)")
+      ->capture_default_str()
+      ->group(be);
   app.add_option("--recompose", o.recompose,
                  "idle-time recomposition: none (the paper: GPUs move only for a placement) or "
                  "idle-gather (beyond the paper: free GPUs move in the background, while the "
@@ -484,6 +491,13 @@ int runUnguarded(int argc, char** argv) {
     return fail(qp.error().message);
   }
   config.queue = qp->discipline;
+  if (auto s = alloc::checkSlackFactor(o.slackFactor); !s) {
+    return fail("--slack-factor: " + s.error().message);
+  }
+  if (o.slackFactor != alloc::kDefaultSlackFactor && config.queue != QueueDiscipline::SlackBackfill) {
+    return fail("--slack-factor applies to --queue slack-backfill only");
+  }
+  config.slackFactor = o.slackFactor;
   auto rp = alloc::findRecomposePolicy(o.recompose);
   if (!rp) {
     return fail(rp.error().message);
@@ -528,6 +542,9 @@ int runUnguarded(int argc, char** argv) {
                  {"move_time_s", o.moveTimeS},
                  {"nodes", static_cast<std::uint64_t>(cluster->nodeCount())},
                  {"pools", static_cast<std::uint64_t>(cluster->poolCount())}};
+  if (o.slackFactor != alloc::kDefaultSlackFactor) {
+    j["config"]["slack_factor"] = o.slackFactor;  // only when given: default outputs unchanged
+  }
   j["trace"] = statsJson(trace->stats);
   j["wall_s"] = wall;
   // Files only now, after a successful run, each complete or not at all.

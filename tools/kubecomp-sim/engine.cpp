@@ -213,7 +213,9 @@ class Engine {
         inflight_(cluster.poolCount()),
         gpuLands_(cluster.gpuCount(), 0),
         easyPass_(config.queue == QueueDiscipline::SlackBackfill ? QueueDiscipline::SlackBackfill
-                                                                 : QueueDiscipline::EasyBackfill) {
+                                                                 : QueueDiscipline::EasyBackfill,
+                  config.queue == QueueDiscipline::SlackBackfill ? config.slackFactor
+                                                                 : alloc::kDefaultSlackFactor) {
     result_.jobs.resize(trace.jobs.size());
     result_.totalGpus = cluster.gpuCount();
     runningGpus_.resize(trace.jobs.size());

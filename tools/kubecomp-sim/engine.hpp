@@ -18,7 +18,8 @@
 //                  kubecomp-sched runs; the engine hosts it and places what it starts.
 //   slack-backfill BEYOND THE PAPER: as easy-backfill, but a later job may delay the head's
 //                  reservation up to a bound fixed when it became the head (its first
-//                  reservation plus its own duration); it still starts by that bound.
+//                  reservation plus its own duration times SimConfig::slackFactor, 1 by
+//                  default); it still starts by that bound.
 //
 // Idle-time recomposition (BEYOND THE PAPER, alloc::RecomposeKind, libcore/alloc/
 // idle_recompose.hpp): after each scheduling pass, in every pool whose fabric is idle, the
@@ -47,6 +48,7 @@
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/queue_pass.hpp"
 #include "libcore/base/result.hpp"
 #include "tools/kubecomp-sim/job.hpp"
 
@@ -66,6 +68,8 @@ struct SimConfig {
   SimMs moveTime = kDefaultMoveTime;
   QueueDiscipline queue = QueueDiscipline::Fcfs;
   alloc::RecomposeKind recompose = alloc::RecomposeKind::None;
+  // slack-backfill: the head may slip by up to this many of its own run times (queue_pass.hpp).
+  double slackFactor = alloc::kDefaultSlackFactor;
   // Called with (jobs finished, jobs total) now and then during long runs; may be empty.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   // Called at each placement with (job index, node, GPUs moved to it, GPUs the job runs on);

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <vector>
@@ -145,6 +147,64 @@ TEST_CASE("queue pass: slack lets a pod delay the head up to a bound fixed when 
   }
 }
 
+TEST_CASE("queue pass: the slack factor scales the bound a backfilled pod may delay the head to",
+          "[alloc][queue]") {
+  // Head 8 GPUs reserved at 140 (run time 50). A 1-GPU pod holding one of n2's GPUs until
+  // `end` makes the head fit at `end`, start end + 40 (4 moves of 10). Bound: 140 + f x 50.
+  auto [factor, end, verdict, bound] = GENERATE(table<double, std::int64_t, V, std::int64_t>({
+      {1.0, 150, V::kStarted, 190},
+      {1.0, 151, V::kDelaysHead, 190},
+      {3.0, 250, V::kStarted, 290},
+      {3.0, 251, V::kDelaysHead, 290},
+      {0.5, 125, V::kStarted, 165},
+      {0.5, 126, V::kDelaysHead, 165},
+      {0.0, 100, V::kStarted, 140},
+      {0.0, 101, V::kDelaysHead, 140},
+  }));
+  CAPTURE(factor, end);
+  auto h = fourBusyFourFree();
+  h.queue = {queued(0, 8, 50), queued(1, 1, end)};
+  QueuePass pass(QueueDiscipline::SlackBackfill, factor);
+  auto r = pass.run(h, rules(10), 0);
+  REQUIRE(r.ok());
+  CHECK(r->verdicts == std::vector<V>{V::kHead, verdict});
+  CHECK(r->bound == bound);
+  CHECK(r->reservation->start <= bound);
+}
+
+TEST_CASE("queue pass: slack factor values", "[alloc][queue]") {
+  CHECK(slackFor(300, kDefaultSlackFactor) == 300);
+  CHECK(slackFor(300, 3.0) == 900);
+  CHECK(slackFor(300, 0.0) == 0);
+  CHECK(slackFor(3, 0.5) == 2);  // 1.5 rounds to the nearest even: 2
+  CHECK(slackFor(0, 3.0) == 0);
+  CHECK(slackFor(INT64_MAX / 2, 1000.0) == INT64_MAX);  // saturates
+  CHECK(checkSlackFactor(0.0).ok());
+  CHECK(checkSlackFactor(kMaxSlackFactor).ok());
+  for (double bad : {-0.5, 1000.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    CAPTURE(bad);
+    auto s = checkSlackFactor(bad);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().code == "invalid");
+    // The pass refuses it before starting anything.
+    auto h = fourBusyFourFree();
+    h.queue = {queued(0, 1, 10), queued(1, 8, 10), queued(2, 1, 10)};
+    QueuePass pass(QueueDiscipline::SlackBackfill, bad);
+    auto r = pass.run(h, rules(10), 0);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == "invalid");
+    CHECK(h.started.empty());
+  }
+  // Only slack-backfill reads a slack factor: easy-backfill with one is a caller's mistake.
+  auto h = fourBusyFourFree();
+  h.queue = {queued(0, 1, 10)};
+  QueuePass easy(QueueDiscipline::EasyBackfill, 3.0);
+  auto r = easy.run(h, rules(10), 0);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == "invalid");
+  CHECK(h.started.empty());
+}
+
 // backfill_test's moves case: n1 2 free + 2 in use until 100, n2 2 free, 3 unattached, moves
 // of 50. The 8-GPU head is reserved at 300 (4 moves after 100). A 3-GPU pod of 40 (on n1, one
 // GPU moved there) brings it forward to 250 (3 moves after 100). From then on 250 is what a
@@ -210,12 +270,18 @@ TEST_CASE("queue pass: a move in flight delays the head's pool and lengthens eve
 // The property, through the pass as both callers run it: over random workloads on random small
 // composable clusters, the head's reservation never moves later (within a pass and from one
 // pass to the next), the head starts no later than its bound (easy: its last reservation;
-// slack: its first reservation plus its run time), and every pod starts.
+// slack: its first reservation plus its run time times the slack factor: 1, 0 and 3 here), and
+// every pod starts.
 TEST_CASE("queue pass property: the head's reservation never moves later, nobody starves",
           "[alloc][queue]") {
-  const auto discipline = GENERATE(QueueDiscipline::EasyBackfill, QueueDiscipline::SlackBackfill);
+  const auto [discipline, factor] = GENERATE(table<QueueDiscipline, double>({
+      {QueueDiscipline::EasyBackfill, kDefaultSlackFactor},
+      {QueueDiscipline::SlackBackfill, kDefaultSlackFactor},
+      {QueueDiscipline::SlackBackfill, 0.0},
+      {QueueDiscipline::SlackBackfill, 3.0},
+  }));
   const std::uint64_t seed = GENERATE(range(1, 41));
-  CAPTURE(static_cast<int>(discipline), seed);
+  CAPTURE(static_cast<int>(discipline), factor, seed);
   std::mt19937_64 gen(seed);
   auto uni = [&](std::int64_t lo, std::int64_t hi) {
     return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
@@ -237,7 +303,11 @@ TEST_CASE("queue pass property: the head's reservation never moves later, nobody
                                              nullptr, 0, uni(1, 200)}};
   }
   std::stable_sort(jobs.begin(), jobs.end(), [](const TestJob& a, const TestJob& b) { return a.arrival < b.arrival; });
-  QueuePass pass(discipline);
+  QueuePass pass(discipline, factor);
+  std::map<std::uint64_t, std::int64_t> duration;  // per id
+  for (const auto& j : jobs) {
+    duration[j.q.id] = j.q.duration;
+  }
   std::map<std::uint64_t, std::int64_t> latest;  // per head id: its latest reservation
   std::map<std::uint64_t, std::int64_t> bound;   // per head id: the bound it must start by
   std::size_t nextArrival = 0;
@@ -285,6 +355,9 @@ TEST_CASE("queue pass property: the head's reservation never moves later, nobody
       CHECK(res->reservation->start <= res->bound);
       if (auto it = bound.find(id); it != bound.end()) {
         CHECK(res->bound <= it->second);  // from pass to pass: never later
+      } else if (discipline == QueueDiscipline::SlackBackfill) {
+        // Fixed when it became the head: its first reservation plus factor x its run time.
+        CHECK(res->bound == res->reservedStarts.front() + slackFor(duration[id], factor));
       }
       bound[id] = res->bound;
       backfilled += static_cast<int>(res->backfilled);

@@ -142,3 +142,47 @@ TEST_CASE("kubecomp-sim CLI: --recompose idle-gather, unknown names refused") {
              "--summary-out", out.string()}) == 1);
   CHECK_FALSE(fs::exists(out));
 }
+
+// The same trace under slack-backfill: b (8 GPUs, 10 s) is reserved at 140 (a ends at 100, then
+// 4 moves x 10 s); its bound is 140 + factor x 10. d (1 GPU, 200 s) started at 3 would hold a GPU
+// of n000001 until 203, so b would start at 203 + 40 = 243: refused with factor 10 (bound 240),
+// backfilled with factor 11 (bound 250). The summary names the factor only when one is given;
+// a bad factor, or one given to another queue, fails and writes nothing.
+TEST_CASE("kubecomp-sim CLI: --slack-factor widens slack-backfill's bound, bad values refused") {
+  TempDir dir;
+  {
+    std::ofstream f(dir / "jobs.csv");
+    f << "id,arrival_s,duration_s,gpus,cpu\na,0,100,4,1\nb,1,10,8,1\nc,2,50,2,1\nd,3,200,1,1\n";
+  }
+  const fs::path out = dir / "sum.json";
+  auto sim = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"--trace-csv", (dir / "jobs.csv").string(), "--layout", "4+4",
+                                  "--move-time-s", "10", "--jobs-out", (dir / "out.csv").string(),
+                                  "--summary-out", out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  REQUIRE(sim({"--queue", "slack-backfill", "--slack-factor", "10"}) == 0);
+  std::string jobs = slurp(dir / "out.csv");
+  CHECK_THAT(jobs, Catch::Contains("b,1.000,140.000,150.000,139.000,n000000,8,4,done\n"));
+  CHECK_THAT(jobs, Catch::Contains("d,3.000,150.000,350.000,147.000,"));
+  CHECK(nlohmann::json::parse(slurp(out))["config"]["slack_factor"].get<double>() == 10.0);
+  REQUIRE(sim({"--queue", "slack-backfill", "--slack-factor", "11"}) == 0);
+  jobs = slurp(dir / "out.csv");
+  CHECK_THAT(jobs, Catch::Contains("b,1.000,243.000,253.000,242.000,n000000,8,4,done\n"));
+  CHECK_THAT(jobs, Catch::Contains("d,3.000,3.000,203.000,0.000,n000001,1,0,done\n"));
+  REQUIRE(sim({"--queue", "slack-backfill"}) == 0);
+  CHECK_FALSE(nlohmann::json::parse(slurp(out))["config"].contains("slack_factor"));
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--queue", "slack-backfill", "--slack-factor", "-1"},
+        std::vector<std::string>{"--queue", "slack-backfill", "--slack-factor", "1001"},
+        std::vector<std::string>{"--queue", "slack-backfill", "--slack-factor", "nan"},
+        std::vector<std::string>{"--queue", "easy-backfill", "--slack-factor", "3"},
+        std::vector<std::string>{"--slack-factor", "3"}}) {
+    fs::remove(out);
+    fs::remove(dir / "out.csv");
+    CHECK(sim(bad) == 1);
+    CHECK_FALSE(fs::exists(out));
+    CHECK_FALSE(fs::exists(dir / "out.csv"));
+  }
+}

@@ -1,6 +1,7 @@
 // easy-backfill in the engine (libcore/alloc/backfill.hpp): a crafted trace whose waits are
 // computed by hand, and random traces on which the head's reservation never moves later.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -44,6 +45,32 @@ double meanWaitS(const Trace& t, const SimResult& r) {
     sum += static_cast<double>(r.jobs[i].start - t.jobs[i].arrival) / kMsPerSecond;
   }
   return sum / static_cast<double>(t.jobs.size());
+}
+
+std::int64_t uniform(std::mt19937_64& gen, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
+}
+
+// A random small composable cluster (4+4 or 2+2+4, 1-2 pools, 0-4 unattached GPUs a pool, 32
+// CPUs a node) and 10-40 jobs on it (gaps 0-60 s, one in six 8-GPU, run times 1-300 s).
+struct RandomCase {
+  alloc::ClusterState cluster;
+  Trace trace;
+};
+RandomCase randomCase(std::mt19937_64& gen) {
+  auto uni = [&](std::int64_t lo, std::int64_t hi) { return uniform(gen, lo, hi); };
+  const auto pools = static_cast<std::uint32_t>(uni(1, 2));
+  RandomCase out{
+      cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 4)), 32), {}};
+  double at = 0;
+  const int n = static_cast<int>(uni(10, 40));
+  for (int i = 0; i < n; ++i) {
+    at += static_cast<double>(uni(0, 60));
+    const std::uint32_t gpus = uni(0, 5) == 0 ? 8 : static_cast<std::uint32_t>(uni(0, 4));
+    out.trace.jobs.push_back(job(static_cast<std::size_t>(i), at, gpus,
+                                 static_cast<double>(uni(1, 300)), uni(1, 32) * 1000));
+  }
+  return out;
 }
 
 // Records every reservation the engine reports and checks, per head, that it never grows.
@@ -115,22 +142,8 @@ TEST_CASE("easy-backfill: random traces keep every reservation, nobody starves",
   for (std::uint64_t seed = 1; seed <= 150; ++seed) {
     CAPTURE(seed);
     std::mt19937_64 gen(seed);
-    auto uni = [&](std::int64_t lo, std::int64_t hi) {
-      return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen);
-    };
-    const auto pools = static_cast<std::uint32_t>(uni(1, 2));
-    const auto c =
-        cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 4)), 32);
-    Trace t;
-    double at = 0;
-    const int n = static_cast<int>(uni(10, 40));
-    for (int i = 0; i < n; ++i) {
-      at += static_cast<double>(uni(0, 60));
-      const std::uint32_t gpus = uni(0, 5) == 0 ? 8 : static_cast<std::uint32_t>(uni(0, 4));
-      t.jobs.push_back(job(static_cast<std::size_t>(i), at, gpus, static_cast<double>(uni(1, 300)),
-                           uni(1, 32) * 1000));
-    }
-    SimConfig cfg = config("easy-backfill", static_cast<double>(uni(0, 120)));
+    const auto [c, t] = randomCase(gen);
+    SimConfig cfg = config("easy-backfill", static_cast<double>(uniform(gen, 0, 120)));
     ReservationLog log;
     log.attach(cfg);
     auto easy = simulate(c, t, cfg);
@@ -152,4 +165,37 @@ TEST_CASE("easy-backfill: random traces keep every reservation, nobody starves",
     fcfsTotal += meanWaitS(t, *fcfs);
   }
   CHECK(easyTotal < fcfsTotal);
+}
+
+// slack-backfill in the engine with the slack factor (1 as registered, 3 as measured on
+// Workload 4, 0), alone and with idle-gather: on random traces every head starts by its first
+// reservation plus factor x its run time (the bound fixed when it became the head), and every
+// job runs.
+TEST_CASE("slack-backfill with a slack factor: every head starts by its bound, nobody starves",
+          "[sim]") {
+  for (const double factor : {1.0, 3.0, 0.0}) {
+    for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+      CAPTURE(factor, seed);
+      std::mt19937_64 gen(seed);
+      const auto [c, t] = randomCase(gen);
+      SimConfig cfg = config("slack-backfill", static_cast<double>(uniform(gen, 0, 120)));
+      cfg.slackFactor = factor;
+      if (uniform(gen, 0, 1) == 1) {
+        cfg.recompose = alloc::RecomposeKind::IdleGather;
+      }
+      ReservationLog log;
+      log.attach(cfg);
+      auto r = simulate(c, t, cfg);
+      REQUIRE(r.ok());
+      for (const auto& [j, first] : log.first) {
+        CAPTURE(j);
+        const auto slack = static_cast<SimMs>(std::llround(static_cast<double>(t.jobs[j].duration) * factor));
+        CHECK(r->jobs[j].start <= first + slack);
+      }
+      CHECK(r->rejected == 0);
+      for (const JobOutcome& o : r->jobs) {
+        CHECK(o.start >= 0);
+      }
+    }
+  }
 }
