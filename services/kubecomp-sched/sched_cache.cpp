@@ -144,6 +144,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   p.deleting = deleting;
   p.dstNode = annotation(obj, kDstNodeAnnotation);
   p.demand = annotation(obj, kDemandAnnotation);
+  p.reservedAt = annotation(obj, kReservedAtAnnotation);
   if (parsed) {
     p.invalid.clear();
     p.pod = std::move(*parsed);
@@ -206,7 +207,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
     } else if (!assumed_.contains(key) && !waiting_.contains(key)) {
       enqueueLocked(p);
     }
-    if (!p.dstNode && !p.demand) {
+    if (!p.dstNode && !p.demand && !p.reservedAt) {
       clearing_.erase(key);
     }
   }
@@ -649,7 +650,7 @@ void SchedCache::resetQueue(Clock::time_point now) {
       continue;
     }
     firstSeen_.try_emplace(key, now);
-    if (p->invalid.empty() && (p->dstNode || p->demand)) {
+    if (p->invalid.empty() && (p->dstNode || p->demand || p->reservedAt)) {
       std::vector<Action> refused;
       adoptReservationLocked(*p, now, &refused);
       if (refused.empty()) {
@@ -706,12 +707,20 @@ Action SchedCache::baseAction(const PodInfo& pod, Action::Kind kind) const {
 void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out) {
   const std::string dst = pod.dstNode.value_or("");
   const auto demand = pod.demand ? parseDemand(*pod.demand) : std::nullopt;
+  // No kubecomp.io/reserved-at: a request of an older version, timed from now.
+  std::optional<Result<std::chrono::system_clock::time_point>> reservedAt;
+  if (pod.reservedAt) {
+    reservedAt = parseRfc3339(*pod.reservedAt);
+  }
   std::string problem;
   if (!validNodeName(dst)) {
     problem = "annotation " + std::string(kDstNodeAnnotation) + " '" + dst + "' is not a node name";
   } else if (!demand) {
     problem = "annotation " + std::string(kDemandAnnotation) + " '" + pod.demand.value_or("") +
               "' is not a whole number of GPUs (0-65535)";
+  } else if (reservedAt && !*reservedAt) {
+    problem = "annotation " + std::string(kReservedAtAnnotation) + " '" + *pod.reservedAt +
+              "' is not an RFC 3339 time (" + reservedAt->error().message + ")";
   }
   if (!problem.empty()) {
     Action a = baseAction(pod, Action::Kind::kInvalid);
@@ -726,7 +735,22 @@ void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std
   r.node = dst;
   r.gpus = static_cast<std::uint32_t>(std::max<std::int64_t>(0, pod.gpus));
   r.deficit = *demand;
-  r.deadline = now + opts_.reservationTimeout;
+  const auto wall = std::chrono::floor<std::chrono::milliseconds>(wallNow());
+  r.reservedAt = wall;
+  if (reservedAt) {
+    r.reservedAt = **reservedAt;
+    if (r.reservedAt > wall + kReservedAtSkew) {
+      spdlog::warn("pod {}: annotation {} {} is {} ms ahead of this clock (more than the {} s allowed for clock "
+                   "skew); its reservation's timeout starts now",
+                   pod.key, kReservedAtAnnotation, *pod.reservedAt,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(r.reservedAt - wall).count(),
+                   kReservedAtSkew.count());
+      r.reservedAt = wall;
+    }
+  }
+  // The timeout continues from the request's time: what is left of it on this clock (none, if it
+  // has run out: the next pass cancels the request).
+  r.deadline = now + std::chrono::duration_cast<Clock::duration>(opts_.reservationTimeout - (wall - r.reservedAt));
   r.requested = true;
   r.order = nextOrder_++;
   reservations_[pod.key] = r;
@@ -809,7 +833,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
     return a;
   }
   invalidReported_.erase(pod.key);
-  if ((pod.dstNode || pod.demand) && !clearing_.contains(pod.key)) {
+  if ((pod.dstNode || pod.demand || pod.reservedAt) && !clearing_.contains(pod.key)) {
     // A request made earlier (by us before a restart, or by the previous leader): adopt it,
     // send nothing again.
     std::vector<Action> out;
@@ -845,6 +869,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
   r.gpus = placed->gpus;
   r.deficit = placed->deficit;
   r.deadline = now + opts_.reservationTimeout;
+  r.reservedAt = std::chrono::floor<std::chrono::milliseconds>(wallNow());
   r.requested = false;
   r.order = nextOrder_++;
   reservations_[pod.key] = r;
@@ -852,6 +877,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
   Action a = baseAction(pod, Action::Kind::kReserve);
   a.node = node;
   a.deficit = placed->deficit;
+  a.reservedAt = r.reservedAt;
   return a;
 }
 

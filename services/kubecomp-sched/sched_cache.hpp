@@ -53,6 +53,13 @@ inline constexpr std::string_view kSchedulerName = "kubecomp-sched";
 // The reconfiguration request (DESIGN.md section 3, docs/sched.md "Contract with reconfig-mgr").
 inline constexpr std::string_view kDstNodeAnnotation = "kubecomp.io/dst-node";
 inline constexpr std::string_view kDemandAnnotation = "kubecomp.io/demand";
+// When the request was made (RFC 3339 UTC, milliseconds), written in the same patch as the two
+// above: a replica that adopts the request after a restart or failover lets the reservation time
+// out at this time + the timeout, not a fresh timeout from when it adopted it.
+inline constexpr std::string_view kReservedAtAnnotation = "kubecomp.io/reserved-at";
+// A kubecomp.io/reserved-at up to this far ahead of the adopting replica's wall clock is taken as
+// it is (clocks of two machines differ a little); further ahead, the timeout starts at adoption.
+inline constexpr std::chrono::seconds kReservedAtSkew{5};
 
 using Clock = std::chrono::steady_clock;
 
@@ -74,6 +81,7 @@ struct PodInfo {
   // The reconfiguration request annotations as the API shows them (raw text).
   std::optional<std::string> dstNode;
   std::optional<std::string> demand;
+  std::optional<std::string> reservedAt;
   // When it started running: status.startTime (on the steady clock), else when this scheduler
   // bound it, else when it was first seen bound. Read by the queue policies that plan ahead.
   std::optional<Clock::time_point> started;
@@ -89,6 +97,8 @@ struct Reservation {
   std::uint32_t gpus = 0;     // the pod's whole request
   std::uint32_t deficit = 0;  // GPUs asked for (kubecomp.io/demand)
   Clock::time_point deadline{};
+  // When the request was made (wall clock, whole milliseconds): kubecomp.io/reserved-at.
+  std::chrono::system_clock::time_point reservedAt{};
   bool requested = false;  // the annotations are (known to be) on the pod
   std::uint64_t order = 0;  // reservations on one node are served in this order
 };
@@ -98,7 +108,7 @@ struct Action {
   enum class Kind {
     kBind,           // POST pods/binding (node)
     kUnschedulable,  // condition + FailedScheduling (message)
-    kReserve,        // annotations dst-node/demand + Reconfig event (node, deficit)
+    kReserve,        // annotations dst-node/demand/reserved-at + Reconfig event (node, deficit, reservedAt)
     kCancel,         // clear the annotations, FailedScheduling (message); requeued
     kInvalid,        // bad pod or annotation: FailedScheduling (message), nothing bound
     kQueued,         // held back by the queue policy behind the head (head, node, message)
@@ -111,6 +121,7 @@ struct Action {
   std::string node;
   std::uint32_t deficit = 0;
   std::uint32_t gpus = 0;
+  std::chrono::system_clock::time_point reservedAt{};  // kReserve: kubecomp.io/reserved-at
   std::string message;
   bool clearAnnotations = false;  // kInvalid of a bad annotation: remove them too
   std::string head;               // kQueued: the pod it waits behind ("ns/name")
@@ -171,8 +182,10 @@ class SchedCache {
   // Scheduling side (the leader's loop).
   // Forgets the queue and the in-memory reservation deadlines and rebuilds both from the cache:
   // every pending pod of ours queued in FCFS order, every one carrying kubecomp.io/dst-node
-  // adopted as a reservation (with a fresh deadline; no new request is sent). Called when this
-  // replica starts leading.
+  // adopted as a reservation (no new request is sent) whose deadline is kubecomp.io/reserved-at
+  // + the timeout on the wall clock (a fresh timeout if the pod has no reserved-at, from an
+  // older version; a reserved-at more than kReservedAtSkew ahead counts as now). Called when
+  // this replica starts leading.
   void resetQueue(Clock::time_point now);
   // The next actions, at most `max`: reservations whose node can now run the pod (kBind),
   // timed out or no longer possible (kCancel), then pods from the head of the queue, each

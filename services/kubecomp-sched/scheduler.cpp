@@ -410,9 +410,11 @@ bool Scheduler::patchRequest(const Action& a, bool set) {
   if (set) {
     ann[std::string(kDstNodeAnnotation)] = a.node;
     ann[std::string(kDemandAnnotation)] = std::to_string(a.deficit);
+    ann[std::string(kReservedAtAnnotation)] = formatRfc3339(a.reservedAt, Rfc3339Precision::kMillis);
   } else {
     ann[std::string(kDstNodeAnnotation)] = nullptr;
     ann[std::string(kDemandAnnotation)] = nullptr;
+    ann[std::string(kReservedAtAnnotation)] = nullptr;
   }
   json patch = {{"metadata", {{"annotations", ann}}}};
   auto r = client_.patch(kube::gvr::pods(), a.ns, a.name, kube::PatchType::kMerge, patch);

@@ -2,7 +2,7 @@
 // kubecomp-sched as a library: three informers (all Pods, Nodes, GPUPools) feeding the
 // SchedCache, leader election on a Lease, the scheduling loop (leader only) and the workers that
 // carry out its answers through the API: pods/binding, the PodScheduled condition, the
-// kubecomp.io/dst-node + kubecomp.io/demand request for reconfig-mgr, Events. main.cpp parses
+// kubecomp.io/dst-node + demand + reserved-at request for reconfig-mgr, Events. main.cpp parses
 // flags and runs one; the tests run the binary or this class against the API test double.
 
 #include <atomic>

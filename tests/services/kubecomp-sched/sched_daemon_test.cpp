@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "libcore/base/rfc3339.hpp"
 #include "tests/services/kubecomp-sched/sched_cluster.hpp"
 
 using namespace std::chrono_literals;
@@ -153,12 +154,19 @@ TEST_CASE("restart mid-wait: the reservation is rebuilt from the annotations, no
   REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
   REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "Reconfig").empty(); }));
   const std::string rv = c.getPod("w")["metadata"]["resourceVersion"];
+  // The request says when it was made; the new leader's timeout continues from that time.
+  REQUIRE(kc::parseRfc3339(c.annotationOf("w", "kubecomp.io/reserved-at")).ok());
+  REQUIRE(first->cache().reservation("team/w").has_value());
+  const auto deadline = first->cache().reservation("team/w")->deadline;
   first->stop();
   first.reset();
   auto second = c.startScheduler(c.options("replica-b"));
   REQUIRE(SchedCluster::eventually([&] { return second->leading(); }, 5s));
   REQUIRE(SchedCluster::eventually([&] { return second->cache().reservation("team/w").has_value(); }));
   CHECK(second->cache().reservation("team/w")->node == "n1");
+  // The same deadline to the millisecond the reserved-at annotation carries (not a fresh one).
+  const auto adopted = second->cache().reservation("team/w")->deadline;
+  CHECK(std::chrono::abs(adopted - deadline) <= 2ms);
   // A 1-GPU pod meanwhile must not take the two promised GPUs: it waits for a move of its own
   // elsewhere... but the pool has none left, so it is unschedulable.
   c.pod("late", {.gpus = 1});

@@ -1,11 +1,12 @@
 // The kubecomp-sched binary as it is deployed: flags, health and metrics endpoints, scheduling a
 // pod, SIGTERM, and a SIGKILL while a pod waits for reconfig-mgr (the next process adopts the
-// request and sends nothing again).
+// request and sends nothing again; restarted mid-reservation, its timeout ends when it would have).
 
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 
+#include "libcore/base/rfc3339.hpp"
 #include "libcore/net/http_client.hpp"
 #include "tests/services/kubecomp-sched/sched_cluster.hpp"
 #include "tests/support/child_process.hpp"
@@ -105,6 +106,44 @@ TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process ad
   c.setPoolGpus("p0", {{"c0.1", "n1"}});
   c.setAllocatableGpus("n1", 1);
   REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("w") == "n1"; }));
+  CHECK(second->terminate(10s) == 0);
+}
+
+TEST_CASE("kubecomp-sched binary: restarted mid-reservation, the request times out at its original deadline",
+          "[sched]") {
+  SchedCluster c;
+  c.node("n1", {.gpus = 0});
+  c.pool("p0", {"n1"}, {{"c0.1", ""}});
+  const std::vector<std::string> timeout = {"--reservation-timeout-seconds", "6", "--initial-backoff-seconds", "10",
+                                            "--max-backoff-seconds", "10"};
+  auto first = startBinary(c, "bin-a", timeout);
+  c.pod("w", {.gpus = 1});
+  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != "<none>"; }));
+  const std::string stamp = c.annotationOf("w", "kubecomp.io/reserved-at");
+  CHECK(c.annotationOf("w", "kubecomp.io/dst-node") == "n1");
+  auto reservedAt = kc::parseRfc3339(stamp);
+  REQUIRE(reservedAt.ok());
+  CHECK(std::chrono::abs(std::chrono::system_clock::now() - *reservedAt) < 5s);
+  std::this_thread::sleep_for(2500ms);
+  first->kill(SIGKILL);
+  // The next process adopts the request once the killed one's Lease has run out (2 s): a fresh
+  // timeout would end 6 s after that, at least 10.5 s after the request; the original ends 6 s
+  // after it.
+  auto second = startBinary(c, "bin-b", timeout);
+  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != stamp; }, 20s));
+  const auto cancelledAt = std::chrono::system_clock::now();
+  CHECK(c.annotationOf("w", "kubecomp.io/dst-node") == "<none>");
+  CHECK(c.annotationOf("w", "kubecomp.io/demand") == "<none>");
+  CHECK(c.annotationOf("w", "kubecomp.io/reserved-at") == "<none>");
+  const auto deadline = *reservedAt + 6s;
+  CAPTURE(kc::formatRfc3339(cancelledAt, kc::Rfc3339Precision::kMillis), stamp);
+  CHECK(cancelledAt >= deadline - 50ms);
+  CHECK(cancelledAt < deadline + 3s);
+  REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "FailedScheduling").empty(); }));
+  CHECK(c.events("w", "FailedScheduling").front().first ==
+        "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 6s of the reconfiguration request; "
+        "trying again");
+  CHECK(c.events("w", "Reconfig").size() == 1);  // adopted, not sent again
   CHECK(second->terminate(10s) == 0);
 }
 
