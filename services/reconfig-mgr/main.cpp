@@ -88,6 +88,11 @@ int main(int argc, char** argv) {
                  "background for this long (no back and forth)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400}))
       ->capture_default_str();
+  app.add_option("--moves-reprobe-seconds", o.movesReprobeSeconds,
+                 "after the fabric refused a move as unsupported (MovesSupported=False), try the "
+                 "next needed move again after this long (0: never)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{604800}))
+      ->capture_default_str();
   app.add_option(
          "--drain-timeout-seconds", drainTimeout,
          "give a move up when the source node's device plugin has not confirmed the GPU withdrawn")

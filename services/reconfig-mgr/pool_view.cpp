@@ -170,9 +170,10 @@ json renderStatus(const StatusInputs& in) {
     conditions.push_back(condition("MovesSupported", false, "FabricCannotMove",
                                    *in.movesUnsupported, generation, now, in.previousStatus));
   } else {
-    conditions.push_back(condition("MovesSupported", true, "NoRefusal",
-                                   "no move has been refused as unsupported", generation, now,
-                                   in.previousStatus));
+    conditions.push_back(
+        condition("MovesSupported", true, "NoRefusal",
+                  "no move refused as unsupported since the last one that went through", generation,
+                  now, in.previousStatus));
   }
   const bool ready =
       !in.specError && !in.inventoryError && in.view != nullptr && !in.movesUnsupported;

@@ -18,6 +18,7 @@
 #include "libcore/obs/health.hpp"
 #include "services/reconfig-mgr/idle_planner.hpp"
 #include "services/reconfig-mgr/move_planner.hpp"
+#include "services/reconfig-mgr/moves_gate.hpp"
 #include "services/reconfig-mgr/pool_view.hpp"
 
 namespace kc::reconfig {
@@ -141,7 +142,8 @@ class PoolWorker final : public MoveEnv {
         sh_(shared),
         clock_(sh_.client->clock()),
         runner_(*this, clock_, sh_.opts.runner),
-        rng_(sh_.opts.seed) {}
+        rng_(sh_.opts.seed),
+        movesGate_(std::chrono::seconds(sh_.opts.movesReprobeSeconds)) {}
   ~PoolWorker() override { stop(); }
 
   void start() {
@@ -231,11 +233,21 @@ class PoolWorker final : public MoveEnv {
     }
   }
   void unsupported(const std::string& message) override {
-    unsupported_ = message;
-    spdlog::error("pool {}: the fabric cannot move GPUs: {}", name_, message);
     if (sh_.metrics) {
       sh_.metrics->failure("unsupported");
     }
+    const auto reprobe = movesGate_.reprobeInterval();
+    const std::string next =
+        reprobe.count() > 0
+            ? "the next move is tried after " + std::to_string(reprobe.count()) + " s"
+            : "no move is tried again until the pool's chassis list changes";
+    if (movesGate_.refused(message, clock_.now()) == MovesGate::Transition::kNone) {
+      // A re-probe that found the same: the condition stays, no second Event.
+      spdlog::warn("pool {}: the fabric still cannot move GPUs: {}; {}", name_, message, next);
+      return;
+    }
+    spdlog::error("pool {}: the fabric cannot move GPUs: {}; {}", name_, message, next);
+    poolEvent(true, "MovesUnsupported", "the fabric cannot move GPUs: " + message + "; " + next);
   }
   void phaseEnded(const Move& m, MovePhase phase, double seconds) override {
     if (sh_.metrics) {
@@ -268,6 +280,13 @@ class PoolWorker final : public MoveEnv {
     spdlog::info("pool {}: move of GPU {} to {} for {}: {} ({})", name_, m.gpu, m.toNode,
                  m.background() ? std::string("the background") : m.podKey(), toString(m.phase),
                  m.message);
+    if (ok && movesGate_.moved() == MovesGate::Transition::kSupported) {
+      spdlog::info("pool {}: the fabric moved GPU {} after a refusal: moves are supported again",
+                   name_, m.gpu);
+      poolEvent(false, "MovesSupported",
+                "the fabric moved GPU " + m.gpu + " to " + m.toNode +
+                    " after refusing moves as unsupported; moves go on");
+    }
     if (m.background()) {
       if (!ok && !cancelledInBackground && spec_) {
         // A background move that failed is not tried again at once (no retry storm on a
@@ -461,7 +480,7 @@ class PoolWorker final : public MoveEnv {
     }
     in.view = view ? &*view : nullptr;
     in.inventoryError = inventoryError_;
-    in.movesUnsupported = unsupported_;
+    in.movesUnsupported = movesGate_.unsupported();
     in.specError = specError_;
     in.journal = &journal_;
     in.quarantine = &quarantine_;
@@ -591,8 +610,8 @@ class PoolWorker final : public MoveEnv {
     for (const PodInfo& p : pods) {
       anyWaiting = anyWaiting || (p.waiting() && spec_->hasNode(p.dstNode));
     }
-    if (unsupported_) {
-      return;
+    if (!movesGate_.allows(clock_.now())) {
+      return;  // refused as unsupported; tried again at movesGate_.reprobeAt()
     }
     if (!anyWaiting) {
       startBackground(pods);
@@ -710,8 +729,8 @@ class PoolWorker final : public MoveEnv {
   // (the caller checked): start the background move the policy plans, if any. The plan is made
   // again after every landing and every change of pods, nodes or inventory (each wake).
   void startBackground(const std::vector<PodInfo>& pods) {
-    if (sh_.recompose == alloc::RecomposeKind::None || unsupported_ || journal_.active || !spec_ ||
-        clock_.now() < idlePauseUntil_) {
+    if (sh_.recompose == alloc::RecomposeKind::None || !movesGate_.allows(clock_.now()) ||
+        journal_.active || !spec_ || clock_.now() < idlePauseUntil_) {
       return;
     }
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -793,7 +812,9 @@ class PoolWorker final : public MoveEnv {
           waitFor(std::chrono::seconds(5));
           continue;
         }
-        unsupported_.reset();
+        if (movesGate_.reset() == MovesGate::Transition::kSupported) {
+          poolEvent(false, "MovesSupported", "the pool's chassis changed; moves are tried again");
+        }
         inventory_.reset();
       }
       const auto poll = std::chrono::seconds(spec_->pollIntervalSeconds);
@@ -818,6 +839,9 @@ class PoolWorker final : public MoveEnv {
         if (!journal_.active) {
           break;
         }
+      }
+      if (const auto reprobe = movesGate_.reprobeAt(); reprobe && *reprobe > clock_.now()) {
+        wakeAt = std::min(wakeAt, *reprobe);  // moves refused as unsupported: plan again then
       }
       (void)writeStatus(false);
       waitUntil(wakeAt);
@@ -854,7 +878,7 @@ class PoolWorker final : public MoveEnv {
   std::unique_ptr<fabric::FabricDriver> driver_;
   std::optional<fabric::Inventory> inventory_;
   std::optional<std::string> inventoryError_;
-  std::optional<std::string> unsupported_;
+  MovesGate movesGate_;  // a refusal as unsupported stops moves until the re-probe
   SteadyTime lastRead_{};
   double lastReadSeconds_ = 0;
   std::string lastInventoryTime_;
@@ -888,6 +912,9 @@ Status validate(const ReconfigOptions& o) {
       o.defaultRuntime.count() > alloc::kMaxExpectedRuntimeSeconds) {
     return makeError(errc::kInvalid, "--default-runtime-seconds must be 1.." +
                                          std::to_string(alloc::kMaxExpectedRuntimeSeconds));
+  }
+  if (o.movesReprobeSeconds < 0 || o.movesReprobeSeconds > 7 * 86400) {
+    return makeError(errc::kInvalid, "--moves-reprobe-seconds must be 0 (never) to 604800");
   }
   if (o.recomposeCooldown.count() < 0) {
     return makeError(errc::kInvalid, "--recompose-cooldown-seconds must not be negative");

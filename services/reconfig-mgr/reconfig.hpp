@@ -48,6 +48,9 @@ struct ReconfigOptions {
   std::string recomposePolicy = "none";
   std::chrono::seconds defaultRuntime{300};      // expected run time of a pod that gives none
   std::chrono::seconds recomposeCooldown{300};   // a GPU moved in the background stays this long
+  // A pool whose fabric refused a move as unsupported tries the next needed move again after
+  // this long (MovesGate); 0: never (until its chassis list changes or a restart).
+  std::int64_t movesReprobeSeconds = 300;
   std::uint64_t seed = 1;                        // for the "random" policy
   MoveRunnerOptions runner;
   fabric::CallPolicy callPolicy;  // every chassis request

@@ -1,7 +1,8 @@
 // The move state machine (move_runner.hpp) on FakeDriver + FakeClock: the safe protocol's
 // order (journal written before every fabric action), waiting for the device plugin's
 // withdrawal, failures with backoff and roll-back, a lying chassis, an unsupported fabric,
-// cancellation, and a crash at every phase resumed by a fresh runner from the persisted JSON.
+// cancellation, and a crash at every phase resumed by a fresh runner from the persisted JSON;
+// the gate that stops moves on a fabric that cannot move and probes it again after an interval.
 
 #include "services/reconfig-mgr/move_runner.hpp"
 
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "services/reconfig-mgr/moves_gate.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/fakes/fake_driver.hpp"
 
@@ -82,7 +84,7 @@ class LoggingDriver final : public kc::fabric::FabricDriver {
   bool lied_ = false;
 };
 
-class TestEnv final : public kc::reconfig::MoveEnv {
+class TestEnv : public kc::reconfig::MoveEnv {
  public:
   explicit TestEnv(kc::testing::FakeDriver& d) : driver(d, log) {}
   kc::fabric::FabricDriver& fabric() override { return driver; }
@@ -406,4 +408,96 @@ TEST_CASE("move runner: a crash at any phase resumes from the persisted journal"
     CHECK(again.history.at(0).phase == MovePhase::kSucceeded);
     CHECK(hostOf(chassis, "c0.6") == "48");
   }
+}
+
+TEST_CASE(
+    "moves gate: a fabric that refused moves as unsupported is probed again after the interval",
+    "[reconfig]") {
+  using kc::reconfig::MovesGate;
+  using T = MovesGate::Transition;
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("6");  // unattached: a move is one attach
+  kc::testing::FakeClock clock;
+  // The pool worker's part: the runner reports refusals and finished moves, the gate decides
+  // whether the next move may start and says when the condition changes (the worker writes an
+  // Event for each transition other than kNone).
+  struct GateEnv final : TestEnv {
+    GateEnv(kc::testing::FakeDriver& d, kc::Clock& c) : TestEnv(d), clock(c) {}
+    void unsupported(const std::string& message) override {
+      transitions.push_back(gate.refused(message, clock.now()));
+    }
+    void moveFinished(const Move& m) override {
+      if (m.phase == MovePhase::kSucceeded) {
+        transitions.push_back(gate.moved());
+      }
+    }
+    kc::Clock& clock;
+    MovesGate gate{300s};
+    std::vector<T> transitions;
+  } env(chassis, clock);
+  MoveRunner runner(env, clock);
+  Journal j;
+  // Moves the pool needs, started only when the gate allows (planAndStart's check).
+  auto tryMove = [&] {
+    if (!env.gate.allows(clock.now())) {
+      return false;
+    }
+    REQUIRE(runner.start(j, moveOf("c0.6", "", "48")));
+    run(runner, j);
+    REQUIRE_FALSE(j.active);
+    return true;
+  };
+
+  chassis.failNext("attach", kc::makeError(kc::errc::kUnsupported, "no AddResourceBlock"), -1);
+  REQUIRE(tryMove());
+  CHECK(j.history.front().phase == MovePhase::kFailed);
+  CHECK(env.transitions == std::vector<T>{T::kUnsupported});
+  CHECK(env.gate.unsupported() == "no AddResourceBlock");
+  const auto refusedAt = clock.now();
+  CHECK(env.gate.reprobeAt() == refusedAt + 300s);
+  // Within the interval nothing is sent to the fabric.
+  const auto calls = chassis.callLog().size();
+  clock.advance(300s - 1ms);
+  CHECK_FALSE(tryMove());
+  CHECK(chassis.callLog().size() == calls);
+  // At the interval the next move is tried: still refused, the condition stays (no transition,
+  // so no second Event) and the interval starts over from this refusal.
+  clock.advance(1ms);
+  REQUIRE(tryMove());
+  CHECK(chassis.callLog().size() > calls);
+  CHECK(j.history.front().phase == MovePhase::kFailed);
+  CHECK(env.transitions == std::vector<T>{T::kUnsupported, T::kNone});
+  CHECK(env.gate.unsupported() == "no AddResourceBlock");
+  CHECK(env.gate.reprobeAt() == refusedAt + 600s);
+  clock.advance(1s);
+  CHECK_FALSE(tryMove());
+  // The chassis learned to move (firmware update): the next probe goes through, the condition
+  // turns True once, and moves go on without waiting.
+  chassis.clearFaults();
+  clock.advance(299s - 1ms);
+  CHECK_FALSE(tryMove());
+  clock.advance(1ms);
+  REQUIRE(tryMove());
+  CHECK(j.history.front().phase == MovePhase::kSucceeded);
+  CHECK(hostOf(chassis, "c0.6") == "48");
+  CHECK(env.transitions == std::vector<T>{T::kUnsupported, T::kNone, T::kSupported});
+  CHECK_FALSE(env.gate.unsupported().has_value());
+  CHECK_FALSE(env.gate.reprobeAt().has_value());
+  CHECK(env.gate.allows(clock.now()));
+}
+
+TEST_CASE("moves gate: interval 0 never probes again, a reset (the chassis list changed) opens it",
+          "[reconfig]") {
+  using kc::reconfig::MovesGate;
+  using T = MovesGate::Transition;
+  MovesGate gate(0s);
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  CHECK(gate.allows(t0));
+  CHECK(gate.moved() == T::kNone);  // a move while supported changes nothing
+  CHECK(gate.refused("no RemoveResourceBlock", t0) == T::kUnsupported);
+  CHECK_FALSE(gate.allows(t0 + 24h * 365));
+  CHECK_FALSE(gate.reprobeAt().has_value());
+  CHECK(gate.reset() == T::kSupported);
+  CHECK(gate.reset() == T::kNone);
+  CHECK(gate.allows(t0));
 }

@@ -40,6 +40,16 @@ TEST_CASE("reconfig-mgr: --help and bad flags (exit 2)", "[reconfig]") {
   CHECK(text.find("--drain-timeout-seconds") != std::string::npos);
   CHECK(text.find("--recompose-policy") != std::string::npos);
   CHECK(text.find("--default-runtime-seconds") != std::string::npos);
+  CHECK(text.find("--moves-reprobe-seconds") != std::string::npos);
+  CHECK(text.find("(0: never)") != std::string::npos);
+  for (const char* value : {"-1", "604801", "1.5", "soon"}) {
+    kc::testing::ChildProcess p({RECONFIG_MGR_EXE, "--moves-reprobe-seconds", value},
+                                kc::testing::ChildOutput::kCaptureMerged);
+    const std::string out = p.readAll();
+    CAPTURE(value, out);
+    CHECK(p.wait() == 2);
+    CHECK(out.find("--moves-reprobe-seconds") != std::string::npos);
+  }
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--gpu-policy", "best-guess"},
         {"--recompose-policy", "gather-all"},
