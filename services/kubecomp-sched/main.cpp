@@ -8,6 +8,7 @@
 
 
 #include "libcore/alloc/policy_registry.hpp"
+#include "libcore/alloc/queue_pass.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/daemon_flags.hpp"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   // simulator's default, fcfs, models the paper's strict queue.
   std::string queuePolicy(kc::alloc::GreedyBackfillQueuePolicy::kName);
   double moveSeconds = 36;
+  double slackFactor = kc::alloc::kDefaultSlackFactor;
   std::int64_t defaultRuntime = 300;
   double reservationTimeout = 300;
   double initialBackoff = 1;
@@ -83,6 +85,11 @@ int main(int argc, char** argv) {
                  "the testbed: 36 s, docs/demo.md)")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  auto* slackOpt =
+      app.add_option("--slack-factor", slackFactor,
+                     "slack-backfill only: a later pod may delay the queue head by up to this many "
+                     "times the head's own run time (1: the textbook bound; docs/results.md)")
+          ->capture_default_str();
   app.add_option("--default-runtime-seconds", defaultRuntime,
                  "easy-/slack-backfill: expected run time of a pod without the annotation "
                  "kubecomp.io/expected-runtime-seconds or spec.activeDeadlineSeconds")
@@ -141,6 +148,15 @@ int main(int argc, char** argv) {
     spdlog::critical("--queue-policy: {}", queue.error().message);
     return 2;
   }
+  if (auto s = kc::alloc::checkSlackFactor(slackFactor); !s) {
+    spdlog::critical("--slack-factor: {}", s.error().message);
+    return 2;
+  }
+  if (slackOpt->count() > 0 && queue->discipline != kc::alloc::QueueDiscipline::SlackBackfill) {
+    spdlog::critical("--slack-factor applies to --queue-policy slack-backfill only (queue policy is {})",
+                     queuePolicy);
+    return 2;
+  }
   if (maxBackoff < initialBackoff) {
     spdlog::critical("--max-backoff-seconds must not be below --initial-backoff-seconds");
     return 2;
@@ -151,6 +167,7 @@ int main(int argc, char** argv) {
   o.cache.queue = *queue;
   o.cache.moveTime = seconds(moveSeconds);
   o.cache.defaultRuntime = std::chrono::seconds(defaultRuntime);
+  o.cache.slackFactor = slackFactor;
   o.cache.reservationTimeout = seconds(reservationTimeout);
   o.cache.initialBackoff = seconds(initialBackoff);
   o.cache.maxBackoff = seconds(maxBackoff);

@@ -88,7 +88,10 @@ SchedCache::SchedCache(CacheOptions options)
     : opts_(std::move(options)),
       queuePass_(opts_.queue.discipline == alloc::QueueDiscipline::SlackBackfill
                      ? alloc::QueueDiscipline::SlackBackfill
-                     : alloc::QueueDiscipline::EasyBackfill) {
+                     : alloc::QueueDiscipline::EasyBackfill,
+                 opts_.queue.discipline == alloc::QueueDiscipline::SlackBackfill
+                     ? opts_.slackFactor
+                     : alloc::kDefaultSlackFactor) {
   if (!opts_.placement.filter.rt) {
     opts_.placement.filter.rt = rt_.hook();
   }

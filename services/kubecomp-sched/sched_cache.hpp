@@ -138,6 +138,9 @@ struct CacheOptions {
   // run time of a pod that states none.
   std::chrono::milliseconds moveTime{36'000};
   std::chrono::seconds defaultRuntime{300};
+  // slack-backfill: a later pod may delay the head by up to this many times the head's own run
+  // time (alloc::QueuePass; 1 is the textbook bound; docs/results.md measures 3 on Workload 4).
+  double slackFactor = alloc::kDefaultSlackFactor;
   // Wall clock, to place status.startTime on the steady clock and to print reserved starts;
   // empty: std::chrono::system_clock::now.
   std::function<std::chrono::system_clock::time_point()> wallClock{};

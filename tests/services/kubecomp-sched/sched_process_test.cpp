@@ -55,7 +55,9 @@ TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bou
        {std::vector<std::string>{"--node-policy", "fastest"}, {"--bind-workers", "0"},
         {"--max-backoff-seconds", "0.5", "--initial-backoff-seconds", "2"}, {"--no-such-flag"},
         {"--queue-policy", "easy"}, {"--move-seconds", "-1"}, {"--default-runtime-seconds", "0"},
-        {"--default-runtime-seconds", "1.5"}}) {
+        {"--default-runtime-seconds", "1.5"}, {"--queue-policy", "slack-backfill", "--slack-factor", "-1"},
+        {"--queue-policy", "slack-backfill", "--slack-factor", "nan"}, {"--slack-factor", "3"},
+        {"--queue-policy", "easy-backfill", "--slack-factor", "1"}}) {
     std::vector<std::string> args = {KC_SCHED_EXE};
     args.insert(args.end(), bad.begin(), bad.end());
     ChildProcess p(args, kc::testing::ChildOutput::kCaptureMerged);
@@ -152,7 +154,7 @@ TEST_CASE("kubecomp-sched binary: --queue-policy by registry name, fcfs holds a 
     ChildProcess help({KC_SCHED_EXE, "--help"}, kc::testing::ChildOutput::kCapture);
     const std::string out = help.readAll();
     CHECK(help.wait() == 0);
-    for (const char* flag : {"--queue-policy", "--move-seconds", "--default-runtime-seconds"}) {
+    for (const char* flag : {"--queue-policy", "--move-seconds", "--default-runtime-seconds", "--slack-factor"}) {
       CAPTURE(flag);
       CHECK(out.find(flag) != std::string::npos);
     }
@@ -163,6 +165,13 @@ TEST_CASE("kubecomp-sched binary: --queue-policy by registry name, fcfs holds a 
     CHECK(bad.wait() == 2);
     CHECK(out.find("--queue-policy: unknown queue policy 'easy' (known: fcfs, backfill, easy-backfill, "
                    "slack-backfill)") != std::string::npos);
+  }
+  {
+    ChildProcess bad({KC_SCHED_EXE, "--slack-factor", "3"}, kc::testing::ChildOutput::kCaptureMerged);
+    const std::string out = bad.readAll();
+    CHECK(bad.wait() == 2);
+    CHECK(out.find("--slack-factor applies to --queue-policy slack-backfill only (queue policy is backfill)") !=
+          std::string::npos);
   }
   SchedCluster c;
   c.node("n1", {.gpus = 1});

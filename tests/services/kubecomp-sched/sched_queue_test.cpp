@@ -249,3 +249,26 @@ TEST_CASE("sched queue: a reservation's pod runs from when its GPUs land (the fa
   CHECK(a["c"].kind == kind);
   CHECK(*cache.queueStats().headStart == kWall0 + 120s);
 }
+
+TEST_CASE("sched queue: slack-backfill's slack factor (--slack-factor) reaches the pass", "[sched]") {
+  // As above: the head's first reservation is 140 s, its run time 50 s. Bound = 140 + factor x 50.
+  // mid (150 s) moves the head's start to 190, longer (151 s) after mid to 191.
+  //   factor 0: bound 140, both held; factor 1: bound 190, mid goes; factor 3: bound 290, both go.
+  auto [factor, midKind, longerKind] = GENERATE(table<double, Kind, Kind>(
+      {{0.0, Kind::kQueued, Kind::kQueued}, {1.0, Kind::kBind, Kind::kQueued}, {3.0, Kind::kBind, Kind::kBind}}));
+  CAPTURE(factor);
+  const auto t0 = kc::sched::Clock::time_point{} + 1h;
+  auto wall = kWall0;
+  auto o = options("slack-backfill", &wall);
+  o.slackFactor = factor;
+  SchedCache cache(o);
+  fourRunningFourFree(cache, t0);
+  cache.resetQueue(t0);
+  cache.ingestPod(pod("big", 8, 1, 50), t0);
+  cache.ingestPod(pod("mid", 1, 2, 150), t0);
+  cache.ingestPod(pod("longer", 1, 3, 151), t0);
+  auto a = byName(cache.next(t0, 10));
+  CHECK(a["big"].kind == Kind::kUnschedulable);
+  CHECK(a["mid"].kind == midKind);
+  CHECK(a["longer"].kind == longerKind);
+}
