@@ -79,6 +79,10 @@ class Backend {
   // does not exist).
   virtual Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
                                           const std::string& file) = 0;
+  // Called once when the pod ends, however it ends after the backend was made (final state,
+  // kill, SIGTERM, an error): gives back what the backend holds on the remote side (LSF
+  // Application Center: the session token). Never fails the pod: problems are logged only.
+  virtual void release() {}
 };
 
 // Whether an error from a backend, S3 or the API server is worth retrying.

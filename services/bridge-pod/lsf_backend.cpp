@@ -1,5 +1,7 @@
 #include "services/bridge-pod/lsf_backend.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <ctime>
 #include <pugixml.hpp>
 #include <regex>
@@ -343,11 +345,13 @@ Status LsfBackend::logon() {
 Result<kc::net::Response> LsfBackend::send(const std::string& method, const std::string& target, std::string body,
                                            kc::net::Headers headers) {
   for (int attempt = 0;; ++attempt) {
-    std::string cookie;
+    std::string cookie, renewed;
     {
       std::lock_guard lock(mu_);
       if (!cookie_.empty() && clock_.wallNow() < renewAt_) {
         cookie = cookie_;
+      } else {
+        renewed = cookie_;  // due for renewal but still valid: released once replaced
       }
     }
     if (cookie.empty()) {
@@ -356,6 +360,9 @@ Result<kc::net::Response> LsfBackend::send(const std::string& method, const std:
       }
       std::lock_guard lock(mu_);
       cookie = cookie_;
+    }
+    if (!renewed.empty()) {
+      logout(renewed, "the token renewed before its expiry");
     }
     kc::net::Headers h = headers;
     h.push_back({"Cookie", cookie});
@@ -370,6 +377,36 @@ Result<kc::net::Response> LsfBackend::send(const std::string& method, const std:
 }
 
 Status LsfBackend::prepare() { return logon(); }
+
+void LsfBackend::logout(const std::string& cookie, const char* why) {
+  auto r = http_->request("GET", "/webservice/pacclient/logout/", {},
+                          {{"Content-Type", "text/plain"}, {"Accept", "text/plain,application/xml,text/xml"},
+                           {"Cookie", cookie}});
+  if (!r.ok()) {
+    spdlog::warn("LSF logout ({}) failed: {}: {}", why, r.error().code, r.error().message);
+    return;
+  }
+  std::string body = r->body;
+  while (!body.empty() && (body.back() == '\n' || body.back() == '\r' || body.back() == ' ')) {
+    body.pop_back();
+  }
+  if (r->status != 200 || body != "ok") {
+    spdlog::warn("LSF logout ({}) refused: HTTP {}: {}", why, r->status, excerpt(r->body));
+    return;
+  }
+  spdlog::info("logged out of LSF Application Center ({})", why);
+}
+
+void LsfBackend::release() {
+  std::string cookie;
+  {
+    std::lock_guard lock(mu_);
+    cookie.swap(cookie_);
+  }
+  if (!cookie.empty()) {
+    logout(cookie, "the pod ends");
+  }
+}
 
 Result<std::optional<std::string>> LsfBackend::findTagged(const JobContext& ctx) {
   const std::string name = lsfJobName(ctx.uid);

@@ -6,6 +6,11 @@
 //    expiry embedded in the token (the first RFC 3339 time between its quotes) is honoured: a
 //    new logon with less than a minute left, or every 30 minutes when the token has none, and
 //    once more after a 401/403;
+//  - logout: GET webservice/pacclient/logout/ with the token's cookie (Content-Type
+//    text/plain, no body; pacclient's call; Application Center answers 200 "ok"), which
+//    releases the token as IBM's docs ask of every client: the old token after a renewal
+//    before its expiry, the current one in release() when the pod ends. A failed logout is
+//    logged and changes nothing else;
 //  - submit: POST ws/jobs/submit, multipart/mixed: AppName "generic", a nested `data` part of
 //    <AppParam> items (JOB_NAME bridge-<uid> - the tag for adoption -, COMMANDTORUN, QUEUE,
 //    RUNLIMITHOUR, RUNLIMITMINUTE, OUTPUT_FILE, ERROR_FILE, EXTRA_PARAMS "-nnodes N"), and for
@@ -77,11 +82,14 @@ class LsfBackend final : public Backend {
   Result<Query> query(const std::string& id) override;
   Result<bool> cancel(const std::string& id) override;
   Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id, const std::string& file) override;
+  void release() override;
   int logons() const { return logons_; }
 
  private:
   LsfBackend(LsfOptions options, std::unique_ptr<kc::net::HttpClient> http);
   Status logon();
+  // Releases the token behind `cookie` ("platform_token=..."); `why` for the log.
+  void logout(const std::string& cookie, const char* why);
   Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body,
                                  kc::net::Headers headers);
   LsfOptions options_;

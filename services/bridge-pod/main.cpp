@@ -1,7 +1,7 @@
 // bridge-pod: runs one BridgeJob on its remote workload manager (one backend per image,
 // chosen with --backend / BRIDGE_BACKEND). Reads and writes only its ConfigMap. Thin main:
-// flags -> backend + store -> runBridgePod. Exit 0: the job is DONE; 1: any other end; 2: bad
-// flags.
+// flags -> backend + store -> runBridgePod (SIGTERM stops it early, runner.hpp). Exit 0: the
+// job is DONE; 1: any other end; 2: bad flags.
 
 #include <spdlog/spdlog.h>
 
@@ -11,6 +11,7 @@
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
 #include "libcore/obs/log.hpp"
+#include "libcore/obs/shutdown.hpp"
 #include "services/bridge-pod/job_store.hpp"
 #include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/lsf_backend.hpp"
@@ -158,5 +159,14 @@ int main(int argc, char** argv) {
     }
     return std::unique_ptr<kc::bridge::pod::Backend>(std::move(b).value());
   };
+  // SIGTERM (the pod deleted or evicted): the runner stops at its next wait and releases the
+  // backend's session; the remote job keeps running for a replacement pod.
+  kc::bridge::pod::StopRequest stop;
+  kc::obs::ShutdownHandler shutdown({.stop = [&] { stop.request(); }});
+  if (auto s = shutdown.install(); !s.ok()) {
+    spdlog::error("signal handling: {}", s.error().message);
+    return 1;
+  }
+  runner.stop = &stop;
   return kc::bridge::pod::runBridgePod(store, factory, runner);
 }

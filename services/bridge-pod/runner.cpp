@@ -27,6 +27,10 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
+// Thrown by a wait (or a step boundary) once a stop was requested; caught only in run(). A
+// stop may land in any wait, deep inside retry loops that return values rather than errors.
+struct Stopped {};
+
 class Runner {
  public:
   Runner(JobStore& store, const BackendFactory& factory, const RunnerOptions& options)
@@ -34,6 +38,22 @@ class Runner {
         backoff_(options.backoff) {}
 
   int run() {
+    int code = 1;
+    try {
+      code = runJob();
+    } catch (const Stopped&) {
+      spdlog::info("stop requested (SIGTERM): ending without a final state; the remote job, if any, is left to a "
+                   "replacement pod");
+      code = 1;
+    }
+    if (backend_) {
+      backend_->release();
+    }
+    return code;
+  }
+
+ private:
+  int runJob() {
     Data data = retryForever("read ConfigMap", [&] { return store_.read(); });
     auto params = parametersFromData(data);
     if (!params.ok()) {
@@ -77,13 +97,23 @@ class Runner {
     return poll(id, data);
   }
 
- private:
   static std::string value(const Data& d, const char* key) {
     auto it = d.find(key);
     return it == d.end() ? std::string() : it->second;
   }
 
-  void pause(std::chrono::milliseconds d) { clock_.sleepFor(d); }
+  void pause(std::chrono::milliseconds d) {
+    if (options_.stop == nullptr) {
+      clock_.sleepFor(d);
+    } else if (options_.stop->waitFor(clock_, d)) {
+      throw Stopped{};
+    }
+  }
+  void checkStop() const {
+    if (options_.stop != nullptr && options_.stop->requested()) {
+      throw Stopped{};
+    }
+  }
 
   template <typename F>
   auto retryForever(const std::string& what, F&& f) -> std::decay_t<decltype(f().value())> {
@@ -266,6 +296,7 @@ class Runner {
   Result<std::string> obtainId(const Data& data) {
     bool inputsLoaded = false;
     for (;;) {
+      checkStop();
       auto tagged = retryTransient("look for a job tagged " + ctx_.uid, [&] { return backend_->findTagged(ctx_); });
       if (!tagged.ok()) {
         return tagged.error();
@@ -332,6 +363,7 @@ class Runner {
       if (!first) {
         pause(interval());
       }
+      checkStop();
       first = false;
       auto cm = store_.read();
       if (cm.ok()) {
@@ -472,6 +504,24 @@ class Runner {
 };
 
 }  // namespace
+
+void StopRequest::request() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool StopRequest::requested() const {
+  std::lock_guard lock(mu_);
+  return stop_;
+}
+
+bool StopRequest::waitFor(kc::Clock& clock, std::chrono::milliseconds d) {
+  std::unique_lock lock(mu_);
+  return clock.waitFor(lock, cv_, d, [&] { return stop_; });
+}
 
 int runBridgePod(JobStore& store, const BackendFactory& makeBackend, const RunnerOptions& options) {
   return Runner(store, makeBackend, options).run();

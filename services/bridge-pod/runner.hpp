@@ -16,10 +16,16 @@
 // Permanent errors (bad parameters, a refused submit) are written to status.message with
 // FAILED; a permanent error while polling is written to status.message and ends the pod with
 // exit 1 and no final state, so that the operator starts a replacement that adopts the job.
+// A stop request (SIGTERM: the pod deleted or evicted) ends the pod the same way at its next
+// wait or step: exit 1, no final state, the remote job left running for a replacement.
+// However the pod ends once its backend exists, the backend's release() runs last (LSF: the
+// session token is logged out).
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "libcore/base/backoff.hpp"
@@ -30,6 +36,21 @@
 
 namespace kc::bridge::pod {
 
+// Set from another thread (main's SIGTERM handling) to end a running pod early; the runner's
+// waits end at once when it is set.
+class StopRequest {
+ public:
+  void request();
+  bool requested() const;
+  // Waits up to d on `clock`; true when a stop was requested (before or during the wait).
+  bool waitFor(kc::Clock& clock, std::chrono::milliseconds d);
+
+ private:
+  mutable std::mutex mu_;  // guards stop_
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+
 struct RunnerOptions {
   std::string s3CredentialsDir = "/s3credentials";
   std::string s3Region = "us-east-1";
@@ -39,6 +60,7 @@ struct RunnerOptions {
   // The poll interval when positive (tests); otherwise the ConfigMap's updateInterval.
   std::chrono::milliseconds pollIntervalOverride{0};
   kc::Clock* clock = nullptr;
+  StopRequest* stop = nullptr;  // not owned; null: the pod only ends with its job
 };
 
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const JobParameters&)>;

@@ -273,13 +273,30 @@ struct BridgeWorld {
 };
 
 // The scenarios every backend goes through, on any backend: how to start its pod, count the
-// remote jobs made for this BridgeJob, and take its service away and back.
+// remote jobs made for this BridgeJob, and take its service away and back; for a backend with
+// log-on sessions (LSF), how many were opened and never logged out (each scenario checks that
+// its pods leave none, but for the ones SIGKILL takes: a killed process cannot log out).
 struct Scenario {
   BridgeApi& api;
   std::function<std::unique_ptr<kc::testing::ChildProcess>(const std::vector<std::string>&)> pod;
   std::function<std::size_t()> jobs;
   std::function<void()> down;
   std::function<void()> up;
+  std::function<int()> sessions{};  // null: the backend holds no session
+
+  int openSessions() const { return sessions ? sessions() : 0; }
+
+  // `pod` ends within `limit` with exit 0, the job DONE, one remote job for it, and no more
+  // sessions open than `sessionsLeft`.
+  void endsDoneOnce(kc::testing::ChildProcess& pod, const std::string& name, std::chrono::milliseconds limit,
+                    int sessionsLeft) const {
+    const auto exit = pod.waitExit(limit);
+    REQUIRE(exit.has_value());
+    CHECK(*exit == 0);
+    CHECK(api.value(name, "status.jobStatus") == "DONE");
+    CHECK(jobs() == 1);
+    CHECK(openSessions() == sessionsLeft);
+  }
 };
 
 // The pod SIGKILLed as soon as the backend holds the job, the id erased from the ConfigMap as if
@@ -290,6 +307,7 @@ struct Scenario {
 inline std::string crashedTwiceRunsOnce(const Scenario& s, const std::string& name, const nlohmann::json& spec) {
   using namespace std::chrono_literals;
   auto env = s.api.start(name, spec);
+  const int opened = s.openSessions();
   {
     auto pod = s.pod(env);
     REQUIRE(waitFor([&] { return s.jobs() == 1; }, 60s));
@@ -304,13 +322,13 @@ inline std::string crashedTwiceRunsOnce(const Scenario& s, const std::string& na
     std::this_thread::sleep_for(1500ms);  // a poll or two
     pod->kill(SIGKILL);
   }
+  const int leaked = s.openSessions();  // each killed pod's session stays until it expires
+  if (s.sessions) {
+    CHECK(leaked >= opened + 2);
+  }
   auto pod = s.pod(env);
-  const auto exit = pod->waitExit(90s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(s.api.value(name, "status.jobStatus") == "DONE");
+  s.endsDoneOnce(*pod, name, 90s, leaked);  // the last pod logged out of everything it opened
   CHECK(s.api.value(name, "id") == adopted);
-  CHECK(s.jobs() == 1);
   return adopted;
 }
 
@@ -321,6 +339,7 @@ inline void outageRunsOnce(const Scenario& s, const std::string& name, const nlo
                            std::chrono::milliseconds downWhilePolling) {
   using namespace std::chrono_literals;
   auto env = s.api.start(name, spec);
+  const int opened = s.openSessions();
   s.down();
   auto pod = s.pod(env);
   std::this_thread::sleep_for(2s);
@@ -332,11 +351,7 @@ inline void outageRunsOnce(const Scenario& s, const std::string& name, const nlo
   std::this_thread::sleep_for(downWhilePolling);
   REQUIRE(pod->running());
   s.up();
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
-  CHECK(s.api.value(name, "status.jobStatus") == "DONE");
-  CHECK(s.jobs() == 1);
+  s.endsDoneOnce(*pod, name, 60s, opened);
 }
 
 // A refused credential: the pod keeps retrying without submitting until `fix` rotates the
@@ -345,15 +360,38 @@ inline void badCredentialWaits(const Scenario& s, const std::string& name, const
                                const std::function<void()>& fix) {
   using namespace std::chrono_literals;
   auto env = s.api.start(name, spec);
+  const int opened = s.openSessions();
   auto pod = s.pod(env);
   std::this_thread::sleep_for(2s);
   CHECK(pod->running());
   CHECK(s.jobs() == 0);
   fix();
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
+  s.endsDoneOnce(*pod, name, 60s, opened);
+}
+
+// The pod SIGTERMed while its job runs (the pod deleted or evicted): it exits 1 at once with
+// no final state, its session logged out, the remote job left running; a replacement pod
+// resumes the recorded job and, once `finish` lets the job end, takes it to DONE: one job.
+// The spec's job must run until `finish` is called.
+inline void terminatedLeavesJob(const Scenario& s, const std::string& name, const nlohmann::json& spec,
+                                const std::function<void()>& finish) {
+  using namespace std::chrono_literals;
+  auto env = s.api.start(name, spec);
+  const int opened = s.openSessions();
+  {
+    auto pod = s.pod(env);
+    REQUIRE(waitFor([&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
+    pod->kill(SIGTERM);
+    const auto exit = pod->waitExit(30s);
+    REQUIRE(exit.has_value());
+    CHECK(*exit == 1);  // handled: a process ended by the signal itself reports 128 + 15
+  }
+  CHECK(s.openSessions() == opened);
+  CHECK(s.api.value(name, "status.jobStatus") == "RUNNING");
   CHECK(s.jobs() == 1);
+  finish();
+  auto pod = s.pod(env);
+  s.endsDoneOnce(*pod, name, 60s, opened);
 }
 
 }  // namespace kc::bridge::testing

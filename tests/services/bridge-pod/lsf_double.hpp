@@ -14,8 +14,13 @@
 // ws/jobhistory?ids= answers XML <jobHistory><history><content> with bhist -l style text
 // (events "Done successfully.", "Exited with exit code N.", "Signal <KILL> requested ...",
 // "Completed <exit>", wrapped at 80 columns, continuation lines indented by 21 spaces, even
-// inside words); forgetHistory(id) makes the history forget a job too.
+// inside words); forgetHistory(id) makes the history forget a job too. Sessions: every logon
+// opens one, GET webservice/pacclient/logout/ with its cookie closes it (answer 200 text
+// "ok", as pacclient expects; the token is refused from then on). openSessions() counts the
+// logons never logged out (expired or not: a test may outlive a token), liveSessions() those
+// whose token is still valid too.
 
+#include <algorithm>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -47,6 +52,25 @@ class LsfDouble {
   int expiredCalls() {
     std::lock_guard lock(mu_);
     return expired_;
+  }
+  int logouts() {
+    std::lock_guard lock(mu_);
+    return logouts_;
+  }
+  // Logouts answered 500 from now on (the token stays valid): a logout that fails.
+  void failLogouts() {
+    std::lock_guard lock(mu_);
+    failLogouts_ = true;
+  }
+  int openSessions() {
+    std::lock_guard lock(mu_);
+    return logons_ - logouts_;
+  }
+  std::size_t liveSessions() {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::system_clock::now();
+    return static_cast<std::size_t>(
+        std::count_if(tokens_.begin(), tokens_.end(), [&](const auto& t) { return now < t.second; }));
   }
   std::map<std::string, std::string> params(const std::string& id) {
     std::lock_guard lock(mu_);
@@ -146,17 +170,26 @@ class LsfDouble {
     return kc::net::Response::json(200, {{"token", token}});
   }
 
-  // nullopt when the cookie holds a live token.
-  std::optional<kc::net::Response> auth(const kc::net::Request& r) {  // with mu_ held
+  // The token in the request's platform_token cookie, '#quote#' undone (empty without one).
+  static std::string cookieToken(const kc::net::Request& r) {
     std::string cookie = r.header("Cookie").value_or("");
     const auto at = cookie.find("platform_token=");
     if (at == std::string::npos) {
-      return xml(403, "<error>You must log on first</error>");
+      return {};
     }
     std::string token = cookie.substr(at + 15);
     token = token.substr(0, token.find(';'));
     for (auto p = token.find("#quote#"); p != std::string::npos; p = token.find("#quote#", p + 1)) {
       token.replace(p, 7, "\"");
+    }
+    return token;
+  }
+
+  // nullopt when the cookie holds a live token.
+  std::optional<kc::net::Response> auth(const kc::net::Request& r) {  // with mu_ held
+    const std::string token = cookieToken(r);
+    if (token.empty()) {
+      return xml(403, "<error>You must log on first</error>");
     }
     auto it = tokens_.find(token);
     if (it == tokens_.end()) {
@@ -167,6 +200,22 @@ class LsfDouble {
       return xml(403, "<error>Token expired</error>");
     }
     return std::nullopt;
+  }
+
+  kc::net::Response logout(const kc::net::Request& r) {
+    std::lock_guard lock(mu_);
+    if (auto denied = auth(r)) {
+      return *denied;
+    }
+    if (failLogouts_) {
+      return xml(500, "<error>logout failed in this double</error>");
+    }
+    tokens_.erase(cookieToken(r));
+    ++logouts_;
+    kc::net::Response out;
+    out.body = "ok";
+    out.withHeader("Content-Type", "text/plain");
+    return out;
   }
 
   kc::net::Response submit(const kc::net::Request& r) {
@@ -419,6 +468,8 @@ class LsfDouble {
   std::map<std::string, std::chrono::system_clock::time_point> tokens_;
   int logons_ = 0;
   int expired_ = 0;
+  int logouts_ = 0;
+  bool failLogouts_ = false;
   int historyCalls_ = 0;
   std::optional<std::chrono::milliseconds> forgetAfter_;
   RestartableServer listener_{[this](kc::net::HttpServer& s) {
@@ -427,6 +478,7 @@ class LsfDouble {
     s.route("POST", "/platform/ws/userCmd", [this](const kc::net::Request& r) { return userCmd(r); });
     s.routePrefix("GET", "/platform/ws/jobs", [this](const kc::net::Request& r) { return jobs(r); });
     s.route("GET", "/platform/ws/jobhistory", [this](const kc::net::Request& r) { return history(r); });
+    s.route("GET", "/platform/webservice/pacclient/logout/", [this](const kc::net::Request& r) { return logout(r); });
     s.routePrefix("GET", "/platform/webservice/pacclient/file/", [this](const kc::net::Request& r) { return file(r); });
   }};
 };

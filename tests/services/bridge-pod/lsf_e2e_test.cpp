@@ -36,7 +36,8 @@ struct LsfWorld : BridgeWorld {
   }
   Scenario scenario() {
     return {api, [this](const std::vector<std::string>& env) { return pod(env); },
-            [this] { return lsf.submissions(); }, [this] { lsf.down(); }, [this] { lsf.up(); }};
+            [this] { return lsf.submissions(); }, [this] { lsf.down(); }, [this] { lsf.up(); },
+            [this] { return lsf.openSessions(); }};
   }
 };
 
@@ -55,6 +56,7 @@ TEST_CASE("lsf: an inline script runs to DONE with a re-logon before the token e
   const std::string id = w.api.value("hello", "id");
   CHECK(w.lsf.submissions() == 1);
   CHECK(w.lsf.logons() >= 2);
+  CHECK(w.lsf.logouts() == w.lsf.logons());
   CHECK(w.lsf.expiredCalls() == 0);
   const auto params = w.lsf.params(id);
   CHECK(params.at("JOB_NAME") == "bridge-" + w.api.uid());
@@ -68,6 +70,7 @@ TEST_CASE("lsf: an inline script runs to DONE with a re-logon before the token e
   CHECK(isRfc3339(status["submitTime"]));
   CHECK(isRfc3339(status["startTime"]));
   CHECK(isRfc3339(status["completionTime"]));
+  CHECK(w.lsf.openSessions() == 0);  // the renewed token and the last one logged out
 }
 
 TEST_CASE("lsf: kill runs bkill: EXIT after the kill -> KILLED") {
@@ -81,6 +84,7 @@ TEST_CASE("lsf: kill runs bkill: EXIT after the kill -> KILLED") {
   CHECK(*exit == 1);
   CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
   CHECK(w.lsf.job(w.api.value("long", "id"))->killed());
+  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: a failing script is FAILED with its exit code and its outputs uploaded") {
@@ -93,6 +97,7 @@ TEST_CASE("lsf: a failing script is FAILED with its exit code and its outputs up
   CHECK(w.api.value("boom", "status.jobStatus") == "FAILED");
   CHECK(w.api.value("boom", "status.message").find("exited with code 3") != std::string::npos);
   CHECK(w.s3.object("results", "boom/hello.out") == "partial\n");
+  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: a remote command line is run as given") {
@@ -104,6 +109,7 @@ TEST_CASE("lsf: a remote command line is run as given") {
   CHECK(*exit == 0);
   CHECK(w.s3.object("results", "remote/hello.out") == "remote\n");
   CHECK(w.lsf.params(w.api.value("remote", "id")).at("COMMANDTORUN") == "echo remote > hello.out");
+  CHECK(w.lsf.openSessions() == 0);
 }
 
 
@@ -128,6 +134,7 @@ TEST_CASE("lsf: additionaldata files from S3 are uploaded with the submit and th
   CHECK(files.at("table.bin") == binary);
   CHECK(files.count("bridge-script.sh") == 1);
   CHECK(w.s3.object("results", "staged/hello.out") == "staged line\n7\n");
+  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: an additionaldata object missing from S3 fails the job before anything is submitted") {
@@ -143,6 +150,7 @@ TEST_CASE("lsf: an additionaldata object missing from S3 fails the job before an
   CHECK(w.api.value("missing", "status.jobStatus") == "FAILED");
   CHECK(w.api.value("missing", "status.message").find("s3://results/missing.txt: HTTP 404") != std::string::npos);
   CHECK(w.lsf.submissions() == 0);
+  CHECK(w.lsf.openSessions() == 0);  // logged on before the failure
 }
 
 TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/jobhistory") {
@@ -178,6 +186,7 @@ TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/j
   CHECK(w.api.value("hist-kill", "status.jobStatus") == "KILLED");
   CHECK(w.api.value("hist-kill", "status.message").find("after a KILL signal") != std::string::npos);
   CHECK(w.lsf.submissions() == 3);
+  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: a job neither ws/jobs nor ws/jobhistory knows is UNKNOWN and not resubmitted") {
@@ -192,6 +201,7 @@ TEST_CASE("lsf: a job neither ws/jobs nor ws/jobhistory knows is UNKNOWN and not
   CHECK(*exit == 1);
   CHECK(w.api.value("lost", "status.jobStatus") == "UNKNOWN");
   CHECK(w.lsf.submissions() == 1);
+  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: a wrong password is retried and never submits") {
@@ -210,4 +220,26 @@ TEST_CASE("lsf: Application Center down at start and while polling: retries and 
   LsfWorld w;
   outageRunsOnce(w.scenario(), "patient", w.spec("sleep 2\necho late > hello.out\n"), 3s);
   CHECK(w.s3.object("results", "patient/hello.out") == "late\n");
+}
+
+TEST_CASE("lsf: the pod SIGTERMed while its job runs logs out and leaves the job to the next pod") {
+  LsfWorld w;
+  const std::string gate = w.dir.file("go");
+  terminatedLeavesJob(w.scenario(), "evicted",
+                      w.spec("while [ ! -e '" + gate + "' ]; do sleep 0.2; done\necho resumed > hello.out\n"),
+                      [&] { w.dir.write("go", ""); });
+  CHECK(w.s3.object("results", "evicted/hello.out") == "resumed\n");
+}
+
+TEST_CASE("lsf: a refused logout is logged and changes nothing: DONE, exit 0") {
+  LsfWorld w;
+  w.lsf.failLogouts();
+  auto env = w.api.start("sticky", w.spec("echo ok > hello.out\n"));
+  auto pod = w.pod(env);
+  const auto exit = pod->waitExit(30s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("sticky", "status.jobStatus") == "DONE");
+  CHECK(w.s3.object("results", "sticky/hello.out") == "ok\n");
+  CHECK(w.lsf.openSessions() == w.lsf.logons());  // the double kept every session it refused to end
 }
