@@ -17,13 +17,13 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 
 #include "libcore/kube/client.hpp"
 #include "services/bridge-pod/s3_client.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
+#include "tests/services/bridge-pod/local_jobs.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -35,32 +35,13 @@ inline const kube::GroupVersionResource kBridgeJobs{"bridge.kubecomp.io", "v1alp
 inline const kube::GroupVersionResource kNamespacesGvr{"", "v1", "namespaces", false};
 inline const kube::GroupVersionResource kConfigMapsGvr{"", "v1", "configmaps", true};
 
-// A TCP port nobody listens on right now (bound and released).
-inline std::uint16_t freePort() {
-  static std::mt19937 gen(std::random_device{}());
-  for (int i = 0; i < 200; ++i) {
-    const auto port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(20000, 45000)(gen));
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (ok) {
-      return port;
-    }
-  }
-  throw std::runtime_error("no free port");
-}
-
+// Someone listens on the loopback port. Only meaningful for ports freePort() gives (below the
+// ephemeral range): a connect() to a port inside it with nobody listening can connect to
+// itself and would answer true, taking the port from the server meant to bind it.
 inline bool portOpen(std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  const sockaddr_in a = loopback(port);
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
   ::close(fd);
   return ok;
 }

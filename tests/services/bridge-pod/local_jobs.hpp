@@ -3,16 +3,23 @@
 // real shell process in its own session and directory, with its output in a log file, so that
 // running, finishing, failing with an exit code and being killed really happen.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <functional>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +28,42 @@
 #include "tests/support/manifests.hpp"
 
 namespace kc::bridge::testing {
+
+inline sockaddr_in loopback(std::uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return a;
+}
+
+// A loopback TCP port nobody listens on right now (bound and released), for a server of the
+// test to bind - below the kernel's ephemeral range (ip_local_port_range). Inside that range, a
+// connect() to a port with nobody listening may be given that very port as its source and
+// connect to itself (TCP simultaneous open; about once in 20,000 attempts here): the client
+// then reads its own request as the answer, and while that socket lives the server cannot
+// bind the port. Clients retrying against a service that is down (or not up yet) make such
+// attempts by the hundred; a source port is never below the range, so these ports are safe.
+inline std::uint16_t freePort() {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  if (low <= 10001) {
+    throw std::runtime_error("ip_local_port_range starts at " + std::to_string(low) +
+                             ": no room below it for the tests' servers");
+  }
+  static std::mt19937 gen(std::random_device{}());
+  for (int i = 0; i < 200; ++i) {
+    const auto port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(10000, low - 1)(gen));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const sockaddr_in a = loopback(port);
+    const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) {
+      return port;
+    }
+  }
+  throw std::runtime_error("no free port");
+}
 
 class LocalJob {
  public:
@@ -106,20 +149,29 @@ namespace kc::bridge::testing {
 
 // A test double's listener that can go away and come back on the same port (the service "down
 // for a while"); `routes` registers the handlers on each new server. State lives in the double.
+// The port is one of freePort()'s, never an ephemeral one: the pod keeps reconnecting while
+// the service is down, and must neither reach itself nor hold the port against up().
 class RestartableServer {
  public:
   explicit RestartableServer(std::function<void(kc::net::HttpServer&)> routes) : routes_(std::move(routes)) {}
   ~RestartableServer() { down(); }
   void up() {
-    kc::net::ServerOptions o;
-    o.port = port_;
-    server_ = std::make_unique<kc::net::HttpServer>(o);
-    routes_(*server_);
-    auto port = server_->start();
-    if (!port.ok()) {
-      throw std::runtime_error("test double listener: " + port.error().message);
+    const bool first = port_ == 0;
+    for (int attempt = 0;; ++attempt) {
+      kc::net::ServerOptions o;
+      o.port = first ? freePort() : port_;
+      server_ = std::make_unique<kc::net::HttpServer>(o);
+      routes_(*server_);
+      auto port = server_->start();
+      if (port.ok()) {
+        port_ = *port;
+        return;
+      }
+      server_.reset();
+      if (!first || attempt == 4) {  // a first port may be taken between freePort() and here
+        throw std::runtime_error("test double listener: " + port.error().message);
+      }
     }
-    port_ = *port;
   }
   void down() {
     if (server_) {
