@@ -280,6 +280,46 @@ struct Scenario {
   }
 };
 
+// The pod of BridgeJob `name` (started here) ends within `limit`: its exit code, checked to
+// come; no session left open (backends with sessions).
+inline int runsToEnd(const Scenario& s, const std::string& name, const nlohmann::json& spec,
+                     std::chrono::milliseconds limit) {
+  const int opened = s.openSessions();
+  auto pod = s.pod(s.api.start(name, spec));
+  const auto exit = pod->waitExit(limit);
+  REQUIRE(exit.has_value());
+  CHECK(s.openSessions() == opened);
+  return *exit;
+}
+
+// kill through the operator while the job RUNs: the pod cancels it and ends with exit 1 and
+// KILLED; one remote job, no session left. The backend's own view of the cancel is the
+// caller's to check.
+inline void killedWhileRunning(const Scenario& s, const std::string& name, const nlohmann::json& spec) {
+  using namespace std::chrono_literals;
+  const int opened = s.openSessions();
+  auto pod = s.pod(s.api.start(name, spec));
+  REQUIRE(waitFor([&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
+  s.api.kill(name);
+  const auto exit = pod->waitExit(60s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 1);
+  CHECK(s.api.value(name, "status.jobStatus") == "KILLED");
+  CHECK(s.jobs() == 1);
+  CHECK(s.openSessions() == opened);
+}
+
+// A script exiting 3: the pod ends with exit 1, FAILED, the message saying `exitCode3` (each
+// backend words it its own way); one remote job, no session left. Outputs are the caller's.
+inline void failsWithExitCode3(const Scenario& s, const std::string& name, const nlohmann::json& spec,
+                               const std::string& exitCode3) {
+  using namespace std::chrono_literals;
+  CHECK(runsToEnd(s, name, spec, 90s) == 1);
+  CHECK(s.api.value(name, "status.jobStatus") == "FAILED");
+  CHECK(s.api.value(name, "status.message").find(exitCode3) != std::string::npos);
+  CHECK(s.jobs() == 1);
+}
+
 // The pod SIGKILLed as soon as the backend holds the job, the id erased from the ConfigMap as if
 // it had never been written, a second pod killed while it polls (it found the job by its tag
 // and recorded it), a third one to the end: exactly one remote job and DONE. Nothing here

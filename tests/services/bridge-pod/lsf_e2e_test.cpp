@@ -47,11 +47,9 @@ bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<s
 
 TEST_CASE("lsf: an inline script runs to DONE with a re-logon before the token expires and outputs in S3") {
   LsfWorld w;
-  auto env = w.api.start("hello", w.spec("#!/bin/sh\nsleep 6\necho \"hello from $LSB_JOBID\" > hello.out\necho 'it''s done'\n"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
+  CHECK(runsToEnd(w.scenario(), "hello",
+                  w.spec("#!/bin/sh\nsleep 6\necho \"hello from $LSB_JOBID\" > hello.out\necho 'it''s done'\n"),
+                  60s) == 0);
   CHECK(w.api.value("hello", "status.jobStatus") == "DONE");
   const std::string id = w.api.value("hello", "id");
   CHECK(w.lsf.submissions() == 1);
@@ -75,41 +73,21 @@ TEST_CASE("lsf: an inline script runs to DONE with a re-logon before the token e
 
 TEST_CASE("lsf: kill runs bkill: EXIT after the kill -> KILLED") {
   LsfWorld w;
-  auto env = w.api.start("long", w.spec("sleep 120\n"));
-  auto pod = w.pod(env);
-  REQUIRE(waitFor([&] { return w.api.value("long", "status.jobStatus") == "RUNNING"; }, 30s));
-  w.api.kill("long");
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
+  killedWhileRunning(w.scenario(), "long", w.spec("sleep 120\n"));
   CHECK(w.lsf.job(w.api.value("long", "id"))->killed());
-  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: a failing script is FAILED with its exit code and its outputs uploaded") {
   LsfWorld w;
-  auto env = w.api.start("boom", w.spec("echo partial > hello.out\nexit 3\n"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("boom", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("boom", "status.message").find("exited with code 3") != std::string::npos);
+  failsWithExitCode3(w.scenario(), "boom", w.spec("echo partial > hello.out\nexit 3\n"), "exited with code 3");
   CHECK(w.s3.object("results", "boom/hello.out") == "partial\n");
-  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: a remote command line is run as given") {
   LsfWorld w;
-  auto env = w.api.start("remote", w.spec("echo remote > hello.out", "remote"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
+  CHECK(runsToEnd(w.scenario(), "remote", w.spec("echo remote > hello.out", "remote"), 30s) == 0);
   CHECK(w.s3.object("results", "remote/hello.out") == "remote\n");
   CHECK(w.lsf.params(w.api.value("remote", "id")).at("COMMANDTORUN") == "echo remote > hello.out");
-  CHECK(w.lsf.openSessions() == 0);
 }
 
 
@@ -122,11 +100,7 @@ TEST_CASE("lsf: additionaldata files from S3 are uploaded with the submit and th
   w.putS3("results", "inputs/table.bin", binary);
   json spec = w.spec("cat in.txt > hello.out\nwc -c < table.bin | tr -d ' ' >> hello.out\n");
   spec["jobdata"]["additionaldata"] = "results:inputs/data/in.txt,results:inputs/table.bin";
-  auto env = w.api.start("staged", spec);
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
+  CHECK(runsToEnd(w.scenario(), "staged", spec, 60s) == 0);
   CHECK(w.api.value("staged", "status.jobStatus") == "DONE");
   const std::string id = w.api.value("staged", "id");
   const auto files = w.lsf.files(id);
@@ -134,7 +108,6 @@ TEST_CASE("lsf: additionaldata files from S3 are uploaded with the submit and th
   CHECK(files.at("table.bin") == binary);
   CHECK(files.count("bridge-script.sh") == 1);
   CHECK(w.s3.object("results", "staged/hello.out") == "staged line\n7\n");
-  CHECK(w.lsf.openSessions() == 0);
 }
 
 TEST_CASE("lsf: an additionaldata object missing from S3 fails the job before anything is submitted") {
@@ -142,15 +115,10 @@ TEST_CASE("lsf: an additionaldata object missing from S3 fails the job before an
   w.putS3("results", "a/x.txt", "one");
   json spec = w.spec("cat x.txt > hello.out\n");
   spec["jobdata"]["additionaldata"] = "results:a/x.txt,results:missing.txt";
-  auto env = w.api.start("missing", spec);
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
+  CHECK(runsToEnd(w.scenario(), "missing", spec, 30s) == 1);
   CHECK(w.api.value("missing", "status.jobStatus") == "FAILED");
   CHECK(w.api.value("missing", "status.message").find("s3://results/missing.txt: HTTP 404") != std::string::npos);
   CHECK(w.lsf.submissions() == 0);
-  CHECK(w.lsf.openSessions() == 0);  // logged on before the failure
 }
 
 TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/jobhistory") {
@@ -167,11 +135,7 @@ TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/j
   CHECK(w.s3.object("results", "hist-done/hello.out") == "from-history\n");
   CHECK(w.lsf.historyCalls() >= 1);
 
-  env = w.api.start("hist-fail", w.spec("sleep 1\nexit 3\n"));
-  pod = w.pod(env);
-  exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
+  CHECK(runsToEnd(w.scenario(), "hist-fail", w.spec("sleep 1\nexit 3\n"), 30s) == 1);
   CHECK(w.api.value("hist-fail", "status.jobStatus") == "FAILED");
   CHECK(w.api.value("hist-fail", "status.message").find("Completed <exit>, exited with code 3") != std::string::npos);
 
@@ -234,8 +198,7 @@ TEST_CASE("lsf: the pod SIGTERMed while its job runs logs out and leaves the job
 TEST_CASE("lsf: a refused logout is logged and changes nothing: DONE, exit 0") {
   LsfWorld w;
   w.lsf.failLogouts();
-  auto env = w.api.start("sticky", w.spec("echo ok > hello.out\n"));
-  auto pod = w.pod(env);
+  auto pod = w.pod(w.api.start("sticky", w.spec("echo ok > hello.out\n")));
   const auto exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());
   CHECK(*exit == 0);

@@ -55,11 +55,7 @@ bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<s
 TEST_CASE("quantum: a sampler job runs to Completed with IAM tokens refreshed before expiry and results in S3") {
   QuantumWorld w;
   w.quantum.runFor = 8500ms;  // longer than a token lives
-  auto env = w.api.start("bell", w.spec(kGood));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
+  CHECK(runsToEnd(w.scenario(), "bell", w.spec(kGood), 60s) == 0);
   CHECK(w.api.value("bell", "status.jobStatus") == "DONE");
   CHECK(w.quantum.submissions() == 1);
   CHECK(w.quantum.tokensIssued() >= 2);
@@ -77,25 +73,14 @@ TEST_CASE("quantum: a sampler job runs to Completed with IAM tokens refreshed be
 TEST_CASE("quantum: kill cancels the job: Cancelled -> KILLED") {
   QuantumWorld w;
   w.quantum.runFor = 60s;
-  auto env = w.api.start("long", w.spec(kGood));
-  auto pod = w.pod(env);
-  REQUIRE(waitFor([&] { return w.api.value("long", "status.jobStatus") == "RUNNING"; }, 30s));
-  w.api.kill("long");
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
+  killedWhileRunning(w.scenario(), "long", w.spec(kGood));
   CHECK(w.quantum.status(w.api.value("long", "id")) == "Cancelled");
 }
 
 TEST_CASE("quantum: invalid input is FAILED with the service's reason") {
   QuantumWorld w;
   w.quantum.runFor = 200ms;
-  auto env = w.api.start("bad", w.spec(R"({"pubs": "not a circuit"})"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
+  CHECK(runsToEnd(w.scenario(), "bad", w.spec(R"({"pubs": "not a circuit"})"), 30s) == 1);
   CHECK(w.api.value("bad", "status.jobStatus") == "FAILED");
   CHECK(w.api.value("bad", "status.message").find("pubs must be a list (code 1517)") != std::string::npos);
 }

@@ -60,11 +60,7 @@ TEST_CASE("ray: a script from S3 runs to SUCCEEDED and its logs land in S3 and t
                            "p = json.loads(os.environ['BRIDGE_JOB_PARAMETERS'])\n"
                            "print(os.environ['GREETING'], 'iterations', p['iterations'])\n")
               .ok());
-  auto env = w.api.start("pi", w.spec("results:inputs/pi.py", "s3"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 0);
+  CHECK(runsToEnd(w.scenario(), "pi", w.spec("results:inputs/pi.py", "s3"), 60s) == 0);
   CHECK(w.api.value("pi", "status.jobStatus") == "DONE");
   CHECK(w.api.value("pi", "id") == "bridge-" + w.api.uid());
   CHECK(w.ray.submissions() == 1);
@@ -80,14 +76,7 @@ TEST_CASE("ray: a script from S3 runs to SUCCEEDED and its logs land in S3 and t
 
 TEST_CASE("ray: kill stops the job: STOPPED -> KILLED") {
   RayWorld w;
-  auto env = w.api.start("long", w.spec("import time\ntime.sleep(120)\n"));
-  auto pod = w.pod(env);
-  REQUIRE(waitFor([&] { return w.api.value("long", "status.jobStatus") == "RUNNING"; }, 30s));
-  w.api.kill("long");
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("long", "status.jobStatus") == "KILLED");
+  killedWhileRunning(w.scenario(), "long", w.spec("import time\ntime.sleep(120)\n"));
   auto job = w.ray.job("bridge-" + w.api.uid());
   REQUIRE(job);
   CHECK(job->killed());
@@ -95,13 +84,7 @@ TEST_CASE("ray: kill stops the job: STOPPED -> KILLED") {
 
 TEST_CASE("ray: a failing script is FAILED with its exit code and its logs uploaded") {
   RayWorld w;
-  auto env = w.api.start("boom", w.spec("import sys\nprint('boom')\nsys.exit(3)\n"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("boom", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("boom", "status.message").find("exit code 3") != std::string::npos);
+  failsWithExitCode3(w.scenario(), "boom", w.spec("import sys\nprint('boom')\nsys.exit(3)\n"), "exit code 3");
   CHECK(w.s3.object("results", "boom/logs") == "boom\n");
 }
 

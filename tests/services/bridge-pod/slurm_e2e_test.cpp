@@ -143,14 +143,7 @@ TEST_CASE("slurm: a BridgeJob runs to COMPLETED and its output lands in S3 and t
 
 TEST_CASE("slurm: kill cancels the running job: CANCELLED -> KILLED") {
   World w;
-  auto env = w.api.start("sleeper", w.spec("sleeper", "#!/bin/sh\nsleep 120\n"));
-  auto pod = w.pod(env);
-  REQUIRE(waitFor([&] { return w.api.value("sleeper", "status.jobStatus") == "RUNNING"; }, 60s));
-  w.api.kill("sleeper");
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("sleeper", "status.jobStatus") == "KILLED");
+  killedWhileRunning(w.scenario(), "sleeper", w.spec("sleeper", "#!/bin/sh\nsleep 120\n"));
   const auto jobs = w.slurm.jobsTagged(w.api.uid());
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0].find(" CANCELLED ") != std::string::npos);
@@ -159,13 +152,8 @@ TEST_CASE("slurm: kill cancels the running job: CANCELLED -> KILLED") {
 
 TEST_CASE("slurm: a failing script is FAILED with its exit code and its outputs still uploaded") {
   World w;
-  auto env = w.api.start("broken", w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n"));
-  auto pod = w.pod(env);
-  const auto exit = pod->waitExit(90s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("broken", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("broken", "status.message").find("exited with code 3") != std::string::npos);
+  failsWithExitCode3(w.scenario(), "broken", w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n"),
+                     "exited with code 3");
   CHECK(w.s3.object("results", "broken/hello.out") == "partial\n");
 }
 

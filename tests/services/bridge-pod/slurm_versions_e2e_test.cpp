@@ -87,13 +87,7 @@ TEST_CASE("slurm versions: kill cancels the running job: CANCELLED -> KILLED") {
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   World w;
-  auto pod = w.pod(w.api.start("sleeper", w.spec("sleeper", "#!/bin/sh\nsleep 120\n", w.slurm.url(version))));
-  REQUIRE(waitFor([&] { return w.api.value("sleeper", "status.jobStatus") == "RUNNING"; }, 30s));
-  w.api.kill("sleeper");
-  const auto exit = pod->waitExit(30s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("sleeper", "status.jobStatus") == "KILLED");
+  killedWhileRunning(w.scenario(), "sleeper", w.spec("sleeper", "#!/bin/sh\nsleep 120\n", w.slurm.url(version)));
   CHECK(w.api.value("sleeper", "status.message").find("killed by signal 9") != std::string::npos);
   CHECK(w.slurm.tagged(w.api.uid()) == 1);
 }
@@ -102,13 +96,9 @@ TEST_CASE("slurm versions: a failing script is FAILED with its exit code and its
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   World w;
-  auto pod = w.pod(
-      w.api.start("broken", w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n", w.slurm.url(version))));
-  const auto exit = pod->waitExit(60s);
-  REQUIRE(exit.has_value());
-  CHECK(*exit == 1);
-  CHECK(w.api.value("broken", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("broken", "status.message").find("exited with code 3") != std::string::npos);
+  failsWithExitCode3(w.scenario(), "broken",
+                     w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n", w.slurm.url(version)),
+                     "exited with code 3");
   CHECK(w.s3.object("results", "broken/hello.out") == "partial\n");
 }
 
