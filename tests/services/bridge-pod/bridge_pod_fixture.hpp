@@ -149,18 +149,29 @@ class BridgeApi {
     auto it = d.find(key);
     return it == d.end() ? "<absent>" : it->second;
   }
+  // Read, change, update; on 409 read again, as any writer of the ConfigMap must: the pod
+  // writes it too, and even a pod just SIGKILLed may have a PUT in flight that the API server
+  // applies after the kill (between this GET and PUT). Under load that window is wide.
   void set(const std::string& name, const std::map<std::string, std::optional<std::string>>& keys) {
-    auto cm = kube_->get(kConfigMapsGvr, ns, name + "-bridge");
-    REQUIRE(cm.ok());
-    nlohmann::json u = *cm;
-    for (const auto& [k, v] : keys) {
-      if (v) {
-        u["data"][k] = *v;
-      } else {
-        u["data"].erase(k);
+    for (int attempt = 0;; ++attempt) {
+      auto cm = kube_->get(kConfigMapsGvr, ns, name + "-bridge");
+      REQUIRE(cm.ok());
+      nlohmann::json u = *cm;
+      for (const auto& [k, v] : keys) {
+        if (v) {
+          u["data"][k] = *v;
+        } else {
+          u["data"].erase(k);
+        }
       }
+      auto updated = kube_->update(kConfigMapsGvr, ns, u);
+      if (updated.ok()) {
+        return;
+      }
+      INFO(updated.error().message);
+      REQUIRE(updated.error().isConflict());
+      REQUIRE(attempt < 20);
     }
-    REQUIRE(kube_->update(kConfigMapsGvr, ns, u).ok());
   }
 
   // spec.kill = true through the operator: its decision puts kill into the ConfigMap, applied
