@@ -24,7 +24,8 @@ RUN cmake --preset release \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates libbz2-1.0 libfmt9 libpugixml1v5 libspdlog1.10 libssl3 libyaml-cpp0.7 libzip4 \
+      ca-certificates libbz2-1.0 libfmt9 libprometheus-cpp-core1.0 libpugixml1v5 libspdlog1.10 libssl3 \
+      libyaml-cpp0.7 libzip4 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/bin/bridge-pod /usr/local/bin/bridge-pod
 USER 65532:65532
