@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup-deps.sh
+# The real peers' versions, so a log says which ones the tests ran against (README, "Set-up").
+tool_version() { command -v "$1" >/dev/null 2>&1 && "$@" 2>/dev/null | head -1 || echo "not installed"; }
+echo "test.sh: kubectl $(kubectl version --client -o json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' | head -1)," \
+  "$(tool_version python3 --version), node $(tool_version node --version), $(tool_version go version)"
 jobs="$(nproc)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "${jobs}"

@@ -34,7 +34,42 @@ done
 export KUBECONFIG="$TMP/kubeconfig"
 export HOME="$TMP"  # kubectl's discovery cache goes under $HOME/.kube/cache
 k() { kubectl --request-timeout=30s "$@"; }
-kubectl version --client 2>/dev/null | head -1 || true
+# The kubectl under test, printed so a log says which one ran. Debian bookworm's is 1.20; the
+# checks that need a newer kubectl reach the same API another way that 1.20 has (below).
+KUBECTL_MINOR="$(kubectl version --client -o json 2>/dev/null \
+  | sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' | head -1)"
+[ -n "$KUBECTL_MINOR" ] || fail "cannot read the kubectl version: $(kubectl version --client 2>&1)"
+echo "kubectl under test: $(command -v kubectl), $(kubectl version --client -o json 2>/dev/null \
+  | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' | head -1) (minor $KUBECTL_MINOR)"
+
+# status_merge RESOURCE NAME PATH JSON: a merge patch of the status subresource of object NAME
+# (served at PATH, e.g. /api/v1/namespaces/default/pods/p1). kubectl >= 1.24
+# sends it as `kubectl patch --subresource=status` (a PATCH); older kubectl has no --subresource,
+# so the object is read and the merged status written back with `kubectl replace --raw` (a PUT
+# on the same /status path the double serves), the way a controller writes status.
+status_merge() {
+  local resource="$1" name="$2" path="$3" patch="$4"
+  if [ "$KUBECTL_MINOR" -ge 24 ]; then
+    k patch "$resource" "$name" --subresource=status --type merge -p "$patch" >/dev/null
+  else
+    k get --raw "$path" >"$TMP/status.json" || return 1
+    python3 - "$TMP/status.json" "$patch" >"$TMP/status.new.json" <<'PY' || return 1
+import json, sys
+obj = json.load(open(sys.argv[1]))
+def merge(dst, src):  # RFC 7386
+    for key, value in src.items():
+        if value is None:
+            dst.pop(key, None)
+        elif isinstance(value, dict) and isinstance(dst.get(key), dict):
+            merge(dst[key], value)
+        else:
+            dst[key] = value
+merge(obj, json.loads(sys.argv[2]))
+json.dump(obj, sys.stdout)
+PY
+    k replace --raw "$path/status" -f "$TMP/status.new.json" >/dev/null
+  fi
+}
 
 step "namespaces that exist on a fresh server"
 k get namespaces -o name | grep -qx "namespace/kube-system" || fail "kube-system missing"
@@ -188,8 +223,8 @@ grep -qE '^pool-a +h3 +[0-9]+s$' "$TMP/out" || fail "printer column cells withou
 k get gpupools -w >"$TMP/watch.out" 2>&1 &
 WATCH_PID=$!
 for _ in $(seq 1 100); do grep -q '^pool-a' "$TMP/watch.out" && break; sleep 0.1; done
-k patch gpupool pool-a --subresource=status --type merge \
-  -p '{"status":{"totalGPUs":8,"freeGPUs":3,"attachedGPUs":5}}' >/dev/null || fail "status patch of the pool"
+status_merge gpupool pool-a /apis/kubecomp.io/v1alpha1/gpupools/pool-a \
+  '{"status":{"totalGPUs":8,"freeGPUs":3,"attachedGPUs":5}}' || fail "status patch of the pool"
 for _ in $(seq 1 100); do grep -qE '^pool-a +h3 +8 +3 +5 ' "$TMP/watch.out" && break; sleep 0.1; done
 grep -qE '^pool-a +h3 +8 +3 +5 ' "$TMP/watch.out" || fail "Table watch did not show the new row: $(cat "$TMP/watch.out")"
 kill "$WATCH_PID" 2>/dev/null || true; WATCH_PID=""
@@ -229,8 +264,8 @@ step "kubectl drain: pods/eviction, blocked by a PodDisruptionBudget (429), then
 for p in d1 d2; do
   printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, labels: {app: drain}}\nspec:\n  nodeName: gpu-node-1\n  containers: [{name: c, image: busybox}]\n' "$p" \
     | k apply -f - >/dev/null
-  k patch pod "$p" --subresource=status --type merge \
-    -p '{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}' >/dev/null || fail "pod $p status"
+  status_merge pod "$p" "/api/v1/namespaces/default/pods/$p" \
+    '{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}' || fail "pod $p status"
 done
 cat >"$TMP/pdb.yaml" <<'YAML'
 apiVersion: policy/v1
@@ -259,7 +294,9 @@ if k drain gpu-node-1 --force --timeout=3s >"$TMP/out" 2>&1; then fail "drain ev
 grep -cE '^pod/d[12] evicted$' "$TMP/out" | grep -qx 1 || fail "expected exactly one eviction: $(cat "$TMP/out")"
 k patch pdb drain-pdb --type merge -p '{"spec":{"minAvailable":0}}' >/dev/null
 k drain gpu-node-1 --force --timeout=30s >"$TMP/out" 2>&1 || fail "drain: $(cat "$TMP/out")"
-grep -q 'node/gpu-node-1 drained' "$TMP/out" || fail "drain output: $(cat "$TMP/out")"
+# kubectl ends with "node/NAME drained" (1.21 and later) or "node/NAME evicted" (1.20).
+if [ "$KUBECTL_MINOR" -ge 21 ]; then DRAINED=drained; else DRAINED=evicted; fi
+grep -qx "node/gpu-node-1 $DRAINED" "$TMP/out" || fail "drain output: $(cat "$TMP/out")"
 k get pods -l app=drain -o name >"$TMP/out"
 [ ! -s "$TMP/out" ] || fail "pods left after drain: $(cat "$TMP/out")"
 
@@ -291,10 +328,22 @@ firstTimestamp: "2026-01-01T00:00:00Z"
 lastTimestamp: "2026-01-01T00:00:00Z"
 YAML
 k create -f "$TMP/events.yaml" >/dev/null || fail "create events"
-k events --for pod/p1 >"$TMP/out" 2>&1 || fail "kubectl events: $(cat "$TMP/out")"
-grep -qE 'GpuAttached +Pod/p1 +attached falcon-0.3 via events.k8s.io' "$TMP/out" \
-  || fail "kubectl events misses the events.k8s.io event: $(cat "$TMP/out")"
-grep -qE 'Scheduled +Pod/p1 +assigned via core v1' "$TMP/out" || fail "kubectl events misses the core event: $(cat "$TMP/out")"
+if [ "$KUBECTL_MINOR" -ge 26 ]; then
+  k events --for pod/p1 >"$TMP/out" 2>&1 || fail "kubectl events: $(cat "$TMP/out")"
+  grep -qE 'GpuAttached +Pod/p1 +attached falcon-0.3 via events.k8s.io' "$TMP/out" \
+    || fail "kubectl events misses the events.k8s.io event: $(cat "$TMP/out")"
+  grep -qE 'Scheduled +Pod/p1 +assigned via core v1' "$TMP/out" || fail "kubectl events misses the core event: $(cat "$TMP/out")"
+else
+  # No `kubectl events` before 1.26: the same core/v1 list it makes (a field selector on the
+  # involved object), through kubectl get.
+  k get events --field-selector "involvedObject.kind=Pod,involvedObject.name=p1,involvedObject.uid=$P1UID" \
+    -o custom-columns=REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message --no-headers >"$TMP/out" 2>&1 \
+    || fail "events of p1: $(cat "$TMP/out")"
+  grep -qE '^GpuAttached +p1 +attached falcon-0.3 via events.k8s.io$' "$TMP/out" \
+    || fail "the events of p1 miss the events.k8s.io event: $(cat "$TMP/out")"
+  grep -qE '^Scheduled +p1 +assigned via core v1$' "$TMP/out" || fail "the events of p1 miss the core event: $(cat "$TMP/out")"
+  [ "$(wc -l <"$TMP/out")" = 2 ] || fail "the events of p1: $(cat "$TMP/out")"
+fi
 k describe pod p1 >"$TMP/out"
 grep -qE 'Normal +GpuAttached +.* +kubecomp.io/reconfig-mgr(, reconfig-mgr-0)? +attached falcon-0.3 via events.k8s.io' "$TMP/out" \
   || fail "describe misses the events.k8s.io event: $(sed -n '/^Events:/,$p' "$TMP/out")"
