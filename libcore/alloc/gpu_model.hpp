@@ -11,12 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {
 
 // The pod annotation naming the accepted models, comma-separated (parse with ',').
-inline constexpr std::string_view kGpuModelsAnnotation = "kubecomp.io/gpu-models";
+using api::kGpuModelsAnnotation;
 // The separator of the Alibaba trace's gpu_spec column.
 inline constexpr char kGpuSpecSeparator = '|';
 inline constexpr char kGpuModelsAnnotationSeparator = ',';

@@ -36,21 +36,23 @@
 #include <vector>
 
 #include "libcore/alloc/rt_admission.hpp"
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {
 
 using RtStringMap = std::map<std::string, std::string, std::less<>>;
 
-inline constexpr std::string_view kRtAnnotationPrefix = "rt.kubecomp.io/";
-inline constexpr std::string_view kRtRuntimeField = "runtime-us";
-inline constexpr std::string_view kRtPeriodField = "period-us";
-inline constexpr std::string_view kRtCpusField = "cpus";
-inline constexpr std::string_view kRtAssignedAnnotation = "rt.kubecomp.io/assigned";
-inline constexpr std::string_view kRtCapableLabel = "rt.kubecomp.io/capable";
-inline constexpr std::string_view kRtCoresAnnotation = "rt.kubecomp.io/cores";
-inline constexpr std::string_view kRtBoundAnnotation = "rt.kubecomp.io/bound";
-inline constexpr std::string_view kRtKernelAnnotation = "rt.kubecomp.io/kernel";
+// The names (libcore/api/names.hpp); this unit parses and writes their values.
+using api::kRtAnnotationPrefix;
+using api::kRtAssignedAnnotation;
+using api::kRtBoundAnnotation;
+using api::kRtCapableLabel;
+using api::kRtCoresAnnotation;
+using api::kRtCpusField;
+using api::kRtKernelAnnotation;
+using api::kRtPeriodField;
+using api::kRtRuntimeField;
 
 // Every rt.kubecomp.io/ key of a pod's annotations: a known field, a decimal value, a
 // container prefix that is a container of the pod (when containerNames is given; the shim at

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libcore/api/names.hpp"
 #include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/rt_pod.hpp"
 #include "libcore/base/result.hpp"
@@ -23,13 +24,13 @@
 namespace kc::alloc {
 
 // The pooled-GPU extended resource (DESIGN.md section 3).
-inline constexpr std::string_view kGpuResource = "kubecomp.io/gpu";
+using api::kGpuResource;
 
 // A pod's expected run time in whole seconds (a positive decimal integer), for the queue
 // policies that plan ahead (backfill.hpp) and idle-time recomposition: like an HPC job's
 // walltime. Without it the pod's spec.activeDeadlineSeconds is used, the Kubernetes field that
 // bounds how long the pod may run.
-inline constexpr std::string_view kExpectedRuntimeAnnotation = "kubecomp.io/expected-runtime-seconds";
+using api::kExpectedRuntimeAnnotation;
 // Ten years: larger values are refused as a typo rather than planned with.
 inline constexpr std::int64_t kMaxExpectedRuntimeSeconds = 10LL * 366 * 24 * 3600;
 

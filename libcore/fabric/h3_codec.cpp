@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "libcore/fabric/json_guard.hpp"
+#include "libcore/base/json_guard.hpp"
 
 namespace kc::fabric::h3 {
 namespace {

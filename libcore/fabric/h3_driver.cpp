@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "libcore/fabric/http_endpoint.hpp"
-#include "libcore/fabric/json_guard.hpp"
+#include "libcore/base/json_guard.hpp"
 #include "libcore/fabric/verified_move.hpp"
 
 namespace kc::fabric {

@@ -1,7 +1,7 @@
 #include "libcore/fabric/http_endpoint.hpp"
 
 #include "libcore/base/base64.hpp"
-#include "libcore/fabric/json_guard.hpp"
+#include "libcore/base/json_guard.hpp"
 #include "libcore/fabric/types.hpp"
 
 namespace kc::fabric::detail {

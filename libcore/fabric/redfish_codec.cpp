@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "libcore/fabric/json_guard.hpp"
+#include "libcore/base/json_guard.hpp"
 #include "libcore/fabric/types.hpp"
 
 namespace kc::fabric::redfish {

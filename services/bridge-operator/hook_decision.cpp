@@ -296,9 +296,9 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
   if (parent == nullptr || !parent->is_object()) {
     return invalid("hook request has no \"parent\" object");
   }
-  if (optionalString(*parent, "apiVersion") != kApiVersion ||
-      optionalString(*parent, "kind") != kKind) {
-    return invalid(std::string("parent must be a ") + kApiVersion + " " + kKind + ", got " +
+  if (optionalString(*parent, "apiVersion") != api::kBridgeJobApiVersion ||
+      optionalString(*parent, "kind") != api::kBridgeJobKind) {
+    return invalid("parent must be a " + std::string(api::kBridgeJobApiVersion) + " " + std::string(api::kBridgeJobKind) + ", got " +
                    json(optionalString(*parent, "apiVersion")).dump() + " " +
                    json(optionalString(*parent, "kind")).dump());
   }

@@ -23,7 +23,7 @@
 
 #include "libcore/base/result.hpp"
 #include "libcore/metacontroller/hook_body.hpp"
-#include "services/bridge-operator/bridge_job.hpp"
+#include "libcore/api/bridge_job.hpp"
 
 namespace kc::bridge {
 
@@ -32,9 +32,9 @@ using metacontroller::HookVersion;
 enum class HookKind { kSync, kFinalize };
 const char* hookName(HookKind kind);
 
-inline constexpr const char* kJobLabel = "bridge.kubecomp.io/job";
-inline constexpr const char* kJobUidLabel = "bridge.kubecomp.io/job-uid";
-inline constexpr const char* kAttemptLabel = "bridge.kubecomp.io/attempt";
+inline constexpr std::string_view kJobLabel = api::kBridgeJobLabel;
+inline constexpr std::string_view kJobUidLabel = api::kBridgeJobUidLabel;
+inline constexpr std::string_view kAttemptLabel = api::kBridgeAttemptLabel;
 inline constexpr const char* kContainerName = "bridge";
 inline constexpr const char* kCredentialsDir = "/credentials";
 inline constexpr const char* kS3CredentialsDir = "/s3credentials";

@@ -17,7 +17,7 @@
 
 #include "libcore/base/result.hpp"
 #include "libcore/net/http_client.hpp"
-#include "services/bridge-operator/bridge_job.hpp"
+#include "libcore/api/bridge_job.hpp"
 
 namespace kc::bridge::pod {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "libcore/base/result.hpp"
-#include "services/bridge-operator/bridge_job.hpp"
+#include "libcore/api/bridge_job.hpp"
 
 namespace kc::bridge::slurm {
 

@@ -1,6 +1,7 @@
 #include "services/disaggpu-devplugin/device_state.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -8,34 +9,6 @@ namespace kc::devplugin {
 namespace {
 
 using nlohmann::json;
-
-// Device IDs travel through kubelet's checkpoint, environment variables and our annotations:
-// keep them to characters that need no quoting anywhere.
-bool isValidDeviceId(std::string_view id) {
-  if (id.empty() || id.size() > kMaxDeviceIdLength) {
-    return false;
-  }
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '-' || c == '_' || c == ':';
-  });
-}
-
-std::string stringField(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) {
-    return {};
-  }
-  return it->get<std::string>();
-}
-
-std::string poolName(const json& pool) {
-  const auto meta = pool.find("metadata");
-  if (meta == pool.end() || !meta->is_object()) {
-    return {};
-  }
-  return stringField(*meta, "name");
-}
 
 std::string joinIds(const std::vector<std::string>& ids, const std::vector<NodeGpu>& gpus,
                     bool uuids) {
@@ -58,24 +31,6 @@ std::string joinIds(const std::vector<std::string>& ids, const std::vector<NodeG
   return out;
 }
 
-Result<std::vector<std::string>> stringArray(const json& obj, const char* key) {
-  std::vector<std::string> out;
-  const auto it = obj.find(key);
-  if (it == obj.end()) {
-    return out;
-  }
-  if (!it->is_array()) {
-    return makeError(kc::errc::kInvalid, std::string("usage report: '") + key + "' is not an array");
-  }
-  for (const json& v : *it) {
-    if (!v.is_string()) {
-      return makeError(kc::errc::kInvalid, std::string("usage report: '") + key + "' holds a non-string");
-    }
-    out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
 }  // namespace
 
 const NodeGpu* NodeInventory::find(std::string_view id) const {
@@ -89,62 +44,26 @@ NodeInventory nodeInventory(const std::vector<json>& pools, std::string_view nod
   std::map<std::string, NodeGpu> byId;
   std::set<std::string> duplicated;
   for (const json& pool : pools) {
-    if (!pool.is_object()) {
-      continue;
-    }
-    const std::string name = poolName(pool);
-    const auto status = pool.find("status");
-    if (status == pool.end() || !status->is_object()) {
-      continue;  // reconfig-mgr has not written an inventory yet
-    }
-    const auto gpus = status->find("gpus");
-    if (gpus == status->end()) {
-      continue;
-    }
-    if (!gpus->is_array()) {
-      inv.problems.push_back("GPUPool " + name + ": status.gpus is not an array");
-      continue;
-    }
-    for (std::size_t i = 0; i < gpus->size(); ++i) {
-      const json& g = (*gpus)[i];
-      if (!g.is_object()) {
-        inv.problems.push_back("GPUPool " + name + ": status.gpus[" + std::to_string(i) +
-                               "] is not an object");
-        continue;
-      }
-      if (stringField(g, "node") != node) {
+    api::PoolGpus parsed = api::parsePoolGpus(pool);
+    inv.problems.insert(inv.problems.end(), parsed.problems.begin(), parsed.problems.end());
+    for (api::PoolGpu& g : parsed.gpus) {
+      if (g.node != node) {
         continue;
       }
       NodeGpu gpu;
-      gpu.id = stringField(g, "id");
-      if (!isValidDeviceId(gpu.id)) {
-        inv.problems.push_back("GPUPool " + name + ": status.gpus[" + std::to_string(i) +
-                               "].id '" + gpu.id +
-                               "' is not a device ID (1-63 of [A-Za-z0-9._:-])");
-        continue;
-      }
-      gpu.pool = name;
-      gpu.uuid = stringField(g, "uuid");
-      gpu.chassis = stringField(g, "chassis");
-      gpu.model = stringField(g, "model");
-      const auto draining = g.find("draining");
-      gpu.draining = draining != g.end() && draining->is_boolean() && draining->get<bool>();
-      const std::string health = stringField(g, "health");
-      if (health == kHealthy || (health.empty() && !g.contains("health"))) {
-        gpu.healthy = true;
-      } else if (health == kUnhealthy) {
-        gpu.healthy = false;
-        gpu.detail = stringField(g, "healthDetail");
-      } else {
-        gpu.healthy = false;
-        gpu.detail = "unknown health value";
-        inv.problems.push_back("GPUPool " + name + ": GPU " + gpu.id + " has health '" + health +
-                               "' (want Healthy or Unhealthy); advertised as Unhealthy");
-      }
+      gpu.id = std::move(g.id);
+      gpu.pool = parsed.pool;
+      gpu.uuid = std::move(g.uuid);
+      gpu.chassis = std::move(g.chassis);
+      gpu.model = std::move(g.model);
+      gpu.draining = g.draining;
+      gpu.healthy = g.healthy;
+      gpu.detail = g.healthy ? std::string() : std::move(g.healthDetail);
+      // A device kubelet hands out must name exactly one GPU.
       if (gpu.uuid.empty() || gpu.uuid.find(',') != std::string::npos) {
         gpu.healthy = false;
         gpu.detail = "no usable UUID";
-        inv.problems.push_back("GPUPool " + name + ": GPU " + gpu.id +
+        inv.problems.push_back("GPUPool " + parsed.pool + ": GPU " + gpu.id +
                                " has no usable uuid; advertised as Unhealthy");
       }
       if (byId.count(gpu.id) != 0) {
@@ -295,59 +214,6 @@ std::vector<std::string> preferredAllocation(const NodeInventory& inventory,
     takeFrom(groups[bestFitSize != 0 ? bestFit : largest]);
   }
   return out;
-}
-
-json toJson(const UsageReport& report) {
-  json inUse = json::object();
-  for (const auto& [id, pods] : report.inUse) {
-    inUse[id] = pods;
-  }
-  return json{{"pool", report.pool},         {"advertised", report.advertised},
-              {"withdrawn", report.withdrawn}, {"inUse", inUse},
-              {"registered", report.registered}};
-}
-
-Result<UsageReport> parseUsageReport(std::string_view text) {
-  const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return makeError(kc::errc::kInvalid, "usage report: not a JSON object");
-  }
-  UsageReport r;
-  if (const auto it = doc.find("pool"); it != doc.end()) {
-    if (!it->is_string()) {
-      return makeError(kc::errc::kInvalid, "usage report: 'pool' is not a string");
-    }
-    r.pool = it->get<std::string>();
-  }
-  auto advertised = stringArray(doc, "advertised");
-  if (!advertised) {
-    return std::move(advertised).error();
-  }
-  r.advertised = std::move(*advertised);
-  auto withdrawn = stringArray(doc, "withdrawn");
-  if (!withdrawn) {
-    return std::move(withdrawn).error();
-  }
-  r.withdrawn = std::move(*withdrawn);
-  if (const auto it = doc.find("inUse"); it != doc.end()) {
-    if (!it->is_object()) {
-      return makeError(kc::errc::kInvalid, "usage report: 'inUse' is not an object");
-    }
-    for (const auto& [id, pods] : it->items()) {
-      auto list = stringArray(json{{"p", pods}}, "p");
-      if (!list) {
-        return makeError(kc::errc::kInvalid, "usage report: inUse['" + id + "'] is not a list of pods");
-      }
-      r.inUse[id] = std::move(*list);
-    }
-  }
-  if (const auto it = doc.find("registered"); it != doc.end()) {
-    if (!it->is_boolean()) {
-      return makeError(kc::errc::kInvalid, "usage report: 'registered' is not a boolean");
-    }
-    r.registered = it->get<bool>();
-  }
-  return r;
 }
 
 }  // namespace kc::devplugin

@@ -2,7 +2,7 @@
 // The device plugin's decisions, as pure functions over the GPUPool objects it watches: which
 // GPUs this node has, what kubelet should see (draining GPUs withdrawn), what Allocate hands a
 // container, which devices GetPreferredAllocation proposes, and the usage report the plugin
-// publishes on its Node for reconfig-mgr. No I/O, no clocks: the gRPC service, the informer
+// publishes on its Node for reconfig-mgr (its shape: libcore/api/usage_report.hpp). No I/O, no clocks: the gRPC service, the informer
 // handlers and the tests all call these.
 
 #include <cstdint>
@@ -13,17 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libcore/api/gpupool.hpp"
+#include "libcore/api/usage_report.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::devplugin {
 
-inline constexpr std::string_view kResourceName = "kubecomp.io/gpu";
-// Node annotation holding the plugin's UsageReport (JSON), read by reconfig-mgr.
-inline constexpr std::string_view kUsageAnnotation = "kubecomp.io/gpu-usage";
-inline constexpr std::string_view kHealthy = "Healthy";
-inline constexpr std::string_view kUnhealthy = "Unhealthy";
-// kubelet: a device ID is at most 63 characters.
-inline constexpr std::size_t kMaxDeviceIdLength = 63;
+using api::kMaxDeviceIdLength;
+using api::UsageReport;
 
 // One GPU the pool status says is attached to this node.
 struct NodeGpu {
@@ -89,23 +86,5 @@ std::vector<std::string> preferredAllocation(const NodeInventory& inventory,
                                              const std::vector<std::string>& available,
                                              const std::vector<std::string>& mustInclude,
                                              std::int32_t size);
-
-// What the plugin publishes on its Node (annotation kUsageAnnotation) for reconfig-mgr.
-struct UsageReport {
-  std::string pool;                 // "" when the node's GPUs come from several pools
-  std::vector<std::string> advertised;  // ids kubelet sees, sorted
-  // Draining GPUs confirmed withdrawn: kubelet has received a list without them AND a
-  // PodResources read taken after that delivery is reflected in `inUse`. reconfig-mgr may
-  // detach a GPU only when it is here and not in `inUse`.
-  std::vector<std::string> withdrawn;
-  std::map<std::string, std::vector<std::string>> inUse;  // id -> ["namespace/pod", ...]
-  bool registered = false;          // kubelet accepted our registration
-
-  friend bool operator==(const UsageReport&, const UsageReport&) = default;
-};
-
-nlohmann::json toJson(const UsageReport& report);
-// Strict: error "invalid" naming the field when the annotation is not a UsageReport.
-Result<UsageReport> parseUsageReport(std::string_view text);
 
 }  // namespace kc::devplugin

@@ -11,7 +11,7 @@ namespace kc::devplugin {
 
 Status NodeAnnotationPublisher::publish(const UsageReport& report) {
   const nlohmann::json patch = {
-      {"metadata", {{"annotations", {{std::string(kUsageAnnotation), toJson(report).dump()}}}}}};
+      {"metadata", {{"annotations", {{std::string(api::kUsageAnnotation), api::serialize(report)}}}}}};
   auto r = client_.patch(kube::gvr::nodes(), "", node_, kube::PatchType::kMerge, patch);
   if (!r) {
     // The API's own reason (not_found for a missing Node, unauthorized, conflict, ...).
@@ -94,7 +94,7 @@ DevPlugin::DevPlugin(DevPluginOptions options, kube::KubeClient& client, obs::Me
   service_ = std::make_unique<DevicePluginService>(std::move(hooks));
 
   kube::InformerOptions io;
-  io.resource = gpuPoolsResource();
+  io.resource = api::gvr::gpuPools();
   informer_ = std::make_unique<kube::Informer>(client_, io);
   kube::ResourceEventHandler h;
   h.onAdd = [this](const kube::ObjectPtr&) { recompute(); };

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
@@ -22,9 +23,6 @@ class HealthChecks;
 
 namespace kc::devplugin {
 
-inline kube::GroupVersionResource gpuPoolsResource() {
-  return {"kubecomp.io", "v1alpha1", "gpupools", false};
-}
 
 struct DevPluginOptions {
   std::string nodeName;

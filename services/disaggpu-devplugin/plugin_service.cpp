@@ -106,7 +106,7 @@ class DevicePluginService::Stream final
     for (const Advertised& d : next->devices) {
       auto* dev = message_.add_devices();
       dev->set_id(d.id);
-      dev->set_health(std::string(d.healthy ? kHealthy : kUnhealthy));
+      dev->set_health(std::string(d.healthy ? api::kHealthy : api::kUnhealthy));
     }
     writingVersion_ = next->version;
     writing_ = true;

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/grpc/unix_server.hpp"
 
@@ -30,7 +31,7 @@ struct RegistrarOptions {
   std::string pluginDir = "/var/lib/kubelet/device-plugins";
   std::string socketName = "kubecomp-gpu.sock";  // our endpoint, relative to pluginDir
   std::string kubeletSocket;                     // default: <pluginDir>/kubelet.sock
-  std::string resourceName = "kubecomp.io/gpu";
+  std::string resourceName{api::kGpuResource};
   std::chrono::milliseconds registerTimeout{5000};
   std::chrono::milliseconds checkInterval{200};
   std::chrono::milliseconds retryMin{100};

@@ -16,7 +16,7 @@ namespace kc::devplugin {
 namespace {
 
 // Shown in `inUse` for a device Allocate handed out that PodResources does not list yet.
-constexpr const char* kAllocating = "(allocating)";
+constexpr std::string_view kAllocating = api::kAllocatingPod;
 
 class PodResourcesClient final : public PodResourcesSource {
  public:
@@ -105,7 +105,7 @@ UsageReport UsageReporter::decide(const Reading& r, const std::optional<UsageRep
   for (const std::string& id : r.allocatedSince) {
     auto& pods = out.inUse[id];
     if (pods.empty()) {
-      pods.push_back(kAllocating);
+      pods.emplace_back(kAllocating);
     }
   }
   if (r.listDelivered && r.inUse) {

@@ -50,7 +50,7 @@ std::unique_ptr<PodResourcesSource> makePodResourcesClient(std::string socketPat
                                                            std::chrono::milliseconds timeout);
 
 struct UsageReporterOptions {
-  std::string resourceName = "kubecomp.io/gpu";
+  std::string resourceName{api::kGpuResource};
   std::chrono::milliseconds pollInterval{1000};  // PodResources read without any change
   std::chrono::milliseconds retryInterval{1000}; // after a failed publish
 };

@@ -38,48 +38,6 @@ json identity(const json& obj) {
   return json{{"metadata", std::move(meta)}};
 }
 
-std::optional<std::string> annotation(const json& obj, std::string_view key) {
-  auto m = obj.find("metadata");
-  if (m == obj.end() || !m->is_object()) {
-    return std::nullopt;
-  }
-  auto a = m->find("annotations");
-  if (a == m->end() || !a->is_object()) {
-    return std::nullopt;
-  }
-  auto v = a->find(std::string(key));
-  if (v == a->end()) {
-    return std::nullopt;
-  }
-  return v->is_string() ? v->get<std::string>() : v->dump();
-}
-
-// A DNS subdomain (RFC 1123), as node names are: lower-case alphanumerics, '-' and '.',
-// starting and ending alphanumeric, at most 253 characters.
-bool validNodeName(std::string_view s) {
-  if (s.empty() || s.size() > 253) {
-    return false;
-  }
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(s.front()) || !alnum(s.back())) {
-    return false;
-  }
-  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
-}
-
-// kubecomp.io/demand: a whole number 0..65535 in decimal, nothing else.
-std::optional<std::uint32_t> parseDemand(std::string_view s) {
-  std::uint32_t v = 0;
-  if (s.empty() || s.size() > 5) {
-    return std::nullopt;
-  }
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v > 65535) {
-    return std::nullopt;
-  }
-  return v;
-}
-
 std::int64_t gpuOf(const alloc::Resources& r) { return r.scalarOr0(alloc::kGpuResource); }
 
 }  // namespace
@@ -145,9 +103,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   p.created = created;
   p.ours = schedulerName == kSchedulerName;
   p.deleting = deleting;
-  p.dstNode = annotation(obj, kDstNodeAnnotation);
-  p.demand = annotation(obj, kDemandAnnotation);
-  p.reservedAt = annotation(obj, kReservedAtAnnotation);
+  p.reconfig = api::reconfigRequestText(obj);
   if (parsed) {
     p.invalid.clear();
     p.pod = std::move(*parsed);
@@ -200,7 +156,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   } else if (leading_) {
     auto r = reservations_.find(key);
     if (r != reservations_.end()) {
-      if (p.dstNode) {
+      if (p.reconfig.dstNode) {
         r->second.requested = true;  // our own request came back through the watch
       } else if (r->second.requested) {
         // Someone removed the request: the reservation is cancelled, the pod goes back.
@@ -210,7 +166,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
     } else if (!assumed_.contains(key) && !waiting_.contains(key)) {
       enqueueLocked(p);
     }
-    if (!p.dstNode && !p.demand && !p.reservedAt) {
+    if (!p.reconfig.present()) {
       clearing_.erase(key);
     }
   }
@@ -315,29 +271,25 @@ json SchedCache::ingestPool(const json& obj) {
       }
     }
   }
-  if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
-    if (auto gs = st->find("gpus"); gs != st->end() && gs->is_array()) {
-      for (const auto& g : *gs) {
-        if (!g.is_object() || !g.contains("id") || !g["id"].is_string()) {
-          spdlog::warn("GPUPool {}: a GPU entry without an id is ignored", name);
-          continue;
-        }
-        PoolGpu gpu;
-        gpu.id = g["id"].get<std::string>();
-        gpu.uuid = g.value("uuid", std::string());
-        gpu.model = g.value("model", std::string());
-        if (!gpu.model.empty() && !alloc::validGpuModelName(gpu.model)) {
-          spdlog::warn("GPUPool {}: GPU {} model '{}' is not a valid model name; counted as unknown",
-                       name, gpu.id, gpu.model);
-          gpu.model.clear();
-        }
-        gpu.node = g.contains("node") && g["node"].is_string() ? g["node"].get<std::string>() : "";
-        gpu.healthy = g.value("health", std::string("Healthy")) == "Healthy";
-        gpu.draining = g.contains("draining") && g["draining"].is_boolean() && g["draining"].get<bool>();
-        gpu.reportedInUse = g.contains("inUseBy") && g["inUseBy"].is_array() && !g["inUseBy"].empty();
-        entry.gpus.push_back(std::move(gpu));
-      }
+  api::PoolGpus parsed = api::parsePoolGpus(obj);
+  for (const std::string& problem : parsed.problems) {
+    spdlog::warn("{}", problem);
+  }
+  for (api::PoolGpu& g : parsed.gpus) {
+    PoolGpu gpu;
+    gpu.id = std::move(g.id);
+    gpu.uuid = std::move(g.uuid);
+    gpu.model = std::move(g.model);
+    if (!gpu.model.empty() && !alloc::validGpuModelName(gpu.model)) {
+      spdlog::warn("GPUPool {}: GPU {} model '{}' is not a valid model name; counted as unknown", name, gpu.id,
+                   gpu.model);
+      gpu.model.clear();
     }
+    gpu.node = std::move(g.node);
+    gpu.healthy = g.healthy;
+    gpu.draining = g.draining;
+    gpu.reportedInUse = !g.inUseBy.empty();
+    entry.gpus.push_back(std::move(gpu));
   }
   std::lock_guard<std::mutex> lock(mu_);
   poolMap_[name] = std::move(entry);
@@ -653,7 +605,7 @@ void SchedCache::resetQueue(Clock::time_point now) {
       continue;
     }
     firstSeen_.try_emplace(key, now);
-    if (p->invalid.empty() && (p->dstNode || p->demand || p->reservedAt)) {
+    if (p->invalid.empty() && p->reconfig.present()) {
       std::vector<Action> refused;
       adoptReservationLocked(*p, now, &refused);
       if (refused.empty()) {
@@ -708,26 +660,10 @@ Action SchedCache::baseAction(const PodInfo& pod, Action::Kind kind) const {
 }
 
 void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out) {
-  const std::string dst = pod.dstNode.value_or("");
-  const auto demand = pod.demand ? parseDemand(*pod.demand) : std::nullopt;
-  // No kubecomp.io/reserved-at: a request of an older version, timed from now.
-  std::optional<Result<std::chrono::system_clock::time_point>> reservedAt;
-  if (pod.reservedAt) {
-    reservedAt = parseRfc3339(*pod.reservedAt);
-  }
-  std::string problem;
-  if (!validNodeName(dst)) {
-    problem = "annotation " + std::string(kDstNodeAnnotation) + " '" + dst + "' is not a node name";
-  } else if (!demand) {
-    problem = "annotation " + std::string(kDemandAnnotation) + " '" + pod.demand.value_or("") +
-              "' is not a whole number of GPUs (0-65535)";
-  } else if (reservedAt && !*reservedAt) {
-    problem = "annotation " + std::string(kReservedAtAnnotation) + " '" + *pod.reservedAt +
-              "' is not an RFC 3339 time (" + reservedAt->error().message + ")";
-  }
-  if (!problem.empty()) {
+  auto request = api::parseReconfigRequest(pod.reconfig);
+  if (!request) {
     Action a = baseAction(pod, Action::Kind::kInvalid);
-    a.message = problem + "; the reconfiguration request is removed and the pod scheduled again";
+    a.message = request.error().message + "; the reconfiguration request is removed and the pod scheduled again";
     a.clearAnnotations = true;
     out->push_back(std::move(a));
     clearing_.insert(pod.key);
@@ -735,17 +671,17 @@ void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std
     return;
   }
   Reservation r;
-  r.node = dst;
+  r.node = request->dstNode;
   r.gpus = static_cast<std::uint32_t>(std::max<std::int64_t>(0, pod.gpus));
-  r.deficit = *demand;
+  r.deficit = request->demand;
   const auto wall = std::chrono::floor<std::chrono::milliseconds>(wallNow());
   r.reservedAt = wall;
-  if (reservedAt) {
-    r.reservedAt = **reservedAt;
+  if (request->reservedAt) {
+    r.reservedAt = *request->reservedAt;
     if (r.reservedAt > wall + kReservedAtSkew) {
       spdlog::warn("pod {}: annotation {} {} is {} ms ahead of this clock (more than the {} s allowed for clock "
                    "skew); its reservation's timeout starts now",
-                   pod.key, kReservedAtAnnotation, *pod.reservedAt,
+                   pod.key, kReservedAtAnnotation, *pod.reconfig.reservedAt,
                    std::chrono::duration_cast<std::chrono::milliseconds>(r.reservedAt - wall).count(),
                    kReservedAtSkew.count());
       r.reservedAt = wall;
@@ -836,7 +772,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
     return a;
   }
   invalidReported_.erase(pod.key);
-  if ((pod.dstNode || pod.demand || pod.reservedAt) && !clearing_.contains(pod.key)) {
+  if (pod.reconfig.present() && !clearing_.contains(pod.key)) {
     // A request made earlier (by us before a restart, or by the previous leader): adopt it,
     // send nothing again.
     std::vector<Action> out;

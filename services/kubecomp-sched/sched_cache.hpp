@@ -46,17 +46,19 @@
 #include "libcore/alloc/queue_pass.hpp"
 #include "libcore/alloc/rt_filter.hpp"
 #include "libcore/alloc/sched_objects.hpp"
+#include "libcore/api/gpupool.hpp"
+#include "libcore/api/reconfig_request.hpp"
 
 namespace kc::sched {
 
-inline constexpr std::string_view kSchedulerName = "kubecomp-sched";
-// The reconfiguration request (DESIGN.md section 3, docs/sched.md "Contract with reconfig-mgr").
-inline constexpr std::string_view kDstNodeAnnotation = "kubecomp.io/dst-node";
-inline constexpr std::string_view kDemandAnnotation = "kubecomp.io/demand";
-// When the request was made (RFC 3339 UTC, milliseconds), written in the same patch as the two
-// above: a replica that adopts the request after a restart or failover lets the reservation time
-// out at this time + the timeout, not a fresh timeout from when it adopted it.
-inline constexpr std::string_view kReservedAtAnnotation = "kubecomp.io/reserved-at";
+using api::kSchedulerName;
+// The reconfiguration request (libcore/api/reconfig_request.hpp, docs/sched.md "Contract with
+// reconfig-mgr"). kubecomp.io/reserved-at, written in the same patch as the two others, lets a
+// replica that adopts the request after a restart or failover time the reservation out at that
+// time + the timeout, not a fresh timeout from when it adopted it.
+using api::kDemandAnnotation;
+using api::kDstNodeAnnotation;
+using api::kReservedAtAnnotation;
 // A kubecomp.io/reserved-at up to this far ahead of the adopting replica's wall clock is taken as
 // it is (clocks of two machines differ a little); further ahead, the timeout starts at adoption.
 inline constexpr std::chrono::seconds kReservedAtSkew{5};
@@ -79,9 +81,7 @@ struct PodInfo {
   alloc::Resources request;  // alloc::podRequests(pod)
   std::int64_t gpus = 0;     // kubecomp.io/gpu of request
   // The reconfiguration request annotations as the API shows them (raw text).
-  std::optional<std::string> dstNode;
-  std::optional<std::string> demand;
-  std::optional<std::string> reservedAt;
+  api::ReconfigRequestText reconfig;
   // When it started running: status.startTime (on the steady clock), else when this scheduler
   // bound it, else when it was first seen bound. Read by the queue policies that plan ahead.
   std::optional<Clock::time_point> started;

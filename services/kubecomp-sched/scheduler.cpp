@@ -156,7 +156,7 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
       client_, kube::gvr::nodes(), [this](json&& obj) { return cache_.ingestNode(obj); },
       [this](const json& obj) { cache_.removeNode(nameOf(obj)); });
   pools_ = compactInformer(
-      client_, gpuPoolsResource(), [this](json&& obj) { return cache_.ingestPool(obj); },
+      client_, api::gvr::gpuPools(), [this](json&& obj) { return cache_.ingestPool(obj); },
       [this](const json& obj) { cache_.removePool(nameOf(obj)); });
   if (health_ != nullptr) {
     health_->addReadinessCheck("informers", [this]() -> Status {
@@ -406,16 +406,8 @@ bool Scheduler::setCondition(const Action& a, const std::string& reason, const s
 }
 
 bool Scheduler::patchRequest(const Action& a, bool set) {
-  json ann = json::object();
-  if (set) {
-    ann[std::string(kDstNodeAnnotation)] = a.node;
-    ann[std::string(kDemandAnnotation)] = std::to_string(a.deficit);
-    ann[std::string(kReservedAtAnnotation)] = formatRfc3339(a.reservedAt, Rfc3339Precision::kMillis);
-  } else {
-    ann[std::string(kDstNodeAnnotation)] = nullptr;
-    ann[std::string(kDemandAnnotation)] = nullptr;
-    ann[std::string(kReservedAtAnnotation)] = nullptr;
-  }
+  const json ann = set ? api::reconfigRequestAnnotations({a.node, a.deficit, a.reservedAt})
+                       : api::clearReconfigRequestAnnotations();
   json patch = {{"metadata", {{"annotations", ann}}}};
   auto r = client_.patch(kube::gvr::pods(), a.ns, a.name, kube::PatchType::kMerge, patch);
   if (!r) {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/events.hpp"
@@ -30,9 +31,6 @@ class HealthChecks;
 
 namespace kc::sched {
 
-inline kube::GroupVersionResource gpuPoolsResource() {
-  return {"kubecomp.io", "v1alpha1", "gpupools", false};
-}
 
 // The PodScheduled=False reason while the pod waits for reconfig-mgr (kube-scheduler's own
 // reasons are Unschedulable and SchedulerError).

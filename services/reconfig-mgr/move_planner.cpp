@@ -8,6 +8,7 @@
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/sched_objects.hpp"
+#include "libcore/api/reconfig_request.hpp"
 #include "libcore/base/rfc3339.hpp"
 
 namespace kc::reconfig {
@@ -111,14 +112,14 @@ Result<PodInfo> parsePodInfo(const json& pod) {
       }
     }
   }
-  if (const auto a = meta.find("annotations"); a != meta.end() && a->is_object()) {
-    if (const auto d = a->find(std::string(kDstNodeAnnotation)); d != a->end()) {
-      if (!d->is_string()) {
-        return makeError(errc::kInvalid,
-                         "annotation " + std::string(kDstNodeAnnotation) + " is not a string");
-      }
-      out.dstNode = d->get<std::string>();
-    }
+  // Only the destination is read: the GPUs to move follow from the pod's request and what the
+  // node has, not from kubecomp.io/demand (libcore/api/reconfig_request.hpp).
+  const api::ReconfigRequestText request = api::reconfigRequestText(pod);
+  if (request.notString) {
+    return makeError(errc::kInvalid, "annotation " + *request.notString + " is not a string");
+  }
+  if (request.dstNode) {
+    out.dstNode = *request.dstNode;
   }
   return out;
 }

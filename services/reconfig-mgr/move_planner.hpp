@@ -27,14 +27,14 @@
 #include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/rng.hpp"
+#include "libcore/api/names.hpp"
 #include "services/reconfig-mgr/move_journal.hpp"
 #include "services/reconfig-mgr/pool_spec.hpp"
 #include "services/reconfig-mgr/pool_view.hpp"
 
 namespace kc::reconfig {
 
-inline constexpr std::string_view kDstNodeAnnotation = "kubecomp.io/dst-node";
-inline constexpr std::string_view kDemandAnnotation = "kubecomp.io/demand";
+using api::kDstNodeAnnotation;
 
 // A kubecomp-sched pod, as much as the planner reads.
 struct PodInfo {

@@ -20,7 +20,7 @@
 #include "libcore/base/backoff.hpp"
 #include "libcore/base/clock.hpp"
 #include "libcore/fabric/driver.hpp"
-#include "services/disaggpu-devplugin/device_state.hpp"
+#include "libcore/api/usage_report.hpp"
 #include "services/reconfig-mgr/move_journal.hpp"
 
 namespace kc::reconfig {
@@ -30,7 +30,7 @@ class MoveEnv {
   virtual ~MoveEnv() = default;
   virtual fabric::FabricDriver& fabric() = 0;
   // The latest usage report of `node`'s device plugin; nullopt when none can be read.
-  virtual std::optional<devplugin::UsageReport> usage(const std::string& node) = 0;
+  virtual std::optional<api::UsageReport> usage(const std::string& node) = 0;
   // The move's pod still exists (same UID), is unbound and still asks for move.toNode.
   virtual bool podWaiting(const Move& move) = 0;
   // A background move (no pod) still Draining: why it is no longer wanted (a real request

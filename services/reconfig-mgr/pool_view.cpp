@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "libcore/api/gpupool.hpp"
 #include "libcore/base/rfc3339.hpp"
 
 namespace kc::reconfig {
@@ -114,19 +115,16 @@ json renderStatus(const StatusInputs& in) {
       if (g.free()) {
         ++freeCount;
       }
-      json e = {{"id", g.info.id},
-                {"uuid", g.info.uuid},
-                {"model", g.info.model},
-                {"chassis", g.info.chassis},
-                {"node", g.node},
-                {"hostPort", g.info.hostPort.value_or("")},
-                {"health", g.healthy ? "Healthy" : "Unhealthy"},
-                {"draining", g.draining},
-                {"inUseBy", g.inUseBy}};
-      if (!g.healthDetail.empty()) {
-        e["healthDetail"] = g.healthDetail;
-      }
-      gpus.push_back(std::move(e));
+      gpus.push_back(api::toJson(api::PoolGpu{.id = g.info.id,
+                                              .uuid = g.info.uuid,
+                                              .model = g.info.model,
+                                              .chassis = g.info.chassis,
+                                              .node = g.node,
+                                              .hostPort = g.info.hostPort.value_or(""),
+                                              .healthy = g.healthy,
+                                              .healthDetail = g.healthDetail,
+                                              .draining = g.draining,
+                                              .inUseBy = g.inUseBy}));
     }
     status["totalGPUs"] = total;
     status["freeGPUs"] = freeCount;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "libcore/fabric/types.hpp"
-#include "services/disaggpu-devplugin/device_state.hpp"
+#include "libcore/api/usage_report.hpp"
 #include "services/reconfig-mgr/move_journal.hpp"
 #include "services/reconfig-mgr/pool_spec.hpp"
 
@@ -43,7 +43,7 @@ struct PoolView {
 };
 
 // Usage reports by node name (only nodes whose annotation parsed).
-using UsageByNode = std::map<std::string, devplugin::UsageReport>;
+using UsageByNode = std::map<std::string, api::UsageReport>;
 
 PoolView buildView(const PoolSpec& spec, const fabric::Inventory& inventory,
                    const UsageByNode& usage, const Journal& journal, const Quarantine& quarantine);

@@ -170,7 +170,7 @@ class PoolWorker final : public MoveEnv {
 
   // MoveEnv
   fabric::FabricDriver& fabric() override { return *driver_; }
-  std::optional<devplugin::UsageReport> usage(const std::string& node) override {
+  std::optional<api::UsageReport> usage(const std::string& node) override {
     auto n = sh_.nodes->get("", node);
     if (!n) {
       return std::nullopt;
@@ -180,11 +180,11 @@ class PoolWorker final : public MoveEnv {
     if (a == meta.end() || !a->is_object()) {
       return std::nullopt;
     }
-    const auto u = a->find(std::string(devplugin::kUsageAnnotation));
+    const auto u = a->find(std::string(api::kUsageAnnotation));
     if (u == a->end() || !u->is_string()) {
       return std::nullopt;
     }
-    auto r = devplugin::parseUsageReport(u->get<std::string>());
+    auto r = api::parseUsageReport(u->get<std::string>());
     if (!r) {
       return std::nullopt;
     }
@@ -334,8 +334,8 @@ class PoolWorker final : public MoveEnv {
   // Events of background moves (no pod) go on the GPUPool.
   void poolEvent(bool warning, const std::string& reason, const std::string& message) {
     kube::ObjectReference ref;
-    ref.kind = "GPUPool";
-    ref.apiVersion = gpuPoolsResource().group + "/" + gpuPoolsResource().version;
+    ref.kind = std::string(api::kGpuPoolKind);
+    ref.apiVersion = std::string(api::kGpuPoolApiVersion);
     ref.name = name_;
     if (auto obj = poolObject()) {
       ref.uid = (*obj)["metadata"].value("uid", "");
@@ -499,7 +499,7 @@ class PoolWorker final : public MoveEnv {
     }
     body["status"] = status;
     for (int attempt = 0; attempt < 3; ++attempt) {
-      auto r = sh_.client->updateStatus(gpuPoolsResource(), "", body);
+      auto r = sh_.client->updateStatus(api::gvr::gpuPools(), "", body);
       if (r) {
         previousStatus_ = status;
         lastWrittenMoves_ = status["moves"];
@@ -515,7 +515,7 @@ class PoolWorker final : public MoveEnv {
       }
       // Someone changed the object. If the journal there is still ours (a spec edit), write
       // again on the new version; otherwise another writer acts on this pool: stand back.
-      auto fresh = sh_.client->get(gpuPoolsResource(), "", name_);
+      auto fresh = sh_.client->get(api::gvr::gpuPools(), "", name_);
       if (!fresh) {
         return fresh.error().toError();
       }
@@ -780,7 +780,7 @@ class PoolWorker final : public MoveEnv {
         break;  // the GPUPool is gone
       }
       if (!loaded || reload_) {
-        auto fresh = sh_.client->get(gpuPoolsResource(), "", name_);
+        auto fresh = sh_.client->get(api::gvr::gpuPools(), "", name_);
         if (!fresh) {
           if (fresh.error().isNotFound()) {
             break;
@@ -967,7 +967,7 @@ ReconfigManager::ReconfigManager(ReconfigOptions options, kube::KubeClient& clie
     inf->addHandler(std::move(h));
     return inf;
   };
-  pools_ = informer(gpuPoolsResource(), "");
+  pools_ = informer(api::gvr::gpuPools(), "");
   nodes_ = informer(kube::gvr::nodes(), "");
   pods_ = informer(kube::gvr::pods(), "spec.schedulerName=" + opts_.schedulerName);
   shared_->pools = &pools_->store();

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "libcore/api/names.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/fabric/call_policy.hpp"
@@ -34,9 +35,6 @@ class HealthChecks;
 
 namespace kc::reconfig {
 
-inline kube::GroupVersionResource gpuPoolsResource() {
-  return {"kubecomp.io", "v1alpha1", "gpupools", false};
-}
 
 struct ReconfigOptions {
   std::string identity;                          // Lease holder and Event source instance

@@ -31,6 +31,7 @@
 
 #include <grpcpp/channel.h>
 
+#include "libcore/api/names.hpp"
 #include "libcore/alloc/rt_pod.hpp"
 #include "libcore/base/result.hpp"
 #include "services/rt-kubelet-shim/cri_proxy.hpp"
@@ -46,10 +47,10 @@ class Metrics;
 namespace kc::rtshim {
 
 // Container annotations the shim adds at CreateContainer (the runtime keeps them).
-inline constexpr std::string_view kShimReservationAnnotation = "rt.kubecomp.io/shim-reservation";
-inline constexpr std::string_view kShimCoresAnnotation = "rt.kubecomp.io/shim-cores";
-inline constexpr std::string_view kShimCgroupParentAnnotation = "rt.kubecomp.io/shim-cgroup-parent";
-inline constexpr std::string_view kShimPodAnnotation = "rt.kubecomp.io/shim-pod";
+using api::kShimCgroupParentAnnotation;
+using api::kShimCoresAnnotation;
+using api::kShimPodAnnotation;
+using api::kShimReservationAnnotation;
 
 struct ShimOptions {
   std::string packing = "first-fit";

@@ -133,13 +133,7 @@ const OwnerRef* controllingDeployment(const ObservedParent& p) {
 }
 
 json vniObject(const ObservedParent& p, Vni vni) {
-  return json{{"apiVersion", kVniApiVersion},
-              {"kind", kVniKind},
-              {"metadata",
-               {{"name", vniObjectName(p.uid)},
-                {"namespace", p.ns},
-                {"labels", {{kOwnerUidLabel, p.uid}}}}},
-              {"spec", {{"vni", vni}}}};
+  return api::toJson(api::VniObject{vniObjectName(p.uid), p.ns, p.uid, vni});
 }
 
 }  // namespace
@@ -156,7 +150,6 @@ const char* hookName(HookKind kind) {
   return "unknown";
 }
 
-std::string vniObjectName(const std::string& ownerUid) { return "vni-" + ownerUid; }
 
 bool isOptedIn(const ObservedParent& parent) {
   auto it = parent.annotations.find(kOptInAnnotation);
@@ -210,23 +203,16 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
     return r;
   }
 
-  auto vnis = groupObjects(doc, "attachments", std::string(kVniKind) + "." + kVniApiVersion);
+  auto vnis = groupObjects(doc, "attachments", std::string(api::kVniKind) + "." + std::string(api::kVniApiVersion));
   if (!vnis) {
     return vnis.error();
   }
   for (const json* o : *vnis) {
+    const api::VniObject parsed = api::parseVniObject(*o);
     ObservedVni v;
-    if (const json* m = member(*o, "metadata"); m != nullptr) {
-      v.name = optionalString(*m, "name");
-      v.ns = optionalString(*m, "namespace");
-    }
-    if (const json* spec = member(*o, "spec"); spec != nullptr) {
-      const json* n = member(*spec, "vni");
-      if (n != nullptr && n->is_number_integer() && n->get<std::int64_t>() > 0 &&
-          n->get<std::int64_t>() < static_cast<std::int64_t>(alloc::kVniLimit)) {
-        v.vni = static_cast<Vni>(n->get<std::int64_t>());
-      }
-    }
+    v.name = parsed.name;
+    v.ns = parsed.ns;
+    v.vni = parsed.vni;
     r.vnis.push_back(std::move(v));
   }
   auto pods = groupObjects(doc, "related", "Pod.v1");

@@ -17,17 +17,18 @@
 
 #include "libcore/alloc/vni_range.hpp"
 #include "libcore/base/result.hpp"
+#include "libcore/api/names.hpp"
+#include "libcore/api/vni.hpp"
 #include "libcore/metacontroller/hook_body.hpp"
 
 namespace kc::vni {
 
 using alloc::Vni;
 
-inline constexpr const char* kVniApiVersion = "kubecomp.io/v1";
-inline constexpr const char* kVniKind = "VNI";
-inline constexpr const char* kOptInAnnotation = "vni.kubecomp.io/request";
-inline constexpr const char* kVniLabel = "vni.kubecomp.io/vni";
-inline constexpr const char* kOwnerUidLabel = "vni.kubecomp.io/owner-uid";
+// The names this hook shares with its objects' other readers (libcore/api/names.hpp; string
+// literals there, so data() is NUL-terminated).
+inline constexpr const char* kOptInAnnotation = api::kVniOptInAnnotation.data();
+inline constexpr const char* kVniLabel = api::kVniLabel.data();
 inline constexpr const char* kJobControllerUidLabel = "batch.kubernetes.io/controller-uid";
 
 enum class HookKind { kSync, kFinalize, kCustomize };
@@ -148,7 +149,7 @@ nlohmann::json renderHookResponse(const HookRequest& request, const HookPlan& pl
 // The customize response: relate the parent's pods.
 nlohmann::json renderCustomizeResponse(const HookRequest& request);
 
-std::string vniObjectName(const std::string& ownerUid);
+using api::vniObjectName;
 bool isOptedIn(const ObservedParent& parent);
 
 }  // namespace kc::vni

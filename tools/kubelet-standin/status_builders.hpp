@@ -8,12 +8,13 @@
 #include <optional>
 #include <string>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 #include "tools/kubelet-standin/admission.hpp"
 
 namespace kc::kubelet {
 
-inline constexpr const char* kRunSecondsAnnotation = "kubecomp.io/run-seconds";
+inline constexpr const char* kRunSecondsAnnotation = api::kRunSecondsAnnotation.data();  // a literal: NUL-terminated
 
 // Seconds from the kubecomp.io/run-seconds annotation: nullopt when absent (run until
 // deleted); error "invalid" unless a non-negative decimal number ("300", "2.5").

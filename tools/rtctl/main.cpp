@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "libcore/api/names.hpp"
 #include "tools/rtctl/rt_design.hpp"
 
 int main(int argc, char** argv) {
@@ -111,9 +112,10 @@ int main(int argc, char** argv) {
     std::cout << "  task " << i << " (C=" << tasks[i].c << " T=" << tasks[i].t << "): pin to core " << d->coreOfTask[i]
               << " of the container\n";
   }
+  const auto key = [](std::string_view field) { return std::string(kc::api::kRtAnnotationPrefix) + std::string(field); };
   std::cout << "annotations:\n"
-            << "  rt.kubecomp.io/runtime-us: \"" << d->runtimeUs << "\"\n"
-            << "  rt.kubecomp.io/period-us: \"" << d->periodUs << "\"\n"
-            << "  rt.kubecomp.io/cpus: \"" << d->cpus << "\"\n";
+            << "  " << key(kc::api::kRtRuntimeField) << ": \"" << d->runtimeUs << "\"\n"
+            << "  " << key(kc::api::kRtPeriodField) << ": \"" << d->periodUs << "\"\n"
+            << "  " << key(kc::api::kRtCpusField) << ": \"" << d->cpus << "\"\n";
   return 0;
 }

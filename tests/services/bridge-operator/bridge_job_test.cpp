@@ -1,7 +1,7 @@
 // BridgeJob spec validation (what the CRD schema says, plus what a schema cannot say) and the
 // ConfigMap parameter round trip.
 
-#include "services/bridge-operator/bridge_job.hpp"
+#include "libcore/api/bridge_job.hpp"
 
 #include <catch2/catch.hpp>
 

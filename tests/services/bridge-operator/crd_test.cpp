@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "libcore/kube/client.hpp"
-#include "services/bridge-operator/bridge_job.hpp"
+#include "libcore/api/bridge_job.hpp"
 #include "services/bridge-operator/hook_decision.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
 #include "tests/support/manifests.hpp"

@@ -211,31 +211,3 @@ TEST_CASE("preferred allocation: properties over random requests", "[devplugin]"
     }
   }
 }
-
-TEST_CASE("usage report round-trips and rejects what is not one", "[devplugin]") {
-  kc::devplugin::UsageReport r;
-  r.pool = "pool-a";
-  r.advertised = {"c0.1", "c0.3"};
-  r.withdrawn = {"c0.2"};
-  r.inUse = {{"c0.1", {"ns/p1"}}};
-  r.registered = true;
-  auto back = kc::devplugin::parseUsageReport(kc::devplugin::toJson(r).dump());
-  REQUIRE(back.ok());
-  CHECK(*back == r);
-
-  const auto [text, field] = GENERATE(table<std::string, std::string>({
-      {"", "JSON"},
-      {"[]", "JSON"},
-      {R"({"pool":3})", "pool"},
-      {R"({"advertised":"x"})", "advertised"},
-      {R"({"withdrawn":[1]})", "withdrawn"},
-      {R"({"inUse":[]})", "inUse"},
-      {R"({"inUse":{"a":"ns/p"}})", "inUse"},
-      {R"({"registered":"yes"})", "registered"},
-  }));
-  CAPTURE(text);
-  auto bad = kc::devplugin::parseUsageReport(text);
-  REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().code == "invalid");
-  CHECK(bad.error().message.find(field) != std::string::npos);
-}

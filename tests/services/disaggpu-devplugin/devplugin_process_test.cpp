@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "libcore/api/names.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/unix_server.hpp"
 #include "libcore/kube/client.hpp"
@@ -37,7 +38,7 @@ using List = ListAndWatchReader::List;
 
 namespace {
 
-const kc::kube::GroupVersionResource kPools{"kubecomp.io", "v1alpha1", "gpupools", false};
+const kc::kube::GroupVersionResource kPools = kc::api::gvr::gpuPools();
 
 // The API test double with the GPUPool CRD from the chart and Node n1; kubelet's Registration
 // and PodResources servers on <dir>/kubelet.sock and <dir>/pod-resources.sock.
@@ -101,7 +102,7 @@ struct Cluster {
     auto node = client->get(kc::kube::gvr::nodes(), "", "n1");
     REQUIRE(node.ok());
     const auto& ann = (*node)["metadata"].value("annotations", json::object());
-    auto it = ann.find(kc::devplugin::kUsageAnnotation);
+    auto it = ann.find(kc::api::kUsageAnnotation);
     if (it == ann.end()) {
       return std::nullopt;
     }

@@ -111,7 +111,7 @@ class SchedCluster {
       spec["nodes"].push_back({{"name", n}, {"hostPort", std::to_string(port++)}});
     }
     json obj = {{"apiVersion", "kubecomp.io/v1alpha1"}, {"kind", "GPUPool"}, {"metadata", {{"name", name}}}, {"spec", spec}};
-    REQUIRE(client->create(sched::gpuPoolsResource(), "", obj).ok());
+    REQUIRE(client->create(kc::api::gvr::gpuPools(), "", obj).ok());
     setPoolGpus(name, gpus);
   }
 
@@ -131,7 +131,7 @@ class SchedCluster {
       list.push_back(std::move(e));
     }
     json patch = {{"status", {{"gpus", list}}}};
-    auto r = client->patch(sched::gpuPoolsResource(), "", name, kube::PatchType::kMerge, patch, "status");
+    auto r = client->patch(kc::api::gvr::gpuPools(), "", name, kube::PatchType::kMerge, patch, "status");
     REQUIRE(r.ok());
   }
 

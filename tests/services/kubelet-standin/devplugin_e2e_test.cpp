@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/yaml_json.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/kube/client.hpp"
@@ -43,7 +44,7 @@ namespace {
 
 constexpr const char* kGpu = "kubecomp.io/gpu";
 
-const kc::kube::GroupVersionResource kGpuPools{"kubecomp.io", "v1alpha1", "gpupools"};
+const kc::kube::GroupVersionResource kGpuPools = kc::api::gvr::gpuPools();
 
 std::string nodeAllocatable(const kc::kube::Store& nodes, const std::string& node) {
   auto n = nodes.get("", node);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/api/names.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/net/http_client.hpp"
 #include "tests/services/kubelet-standin/standin_process.hpp"
@@ -54,7 +55,7 @@ namespace kc::reconfig::testing {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-inline const kube::GroupVersionResource kGpuPools{"kubecomp.io", "v1alpha1", "gpupools", false};
+inline const kube::GroupVersionResource kGpuPools = api::gvr::gpuPools();
 
 // One GPU of the topology: id "<chassis>.<gid>", host = node name or "" (unattached).
 struct SimGpu {

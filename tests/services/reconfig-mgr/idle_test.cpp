@@ -172,7 +172,7 @@ class Pool final : public kc::reconfig::MoveEnv {
 
   // --- MoveEnv ---
   kc::fabric::FabricDriver& fabric() override { return *fabric_; }
-  std::optional<kc::devplugin::UsageReport> usage(const std::string& node) override {
+  std::optional<kc::api::UsageReport> usage(const std::string& node) override {
     auto all = usageByNode();
     auto it = all.find(node);
     if (it == all.end()) {
@@ -250,7 +250,7 @@ class Pool final : public kc::reconfig::MoveEnv {
   kc::reconfig::UsageByNode usageByNode() {
     kc::reconfig::UsageByNode out;
     for (const auto& n : kNodes) {
-      kc::devplugin::UsageReport r;
+      kc::api::UsageReport r;
       r.registered = true;
       if (auto it = inUse.find(n); it != inUse.end()) {
         r.inUse = it->second;

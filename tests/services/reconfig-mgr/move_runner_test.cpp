@@ -88,7 +88,7 @@ class TestEnv : public kc::reconfig::MoveEnv {
  public:
   explicit TestEnv(kc::testing::FakeDriver& d) : driver(d, log) {}
   kc::fabric::FabricDriver& fabric() override { return driver; }
-  std::optional<kc::devplugin::UsageReport> usage(const std::string& node) override {
+  std::optional<kc::api::UsageReport> usage(const std::string& node) override {
     auto it = reports.find(node);
     if (it == reports.end()) {
       return std::nullopt;
@@ -118,7 +118,7 @@ class TestEnv : public kc::reconfig::MoveEnv {
 
   std::vector<std::string> log;
   LoggingDriver driver;
-  std::map<std::string, kc::devplugin::UsageReport> reports;
+  std::map<std::string, kc::api::UsageReport> reports;
   bool waiting = true;
   bool failPersist = false;
   json persisted = json::array();
@@ -142,9 +142,9 @@ Move moveOf(const std::string& gpu, const std::string& from, const std::string& 
   return m;
 }
 
-kc::devplugin::UsageReport report(std::vector<std::string> withdrawn,
+kc::api::UsageReport report(std::vector<std::string> withdrawn,
                                   std::map<std::string, std::vector<std::string>> inUse = {}) {
-  kc::devplugin::UsageReport r;
+  kc::api::UsageReport r;
   r.withdrawn = std::move(withdrawn);
   r.inUse = std::move(inUse);
   r.registered = true;

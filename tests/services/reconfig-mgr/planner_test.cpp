@@ -90,8 +90,8 @@ Fixture fixture(const std::vector<G>& gpus, kc::reconfig::UsageByNode usage = {}
   return f;
 }
 
-kc::devplugin::UsageReport inUse(std::map<std::string, std::vector<std::string>> m) {
-  kc::devplugin::UsageReport r;
+kc::api::UsageReport inUse(std::map<std::string, std::vector<std::string>> m) {
+  kc::api::UsageReport r;
   r.inUse = std::move(m);
   return r;
 }

@@ -4,6 +4,8 @@
 #include <random>
 #include <string>
 
+#include "tests/support/text_mutator.hpp"
+
 using namespace kc::fabric;
 
 namespace {
@@ -122,21 +124,7 @@ TEST_CASE("h3: fuzzed replies never crash and never read as success", "[fabric][
   const std::string seeds[] = {kRealShape, R"({"Action":"assign","Result":[true],"Remark":""})"};
   const std::string alphabet = "{}[]\":,01tfnGPU#_ \\ux";
   for (int i = 0; i < 3000; ++i) {
-    std::string body = seeds[static_cast<std::size_t>(i) % 2];
-    const int edits = 1 + static_cast<int>(rng() % 6);
-    for (int e = 0; e < edits && !body.empty(); ++e) {
-      const std::size_t pos = rng() % body.size();
-      switch (rng() % 3) {
-        case 0:
-          body[pos] = alphabet[rng() % alphabet.size()];
-          break;
-        case 1:
-          body.erase(pos, 1 + rng() % 8);
-          break;
-        default:
-          body.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-      }
-    }
+    const std::string body = kc::testing::mutateText(seeds[static_cast<std::size_t>(i) % 2], rng, alphabet);
     auto resources = h3::parseResources(body);
     auto reply = h3::parseReply(body);
     if (reply.ok()) {

@@ -22,6 +22,7 @@
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
+#include "libcore/api/names.hpp"
 #include "libcore/grpc/unix_server.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/resource.hpp"
@@ -40,7 +41,7 @@ using kc::testing::PoolBuilder;
 
 namespace {
 
-const kc::kube::GroupVersionResource kPools{"kubecomp.io", "v1alpha1", "gpupools", false};
+const kc::kube::GroupVersionResource kPools = kc::api::gvr::gpuPools();
 
 // Thrown, not exit(): the API double child is stopped by its destructor on the way out.
 [[noreturn]] void die(const std::string& what) { throw std::runtime_error(what); }

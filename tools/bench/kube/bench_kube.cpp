@@ -33,6 +33,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "libcore/api/names.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
 #include "libcore/kube/transform.hpp"
@@ -68,7 +69,7 @@ nlohmann::json benchPod(const std::string& ns, int i) {
             {"namespace", ns},
             {"labels",
              {{"app", "trainer"}, {"tier", i % 2 ? "batch" : "online"}, {"pool", fmt::format("pool-{}", i % 16)}}},
-            {"annotations", {{"kubecomp.io/demand", "4"}, {"kubecomp.io/owner", fmt::format("team-{}", i % 40)}}}}},
+            {"annotations", {{kc::api::kDemandAnnotation, "4"}, {"example.com/owner", fmt::format("team-{}", i % 40)}}}}},
           {"spec",
            {{"schedulerName", "kubecomp-sched"},
             {"nodeName", fmt::format("node-{:04d}", i % 1000)},
@@ -79,8 +80,8 @@ nlohmann::json benchPod(const std::string& ns, int i) {
                {"args", {"--epochs=10", "--batch=256", fmt::format("--data=/data/set-{}", i % 100)}},
                {"env", {{{"name", "RANK"}, {"value", std::to_string(i % 8)}}, {{"name", "WORLD"}, {"value", "8"}}}},
                {"resources",
-                {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}, {"kubecomp.io/gpu", "4"}}},
-                 {"limits", {{"cpu", "8"}, {"memory", "32Gi"}, {"kubecomp.io/gpu", "4"}}}}},
+                {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}, {kc::api::kGpuResource, "4"}}},
+                 {"limits", {{"cpu", "8"}, {"memory", "32Gi"}, {kc::api::kGpuResource, "4"}}}}},
                {"volumeMounts", {{{"name", "data"}, {"mountPath", "/data"}}}}}}},
             {"volumes", {{{"name", "data"}, {"emptyDir", nlohmann::json::object()}}}}}}};
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "libcore/api/names.hpp"
 #include "tests/services/reconfig-mgr/cluster.hpp"
 
 namespace kc::bench {
@@ -100,7 +101,7 @@ ReconfigOverhead measureReconfigOverhead(int pods, const std::string& statusSync
           std::chrono::seconds(30));
     };
     if (!podIs([](const json& p) {
-          return p["metadata"].value("annotations", json::object()).contains("kubecomp.io/dst-node") ||
+          return p["metadata"].value("annotations", json::object()).contains(kc::api::kDstNodeAnnotation) ||
                  !p["spec"].value("nodeName", "").empty();
         })) {
       throw std::runtime_error("no request for " + pod);

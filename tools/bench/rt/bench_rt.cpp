@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "libcore/api/names.hpp"
 #include "tests/services/rt-kubelet-shim/containerd_env.hpp"
 
 using namespace std::chrono_literals;
@@ -25,6 +26,9 @@ using kc::testing::CriClient;
 namespace cri = runtime::v1;
 
 namespace {
+
+// rt.kubecomp.io/<field>
+std::string rtKey(std::string_view field) { return std::string(kc::api::kRtAnnotationPrefix) + std::string(field); }
 
 double pct(std::vector<double> v, double p) {
   if (v.empty()) {
@@ -82,7 +86,7 @@ int main(int argc, char** argv) {
     const std::string logDir = work.file("logs");
     std::filesystem::create_directories(logDir);
     const auto pod = CriClient::podConfig("bench", top + "/besteffort/pod-bench",
-                                          {{"rt.kubecomp.io/runtime-us", "10000"}, {"rt.kubecomp.io/period-us", "100000"}},
+                                          {{rtKey(kc::api::kRtRuntimeField), "10000"}, {rtKey(kc::api::kRtPeriodField), "100000"}},
                                           logDir);
     const auto plainPod = CriClient::podConfig("plain", top + "/besteffort/pod-plain", {}, logDir);
     std::string sandbox, plainSandbox, ctr;

@@ -46,6 +46,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "libcore/api/names.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/resource.hpp"
 #include "libcore/net/http_client.hpp"
@@ -62,7 +63,7 @@ using nlohmann::json;
 
 namespace {
 
-const kc::kube::GroupVersionResource kPools{"kubecomp.io", "v1alpha1", "gpupools", false};
+const kc::kube::GroupVersionResource kPools = kc::api::gvr::gpuPools();
 constexpr int kNodes = 5'000;
 constexpr int kNodesPerPool = 100;
 constexpr int kGpusPerNode = 4;
@@ -83,7 +84,7 @@ std::string nodeName(int i) { return fmt::format("node-{:04d}", i); }
 
 json node(int i) {
   json alloc = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"},
-                {"kubecomp.io/gpu", std::to_string(kGpusPerNode)}};
+                {kc::api::kGpuResource, std::to_string(kGpusPerNode)}};
   return {{"metadata", {{"name", nodeName(i)}, {"labels", {{"kubernetes.io/hostname", nodeName(i)}}}}},
           {"status", {{"allocatable", alloc}, {"capacity", alloc}}}};
 }
@@ -99,7 +100,7 @@ json pool(int p) {
                       {"node", nodeName(i)}, {"health", "Healthy"}, {"draining", false}});
     }
   }
-  return {{"apiVersion", "kubecomp.io/v1alpha1"},
+  return {{"apiVersion", kc::api::kGpuPoolApiVersion},
           {"kind", "GPUPool"},
           {"metadata", {{"name", fmt::format("pool-{:02d}", p)}}},
           {"spec", {{"chassis", {{{"name", fmt::format("c{}", p)}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
@@ -108,7 +109,7 @@ json pool(int p) {
 }
 
 json pod(int i) {
-  json res = {{"cpu", "100m"}, {"memory", "128Mi"}, {"kubecomp.io/gpu", "1"}};
+  json res = {{"cpu", "100m"}, {"memory", "128Mi"}, {kc::api::kGpuResource, "1"}};
   return {{"metadata", {{"name", fmt::format("pod-{:05d}", i)}, {"namespace", "bench"}}},
           {"spec", {{"schedulerName", "kubecomp-sched"},
                     {"containers", {{{"name", "main"}, {"image", "registry.local/train:1"},

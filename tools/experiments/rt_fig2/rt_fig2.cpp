@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "libcore/api/names.hpp"
 #include "tests/services/rt-kubelet-shim/containerd_env.hpp"
 #include "tools/rtctl/rt_design.hpp"
 
@@ -79,9 +80,10 @@ int main(int argc, char** argv) {
       const bool rt = which == "reservation";
       std::map<std::string, std::string> ann;
       if (rt) {
-        ann = {{"rt.kubecomp.io/runtime-us", std::to_string(design->runtimeUs)},
-               {"rt.kubecomp.io/period-us", std::to_string(design->periodUs)},
-               {"rt.kubecomp.io/cpus", "1"}};
+        const std::string prefix(kc::api::kRtAnnotationPrefix);
+        ann = {{prefix + std::string(kc::api::kRtRuntimeField), std::to_string(design->runtimeUs)},
+               {prefix + std::string(kc::api::kRtPeriodField), std::to_string(design->periodUs)},
+               {prefix + std::string(kc::api::kRtCpusField), "1"}};
       }
       const auto pod = CriClient::podConfig("tasks-" + which, top + "/pod-tasks-" + which, ann, logDir);
       const auto hogPod = CriClient::podConfig("hog-" + which, top + "/pod-hog-" + which, {}, logDir);

@@ -1,6 +1,7 @@
 #pragma once
 // The BridgeJob resource (bridge.kubecomp.io/v1alpha1) as the operator reads it, and the
-// ConfigMap contract between the operator and its bridge pods. Pure: no I/O.
+// ConfigMap contract between the operator and its bridge pods. Pure: no I/O. Part of the
+// contract package (libcore/api); kept in namespace kc::bridge, which both sides use.
 //
 // The ConfigMap `<job>-bridge` is the only channel between the two:
 //  - the operator owns the parameter keys (written once, when the job starts: later spec edits
@@ -19,13 +20,11 @@
 #include <string>
 #include <string_view>
 
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::bridge {
 
-inline constexpr const char* kGroup = "bridge.kubecomp.io";
-inline constexpr const char* kApiVersion = "bridge.kubecomp.io/v1alpha1";
-inline constexpr const char* kKind = "BridgeJob";
 
 // The job states a bridge pod reports (the CRD's status.jobStatus enum, same spelling).
 enum class JobStatus { kSubmitted, kRunning, kDone, kFailed, kKilled, kUnknown };

@@ -1,9 +1,9 @@
-#include "libcore/fabric/json_guard.hpp"
+#include "libcore/base/json_guard.hpp"
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace kc::fabric {
+namespace kc {
 
 std::string excerpt(std::string_view body, std::size_t max) {
   std::string out;
@@ -57,4 +57,4 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
   return doc;
 }
 
-}  // namespace kc::fabric
+}  // namespace kc

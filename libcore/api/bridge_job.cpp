@@ -1,4 +1,4 @@
-#include "services/bridge-operator/bridge_job.hpp"
+#include "libcore/api/bridge_job.hpp"
 
 #include <array>
 #include <charconv>

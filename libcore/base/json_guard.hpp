@@ -1,5 +1,5 @@
 #pragma once
-// Parsing untrusted JSON from a chassis (or, in the simulator, from a client): size and
+// Parsing untrusted JSON (a chassis reply, an annotation another process wrote): size and
 // nesting limits first, then nlohmann without exceptions. Never throws.
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 
 #include "libcore/base/result.hpp"
 
-namespace kc::fabric {
+namespace kc {
 
 inline constexpr std::size_t kMaxReplyBytes = 8 * 1024 * 1024;
 inline constexpr std::size_t kMaxJsonDepth = 32;
@@ -20,4 +20,4 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
 // Short, printable excerpt of an untrusted body for error messages.
 std::string excerpt(std::string_view body, std::size_t max = 120);
 
-}  // namespace kc::fabric
+}  // namespace kc

@@ -1,0 +1,45 @@
+#pragma once
+// The node usage report: what disaggpu-devplugin publishes on its Node (annotation
+// kubecomp.io/gpu-usage, a JSON text) for reconfig-mgr, the only reader: which GPUs kubelet
+// sees, which draining GPUs are confirmed withdrawn, and which pods use which GPU.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libcore/api/names.hpp"
+#include "libcore/base/result.hpp"
+
+namespace kc::api {
+
+// The "pod" a GPU is in use by while kubelet's Allocate for it is in flight and PodResources
+// does not show the pod yet.
+inline constexpr std::string_view kAllocatingPod = "(allocating)";
+// An annotation larger than this is not a usage report (a node's is a few KiB).
+inline constexpr std::size_t kMaxUsageReportBytes = 256 * 1024;
+
+struct UsageReport {
+  std::string pool;                     // "" when the node's GPUs come from several pools
+  std::vector<std::string> advertised;  // ids kubelet sees, sorted
+  // Draining GPUs confirmed withdrawn: kubelet has received a list without them AND a
+  // PodResources read taken after that delivery is reflected in `inUse`. reconfig-mgr may
+  // detach a GPU only when it is here and not in `inUse`.
+  std::vector<std::string> withdrawn;
+  std::map<std::string, std::vector<std::string>> inUse;  // id -> ["namespace/pod" or kAllocatingPod, ...]
+  bool registered = false;                                // kubelet accepted the plugin's registration
+
+  friend bool operator==(const UsageReport&, const UsageReport&) = default;
+};
+
+nlohmann::json toJson(const UsageReport& report);
+// The annotation's value.
+std::string serialize(const UsageReport& report);
+// Strict: error "invalid" naming the field when the annotation is not a UsageReport (over
+// kMaxUsageReportBytes, too deep, not JSON, a field of the wrong type). Unknown fields are
+// ignored (a newer writer may add some); every field is optional.
+Result<UsageReport> parseUsageReport(std::string_view text);
+
+}  // namespace kc::api
