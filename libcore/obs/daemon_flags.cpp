@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/obs/log.hpp"
 
 namespace kc::obs {
@@ -49,12 +50,7 @@ void addLogFlags(CLI::App& app, DaemonFlags& flags) {
 
 std::optional<int> parseDaemonArgs(CLI::App& app, int argc, const char* const* argv,
                                    std::ostream& out, std::ostream& err) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e, out, err) == 0 ? 0 : 2;
-  }
-  return std::nullopt;
+  return cli::parse(app, argc, argv, out, err);
 }
 
 std::optional<int> parseDaemonArgs(CLI::App& app, int argc, const char* const* argv) {

@@ -34,7 +34,7 @@ struct DaemonFlagStyle {
   std::string portFlag = "--port";
   std::string portHelp = "HTTP port of /livez /readyz /metrics (0 = ephemeral)";
   std::string portFileHelp = "write the bound HTTP port here once serving (tests)";
-  std::string logLevelHelp{};
+  std::string logLevelHelp = "trace, debug, info, warn, error, critical or off";
   // Non-empty ("BRIDGE_OPERATOR_"): --listen, --port, --log-level and --log-format are also
   // read from <prefix>LISTEN, <prefix>PORT, <prefix>LOG_LEVEL, <prefix>LOG_FORMAT.
   std::string envPrefix{};

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
@@ -23,7 +24,6 @@ int main(int argc, char** argv) {
                               .style = {.listenHelp = "bind address",
                                         .portHelp = "TCP port (0 = ephemeral)",
                                         .portFileHelp = "write the bound port here once serving (tests)",
-                                        .logLevelHelp = "trace, debug, info, warn, error",
                                         .envPrefix = "BRIDGE_OPERATOR_",
                                         .checkLogFormat = true}};
   std::size_t bodyLimit = 8u << 20;
@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   app.add_option("--drain-seconds", drainSec, "then wait this long for in-flight requests")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
+  kc::cli::addVersionFlag(app, "bridge-operator");
   if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
     return *exit;
   }

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/config.hpp"
 #include "libcore/obs/log.hpp"
@@ -71,20 +72,16 @@ int main(int argc, char** argv) {
   app.add_option("--iam-url", iamUrl, "IBM Cloud IAM token endpoint (quantum)")
       ->envname("BRIDGE_IAM_URL")
       ->capture_default_str();
-  app.add_option("--log-level", logLevel, "trace, debug, info, warn, error")
+  app.add_option("--log-level", logLevel, "trace, debug, info, warn, error, critical or off")
       ->envname("BRIDGE_LOG_LEVEL")
       ->capture_default_str();
   app.add_option("--log-format", logFormat, "text or json")
       ->envname("BRIDGE_LOG_FORMAT")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+  kc::cli::addVersionFlag(app, "bridge-pod");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
   }
   auto format = kc::obs::parseLogFormat(logFormat);
   if (!format || !kc::obs::setupLogging({"bridge-pod", logLevel, *format})) {

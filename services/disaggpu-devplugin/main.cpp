@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/daemon_flags.hpp"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
   kc::obs::addLogFlags(app, daemon);
+  kc::cli::addVersionFlag(app, "disaggpu-devplugin");
   if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
     return *exit;
   }

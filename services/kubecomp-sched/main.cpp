@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/queue_pass.hpp"
 #include "libcore/kube/client_setup.hpp"
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   app.add_option("--kube-api-burst", burst, "burst of the client-side rate limit")->capture_default_str();
   kc::obs::addServingFlags(app, daemon);
   kc::obs::addLogFlags(app, daemon);
+  kc::cli::addVersionFlag(app, "kubecomp-sched");
   if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
     return *exit;
   }

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/daemon_flags.hpp"
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   kc::obs::addServingFlags(app, daemon);
   kc::obs::addLogFlags(app, daemon);
+  kc::cli::addVersionFlag(app, "reconfig-mgr");
   if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
     return *exit;
   }

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/unix_server.hpp"
 #include "libcore/kube/client_setup.hpp"
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 120.0))
       ->capture_default_str();
   kc::obs::addLogFlags(app, daemon);
+  kc::cli::addVersionFlag(app, "rt-kubelet-shim");
   if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
     return *exit;
   }

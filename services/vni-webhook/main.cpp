@@ -7,6 +7,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "libcore/cli/flags.hpp"
 #include "services/vni-webhook/admin_cli.hpp"
 #include "services/vni-webhook/webhook_cli.hpp"
 
@@ -17,7 +18,10 @@ int main(int argc, char** argv) {
   kc::vni::addWebhookFlags(app, flags);
   kc::vni::AdminCliOptions adminOptions;
   CLI::App* admin = kc::vni::addAdminCommand(app, adminOptions);
-  CLI11_PARSE(app, argc, argv);
+  kc::cli::addVersionFlag(app, "vni-webhook");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
+  }
   if (admin->parsed()) {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     return kc::vni::runAdminCommand(adminOptions, std::cin, std::cout, std::cerr,

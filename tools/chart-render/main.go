@@ -49,13 +49,22 @@ func fail(format string, args ...interface{}) {
 	os.Exit(1)
 }
 
+// Set by the build (-ldflags -X main.version=...): the project version of CMakeLists.txt.
+var version = "unknown"
+
+// usageError reports a bad command line: exit 2, as every binary of the suite does.
+func usageError(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "chart-render: "+format+"\n", args...)
+	os.Exit(2)
+}
+
 func parseArgs(args []string) options {
 	o := options{namespace: "default", release: "kubecomp"}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		next := func() string {
 			if i+1 >= len(args) {
-				fail("%s needs a value", a)
+				usageError("%s needs a value", a)
 			}
 			i++
 			return args[i]
@@ -73,20 +82,23 @@ func parseArgs(args []string) options {
 			o.matrix = next()
 		case a == "--include-crds":
 			o.includeCrds = true
+		case a == "--version":
+			fmt.Printf("chart-render %s\n", version)
+			os.Exit(0)
 		case a == "-h" || a == "--help":
-			fmt.Println("usage: chart-render [-f values.yaml]... [--set path=value]... [--namespace ns] [--release-name name] [--include-crds] <chart-dir>")
+			fmt.Println("usage: chart-render [-f values.yaml]... [--set path=value]... [--namespace ns] [--release-name name] [--include-crds] [--version] <chart-dir>")
 			os.Exit(0)
 		case strings.HasPrefix(a, "-"):
-			fail("unknown flag %s", a)
+			usageError("unknown flag %s", a)
 		default:
 			if o.chartDir != "" {
-				fail("one chart directory only (got %s and %s)", o.chartDir, a)
+				usageError("one chart directory only (got %s and %s)", o.chartDir, a)
 			}
 			o.chartDir = a
 		}
 	}
 	if o.chartDir == "" {
-		fail("no chart directory given")
+		usageError("no chart directory given")
 	}
 	return o
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/fabric/credentials.hpp"
 #include "libcore/obs/shutdown.hpp"
 #include "tools/chassis-sim/model.hpp"
@@ -60,7 +61,10 @@ int main(int argc, char** argv) {
   app.add_option("--io-threads", ioThreads, "HTTP io threads")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  kc::cli::addVersionFlag(app, "chassis-sim");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
+  }
 
   auto topology = kc::chassis_sim::loadTopology(topologyPath);
   if (!topology) {

@@ -2,6 +2,7 @@
 // For tests and the local demo only. Not for production: no persistence, no admission,
 // no controllers, no RBAC. See docs/apiserver-double.md.
 
+#include "libcore/cli/flags.hpp"
 #include "tools/kube-apiserver-double/double_server.hpp"
 
 #include <CLI/CLI.hpp>
@@ -73,7 +74,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed for uids, generated names and fault randomness")->capture_default_str();
   app.add_option("--max-body-bytes", o.maxBodyBytes, "Request body limit")->capture_default_str();
   app.add_option("--io-threads", o.ioThreads, "HTTP io threads")->capture_default_str()->check(CLI::Range(1u, 64u));
-  CLI11_PARSE(app, argc, argv);
+  kc::cli::addVersionFlag(app, "kube-apiserver-double");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
+  }
 
   if (!tokenFile.empty()) {
     std::ifstream in(tokenFile);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
@@ -454,10 +455,9 @@ int runUnguarded(int argc, char** argv) {
       ->group(out);
   app.add_flag("--quiet", o.quiet, "no progress output")->group(out);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  kc::cli::addVersionFlag(app, "kubecomp-sim");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
   }
   if (o.listPolicies) {
     std::cout << policyList();

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/daemon_flags.hpp"
@@ -68,7 +69,6 @@ int main(int argc, char** argv) {
                                         .portFlag = "--healthz-port",
                                         .portHelp = "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)",
                                         .portFileHelp = "write the bound healthz port here once ready (tests)",
-                                        .logLevelHelp = "trace, debug, info, warn, error",
                                         .errorPrefix = "kubelet-standin: "}};
   bool debugging = false;
 
@@ -117,7 +117,10 @@ int main(int argc, char** argv) {
   app.add_flag("--enable-debugging-handlers", debugging,
                "serve POST /debug/simulate-restart and POST /debug/sync-node-status");
   kc::obs::addLogFlags(app, daemon);
-  CLI11_PARSE(app, argc, argv);
+  kc::cli::addVersionFlag(app, "kubelet-standin");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
+  }
 
   if (!kc::obs::setupDaemonLogging("kubelet-standin", daemon)) {
     return 2;

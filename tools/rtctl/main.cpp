@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/api/names.hpp"
 #include "tools/rtctl/rt_design.hpp"
 
@@ -32,10 +33,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
   app.add_flag("--json", json, "print JSON instead of text");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+  kc::cli::addVersionFlag(app, "rtctl");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
   }
   std::vector<kc::rtctl::Task> tasks;
   for (const auto& a : taskArgs) {

@@ -104,7 +104,7 @@ TEST_CASE("daemon flags: --help exits 0, every bad flag or value exits 2", "[obs
       GENERATE(table<std::vector<std::string>, bool, std::optional<int>, std::string>({
           {{"--help"}, false, 0, "--port-file TEXT"},
           {{"-h"}, false, 0, "test daemon"},
-          {{"--bogus"}, false, 2, "not expected: --bogus"},
+          {{"--bogus"}, false, 2, "unknown flag --bogus"},  // named first (libcore/cli)
           {{"--port", "abc"}, false, 2, "--port = abc"},
           {{"--port", "65536"}, false, 2, "--port = 65536"},
           {{"--port", "-1"}, false, 2, "--port"},

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "libcore/cli/flags.hpp"
 #include "libcore/api/names.hpp"
 #include "tests/services/rt-kubelet-shim/containerd_env.hpp"
 #include "tools/rtctl/rt_design.hpp"
@@ -45,7 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "CSV of every job")->capture_default_str();
   app.add_option("--seconds", seconds, "length of each case")->capture_default_str();
   app.add_option("--period-us", period, "reservation period given to rtctl's analysis")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  kc::cli::addVersionFlag(app, "rt_fig2");
+  if (auto exit = kc::cli::parse(app, argc, argv)) {
+    return *exit;
+  }
   if (const std::string why = kc::testing::rtSkipReason(); !why.empty()) {
     std::cerr << "rt_fig2: cannot run here: " << why << "\n";
     return 1;

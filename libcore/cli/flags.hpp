@@ -1,0 +1,38 @@
+#pragma once
+// What every binary of the suite does the same way with its command line (daemons, test
+// doubles, tools): --version, and one set of exit codes for parsing:
+//   0  --help or --version answered (on stdout)
+//   2  a usage error: an unknown flag (named, before anything else is checked), a missing or
+//      bad value; what was wrong on stderr
+//   1  (the binary's own) failure after parsing
+// Environment-variable fallbacks are declared with envFlag so --help shows them as "(env NAME)".
+
+#include <iosfwd>
+#include <optional>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+namespace kc::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// --version: prints versionLine(binary) and exits 0.
+void addVersionFlag(CLI::App& app, std::string_view binary);
+
+// The first argument that looks like a flag (-x, --name, --name=value) that neither `app` nor
+// any of its subcommands defines; nullopt when there is none. Arguments after "--" and
+// negative numbers are values.
+std::optional<std::string> unknownFlag(const CLI::App& app, int argc, const char* const* argv);
+
+// Parses argv. nullopt: go on. Otherwise main()'s exit code, after the help or version text
+// (to `out`) or what was wrong (to `err`): 0 after --help / --version, 2 after any usage
+// error; an unknown flag is reported as "unknown flag --name" even when a required flag is
+// also missing.
+std::optional<int> parse(CLI::App& app, int argc, const char* const* argv, std::ostream& out,
+                         std::ostream& err);
+std::optional<int> parse(CLI::App& app, int argc, const char* const* argv);  // std::cout, std::cerr
+
+}  // namespace kc::cli
