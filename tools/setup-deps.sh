@@ -13,6 +13,8 @@ PACKAGES=(
   libfmt-dev catch2 libspdlog-dev libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev libzip-dev
   # real peers and tools used by tests and benchmarks
   python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy wrk curl openssl procps
+  # the formatting check of the test command (tools/check-format.sh): Debian's clang-format 14
+  clang-format
   # bridge: a real single-node Slurm (slurmctld, slurmd, slurmrestd 22.05, munge, the JWT auth plugin) for the bridge pod's tests
   slurmctld slurmd slurmrestd slurm-client munge slurm-wlm-jwt-plugin
   # rt-kubelet-shim's real-peer tests: a real containerd 1.6 with runc, test image from busybox-static

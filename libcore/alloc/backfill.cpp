@@ -34,9 +34,9 @@ Result<Reservation> keepsVerdict(Result<Reservation> after, const Reservation& c
     return after.error();
   }
   if (after->start > current.start) {
-    return makeError(kc::errc::kConflict, "starting it now would delay the head's reservation from " +
-                                     std::to_string(current.start) + " to " +
-                                     std::to_string(after->start));
+    return makeError(kc::errc::kConflict,
+                     "starting it now would delay the head's reservation from " +
+                         std::to_string(current.start) + " to " + std::to_string(after->start));
   }
   return after;
 }
@@ -65,15 +65,16 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
                                 const GpuModelFilter& headModels, const PlacementRules& rules,
                                 std::int64_t now) {
   if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError(kc::errc::kInvalid, "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
-                                    " pools, the cluster " + std::to_string(state.poolCount()));
+    return makeError(kc::errc::kInvalid,
+                     "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
+                         " pools, the cluster " + std::to_string(state.poolCount()));
   }
   std::vector<const RunningPod*> byEnd;
   byEnd.reserve(running.size());
   for (const RunningPod& r : running) {
     if (r.node >= state.nodeCount()) {
-      return makeError(kc::errc::kInvalid, "running pod on node " + std::to_string(r.node) + " of " +
-                                      std::to_string(state.nodeCount()));
+      return makeError(kc::errc::kInvalid, "running pod on node " + std::to_string(r.node) +
+                                               " of " + std::to_string(state.nodeCount()));
     }
     byEnd.push_back(&r);
   }
@@ -157,7 +158,7 @@ Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRe
   }
   if (out.gpus.size() != pod.gpus) {
     return makeError(kc::errc::kInternal, "node '" + state.node(out.node).name +
-                                     "' lacks the GPUs node selection promised");
+                                              "' lacks the GPUs node selection promised");
   }
   for (GpuIndex g : out.gpus) {
     if (auto s = state.allocateGpu(g); !s) {
@@ -196,13 +197,14 @@ Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const Run
 Status BackfillPlanner::reset(const ClusterState& state, std::span<const RunningPod> running,
                               const FabricClock& fabric) {
   if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError(kc::errc::kInvalid, "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
-                                    " pools, the cluster " + std::to_string(state.poolCount()));
+    return makeError(kc::errc::kInvalid,
+                     "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
+                         " pools, the cluster " + std::to_string(state.poolCount()));
   }
   for (const RunningPod& r : running) {
     if (r.node >= state.nodeCount()) {
-      return makeError(kc::errc::kInvalid, "running pod on node " + std::to_string(r.node) + " of " +
-                                      std::to_string(state.nodeCount()));
+      return makeError(kc::errc::kInvalid, "running pod on node " + std::to_string(r.node) +
+                                               " of " + std::to_string(state.nodeCount()));
     }
   }
   scratch_.assignFrom(state);
@@ -210,8 +212,8 @@ Status BackfillPlanner::reset(const ClusterState& state, std::span<const Running
   running_ = running;
   fabric_ = fabric;
   // The release order: when the running pods are those of the last reset with a few more
-  // appended (a pass's starts), only the new ones are merged in, each after every pod ending no later
-  // (what the stable sort gives, as their indices are larger); otherwise a stable sort.
+  // appended (a pass's starts), only the new ones are merged in, each after every pod ending no
+  // later (what the stable sort gives, as their indices are larger); otherwise a stable sort.
   const std::size_t before = ends_.size();
   const bool appended = before > 0 && running.size() >= before && running.size() - before <= 64 &&
                         std::equal(ends_.begin(), ends_.end(), running.begin(),
@@ -228,9 +230,9 @@ Status BackfillPlanner::reset(const ClusterState& state, std::span<const Running
   } else {
     for (auto i = static_cast<std::uint32_t>(before); i < running.size(); ++i) {
       ends_.push_back(running[i].end);
-      const auto at = std::upper_bound(
-          byEnd_.begin(), byEnd_.end(), ends_[i],
-          [&](std::int64_t e, std::uint32_t j) { return e < ends_[j]; });
+      const auto at =
+          std::upper_bound(byEnd_.begin(), byEnd_.end(), ends_[i],
+                           [&](std::int64_t e, std::uint32_t j) { return e < ends_[j]; });
       byEnd_.insert(at, i);
     }
   }
@@ -359,14 +361,10 @@ Result<Reservation> BackfillPlanner::reserveHead(const PodRequest& head,
   return reserve(nullptr, fabric_, head, headModels, rules, now);
 }
 
-Result<Reservation> BackfillPlanner::backfillKeeps(const Reservation& current,
-                                                   const PodRequest& head,
-                                                   const GpuModelFilter& headModels,
-                                                   const PodRequest& candidate,
-                                                   const GpuModelFilter& candidateModels,
-                                                   std::int64_t candidateDuration,
-                                                   const PlacementRules& rules, SplitMix64 rng,
-                                                   std::int64_t now) {
+Result<Reservation> BackfillPlanner::backfillKeeps(
+    const Reservation& current, const PodRequest& head, const GpuModelFilter& headModels,
+    const PodRequest& candidate, const GpuModelFilter& candidateModels,
+    std::int64_t candidateDuration, const PlacementRules& rules, SplitMix64 rng, std::int64_t now) {
   const std::size_t mark = scratch_.journalSize();
   FabricClock trialFabric = fabric_;
   auto answer = [&]() -> Result<Reservation> {

@@ -185,7 +185,7 @@ class BackfillPlanner {
   ClusterState scratch_;
   std::span<const RunningPod> running_;
   std::vector<std::uint32_t> byEnd_;  // indices into running_, stably sorted by end
-  std::vector<std::int64_t> ends_;     // running_[i].end at the last reset
+  std::vector<std::int64_t> ends_;    // running_[i].end at the last reset
   FabricClock fabric_;
   std::vector<std::vector<NodeIndex>> poolNodes_;  // per pool, ascending
   // Per question (kept for their storage).

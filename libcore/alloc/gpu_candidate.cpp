@@ -116,13 +116,11 @@ Result<std::vector<GpuIndex>> chooseGpus(const ClusterState& state, NodeIndex ta
   }
   std::vector<GpuIndex> candidates = gpuCandidates(state, target, models);
   if (candidates.size() < count) {
-    return makeError(kc::errc::kInsufficient, "node '" + state.node(target).name + "' needs " +
-                                         std::to_string(count) + " GPUs but its pool has " +
-                                         std::to_string(candidates.size()) +
-                                         " free GPUs elsewhere" +
-                                         (models.acceptsAny()
-                                              ? std::string()
-                                              : " of the models " + models.toString(',')));
+    return makeError(
+        kc::errc::kInsufficient,
+        "node '" + state.node(target).name + "' needs " + std::to_string(count) +
+            " GPUs but its pool has " + std::to_string(candidates.size()) + " free GPUs elsewhere" +
+            (models.acceptsAny() ? std::string() : " of the models " + models.toString(',')));
   }
   policy.rank(state, candidates, count, rng);
   candidates.resize(count);

@@ -18,11 +18,10 @@ std::string_view trimBlanks(std::string_view s) {
 }  // namespace
 
 bool validGpuModelName(std::string_view name) {
-  return !name.empty() && name.size() <= 64 &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                  c == '-' || c == '_' || c == '.';
-         });
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '-' ||
+           c == '_' || c == '.';
+  });
 }
 
 Result<GpuModelFilter> GpuModelFilter::parse(std::string_view text, char separator) {
@@ -36,13 +35,13 @@ Result<GpuModelFilter> GpuModelFilter::parse(std::string_view text, char separat
     const std::string_view name = trimBlanks(rest.substr(0, at));
     if (name.empty()) {
       return makeError(kc::errc::kInvalid, "GPU model list '" + std::string(text) +
-                                      "' has an empty name (models joined by '" +
-                                      std::string(1, separator) + "')");
+                                               "' has an empty name (models joined by '" +
+                                               std::string(1, separator) + "')");
     }
     if (!validGpuModelName(name)) {
-      return makeError(kc::errc::kInvalid, "GPU model list '" + std::string(text) + "': '" +
-                                      std::string(name) +
-                                      "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
+      return makeError(kc::errc::kInvalid,
+                       "GPU model list '" + std::string(text) + "': '" + std::string(name) +
+                           "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
     }
     out.models_.emplace_back(name);
     if (at == std::string_view::npos) {

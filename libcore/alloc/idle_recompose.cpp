@@ -10,8 +10,7 @@ namespace {
 // then by the free GPUs of their node (fewest first), node index, GPU index. `keep[n]` free GPUs
 // of node n are left where they are.
 std::vector<GpuIndex> donors(const ClusterState& state, PoolIndex pool, NodeIndex target,
-                             const GpuModelFilter& models,
-                             const std::vector<std::uint32_t>& keep) {
+                             const GpuModelFilter& models, const std::vector<std::uint32_t>& keep) {
   struct Candidate {
     std::uint32_t rank;  // 0 for unattached, else 1 + free GPUs of the node
     NodeIndex node;
@@ -165,10 +164,9 @@ std::vector<IdleMove> planAhead(const ClusterState& state, const RecomposeInput&
 Result<std::vector<IdleMove>> planIdleMoves(const ClusterState& state, const RecomposeInput& in,
                                             const PlacementRules& rules, std::int64_t now) {
   if (in.fabric.busyUntil.size() != state.poolCount()) {
-    return makeError(kc::errc::kInvalid, "fabric clock has " +
-                                             std::to_string(in.fabric.busyUntil.size()) +
-                                             " pools, the cluster " +
-                                             std::to_string(state.poolCount()));
+    return makeError(kc::errc::kInvalid,
+                     "fabric clock has " + std::to_string(in.fabric.busyUntil.size()) +
+                         " pools, the cluster " + std::to_string(state.poolCount()));
   }
   for (const RunningPod& r : in.running) {
     if (r.node >= state.nodeCount()) {

@@ -202,8 +202,9 @@ Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedN
                                      std::span<const NodeUsage> usage,
                                      const FilterOptions& options) {
   if (nodes.size() != usage.size()) {
-    return makeError(kc::errc::kInvalid, "filterNodes: " + std::to_string(nodes.size()) + " nodes but " +
-                                    std::to_string(usage.size()) + " usage entries");
+    return makeError(kc::errc::kInvalid, "filterNodes: " + std::to_string(nodes.size()) +
+                                             " nodes but " + std::to_string(usage.size()) +
+                                             " usage entries");
   }
   const Resources request = podRequests(pod);
   NodeFilterResult out;

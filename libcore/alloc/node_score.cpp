@@ -134,8 +134,7 @@ NodeFilterReason filterWith(const NodeState& node, const PodRequest& pod, Compos
 NodeFilterReason filterNode(const ClusterState& state, NodeIndex n, const PodRequest& pod,
                             Composability mode) {
   const NodeState& node = state.node(n);
-  return filterWith(node, pod, mode, node.freeGpus,
-                    [&] { return state.pool(node.pool).freeGpus; });
+  return filterWith(node, pod, mode, node.freeGpus, [&] { return state.pool(node.pool).freeGpus; });
 }
 
 namespace {
@@ -213,17 +212,17 @@ Result<NodeChoice> selectOver(const View& view, const PodRequest& pod, const Nod
 
 Result<NodeChoice> selectNode(const ClusterState& state, const PodRequest& pod,
                               const NodePolicy& policy, Composability mode) {
-  return selectOver(PlainView{state}, pod, policy, mode,
-                    static_cast<NodeIndex>(state.nodeCount()), [](NodeIndex i) { return i; },
-                    [](NodeIndex) { return true; });
+  return selectOver(
+      PlainView{state}, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
+      [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
 }
 
 Result<NodeChoice> selectNodeAmong(const ClusterState& state, const PodRequest& pod,
                                    const NodePolicy& policy, Composability mode,
                                    std::span<const NodeIndex> candidates) {
-  return selectOver(PlainView{state}, pod, policy, mode,
-                    static_cast<NodeIndex>(candidates.size()),
-                    [&](NodeIndex i) { return candidates[i]; }, [](NodeIndex) { return true; });
+  return selectOver(
+      PlainView{state}, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
+      [&](NodeIndex i) { return candidates[i]; }, [](NodeIndex) { return true; });
 }
 
 ModelFreeGpus countFreeGpus(const ClusterState& state, const GpuModelFilter& models) {
@@ -257,19 +256,19 @@ Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodReque
     view.nodes.back().freeGpus = free.node[n];
   }
   view.pools = std::move(free.pool);
-  auto choice = selectOver(view, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
-                           [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
+  auto choice = selectOver(
+      view, pod, policy, mode, static_cast<NodeIndex>(state.nodeCount()),
+      [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
   if (!choice) {
     return makeError(choice.error().code, choice.error().message + " (accepting only GPU models " +
-                                              models.toString(kGpuModelsAnnotationSeparator) +
-                                              ")");
+                                              models.toString(kGpuModelsAnnotationSeparator) + ")");
   }
   return choice;
 }
 
 Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const PodRequest& pod,
-                                            const GpuModelFilter& models,
-                                            const NodePolicy& policy, Composability mode,
+                                            const GpuModelFilter& models, const NodePolicy& policy,
+                                            Composability mode,
                                             std::span<const NodeIndex> candidates) {
   if (models.acceptsAny() || pod.gpus == 0) {
     return selectNodeAmong(state, pod, policy, mode, candidates);
@@ -284,12 +283,12 @@ Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const Pod
     view.nodes.back().freeGpus = free.node[n];
   }
   view.pools = std::move(free.pool);
-  auto choice = selectOver(view, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
-                           [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
+  auto choice = selectOver(
+      view, pod, policy, mode, static_cast<NodeIndex>(candidates.size()),
+      [](NodeIndex i) { return i; }, [](NodeIndex) { return true; });
   if (!choice) {
     return makeError(choice.error().code, choice.error().message + " (accepting only GPU models " +
-                                              models.toString(kGpuModelsAnnotationSeparator) +
-                                              ")");
+                                              models.toString(kGpuModelsAnnotationSeparator) + ")");
   }
   choice->node = candidates[choice->node];
   return choice;
@@ -301,8 +300,9 @@ Result<NodeChoice> selectNodeAdmitted(const ClusterState& state, const PodReques
                                       const std::function<bool(NodeIndex)>& admit) {
   const auto all = static_cast<NodeIndex>(state.nodeCount());
   if (models.acceptsAny() || pod.gpus == 0) {
-    return selectOver(PlainView{state}, pod, policy, mode, all, [](NodeIndex i) { return i; },
-                      [&](NodeIndex n) { return admit(n); });
+    return selectOver(
+        PlainView{state}, pod, policy, mode, all, [](NodeIndex i) { return i; },
+        [&](NodeIndex n) { return admit(n); });
   }
   ModelFreeGpus free = countFreeGpus(state, models);
   ModelView view;
@@ -312,8 +312,9 @@ Result<NodeChoice> selectNodeAdmitted(const ClusterState& state, const PodReques
     view.nodes.back().freeGpus = free.node[n];
   }
   view.pools = std::move(free.pool);
-  return selectOver(view, pod, policy, mode, all, [](NodeIndex i) { return i; },
-                    [&](NodeIndex n) { return admit(n); });
+  return selectOver(
+      view, pod, policy, mode, all, [](NodeIndex i) { return i; },
+      [&](NodeIndex n) { return admit(n); });
 }
 
 }  // namespace kc::alloc

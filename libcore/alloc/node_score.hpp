@@ -136,8 +136,8 @@ Result<NodeChoice> selectNodeForModels(const ClusterState& state, const PodReque
 // scheduler, which first runs kube-scheduler's filters (node_filter.hpp) and then Eq. 1 over the
 // survivors. O(gpus + candidates).
 Result<NodeChoice> selectNodeForModelsAmong(const ClusterState& state, const PodRequest& pod,
-                                            const GpuModelFilter& models,
-                                            const NodePolicy& policy, Composability mode,
+                                            const GpuModelFilter& models, const NodePolicy& policy,
+                                            Composability mode,
                                             std::span<const NodeIndex> candidates);
 
 // The selection of selectNodeForModels among the nodes `admit` accepts, asking `admit` only of

@@ -98,7 +98,8 @@ Result<std::vector<NodeUsage>> nodeUsage(std::span<const SchedNode> nodes,
   std::map<std::string_view, std::size_t> index;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!index.emplace(nodes[i].name, i).second) {
-      return makeError(kc::errc::kInvalid, "nodeUsage: node '" + nodes[i].name + "' is listed twice");
+      return makeError(kc::errc::kInvalid,
+                       "nodeUsage: node '" + nodes[i].name + "' is listed twice");
     }
   }
   std::vector<NodeUsage> usage(nodes.size());

@@ -33,8 +33,8 @@ std::string_view poolReason(const ClusterState& state, NodeIndex n, const PodReq
 }  // namespace
 
 Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> nodes,
-                           std::span<const NodeUsage> usage, const ClusterState& state,
-                           const PlacementOptions& options) {
+                              std::span<const NodeUsage> usage, const ClusterState& state,
+                              const PlacementOptions& options) {
   if (nodes.size() != state.nodeCount()) {
     return makeError(kc::errc::kInvalid, "placePod: " + std::to_string(nodes.size()) +
                                              " nodes but the pool model holds " +
@@ -42,8 +42,8 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
   }
   const std::int64_t gpus = gpuRequest(pod);
   if (gpus < 0 || gpus > std::numeric_limits<std::uint32_t>::max()) {
-    return makeError(kc::errc::kInvalid, "placePod: GPU request " + std::to_string(gpus) +
-                                             " out of range");
+    return makeError(kc::errc::kInvalid,
+                     "placePod: GPU request " + std::to_string(gpus) + " out of range");
   }
   FilterOptions filter = options.filter;
   filter.fit.ignoredResources.emplace(kGpuResource);
@@ -53,18 +53,17 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
   // Eq. 1 first, the kube filters only on the nodes that would win: the same winner as
   // filtering every node first (selectNodeAdmitted), at a fraction of the cost.
   if (usage.size() != nodes.size()) {
-    return makeError(kc::errc::kInvalid, "placePod: " + std::to_string(nodes.size()) + " nodes but " +
-                                             std::to_string(usage.size()) + " usage entries");
+    return makeError(kc::errc::kInvalid, "placePod: " + std::to_string(nodes.size()) +
+                                             " nodes but " + std::to_string(usage.size()) +
+                                             " usage entries");
   }
   const Resources podRequest = podRequests(pod);
-  auto fast = selectNodeAdmitted(state, request, pod.gpuModels, policy, options.mode, [&](NodeIndex n) {
-    return filterNode(pod, podRequest, nodes[n], usage[n], filter).empty();
-  });
+  auto fast = selectNodeAdmitted(
+      state, request, pod.gpuModels, policy, options.mode,
+      [&](NodeIndex n) { return filterNode(pod, podRequest, nodes[n], usage[n], filter).empty(); });
   if (fast) {
-    return PodPlacement{.node = fast->node,
-                        .deficit = fast->deficit,
-                        .gpus = request.gpus,
-                        .score = fast->score};
+    return PodPlacement{
+        .node = fast->node, .deficit = fast->deficit, .gpus = request.gpus, .score = fast->score};
   }
   if (fast.error().code != kc::errc::kUnschedulable) {
     return fast.error();
@@ -78,8 +77,8 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
     return makeError(kc::errc::kUnschedulable, passed->message);
   }
   std::vector<NodeIndex> candidates(passed->feasible.begin(), passed->feasible.end());
-  auto choice = selectNodeForModelsAmong(state, request, pod.gpuModels, policy, options.mode,
-                                         candidates);
+  auto choice =
+      selectNodeForModelsAmong(state, request, pod.gpuModels, policy, options.mode, candidates);
   if (!choice) {
     if (choice.error().code != kc::errc::kUnschedulable) {
       return choice.error();
@@ -103,9 +102,9 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
     return makeError(kc::errc::kUnschedulable, unschedulableMessage(nodes.size(), rejected));
   }
   return PodPlacement{.node = choice->node,
-                   .deficit = choice->deficit,
-                   .gpus = request.gpus,
-                   .score = choice->score};
+                      .deficit = choice->deficit,
+                      .gpus = request.gpus,
+                      .score = choice->score};
 }
 
 }  // namespace kc::alloc

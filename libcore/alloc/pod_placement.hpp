@@ -56,7 +56,7 @@ struct PodPlacement {
 // Errors: "invalid" (spans and state differ in size, a GPU request above 2^32-1),
 // "unschedulable" with the FitError text.
 Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> nodes,
-                           std::span<const NodeUsage> usage, const ClusterState& state,
-                           const PlacementOptions& options);
+                              std::span<const NodeUsage> usage, const ClusterState& state,
+                              const PlacementOptions& options);
 
 }  // namespace kc::alloc

@@ -70,8 +70,9 @@ Result<Policy> findByName(const Table& table, const char* kind, std::string_view
       return p;
     }
   }
-  return makeError(kc::errc::kNotFound, "unknown " + std::string(kind) + " policy '" + std::string(name) +
-                                    "' (known: " + knownNames(table) + ")");
+  return makeError(kc::errc::kNotFound, "unknown " + std::string(kind) + " policy '" +
+                                            std::string(name) + "' (known: " + knownNames(table) +
+                                            ")");
 }
 
 }  // namespace

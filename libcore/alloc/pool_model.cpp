@@ -1,9 +1,9 @@
 #include "libcore/alloc/pool_model.hpp"
 
-#include "libcore/alloc/gpu_model.hpp"
-
 #include <string>
 #include <utility>
+
+#include "libcore/alloc/gpu_model.hpp"
 
 namespace kc::alloc {
 namespace {
@@ -37,7 +37,8 @@ Result<NodeIndex> ClusterState::addNode(NodeSpec spec) {
     return makeError(kc::errc::kInvalid, "node name is empty");
   }
   if (spec.pool != kNoPool && spec.pool >= pools_.size()) {
-    return makeError(kc::errc::kInvalid, "node '" + spec.name + "': unknown pool index " + str(spec.pool));
+    return makeError(kc::errc::kInvalid,
+                     "node '" + spec.name + "': unknown pool index " + str(spec.pool));
   }
   if (nodes_.size() >= kNoNode) {
     return makeError(kc::errc::kInvalid, "too many nodes");
@@ -64,23 +65,26 @@ Result<GpuIndex> ClusterState::addGpu(GpuSpec spec) {
     return makeError(kc::errc::kInvalid, "GPU id is empty");
   }
   if (spec.pool >= pools_.size()) {
-    return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "': unknown pool index " + str(spec.pool));
+    return makeError(kc::errc::kInvalid,
+                     "GPU '" + spec.id + "': unknown pool index " + str(spec.pool));
   }
   if (spec.node != kNoNode) {
     if (spec.node >= nodes_.size()) {
-      return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "': unknown node index " + str(spec.node));
+      return makeError(kc::errc::kInvalid,
+                       "GPU '" + spec.id + "': unknown node index " + str(spec.node));
     }
     if (nodes_[spec.node].pool != spec.pool) {
-      return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "' of pool '" + pools_[spec.pool].name +
-                                      "' cannot be attached to node '" + nodes_[spec.node].name +
-                                      "' outside that pool");
+      return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "' of pool '" +
+                                               pools_[spec.pool].name +
+                                               "' cannot be attached to node '" +
+                                               nodes_[spec.node].name + "' outside that pool");
     }
   } else if (spec.inUse) {
     return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "' is in use but attached to no node");
   }
   if (!spec.model.empty() && !validGpuModelName(spec.model)) {
-    return makeError(kc::errc::kInvalid, "GPU '" + spec.id + "': '" + spec.model +
-                                    "' is not a GPU model name");
+    return makeError(kc::errc::kInvalid,
+                     "GPU '" + spec.id + "': '" + spec.model + "' is not a GPU model name");
   }
   if (gpus_.size() >= std::numeric_limits<GpuIndex>::max()) {
     return makeError(kc::errc::kInvalid, "too many GPUs");
@@ -193,11 +197,12 @@ Status ClusterState::attachGpu(GpuIndex g, NodeIndex n) {
   }
   if (gpu.attached()) {
     return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is attached to node '" +
-                                     nodes_[gpu.node].name + "'; detach it first");
+                                              nodes_[gpu.node].name + "'; detach it first");
   }
   if (nodes_[n].pool != gpu.pool) {
     return makeError(kc::errc::kInvalid, "GPU '" + gpu.id + "' of pool '" + pools_[gpu.pool].name +
-                                    "' is not reachable from node '" + nodes_[n].name + "'");
+                                             "' is not reachable from node '" + nodes_[n].name +
+                                             "'");
   }
   account(g, -1);
   linkToNode(g, n);
@@ -216,7 +221,7 @@ Status ClusterState::detachGpu(GpuIndex g) {
   }
   if (gpu.inUse) {
     return makeError(kc::errc::kConflict, "GPU '" + gpu.id + "' is in use on node '" +
-                                     nodes_[gpu.node].name + "'; cannot detach");
+                                              nodes_[gpu.node].name + "'; cannot detach");
   }
   const Undo undo{.op = Undo::Op::kDetach, .index = g, .node = gpu.node, .slot = slotInNode_[g]};
   account(g, -1);
@@ -302,11 +307,13 @@ Status ClusterState::reserve(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   // Compare against what is left, never add first: no overflow whatever the input.
   if (cpuMilli > node.cpuMilliFree()) {
     return makeError(kc::errc::kInsufficient, "node '" + node.name + "': " + str(cpuMilli) +
-                                         " mCPU requested, " + str(node.cpuMilliFree()) + " free");
+                                                  " mCPU requested, " + str(node.cpuMilliFree()) +
+                                                  " free");
   }
   if (memoryMiB > node.memoryMiBFree()) {
     return makeError(kc::errc::kInsufficient, "node '" + node.name + "': " + str(memoryMiB) +
-                                         " MiB requested, " + str(node.memoryMiBFree()) + " free");
+                                                  " MiB requested, " + str(node.memoryMiBFree()) +
+                                                  " free");
   }
   node.cpuMilliUsed += cpuMilli;
   node.memoryMiBUsed += memoryMiB;
@@ -321,9 +328,9 @@ Status ClusterState::release(NodeIndex n, std::uint64_t cpuMilli, std::uint64_t 
   NodeState& node = nodes_[n];
   if (cpuMilli > node.cpuMilliUsed || memoryMiB > node.memoryMiBUsed) {
     return makeError(kc::errc::kConflict, "node '" + node.name + "': releasing " + str(cpuMilli) +
-                                     " mCPU / " + str(memoryMiB) + " MiB but only " +
-                                     str(node.cpuMilliUsed) + " mCPU / " + str(node.memoryMiBUsed) +
-                                     " MiB are used");
+                                              " mCPU / " + str(memoryMiB) + " MiB but only " +
+                                              str(node.cpuMilliUsed) + " mCPU / " +
+                                              str(node.memoryMiBUsed) + " MiB are used");
   }
   node.cpuMilliUsed -= cpuMilli;
   node.memoryMiBUsed -= memoryMiB;

@@ -48,8 +48,8 @@ struct NodeSpec {
 };
 
 struct GpuSpec {
-  std::string id{};    // the pool's device id (device-plugin device ID), unique in the cluster
-  std::string uuid{};  // the GPU's own UUID (NVIDIA_VISIBLE_DEVICES)
+  std::string id{};     // the pool's device id (device-plugin device ID), unique in the cluster
+  std::string uuid{};   // the GPU's own UUID (NVIDIA_VISIBLE_DEVICES)
   std::string model{};  // "" (unknown) or a validGpuModelName (gpu_model.hpp), e.g. "A100"
   PoolIndex pool = 0;
   NodeIndex node = kNoNode;  // attached node, or kNoNode

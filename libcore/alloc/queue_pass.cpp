@@ -54,7 +54,8 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
                                        std::int64_t now) {
   if (discipline_ != QueueDiscipline::EasyBackfill &&
       discipline_ != QueueDiscipline::SlackBackfill) {
-    return makeError(kc::errc::kInvalid, "the queue pass runs easy-backfill and slack-backfill only");
+    return makeError(kc::errc::kInvalid,
+                     "the queue pass runs easy-backfill and slack-backfill only");
   }
   if (auto s = checkSlackFactor(slackFactor_); !s) {
     return s.error();
@@ -141,7 +142,8 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
   bool planned = true;  // planner_ holds the host's view (until the next start)
   for (std::size_t i = h + 1; i < n; ++i) {
     const QueuedPod q = host.queued(i);
-    if (std::any_of(failed.begin(), failed.end(), [&](const Failed& f) { return dominatedBy(f, q); })) {
+    if (std::any_of(failed.begin(), failed.end(),
+                    [&](const Failed& f) { return dominatedBy(f, q); })) {
       out.verdicts[i] = QueueVerdict::kDominated;
       continue;
     }

@@ -81,10 +81,10 @@ enum class QueueVerdict : std::uint8_t {
 };
 
 struct QueuePassResult {
-  std::vector<QueueVerdict> verdicts;  // per waiting pod, by its index at the start
-  std::optional<std::size_t> head;     // index of the kHead pod, if any
+  std::vector<QueueVerdict> verdicts;      // per waiting pod, by its index at the start
+  std::optional<std::size_t> head;         // index of the kHead pod, if any
   std::optional<Reservation> reservation;  // the head's, after the pass
-  std::int64_t bound = 0;                   // what a backfilled pod could not delay (last)
+  std::int64_t bound = 0;                  // what a backfilled pod could not delay (last)
   // Each reservation made or renewed in this pass (the first with the landing correction).
   std::vector<std::int64_t> reservedStarts;
   std::uint64_t tested = 0;      // backfill tests run

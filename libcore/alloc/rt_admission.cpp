@@ -27,7 +27,9 @@ constexpr std::array kPackings{
 }  // namespace
 
 Status validateReservation(const RtReservation& r) {
-  auto bad = [&](const std::string& why) { return makeError(kc::errc::kInvalid, describe(r) + ": " + why); };
+  auto bad = [&](const std::string& why) {
+    return makeError(kc::errc::kInvalid, describe(r) + ": " + why);
+  };
   if (r.periodUs == 0) {
     return bad("period is zero");
   }
@@ -98,7 +100,7 @@ Result<RtCoreState> RtCoreState::create(RtBound bound, std::vector<std::uint32_t
   }
   if (bound.periodUs == 0 || bound.runtimeUs > bound.periodUs || bound.periodUs > kMaxRtMicros) {
     return makeError(kc::errc::kInvalid, "bad per-core bound: runtime " + str(bound.runtimeUs) +
-                                    " us / period " + str(bound.periodUs) + " us");
+                                             " us / period " + str(bound.periodUs) + " us");
   }
   std::sort(cpuIds.begin(), cpuIds.end());  // core order = CPU id order
   if (std::adjacent_find(cpuIds.begin(), cpuIds.end()) != cpuIds.end()) {
@@ -123,7 +125,8 @@ Result<std::vector<std::size_t>> RtCoreState::coresOf(const RtReservation& r,
       return makeError(kc::errc::kInvalid, "CPU " + str(cpu) + " is not an RT core of this node");
     }
     if (std::find(cores.begin(), cores.end(), it->second) != cores.end()) {
-      return makeError(kc::errc::kInvalid, "CPU " + str(cpu) + " given twice: servers need distinct cores");
+      return makeError(kc::errc::kInvalid,
+                       "CPU " + str(cpu) + " given twice: servers need distinct cores");
     }
     cores.push_back(it->second);
   }
@@ -138,9 +141,10 @@ Status RtCoreState::admit(const RtReservation& r, std::span<const std::uint32_t>
   const std::uint64_t u = utilizationPpb(r);
   for (std::size_t c : *cores) {
     if (u > freePpb(c)) {
-      return makeError(kc::errc::kInsufficient, describe(r) + " does not fit on CPU " + str(cpuIds_[c]) +
-                                           ": " + str(usedPpb_[c]) + " of " + str(boundPpb_) +
-                                           " ppb used, needs " + str(u));
+      return makeError(kc::errc::kInsufficient, describe(r) + " does not fit on CPU " +
+                                                    str(cpuIds_[c]) + ": " + str(usedPpb_[c]) +
+                                                    " of " + str(boundPpb_) + " ppb used, needs " +
+                                                    str(u));
     }
   }
   for (std::size_t c : *cores) {
@@ -158,7 +162,8 @@ Status RtCoreState::release(const RtReservation& r, std::span<const std::uint32_
   const std::uint64_t u = utilizationPpb(r);
   for (std::size_t c : *cores) {
     if (u > usedPpb_[c]) {
-      return makeError(kc::errc::kConflict, describe(r) + " is not reserved on CPU " + str(cpuIds_[c]));
+      return makeError(kc::errc::kConflict,
+                       describe(r) + " is not reserved on CPU " + str(cpuIds_[c]));
     }
   }
   for (std::size_t c : *cores) {
@@ -212,9 +217,10 @@ Result<std::vector<std::uint32_t>> placeReservation(const RtCoreState& node, con
     }
   }
   if (fitting.size() < r.cpus) {
-    return makeError(kc::errc::kInsufficient, describe(r) + " needs " + str(r.cpus) + " cores with " +
-                                         str(u) + " ppb free; " + str(fitting.size()) + " of " +
-                                         str(node.coreCount()) + " have room");
+    return makeError(kc::errc::kInsufficient, describe(r) + " needs " + str(r.cpus) +
+                                                  " cores with " + str(u) + " ppb free; " +
+                                                  str(fitting.size()) + " of " +
+                                                  str(node.coreCount()) + " have room");
   }
   if (packing.worstFit) {
     // Most room first; equal room: lower core first. Only the first cpus matter.

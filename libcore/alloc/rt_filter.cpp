@@ -6,7 +6,9 @@
 namespace kc::alloc {
 namespace {
 
-std::string key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+std::string key(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
 
 }  // namespace
 
@@ -92,7 +94,8 @@ void RtAdmission::addPod(const SchedPod& pod) {
   std::lock_guard lock(mu_);
   const std::string k = key(pod.ns, pod.name);
   auto it = pods_.find(k);
-  const bool same = it != pods_.end() && it->second.node == pod.nodeName && it->second.spec == pod.rt;
+  const bool same =
+      it != pods_.end() && it->second.node == pod.nodeName && it->second.spec == pod.rt;
   if (same) {
     return;
   }
@@ -160,8 +163,8 @@ FilterReasons RtAdmission::filter(const SchedPod& pod, const SchedNode& node) co
     return {};
   }
   // A pod already held here (a reservation re-checked) is judged without its own cores.
-  if (auto self = pods_.find(key(pod.ns, pod.name)); self != pods_.end() && self->second.node == node.name &&
-                                                      !self->second.held.empty()) {
+  if (auto self = pods_.find(key(pod.ns, pod.name));
+      self != pods_.end() && self->second.node == node.name && !self->second.held.empty()) {
     RtNodeState trial = *n->second.state;
     for (const auto& c : self->second.spec.containers) {
       if (auto h = self->second.held.find(c.container); h != self->second.held.end()) {

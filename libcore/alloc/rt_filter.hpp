@@ -30,10 +30,13 @@
 namespace kc::alloc {
 
 inline constexpr std::string_view kReasonRtNotCapable = "node(s) are not real-time capable";
-inline constexpr std::string_view kReasonRtMalformed = "node(s) had malformed real-time annotations";
+inline constexpr std::string_view kReasonRtMalformed =
+    "node(s) had malformed real-time annotations";
 inline constexpr std::string_view kReasonRtTooFewCores = "node(s) had too few real-time cores";
-inline constexpr std::string_view kReasonRtInsufficient = "node(s) had insufficient real-time bandwidth";
-inline constexpr std::string_view kReasonRtInvalidPodPrefix = "pod's real-time annotations are invalid: ";
+inline constexpr std::string_view kReasonRtInsufficient =
+    "node(s) had insufficient real-time bandwidth";
+inline constexpr std::string_view kReasonRtInvalidPodPrefix =
+    "pod's real-time annotations are invalid: ";
 
 // Thread-safe. Pods are identified by "namespace/name".
 class RtAdmission {

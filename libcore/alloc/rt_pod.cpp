@@ -57,17 +57,17 @@ Status validateRtAnnotations(const RtStringMap& annotations,
     const auto dot = rest.rfind('.');
     const std::string_view field = dot == std::string_view::npos ? rest : rest.substr(dot + 1);
     if (!knownField(field)) {
-      return invalid("annotation " + key + ": unknown real-time field '" + std::string(field) +
-                     "' (known: runtime-us, period-us, cpus, each optionally as <container>.<field>)");
+      return invalid(
+          "annotation " + key + ": unknown real-time field '" + std::string(field) +
+          "' (known: runtime-us, period-us, cpus, each optionally as <container>.<field>)");
     }
     if (dot != std::string_view::npos) {
       const std::string_view container = rest.substr(0, dot);
       if (container.empty()) {
         return invalid("annotation " + key + ": empty container name");
       }
-      if (containerNames &&
-          std::find(containerNames->begin(), containerNames->end(), container) ==
-              containerNames->end()) {
+      if (containerNames && std::find(containerNames->begin(), containerNames->end(), container) ==
+                                containerNames->end()) {
         return invalid("annotation " + key + ": the pod has no container named '" +
                        std::string(container) + "'");
       }
@@ -113,8 +113,8 @@ Result<std::optional<RtReservation>> rtReservationFor(const RtStringMap& annotat
     }
     return std::optional<RtReservation>{};
   }
-  const std::string who = container.empty() ? std::string("the pod")
-                                            : "container '" + std::string(container) + "'";
+  const std::string who =
+      container.empty() ? std::string("the pod") : "container '" + std::string(container) + "'";
   if (runtime == nullptr) {
     return invalid(who + ": " + periodKey + " is set but no runtime-us");
   }
@@ -156,12 +156,14 @@ Result<std::vector<std::uint32_t>> parseCpuList(std::string_view text) {
     std::uint64_t lo = 0, hi = 0;
     if (dash == std::string_view::npos) {
       if (!parseU64(part, lo)) {
-        return invalid("cpu list \"" + std::string(text) + "\": bad entry '" + std::string(part) + "'");
+        return invalid("cpu list \"" + std::string(text) + "\": bad entry '" + std::string(part) +
+                       "'");
       }
       hi = lo;
     } else if (!parseU64(part.substr(0, dash), lo) || !parseU64(part.substr(dash + 1), hi) ||
                hi < lo) {
-      return invalid("cpu list \"" + std::string(text) + "\": bad range '" + std::string(part) + "'");
+      return invalid("cpu list \"" + std::string(text) + "\": bad range '" + std::string(part) +
+                     "'");
     }
     if (hi >= (1u << 20) || out.size() + (hi - lo + 1) > kMaxRtCpus) {
       return invalid("cpu list \"" + std::string(text) + "\": too many or too large CPU ids");
@@ -281,7 +283,8 @@ Result<std::optional<RtNodeInfo>> parseRtNode(const RtStringMap& labels,
   } else if (*kernel == "hcbs") {
     info.kernel = RtKernel::kHcbs;
   } else {
-    return invalid(std::string(kRtKernelAnnotation) + "=\"" + *kernel + "\": expected rt-group or hcbs");
+    return invalid(std::string(kRtKernelAnnotation) + "=\"" + *kernel +
+                   "\": expected rt-group or hcbs");
   }
   return std::optional<RtNodeInfo>{std::move(info)};
 }
@@ -357,7 +360,8 @@ Result<RtAssignment> placeRtPod(const RtNodeState& node, std::span<const RtConta
   for (const auto& c : pod) {
     auto cpus = trial.place(c.reservation, packing);
     if (!cpus) {
-      return makeError(cpus.error().code, "container '" + c.container + "': " + cpus.error().message);
+      return makeError(cpus.error().code,
+                       "container '" + c.container + "': " + cpus.error().message);
     }
     if (auto s = trial.admit(c.reservation, *cpus); !s) {
       return makeError(s.error().code, "container '" + c.container + "': " + s.error().message);

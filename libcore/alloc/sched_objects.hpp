@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "libcore/api/names.hpp"
 #include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/rt_pod.hpp"
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {

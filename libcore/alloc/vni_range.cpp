@@ -21,11 +21,11 @@ std::string rangeText(Vni min, Vni max) {
 Result<VniRange> VniRange::create(const VniRangeOptions& options) {
   if (options.min >= options.max) {
     return makeError(kc::errc::kInvalid, "VNI range " + rangeText(options.min, options.max) +
-                                    " is empty: min must be below max");
+                                             " is empty: min must be below max");
   }
   if (options.max > kVniLimit) {
     return makeError(kc::errc::kInvalid, "VNI range " + rangeText(options.min, options.max) +
-                                    " exceeds the 16-bit VNI space (max <= 65536)");
+                                             " exceeds the 16-bit VNI space (max <= 65536)");
   }
   if (options.cooldown.count() < 0) {
     return makeError(kc::errc::kInvalid, "VNI cooldown must not be negative");
@@ -44,7 +44,7 @@ Result<VniRange> VniRange::create(const VniRangeOptions& options) {
   }
   if (range.reservedInRange_ == range.size_) {
     return makeError(kc::errc::kInvalid, "VNI range " + rangeText(options.min, options.max) +
-                                    " holds only reserved values");
+                                             " holds only reserved values");
   }
   return range;
 }
@@ -134,10 +134,10 @@ Result<Vni> VniRange::allocate(VniTime now) {
   const std::int64_t found = findFreeFrom(from);
   if (found < 0) {
     const VniCounts c = counts();
-    return makeError(kc::errc::kExhausted,
-                     "VNI range " + rangeText(min_, max_) + " exhausted: " +
-                         std::to_string(c.allocated) + " allocated, " + std::to_string(c.cooling) +
-                         " cooling down, " + std::to_string(reservedInRange_) + " reserved");
+    return makeError(kc::errc::kExhausted, "VNI range " + rangeText(min_, max_) + " exhausted: " +
+                                               std::to_string(c.allocated) + " allocated, " +
+                                               std::to_string(c.cooling) + " cooling down, " +
+                                               std::to_string(reservedInRange_) + " reserved");
   }
   const auto i = static_cast<std::uint32_t>(found);
   markTaken(i);
@@ -149,8 +149,8 @@ Result<Vni> VniRange::allocate(VniTime now) {
 
 Status VniRange::release(Vni vni, VniTime now) {
   if (!inRange(vni)) {
-    return makeError(kc::errc::kOutOfRange, "VNI " + std::to_string(vni) + " is outside " +
-                                         rangeText(min_, max_));
+    return makeError(kc::errc::kOutOfRange,
+                     "VNI " + std::to_string(vni) + " is outside " + rangeText(min_, max_));
   }
   const std::uint32_t i = index(vni);
   if (states_[i] != VniState::Allocated) {
@@ -171,13 +171,14 @@ Status VniRange::release(Vni vni, VniTime now) {
 
 Status VniRange::reserve(Vni vni) {
   if (!inRange(vni)) {
-    return makeError(kc::errc::kOutOfRange, "VNI " + std::to_string(vni) + " is outside " +
-                                         rangeText(min_, max_));
+    return makeError(kc::errc::kOutOfRange,
+                     "VNI " + std::to_string(vni) + " is outside " + rangeText(min_, max_));
   }
   const std::uint32_t i = index(vni);
   switch (states_[i]) {
     case VniState::Reserved:
-      return makeError(kc::errc::kReserved, "VNI " + std::to_string(vni) + " is reserved and never issued");
+      return makeError(kc::errc::kReserved,
+                       "VNI " + std::to_string(vni) + " is reserved and never issued");
     case VniState::Allocated:
       return makeError(kc::errc::kConflict, "VNI " + std::to_string(vni) + " is already allocated");
     case VniState::CoolingDown:
@@ -196,14 +197,15 @@ Status VniRange::reserve(Vni vni) {
 
 Status VniRange::restoreCooldown(Vni vni, VniTime releasedAt) {
   if (!inRange(vni)) {
-    return makeError(kc::errc::kOutOfRange, "VNI " + std::to_string(vni) + " is outside " +
-                                         rangeText(min_, max_));
+    return makeError(kc::errc::kOutOfRange,
+                     "VNI " + std::to_string(vni) + " is outside " + rangeText(min_, max_));
   }
   const std::uint32_t i = index(vni);
   const VniTime readyAt = releasedAt + cooldown_;
   switch (states_[i]) {
     case VniState::Reserved:
-      return makeError(kc::errc::kReserved, "VNI " + std::to_string(vni) + " is reserved and never issued");
+      return makeError(kc::errc::kReserved,
+                       "VNI " + std::to_string(vni) + " is reserved and never issued");
     case VniState::Allocated:
       return makeError(kc::errc::kConflict, "VNI " + std::to_string(vni) + " is allocated");
     case VniState::CoolingDown:

@@ -196,8 +196,8 @@ std::optional<std::string> checkStagedNames(const std::string& list) {
       return "spec.jobdata.additionaldata: " + name.error().message;
     }
     if (auto [it, fresh] = seen.emplace(*name, item); !fresh) {
-      return "spec.jobdata.additionaldata: " + json(it->second).dump() + " and " + json(item).dump() +
-             " would both be staged as " + json(*name).dump();
+      return "spec.jobdata.additionaldata: " + json(it->second).dump() + " and " +
+             json(item).dump() + " would both be staged as " + json(*name).dump();
     }
   }
   return std::nullopt;

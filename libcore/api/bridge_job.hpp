@@ -25,7 +25,6 @@
 
 namespace kc::bridge {
 
-
 // The job states a bridge pod reports (the CRD's status.jobStatus enum, same spelling).
 enum class JobStatus { kSubmitted, kRunning, kDone, kFailed, kKilled, kUnknown };
 const char* jobStatusName(JobStatus status);

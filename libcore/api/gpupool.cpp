@@ -14,8 +14,8 @@ bool isValidGpuId(std::string_view id) {
     return false;
   }
   return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-           c == ':' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == ':' || c == '-';
   });
 }
 
@@ -99,7 +99,8 @@ PoolGpus parsePoolGpus(const json& pool) {
       out.pool = n->get<std::string>();
     }
   }
-  const std::string prefix = "GPUPool " + (out.pool.empty() ? std::string("(no name)") : out.pool) + ": ";
+  const std::string prefix =
+      "GPUPool " + (out.pool.empty() ? std::string("(no name)") : out.pool) + ": ";
   const auto status = pool.find("status");
   if (status == pool.end() || status->is_null()) {
     return out;  // reconfig-mgr has not written an inventory yet
@@ -128,7 +129,12 @@ PoolGpus parsePoolGpus(const json& pool) {
     PoolGpu gpu;
     const auto id = g.find("id");
     if (id == g.end() || !id->is_string() || !isValidGpuId(id->get<std::string>())) {
-      out.problems.push_back(where + ".id " + (id == g.end() ? std::string("is missing") : "'" + (id->is_string() ? id->get<std::string>() : id->dump()) + "' is not a GPU id (1-63 of [A-Za-z0-9._:-])") + "; dropped");
+      out.problems.push_back(where + ".id " +
+                             (id == g.end()
+                                  ? std::string("is missing")
+                                  : "'" + (id->is_string() ? id->get<std::string>() : id->dump()) +
+                                        "' is not a GPU id (1-63 of [A-Za-z0-9._:-])") +
+                             "; dropped");
       continue;
     }
     gpu.id = id->get<std::string>();

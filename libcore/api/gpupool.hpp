@@ -5,11 +5,10 @@
 // could not read in `problems`, so a reader logs them and goes on with the rest.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/api/names.hpp"
 
@@ -22,16 +21,17 @@ bool isValidGpuId(std::string_view id);
 
 // One element of status.gpus.
 struct PoolGpu {
-  std::string id;        // pool GPU id ("<chassis>.<gid>"), the device ID
-  std::string uuid;      // NVIDIA_VISIBLE_DEVICES value; "" when the chassis cannot read it
-  std::string model;     // GPU model name; "" when unknown
-  std::string chassis;   // the chassis it sits in
-  std::string node;      // the node it is attached to; "" when unattached (or to a host no node has)
+  std::string id;       // pool GPU id ("<chassis>.<gid>"), the device ID
+  std::string uuid;     // NVIDIA_VISIBLE_DEVICES value; "" when the chassis cannot read it
+  std::string model;    // GPU model name; "" when unknown
+  std::string chassis;  // the chassis it sits in
+  std::string node;     // the node it is attached to; "" when unattached (or to a host no node has)
   std::string hostPort;  // pool-form host "<chassis>/<host>" it is attached to; "" when unattached
   bool healthy = true;   // health: Healthy | Unhealthy
   std::string healthDetail;  // why unhealthy, for people
   bool draining = false;     // being withdrawn from its node before a detach
-  std::vector<std::string> inUseBy;  // "namespace/pod" (or "(allocating)"), from the node's usage report
+  std::vector<std::string>
+      inUseBy;  // "namespace/pod" (or "(allocating)"), from the node's usage report
 
   friend bool operator==(const PoolGpu&, const PoolGpu&) = default;
 };

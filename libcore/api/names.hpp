@@ -37,9 +37,12 @@ namespace gvr {
 inline kube::GroupVersionResource gpuPools() {
   return {std::string(kGroup), std::string(kGpuPoolVersion), std::string(kGpuPoolResource), false};
 }
-inline kube::GroupVersionResource vnis() { return {std::string(kGroup), "v1", std::string(kVniResource), true}; }
+inline kube::GroupVersionResource vnis() {
+  return {std::string(kGroup), "v1", std::string(kVniResource), true};
+}
 inline kube::GroupVersionResource bridgeJobs() {
-  return {std::string(kBridgeGroup), std::string(kBridgeJobVersion), std::string(kBridgeJobResource), true};
+  return {std::string(kBridgeGroup), std::string(kBridgeJobVersion),
+          std::string(kBridgeJobResource), true};
 }
 }  // namespace gvr
 
@@ -60,7 +63,8 @@ inline constexpr std::string_view kDemandAnnotation = "kubecomp.io/demand";
 inline constexpr std::string_view kReservedAtAnnotation = "kubecomp.io/reserved-at";
 
 // A pod's expected run time in whole seconds (read by libcore/alloc's pod parser).
-inline constexpr std::string_view kExpectedRuntimeAnnotation = "kubecomp.io/expected-runtime-seconds";
+inline constexpr std::string_view kExpectedRuntimeAnnotation =
+    "kubecomp.io/expected-runtime-seconds";
 // The GPU models a pod accepts, comma-separated (libcore/alloc/gpu_model.hpp).
 inline constexpr std::string_view kGpuModelsAnnotation = "kubecomp.io/gpu-models";
 // Development control plane only: how long a kubelet stand-in lets the pod run.

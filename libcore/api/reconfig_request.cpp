@@ -77,22 +77,24 @@ Result<ReconfigRequest> parseReconfigRequest(const ReconfigRequestText& text) {
   }
   const std::string dst = text.dstNode.value_or("");
   if (!isValidNodeName(dst)) {
-    return makeError(kc::errc::kInvalid,
-                     "annotation " + std::string(kDstNodeAnnotation) + " '" + dst + "' is not a node name");
+    return makeError(kc::errc::kInvalid, "annotation " + std::string(kDstNodeAnnotation) + " '" +
+                                             dst + "' is not a node name");
   }
   r.dstNode = dst;
   const auto demand = text.demand ? parseDemand(*text.demand) : std::nullopt;
   if (!demand) {
     return makeError(kc::errc::kInvalid, "annotation " + std::string(kDemandAnnotation) + " '" +
-                                             text.demand.value_or("") + "' is not a whole number of GPUs (0-65535)");
+                                             text.demand.value_or("") +
+                                             "' is not a whole number of GPUs (0-65535)");
   }
   r.demand = *demand;
   if (text.reservedAt) {
     auto at = parseRfc3339(*text.reservedAt);
     if (!at) {
-      return makeError(kc::errc::kInvalid, "annotation " + std::string(kReservedAtAnnotation) + " '" +
-                                               *text.reservedAt + "' is not an RFC 3339 time (" +
-                                               at.error().message + ")");
+      return makeError(kc::errc::kInvalid, "annotation " + std::string(kReservedAtAnnotation) +
+                                               " '" + *text.reservedAt +
+                                               "' is not an RFC 3339 time (" + at.error().message +
+                                               ")");
     }
     r.reservedAt = *at;
   }
@@ -104,8 +106,9 @@ json reconfigRequestAnnotations(const ReconfigRequest& request) {
   ann[std::string(kDstNodeAnnotation)] = request.dstNode;
   ann[std::string(kDemandAnnotation)] = std::to_string(request.demand);
   if (request.reservedAt) {
-    ann[std::string(kReservedAtAnnotation)] = formatRfc3339(
-        std::chrono::floor<std::chrono::milliseconds>(*request.reservedAt), Rfc3339Precision::kMillis);
+    ann[std::string(kReservedAtAnnotation)] =
+        formatRfc3339(std::chrono::floor<std::chrono::milliseconds>(*request.reservedAt),
+                      Rfc3339Precision::kMillis);
   }
   return ann;
 }

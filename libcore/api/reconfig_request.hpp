@@ -10,11 +10,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
@@ -38,15 +37,17 @@ struct ReconfigRequestText {
   std::optional<std::string> reservedAt;
   std::optional<std::string> notString;  // the first of the three whose value is not a string
 
-  bool present() const { return dstNode.has_value() || demand.has_value() || reservedAt.has_value(); }
+  bool present() const {
+    return dstNode.has_value() || demand.has_value() || reservedAt.has_value();
+  }
   friend bool operator==(const ReconfigRequestText&, const ReconfigRequestText&) = default;
 };
 
 // Reads the three annotations of a Pod object (metadata.annotations). Never throws.
 ReconfigRequestText reconfigRequestText(const nlohmann::json& pod);
 
-// Strict: every value a string, dst-node a node name, demand a whole number 0..65535, reserved-at (when set)
-// an RFC 3339 time. Error "invalid" naming the annotation and its value.
+// Strict: every value a string, dst-node a node name, demand a whole number 0..65535, reserved-at
+// (when set) an RFC 3339 time. Error "invalid" naming the annotation and its value.
 Result<ReconfigRequest> parseReconfigRequest(const ReconfigRequestText& text);
 
 // A node name as Kubernetes accepts it: an RFC 1123 subdomain (lower-case alphanumerics, '-'

@@ -38,7 +38,9 @@ json toJson(const UsageReport& report) {
               {"registered", report.registered}};
 }
 
-std::string serialize(const UsageReport& report) { return toJson(report).dump(); }
+std::string serialize(const UsageReport& report) {
+  return toJson(report).dump();
+}
 
 Result<UsageReport> parseUsageReport(std::string_view text) {
   auto parsed = parseJsonGuarded(text, "usage report", kMaxUsageReportBytes);
@@ -56,7 +58,8 @@ Result<UsageReport> parseUsageReport(std::string_view text) {
     }
     r.pool = it->get<std::string>();
   }
-  for (auto [key, field] : {std::pair{"advertised", &r.advertised}, std::pair{"withdrawn", &r.withdrawn}}) {
+  for (auto [key, field] :
+       {std::pair{"advertised", &r.advertised}, std::pair{"withdrawn", &r.withdrawn}}) {
     if (const auto it = doc.find(key); it != doc.end()) {
       auto list = stringArray(*it, std::string("'") + key + "'");
       if (!list) {
@@ -72,7 +75,8 @@ Result<UsageReport> parseUsageReport(std::string_view text) {
     for (const auto& [id, pods] : it->items()) {
       auto list = stringArray(pods, "inUse['" + id + "']");
       if (!list) {
-        return makeError(kc::errc::kInvalid, "usage report: inUse['" + id + "'] is not a list of pods");
+        return makeError(kc::errc::kInvalid,
+                         "usage report: inUse['" + id + "'] is not a list of pods");
       }
       r.inUse[id] = std::move(*list);
     }

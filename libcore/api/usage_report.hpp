@@ -4,11 +4,10 @@
 // sees, which draining GPUs are confirmed withdrawn, and which pods use which GPU.
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
@@ -28,8 +27,9 @@ struct UsageReport {
   // PodResources read taken after that delivery is reflected in `inUse`. reconfig-mgr may
   // detach a GPU only when it is here and not in `inUse`.
   std::vector<std::string> withdrawn;
-  std::map<std::string, std::vector<std::string>> inUse;  // id -> ["namespace/pod" or kAllocatingPod, ...]
-  bool registered = false;                                // kubelet accepted the plugin's registration
+  std::map<std::string, std::vector<std::string>>
+      inUse;                // id -> ["namespace/pod" or kAllocatingPod, ...]
+  bool registered = false;  // kubelet accepted the plugin's registration
 
   friend bool operator==(const UsageReport&, const UsageReport&) = default;
 };

@@ -13,13 +13,17 @@ std::string stringAt(const json& obj, const char* key) {
 
 }  // namespace
 
-std::string vniObjectName(const std::string& ownerUid) { return "vni-" + ownerUid; }
+std::string vniObjectName(const std::string& ownerUid) {
+  return "vni-" + ownerUid;
+}
 
 json toJson(const VniObject& o) {
-  return json{{"apiVersion", kVniApiVersion},
-              {"kind", kVniKind},
-              {"metadata", {{"name", o.name}, {"namespace", o.ns}, {"labels", {{kVniOwnerUidLabel, o.ownerUid}}}}},
-              {"spec", {{"vni", o.vni.value_or(0)}}}};
+  return json{
+      {"apiVersion", kVniApiVersion},
+      {"kind", kVniKind},
+      {"metadata",
+       {{"name", o.name}, {"namespace", o.ns}, {"labels", {{kVniOwnerUidLabel, o.ownerUid}}}}},
+      {"spec", {{"vni", o.vni.value_or(0)}}}};
 }
 
 VniObject parseVniObject(const json& object) {

@@ -5,10 +5,9 @@
 // attachments. The owner carries the VNI as label vni.kubecomp.io/vni.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/api/names.hpp"
 
@@ -20,7 +19,7 @@ inline constexpr std::uint32_t kMaxVni = 65535;
 struct VniObject {
   std::string name;
   std::string ns;
-  std::string ownerUid;  // label vni.kubecomp.io/owner-uid
+  std::string ownerUid;              // label vni.kubecomp.io/owner-uid
   std::optional<std::uint32_t> vni;  // spec.vni when it is a valid VNI
 
   friend bool operator==(const VniObject&, const VniObject&) = default;

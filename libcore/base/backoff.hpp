@@ -40,10 +40,13 @@ class Backoff {
  public:
   using Params = BackoffParams;
   // rand01 returns a value in [0,1); default: a per-object PRNG seeded by std::random_device.
-  explicit Backoff(Params p = {}, std::function<double()> rand01 = {}) : p_(p), rand01_(std::move(rand01)) {
+  explicit Backoff(Params p = {}, std::function<double()> rand01 = {})
+      : p_(p), rand01_(std::move(rand01)) {
     if (!rand01_) {
       rand01_ = [gen = std::mt19937_64(std::random_device{}()),
-                 dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable { return dist(gen); };
+                 dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable {
+        return dist(gen);
+      };
     }
   }
 

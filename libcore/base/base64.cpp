@@ -29,7 +29,9 @@ int sextet(char c) noexcept {
   return -1;
 }
 
-Error invalid(std::string message) { return makeError(kc::errc::kInvalid, "base64: " + std::move(message)); }
+Error invalid(std::string message) {
+  return makeError(kc::errc::kInvalid, "base64: " + std::move(message));
+}
 
 }  // namespace
 
@@ -41,9 +43,9 @@ std::string base64Encode(std::string_view bytes) {
   std::size_t written = 0;
   for (std::size_t pos = 0; pos < bytes.size(); pos += kChunk) {
     const std::size_t n = std::min(kChunk, bytes.size() - pos);
-    written += static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + written),
-                                                        reinterpret_cast<const unsigned char*>(bytes.data() + pos),
-                                                        static_cast<int>(n)));
+    written += static_cast<std::size_t>(EVP_EncodeBlock(
+        reinterpret_cast<unsigned char*>(out.data() + written),
+        reinterpret_cast<const unsigned char*>(bytes.data() + pos), static_cast<int>(n)));
   }
   out.resize(written);
   return out;
@@ -88,7 +90,8 @@ Result<std::string> base64Decode(std::string_view text, Base64DecodeOptions opti
   for (std::size_t pos = 0; pos < clean.size(); pos += kChunk) {
     const std::size_t n = std::min(kChunk, clean.size() - pos);
     const int got = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data() + written),
-                                    reinterpret_cast<const unsigned char*>(clean.data() + pos), static_cast<int>(n));
+                                    reinterpret_cast<const unsigned char*>(clean.data() + pos),
+                                    static_cast<int>(n));
     if (got < 0) {
       return invalid("rejected by the decoder");
     }

@@ -33,12 +33,13 @@ class Clock {
   // With `lock` held on entry and exit: waits on `cv` until wake() is true or now() >= deadline.
   // wake() is evaluated with `lock` held. Returns wake(). Whoever makes wake() true changes
   // state under the same mutex and then notifies `cv`.
-  virtual bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, SteadyTime deadline,
-                         const std::function<bool()>& wake) = 0;
+  virtual bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                         SteadyTime deadline, const std::function<bool()>& wake) = 0;
 
-  bool waitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, std::chrono::nanoseconds d,
-               const std::function<bool()>& wake) {
-    return waitUntil(lock, cv, now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d), wake);
+  bool waitFor(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+               std::chrono::nanoseconds d, const std::function<bool()>& wake) {
+    return waitUntil(
+        lock, cv, now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d), wake);
   }
 };
 
@@ -52,8 +53,8 @@ class SystemClock final : public Clock {
       std::this_thread::sleep_for(d);
     }
   }
-  bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, SteadyTime deadline,
-                 const std::function<bool()>& wake) override {
+  bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                 SteadyTime deadline, const std::function<bool()>& wake) override {
     return cv.wait_until(lock, deadline, wake);
   }
 };
@@ -65,6 +66,8 @@ inline Clock& systemClock() {
 
 // What options structs hold: a clock not owned by them (it outlives the user), or null for the
 // system clock.
-inline Clock& clockOr(Clock* clock) { return clock != nullptr ? *clock : systemClock(); }
+inline Clock& clockOr(Clock* clock) {
+  return clock != nullptr ? *clock : systemClock();
+}
 
 }  // namespace kc

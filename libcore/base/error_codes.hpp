@@ -6,10 +6,10 @@
 namespace kc::errc {
 
 // Input
-inline constexpr const char* kInvalid = "invalid";          // bad argument, malformed input or config
-inline constexpr const char* kBadRequest = "bad_request";   // a malformed request document (HTTP 400
-                                                            // where "invalid" is 422)
-inline constexpr const char* kTooLarge = "too_large";       // body or reply over its size limit
+inline constexpr const char* kInvalid = "invalid";  // bad argument, malformed input or config
+inline constexpr const char* kBadRequest = "bad_request";  // a malformed request document (HTTP 400
+                                                           // where "invalid" is 422)
+inline constexpr const char* kTooLarge = "too_large";      // body or reply over its size limit
 inline constexpr const char* kOutOfRange = "out_of_range";  // a value outside the configured range
 inline constexpr const char* kReserved = "reserved";        // a value that is never issued
 
@@ -27,10 +27,10 @@ inline constexpr const char* kNotAllocated = "not_allocated";  // release of a v
 // Peers and transport
 inline constexpr const char* kTimeout = "timeout";          // no answer within the deadline
 inline constexpr const char* kUnavailable = "unavailable";  // connection failed, 5xx, peer gone
-inline constexpr const char* kStale = "stale";              // a reused connection was dead (retry fresh)
-inline constexpr const char* kTls = "tls";                  // TLS set-up or handshake failed
-inline constexpr const char* kRedirect = "redirect";        // a redirect the client will not follow
-inline constexpr const char* kProtocol = "protocol";        // malformed or unexpected reply
+inline constexpr const char* kStale = "stale";        // a reused connection was dead (retry fresh)
+inline constexpr const char* kTls = "tls";            // TLS set-up or handshake failed
+inline constexpr const char* kRedirect = "redirect";  // a redirect the client will not follow
+inline constexpr const char* kProtocol = "protocol";  // malformed or unexpected reply
 inline constexpr const char* kUnauthorized = "unauthorized";  // credentials missing or rejected
 inline constexpr const char* kForbidden = "forbidden";        // authenticated, not allowed
 inline constexpr const char* kThrottled = "throttled";        // 429 from the peer

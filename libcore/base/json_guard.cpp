@@ -21,7 +21,8 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
                                         std::size_t maxBytes) {
   if (body.size() > maxBytes) {
     return makeError(kc::errc::kProtocol, std::string(what) + " is " + std::to_string(body.size()) +
-                                     " bytes, over the limit of " + std::to_string(maxBytes));
+                                              " bytes, over the limit of " +
+                                              std::to_string(maxBytes));
   }
   // Depth check before parsing: bounded work and memory for hostile nesting.
   std::size_t depth = 0;
@@ -43,7 +44,7 @@ Result<nlohmann::json> parseJsonGuarded(std::string_view body, std::string_view 
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
         return makeError(kc::errc::kProtocol, std::string(what) + " nests deeper than " +
-                                         std::to_string(kMaxJsonDepth) + " levels");
+                                                  std::to_string(kMaxJsonDepth) + " levels");
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;

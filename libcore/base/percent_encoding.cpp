@@ -5,8 +5,8 @@ namespace kc {
 namespace {
 
 bool isUnreserved(unsigned char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
 }
 
 int hexValue(char c) noexcept {
@@ -48,12 +48,14 @@ Result<std::string> percentDecode(std::string_view encoded, bool plusAsSpace) {
     const char c = encoded[i];
     if (c == '%') {
       if (i + 2 >= encoded.size()) {
-        return makeError(kc::errc::kInvalid, "truncated percent-escape in '" + std::string(encoded) + "'");
+        return makeError(kc::errc::kInvalid,
+                         "truncated percent-escape in '" + std::string(encoded) + "'");
       }
       const int hi = hexValue(encoded[i + 1]);
       const int lo = hexValue(encoded[i + 2]);
       if (hi < 0 || lo < 0) {
-        return makeError(kc::errc::kInvalid, "bad percent-escape in '" + std::string(encoded) + "'");
+        return makeError(kc::errc::kInvalid,
+                         "bad percent-escape in '" + std::string(encoded) + "'");
       }
       out.push_back(static_cast<char>(hi * 16 + lo));
       i += 2;

@@ -43,13 +43,14 @@ class [[nodiscard]] Result {
  public:
   using ErrorType = E;
 
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value)
+      : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
   Result(E error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   // Result<T, RichError> -> Result<T>: the value moves over, the error becomes its toError().
   template <ReportableError E2>
-    requires std::same_as<E, Error>
-  Result(Result<T, E2> other)  // NOLINT: implicit by design, like the two above
+  requires std::same_as<E, Error> Result(
+      Result<T, E2> other)  // NOLINT: implicit by design, like the two above
       : state_(other.ok() ? std::variant<T, E>(std::in_place_index<0>, std::move(other).value())
                           : std::variant<T, E>(std::in_place_index<1>, other.error().toError())) {}
 
@@ -81,6 +82,8 @@ struct Ok {
 };
 using Status = Result<Ok>;
 
-inline Status okStatus() { return Ok{}; }
+inline Status okStatus() {
+  return Ok{};
+}
 
 }  // namespace kc

@@ -29,7 +29,8 @@ bool charAt(std::string_view s, std::size_t pos, char lower, char upper = 0) noe
 }
 
 Error invalid(std::string_view text, std::string_view what) {
-  return makeError(kc::errc::kInvalid, "RFC 3339 time '" + std::string(text) + "': " + std::string(what));
+  return makeError(kc::errc::kInvalid,
+                   "RFC 3339 time '" + std::string(text) + "': " + std::string(what));
 }
 
 }  // namespace
@@ -39,13 +40,15 @@ std::string formatRfc3339(system_clock::time_point t, Rfc3339Precision precision
   const year_month_day ymd{day};
   const hh_mm_ss hms{duration_cast<nanoseconds>(t - day)};
   char buf[48];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(ymd.year()),
-                        static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                        static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
-                        static_cast<int>(hms.seconds().count()));
+  int n =
+      std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(ymd.year()),
+                    static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                    static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                    static_cast<int>(hms.seconds().count()));
   const auto subsecond = hms.subseconds().count();  // nanoseconds
   switch (precision) {
-    case Rfc3339Precision::kSeconds: break;
+    case Rfc3339Precision::kSeconds:
+      break;
     case Rfc3339Precision::kMillis:
       n += std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ".%03d",
                          static_cast<int>(subsecond / 1'000'000));
@@ -74,7 +77,8 @@ Result<system_clock::time_point> parseRfc3339(std::string_view s) {
   if (h < 0 || mi < 0 || sec < 0 || !charAt(s, 13, ':') || !charAt(s, 16, ':')) {
     return invalid(s, "time is not HH:MM:SS");
   }
-  const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
+  const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)},
+                           day{static_cast<unsigned>(d)}};
   if (!ymd.ok()) {
     return invalid(s, "no such date");
   }
@@ -105,7 +109,8 @@ Result<system_clock::time_point> parseRfc3339(std::string_view s) {
   minutes offset{0};
   if (charAt(s, pos, 'Z', 'z') && pos + 1 == s.size()) {
     // UTC
-  } else if ((charAt(s, pos, '+') || charAt(s, pos, '-')) && pos + 6 == s.size() && charAt(s, pos + 3, ':')) {
+  } else if ((charAt(s, pos, '+') || charAt(s, pos, '-')) && pos + 6 == s.size() &&
+             charAt(s, pos + 3, ':')) {
     const int oh = digits(s, pos + 1, 2);
     const int om = digits(s, pos + 4, 2);
     if (oh < 0 || om < 0 || oh > 23 || om > 59) {
@@ -126,7 +131,8 @@ Result<system_clock::time_point> parseRfc3339(std::string_view s) {
   if (whole < lowest || whole > highest) {
     return invalid(s, "outside the years this clock can represent");
   }
-  return time_point_cast<system_clock::duration>(whole) + duration_cast<system_clock::duration>(fraction);
+  return time_point_cast<system_clock::duration>(whole) +
+         duration_cast<system_clock::duration>(fraction);
 }
 
 }  // namespace kc

@@ -14,7 +14,9 @@ using nlohmann::json;
 
 constexpr int kMaxDepth = 64;
 
-bool isNull(const std::string& s) { return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL"; }
+bool isNull(const std::string& s) {
+  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+}
 
 std::optional<bool> asBool(const std::string& s) {
   if (s == "true" || s == "True" || s == "TRUE") {
@@ -125,7 +127,8 @@ std::optional<double> asFloat(const std::string& s) {
 
 Result<json> convert(const YAML::Node& node, int depth) {
   if (depth > kMaxDepth) {
-    return makeError(kc::errc::kInvalid, "YAML nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return makeError(kc::errc::kInvalid,
+                     "YAML nested deeper than " + std::to_string(kMaxDepth) + " levels");
   }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
@@ -136,9 +139,10 @@ Result<json> convert(const YAML::Node& node, int depth) {
       for (const auto& kv : node) {
         if (!kv.first.IsScalar()) {
           const auto m = kv.first.Mark();
-          return makeError(kc::errc::kInvalid, "line " + std::to_string(m.line + 1) + " column " +
-                                          std::to_string(m.column + 1) +
-                                          ": map key is not a scalar (not expressible in JSON)");
+          return makeError(kc::errc::kInvalid,
+                           "line " + std::to_string(m.line + 1) + " column " +
+                               std::to_string(m.column + 1) +
+                               ": map key is not a scalar (not expressible in JSON)");
         }
         auto value = convert(kv.second, depth + 1);
         if (!value) {
@@ -192,8 +196,9 @@ Result<std::vector<json>> yamlDocumentsToJson(std::string_view text) {
   try {
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    return makeError(kc::errc::kInvalid, "YAML: line " + std::to_string(e.mark.line + 1) + " column " +
-                                    std::to_string(e.mark.column + 1) + ": " + e.msg);
+    return makeError(kc::errc::kInvalid, "YAML: line " + std::to_string(e.mark.line + 1) +
+                                             " column " + std::to_string(e.mark.column + 1) + ": " +
+                                             e.msg);
   }
   std::vector<json> out;
   for (const auto& d : docs) {
@@ -215,7 +220,8 @@ Result<json> yamlToJson(std::string_view text) {
     return std::move(docs).error();
   }
   if (docs->size() != 1) {
-    return makeError(kc::errc::kInvalid, "expected one YAML document, found " + std::to_string(docs->size()));
+    return makeError(kc::errc::kInvalid,
+                     "expected one YAML document, found " + std::to_string(docs->size()));
   }
   return std::move(docs->front());
 }

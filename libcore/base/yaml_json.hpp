@@ -4,10 +4,9 @@
 // point or exponent and .inf/.nan -> double, anything quoted -> string. Used to read manifests
 // (CRDs, examples, chart values) and YAML topologies with one set of rules. On yaml-cpp.
 
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 

@@ -9,11 +9,13 @@
 namespace kc::cli {
 
 std::string versionLine(std::string_view binary) {
-  return std::string(binary) + " " + std::string(projectVersion()) + " (git " + std::string(gitRevision()) + ")";
+  return std::string(binary) + " " + std::string(projectVersion()) + " (git " +
+         std::string(gitRevision()) + ")";
 }
 
 void addVersionFlag(CLI::App& app, std::string_view binary) {
-  app.set_version_flag("--version", versionLine(binary), "Print the version and the git revision, then exit");
+  app.set_version_flag("--version", versionLine(binary),
+                       "Print the version and the git revision, then exit");
 }
 
 namespace {
@@ -65,7 +67,8 @@ std::optional<std::string> unknownFlag(const CLI::App& app, int argc, const char
   return std::nullopt;
 }
 
-std::optional<int> parse(CLI::App& app, int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+std::optional<int> parse(CLI::App& app, int argc, const char* const* argv, std::ostream& out,
+                         std::ostream& err) {
   if (const auto unknown = unknownFlag(app, argc, argv)) {
     err << "unknown flag " << *unknown << "\nRun with --help for more information.\n";
     return kExitUsage;

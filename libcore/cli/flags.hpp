@@ -7,11 +7,10 @@
 //   1  (the binary's own) failure after parsing
 // Environment-variable fallbacks are declared with envFlag so --help shows them as "(env NAME)".
 
+#include <CLI/CLI.hpp>
 #include <iosfwd>
 #include <optional>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 namespace kc::cli {
 

@@ -8,7 +8,9 @@ Sleeper sleeperOn(kc::Clock& clock) {
   return [&clock](Millis d) { clock.sleepFor(d); };
 }
 
-Sleeper realSleeper() { return sleeperOn(kc::systemClock()); }
+Sleeper realSleeper() {
+  return sleeperOn(kc::systemClock());
+}
 
 Millis CallPolicy::backoffBefore(std::uint32_t attempt) const {
   if (attempt < 2) {

@@ -1,10 +1,10 @@
 #include "libcore/fabric/config.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "libcore/fabric/credentials.hpp"
 #include "libcore/fabric/h3_driver.hpp"
@@ -13,7 +13,9 @@
 namespace kc::fabric {
 namespace {
 
-Error invalid(std::string message) { return makeError(errc::kInvalid, std::move(message)); }
+Error invalid(std::string message) {
+  return makeError(errc::kInvalid, std::move(message));
+}
 
 bool isDnsLabel(const std::string& s) {
   if (s.empty() || s.size() > 63 || s.front() == '-' || s.back() == '-') {
@@ -179,7 +181,8 @@ Result<ChassisConfig> parseChassis(const YAML::Node& node, std::size_t index) {
     return invalid(where + ": maxBackoffMs must not be below initialBackoffMs");
   }
   if (c.dialect == "redfish" && c.auth != RedfishAuth::kNone && c.credentialsFile.empty()) {
-    return invalid(where + ": redfish auth " + (sawAuth ? std::string("session/basic") : "session") +
+    return invalid(where + ": redfish auth " +
+                   (sawAuth ? std::string("session/basic") : "session") +
                    " needs credentialsFile (or auth: none)");
   }
   return c;

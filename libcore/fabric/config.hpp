@@ -43,10 +43,10 @@ struct ChassisConfig {
   std::string name;
   std::string dialect;  // "h3" | "redfish"
   std::string url;
-  std::string gpuModel;  // h3
-  std::string gep = "0";  // h3
+  std::string gpuModel;                      // h3
+  std::string gep = "0";                     // h3
   RedfishAuth auth = RedfishAuth::kSession;  // redfish
-  std::string credentialsFile;  // empty: no credentials
+  std::string credentialsFile;               // empty: no credentials
   std::string caFile;
   bool insecureSkipVerify = false;
   CallPolicy policy;

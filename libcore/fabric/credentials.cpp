@@ -17,7 +17,8 @@ Result<std::string> readSmallFile(const std::filesystem::path& path) {
                      "cannot read credentials file " + path.string() + ": " + ec.message());
   }
   if (size > kMaxSecretBytes) {
-    return makeError(kc::errc::kInvalid, "credentials file " + path.string() + " is larger than 64 KiB");
+    return makeError(kc::errc::kInvalid,
+                     "credentials file " + path.string() + " is larger than 64 KiB");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -41,7 +42,8 @@ std::string Credentials::describe() const {
 Result<Credentials> parseUserPass(const std::string& text) {
   const auto colon = text.find(':');
   if (colon == std::string::npos || colon == 0) {
-    return makeError(kc::errc::kInvalid, "credentials must have the form user:password (user non-empty)");
+    return makeError(kc::errc::kInvalid,
+                     "credentials must have the form user:password (user non-empty)");
   }
   Credentials creds{text.substr(0, colon), text.substr(colon + 1)};
   if (creds.username.find_first_of("\r\n") != std::string::npos ||
@@ -75,7 +77,8 @@ Result<Credentials> loadCredentials(const std::string& path) {
   const auto eol = text->find('\n');
   auto parsed = parseUserPass(text->substr(0, eol));
   if (!parsed) {
-    return makeError(kc::errc::kInvalid, "credentials file " + path + ": " + parsed.error().message);
+    return makeError(kc::errc::kInvalid,
+                     "credentials file " + path + ": " + parsed.error().message);
   }
   return parsed;
 }

@@ -66,7 +66,7 @@ Result<std::uint32_t> parseHostPort(std::string_view text) {
 Result<std::string> portGid(std::uint32_t hostPort) {
   if (hostPort > kMaxHostPort) {
     return makeError(kc::errc::kInvalid, "host port " + std::to_string(hostPort) + " is above " +
-                                    std::to_string(kMaxHostPort));
+                                             std::to_string(kMaxHostPort));
   }
   char buf[8];
   std::snprintf(buf, sizeof buf, "%02Xh", static_cast<unsigned>(hostPort));

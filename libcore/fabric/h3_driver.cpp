@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "libcore/fabric/http_endpoint.hpp"
 #include "libcore/base/json_guard.hpp"
+#include "libcore/fabric/http_endpoint.hpp"
 #include "libcore/fabric/verified_move.hpp"
 
 namespace kc::fabric {
@@ -101,8 +101,8 @@ Result<h3::Resources> H3Driver::readResources() {
     }
     if (resp->status == 401 || resp->status == 403) {
       return makeError(errc::kUnauthorized, "h3 chassis " + options_.chassis +
-                                        " rejected the credentials (HTTP " +
-                                        std::to_string(resp->status) + ")");
+                                                " rejected the credentials (HTTP " +
+                                                std::to_string(resp->status) + ")");
     }
     if (resp->status != 200) {
       last = makeError(resp->status >= 500 ? errc::kUnavailable : errc::kProtocol,
@@ -185,8 +185,8 @@ Result<h3::Reply> H3Driver::sendAllocation(const std::string& method, const std:
   }
   if (resp->status == 401 || resp->status == 403) {
     return makeError(errc::kUnauthorized, "h3 chassis " + options_.chassis +
-                                      " rejected the credentials (HTTP " +
-                                      std::to_string(resp->status) + ")");
+                                              " rejected the credentials (HTTP " +
+                                              std::to_string(resp->status) + ")");
   }
   if (resp->status >= 500) {
     return makeError(errc::kUnavailable, method + " " + target + " answered HTTP " +

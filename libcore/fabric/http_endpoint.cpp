@@ -32,7 +32,8 @@ Error transportError(const Error& error, const std::string& what) {
   std::string code = errc::kUnavailable;
   if (error.code == kc::errc::kTimeout) {
     code = errc::kTimeout;
-  } else if (error.code == kc::errc::kTooLarge || error.code == kc::errc::kProtocol || error.code == kc::errc::kRedirect) {
+  } else if (error.code == kc::errc::kTooLarge || error.code == kc::errc::kProtocol ||
+             error.code == kc::errc::kRedirect) {
     // "redirect": a redirect the client would not follow (another origin, too many hops).
     code = errc::kProtocol;
   } else if (error.code == kc::errc::kInvalid) {

@@ -324,8 +324,8 @@ Result<Collection> parseCollectionPage(std::string_view body, std::string_view w
     const auto n = next->get<std::string>();
     if (n.empty() || n.front() != '/' || n.size() > 2048 ||
         n.find_first_of(" \r\n\t#") != std::string::npos) {
-      return protocolError(where + ": \"Members@odata.nextLink\" is not an absolute path: " +
-                           excerpt(n, 60));
+      return protocolError(
+          where + ": \"Members@odata.nextLink\" is not an absolute path: " + excerpt(n, 60));
     }
     out.nextLink = n;
   }
@@ -548,7 +548,8 @@ Result<BlockActionRequest> parseBlockAction(std::string_view body) {
   }
   const auto rb = doc->find("ResourceBlock");
   if (rb == doc->end()) {
-    return makeError(kc::errc::kInvalid, "action body needs \"ResourceBlock\": {\"@odata.id\": ...}");
+    return makeError(kc::errc::kInvalid,
+                     "action body needs \"ResourceBlock\": {\"@odata.id\": ...}");
   }
   auto link = linkOf(*rb, "ResourceBlock");
   if (!link) {
@@ -605,7 +606,8 @@ Result<std::vector<std::string>> parseComposeRequest(std::string_view body) {
   const auto links = doc->find("Links");
   if (links == doc->end() || !links->is_object() || !links->contains("ResourceBlocks") ||
       !(*links)["ResourceBlocks"].is_array()) {
-    return makeError(kc::errc::kInvalid, "composition request needs \"Links\": {\"ResourceBlocks\": [...]}");
+    return makeError(kc::errc::kInvalid,
+                     "composition request needs \"Links\": {\"ResourceBlocks\": [...]}");
   }
   auto out = memberLinks((*links)["ResourceBlocks"], "Links.ResourceBlocks");
   if (!out) {

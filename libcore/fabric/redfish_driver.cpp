@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "libcore/fabric/http_endpoint.hpp"
 #include "libcore/base/json_guard.hpp"
+#include "libcore/fabric/http_endpoint.hpp"
 #include "libcore/fabric/verified_move.hpp"
 
 namespace kc::fabric {
@@ -76,9 +76,9 @@ Result<Ok> RedfishDriver::login() {
   }
   if (resp->status == 401 || resp->status == 403) {
     return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis +
-                                      " refused the session login for user " +
-                                      options_.credentials->username + " (HTTP " +
-                                      std::to_string(resp->status) + ")");
+                                              " refused the session login for user " +
+                                              options_.credentials->username + " (HTTP " +
+                                              std::to_string(resp->status) + ")");
   }
   if (resp->status != 201 && resp->status != 200) {
     return makeError(errc::kProtocol, statusLine("POST", target, resp->status, resp->body));
@@ -135,9 +135,9 @@ Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method,
     if (resp->status == 401 || resp->status == 403) {
       const std::string who =
           options_.credentials ? "user " + options_.credentials->username : "anonymous access";
-      return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis + " rejected " + who +
-                                        " (HTTP " + std::to_string(resp->status) + " on " + method +
-                                        " " + target + ")");
+      return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis + " rejected " +
+                                                who + " (HTTP " + std::to_string(resp->status) +
+                                                " on " + method + " " + target + ")");
     }
     return Reply{resp->status, std::move(resp->body), resp->header("ETag")};
   }
@@ -216,7 +216,8 @@ Result<Ok> RedfishDriver::discover() {
         root_.reset();
         return zone.error();
       }
-      auto target = redfish::parseCompositionTarget(zone->body, "Redfish ResourceZone " + (*zones)[i]);
+      auto target =
+          redfish::parseCompositionTarget(zone->body, "Redfish ResourceZone " + (*zones)[i]);
       if (!target) {
         root_.reset();
         return target.error();

@@ -24,8 +24,8 @@ Status waitConnected(grpc::Channel& channel, std::chrono::milliseconds timeout,
   if (channel.WaitForConnected(deadline)) {
     return okStatus();
   }
-  return makeError(kc::errc::kUnavailable, what + ": not connected within " +
-                                      std::to_string(timeout.count()) + " ms");
+  return makeError(kc::errc::kUnavailable,
+                   what + ": not connected within " + std::to_string(timeout.count()) + " ms");
 }
 
 void setTimeout(grpc::ClientContext& ctx, std::chrono::milliseconds timeout) {

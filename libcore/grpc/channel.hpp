@@ -2,12 +2,12 @@
 // Client side of a unix-socket gRPC API (kubelet's Registration and PodResources sockets, a
 // device plugin's socket, a CRI runtime's socket).
 
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
-
-#include <grpcpp/channel.h>
-#include <grpcpp/client_context.h>
 
 #include "libcore/base/result.hpp"
 

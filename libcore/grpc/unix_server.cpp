@@ -1,5 +1,8 @@
 #include "libcore/grpc/unix_server.hpp"
 
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -7,10 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/server_builder.h>
 
 namespace kc::grpcx {
 namespace {
@@ -22,25 +21,27 @@ Status checkPath(const std::string& path) {
   }
   constexpr std::size_t kMax = sizeof(sockaddr_un::sun_path) - 1;
   if (path.size() > kMax) {
-    return makeError(kc::errc::kInvalid, "socket path '" + path + "' is " + std::to_string(path.size()) +
-                                    " bytes; a unix socket path holds at most " +
-                                    std::to_string(kMax));
+    return makeError(kc::errc::kInvalid,
+                     "socket path '" + path + "' is " + std::to_string(path.size()) +
+                         " bytes; a unix socket path holds at most " + std::to_string(kMax));
   }
   std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!fs::is_directory(parent, ec)) {
-    return makeError(kc::errc::kInvalid, "socket directory '" + parent.string() + "' does not exist");
+    return makeError(kc::errc::kInvalid,
+                     "socket directory '" + parent.string() + "' does not exist");
   }
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      return makeError(kc::errc::kInvalid, "'" + path + "' exists and is not a socket; not removing it");
+      return makeError(kc::errc::kInvalid,
+                       "'" + path + "' exists and is not a socket; not removing it");
     }
     // A socket left by an earlier run (or by a crashed one): nobody can be using it through
     // this path once we bind a new one, so it goes.
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return makeError(kc::errc::kInvalid, "cannot remove stale socket '" + path +
-                                      "': " + std::strerror(errno));
+      return makeError(kc::errc::kInvalid,
+                       "cannot remove stale socket '" + path + "': " + std::strerror(errno));
     }
   }
   return okStatus();
@@ -50,11 +51,17 @@ Status checkPath(const std::string& path) {
 
 UnixServer::UnixServer(UnixServerOptions options) : opts_(std::move(options)) {}
 
-UnixServer::~UnixServer() { stop(std::chrono::milliseconds(0)); }
+UnixServer::~UnixServer() {
+  stop(std::chrono::milliseconds(0));
+}
 
-void UnixServer::addService(grpc::Service* service) { services_.push_back(service); }
+void UnixServer::addService(grpc::Service* service) {
+  services_.push_back(service);
+}
 
-void UnixServer::setGenericService(grpc::CallbackGenericService* service) { generic_ = service; }
+void UnixServer::setGenericService(grpc::CallbackGenericService* service) {
+  generic_ = service;
+}
 
 Status UnixServer::start() {
   std::lock_guard lock(mu_);

@@ -5,6 +5,7 @@
 // so the daemon can tell when someone deleted or replaced it (kubelet deletes every socket in
 // its device-plugin directory when it restarts), and a bounded, idempotent stop for SIGTERM.
 
+#include <grpcpp/server.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -13,21 +14,19 @@
 #include <string>
 #include <vector>
 
-#include <grpcpp/server.h>
-
 #include "libcore/base/result.hpp"
 
 namespace grpc {
 class Service;
 class CallbackGenericService;
-}
+}  // namespace grpc
 
 namespace kc::grpcx {
 
 struct UnixServerOptions {
-  std::string path;                  // absolute path of the socket file
-  int maxReceiveBytes = 4 << 20;     // request size limit
-  unsigned socketMode = 0600;        // who may connect (kubelet runs as root)
+  std::string path;               // absolute path of the socket file
+  int maxReceiveBytes = 4 << 20;  // request size limit
+  unsigned socketMode = 0600;     // who may connect (kubelet runs as root)
 };
 
 class UnixServer {

@@ -4,11 +4,10 @@
 // (httpCode 0). Callers branch on the predicates, never on message text.
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 
@@ -49,7 +48,8 @@ ApiError transportError(std::string message);
 
 // Builds the error of a non-2xx answer: parses a meta/v1 Status body when there is one,
 // otherwise keeps the HTTP code with the (truncated) body as message.
-ApiError parseStatusError(int httpCode, std::string_view body, std::string_view retryAfterHeader = {});
+ApiError parseStatusError(int httpCode, std::string_view body,
+                          std::string_view retryAfterHeader = {});
 
 // Parses a Status object already decoded (a watch ERROR event's object).
 ApiError statusFromJson(const nlohmann::json& status);

@@ -5,7 +5,11 @@
 namespace kc::kube {
 
 TokenBucket::TokenBucket(double qps, std::uint32_t burst, kc::Clock* clock)
-    : qps_(qps), burst_(std::max<double>(1.0, burst)), clock_(kc::clockOr(clock)), tokens_(burst_), last_(clock_.now()) {}
+    : qps_(qps),
+      burst_(std::max<double>(1.0, burst)),
+      clock_(kc::clockOr(clock)),
+      tokens_(burst_),
+      last_(clock_.now()) {}
 
 std::chrono::nanoseconds TokenBucket::reserve() {
   if (qps_ <= 0) {

@@ -4,19 +4,22 @@
 #include <ctime>
 #include <thread>
 
+#include "libcore/base/base64.hpp"
 #include "libcore/kube/framing.hpp"
 #include "libcore/net/http_client.hpp"
-#include "libcore/base/base64.hpp"
 
 namespace kc::kube {
 
 namespace {
 
-bool is2xx(int s) { return s >= 200 && s < 300; }
+bool is2xx(int s) {
+  return s >= 200 && s < 300;
+}
 
 // The HTTP client's own failure words that no retry can fix.
 bool permanentTransport(const kc::Error& e) {
-  return e.code == kc::errc::kInvalid || e.code == kc::errc::kTls || e.code == kc::errc::kCancelled || e.code == kc::errc::kTooLarge;
+  return e.code == kc::errc::kInvalid || e.code == kc::errc::kTls ||
+         e.code == kc::errc::kCancelled || e.code == kc::errc::kTooLarge;
 }
 
 ApiError transportFrom(const kc::Error& e) {
@@ -25,8 +28,8 @@ ApiError transportFrom(const kc::Error& e) {
   return a;
 }
 
-kc::Result<std::string> pathOrError(const GroupVersionResource& r, const std::string& ns, const std::string& name,
-                                    const std::string& sub) {
+kc::Result<std::string> pathOrError(const GroupVersionResource& r, const std::string& ns,
+                                    const std::string& name, const std::string& sub) {
   return resourcePath(r, r.namespaced ? ns : std::string{}, name, sub);
 }
 
@@ -54,9 +57,12 @@ std::string nameOf(const nlohmann::json& obj) {
 
 const char* patchContentType(PatchType t) {
   switch (t) {
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kJson: return "application/json-patch+json";
-    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
   }
   return "application/merge-patch+json";
 }
@@ -73,13 +79,16 @@ struct KubeClient::State {
 };
 
 KubeClient::KubeClient(ClusterConfig config, KubeClientOptions options)
-    : config_(std::move(config)), options_(std::move(options)), clock_(kc::clockOr(options_.clock)) {
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      clock_(kc::clockOr(options_.clock)) {
   state_ = std::make_unique<State>(options_.qps, options_.burst, &clock_);
 }
 
 KubeClient::~KubeClient() = default;
 
-kc::Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& config, KubeClientOptions options) {
+kc::Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& config,
+                                                           KubeClientOptions options) {
   if (config.server.empty()) {
     return kc::makeError(kc::errc::kInvalid, "kube client: no server configured");
   }
@@ -109,12 +118,14 @@ kc::Result<std::unique_ptr<KubeClient>> KubeClient::create(const ClusterConfig& 
     };
   } else if (!config.username.empty()) {
     // Basic auth: base64 of "user:password".
-    http.defaultHeaders.push_back({"Authorization", "Basic " + kc::base64Encode(config.username + ":" + config.password)});
+    http.defaultHeaders.push_back(
+        {"Authorization", "Basic " + kc::base64Encode(config.username + ":" + config.password)});
   }
   auto httpClient = net::HttpClient::create(std::move(http));
   if (!httpClient) {
-    return kc::makeError(httpClient.error().code,
-                         "kube client for " + config.server + " (" + config.source + "): " + httpClient.error().message);
+    return kc::makeError(httpClient.error().code, "kube client for " + config.server + " (" +
+                                                      config.source +
+                                                      "): " + httpClient.error().message);
   }
   client->state_->http = std::move(httpClient).value();
   client->state_->tokens = std::move(tokens);
@@ -134,8 +145,9 @@ KubeClient::Stats KubeClient::stats() const {
 }
 
 ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const std::string& target,
-                                              const std::string& body, const std::string& contentType,
-                                              bool idempotent, const CallOptions& call) {
+                                              const std::string& body,
+                                              const std::string& contentType, bool idempotent,
+                                              const CallOptions& call) {
   const bool bounded = call.deadline != kc::Clock::SteadyTime{};
   const int maxRetries = call.maxRetries >= 0 ? call.maxRetries : options_.maxRetries;
   auto timedOut = [&] {
@@ -160,7 +172,8 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
     }
     net::RequestOptions ro;
     if (bounded) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
       if (left.count() <= 0) {
         return timedOut();
       }
@@ -191,11 +204,12 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
     if (status == 404 && method == "DELETE" && replyLost) {
       // An earlier attempt whose answer was lost most likely deleted it: the object is gone,
       // which is what the caller asked for.
-      nlohmann::json ok = {{"kind", "Status"},
-                           {"apiVersion", "v1"},
-                           {"metadata", nlohmann::json::object()},
-                           {"status", "Success"},
-                           {"message", "not found on a retry after a lost reply; treated as deleted"}};
+      nlohmann::json ok = {
+          {"kind", "Status"},
+          {"apiVersion", "v1"},
+          {"metadata", nlohmann::json::object()},
+          {"status", "Success"},
+          {"message", "not found on a retry after a lost reply; treated as deleted"}};
       return Reply{200, ok.dump()};
     }
     const std::string retryAfterHeader = res->header("Retry-After").value_or("");
@@ -204,7 +218,8 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
     // server said so with a Retry-After HTTP header (details.retryAfterSeconds in the body
     // does not count); 429 means the request was not processed and is always retried.
     const bool headerRetryAfter =
-        !retryAfterHeader.empty() && parseStatusError(status, {}, retryAfterHeader).retryAfter.count() > 0;
+        !retryAfterHeader.empty() &&
+        parseStatusError(status, {}, retryAfterHeader).retryAfter.count() > 0;
     if (status == 401 && !reauthed && !config_.tokenFile.empty()) {
       // The token may have rotated under us: re-read the file once and repeat.
       reauthed = true;
@@ -218,16 +233,18 @@ ApiResult<KubeClient::Reply> KubeClient::send(const std::string& method, const s
       return err;
     }
     state_->retries.fetch_add(1, std::memory_order_relaxed);
-    if (!waitWithin(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(err.retryAfter)
-                                               : std::chrono::duration_cast<std::chrono::nanoseconds>(backoff.next()))) {
+    if (!waitWithin(err.retryAfter.count() > 0
+                        ? std::chrono::duration_cast<std::chrono::nanoseconds>(err.retryAfter)
+                        : std::chrono::duration_cast<std::chrono::nanoseconds>(backoff.next()))) {
       return err;
     }
   }
 }
 
 ApiResult<nlohmann::json> KubeClient::sendJson(const std::string& method, const std::string& target,
-                                               const std::string& body, const std::string& contentType,
-                                               bool idempotent, const CallOptions& call) {
+                                               const std::string& body,
+                                               const std::string& contentType, bool idempotent,
+                                               const CallOptions& call) {
   auto reply = send(method, target, body, contentType, idempotent, call);
   if (!reply) {
     return std::move(reply).error();
@@ -247,7 +264,8 @@ ApiResult<nlohmann::json> KubeClient::sendJson(const std::string& method, const 
 }
 
 ApiResult<nlohmann::json> KubeClient::call(const std::string& method, const std::string& target,
-                                           const std::string& body, const std::string& contentType) {
+                                           const std::string& body,
+                                           const std::string& contentType) {
   return sendJson(method, target, body, contentType, method == "GET" || method == "HEAD");
 }
 
@@ -264,9 +282,11 @@ ApiResult<nlohmann::json> KubeClient::get(const GroupVersionResource& r, const s
   return sendJson("GET", *path, {}, {}, true, call);
 }
 
-ApiResult<ObjectList> KubeClient::list(const GroupVersionResource& r, const std::string& ns, const ListOptions& opts) {
+ApiResult<ObjectList> KubeClient::list(const GroupVersionResource& r, const std::string& ns,
+                                       const ListOptions& opts) {
   ObjectList out;
-  auto meta = listEach(r, ns, opts, [&out](nlohmann::json&& item) { out.items.push_back(std::move(item)); });
+  auto meta = listEach(r, ns, opts,
+                       [&out](nlohmann::json&& item) { out.items.push_back(std::move(item)); });
   if (!meta) {
     return std::move(meta).error();
   }
@@ -275,11 +295,13 @@ ApiResult<ObjectList> KubeClient::list(const GroupVersionResource& r, const std:
   return out;
 }
 
-ApiResult<ObjectList> KubeClient::listAll(const GroupVersionResource& r, const std::string& ns, ListOptions opts) {
+ApiResult<ObjectList> KubeClient::listAll(const GroupVersionResource& r, const std::string& ns,
+                                          ListOptions opts) {
   ObjectList all;
   opts.watch = false;
   for (;;) {
-    auto meta = listEach(r, ns, opts, [&all](nlohmann::json&& item) { all.items.push_back(std::move(item)); });
+    auto meta = listEach(r, ns, opts,
+                         [&all](nlohmann::json&& item) { all.items.push_back(std::move(item)); });
     if (!meta) {
       return std::move(meta).error();
     }
@@ -295,7 +317,8 @@ ApiResult<ObjectList> KubeClient::listAll(const GroupVersionResource& r, const s
 }
 
 ApiResult<ListMeta> KubeClient::listEach(const GroupVersionResource& r, const std::string& ns,
-                                         const ListOptions& opts, const std::function<void(nlohmann::json&&)>& onItem,
+                                         const ListOptions& opts,
+                                         const std::function<void(nlohmann::json&&)>& onItem,
                                          net::CancelToken* cancel) {
   auto path = pathOrError(r, ns, {}, {});
   if (!path) {
@@ -375,18 +398,21 @@ ApiResult<ListMeta> KubeClient::listEach(const GroupVersionResource& r, const st
       return meta;
     }
     ApiError err = parseStatusError(status, errorBody, retryAfter);
-    const bool retryable = status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+    const bool retryable =
+        status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
     if (!retryable || !canRetry) {
       return err;
     }
     state_->retries.fetch_add(1, std::memory_order_relaxed);
-    clock_.sleepFor(err.retryAfter.count() > 0 ? std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter)
-                                              : backoff.next());
+    clock_.sleepFor(err.retryAfter.count() > 0
+                        ? std::chrono::duration_cast<std::chrono::milliseconds>(err.retryAfter)
+                        : backoff.next());
   }
 }
 
 ApiResult<nlohmann::json> KubeClient::create(const GroupVersionResource& r, const std::string& ns,
-                                             const nlohmann::json& obj, const std::string& subresource,
+                                             const nlohmann::json& obj,
+                                             const std::string& subresource,
                                              const CallOptions& call) {
   if (!obj.is_object()) {
     return invalidArgument("create " + r.resource + ": object must be a JSON object");
@@ -416,7 +442,8 @@ ApiResult<nlohmann::json> KubeClient::update(const GroupVersionResource& r, cons
   return sendJson("PUT", *path, obj.dump(), "application/json", conditional, call);
 }
 
-ApiResult<nlohmann::json> KubeClient::updateStatus(const GroupVersionResource& r, const std::string& ns,
+ApiResult<nlohmann::json> KubeClient::updateStatus(const GroupVersionResource& r,
+                                                   const std::string& ns,
                                                    const nlohmann::json& obj) {
   const std::string name = nameOf(obj);
   if (name.empty()) {
@@ -431,14 +458,16 @@ ApiResult<nlohmann::json> KubeClient::updateStatus(const GroupVersionResource& r
 }
 
 ApiResult<nlohmann::json> KubeClient::patch(const GroupVersionResource& r, const std::string& ns,
-                                            const std::string& name, PatchType type, const nlohmann::json& patchBody,
+                                            const std::string& name, PatchType type,
+                                            const nlohmann::json& patchBody,
                                             const std::string& subresource) {
   if (name.empty()) {
     return invalidArgument("patch " + r.resource + ": empty name");
   }
   if (type == PatchType::kJson ? !patchBody.is_array() : !patchBody.is_object()) {
     return invalidArgument(std::string("patch ") + r.resource + ": a " + patchContentType(type) +
-                           " body must be a JSON " + (type == PatchType::kJson ? "array" : "object"));
+                           " body must be a JSON " +
+                           (type == PatchType::kJson ? "array" : "object"));
   }
   auto path = pathOrError(r, ns, name, subresource);
   if (!path) {
@@ -476,15 +505,16 @@ ApiResult<nlohmann::json> KubeClient::remove(const GroupVersionResource& r, cons
   return sendJson("DELETE", *path, body.dump(), "application/json", true);
 }
 
-ApiStatus KubeClient::bindPod(const std::string& ns, const std::string& podName, const std::string& nodeName,
-                              const std::string& podUid) {
+ApiStatus KubeClient::bindPod(const std::string& ns, const std::string& podName,
+                              const std::string& nodeName, const std::string& podUid) {
   if (nodeName.empty()) {
     return invalidArgument("bind " + ns + "/" + podName + ": empty node name");
   }
-  nlohmann::json binding = {{"kind", "Binding"},
-                            {"apiVersion", "v1"},
-                            {"metadata", {{"name", podName}, {"namespace", ns}}},
-                            {"target", {{"kind", "Node"}, {"apiVersion", "v1"}, {"name", nodeName}}}};
+  nlohmann::json binding = {
+      {"kind", "Binding"},
+      {"apiVersion", "v1"},
+      {"metadata", {{"name", podName}, {"namespace", ns}}},
+      {"target", {{"kind", "Node"}, {"apiVersion", "v1"}, {"name", nodeName}}}};
   if (!podUid.empty()) {
     binding["metadata"]["uid"] = podUid;
   }
@@ -496,8 +526,8 @@ ApiStatus KubeClient::bindPod(const std::string& ns, const std::string& podName,
 }
 
 ApiStatus KubeClient::watch(const GroupVersionResource& r, const std::string& ns, ListOptions opts,
-                            const std::function<bool(WatchEvent&&)>& onEvent, net::CancelToken* cancel,
-                            std::chrono::milliseconds idleTimeout) {
+                            const std::function<bool(WatchEvent&&)>& onEvent,
+                            net::CancelToken* cancel, std::chrono::milliseconds idleTimeout) {
   auto path = pathOrError(r, ns, {}, {});
   if (!path) {
     return invalidArgument(path.error().message);
@@ -532,7 +562,8 @@ ApiStatus KubeClient::watch(const GroupVersionResource& r, const std::string& ns
         ApiError e;
         e.httpCode = 0;
         e.reason = "InvalidResponse";
-        e.message = "watch " + r.resource + ": malformed event: " + std::string(line.substr(0, 200));
+        e.message =
+            "watch " + r.resource + ": malformed event: " + std::string(line.substr(0, 200));
         eventError = std::move(e);
         return false;
       }

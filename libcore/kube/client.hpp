@@ -18,11 +18,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/kube/api_error.hpp"
 #include "libcore/kube/backoff.hpp"
@@ -37,10 +36,11 @@ class CancelToken;
 namespace kc::kube {
 
 struct KubeClientOptions {
-  double qps = 50;               // client-side rate limit; <= 0 disables it
+  double qps = 50;  // client-side rate limit; <= 0 disables it
   std::uint32_t burst = 100;
-  int maxRetries = 5;            // extra attempts on 429/5xx/transport errors
-  BackoffParams retryBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(10'000), 2.0, 0.2};
+  int maxRetries = 5;  // extra attempts on 429/5xx/transport errors
+  BackoffParams retryBackoff{std::chrono::milliseconds(200), std::chrono::milliseconds(10'000), 2.0,
+                             0.2};
   std::chrono::milliseconds requestTimeout{30'000};
   std::chrono::milliseconds connectTimeout{10'000};
   std::string userAgent = "kubecomp/0.1";
@@ -58,7 +58,7 @@ struct CallOptions {
   // most the time left (and never more than requestTimeout). Passed: the call fails with a
   // transport error of reason "timeout" without being sent. Default (epoch): none.
   std::chrono::steady_clock::time_point deadline{};
-  int maxRetries = -1;        // < 0: KubeClientOptions::maxRetries
+  int maxRetries = -1;           // < 0: KubeClientOptions::maxRetries
   bool bypassRateLimit = false;  // do not wait for the client-side token bucket
 };
 
@@ -95,7 +95,8 @@ class KubeClient {
  public:
   // Builds the HTTP client from the config (TLS material, token source). Errors: "invalid"
   // or "tls" (bad certificate data), never later on first use.
-  static kc::Result<std::unique_ptr<KubeClient>> create(const ClusterConfig& config, KubeClientOptions options = {});
+  static kc::Result<std::unique_ptr<KubeClient>> create(const ClusterConfig& config,
+                                                        KubeClientOptions options = {});
   ~KubeClient();
   KubeClient(const KubeClient&) = delete;
   KubeClient& operator=(const KubeClient&) = delete;
@@ -104,29 +105,36 @@ class KubeClient {
   const ClusterConfig& config() const { return config_; }
   kc::Clock& clock() const { return clock_; }
 
-  ApiResult<nlohmann::json> get(const GroupVersionResource& r, const std::string& ns, const std::string& name,
-                                const std::string& subresource = {}, const CallOptions& call = {});
+  ApiResult<nlohmann::json> get(const GroupVersionResource& r, const std::string& ns,
+                                const std::string& name, const std::string& subresource = {},
+                                const CallOptions& call = {});
   // One page (opts.limit / opts.continueToken).
-  ApiResult<ObjectList> list(const GroupVersionResource& r, const std::string& ns, const ListOptions& opts = {});
+  ApiResult<ObjectList> list(const GroupVersionResource& r, const std::string& ns,
+                             const ListOptions& opts = {});
   // Every page, following continue tokens (opts.limit = page size, 0 = one request).
-  ApiResult<ObjectList> listAll(const GroupVersionResource& r, const std::string& ns, ListOptions opts = {});
+  ApiResult<ObjectList> listAll(const GroupVersionResource& r, const std::string& ns,
+                                ListOptions opts = {});
   // One page, each item handed to onItem as soon as it is parsed (the body is never held
   // whole). Not retried once items have been delivered.
-  ApiResult<ListMeta> listEach(const GroupVersionResource& r, const std::string& ns, const ListOptions& opts,
-                               const std::function<void(nlohmann::json&&)>& onItem, net::CancelToken* cancel = nullptr);
+  ApiResult<ListMeta> listEach(const GroupVersionResource& r, const std::string& ns,
+                               const ListOptions& opts,
+                               const std::function<void(nlohmann::json&&)>& onItem,
+                               net::CancelToken* cancel = nullptr);
 
-  ApiResult<nlohmann::json> create(const GroupVersionResource& r, const std::string& ns, const nlohmann::json& obj,
-                                   const std::string& subresource = {}, const CallOptions& call = {});
-  // PUT of the whole object; metadata.resourceVersion makes it conditional (409 Conflict).
-  ApiResult<nlohmann::json> update(const GroupVersionResource& r, const std::string& ns, const nlohmann::json& obj,
+  ApiResult<nlohmann::json> create(const GroupVersionResource& r, const std::string& ns,
+                                   const nlohmann::json& obj, const std::string& subresource = {},
                                    const CallOptions& call = {});
+  // PUT of the whole object; metadata.resourceVersion makes it conditional (409 Conflict).
+  ApiResult<nlohmann::json> update(const GroupVersionResource& r, const std::string& ns,
+                                   const nlohmann::json& obj, const CallOptions& call = {});
   ApiResult<nlohmann::json> updateStatus(const GroupVersionResource& r, const std::string& ns,
                                          const nlohmann::json& obj);
-  ApiResult<nlohmann::json> patch(const GroupVersionResource& r, const std::string& ns, const std::string& name,
-                                  PatchType type, const nlohmann::json& patch, const std::string& subresource = {});
+  ApiResult<nlohmann::json> patch(const GroupVersionResource& r, const std::string& ns,
+                                  const std::string& name, PatchType type,
+                                  const nlohmann::json& patch, const std::string& subresource = {});
   // The server's answer: the object (pods, objects with finalizers) or a Status.
-  ApiResult<nlohmann::json> remove(const GroupVersionResource& r, const std::string& ns, const std::string& name,
-                                   const DeleteOptions& opts = {});
+  ApiResult<nlohmann::json> remove(const GroupVersionResource& r, const std::string& ns,
+                                   const std::string& name, const DeleteOptions& opts = {});
   // POST pods/NAME/binding with the pod UID as precondition when given.
   ApiStatus bindPod(const std::string& ns, const std::string& podName, const std::string& nodeName,
                     const std::string& podUid = {});
@@ -135,12 +143,13 @@ class KubeClient {
   // ok when the server ended the stream (timeoutSeconds) or onEvent stopped; an ApiError
   // for a non-200 answer (e.g. 410) or a broken connection. Not retried: informers decide.
   ApiStatus watch(const GroupVersionResource& r, const std::string& ns, ListOptions opts,
-                  const std::function<bool(WatchEvent&&)>& onEvent, net::CancelToken* cancel = nullptr,
+                  const std::function<bool(WatchEvent&&)>& onEvent,
+                  net::CancelToken* cancel = nullptr,
                   std::chrono::milliseconds idleTimeout = std::chrono::milliseconds(0));
 
   // Raw request for anything not covered above (discovery, /version).
-  ApiResult<nlohmann::json> call(const std::string& method, const std::string& target, const std::string& body = {},
-                                 const std::string& contentType = {});
+  ApiResult<nlohmann::json> call(const std::string& method, const std::string& target,
+                                 const std::string& body = {}, const std::string& contentType = {});
 
   struct Stats {
     std::uint64_t requests = 0;
@@ -155,10 +164,12 @@ class KubeClient {
     int status = 0;
     std::string body;
   };
-  ApiResult<Reply> send(const std::string& method, const std::string& target, const std::string& body,
-                        const std::string& contentType, bool idempotent, const CallOptions& call = {});
-  ApiResult<nlohmann::json> sendJson(const std::string& method, const std::string& target, const std::string& body,
-                                     const std::string& contentType, bool idempotent, const CallOptions& call = {});
+  ApiResult<Reply> send(const std::string& method, const std::string& target,
+                        const std::string& body, const std::string& contentType, bool idempotent,
+                        const CallOptions& call = {});
+  ApiResult<nlohmann::json> sendJson(const std::string& method, const std::string& target,
+                                     const std::string& body, const std::string& contentType,
+                                     bool idempotent, const CallOptions& call = {});
   void throttle();
 
   struct State;

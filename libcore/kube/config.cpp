@@ -1,12 +1,12 @@
 #include "libcore/kube/config.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 #include "libcore/base/base64.hpp"
 
@@ -42,20 +42,22 @@ struct Named {
   std::string dir;
 };
 
-kc::Result<std::string> pemFrom(const YAML::Node& n, const char* dataKey, const char* fileKey, const std::string& dir,
-                                 const std::string& what) {
+kc::Result<std::string> pemFrom(const YAML::Node& n, const char* dataKey, const char* fileKey,
+                                const std::string& dir, const std::string& what) {
   if (std::string data = scalar(n, dataKey); !data.empty()) {
     // Wrapped or unpadded data is tolerated: hand-edited kubeconfigs carry both.
     auto decoded = kc::base64Decode(data, {.skipLineBreaks = true, .paddingOptional = true});
     if (!decoded) {
-      return kc::makeError(kc::errc::kInvalid, what + " " + dataKey + ": " + decoded.error().message);
+      return kc::makeError(kc::errc::kInvalid,
+                           what + " " + dataKey + ": " + decoded.error().message);
     }
     return std::move(decoded).value();
   }
   if (std::string file = scalar(n, fileKey); !file.empty()) {
     auto content = readWholeFile(resolveAgainst(file, dir));
     if (!content) {
-      return kc::makeError(kc::errc::kInvalid, what + " " + fileKey + ": " + content.error().message);
+      return kc::makeError(kc::errc::kInvalid,
+                           what + " " + fileKey + ": " + content.error().message);
     }
     return std::move(content).value();
   }
@@ -107,7 +109,8 @@ std::vector<std::string> kubeconfigPaths(const EnvLookup& env) {
   return paths;
 }
 
-kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, const std::string& contextOverride) {
+kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths,
+                                         const std::string& contextOverride) {
   std::map<std::string, Named> clusters;
   std::map<std::string, Named> users;
   std::map<std::string, Named> contexts;
@@ -131,34 +134,40 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
       continue;  // an empty file is a valid, empty config
     }
     if (!root.IsMap()) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': top level is not a mapping");
+      return kc::makeError(kc::errc::kInvalid,
+                           "kubeconfig '" + path + "': top level is not a mapping");
     }
     const std::string dir = std::filesystem::path(path).parent_path().string();
-    auto collect = [&](const char* listKey, const char* bodyKey, std::map<std::string, Named>& into) -> kc::Status {
+    auto collect = [&](const char* listKey, const char* bodyKey,
+                       std::map<std::string, Named>& into) -> kc::Status {
       const YAML::Node list = root[listKey];
       if (!list || list.IsNull()) {
         return kc::okStatus();
       }
       if (!list.IsSequence()) {
-        return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': '" + listKey + "' is not a list");
+        return kc::makeError(kc::errc::kInvalid,
+                             "kubeconfig '" + path + "': '" + listKey + "' is not a list");
       }
       for (const auto& entry : list) {
         std::string name = entry.IsMap() ? scalar(entry, "name") : "";
         if (name.empty()) {
-          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': an entry of '" + listKey + "' has no name");
+          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': an entry of '" +
+                                                       listKey + "' has no name");
         }
         YAML::Node body = entry[bodyKey];
         if (body && !body.IsMap() && !body.IsNull()) {
-          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + listKey + " '" + name + "' is malformed");
+          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + listKey + " '" +
+                                                       name + "' is malformed");
         }
-        into.emplace(name, Named{body ? body : YAML::Node(YAML::NodeType::Map), dir});  // first wins
+        into.emplace(name,
+                     Named{body ? body : YAML::Node(YAML::NodeType::Map), dir});  // first wins
       }
       return kc::okStatus();
     };
     try {
-      for (auto [listKey, bodyKey, into] : {std::tuple{"clusters", "cluster", &clusters},
-                                            std::tuple{"users", "user", &users},
-                                            std::tuple{"contexts", "context", &contexts}}) {
+      for (auto [listKey, bodyKey, into] :
+           {std::tuple{"clusters", "cluster", &clusters}, std::tuple{"users", "user", &users},
+            std::tuple{"contexts", "context", &contexts}}) {
         if (auto st = collect(listKey, bodyKey, *into); !st) {
           return st.error();
         }
@@ -175,15 +184,18 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     for (const auto& p : paths) {
       list += (list.empty() ? "" : ", ") + p;
     }
-    return kc::makeError(kc::errc::kNotFound, "no readable kubeconfig (tried: " + (list.empty() ? "nothing" : list) + ")");
+    return kc::makeError(kc::errc::kNotFound, "no readable kubeconfig (tried: " +
+                                                  (list.empty() ? "nothing" : list) + ")");
   }
   const std::string ctxName = contextOverride.empty() ? currentContext : contextOverride;
   if (ctxName.empty()) {
-    return kc::makeError(kc::errc::kInvalid, "kubeconfig " + sources + ": no current-context and none requested");
+    return kc::makeError(kc::errc::kInvalid,
+                         "kubeconfig " + sources + ": no current-context and none requested");
   }
   auto ctxIt = contexts.find(ctxName);
   if (ctxIt == contexts.end()) {
-    return kc::makeError(kc::errc::kInvalid, "kubeconfig " + sources + ": context '" + ctxName + "' not found");
+    return kc::makeError(kc::errc::kInvalid,
+                         "kubeconfig " + sources + ": context '" + ctxName + "' not found");
   }
   try {
     const YAML::Node& ctx = ctxIt->second.body;
@@ -191,23 +203,27 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     const std::string userName = scalar(ctx, "user");
     auto clIt = clusters.find(clusterName);
     if (clIt == clusters.end()) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName + "' names unknown cluster '" + clusterName + "'");
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName +
+                                                   "' names unknown cluster '" + clusterName + "'");
     }
     ClusterConfig cfg;
     cfg.source = sources;
     const YAML::Node& cl = clIt->second.body;
     cfg.server = scalar(cl, "server");
     if (cfg.server.empty()) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName + "' has no server");
+      return kc::makeError(kc::errc::kInvalid,
+                           "kubeconfig: cluster '" + clusterName + "' has no server");
     }
     if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName + "' server '" + cfg.server +
-                                          "' is not an http(s) URL");
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName +
+                                                   "' server '" + cfg.server +
+                                                   "' is not an http(s) URL");
     }
     while (cfg.server.size() > 8 && cfg.server.back() == '/') {
       cfg.server.pop_back();
     }
-    auto ca = pemFrom(cl, "certificate-authority-data", "certificate-authority", clIt->second.dir, "cluster");
+    auto ca = pemFrom(cl, "certificate-authority-data", "certificate-authority", clIt->second.dir,
+                      "cluster");
     if (!ca) {
       return ca.error();
     }
@@ -219,15 +235,19 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
     if (!userName.empty()) {
       auto uIt = users.find(userName);
       if (uIt == users.end()) {
-        return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName + "' names unknown user '" + userName + "'");
+        return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName +
+                                                     "' names unknown user '" + userName + "'");
       }
       const YAML::Node& u = uIt->second.body;
       if (u["exec"] || u["auth-provider"]) {
-        return kc::makeError(kc::errc::kInvalid, "kubeconfig: user '" + userName +
-                                            "' uses exec/auth-provider credentials, which this client does not run; "
-                                            "use a token, tokenFile or client certificate");
+        return kc::makeError(
+            kc::errc::kInvalid,
+            "kubeconfig: user '" + userName +
+                "' uses exec/auth-provider credentials, which this client does not run; "
+                "use a token, tokenFile or client certificate");
       }
-      auto cert = pemFrom(u, "client-certificate-data", "client-certificate", uIt->second.dir, "user");
+      auto cert =
+          pemFrom(u, "client-certificate-data", "client-certificate", uIt->second.dir, "user");
       if (!cert) {
         return cert.error();
       }
@@ -236,7 +256,9 @@ kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, 
         return key.error();
       }
       if (cert->empty() != key->empty()) {
-        return kc::makeError(kc::errc::kInvalid, "kubeconfig: user '" + userName + "' has a client certificate without key or vice versa");
+        return kc::makeError(kc::errc::kInvalid,
+                             "kubeconfig: user '" + userName +
+                                 "' has a client certificate without key or vice versa");
       }
       cfg.clientCertPem = std::move(cert).value();
       cfg.clientKeyPem = std::move(key).value();
@@ -259,7 +281,8 @@ kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env, const std::string&
   auto port = env("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {
     return kc::makeError(kc::errc::kNotFound,
-                         "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+                         "not running in a cluster: KUBERNETES_SERVICE_HOST and "
+                         "KUBERNETES_SERVICE_PORT must be set");
   }
   ClusterConfig cfg;
   cfg.source = "in-cluster";
@@ -268,7 +291,8 @@ kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env, const std::string&
   cfg.tokenFile = saDir + "/token";
   auto token = readWholeFile(cfg.tokenFile);
   if (!token || trimWhitespace(*token).empty()) {
-    return kc::makeError(kc::errc::kUnavailable, "in-cluster: cannot read service account token '" + cfg.tokenFile + "'");
+    return kc::makeError(kc::errc::kUnavailable,
+                         "in-cluster: cannot read service account token '" + cfg.tokenFile + "'");
   }
   cfg.token = trimWhitespace(std::move(token).value());
   if (auto ca = readWholeFile(saDir + "/ca.crt")) {
@@ -276,7 +300,8 @@ kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env, const std::string&
   }
   if (auto ns = env("POD_NAMESPACE"); ns && !ns->empty()) {
     cfg.defaultNamespace = *ns;
-  } else if (auto nsFile = readWholeFile(saDir + "/namespace"); nsFile && !trimWhitespace(*nsFile).empty()) {
+  } else if (auto nsFile = readWholeFile(saDir + "/namespace");
+             nsFile && !trimWhitespace(*nsFile).empty()) {
     cfg.defaultNamespace = trimWhitespace(std::move(nsFile).value());
   }
   return cfg;

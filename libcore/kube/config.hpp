@@ -22,18 +22,18 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup processEnv();
 
 struct ClusterConfig {
-  std::string server;            // "https://host:port" (http:// allowed for local doubles)
-  std::string caPem;             // trusted CA certificates (PEM); empty: system trust store
+  std::string server;  // "https://host:port" (http:// allowed for local doubles)
+  std::string caPem;   // trusted CA certificates (PEM); empty: system trust store
   bool insecureSkipTlsVerify = false;
-  std::string tlsServerName;     // SNI / verification name override
-  std::string clientCertPem;     // client certificate chain (PEM), with clientKeyPem
+  std::string tlsServerName;  // SNI / verification name override
+  std::string clientCertPem;  // client certificate chain (PEM), with clientKeyPem
   std::string clientKeyPem;
-  std::string token;             // static bearer token
-  std::string tokenFile;         // bearer token file, re-read periodically (wins over token)
-  std::string username;          // basic auth (rare; kubeconfig only)
+  std::string token;      // static bearer token
+  std::string tokenFile;  // bearer token file, re-read periodically (wins over token)
+  std::string username;   // basic auth (rare; kubeconfig only)
   std::string password;
   std::string defaultNamespace = "default";
-  std::string source;            // "in-cluster" or the kubeconfig path(s), for messages
+  std::string source;  // "in-cluster" or the kubeconfig path(s), for messages
 };
 
 // $KUBECONFIG split on ':' (empty entries dropped), else $HOME/.kube/config.
@@ -44,13 +44,15 @@ std::vector<std::string> kubeconfigPaths(const EnvLookup& env);
 // explicit list are skipped; no readable file at all is an error. Relative file references
 // resolve against the directory of the file that names them. `context` overrides
 // current-context. Unsupported credentials (exec, auth-provider) are an error, not ignored.
-kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths, const std::string& context = {});
+kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths,
+                                         const std::string& context = {});
 
 // In-cluster config from KUBERNETES_SERVICE_HOST/PORT and the service-account directory
 // (token, ca.crt, namespace). Namespace: $POD_NAMESPACE, then the namespace file, then
 // "default". A missing ca.crt is tolerated (system trust store) like client-go.
-kc::Result<ClusterConfig> loadInCluster(const EnvLookup& env,
-                                        const std::string& serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount");
+kc::Result<ClusterConfig> loadInCluster(
+    const EnvLookup& env,
+    const std::string& serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
 // In-cluster when KUBERNETES_SERVICE_HOST is set, else kubeconfig.
 kc::Result<ClusterConfig> loadDefaultConfig(const EnvLookup& env);

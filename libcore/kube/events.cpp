@@ -25,11 +25,16 @@ ObjectReference ObjectReference::of(const nlohmann::json& obj, const std::string
 
 nlohmann::json ObjectReference::toJson() const {
   nlohmann::json j = {{"kind", kind}, {"name", name}};
-  if (!apiVersion.empty()) j["apiVersion"] = apiVersion;
-  if (!ns.empty()) j["namespace"] = ns;
-  if (!uid.empty()) j["uid"] = uid;
-  if (!resourceVersion.empty()) j["resourceVersion"] = resourceVersion;
-  if (!fieldPath.empty()) j["fieldPath"] = fieldPath;
+  if (!apiVersion.empty())
+    j["apiVersion"] = apiVersion;
+  if (!ns.empty())
+    j["namespace"] = ns;
+  if (!uid.empty())
+    j["uid"] = uid;
+  if (!resourceVersion.empty())
+    j["resourceVersion"] = resourceVersion;
+  if (!fieldPath.empty())
+    j["fieldPath"] = fieldPath;
   return j;
 }
 
@@ -54,8 +59,9 @@ void EventRecorder::rememberLocked(const std::string& key, Written w) {
   }
 }
 
-ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding, const std::string& type,
-                                                const std::string& reason, const std::string& message) {
+ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding,
+                                                const std::string& type, const std::string& reason,
+                                                const std::string& message) {
   if (regarding.name.empty() || regarding.kind.empty()) {
     ApiError e;
     e.reason = "InvalidArgument";
@@ -71,8 +77,8 @@ ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding
   // Events live in the involved object's namespace (default for cluster-scoped objects).
   const std::string ns = regarding.ns.empty() ? "default" : regarding.ns;
   const std::string msg = message.size() > 1024 ? message.substr(0, 1024) : message;
-  const std::string key = regarding.kind + "\x1f" + ns + "\x1f" + regarding.name + "\x1f" + regarding.uid + "\x1f" +
-                          type + "\x1f" + reason + "\x1f" + msg;
+  const std::string key = regarding.kind + "\x1f" + ns + "\x1f" + regarding.name + "\x1f" +
+                          regarding.uid + "\x1f" + type + "\x1f" + reason + "\x1f" + msg;
   KeyLock* kl;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -97,9 +103,11 @@ ApiResult<nlohmann::json> EventRecorder::record(const ObjectReference& regarding
   return result;
 }
 
-ApiResult<nlohmann::json> EventRecorder::recordKey(const ObjectReference& regarding, const std::string& ns,
-                                                   const std::string& key, const std::string& type,
-                                                   const std::string& reason, const std::string& msg) {
+ApiResult<nlohmann::json> EventRecorder::recordKey(const ObjectReference& regarding,
+                                                   const std::string& ns, const std::string& key,
+                                                   const std::string& type,
+                                                   const std::string& reason,
+                                                   const std::string& msg) {
   const std::string now = kc::formatRfc3339(client_.clock().wallNow());
   std::optional<Written> known;
   {

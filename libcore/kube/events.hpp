@@ -10,10 +10,9 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/kube/client.hpp"
 
@@ -39,7 +38,8 @@ class EventRecorder {
  public:
   // component: source.component / reportingComponent (e.g. "kubecomp-sched");
   // instance: source.host / reportingInstance (e.g. the pod or host name).
-  EventRecorder(KubeClient& client, std::string component, std::string instance, std::size_t maxRemembered = 4096);
+  EventRecorder(KubeClient& client, std::string component, std::string instance,
+                std::size_t maxRemembered = 4096);
 
   // type: "Normal" or "Warning". Returns the Event as written (created or patched).
   ApiResult<nlohmann::json> record(const ObjectReference& regarding, const std::string& type,
@@ -69,8 +69,9 @@ class EventRecorder {
     int users = 0;
   };
   std::unordered_map<std::string, std::unique_ptr<KeyLock>> keyLocks_;  // guarded by mu_
-  ApiResult<nlohmann::json> recordKey(const ObjectReference& regarding, const std::string& ns, const std::string& key,
-                                      const std::string& type, const std::string& reason, const std::string& msg);
+  ApiResult<nlohmann::json> recordKey(const ObjectReference& regarding, const std::string& ns,
+                                      const std::string& key, const std::string& type,
+                                      const std::string& reason, const std::string& msg);
 };
 
 }  // namespace kc::kube

@@ -133,7 +133,8 @@ kc::Status ListBodyParser::feed(std::string_view chunk) {
         }
         break;
       default:
-        if (inItems_ && !inItem_ && depth_ == 2 && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+        if (inItems_ && !inItem_ && depth_ == 2 && c != ' ' && c != '\n' && c != '\r' &&
+            c != '\t') {
           return fail("an element of items is not an object");
         }
         break;

@@ -8,10 +8,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 
@@ -50,15 +49,15 @@ class ListBodyParser {
   kc::Status fail(std::string msg);
 
   ItemFn onItem_;
-  std::string skeleton_;    // every byte outside the items array's elements
-  std::string item_;        // bytes of the item being read
-  int depth_ = 0;           // nesting depth of {} and []
+  std::string skeleton_;  // every byte outside the items array's elements
+  std::string item_;      // bytes of the item being read
+  int depth_ = 0;         // nesting depth of {} and []
   bool inString_ = false;
   bool escape_ = false;
-  bool inItems_ = false;    // inside the top-level "items" array
+  bool inItems_ = false;  // inside the top-level "items" array
   bool inItem_ = false;
-  int itemDepth_ = 0;       // depth at which the current item opened
-  std::string lastKey_;     // last top-level key, to recognise "items"
+  int itemDepth_ = 0;    // depth at which the current item opened
+  std::string lastKey_;  // last top-level key, to recognise "items"
   bool collectingKey_ = false;
   bool failed_ = false;
   bool sawTopLevel_ = false;

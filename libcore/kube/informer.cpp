@@ -26,17 +26,26 @@ Informer::Informer(KubeClient& client, InformerOptions options)
 }
 
 Informer::Informer(ListerWatcher& source, InformerOptions options)
-    : source_(source), opts_(std::move(options)), clock_(kc::clockOr(opts_.clock)), backoff_(opts_.backoff, opts_.rand01) {
+    : source_(source),
+      opts_(std::move(options)),
+      clock_(kc::clockOr(opts_.clock)),
+      backoff_(opts_.backoff, opts_.rand01) {
   if (!opts_.rand01) {
     opts_.rand01 = defaultRand01();
   }
 }
 
-Informer::~Informer() { stop(); }
+Informer::~Informer() {
+  stop();
+}
 
-void Informer::addHandler(ResourceEventHandler handler) { handlers_.push_back(std::move(handler)); }
+void Informer::addHandler(ResourceEventHandler handler) {
+  handlers_.push_back(std::move(handler));
+}
 
-void Informer::setTransform(ObjectTransform transform) { opts_.transform = std::move(transform); }
+void Informer::setTransform(ObjectTransform transform) {
+  opts_.transform = std::move(transform);
+}
 
 ObjectPtr Informer::admit(nlohmann::json&& obj) {
   if (opts_.transform) {
@@ -213,7 +222,8 @@ bool Informer::watchOnce(bool& needList) {
   wo.resourceVersion = lastResourceVersion();
   wo.allowWatchBookmarks = true;
   const double r = std::clamp(opts_.rand01(), 0.0, 1.0);
-  wo.timeoutSeconds = static_cast<int>(static_cast<double>(opts_.minWatchTimeout.count()) * (1.0 + r));
+  wo.timeoutSeconds =
+      static_cast<int>(static_cast<double>(opts_.minWatchTimeout.count()) * (1.0 + r));
   auto token = std::make_unique<net::CancelToken>();
   net::CancelToken* raw = token.get();
   {

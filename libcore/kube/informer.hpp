@@ -88,21 +88,21 @@ class Informer {
   std::string lastResourceVersion() const;
 
   struct Stats {
-    std::uint64_t lists = 0;           // completed LISTs (1 + relists)
-    std::uint64_t expired = 0;         // 410s seen (HTTP or ERROR event)
-    std::uint64_t watches = 0;         // watch requests started
-    std::uint64_t watchErrors = 0;     // watches ended by an error
-    std::uint64_t eventsApplied = 0;   // ADDED/MODIFIED/DELETED applied to the store
+    std::uint64_t lists = 0;          // completed LISTs (1 + relists)
+    std::uint64_t expired = 0;        // 410s seen (HTTP or ERROR event)
+    std::uint64_t watches = 0;        // watch requests started
+    std::uint64_t watchErrors = 0;    // watches ended by an error
+    std::uint64_t eventsApplied = 0;  // ADDED/MODIFIED/DELETED applied to the store
     std::uint64_t bookmarks = 0;
-    std::uint64_t dropped = 0;         // objects without a name after the transform
+    std::uint64_t dropped = 0;  // objects without a name after the transform
   };
   Stats stats() const;
 
  private:
   void run();
-  bool watchOnce(bool& needList);  // false: stopping
+  bool watchOnce(bool& needList);         // false: stopping
   ObjectPtr admit(nlohmann::json&& obj);  // transform + share; null if dropped
-  bool relist();  // false: stopping or failed (caller backs off)
+  bool relist();                          // false: stopping or failed (caller backs off)
   void dispatch(const Notification& n);
   bool sleepFor(std::chrono::milliseconds d);  // false if stopping
   void setResourceVersion(std::string rv);
@@ -118,7 +118,7 @@ class Informer {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   std::unique_ptr<net::CancelToken> cancel_;  // the current request's token
-  mutable std::mutex mu_;  // guards rv_, cancel_ swaps, stats_ and the stop wait
+  mutable std::mutex mu_;                     // guards rv_, cancel_ swaps, stats_ and the stop wait
   std::condition_variable cv_;
   std::string rv_;
   Stats stats_;

@@ -1,9 +1,9 @@
 #include "libcore/kube/leader.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <random>
-
-#include <spdlog/spdlog.h>
 
 #include "libcore/base/rfc3339.hpp"
 
@@ -17,32 +17,44 @@ std::chrono::seconds ceilSeconds(std::chrono::milliseconds d) {
 
 }  // namespace
 
-kc::Result<std::unique_ptr<LeaderElector>> LeaderElector::create(KubeClient& client, LeaderElectionConfig config) {
+kc::Result<std::unique_ptr<LeaderElector>> LeaderElector::create(KubeClient& client,
+                                                                 LeaderElectionConfig config) {
   if (config.name.empty() || config.identity.empty() || config.ns.empty()) {
-    return kc::makeError(kc::errc::kInvalid, "leader election: namespace, lease name and identity are required");
+    return kc::makeError(kc::errc::kInvalid,
+                         "leader election: namespace, lease name and identity are required");
   }
   if (!(config.leaseDuration > config.renewDeadline)) {
-    return kc::makeError(kc::errc::kInvalid, "leader election: leaseDuration must be greater than renewDeadline");
+    return kc::makeError(kc::errc::kInvalid,
+                         "leader election: leaseDuration must be greater than renewDeadline");
   }
   if (!(static_cast<double>(config.renewDeadline.count()) >
         config.jitterFactor * static_cast<double>(config.retryPeriod.count()))) {
-    return kc::makeError(kc::errc::kInvalid, "leader election: renewDeadline must be greater than jitterFactor*retryPeriod");
+    return kc::makeError(
+        kc::errc::kInvalid,
+        "leader election: renewDeadline must be greater than jitterFactor*retryPeriod");
   }
   if (config.retryPeriod.count() <= 0 || config.jitterFactor < 1.0) {
-    return kc::makeError(kc::errc::kInvalid, "leader election: retryPeriod must be positive and jitterFactor >= 1");
+    return kc::makeError(kc::errc::kInvalid,
+                         "leader election: retryPeriod must be positive and jitterFactor >= 1");
   }
   return std::unique_ptr<LeaderElector>(new LeaderElector(client, std::move(config)));
 }
 
 LeaderElector::LeaderElector(KubeClient& client, LeaderElectionConfig config)
-    : client_(client), cfg_(std::move(config)), clock_(cfg_.clock != nullptr ? *cfg_.clock : client.clock()) {
+    : client_(client),
+      cfg_(std::move(config)),
+      clock_(cfg_.clock != nullptr ? *cfg_.clock : client.clock()) {
   if (!cfg_.rand01) {
     cfg_.rand01 = [gen = std::mt19937_64(std::random_device{}()),
-                   dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable { return dist(gen); };
+                   dist = std::uniform_real_distribution<double>(0.0, 1.0)]() mutable {
+      return dist(gen);
+    };
   }
 }
 
-LeaderElector::~LeaderElector() { stop(); }
+LeaderElector::~LeaderElector() {
+  stop();
+}
 
 std::string LeaderElector::observedHolder() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -51,7 +63,8 @@ std::string LeaderElector::observedHolder() const {
 
 std::chrono::milliseconds LeaderElector::jittered(std::chrono::milliseconds d) {
   const double extra = (cfg_.jitterFactor - 1.0) * std::clamp(cfg_.rand01(), 0.0, 1.0);
-  return std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(d.count()) * (1.0 + extra)));
+  return std::chrono::milliseconds(
+      static_cast<std::int64_t>(static_cast<double>(d.count()) * (1.0 + extra)));
 }
 
 bool LeaderElector::sleepFor(std::chrono::milliseconds d) {
@@ -143,7 +156,8 @@ bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point dead
     ns["acquireTime"] = nowMicro;
     ns["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
   }
-  auto updated = client_.update(gvr::leases(), cfg_.ns, next, call);  // carries metadata.resourceVersion
+  auto updated =
+      client_.update(gvr::leases(), cfg_.ns, next, call);  // carries metadata.resourceVersion
   if (!updated) {
     if (!updated.error().isConflict()) {  // 409: the record changed under us
       noteFailure("updating", updated.error().message);
@@ -162,8 +176,8 @@ bool LeaderElector::tryAcquireOrRenew(std::chrono::steady_clock::time_point dead
 void LeaderElector::noteFailure(std::string_view what, const std::string& message) {
   // Logged once per distinct failure, not on every retry: a Lease that cannot be written (its
   // namespace missing, RBAC, ...) must not leave a replica silently never leading.
-  std::string text = "leader election: " + std::string(what) + " Lease " + cfg_.ns + "/" + cfg_.name +
-                     " failed: " + message;
+  std::string text = "leader election: " + std::string(what) + " Lease " + cfg_.ns + "/" +
+                     cfg_.name + " failed: " + message;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (text == lastFailure_) {
@@ -186,7 +200,9 @@ void LeaderElector::release() {
   lease["spec"]["holderIdentity"] = "";
   lease["spec"]["leaseDurationSeconds"] = 1;
   lease["spec"]["renewTime"] = kc::formatRfc3339(clock_.wallNow(), kc::Rfc3339Precision::kMicros);
-  (void)client_.update(gvr::leases(), cfg_.ns, lease, bounded(clock_.now() + cfg_.renewDeadline));  // best effort; 409 means someone took it
+  (void)client_.update(
+      gvr::leases(), cfg_.ns, lease,
+      bounded(clock_.now() + cfg_.renewDeadline));  // best effort; 409 means someone took it
 }
 
 void LeaderElector::start() {
@@ -255,7 +271,8 @@ void LeaderElector::run() {
     // so once that passes without a successful renewal the leader steps down at once.
     bool lost = false;
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - clock_.now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          lastRenew + cfg_.renewDeadline - clock_.now());
       if (left.count() <= 0) {
         lost = true;
         break;
@@ -263,7 +280,8 @@ void LeaderElector::run() {
       if (!sleepFor(std::min(cfg_.retryPeriod, left))) {
         break;  // stopping
       }
-      left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline - clock_.now());
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(lastRenew + cfg_.renewDeadline -
+                                                                   clock_.now());
       if (left.count() <= 0) {
         lost = true;
         break;

@@ -26,11 +26,10 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/kube/client.hpp"
 
@@ -43,21 +42,22 @@ struct LeaderElectionConfig {
   std::chrono::milliseconds leaseDuration{15'000};
   std::chrono::milliseconds renewDeadline{10'000};
   std::chrono::milliseconds retryPeriod{2'000};
-  double jitterFactor = 1.2;    // candidates wait retryPeriod * (1 + U[0, jitter-1])
-  bool releaseOnStop = true;    // on stop(): empty holderIdentity so a successor need not wait
+  double jitterFactor = 1.2;  // candidates wait retryPeriod * (1 + U[0, jitter-1])
+  bool releaseOnStop = true;  // on stop(): empty holderIdentity so a successor need not wait
   std::function<void()> onStartedLeading;
   std::function<void()> onStoppedLeading;
   std::function<void(const std::string& holder)> onNewLeader;
   // Time of the election (lease expiry by the local clock, waits, renewTime stamps). Not
   // owned; null = the client's clock.
   kc::Clock* clock = nullptr;
-  std::function<double()> rand01;        // injectable jitter
+  std::function<double()> rand01;  // injectable jitter
 };
 
 class LeaderElector {
  public:
   // Errors on an inconsistent config (leaseDuration > renewDeadline > jitter*retryPeriod).
-  static kc::Result<std::unique_ptr<LeaderElector>> create(KubeClient& client, LeaderElectionConfig config);
+  static kc::Result<std::unique_ptr<LeaderElector>> create(KubeClient& client,
+                                                           LeaderElectionConfig config);
   ~LeaderElector();
   LeaderElector(const LeaderElector&) = delete;
   LeaderElector& operator=(const LeaderElector&) = delete;
@@ -88,7 +88,7 @@ class LeaderElector {
   std::atomic<bool> leader_{false};
   std::atomic<bool> stopping_{false};
   std::thread thread_;
-  std::thread started_;  // runs onStartedLeading of the current/last term
+  std::thread started_;    // runs onStartedLeading of the current/last term
   mutable std::mutex mu_;  // guards observed*, and the stop wait
   std::condition_variable cv_;
   nlohmann::json observedLease_;  // last lease object seen (with resourceVersion)

@@ -13,9 +13,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libcore/kube/api_error.hpp"
 #include "libcore/kube/client.hpp"
@@ -34,7 +33,8 @@ class ListerWatcher {
   // One LIST page (opts.limit / opts.continueToken, selectors): every item goes to onItem,
   // then the page's metadata is returned (resourceVersion to watch from, continue token).
   // A continue token whose snapshot is gone fails with an expired error (410).
-  virtual ApiResult<ListMeta> list(const ListOptions& opts, const std::function<void(nlohmann::json&&)>& onItem,
+  virtual ApiResult<ListMeta> list(const ListOptions& opts,
+                                   const std::function<void(nlohmann::json&&)>& onItem,
                                    net::CancelToken* cancel) = 0;
 
   // WATCH from opts.resourceVersion; onEvent per event (false stops). Returns ok when the
@@ -51,7 +51,8 @@ class ClientListerWatcher final : public ListerWatcher {
   ClientListerWatcher(KubeClient& client, GroupVersionResource resource, std::string ns)
       : client_(client), resource_(std::move(resource)), ns_(std::move(ns)) {}
 
-  ApiResult<ListMeta> list(const ListOptions& opts, const std::function<void(nlohmann::json&&)>& onItem,
+  ApiResult<ListMeta> list(const ListOptions& opts,
+                           const std::function<void(nlohmann::json&&)>& onItem,
                            net::CancelToken* cancel) override {
     return client_.listEach(resource_, ns_, opts, onItem, cancel);
   }

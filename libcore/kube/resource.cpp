@@ -9,21 +9,24 @@ bool isValidPathSegment(std::string_view s) {
     return false;
   }
   for (char c : s) {
-    if (c == '/' || c == '%' || c == '?' || c == '#' || static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+    if (c == '/' || c == '%' || c == '?' || c == '#' || static_cast<unsigned char>(c) <= 0x20 ||
+        c == 0x7f) {
       return false;
     }
   }
   return true;
 }
 
-kc::Result<std::string> resourcePath(const GroupVersionResource& r, std::string_view ns, std::string_view name,
-                                     std::string_view subresource) {
+kc::Result<std::string> resourcePath(const GroupVersionResource& r, std::string_view ns,
+                                     std::string_view name, std::string_view subresource) {
   if (!isValidPathSegment(r.version) || !isValidPathSegment(r.resource) ||
       (!r.group.empty() && !isValidPathSegment(r.group))) {
-    return kc::makeError(kc::errc::kInvalid, "invalid group/version/resource '" + r.apiVersion() + "/" + r.resource + "'");
+    return kc::makeError(kc::errc::kInvalid, "invalid group/version/resource '" + r.apiVersion() +
+                                                 "/" + r.resource + "'");
   }
   if (!ns.empty() && !r.namespaced) {
-    return kc::makeError(kc::errc::kInvalid, "resource '" + r.resource + "' is cluster-scoped; no namespace allowed");
+    return kc::makeError(kc::errc::kInvalid,
+                         "resource '" + r.resource + "' is cluster-scoped; no namespace allowed");
   }
   if (!ns.empty() && !isValidPathSegment(ns)) {
     return kc::makeError(kc::errc::kInvalid, "invalid namespace '" + std::string(ns) + "'");
@@ -33,10 +36,12 @@ kc::Result<std::string> resourcePath(const GroupVersionResource& r, std::string_
   }
   if (!subresource.empty()) {
     if (name.empty()) {
-      return kc::makeError(kc::errc::kInvalid, "subresource '" + std::string(subresource) + "' needs an object name");
+      return kc::makeError(kc::errc::kInvalid,
+                           "subresource '" + std::string(subresource) + "' needs an object name");
     }
     if (!isValidPathSegment(subresource)) {
-      return kc::makeError(kc::errc::kInvalid, "invalid subresource '" + std::string(subresource) + "'");
+      return kc::makeError(kc::errc::kInvalid,
+                           "invalid subresource '" + std::string(subresource) + "'");
     }
   }
   std::string p = r.group.empty() ? "/api/" + r.version : "/apis/" + r.group + "/" + r.version;

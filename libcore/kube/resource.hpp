@@ -23,12 +23,24 @@ struct GroupVersionResource {
 };
 
 namespace gvr {
-inline GroupVersionResource pods() { return {"", "v1", "pods", true}; }
-inline GroupVersionResource nodes() { return {"", "v1", "nodes", false}; }
-inline GroupVersionResource namespaces() { return {"", "v1", "namespaces", false}; }
-inline GroupVersionResource events() { return {"", "v1", "events", true}; }
-inline GroupVersionResource configMaps() { return {"", "v1", "configmaps", true}; }
-inline GroupVersionResource leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
+inline GroupVersionResource pods() {
+  return {"", "v1", "pods", true};
+}
+inline GroupVersionResource nodes() {
+  return {"", "v1", "nodes", false};
+}
+inline GroupVersionResource namespaces() {
+  return {"", "v1", "namespaces", false};
+}
+inline GroupVersionResource events() {
+  return {"", "v1", "events", true};
+}
+inline GroupVersionResource configMaps() {
+  return {"", "v1", "configmaps", true};
+}
+inline GroupVersionResource leases() {
+  return {"coordination.k8s.io", "v1", "leases", true};
+}
 }  // namespace gvr
 
 // A path segment the apiserver would accept as a name or namespace: non-empty, no '/',
@@ -44,7 +56,7 @@ kc::Result<std::string> resourcePath(const GroupVersionResource& r, std::string_
 struct ListOptions {
   std::string labelSelector;
   std::string fieldSelector;
-  std::int64_t limit = 0;                      // 0: unset
+  std::int64_t limit = 0;  // 0: unset
   std::string continueToken;
   std::optional<std::string> resourceVersion;  // unset, "0" or a specific version
   std::string resourceVersionMatch;            // "", "NotOlderThan", "Exact"

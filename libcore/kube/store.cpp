@@ -41,7 +41,8 @@ void Store::indexLocked(const std::string& key, const nlohmann::json& obj) {
   if (std::string node = stringField(obj, "spec", "nodeName"); !node.empty()) {
     byNode_[node].insert(key);
   }
-  if (const nlohmann::json* labels = field(obj, "metadata", "labels"); labels != nullptr && labels->is_object()) {
+  if (const nlohmann::json* labels = field(obj, "metadata", "labels");
+      labels != nullptr && labels->is_object()) {
     for (const auto& [k, v] : labels->items()) {
       if (v.is_string()) {
         byLabel_[k + "=" + v.get<std::string>()].insert(key);
@@ -64,7 +65,8 @@ void Store::unindexLocked(const std::string& key, const nlohmann::json& obj) {
   if (std::string node = stringField(obj, "spec", "nodeName"); !node.empty()) {
     drop(byNode_, node);
   }
-  if (const nlohmann::json* labels = field(obj, "metadata", "labels"); labels != nullptr && labels->is_object()) {
+  if (const nlohmann::json* labels = field(obj, "metadata", "labels");
+      labels != nullptr && labels->is_object()) {
     for (const auto& [k, v] : labels->items()) {
       if (v.is_string()) {
         drop(byLabel_, k + "=" + v.get<std::string>());

@@ -33,7 +33,8 @@ kc::Status addPath(FieldTree& root, const std::string& path) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t dot = path.find('.', start);
-    std::string_view seg(path.data() + start, (dot == std::string::npos ? path.size() : dot) - start);
+    std::string_view seg(path.data() + start,
+                         (dot == std::string::npos ? path.size() : dot) - start);
     bool array = false;
     if (seg.size() >= 2 && seg.substr(seg.size() - 2) == "[]") {
       array = true;
@@ -44,7 +45,8 @@ kc::Status addPath(FieldTree& root, const std::string& path) {
     }
     FieldTree::Child* child = node->find(seg);
     if (child == nullptr) {
-      node->children.emplace_back(std::string(seg), FieldTree::Child{array, std::make_unique<FieldTree>()});
+      node->children.emplace_back(std::string(seg),
+                                  FieldTree::Child{array, std::make_unique<FieldTree>()});
       child = &node->children.back().second;
     }
     child->array = child->array || array;
@@ -104,7 +106,8 @@ nlohmann::json project(nlohmann::json&& in, const FieldTree& tree) {
 
 kc::Result<ObjectTransform> keepFields(const std::vector<std::string>& paths) {
   auto tree = std::make_shared<FieldTree>();
-  for (const char* always : {"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion"}) {
+  for (const char* always :
+       {"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion"}) {
     (void)addPath(*tree, always);
   }
   for (const auto& p : paths) {
@@ -155,7 +158,8 @@ kc::Result<nlohmann::json> unpackFields(const nlohmann::json& obj) {
   }
   nlohmann::json out = nlohmann::json::from_msgpack(packed->get_binary(), true, false);
   if (!out.is_object()) {
-    return kc::makeError(kc::errc::kInvalid, std::string(kPackedFieldsKey) + " is not a MessagePack object");
+    return kc::makeError(kc::errc::kInvalid,
+                         std::string(kPackedFieldsKey) + " is not a MessagePack object");
   }
   if (auto meta = obj.find("metadata"); meta != obj.end() && meta->is_object()) {
     for (const auto& [k, v] : meta->items()) {

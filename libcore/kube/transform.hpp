@@ -2,10 +2,9 @@
 // Field projections for Informer transforms: keep only the fields a daemon reads, so its cache
 // holds a few hundred bytes per object instead of the whole object.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/result.hpp"
 #include "libcore/kube/informer.hpp"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-
 #include <nlohmann/json.hpp>
 
 #include "libcore/base/percent_encoding.hpp"
@@ -10,7 +9,9 @@
 namespace kc::net {
 namespace {
 
-char lowerAscii(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+char lowerAscii(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 }  // namespace
 
@@ -83,42 +84,78 @@ Response Response::error(unsigned status, std::string_view code, std::string_vie
 
 std::string_view reasonPhrase(unsigned status) noexcept {
   switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 101:
+      return "Switching Protocols";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 304:
+      return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Unknown";
   }
 }
 
@@ -171,35 +208,41 @@ Result<Url> parseUrl(std::string_view url) {
   Url out;
   const auto sep = url.find("://");
   if (sep == std::string_view::npos) {
-    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "' has no scheme (want http:// or https://)");
+    return makeError(kc::errc::kInvalid,
+                     "URL '" + std::string(url) + "' has no scheme (want http:// or https://)");
   }
   for (char c : url.substr(0, sep)) {
     out.scheme.push_back(lowerAscii(c));
   }
   if (out.scheme != "http" && out.scheme != "https") {
-    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': unsupported scheme '" + out.scheme + "'");
+    return makeError(kc::errc::kInvalid,
+                     "URL '" + std::string(url) + "': unsupported scheme '" + out.scheme + "'");
   }
   std::string_view rest = url.substr(sep + 3);
   if (rest.find_first_of("?#") != std::string_view::npos) {
-    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "' must not carry a query or fragment");
+    return makeError(kc::errc::kInvalid,
+                     "URL '" + std::string(url) + "' must not carry a query or fragment");
   }
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   std::string_view path = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
   if (authority.find('@') != std::string_view::npos) {
-    return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': user info is not supported");
+    return makeError(kc::errc::kInvalid,
+                     "URL '" + std::string(url) + "': user info is not supported");
   }
   std::string_view portText;
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');
     if (close == std::string_view::npos) {
-      return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': unterminated IPv6 literal");
+      return makeError(kc::errc::kInvalid,
+                       "URL '" + std::string(url) + "': unterminated IPv6 literal");
     }
     out.host = std::string(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
     if (!after.empty()) {
       if (after.front() != ':') {
-        return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': junk after IPv6 literal");
+        return makeError(kc::errc::kInvalid,
+                         "URL '" + std::string(url) + "': junk after IPv6 literal");
       }
       portText = after.substr(1);
     }
@@ -215,9 +258,12 @@ Result<Url> parseUrl(std::string_view url) {
   }
   if (!portText.empty()) {
     unsigned value = 0;
-    const auto [ptr, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), value);
-    if (ec != std::errc{} || ptr != portText.data() + portText.size() || value == 0 || value > 65535) {
-      return makeError(kc::errc::kInvalid, "URL '" + std::string(url) + "': bad port '" + std::string(portText) + "'");
+    const auto [ptr, ec] =
+        std::from_chars(portText.data(), portText.data() + portText.size(), value);
+    if (ec != std::errc{} || ptr != portText.data() + portText.size() || value == 0 ||
+        value > 65535) {
+      return makeError(kc::errc::kInvalid,
+                       "URL '" + std::string(url) + "': bad port '" + std::string(portText) + "'");
     }
     out.port = static_cast<std::uint16_t>(value);
   } else {

@@ -6,13 +6,12 @@
 // forward-declared here).
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "libcore/base/result.hpp"
 
@@ -48,12 +47,14 @@ struct Request {
   Headers headers{};
   std::string body{};
   std::string remoteAddress{};  // "127.0.0.1:53412" (server side only)
-  bool tls = false;           // arrived over TLS (server side only)
+  bool tls = false;             // arrived over TLS (server side only)
   // Subject of the verified client certificate ("/CN=admin/O=system:masters"), empty when the
   // connection is plain or the client sent none (server side only).
   std::string peerCertSubject{};
 
-  std::optional<std::string> header(std::string_view name) const { return findHeader(headers, name); }
+  std::optional<std::string> header(std::string_view name) const {
+    return findHeader(headers, name);
+  }
   // First value of query parameter `name`, or nullopt when absent.
   std::optional<std::string> queryParam(std::string_view name) const;
   // Every value of query parameter `name`, in order.
@@ -68,7 +69,9 @@ struct Response {
   Headers headers{};
   std::string body{};
 
-  std::optional<std::string> header(std::string_view name) const { return findHeader(headers, name); }
+  std::optional<std::string> header(std::string_view name) const {
+    return findHeader(headers, name);
+  }
   Response& withHeader(std::string_view name, std::string_view value) {
     setHeader(headers, name, value);
     return *this;
@@ -88,15 +91,16 @@ std::string_view reasonPhrase(unsigned status) noexcept;
 
 // Parses "a=1&b=x%20y&flag" into ordered, decoded pairs ("flag" gets an empty value).
 Result<std::vector<std::pair<std::string, std::string>>> parseQuery(std::string_view query);
-// Builds "a=1&b=x%20y" from pairs (keys and values percent-encoded, libcore/base/percent_encoding.hpp).
+// Builds "a=1&b=x%20y" from pairs (keys and values percent-encoded,
+// libcore/base/percent_encoding.hpp).
 std::string buildQuery(const std::vector<std::pair<std::string, std::string>>& params);
 
 // A parsed absolute http(s) URL: "https://10.0.0.1:6443/prefix".
 struct Url {
-  std::string scheme{};  // "http" or "https"
-  std::string host{};    // "10.0.0.1", "example.org", "::1" (IPv6 without brackets)
+  std::string scheme{};    // "http" or "https"
+  std::string host{};      // "10.0.0.1", "example.org", "::1" (IPv6 without brackets)
   std::uint16_t port = 0;  // explicit or the scheme default (80 / 443)
-  std::string basePath{};    // "" or "/prefix" (no trailing '/')
+  std::string basePath{};  // "" or "/prefix" (no trailing '/')
 
   bool isTls() const { return scheme == "https"; }
   // "host:port" with IPv6 brackets, as used in a Host header.

@@ -6,15 +6,15 @@
 
 #include "libcore/net/http_client.hpp"
 
-#include <chrono>
-#include <limits>
-#include <optional>
-#include <vector>
-
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
+
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <vector>
 
 #include "libcore/net/detail/asio.hpp"
 
@@ -170,7 +170,8 @@ bool isIpLiteral(const std::string& host) {
 }
 
 bool idempotent(std::string_view method) {
-  return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" || method == "OPTIONS";
+  return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" ||
+         method == "OPTIONS";
 }
 
 bool isRedirect(unsigned status) {
@@ -188,7 +189,8 @@ std::string removeDotSegments(std::string_view path) {
   bool trailingSlash = false;
   while (pos <= path.size()) {
     const auto next = path.find('/', pos);
-    const auto seg = path.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos);
+    const auto seg =
+        path.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos);
     trailingSlash = next == std::string_view::npos && (seg == "." || seg == "..");
     if (seg == "..") {
       if (!out.empty()) {
@@ -215,7 +217,8 @@ std::string removeDotSegments(std::string_view path) {
 
 // The request-target a Location header points to, relative to the request `target` sent to
 // `origin`. Errors: "redirect" for another origin, "protocol" for a malformed Location.
-Result<std::string> redirectTarget(const Url& origin, std::string_view target, std::string_view location) {
+Result<std::string> redirectTarget(const Url& origin, std::string_view target,
+                                   std::string_view location) {
   while (!location.empty() && (location.front() == ' ' || location.front() == '\t')) {
     location.remove_prefix(1);
   }
@@ -227,11 +230,13 @@ Result<std::string> redirectTarget(const Url& origin, std::string_view target, s
   }
   for (const char ch : location) {
     if (static_cast<unsigned char>(ch) <= 0x20 || ch == 0x7f) {
-      return makeError(kc::errc::kProtocol, "malformed Location header in a redirect from " + origin.authority());
+      return makeError(kc::errc::kProtocol,
+                       "malformed Location header in a redirect from " + origin.authority());
     }
   }
   if (location.empty()) {
-    return makeError(kc::errc::kProtocol, "empty Location header in a redirect from " + origin.authority());
+    return makeError(kc::errc::kProtocol,
+                     "empty Location header in a redirect from " + origin.authority());
   }
   std::string absolute;  // "scheme://authority/path?query" when the Location names an origin
   if (startsWithNoCase(location, "http://") || startsWithNoCase(location, "https://")) {
@@ -245,15 +250,17 @@ Result<std::string> redirectTarget(const Url& origin, std::string_view target, s
     const auto pathStart = absolute.find_first_of("/?", authStart);
     auto there = parseUrl(absolute.substr(0, pathStart));
     if (!there) {
-      return makeError(kc::errc::kProtocol, "malformed Location '" + std::string(location).substr(0, 200) +
-                                       "' in a redirect from " + origin.authority());
+      return makeError(kc::errc::kProtocol, "malformed Location '" +
+                                                std::string(location).substr(0, 200) +
+                                                "' in a redirect from " + origin.authority());
     }
     if (!iequals(there->scheme, origin.scheme) || !iequals(there->host, origin.host) ||
         there->port != origin.port) {
-      return makeError(kc::errc::kRedirect, "redirect from " + origin.scheme + "://" + origin.authority() + " to another origin (" +
-                                       there->scheme + "://" + there->authority() +
-                                       ") refused: only same-origin redirects are followed; if the service "
-                                       "really lives there, configure that URL");
+      return makeError(kc::errc::kRedirect,
+                       "redirect from " + origin.scheme + "://" + origin.authority() +
+                           " to another origin (" + there->scheme + "://" + there->authority() +
+                           ") refused: only same-origin redirects are followed; if the service "
+                           "really lives there, configure that URL");
     }
     pathAndQuery = pathStart == std::string::npos ? "/" : absolute.substr(pathStart);
     if (pathAndQuery.front() == '?') {
@@ -325,12 +332,15 @@ class HttpClient::Impl {
 
   Error translate(const OpResult& r, std::string_view what, CancelToken* cancel) const {
     if (cancel != nullptr && cancel->cancelled()) {
-      return makeError(kc::errc::kCancelled, std::string(what) + " " + url.authority() + " cancelled");
+      return makeError(kc::errc::kCancelled,
+                       std::string(what) + " " + url.authority() + " cancelled");
     }
     if (r.timedOut) {
-      return makeError(kc::errc::kTimeout, std::string(what) + " " + url.authority() + " timed out");
+      return makeError(kc::errc::kTimeout,
+                       std::string(what) + " " + url.authority() + " timed out");
     }
-    return makeError(kc::errc::kUnavailable, std::string(what) + " " + url.authority() + " failed: " + r.ec.message());
+    return makeError(kc::errc::kUnavailable,
+                     std::string(what) + " " + url.authority() + " failed: " + r.ec.message());
   }
 
   Status connect(Connection& c, Clock::time_point deadline, CancelToken* cancel) {
@@ -344,11 +354,12 @@ class HttpClient::Impl {
       tcp::resolver resolver(c.ioc);
       tcp::resolver::results_type results;
       OpResult r = runOp(c, connectDeadline, [&](auto handler) {
-        resolver.async_resolve(url.host, std::to_string(url.port),
-                               [&results, handler](error_code rec, tcp::resolver::results_type res) mutable {
-                                 results = std::move(res);
-                                 handler(rec);
-                               });
+        resolver.async_resolve(
+            url.host, std::to_string(url.port),
+            [&results, handler](error_code rec, tcp::resolver::results_type res) mutable {
+              results = std::move(res);
+              handler(rec);
+            });
       });
       if (r.timedOut) {
         resolver.cancel();
@@ -361,7 +372,9 @@ class HttpClient::Impl {
       }
     }
     OpResult r = runOp(c, connectDeadline, [&](auto handler) {
-      asio::async_connect(c.socket(), endpoints, [handler](error_code cec, const tcp::endpoint&) mutable { handler(cec); });
+      asio::async_connect(
+          c.socket(), endpoints,
+          [handler](error_code cec, const tcp::endpoint&) mutable { handler(cec); });
     });
     if (r.ec || r.timedOut || (cancel != nullptr && cancel->cancelled())) {
       return translate(r, "connecting to", cancel);
@@ -389,7 +402,9 @@ class HttpClient::Impl {
         return makeError(kc::errc::kTls, "cannot set the name to verify ('" + name + "')");
       }
     }
-    OpResult r = runOp(c, deadline, [&](auto handler) { c.tls->async_handshake(asio::ssl::stream_base::client, handler); });
+    OpResult r = runOp(c, deadline, [&](auto handler) {
+      c.tls->async_handshake(asio::ssl::stream_base::client, handler);
+    });
     if (cancel != nullptr && cancel->cancelled()) {
       return translate(r, "TLS handshake with", cancel);
     }
@@ -399,23 +414,28 @@ class HttpClient::Impl {
     if (r.ec) {
       const long verify = SSL_get_verify_result(native);
       if (verify != X509_V_OK) {
-        return makeError(kc::errc::kTls, "TLS certificate verification of " + url.authority() + " (name '" + name +
-                                    "') failed: " + X509_verify_cert_error_string(verify) + "; trusted CA: " +
-                                    caDescription);
+        return makeError(kc::errc::kTls, "TLS certificate verification of " + url.authority() +
+                                             " (name '" + name +
+                                             "') failed: " + X509_verify_cert_error_string(verify) +
+                                             "; trusted CA: " + caDescription);
       }
-      return makeError(kc::errc::kTls, "TLS handshake with " + url.authority() + " failed: " + r.ec.message());
+      return makeError(kc::errc::kTls,
+                       "TLS handshake with " + url.authority() + " failed: " + r.ec.message());
     }
     return okStatus();
   }
 
-  Result<http::request<http::string_body>> buildRequest(std::string_view method, std::string_view target,
-                                                        std::string body, Headers headers) const {
+  Result<http::request<http::string_body>> buildRequest(std::string_view method,
+                                                        std::string_view target, std::string body,
+                                                        Headers headers) const {
     if (method.empty() || method.find_first_of(" \r\n\t") != std::string_view::npos) {
       return makeError(kc::errc::kInvalid, "bad HTTP method '" + std::string(method) + "'");
     }
-    if (target.empty() || target.front() != '/' || target.find_first_of(" \r\n\t") != std::string_view::npos) {
-      return makeError(kc::errc::kInvalid, "request target must start with '/' and contain no spaces: '" +
-                                      std::string(target) + "'");
+    if (target.empty() || target.front() != '/' ||
+        target.find_first_of(" \r\n\t") != std::string_view::npos) {
+      return makeError(kc::errc::kInvalid,
+                       "request target must start with '/' and contain no spaces: '" +
+                           std::string(target) + "'");
     }
     Headers merged = options.defaultHeaders;
     if (options.headerProvider) {
@@ -434,12 +454,15 @@ class HttpClient::Impl {
     req.set(http::field::user_agent, options.userAgent);
     for (const auto& h : merged) {
       if (!headerSafe(h)) {
-        return makeError(kc::errc::kInvalid, "header '" + h.name + "' contains characters not allowed in HTTP");
+        return makeError(kc::errc::kInvalid,
+                         "header '" + h.name + "' contains characters not allowed in HTTP");
       }
-      if (iequals(h.name, "Content-Length") || iequals(h.name, "Transfer-Encoding") || iequals(h.name, "Connection")) {
+      if (iequals(h.name, "Content-Length") || iequals(h.name, "Transfer-Encoding") ||
+          iequals(h.name, "Connection")) {
         continue;
       }
-      req.set(beast::string_view(h.name.data(), h.name.size()), beast::string_view(h.value.data(), h.value.size()));
+      req.set(beast::string_view(h.name.data(), h.name.size()),
+              beast::string_view(h.value.data(), h.value.size()));
     }
     const bool hasBody = !body.empty() || method == "POST" || method == "PUT" || method == "PATCH";
     req.body() = std::move(body);
@@ -479,8 +502,8 @@ class HttpClient::Impl {
     return allowReuse ? acquire() : std::make_unique<Connection>(ssl ? &*ssl : nullptr);
   }
 
-  Result<Response> request(std::string_view method, std::string_view target, std::string body, Headers headers,
-                           const RequestOptions& ro) {
+  Result<Response> request(std::string_view method, std::string_view target, std::string body,
+                           Headers headers, const RequestOptions& ro) {
     const auto timeout = ro.timeout.count() > 0 ? ro.timeout : options.requestTimeout;
     const auto deadline = Clock::now() + timeout;
     auto req = buildRequest(method, target, std::move(body), std::move(headers));
@@ -498,18 +521,21 @@ class HttpClient::Impl {
       if (!location) {
         return result;  // nothing to follow: the caller sees the 3xx
       }
-      const std::string what = currentMethod + " " + currentTarget + " (HTTP " + std::to_string(result->status) +
-                               " to '" + location->substr(0, 200) + "')";
+      const std::string what = currentMethod + " " + currentTarget + " (HTTP " +
+                               std::to_string(result->status) + " to '" + location->substr(0, 200) +
+                               "')";
       if (hop >= options.maxRedirects) {
-        return makeError(kc::errc::kRedirect, what + ": more than " + std::to_string(options.maxRedirects) +
-                                         " redirects from " + url.authority());
+        return makeError(kc::errc::kRedirect, what + ": more than " +
+                                                  std::to_string(options.maxRedirects) +
+                                                  " redirects from " + url.authority());
       }
       auto next = redirectTarget(url, currentTarget, *location);
       if (!next) {
         return makeError(next.error().code, what + ": " + next.error().message);
       }
       const unsigned st = result->status;
-      const bool toGet = (st == 303 && currentMethod != "HEAD") || ((st == 301 || st == 302) && currentMethod == "POST");
+      const bool toGet = (st == 303 && currentMethod != "HEAD") ||
+                         ((st == 301 || st == 302) && currentMethod == "POST");
       if (toGet) {
         currentMethod = "GET";
         req->method(http::verb::get);
@@ -570,17 +596,20 @@ class HttpClient::Impl {
       });
     }
     if (r.ec == http::error::body_limit) {
-      return makeError(kc::errc::kTooLarge, "response from " + url.authority() + " exceeds the limit of " +
-                                        std::to_string(options.responseBodyLimit) + " bytes");
+      return makeError(kc::errc::kTooLarge,
+                       "response from " + url.authority() + " exceeds the limit of " +
+                           std::to_string(options.responseBodyLimit) + " bytes");
     }
     if (r.ec || r.timedOut) {
       Error e = translate(r, "reading response from", cancel);
       const bool nothingRead = !parser.got_some();
-      if (c->reused && nothingRead && !r.timedOut && e.code == kc::errc::kUnavailable && idempotent(method)) {
+      if (c->reused && nothingRead && !r.timedOut && e.code == kc::errc::kUnavailable &&
+          idempotent(method)) {
         e.code = kc::errc::kStale;
       } else if (r.ec.category() == make_error_code(http::error::bad_target).category() &&
                  r.ec != http::error::end_of_stream && r.ec != http::error::partial_message) {
-        e = makeError(kc::errc::kProtocol, "malformed HTTP response from " + url.authority() + ": " + r.ec.message());
+        e = makeError(kc::errc::kProtocol,
+                      "malformed HTTP response from " + url.authority() + ": " + r.ec.message());
       }
       return e;
     }
@@ -601,7 +630,8 @@ class HttpClient::Impl {
 
   Status stream(std::string_view method, std::string_view target, std::string body, Headers headers,
                 const StreamCallbacks& cb, const StreamOptions& so) {
-    const auto headerTimeout = so.headerTimeout.count() > 0 ? so.headerTimeout : options.requestTimeout;
+    const auto headerTimeout =
+        so.headerTimeout.count() > 0 ? so.headerTimeout : options.requestTimeout;
     const auto deadline = Clock::now() + headerTimeout;
     auto req = buildRequest(method, target, std::move(body), std::move(headers));
     if (!req) {
@@ -621,8 +651,9 @@ class HttpClient::Impl {
     return st;
   }
 
-  Status streamOnce(http::request<http::string_body>& req, std::string_view method, Clock::time_point deadline,
-                    const StreamCallbacks& cb, const StreamOptions& so, bool allowReuse) {
+  Status streamOnce(http::request<http::string_body>& req, std::string_view method,
+                    Clock::time_point deadline, const StreamCallbacks& cb, const StreamOptions& so,
+                    bool allowReuse) {
     auto c = connectionFor(allowReuse);
     HookGuard guard(so.cancel, *c);
     if (auto st = send(*c, req, deadline, so.cancel); !st) {
@@ -639,7 +670,8 @@ class HttpClient::Impl {
     });
     if (r.ec || r.timedOut) {
       Error e = translate(r, "reading response from", so.cancel);
-      if (c->reused && !parser.got_some() && !r.timedOut && e.code == kc::errc::kUnavailable && idempotent(method)) {
+      if (c->reused && !parser.got_some() && !r.timedOut && e.code == kc::errc::kUnavailable &&
+          idempotent(method)) {
         e.code = kc::errc::kStale;
       }
       return e;
@@ -679,14 +711,17 @@ class HttpClient::Impl {
           return makeError(kc::errc::kCancelled, "stream from " + url.authority() + " cancelled");
         }
         if (r.timedOut) {
-          return makeError(kc::errc::kTimeout, "stream from " + url.authority() + " idle for longer than " +
-                                          std::to_string(so.idleTimeout.count()) + " ms");
+          return makeError(kc::errc::kTimeout, "stream from " + url.authority() +
+                                                   " idle for longer than " +
+                                                   std::to_string(so.idleTimeout.count()) + " ms");
         }
-        return makeError(kc::errc::kUnavailable, "stream from " + url.authority() + " broke: " + r.ec.message());
+        return makeError(kc::errc::kUnavailable,
+                         "stream from " + url.authority() + " broke: " + r.ec.message());
       }
     }
     guard.clear();
-    if (parser.get().keep_alive() && !parser.need_eof() && !(so.cancel != nullptr && so.cancel->cancelled())) {
+    if (parser.get().keep_alive() && !parser.need_eof() &&
+        !(so.cancel != nullptr && so.cancel->cancelled())) {
       release(std::move(c));
     }
     return okStatus();
@@ -749,10 +784,12 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(ClientOptions options) {
         return makeError(kc::errc::kInvalid, "client certificate and key must be given together");
       }
       if (hasCert && SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
-        return makeError(kc::errc::kTls, "client private key does not match the client certificate");
+        return makeError(kc::errc::kTls,
+                         "client private key does not match the client certificate");
       }
     } catch (const boost::system::system_error& e) {
-      return makeError(kc::errc::kTls, std::string("cannot load TLS material for ") + options.baseUrl + ": " + e.what());
+      return makeError(kc::errc::kTls, std::string("cannot load TLS material for ") +
+                                           options.baseUrl + ": " + e.what());
     }
   }
   impl->options = std::move(options);
@@ -762,17 +799,20 @@ Result<std::unique_ptr<HttpClient>> HttpClient::create(ClientOptions options) {
 HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpClient::~HttpClient() = default;
 
-Result<Response> HttpClient::request(std::string_view method, std::string_view target, std::string body,
-                                     Headers headers, RequestOptions options) {
+Result<Response> HttpClient::request(std::string_view method, std::string_view target,
+                                     std::string body, Headers headers, RequestOptions options) {
   return impl_->request(method, target, std::move(body), std::move(headers), options);
 }
 
-Status HttpClient::stream(std::string_view method, std::string_view target, std::string body, Headers headers,
-                          const StreamCallbacks& callbacks, StreamOptions options) {
+Status HttpClient::stream(std::string_view method, std::string_view target, std::string body,
+                          Headers headers, const StreamCallbacks& callbacks,
+                          StreamOptions options) {
   return impl_->stream(method, target, std::move(body), std::move(headers), callbacks, options);
 }
 
-const Url& HttpClient::baseUrl() const { return impl_->url; }
+const Url& HttpClient::baseUrl() const {
+  return impl_->url;
+}
 
 void HttpClient::closeIdleConnections() {
   std::lock_guard lock(impl_->poolMutex);

@@ -118,15 +118,14 @@ class HttpClient {
   // ("/api/v1/pods?limit=5"). HTTP error statuses are NOT errors here: a 404 is an ok Result
   // with status 404. Content-Length is set from `body`; a Content-Type in `headers` is sent
   // as is (none is added).
-  Result<Response> request(std::string_view method, std::string_view target,
-                           std::string body = {}, Headers headers = {},
-                           RequestOptions options = {});
+  Result<Response> request(std::string_view method, std::string_view target, std::string body = {},
+                           Headers headers = {}, RequestOptions options = {});
 
   // Streams the response body incrementally (no size limit). Returns ok when the body ended
   // normally or a callback asked to stop; an error when the connection failed, timed out or
   // was cancelled (code "cancelled").
-  Status stream(std::string_view method, std::string_view target, std::string body,
-                Headers headers, const StreamCallbacks& callbacks, StreamOptions options = {});
+  Status stream(std::string_view method, std::string_view target, std::string body, Headers headers,
+                const StreamCallbacks& callbacks, StreamOptions options = {});
 
   const Url& baseUrl() const;
   // Drops pooled idle connections (e.g. after the server certificate rotated).

@@ -8,6 +8,9 @@
 
 #include "libcore/net/http_server.hpp"
 
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -17,9 +20,6 @@
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
-
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include "libcore/base/percent_encoding.hpp"
 #include "libcore/net/detail/asio.hpp"
@@ -65,7 +65,8 @@ bool isMethodToken(std::string_view m) {
   if (m.empty()) {
     return false;
   }
-  return std::all_of(m.begin(), m.end(), [](char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; });
+  return std::all_of(m.begin(), m.end(),
+                     [](char c) { return (c >= 'A' && c <= 'Z') || c == '-' || c == '_'; });
 }
 
 struct Route {
@@ -110,7 +111,8 @@ class HttpServer::Impl {
 
   std::mutex sessionsMutex;
   std::condition_variable sessionsCv;
-  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // guarded by sessionsMutex
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>>
+      sessions;  // guarded by sessionsMutex
 
   // Streams post onto session strands from arbitrary threads; once the io threads are gone
   // (stop) the gate is shut so nothing posts into an io_context being torn down.
@@ -293,7 +295,9 @@ class StreamHandle final : public ResponseStream {
  public:
   explicit StreamHandle(std::shared_ptr<StreamState> s) : s_(std::move(s)) {}
   ~StreamHandle() override { s_->abandoned(); }
-  bool begin(unsigned status, Headers headers) override { return s_->begin(status, std::move(headers)); }
+  bool begin(unsigned status, Headers headers) override {
+    return s_->begin(status, std::move(headers));
+  }
   bool write(std::string_view data) override { return s_->write(data); }
   void end() override { s_->end(); }
   bool send(Response response) override { return s_->send(std::move(response)); }
@@ -339,27 +343,31 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->closeNow(); });
   }
   void postStreamBegin(unsigned status, Headers headers) override {
-    asio::post(stream_.get_executor(), [self = this->shared_from_this(), status, h = std::move(headers)]() mutable {
-      self->streamBegin(status, std::move(h));
-    });
+    asio::post(stream_.get_executor(),
+               [self = this->shared_from_this(), status, h = std::move(headers)]() mutable {
+                 self->streamBegin(status, std::move(h));
+               });
   }
   void postStreamWrite(std::shared_ptr<const std::string> data) override {
-    asio::post(stream_.get_executor(), [self = this->shared_from_this(), d = std::move(data)] { self->streamWrite(d); });
+    asio::post(stream_.get_executor(),
+               [self = this->shared_from_this(), d = std::move(data)] { self->streamWrite(d); });
   }
   void postStreamEnd() override {
     asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->streamEnd(); });
   }
   void postSend(Response response) override {
-    asio::post(stream_.get_executor(), [self = this->shared_from_this(), r = std::move(response)]() mutable {
-      if (self->state_ == State::kHandling) {
-        self->writeResponse(std::move(r));
-      }
-    });
+    asio::post(stream_.get_executor(),
+               [self = this->shared_from_this(), r = std::move(response)]() mutable {
+                 if (self->state_ == State::kHandling) {
+                   self->writeResponse(std::move(r));
+                 }
+               });
   }
   void postAbandoned(bool begun) override {
     asio::post(stream_.get_executor(), [self = this->shared_from_this(), begun] {
       if (!begun && self->state_ == State::kHandling) {
-        self->writeResponse(Response::error(500, "internal", "handler finished without a response"));
+        self->writeResponse(
+            Response::error(500, "internal", "handler finished without a response"));
       } else if (begun) {
         self->streamEnd();
       }
@@ -367,7 +375,16 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
  private:
-  enum class State { kHandshake, kIdle, kReading, kHandling, kWriting, kStreaming, kClosing, kClosed };
+  enum class State {
+    kHandshake,
+    kIdle,
+    kReading,
+    kHandling,
+    kWriting,
+    kStreaming,
+    kClosing,
+    kClosed
+  };
 
   static Stream makeStream(HttpServer::Impl& server, tcp::socket socket) {
     if constexpr (kTls) {
@@ -409,8 +426,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if constexpr (kTls) {
       state_ = State::kHandshake;
       arm(server_.options.readTimeout);
-      stream_.async_handshake(asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](error_code ec) { self->onHandshake(ec); });
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](error_code ec) { self->onHandshake(ec); });
     } else {
       readHeader();
     }
@@ -440,11 +458,13 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
     state_ = State::kIdle;
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(server_.options.headerLimit, UINT32_MAX)));
+    parser_->header_limit(
+        static_cast<std::uint32_t>(std::min<std::size_t>(server_.options.headerLimit, UINT32_MAX)));
     parser_->body_limit(server_.options.bodyLimit);
     arm(requests_ == 0 ? server_.options.readTimeout : server_.options.idleTimeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = this->shared_from_this()](error_code ec, std::size_t) { self->onHeader(ec); });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->onHeader(ec); });
   }
 
   void onHeader(error_code ec) {
@@ -462,7 +482,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       return;
     }
     const auto expect = req[http::field::expect];
-    if (!expect.empty() && iequals(std::string_view(expect.data(), expect.size()), "100-continue") &&
+    if (!expect.empty() &&
+        iequals(std::string_view(expect.data(), expect.size()), "100-continue") &&
         !parser_->is_done()) {
       auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       arm(server_.options.writeTimeout);
@@ -481,8 +502,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void readBody() {
     arm(server_.options.readTimeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](error_code ec, std::size_t) { self->onBody(ec); });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](error_code ec, std::size_t) { self->onBody(ec); });
   }
 
   void onBody(error_code ec) {
@@ -495,20 +517,22 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void readFailed(error_code ec, bool headerPhase) {
-    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::operation_aborted ||
-        ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated ||
-        ec == http::error::partial_message) {
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == asio::ssl::error::stream_truncated || ec == http::error::partial_message) {
       closeNow();  // client went away (or our deadline closed the socket)
       return;
     }
     if (ec == http::error::body_limit) {
       fail(413, "too_large",
-           "request body exceeds the limit of " + std::to_string(server_.options.bodyLimit) + " bytes");
+           "request body exceeds the limit of " + std::to_string(server_.options.bodyLimit) +
+               " bytes");
       return;
     }
     if (ec == http::error::header_limit) {
       fail(431, "header_too_large",
-           "request header exceeds the limit of " + std::to_string(server_.options.headerLimit) + " bytes");
+           "request header exceeds the limit of " + std::to_string(server_.options.headerLimit) +
+               " bytes");
       return;
     }
     if (ec.category() == make_error_code(http::error::bad_target).category()) {
@@ -542,7 +566,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
     std::string_view target = req.target;
     // absolute-form ("http://host/path") is legal from proxies; serve its path.
-    if (const auto scheme = target.find("://"); scheme != std::string_view::npos && target.front() != '/') {
+    if (const auto scheme = target.find("://");
+        scheme != std::string_view::npos && target.front() != '/') {
       const auto slash = target.find('/', scheme + 3);
       target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
     }
@@ -569,11 +594,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     Match m = server_.match(req.method, req.path);
     headOnly_ = m.headAsGet || req.method == "HEAD";
     if (m.status != 0) {
-      Response r = m.status == 405
-                       ? Response::error(405, "method_not_allowed",
-                                         "method " + req.method + " is not allowed on " + req.path)
-                             .withHeader("Allow", m.allow)
-                       : Response::error(404, "not_found", "no route for " + req.method + " " + req.path);
+      Response r =
+          m.status == 405
+              ? Response::error(405, "method_not_allowed",
+                                "method " + req.method + " is not allowed on " + req.path)
+                    .withHeader("Allow", m.allow)
+              : Response::error(404, "not_found", "no route for " + req.method + " " + req.path);
       writeResponse(std::move(r));
       return;
     }
@@ -587,14 +613,16 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       writeResponse(std::move(r));
       return;
     }
-    stream_state_ = std::make_shared<StreamState>(this->shared_from_this(), &server_, server_.options.streamBufferLimit);
+    stream_state_ = std::make_shared<StreamState>(this->shared_from_this(), &server_,
+                                                  server_.options.streamBufferLimit);
     // Our own reference keeps the handle alive across the call, so a throwing handler is
     // answered with its exception text rather than the generic "abandoned" 500.
     auto handle = std::make_shared<StreamHandle>(stream_state_);
     try {
       m.stream(req, handle);
     } catch (const std::exception& e) {
-      stream_state_->send(Response::error(500, "internal", std::string("handler failed: ") + e.what()));
+      stream_state_->send(
+          Response::error(500, "internal", std::string("handler failed: ") + e.what()));
     }
     handle.reset();
   }
@@ -611,8 +639,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     res->version(11);
     res->set(http::field::server, server_.options.serverHeader);
     for (const auto& h : r.headers) {
-      if (safeHeader(h) && !iequals(h.name, "Content-Length") && !iequals(h.name, "Transfer-Encoding") &&
-          !iequals(h.name, "Connection")) {
+      if (safeHeader(h) && !iequals(h.name, "Content-Length") &&
+          !iequals(h.name, "Transfer-Encoding") && !iequals(h.name, "Connection")) {
         res->insert(h.name, h.value);
       }
     }
@@ -625,15 +653,16 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       res->content_length(bodySize);
     }
     arm(server_.options.writeTimeout);
-    http::async_write(stream_, *res, [self = this->shared_from_this(), res, close](error_code ec, std::size_t) {
-      self->disarm();
-      if (ec || close) {
-        self->gracefulClose();
-        return;
-      }
-      self->finishExchange();
-      self->readHeader();
-    });
+    http::async_write(stream_, *res,
+                      [self = this->shared_from_this(), res, close](error_code ec, std::size_t) {
+                        self->disarm();
+                        if (ec || close) {
+                          self->gracefulClose();
+                          return;
+                        }
+                        self->finishExchange();
+                        self->readHeader();
+                      });
   }
 
   void finishExchange() {
@@ -660,11 +689,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       return;
     }
     state_ = State::kStreaming;
-    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reasonPhrase(status)) + "\r\n";
+    std::string head =
+        "HTTP/1.1 " + std::to_string(status) + " " + std::string(reasonPhrase(status)) + "\r\n";
     head += "Server: " + server_.options.serverHeader + "\r\n";
     for (const auto& h : headers) {
-      if (safeHeader(h) && !iequals(h.name, "Content-Length") && !iequals(h.name, "Transfer-Encoding") &&
-          !iequals(h.name, "Connection")) {
+      if (safeHeader(h) && !iequals(h.name, "Content-Length") &&
+          !iequals(h.name, "Transfer-Encoding") && !iequals(h.name, "Connection")) {
         head += h.name + ": " + h.value + "\r\n";
       }
     }
@@ -723,9 +753,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       batchAccounted_ += p.accounted;
     }
     arm(server_.options.writeTimeout);
-    asio::async_write(stream_, batch_, [self = this->shared_from_this()](error_code ec, std::size_t) {
-      self->onStreamWritten(ec);
-    });
+    asio::async_write(stream_, batch_,
+                      [self = this->shared_from_this()](error_code ec, std::size_t) {
+                        self->onStreamWritten(ec);
+                      });
   }
 
   void onStreamWritten(error_code ec) {
@@ -746,17 +777,18 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   // While streaming, a pending read notices the client closing the connection. Bytes that do
   // arrive (a pipelined request) are ignored: the connection closes after the stream.
   void watchForDisconnect() {
-    stream_.async_read_some(asio::buffer(scratch_), [self = this->shared_from_this()](error_code ec, std::size_t) {
-      if (ec) {
-        if (self->state_ == State::kStreaming) {
-          self->closeNow();
-        }
-        return;
-      }
-      if (self->state_ == State::kStreaming) {
-        self->watchForDisconnect();
-      }
-    });
+    stream_.async_read_some(asio::buffer(scratch_),
+                            [self = this->shared_from_this()](error_code ec, std::size_t) {
+                              if (ec) {
+                                if (self->state_ == State::kStreaming) {
+                                  self->closeNow();
+                                }
+                                return;
+                              }
+                              if (self->state_ == State::kStreaming) {
+                                self->watchForDisconnect();
+                              }
+                            });
   }
 
   // --- shutdown ----------------------------------------------------------------------------------
@@ -794,14 +826,15 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void discard() {
-    socket().async_read_some(asio::buffer(scratch_), [self = this->shared_from_this()](error_code ec, std::size_t n) {
-      self->lingered_ += n;
-      if (ec || self->lingered_ > kLingerMaxBytes) {
-        self->closeNow();
-        return;
-      }
-      self->discard();
-    });
+    socket().async_read_some(asio::buffer(scratch_),
+                             [self = this->shared_from_this()](error_code ec, std::size_t n) {
+                               self->lingered_ += n;
+                               if (ec || self->lingered_ > kLingerMaxBytes) {
+                                 self->closeNow();
+                                 return;
+                               }
+                               self->discard();
+                             });
   }
 
   void closeNow() {
@@ -875,7 +908,8 @@ Match HttpServer::Impl::match(const std::string& method, const std::string& path
   const Route* best = nullptr;
   for (const auto& r : prefix) {
     if (path.compare(0, r.path.size(), r.path) == 0) {
-      if (r.method.empty() || r.method == method || (method == "HEAD" && r.method == "GET" && r.handler)) {
+      if (r.method.empty() || r.method == method ||
+          (method == "HEAD" && r.method == "GET" && r.handler)) {
         if (best == nullptr || r.path.size() > best->path.size()) {
           best = &r;
         }
@@ -974,12 +1008,15 @@ void HttpServer::Impl::accept() {
 // ---------------------------------------------------------------------------------------------
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_shared<Impl>(std::move(options))) {}
 
-HttpServer::~HttpServer() { stop(std::chrono::milliseconds(0)); }
+HttpServer::~HttpServer() {
+  stop(std::chrono::milliseconds(0));
+}
 
 void HttpServer::route(std::string method, std::string path, Handler handler) {
   std::unique_lock lock(impl_->routesMutex);
   auto& v = impl_->exact;
-  v.erase(std::remove_if(v.begin(), v.end(), [&](const Route& r) { return r.method == method && r.path == path; }),
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [&](const Route& r) { return r.method == method && r.path == path; }),
           v.end());
   v.push_back(Route{std::move(method), std::move(path), std::move(handler), nullptr});
 }
@@ -987,7 +1024,8 @@ void HttpServer::route(std::string method, std::string path, Handler handler) {
 void HttpServer::routeStream(std::string method, std::string path, StreamHandler handler) {
   std::unique_lock lock(impl_->routesMutex);
   auto& v = impl_->exact;
-  v.erase(std::remove_if(v.begin(), v.end(), [&](const Route& r) { return r.method == method && r.path == path; }),
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [&](const Route& r) { return r.method == method && r.path == path; }),
           v.end());
   v.push_back(Route{std::move(method), std::move(path), nullptr, std::move(handler)});
 }
@@ -995,7 +1033,8 @@ void HttpServer::routeStream(std::string method, std::string path, StreamHandler
 void HttpServer::routePrefix(std::string method, std::string prefix, Handler handler) {
   std::unique_lock lock(impl_->routesMutex);
   auto& v = impl_->prefix;
-  v.erase(std::remove_if(v.begin(), v.end(), [&](const Route& r) { return r.method == method && r.path == prefix; }),
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [&](const Route& r) { return r.method == method && r.path == prefix; }),
           v.end());
   v.push_back(Route{std::move(method), std::move(prefix), std::move(handler), nullptr});
 }
@@ -1003,7 +1042,8 @@ void HttpServer::routePrefix(std::string method, std::string prefix, Handler han
 void HttpServer::routePrefixStream(std::string method, std::string prefix, StreamHandler handler) {
   std::unique_lock lock(impl_->routesMutex);
   auto& v = impl_->prefix;
-  v.erase(std::remove_if(v.begin(), v.end(), [&](const Route& r) { return r.method == method && r.path == prefix; }),
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [&](const Route& r) { return r.method == method && r.path == prefix; }),
           v.end());
   v.push_back(Route{std::move(method), std::move(prefix), nullptr, std::move(handler)});
 }
@@ -1084,7 +1124,8 @@ Result<std::uint16_t> HttpServer::start() {
   error_code ec;
   const auto address = asio::ip::make_address(s.options.bindAddress, ec);
   if (ec) {
-    return makeError(kc::errc::kInvalid, "bad bind address '" + s.options.bindAddress + "': " + ec.message());
+    return makeError(kc::errc::kInvalid,
+                     "bad bind address '" + s.options.bindAddress + "': " + ec.message());
   }
   const tcp::endpoint endpoint(address, s.options.port);
   tcp::acceptor acceptor(s.ioc);
@@ -1099,7 +1140,8 @@ Result<std::uint16_t> HttpServer::start() {
     acceptor.listen(asio::socket_base::max_listen_connections, ec);
   }
   if (ec) {
-    return makeError(kc::errc::kUnavailable, "cannot listen on " + endpointText(endpoint) + ": " + ec.message());
+    return makeError(kc::errc::kUnavailable,
+                     "cannot listen on " + endpointText(endpoint) + ": " + ec.message());
   }
   s.boundPort = acceptor.local_endpoint().port();
   s.boundHost = address.is_v6() ? "[" + address.to_string() + "]" : address.to_string();
@@ -1154,8 +1196,12 @@ void HttpServer::stop(std::chrono::milliseconds drainTimeout) {
   s.running = false;
 }
 
-bool HttpServer::running() const { return impl_->running && !impl_->stopping; }
-std::uint16_t HttpServer::port() const { return impl_->boundPort; }
+bool HttpServer::running() const {
+  return impl_->running && !impl_->stopping;
+}
+std::uint16_t HttpServer::port() const {
+  return impl_->boundPort;
+}
 
 std::string HttpServer::baseUrl() const {
   return std::string(impl_->tlsEnabled ? "https://" : "http://") + impl_->boundHost + ":" +

@@ -1,9 +1,6 @@
 #include "libcore/net/pki.hpp"
 
-#include <memory>
-
 #include <arpa/inet.h>
-
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -12,6 +9,8 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+
+#include <memory>
 
 namespace kc::net {
 namespace {
@@ -37,11 +36,14 @@ Error opensslError(const std::string& what) {
   return makeError(kc::errc::kInternal, what + (detail.empty() ? "" : ": " + detail));
 }
 
-Owned<EVP_PKEY> newKey() { return Owned<EVP_PKEY>(EVP_EC_gen("P-256")); }
+Owned<EVP_PKEY> newKey() {
+  return Owned<EVP_PKEY>(EVP_EC_gen("P-256"));
+}
 
 Result<std::string> keyPem(EVP_PKEY* key) {
   Owned<BIO> bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+  if (!bio ||
+      PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
     return opensslError("cannot write private key");
   }
   char* data = nullptr;
@@ -69,13 +71,15 @@ bool addExtension(X509* cert, X509* issuer, int nid, const std::string& value) {
 
 bool setName(X509_NAME* name, const std::string& cn, const std::vector<std::string>& orgs) {
   for (const auto& o : orgs) {
-    if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(o.c_str()), -1,
-                                   -1, 0) != 1) {
+    if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                                   reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1,
+                                   0) != 1) {
       return false;
     }
   }
-  return X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()),
-                                    -1, -1, 0) == 1;
+  return X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                                    reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1,
+                                    0) == 1;
 }
 
 // Fills version, random serial, validity, subject and public key.
@@ -87,9 +91,12 @@ bool prepare(X509* cert, EVP_PKEY* key, const std::string& cn, const std::vector
   }
   serialBytes[0] &= 0x7F;  // positive
   Owned<BIGNUM> serial(BN_bin2bn(serialBytes, sizeof serialBytes, nullptr));
-  const long seconds = static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(validity).count());
-  return serial && X509_set_version(cert, 2) == 1 && BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert)) &&
-         X509_gmtime_adj(X509_getm_notBefore(cert), -3600) && X509_gmtime_adj(X509_getm_notAfter(cert), seconds) &&
+  const long seconds =
+      static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(validity).count());
+  return serial && X509_set_version(cert, 2) == 1 &&
+         BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert)) &&
+         X509_gmtime_adj(X509_getm_notBefore(cert), -3600) &&
+         X509_gmtime_adj(X509_getm_notAfter(cert), seconds) &&
          setName(X509_get_subject_name(cert), cn, orgs) && X509_set_pubkey(cert, key) == 1;
 }
 
@@ -109,7 +116,8 @@ Result<CertAndKey> makeSelfSignedCa(const std::string& commonName, std::chrono::
   if (!prepare(cert.get(), key.get(), commonName, {}, validity) ||
       X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get())) != 1 ||
       !addExtension(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE") ||
-      !addExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature") ||
+      !addExtension(cert.get(), cert.get(), NID_key_usage,
+                    "critical,keyCertSign,cRLSign,digitalSignature") ||
       !addExtension(cert.get(), cert.get(), NID_subject_key_identifier, "hash") ||
       X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) {
     return opensslError("cannot build CA certificate");
@@ -170,11 +178,13 @@ Result<CertAndKey> issueCertificate(const CertAndKey& ca, const CertRequest& req
   if (request.clientAuth) {
     eku += eku.empty() ? "clientAuth" : ",clientAuth";
   }
-  bool ok = prepare(cert.get(), key.get(), request.commonName, request.organizations, request.validity) &&
-            X509_set_issuer_name(cert.get(), X509_get_subject_name(caCert.get())) == 1 &&
-            addExtension(cert.get(), caCert.get(), NID_basic_constraints, "critical,CA:FALSE") &&
-            addExtension(cert.get(), caCert.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment") &&
-            addExtension(cert.get(), caCert.get(), NID_authority_key_identifier, "keyid:always");
+  bool ok =
+      prepare(cert.get(), key.get(), request.commonName, request.organizations, request.validity) &&
+      X509_set_issuer_name(cert.get(), X509_get_subject_name(caCert.get())) == 1 &&
+      addExtension(cert.get(), caCert.get(), NID_basic_constraints, "critical,CA:FALSE") &&
+      addExtension(cert.get(), caCert.get(), NID_key_usage,
+                   "critical,digitalSignature,keyEncipherment") &&
+      addExtension(cert.get(), caCert.get(), NID_authority_key_identifier, "keyid:always");
   if (ok && !eku.empty()) {
     ok = addExtension(cert.get(), caCert.get(), NID_ext_key_usage, eku);
   }

@@ -2,8 +2,8 @@
 // Minimal X.509 issuing on OpenSSL for development and tests: a self-signed CA and
 // certificates it signs (server and/or client use, DNS and IP SANs). The Kubernetes API test
 // double issues its CA and serving certificate with it (tools/kube-apiserver-double/
-// double_server.cpp); tests/unit/apiserver/pki_test.cpp checks it. Not a production PKI: keys are EC
-// P-256, serials random, no revocation.
+// double_server.cpp); tests/unit/apiserver/pki_test.cpp checks it. Not a production PKI: keys are
+// EC P-256, serials random, no revocation.
 
 #include <chrono>
 #include <string>

@@ -17,8 +17,8 @@ net::ServerOptions serverOptions(std::string name, std::string listen, std::uint
 
 }  // namespace
 
-DaemonHttp::DaemonHttp(std::string name, std::string listen, std::uint16_t port, const HealthChecks& health,
-                       const Metrics& metrics)
+DaemonHttp::DaemonHttp(std::string name, std::string listen, std::uint16_t port,
+                       const HealthChecks& health, const Metrics& metrics)
     : server_(serverOptions(std::move(name), std::move(listen), port)) {
   installHealthEndpoints(server_, health);
   installMetricsEndpoint(server_, metrics);

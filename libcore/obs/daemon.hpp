@@ -9,9 +9,8 @@
 //   if (!bound) return 1;
 //   ... start the daemon's own work, log that it serves ...
 //   return kc::obs::runUntilSignalled({.name = "reconfig-mgr",
-//                                      .steps = {&health, [&] { manager.stop(); }, [&] { http.stop(); }},
-//                                      .portFile = portFile,
-//                                      .port = *bound});
+//                                      .steps = {&health, [&] { manager.stop(); }, [&] {
+//                                      http.stop(); }}, .portFile = portFile, .port = *bound});
 
 #include <chrono>
 #include <cstdint>

@@ -1,11 +1,11 @@
 #include "libcore/obs/health.hpp"
 
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
 #include "libcore/net/http_server.hpp"
 
@@ -14,8 +14,12 @@ namespace kc::obs {
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {}
 Metrics::~Metrics() = default;
 
-prometheus::Registry& Metrics::registry() { return *registry_; }
-std::shared_ptr<prometheus::Registry> Metrics::sharedRegistry() const { return registry_; }
+prometheus::Registry& Metrics::registry() {
+  return *registry_;
+}
+std::shared_ptr<prometheus::Registry> Metrics::sharedRegistry() const {
+  return registry_;
+}
 
 std::string Metrics::serialize() const {
   auto families = registry_->Collect();
@@ -77,7 +81,8 @@ HealthChecks::Outcome HealthChecks::checkReady(const std::vector<std::string>& e
 }
 
 HealthChecks::Outcome HealthChecks::run(const std::vector<std::pair<std::string, Check>>& checks,
-                                        const std::vector<std::string>& exclude, bool readiness) const {
+                                        const std::vector<std::string>& exclude,
+                                        bool readiness) const {
   // Checks run outside the lock: they may take a moment (e.g. ask the informer) and must not
   // block registration or failReadiness().
   Outcome out;
@@ -113,7 +118,8 @@ namespace {
 
 // Body in the kube-apiserver style: "ok" when healthy and not verbose; otherwise one line per
 // check and a summary line.
-net::Response renderOutcome(const HealthChecks::Outcome& outcome, std::string_view endpoint, bool verbose) {
+net::Response renderOutcome(const HealthChecks::Outcome& outcome, std::string_view endpoint,
+                            bool verbose) {
   const unsigned status = outcome.ok ? 200 : 503;
   if (outcome.ok && !verbose) {
     return net::Response::text(status, "ok");
@@ -130,26 +136,29 @@ net::Response renderOutcome(const HealthChecks::Outcome& outcome, std::string_vi
   return net::Response::text(status, std::move(body));
 }
 
-void installOne(net::HttpServer& server, const std::string& endpoint, bool readiness, const HealthChecks& checks) {
+void installOne(net::HttpServer& server, const std::string& endpoint, bool readiness,
+                const HealthChecks& checks) {
   server.route("GET", "/" + endpoint, [&checks, endpoint, readiness](const net::Request& req) {
     const auto exclude = req.queryParams("exclude");
     auto outcome = readiness ? checks.checkReady(exclude) : checks.checkLive(exclude);
     return renderOutcome(outcome, endpoint, req.hasQueryParam("verbose"));
   });
   // /readyz/<check>: run one named check only.
-  server.routePrefix("GET", "/" + endpoint + "/", [&checks, endpoint, readiness](const net::Request& req) {
-    const std::string name = req.path.substr(endpoint.size() + 2);
-    auto outcome = readiness ? checks.checkReady() : checks.checkLive();
-    for (auto& [checkName, result] : outcome.results) {
-      if (checkName == name) {
-        HealthChecks::Outcome one;
-        one.ok = result.ok();
-        one.results.emplace_back(checkName, result);
-        return renderOutcome(one, endpoint + "/" + name, req.hasQueryParam("verbose"));
-      }
-    }
-    return net::Response::error(404, "not_found", "no " + endpoint + " check named '" + name + "'");
-  });
+  server.routePrefix(
+      "GET", "/" + endpoint + "/", [&checks, endpoint, readiness](const net::Request& req) {
+        const std::string name = req.path.substr(endpoint.size() + 2);
+        auto outcome = readiness ? checks.checkReady() : checks.checkLive();
+        for (auto& [checkName, result] : outcome.results) {
+          if (checkName == name) {
+            HealthChecks::Outcome one;
+            one.ok = result.ok();
+            one.results.emplace_back(checkName, result);
+            return renderOutcome(one, endpoint + "/" + name, req.hasQueryParam("verbose"));
+          }
+        }
+        return net::Response::error(404, "not_found",
+                                    "no " + endpoint + " check named '" + name + "'");
+      });
 }
 
 }  // namespace
@@ -162,7 +171,8 @@ void installHealthEndpoints(net::HttpServer& server, const HealthChecks& checks)
 
 void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics) {
   server.route("GET", "/metrics", [&metrics](const net::Request&) {
-    return net::Response::text(200, metrics.serialize(), "text/plain; version=0.0.4; charset=utf-8");
+    return net::Response::text(200, metrics.serialize(),
+                               "text/plain; version=0.0.4; charset=utf-8");
   });
 }
 

@@ -1,14 +1,14 @@
 #include "libcore/obs/log.hpp"
 
-#include <chrono>
-#include <ctime>
-#include <mutex>
-
-#include <nlohmann/json.hpp>
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <ctime>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
 #include "libcore/base/rfc3339.hpp"
 
@@ -64,13 +64,20 @@ SplitMessage split(std::string_view payload) {
 
 std::string_view levelName(spdlog::level::level_enum level) {
   switch (level) {
-    case spdlog::level::trace: return "trace";
-    case spdlog::level::debug: return "debug";
-    case spdlog::level::info: return "info";
-    case spdlog::level::warn: return "warn";
-    case spdlog::level::err: return "error";
-    case spdlog::level::critical: return "critical";
-    default: return "off";
+    case spdlog::level::trace:
+      return "trace";
+    case spdlog::level::debug:
+      return "debug";
+    case spdlog::level::info:
+      return "info";
+    case spdlog::level::warn:
+      return "warn";
+    case spdlog::level::err:
+      return "error";
+    case spdlog::level::critical:
+      return "critical";
+    default:
+      return "off";
   }
 }
 
@@ -104,8 +111,10 @@ class LineFormatter final : public spdlog::formatter {
       }
       line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     } else {
-      line = formatRfc3339(msg.time, Rfc3339Precision::kMillis) + " " + std::string(levelName(msg.level)) + " [" +
-             std::string(msg.logger_name.data(), msg.logger_name.size()) + "] " + std::string(parts.text);
+      line = formatRfc3339(msg.time, Rfc3339Precision::kMillis) + " " +
+             std::string(levelName(msg.level)) + " [" +
+             std::string(msg.logger_name.data(), msg.logger_name.size()) + "] " +
+             std::string(parts.text);
       for (const auto& [k, v] : parts.fields) {
         line.push_back(' ');
         line.append(k);
@@ -117,7 +126,9 @@ class LineFormatter final : public spdlog::formatter {
     dest.append(line.data(), line.data() + line.size());
   }
 
-  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<LineFormatter>(format_); }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<LineFormatter>(format_);
+  }
 
  private:
   LogFormat format_;
@@ -142,16 +153,18 @@ class StringSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 Result<spdlog::level::level_enum> parseLevel(std::string_view text) {
   static const std::pair<std::string_view, spdlog::level::level_enum> kLevels[] = {
-      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
-      {"warn", spdlog::level::warn},   {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
+      {"trace", spdlog::level::trace},       {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},         {"warn", spdlog::level::warn},
+      {"warning", spdlog::level::warn},      {"error", spdlog::level::err},
       {"critical", spdlog::level::critical}, {"off", spdlog::level::off}};
   for (const auto& [name, level] : kLevels) {
     if (name == text) {
       return level;
     }
   }
-  return makeError(kc::errc::kInvalid, "unknown log level '" + std::string(text) +
-                                  "' (want trace, debug, info, warn, error, critical or off)");
+  return makeError(kc::errc::kInvalid,
+                   "unknown log level '" + std::string(text) +
+                       "' (want trace, debug, info, warn, error, critical or off)");
 }
 
 Status install(const LogOptions& options, spdlog::sink_ptr sink) {
@@ -176,7 +189,8 @@ Result<LogFormat> parseLogFormat(std::string_view text) {
   if (text == "json") {
     return LogFormat::kJson;
   }
-  return makeError(kc::errc::kInvalid, "unknown log format '" + std::string(text) + "' (want text or json)");
+  return makeError(kc::errc::kInvalid,
+                   "unknown log format '" + std::string(text) + "' (want text or json)");
 }
 
 Status setupLogging(const LogOptions& options) {

@@ -1,16 +1,15 @@
 #include "libcore/obs/shutdown.hpp"
 
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <mutex>
 #include <thread>
-
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include "libcore/obs/health.hpp"
 
@@ -42,11 +41,16 @@ extern "C" void onShutdownSignal(int sig) {
 
 std::string signalName(int sig) {
   switch (sig) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
-    case SIGQUIT: return "SIGQUIT";
-    default: return "signal " + std::to_string(sig);
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
 
@@ -56,7 +60,8 @@ class ShutdownHandler::Impl {
  public:
   explicit Impl(Steps s) : steps(std::move(s)) {
     if (::pipe2(fds, O_CLOEXEC) != 0) {
-      throw std::runtime_error(std::string("ShutdownHandler: pipe2 failed: ") + std::strerror(errno));
+      throw std::runtime_error(std::string("ShutdownHandler: pipe2 failed: ") +
+                               std::strerror(errno));
     }
     watcher = std::thread([this] { watch(); });
   }
@@ -80,7 +85,8 @@ class ShutdownHandler::Impl {
     }
     int expected = -1;
     if (!gPipeWrite.compare_exchange_strong(expected, fds[1])) {
-      return makeError(kc::errc::kUnavailable, "another ShutdownHandler is already installed in this process");
+      return makeError(kc::errc::kUnavailable,
+                       "another ShutdownHandler is already installed in this process");
     }
     gSignalsSeen = 0;
     struct sigaction sa {};
@@ -92,7 +98,8 @@ class ShutdownHandler::Impl {
       if (::sigaction(sig, &sa, &previous) != 0) {
         const std::string why = std::strerror(errno);
         uninstall();
-        return makeError(kc::errc::kInvalid, "cannot install a handler for " + signalName(sig) + ": " + why);
+        return makeError(kc::errc::kInvalid,
+                         "cannot install a handler for " + signalName(sig) + ": " + why);
       }
       saved.emplace_back(sig, previous);
     }
@@ -195,7 +202,9 @@ class ShutdownHandler::Impl {
 ShutdownHandler::ShutdownHandler(Steps steps) : impl_(std::make_unique<Impl>(std::move(steps))) {}
 ShutdownHandler::~ShutdownHandler() = default;
 
-Status ShutdownHandler::install(std::vector<int> signals) { return impl_->install(std::move(signals)); }
+Status ShutdownHandler::install(std::vector<int> signals) {
+  return impl_->install(std::move(signals));
+}
 
 void ShutdownHandler::trigger(std::string reason) {
   impl_->trigger(reason.empty() ? std::string("requested") : std::move(reason));

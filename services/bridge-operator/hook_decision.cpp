@@ -298,7 +298,8 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
   }
   if (optionalString(*parent, "apiVersion") != api::kBridgeJobApiVersion ||
       optionalString(*parent, "kind") != api::kBridgeJobKind) {
-    return invalid("parent must be a " + std::string(api::kBridgeJobApiVersion) + " " + std::string(api::kBridgeJobKind) + ", got " +
+    return invalid("parent must be a " + std::string(api::kBridgeJobApiVersion) + " " +
+                   std::string(api::kBridgeJobKind) + ", got " +
                    json(optionalString(*parent, "apiVersion")).dump() + " " +
                    json(optionalString(*parent, "kind")).dump());
   }
@@ -448,9 +449,10 @@ Desired decide(const HookRequest& request, const DecisionConfig& config,
   if (wantChildren && !params && started) {
     // Nothing can be rendered (ConfigMap and spec both unusable). Refusing leaves every child
     // as it is (Metacontroller applies nothing on an error) instead of deleting a running pod.
-    out.refusal = makeError(kc::errc::kUnprocessable, "BridgeJob " + job.ns + "/" + job.name +
-                                                 ": cannot render its children: " + paramsNote +
-                                                 "; spec: " + fromSpec.error().message);
+    out.refusal =
+        makeError(kc::errc::kUnprocessable, "BridgeJob " + job.ns + "/" + job.name +
+                                                ": cannot render its children: " + paramsNote +
+                                                "; spec: " + fromSpec.error().message);
     return out;
   }
   const bool kill = killRequested(job.spec) || finalizing;

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "libcore/api/bridge_job.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/metacontroller/hook_body.hpp"
-#include "libcore/api/bridge_job.hpp"
 
 namespace kc::bridge {
 

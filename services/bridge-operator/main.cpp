@@ -20,12 +20,13 @@ int main(int argc, char** argv) {
       "(bridge.kubecomp.io/v1alpha1). POST /sync and /finalize; /livez /readyz /metrics."};
   // Its port serves the hooks as well as health and metrics; every flag but --port-file also
   // from BRIDGE_OPERATOR_*.
-  kc::obs::DaemonFlags daemon{.port = 8843,
-                              .style = {.listenHelp = "bind address",
-                                        .portHelp = "TCP port (0 = ephemeral)",
-                                        .portFileHelp = "write the bound port here once serving (tests)",
-                                        .envPrefix = "BRIDGE_OPERATOR_",
-                                        .checkLogFormat = true}};
+  kc::obs::DaemonFlags daemon{
+      .port = 8843,
+      .style = {.listenHelp = "bind address",
+                .portHelp = "TCP port (0 = ephemeral)",
+                .portFileHelp = "write the bound port here once serving (tests)",
+                .envPrefix = "BRIDGE_OPERATOR_",
+                .checkLogFormat = true}};
   std::size_t bodyLimit = 8u << 20;
   unsigned ioThreads = 2;
   std::string tlsCert, tlsKey;
@@ -117,7 +118,8 @@ int main(int argc, char** argv) {
                                      .steps = {.health = &health,
                                                .drain =
                                                    [&] {
-                                                     std::this_thread::sleep_for(toMillis(shutdownDelaySec));
+                                                     std::this_thread::sleep_for(
+                                                         toMillis(shutdownDelaySec));
                                                      frontend.stop(toMillis(drainSec));
                                                    }},
                                      .portFile = daemon.portFile,

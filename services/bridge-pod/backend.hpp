@@ -15,17 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "libcore/api/bridge_job.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/net/http_client.hpp"
-#include "libcore/api/bridge_job.hpp"
 
 namespace kc::bridge::pod {
 
 using WallSeconds = std::chrono::sys_seconds;
 
 // A file of `jobdata.additionaldata`, downloaded from S3 by the runner before the submit: the
-// object's base name (checked by stagedFileName, bridge_job.hpp) and its bytes. Each backend places it in the
-// job's working directory its own way.
+// object's base name (checked by stagedFileName, bridge_job.hpp) and its bytes. Each backend places
+// it in the job's working directory its own way.
 struct StagedFile {
   std::string name;
   std::string bytes;
@@ -33,12 +33,12 @@ struct StagedFile {
 
 // What a job is run with: the ConfigMap's parameters, identity and the script text.
 struct JobContext {
-  std::string jobName;    // the BridgeJob's name
+  std::string jobName;  // the BridgeJob's name
   std::string jobNamespace;
-  std::string uid;        // the BridgeJob's uid: the tag remote jobs carry
+  std::string uid;  // the BridgeJob's uid: the tag remote jobs carry
   JobParameters params;
-  std::string script;     // inline or S3 script text; for `remote`, the remote path
-  std::string scriptMetadata;  // JSON object text (inline or fetched from S3), may be empty
+  std::string script;             // inline or S3 script text; for `remote`, the remote path
+  std::string scriptMetadata;     // JSON object text (inline or fetched from S3), may be empty
   std::string jobParametersJson;  // JSON object text, may be empty
   std::vector<StagedFile> additionalFiles;  // jobdata.additionaldata, in list order, names unique
 };

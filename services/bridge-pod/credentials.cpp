@@ -2,11 +2,11 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "libcore/base/base64.hpp"
 
@@ -58,17 +58,21 @@ std::string hmacSha256(std::string_view key, std::string_view data) {
   return std::string(reinterpret_cast<const char*>(out), len);
 }
 
-std::string mintSlurmJwt(std::string_view key, const std::string& user, std::int64_t iat, std::int64_t exp) {
+std::string mintSlurmJwt(std::string_view key, const std::string& user, std::int64_t iat,
+                         std::int64_t exp) {
   const nlohmann::json header{{"alg", "HS256"}, {"typ", "JWT"}};
   const nlohmann::json payload{{"exp", exp}, {"iat", iat}, {"sun", user}};
   const std::string signingInput = base64Url(header.dump()) + "." + base64Url(payload.dump());
   return signingInput + "." + base64Url(hmacSha256(key, signingInput));
 }
 
-SlurmTokenSource::SlurmTokenSource(std::string credentialsDir, std::chrono::seconds lifespan, kc::Clock* clock)
+SlurmTokenSource::SlurmTokenSource(std::string credentialsDir, std::chrono::seconds lifespan,
+                                   kc::Clock* clock)
     : dir_(std::move(credentialsDir)), lifespan_(lifespan), clock_(kc::clockOr(clock)) {}
 
-Result<std::string> SlurmTokenSource::user() const { return readSecretKey(dir_, "username"); }
+Result<std::string> SlurmTokenSource::user() const {
+  return readSecretKey(dir_, "username");
+}
 
 Result<std::string> SlurmTokenSource::token() {
   if (!secretKeyExists(dir_, "jwtkey")) {

@@ -25,14 +25,16 @@ std::string hmacSha256(std::string_view key, std::string_view data);
 
 // An HS256 JWT as Slurm's auth/jwt takes it: header {"alg":"HS256","typ":"JWT"}, payload
 // {"exp", "iat", "sun"} signed with the raw bytes of the cluster's jwt key.
-std::string mintSlurmJwt(std::string_view key, const std::string& user, std::int64_t iat, std::int64_t exp);
+std::string mintSlurmJwt(std::string_view key, const std::string& user, std::int64_t iat,
+                         std::int64_t exp);
 
 // Slurm's X-SLURM-USER-TOKEN: minted from the Secret key `jwtkey` when present (lifespan
 // `lifespan`, re-minted once less than a fifth of it is left), else the Secret key `token`
 // as given (re-read on every call: a rotated Secret is picked up).
 class SlurmTokenSource {
  public:
-  SlurmTokenSource(std::string credentialsDir, std::chrono::seconds lifespan, kc::Clock* clock = nullptr);
+  SlurmTokenSource(std::string credentialsDir, std::chrono::seconds lifespan,
+                   kc::Clock* clock = nullptr);
   Result<std::string> user() const;
   Result<std::string> token();
   // For tests and logs: how many tokens were minted.

@@ -4,7 +4,9 @@ namespace kc::bridge::pod {
 
 namespace {
 
-Error apiToError(const kc::kube::ApiError& e) { return e.toError(); }
+Error apiToError(const kc::kube::ApiError& e) {
+  return e.toError();
+}
 
 Result<Data> dataOf(const nlohmann::json& cm, const std::string& name) {
   Data out;

@@ -26,7 +26,8 @@ class JobStore {
 // read again, up to `maxConflicts` times).
 class ConfigMapStore final : public JobStore {
  public:
-  ConfigMapStore(kc::kube::KubeClient& kube, std::string ns, std::string name, int maxConflicts = 10)
+  ConfigMapStore(kc::kube::KubeClient& kube, std::string ns, std::string name,
+                 int maxConflicts = 10)
       : kube_(kube), ns_(std::move(ns)), name_(std::move(name)), maxConflicts_(maxConflicts) {}
   Result<Data> read() override;
   Status write(const Data& keys) override;

@@ -24,17 +24,18 @@ MimePart appParam(const std::string& id, const std::string& value, const std::st
   p.headers = {{"Content-Disposition", "form-data; name=\"" + id + "\""},
                {"Content-Type", "application/xml; charset=UTF-8"},
                {"Content-ID", "<" + id + ">"}};
-  p.body = "<AppParam><id>" + xmlEscape(id) + "</id><value>" + xmlEscape(value) + "</value><type>" + xmlEscape(type) +
-           "</type></AppParam>";
+  p.body = "<AppParam><id>" + xmlEscape(id) + "</id><value>" + xmlEscape(value) + "</value><type>" +
+           xmlEscape(type) + "</type></AppParam>";
   return p;
 }
 
 MimePart filePart(const std::string& param, const std::string& name, const std::string& bytes) {
   MimePart f;
-  f.headers = {{"Content-Disposition", "form-data; name=\"" + param + "\"; filename=\"" + name + "\""},
-               {"Content-Type", "application/octet-stream"},
-               {"Content-Transfer-Encoding", "binary"},
-               {"Content-ID", "<" + name + ">"}};
+  f.headers = {
+      {"Content-Disposition", "form-data; name=\"" + param + "\"; filename=\"" + name + "\""},
+      {"Content-Type", "application/octet-stream"},
+      {"Content-Transfer-Encoding", "binary"},
+      {"Content-ID", "<" + name + ">"}};
   f.body = bytes;
   return f;
 }
@@ -72,14 +73,17 @@ std::string str(const json& j, const char* key) {
 
 }  // namespace
 
-std::string lsfJobName(const std::string& uid) { return "bridge-" + uid; }
+std::string lsfJobName(const std::string& uid) {
+  return "bridge-" + uid;
+}
 
 Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& boundary) {
   std::vector<MimePart> params{appParam("JOB_NAME", lsfJobName(ctx.uid))};
   std::vector<MimePart> files;
   if (ctx.params.scriptLocation == "remote") {
     if (ctx.script.empty() || ctx.script.find('\n') != std::string::npos) {
-      return makeError(errc::kInvalid, "jobdata.jobscript (remote) must be one command line on the cluster");
+      return makeError(errc::kInvalid,
+                       "jobdata.jobscript (remote) must be one command line on the cluster");
     }
     params.push_back(appParam("COMMANDTORUN", ctx.script));
   } else {
@@ -96,8 +100,9 @@ Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& bound
   for (std::size_t i = 0; i < ctx.additionalFiles.size(); ++i) {
     const StagedFile& f = ctx.additionalFiles[i];
     if (f.name.empty() || f.name.find_first_of("\"<>,\\/") != std::string::npos) {
-      return makeError(errc::kInvalid, "additionaldata file '" + f.name +
-                                           "': LSF file parameters cannot carry '\"', '<', '>', ',', '\\' or '/'");
+      return makeError(errc::kInvalid,
+                       "additionaldata file '" + f.name +
+                           "': LSF file parameters cannot carry '\"', '<', '>', ',', '\\' or '/'");
     }
     if (ctx.params.scriptLocation != "remote" && f.name == kScriptFile) {
       return makeError(errc::kInvalid, std::string("additionaldata file '") + kScriptFile +
@@ -109,36 +114,48 @@ Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& bound
     files.push_back(filePart(id, f.name, f.bytes));
   }
   if (staged > kLsfStagingLimit) {
-    return makeError(errc::kInvalid, "additionaldata: " + std::to_string(staged) + " bytes, more than LSF stages (" +
+    return makeError(errc::kInvalid, "additionaldata: " + std::to_string(staged) +
+                                         " bytes, more than LSF stages (" +
                                          std::to_string(kLsfStagingLimit) + ")");
   }
-  json props = json::parse(ctx.params.jobProperties.empty() ? "{}" : ctx.params.jobProperties, nullptr, false);
+  json props = json::parse(ctx.params.jobProperties.empty() ? "{}" : ctx.params.jobProperties,
+                           nullptr, false);
   if (props.is_discarded() || !props.is_object()) {
     return makeError(errc::kInvalid, "jobproperties is not a JSON object");
   }
   for (const auto& [k, v] : props.items()) {
     if (k == "queue" || k == "outputFile" || k == "errorFile") {
-      if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().find('\n') != std::string::npos) {
-        return makeError(errc::kInvalid, "jobproperties." + k + " must be a non-empty one-line string");
+      if (!v.is_string() || v.get<std::string>().empty() ||
+          v.get<std::string>().find('\n') != std::string::npos) {
+        return makeError(errc::kInvalid,
+                         "jobproperties." + k + " must be a non-empty one-line string");
       }
-      params.push_back(appParam(k == "queue" ? "QUEUE" : k == "outputFile" ? "OUTPUT_FILE" : "ERROR_FILE", v));
+      params.push_back(appParam(k == "queue"        ? "QUEUE"
+                                : k == "outputFile" ? "OUTPUT_FILE"
+                                                    : "ERROR_FILE",
+                                v));
     } else if (k == "runLimitHour" || k == "runLimitMinute" || k == "nodes") {
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || (k == "nodes" && v.get<std::int64_t>() == 0)) {
-        return makeError(errc::kInvalid, "jobproperties." + k + " must be a non-negative integer" +
-                                             (k == "nodes" ? std::string(" above 0") : std::string()));
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
+          (k == "nodes" && v.get<std::int64_t>() == 0)) {
+        return makeError(errc::kInvalid,
+                         "jobproperties." + k + " must be a non-negative integer" +
+                             (k == "nodes" ? std::string(" above 0") : std::string()));
       }
       const std::string n = std::to_string(v.get<std::int64_t>());
-      params.push_back(k == "nodes" ? appParam("EXTRA_PARAMS", "-nnodes " + n)
-                                    : appParam(k == "runLimitHour" ? "RUNLIMITHOUR" : "RUNLIMITMINUTE", n));
+      params.push_back(k == "nodes"
+                           ? appParam("EXTRA_PARAMS", "-nnodes " + n)
+                           : appParam(k == "runLimitHour" ? "RUNLIMITHOUR" : "RUNLIMITMINUTE", n));
     } else {
-      return makeError(errc::kInvalid, "jobproperties." + k +
-                                           " is not known (queue, runLimitHour, runLimitMinute, nodes, outputFile, "
-                                           "errorFile)");
+      return makeError(errc::kInvalid,
+                       "jobproperties." + k +
+                           " is not known (queue, runLimitHour, runLimitMinute, nodes, outputFile, "
+                           "errorFile)");
     }
   }
   const std::string inner = "data-" + boundary;  // not a prefix-extension of the outer one
   MimePart app;
-  app.headers = {{"Content-Disposition", "form-data; name=\"AppName\""}, {"Content-ID", "<AppName>"}};
+  app.headers = {{"Content-Disposition", "form-data; name=\"AppName\""},
+                 {"Content-ID", "<AppName>"}};
   app.body = "generic";
   MimePart data;
   data.headers = {{"Content-Disposition", "form-data; name=\"data\""},
@@ -150,7 +167,8 @@ Result<LsfSubmit> buildLsfSubmit(const JobContext& ctx, const std::string& bound
   for (const MimePart& p : parts) {
     if (p.body.find("--" + boundary) != std::string::npos) {
       // Only possible with chosen boundaries or files that hold one: the caller picks another.
-      return makeError(errc::kConflict, "the multipart boundary " + boundary + " occurs in the body");
+      return makeError(errc::kConflict,
+                       "the multipart boundary " + boundary + " occurs in the body");
     }
   }
   return LsfSubmit{"multipart/mixed; boundary=" + boundary, buildMultipart(boundary, parts)};
@@ -208,7 +226,8 @@ Result<RemoteJob> lsfRemoteJob(const json& job) {
   return r;
 }
 
-Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned httpStatus, const std::string& body) {
+Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned httpStatus,
+                                               const std::string& body) {
   if (httpStatus == 404) {
     return std::optional<RemoteJob>{};
   }
@@ -218,7 +237,8 @@ Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned h
   pugi::xml_document doc;
   const pugi::xml_parse_result parsed = doc.load_buffer(body.data(), body.size());
   if (!parsed) {
-    return makeError(errc::kProtocol, std::string("LSF job history is not XML: ") + parsed.description() + " at byte " +
+    return makeError(errc::kProtocol, std::string("LSF job history is not XML: ") +
+                                          parsed.description() + " at byte " +
                                           std::to_string(parsed.offset));
   }
   const pugi::xml_node root = doc.document_element();
@@ -314,7 +334,8 @@ Status LsfBackend::logon() {
   if (!pass.ok()) {
     return pass.error();
   }
-  const std::string body = "<User><name>" + xmlEscape(*user) + "</name> <pass>" + xmlEscape(*pass) + "</pass> </User>";
+  const std::string body =
+      "<User><name>" + xmlEscape(*user) + "</name> <pass>" + xmlEscape(*pass) + "</pass> </User>";
   auto r = http_->request("POST", "/ws/logon", body,
                           {{"Content-Type", "application/xml"}, {"Accept", "application/json"}});
   if (!r.ok()) {
@@ -337,13 +358,14 @@ Status LsfBackend::logon() {
   }
   std::lock_guard lock(mu_);
   cookie_ = "platform_token=" + cookie;
-  renewAt_ = expiry ? *expiry - std::chrono::minutes(1) : clock_.wallNow() + std::chrono::minutes(30);
+  renewAt_ =
+      expiry ? *expiry - std::chrono::minutes(1) : clock_.wallNow() + std::chrono::minutes(30);
   ++logons_;
   return okStatus();
 }
 
-Result<kc::net::Response> LsfBackend::send(const std::string& method, const std::string& target, std::string body,
-                                           kc::net::Headers headers) {
+Result<kc::net::Response> LsfBackend::send(const std::string& method, const std::string& target,
+                                           std::string body, kc::net::Headers headers) {
   for (int attempt = 0;; ++attempt) {
     std::string cookie, renewed;
     {
@@ -376,11 +398,14 @@ Result<kc::net::Response> LsfBackend::send(const std::string& method, const std:
   }
 }
 
-Status LsfBackend::prepare() { return logon(); }
+Status LsfBackend::prepare() {
+  return logon();
+}
 
 void LsfBackend::logout(const std::string& cookie, const char* why) {
   auto r = http_->request("GET", "/webservice/pacclient/logout/", {},
-                          {{"Content-Type", "text/plain"}, {"Accept", "text/plain,application/xml,text/xml"},
+                          {{"Content-Type", "text/plain"},
+                           {"Accept", "text/plain,application/xml,text/xml"},
                            {"Cookie", cookie}});
   if (!r.ok()) {
     spdlog::warn("LSF logout ({}) failed: {}: {}", why, r.error().code, r.error().message);
@@ -410,7 +435,8 @@ void LsfBackend::release() {
 
 Result<std::optional<std::string>> LsfBackend::findTagged(const JobContext& ctx) {
   const std::string name = lsfJobName(ctx.uid);
-  auto r = send("GET", "/ws/jobs?name=" + kc::percentEncode(name), {}, {{"Accept", "application/json"}});
+  auto r =
+      send("GET", "/ws/jobs?name=" + kc::percentEncode(name), {}, {{"Accept", "application/json"}});
   if (!r.ok()) {
     return r.error();
   }
@@ -425,7 +451,8 @@ Result<std::optional<std::string>> LsfBackend::findTagged(const JobContext& ctx)
     }
   }
   if (ids.size() > 1) {
-    return makeError(errc::kConflict, "more than one LSF job is named " + name + ": " + ids[0] + ", " + ids[1]);
+    return makeError(errc::kConflict,
+                     "more than one LSF job is named " + name + ": " + ids[0] + ", " + ids[1]);
   }
   if (ids.empty()) {
     return std::optional<std::string>{};
@@ -444,7 +471,8 @@ Result<std::string> LsfBackend::submit(const JobContext& ctx) {
   if (!req.ok()) {
     return req.error();
   }
-  auto r = send("POST", "/ws/jobs/submit", req->body, {{"Content-Type", req->contentType}, {"Accept", "application/json"}});
+  auto r = send("POST", "/ws/jobs/submit", req->body,
+                {{"Content-Type", req->contentType}, {"Accept", "application/json"}});
   if (!r.ok()) {
     return r.error();
   }
@@ -499,7 +527,8 @@ Result<Query> LsfBackend::query(const std::string& id) {
 
 Result<bool> LsfBackend::cancel(const std::string& id) {
   const std::string body = "<UserCmd><cmd>bkill " + xmlEscape(id) + "</cmd></UserCmd>";
-  auto r = send("POST", "/ws/userCmd", body, {{"Content-Type", "application/xml"}, {"Accept", "application/json"}});
+  auto r = send("POST", "/ws/userCmd", body,
+                {{"Content-Type", "application/xml"}, {"Accept", "application/json"}});
   if (!r.ok()) {
     return r.error();
   }
@@ -509,7 +538,8 @@ Result<bool> LsfBackend::cancel(const std::string& id) {
   return true;
 }
 
-Result<std::string> LsfBackend::fetchOutput(const JobContext&, const std::string& id, const std::string& file) {
+Result<std::string> LsfBackend::fetchOutput(const JobContext&, const std::string& id,
+                                            const std::string& file) {
   if (file.empty() || file.find_first_of("\r\n") != std::string::npos) {
     return makeError(errc::kInvalid, "output file name '" + file + "' is not usable");
   }

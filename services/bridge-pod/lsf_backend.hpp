@@ -67,7 +67,8 @@ Result<RemoteJob> lsfRemoteJob(const nlohmann::json& job);
 // successfully" -> DONE; "Completed <exit>" with "<KILL>" (a kill signal was requested) ->
 // KILLED, else FAILED with the code of "Exited with exit code N"; a history without an end ->
 // nullopt. Errors: a reply that is not XML or not a <jobHistory> (protocol), HTTP errors.
-Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned httpStatus, const std::string& body);
+Result<std::optional<RemoteJob>> lsfHistoryJob(const std::string& id, unsigned httpStatus,
+                                               const std::string& body);
 // The expiry in a token ("user\"2010-04-03T09:31:02Z\"..."), if any.
 std::optional<std::chrono::system_clock::time_point> lsfTokenExpiry(const std::string& token);
 
@@ -81,7 +82,8 @@ class LsfBackend final : public Backend {
   Result<std::string> submit(const JobContext& ctx) override;
   Result<Query> query(const std::string& id) override;
   Result<bool> cancel(const std::string& id) override;
-  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id, const std::string& file) override;
+  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
+                                  const std::string& file) override;
   void release() override;
   int logons() const { return logons_; }
 
@@ -90,8 +92,8 @@ class LsfBackend final : public Backend {
   Status logon();
   // Releases the token behind `cookie` ("platform_token=..."); `why` for the log.
   void logout(const std::string& cookie, const char* why);
-  Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body,
-                                 kc::net::Headers headers);
+  Result<kc::net::Response> send(const std::string& method, const std::string& target,
+                                 std::string body, kc::net::Headers headers);
   LsfOptions options_;
   std::unique_ptr<kc::net::HttpClient> http_;
   kc::Clock& clock_;

@@ -14,15 +14,16 @@
 #include "libcore/obs/log.hpp"
 #include "libcore/obs/shutdown.hpp"
 #include "services/bridge-pod/job_store.hpp"
-#include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/lsf_backend.hpp"
 #include "services/bridge-pod/quantum_backend.hpp"
 #include "services/bridge-pod/ray_backend.hpp"
+#include "services/bridge-pod/runner.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"bridge-pod: submits and follows one BridgeJob's remote job, writing its state into the "
-               "job's ConfigMap."};
+  CLI::App app{
+      "bridge-pod: submits and follows one BridgeJob's remote job, writing its state into the "
+      "job's ConfigMap."};
   std::string backendName;
   std::string configMap, ns;
   std::string credentialsDir = "/credentials";
@@ -39,33 +40,43 @@ int main(int argc, char** argv) {
       ->envname("BRIDGE_BACKEND")
       ->required()
       ->check(CLI::IsMember({"slurm", "ray", "quantum", "lsf"}));
-  app.add_option("--configmap", configMap, "the job's ConfigMap")->envname("BRIDGE_CONFIGMAP")->required();
+  app.add_option("--configmap", configMap, "the job's ConfigMap")
+      ->envname("BRIDGE_CONFIGMAP")
+      ->required();
   app.add_option("--namespace", ns, "its namespace")->envname("BRIDGE_NAMESPACE")->required();
   app.add_option("--credentials-dir", credentialsDir, "the resource Secret's files")
       ->envname("BRIDGE_CREDENTIALS_DIR")
       ->capture_default_str();
-  app.add_option("--s3-credentials-dir", runner.s3CredentialsDir, "the S3 Secret's files (accesskey, secretkey)")
+  app.add_option("--s3-credentials-dir", runner.s3CredentialsDir,
+                 "the S3 Secret's files (accesskey, secretkey)")
       ->envname("BRIDGE_S3_CREDENTIALS_DIR")
       ->capture_default_str();
-  app.add_option("--s3-region", runner.s3Region, "SigV4 region")->envname("BRIDGE_S3_REGION")->capture_default_str();
+  app.add_option("--s3-region", runner.s3Region, "SigV4 region")
+      ->envname("BRIDGE_S3_REGION")
+      ->capture_default_str();
   app.add_option("--s3-ca-file", runner.s3CaFile, "CA bundle for an https S3 endpoint")
       ->envname("BRIDGE_S3_CA_FILE");
-  app.add_option("--ca-file", caFile, "CA bundle for an https resourceURL")->envname("BRIDGE_CA_FILE");
-  app.add_option("--backoff-initial-ms", backoffInitialMs, "first retry delay after a transient error")
+  app.add_option("--ca-file", caFile, "CA bundle for an https resourceURL")
+      ->envname("BRIDGE_CA_FILE");
+  app.add_option("--backoff-initial-ms", backoffInitialMs,
+                 "first retry delay after a transient error")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{600'000}))
       ->capture_default_str();
   app.add_option("--backoff-max-ms", backoffMaxMs, "longest retry delay")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}))
       ->capture_default_str();
-  app.add_option("--slurm-token-lifespan", slurmTokenLifespan,
-                 "seconds a minted Slurm JWT lives (Secret key jwtkey); re-minted with a fifth left")
+  app.add_option(
+         "--slurm-token-lifespan", slurmTokenLifespan,
+         "seconds a minted Slurm JWT lives (Secret key jwtkey); re-minted with a fifth left")
       ->check(CLI::Range(std::int64_t{10}, std::int64_t{86'400}))
       ->capture_default_str();
-  app.add_option("--slurm-shared-root", slurmSharedRoot,
-                 "where the cluster's file system is mounted (prefix of the job's working directory)")
+  app.add_option(
+         "--slurm-shared-root", slurmSharedRoot,
+         "where the cluster's file system is mounted (prefix of the job's working directory)")
       ->envname("BRIDGE_SLURM_SHARED_ROOT");
   app.add_option("--slurm-api-version", slurmApiVersion,
-                 "slurmrestd API: auto (the resourceURL's /slurm/v0.0.NN/, discovered for a base URL), newest "
+                 "slurmrestd API: auto (the resourceURL's /slurm/v0.0.NN/, discovered for a base "
+                 "URL), newest "
                  "(always discovered) or v0.0.38 .. v0.0.41")
       ->envname("BRIDGE_SLURM_API_VERSION")
       ->capture_default_str();
@@ -107,8 +118,8 @@ int main(int argc, char** argv) {
   }
   kc::bridge::pod::ConfigMapStore store(**kube, ns, configMap);
 
-  const kc::bridge::pod::BackendFactory factory =
-      [&](const kc::bridge::JobParameters& p) -> kc::Result<std::unique_ptr<kc::bridge::pod::Backend>> {
+  const kc::bridge::pod::BackendFactory factory = [&](const kc::bridge::JobParameters& p)
+      -> kc::Result<std::unique_ptr<kc::bridge::pod::Backend>> {
     if (backendName == "lsf") {
       kc::bridge::pod::LsfOptions o;
       o.resourceUrl = p.resourceUrl;

@@ -31,7 +31,8 @@ std::string buildMultipart(const std::string& boundary, const std::vector<MimePa
 Result<std::string> multipartBoundary(std::string_view contentType) {
   const auto at = contentType.find("boundary=");
   if (at == std::string_view::npos) {
-    return makeError(errc::kInvalid, "Content-Type '" + std::string(contentType) + "' has no boundary");
+    return makeError(errc::kInvalid,
+                     "Content-Type '" + std::string(contentType) + "' has no boundary");
   }
   std::string b(contentType.substr(at + 9));
   if (auto semi = b.find(';'); semi != std::string::npos) {
@@ -54,7 +55,8 @@ namespace {
 // The next "<prefix>--boundary" that is a real delimiter: followed by CRLF or "--" (a longer
 // boundary starting with this one, e.g. a nested part's, is not).
 std::size_t findDelimiter(std::string_view body, std::string_view delimiter, std::size_t from) {
-  for (auto at = body.find(delimiter, from); at != std::string_view::npos; at = body.find(delimiter, at + 1)) {
+  for (auto at = body.find(delimiter, from); at != std::string_view::npos;
+       at = body.find(delimiter, at + 1)) {
     const auto after = body.substr(at + delimiter.size(), 2);
     if (after == "\r\n" || after == "--") {
       return at;
@@ -97,7 +99,8 @@ Result<std::vector<MimePart>> parseMultipart(std::string_view body, const std::s
       std::size_t h = 0;
       while (h < hs.size()) {
         auto e = hs.find("\r\n", h);
-        std::string_view line = hs.substr(h, e == std::string_view::npos ? std::string_view::npos : e - h);
+        std::string_view line =
+            hs.substr(h, e == std::string_view::npos ? std::string_view::npos : e - h);
         const auto colon = line.find(':');
         if (colon == std::string_view::npos) {
           return makeError(errc::kInvalid, "multipart header line without ':'");
@@ -138,12 +141,23 @@ std::string xmlEscape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

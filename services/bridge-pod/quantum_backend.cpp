@@ -23,12 +23,15 @@ std::optional<WallSeconds> rfcTime(const json& j, const char* key) {
 
 }  // namespace
 
-std::string quantumTag(const std::string& uid) { return "bridgejob-uid:" + uid; }
+std::string quantumTag(const std::string& uid) {
+  return "bridgejob-uid:" + uid;
+}
 
 Result<json> buildQuantumSubmitBody(const JobContext& ctx) {
   if (ctx.params.scriptLocation == "s3") {
     return makeError(errc::kInvalid,
-                     "jobdata.scriptlocation s3: Qiskit Runtime runs IBM's programs only (jobscript is the program "
+                     "jobdata.scriptlocation s3: Qiskit Runtime runs IBM's programs only "
+                     "(jobscript is the program "
                      "id, e.g. sampler); custom program upload is no longer offered");
   }
   std::string program = ctx.script;
@@ -36,8 +39,9 @@ Result<json> buildQuantumSubmitBody(const JobContext& ctx) {
     program.pop_back();
   }
   if (program.empty() || program.find_first_of(" \n\t/") != std::string::npos) {
-    return makeError(errc::kInvalid, "jobdata.jobscript must be a program id (sampler, estimator, ...), got '" +
-                                         program.substr(0, 40) + "'");
+    return makeError(errc::kInvalid,
+                     "jobdata.jobscript must be a program id (sampler, estimator, ...), got '" +
+                         program.substr(0, 40) + "'");
   }
   json body{{"program_id", program}, {"tags", json::array({quantumTag(ctx.uid)})}};
   json params = json::object();
@@ -48,7 +52,8 @@ Result<json> buildQuantumSubmitBody(const JobContext& ctx) {
     }
   }
   body["params"] = params;
-  json props = json::parse(ctx.params.jobProperties.empty() ? "{}" : ctx.params.jobProperties, nullptr, false);
+  json props = json::parse(ctx.params.jobProperties.empty() ? "{}" : ctx.params.jobProperties,
+                           nullptr, false);
   if (props.is_discarded() || !props.is_object()) {
     return makeError(errc::kInvalid, "jobproperties is not a JSON object");
   }
@@ -62,13 +67,16 @@ Result<json> buildQuantumSubmitBody(const JobContext& ctx) {
         return makeError(errc::kInvalid, "jobproperties.private must be a boolean");
       }
     } else {
-      return makeError(errc::kInvalid,
-                       "jobproperties." + k + " is not a Qiskit Runtime job field (backend, session_id, log_level, private)");
+      return makeError(
+          errc::kInvalid,
+          "jobproperties." + k +
+              " is not a Qiskit Runtime job field (backend, session_id, log_level, private)");
     }
     body[k] = v;
   }
   if (!body.contains("backend")) {
-    return makeError(errc::kInvalid, "jobproperties.backend (the quantum system, e.g. ibm_brisbane) is required");
+    return makeError(errc::kInvalid,
+                     "jobproperties.backend (the quantum system, e.g. ibm_brisbane) is required");
   }
   return body;
 }
@@ -125,13 +133,18 @@ Result<Query> parseQuantumJob(unsigned httpStatus, const std::string& body) {
   q.job.submitTime = rfcTime(j, "created");
   q.job.message = "Qiskit Runtime " + status;
   if (!reason.empty()) {
-    q.job.message += ": " + reason + (reasonCode != 0 ? " (code " + std::to_string(reasonCode) + ")" : "");
+    q.job.message +=
+        ": " + reason + (reasonCode != 0 ? " (code " + std::to_string(reasonCode) + ")" : "");
   }
   return q;
 }
 
-IamTokenSource::IamTokenSource(std::string iamUrl, std::string credentialsDir, std::string caFile, kc::Clock* clock)
-    : url_(std::move(iamUrl)), dir_(std::move(credentialsDir)), caFile_(std::move(caFile)), clock_(kc::clockOr(clock)) {}
+IamTokenSource::IamTokenSource(std::string iamUrl, std::string credentialsDir, std::string caFile,
+                               kc::Clock* clock)
+    : url_(std::move(iamUrl)),
+      dir_(std::move(credentialsDir)),
+      caFile_(std::move(caFile)),
+      clock_(kc::clockOr(clock)) {}
 
 void IamTokenSource::invalidate() {
   std::lock_guard lock(mu_);
@@ -169,23 +182,28 @@ Result<std::string> IamTokenSource::token() {
     return makeError(errc::kInvalid, "IAM URL: " + http.error().message);
   }
   const std::string form =
-      "grant_type=" + kc::percentEncode("urn:ibm:params:oauth:grant-type:apikey") + "&apikey=" + kc::percentEncode(*key);
-  auto r = (*http)->request("POST", path, form,
-                            {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}});
+      "grant_type=" + kc::percentEncode("urn:ibm:params:oauth:grant-type:apikey") +
+      "&apikey=" + kc::percentEncode(*key);
+  auto r = (*http)->request(
+      "POST", path, form,
+      {{"Content-Type", "application/x-www-form-urlencoded"}, {"Accept", "application/json"}});
   if (!r.ok()) {
     return r.error();
   }
   if (r->status == 400 || r->status == 401) {
     // The API key was refused (the reply says why without echoing the key).
-    return makeError(errc::kUnauthorized, "IAM refused the API key: HTTP " + std::to_string(r->status));
+    return makeError(errc::kUnauthorized,
+                     "IAM refused the API key: HTTP " + std::to_string(r->status));
   }
   if (r->status != 200) {
     return httpError("IAM token", r->status, r->body);
   }
   json j = json::parse(r->body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("access_token") || !j["access_token"].is_string() ||
-      !j.contains("expires_in") || !j["expires_in"].is_number_integer() || j["expires_in"].get<std::int64_t>() <= 0) {
-    return makeError(errc::kProtocol, "IAM token reply without access_token and a positive expires_in");
+  if (j.is_discarded() || !j.is_object() || !j.contains("access_token") ||
+      !j["access_token"].is_string() || !j.contains("expires_in") ||
+      !j["expires_in"].is_number_integer() || j["expires_in"].get<std::int64_t>() <= 0) {
+    return makeError(errc::kProtocol,
+                     "IAM token reply without access_token and a positive expires_in");
   }
   token_ = j["access_token"];
   lifetime_ = std::chrono::seconds(j["expires_in"].get<std::int64_t>());
@@ -199,7 +217,8 @@ Result<std::unique_ptr<QuantumBackend>> QuantumBackend::create(QuantumOptions op
   if (!http.ok()) {
     return http.error();
   }
-  return std::unique_ptr<QuantumBackend>(new QuantumBackend(std::move(options), std::move(http).value()));
+  return std::unique_ptr<QuantumBackend>(
+      new QuantumBackend(std::move(options), std::move(http).value()));
 }
 
 QuantumBackend::QuantumBackend(QuantumOptions options, std::unique_ptr<kc::net::HttpClient> http)
@@ -207,7 +226,8 @@ QuantumBackend::QuantumBackend(QuantumOptions options, std::unique_ptr<kc::net::
       http_(std::move(http)),
       tokens_(options_.iamUrl, options_.credentialsDir, options_.caFile, options_.clock) {}
 
-Result<kc::net::Response> QuantumBackend::send(const std::string& method, const std::string& target, std::string body) {
+Result<kc::net::Response> QuantumBackend::send(const std::string& method, const std::string& target,
+                                               std::string body) {
   auto crn = readSecretKey(options_.credentialsDir, "username");
   if (!crn.ok()) {
     return crn.error();
@@ -217,7 +237,9 @@ Result<kc::net::Response> QuantumBackend::send(const std::string& method, const 
     if (!token.ok()) {
       return token.error();
     }
-    kc::net::Headers h{{"Authorization", "Bearer " + *token}, {"Service-CRN", *crn}, {"IBM-API-Version", kQuantumApiVersion}};
+    kc::net::Headers h{{"Authorization", "Bearer " + *token},
+                       {"Service-CRN", *crn},
+                       {"IBM-API-Version", kQuantumApiVersion}};
     if (!body.empty()) {
       h.push_back({"Content-Type", "application/json"});
     }
@@ -267,8 +289,8 @@ Result<std::optional<std::string>> QuantumBackend::findTagged(const JobContext& 
     }
   }
   if (ids.size() > 1) {
-    return makeError(errc::kConflict, "more than one Qiskit Runtime job is tagged " + quantumTag(ctx.uid) + ": " +
-                                          ids[0] + ", " + ids[1]);
+    return makeError(errc::kConflict, "more than one Qiskit Runtime job is tagged " +
+                                          quantumTag(ctx.uid) + ": " + ids[0] + ", " + ids[1]);
   }
   if (ids.empty()) {
     return std::optional<std::string>{};
@@ -287,7 +309,8 @@ Result<std::string> QuantumBackend::submit(const JobContext& ctx) {
   }
   if (r->status != 200 && r->status != 201) {
     if (r->status == 409) {
-      return makeError(errc::kThrottled, "Qiskit Runtime: usage exceeds the instance limit (409), will retry");
+      return makeError(errc::kThrottled,
+                       "Qiskit Runtime: usage exceeds the instance limit (409), will retry");
     }
     return httpError("Qiskit Runtime submit", r->status, r->body);
   }
@@ -340,9 +363,11 @@ Result<bool> QuantumBackend::cancel(const std::string& id) {
   return true;
 }
 
-Result<std::string> QuantumBackend::fetchOutput(const JobContext&, const std::string& id, const std::string& file) {
+Result<std::string> QuantumBackend::fetchOutput(const JobContext&, const std::string& id,
+                                                const std::string& file) {
   if (file != "results" && file != "logs" && file != "metrics") {
-    return makeError(errc::kNotFound, "Qiskit Runtime keeps results, logs and metrics; '" + file + "' is none of them");
+    return makeError(errc::kNotFound, "Qiskit Runtime keeps results, logs and metrics; '" + file +
+                                          "' is none of them");
   }
   auto r = send("GET", "/jobs/" + kc::percentEncode(id) + "/" + file);
   if (!r.ok()) {

@@ -45,7 +45,8 @@ Result<Query> parseQuantumJob(unsigned httpStatus, const std::string& body);
 // IAM access tokens for an API key (thread-safe).
 class IamTokenSource {
  public:
-  IamTokenSource(std::string iamUrl, std::string credentialsDir, std::string caFile, kc::Clock* clock);
+  IamTokenSource(std::string iamUrl, std::string credentialsDir, std::string caFile,
+                 kc::Clock* clock);
   Result<std::string> token();
   void invalidate();
   int exchanges() const;
@@ -73,12 +74,14 @@ class QuantumBackend final : public Backend {
   Result<std::string> submit(const JobContext& ctx) override;
   Result<Query> query(const std::string& id) override;
   Result<bool> cancel(const std::string& id) override;
-  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id, const std::string& file) override;
+  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
+                                  const std::string& file) override;
 
  private:
   QuantumBackend(QuantumOptions options, std::unique_ptr<kc::net::HttpClient> http);
   // One call; a 401 invalidates the token and the call is made once more with a fresh one.
-  Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body = {});
+  Result<kc::net::Response> send(const std::string& method, const std::string& target,
+                                 std::string body = {});
   QuantumOptions options_;
   std::unique_ptr<kc::net::HttpClient> http_;
   IamTokenSource tokens_;

@@ -31,7 +31,9 @@ std::optional<WallSeconds> fromMillis(const json& j, const char* key) {
 
 }  // namespace
 
-std::string raySubmissionId(const std::string& uid) { return "bridge-" + uid; }
+std::string raySubmissionId(const std::string& uid) {
+  return "bridge-" + uid;
+}
 
 std::optional<JobStatus> mapRayStatus(std::string_view s) {
   if (s == "PENDING") {
@@ -54,7 +56,8 @@ std::optional<JobStatus> mapRayStatus(std::string_view s) {
 
 Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workingDir) {
   json body{{"submission_id", raySubmissionId(ctx.uid)},
-            {"metadata", {{"bridgejob-uid", ctx.uid}, {"bridgejob", ctx.jobNamespace + "/" + ctx.jobName}}}};
+            {"metadata",
+             {{"bridgejob-uid", ctx.uid}, {"bridgejob", ctx.jobNamespace + "/" + ctx.jobName}}}};
   json env = json::object();
   if (ctx.params.scriptLocation == "remote") {
     if (ctx.script.empty()) {
@@ -67,7 +70,8 @@ Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workin
     }
     env["BRIDGE_SCRIPT"] = ctx.script;
     body["entrypoint"] =
-        "python -c 'import os; exec(compile(os.environ[\"BRIDGE_SCRIPT\"], \"script.py\", \"exec\"))'";
+        "python -c 'import os; exec(compile(os.environ[\"BRIDGE_SCRIPT\"], \"script.py\", "
+        "\"exec\"))'";
   }
   if (!ctx.jobParametersJson.empty()) {
     auto p = parseObject("jobparameters", ctx.jobParametersJson);
@@ -90,9 +94,11 @@ Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workin
         json pip = json::array();
         for (const auto& [name, version] : v.items()) {
           if (!version.is_string()) {
-            return makeError(errc::kInvalid, "scriptmetadata.pip." + name + " must be a version string");
+            return makeError(errc::kInvalid,
+                             "scriptmetadata.pip." + name + " must be a version string");
           }
-          pip.push_back(version.get<std::string>().empty() ? name : name + "==" + version.get<std::string>());
+          pip.push_back(
+              version.get<std::string>().empty() ? name : name + "==" + version.get<std::string>());
         }
         runtimeEnv["pip"] = pip;
       } else if (k == "env") {
@@ -104,7 +110,8 @@ Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workin
             return makeError(errc::kInvalid, "scriptmetadata.env." + name + " must be a string");
           }
           if (name.rfind("BRIDGE_", 0) == 0) {
-            return makeError(errc::kInvalid, "scriptmetadata.env." + name + ": BRIDGE_ names are reserved");
+            return makeError(errc::kInvalid,
+                             "scriptmetadata.env." + name + ": BRIDGE_ names are reserved");
           }
           env[name] = value;
         }
@@ -134,21 +141,25 @@ Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workin
         }
       } else if (k == "entrypoint_memory") {
         if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-          return makeError(errc::kInvalid, "jobproperties.entrypoint_memory must be an integer >= 0 (bytes)");
+          return makeError(errc::kInvalid,
+                           "jobproperties.entrypoint_memory must be an integer >= 0 (bytes)");
         }
       } else if (k == "entrypoint_resources") {
         if (!v.is_object()) {
-          return makeError(errc::kInvalid, "jobproperties.entrypoint_resources must be an object of numbers");
+          return makeError(errc::kInvalid,
+                           "jobproperties.entrypoint_resources must be an object of numbers");
         }
         for (const auto& [r, n] : v.items()) {
           if (!n.is_number()) {
-            return makeError(errc::kInvalid, "jobproperties.entrypoint_resources." + r + " must be a number");
+            return makeError(errc::kInvalid,
+                             "jobproperties.entrypoint_resources." + r + " must be a number");
           }
         }
       } else {
-        return makeError(errc::kInvalid, "jobproperties." + k +
-                                             " is not a Ray job field (entrypoint_num_cpus, entrypoint_num_gpus, "
-                                             "entrypoint_memory, entrypoint_resources)");
+        return makeError(errc::kInvalid,
+                         "jobproperties." + k +
+                             " is not a Ray job field (entrypoint_num_cpus, entrypoint_num_gpus, "
+                             "entrypoint_memory, entrypoint_resources)");
       }
       body[k] = v;
     }
@@ -181,7 +192,8 @@ Result<Query> parseRayJob(unsigned httpStatus, const std::string& body) {
   q.job.submitTime = q.job.startTime;
   q.job.endTime = fromMillis(j, "end_time");
   q.job.message = "Ray " + status;
-  if (j.contains("message") && j["message"].is_string() && !j["message"].get<std::string>().empty()) {
+  if (j.contains("message") && j["message"].is_string() &&
+      !j["message"].get<std::string>().empty()) {
     // Ray appends the log tail after a newline: the status keeps the first line.
     const std::string m = j["message"];
     q.job.message += ": " + m.substr(0, m.find('\n'));
@@ -200,8 +212,8 @@ Result<std::unique_ptr<RayBackend>> RayBackend::create(RayOptions options) {
 RayBackend::RayBackend(RayOptions options, std::unique_ptr<kc::net::HttpClient> http)
     : options_(std::move(options)), http_(std::move(http)) {}
 
-Result<kc::net::Response> RayBackend::send(const std::string& method, const std::string& target, std::string body,
-                                           const std::string& contentType) {
+Result<kc::net::Response> RayBackend::send(const std::string& method, const std::string& target,
+                                           std::string body, const std::string& contentType) {
   kc::net::Headers h;
   if (secretKeyExists(options_.credentialsDir, "token")) {
     auto token = readSecretKey(options_.credentialsDir, "token");
@@ -242,7 +254,9 @@ Result<std::optional<std::string>> RayBackend::findTagged(const JobContext& ctx)
   return std::optional<std::string>{id};
 }
 
-std::uint64_t RayBackend::stagingLimit() const { return kRayStagingLimit; }
+std::uint64_t RayBackend::stagingLimit() const {
+  return kRayStagingLimit;
+}
 
 Result<std::string> RayBackend::uploadPackage(const std::vector<StagedFile>& files) {
   auto zip = rayZipPackage(files);
@@ -297,8 +311,10 @@ Result<std::string> RayBackend::submit(const JobContext& ctx) {
     return httpError("Ray submit", r->status, r->body);
   }
   json j = json::parse(r->body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("submission_id") || j["submission_id"] != id) {
-    return makeError(errc::kProtocol, "Ray submit: reply without our submission_id: " + excerpt(r->body));
+  if (j.is_discarded() || !j.is_object() || !j.contains("submission_id") ||
+      j["submission_id"] != id) {
+    return makeError(errc::kProtocol,
+                     "Ray submit: reply without our submission_id: " + excerpt(r->body));
   }
   return id;
 }
@@ -329,9 +345,11 @@ Result<bool> RayBackend::cancel(const std::string& id) {
   return true;  // stopped=false: already finished; the next poll shows how
 }
 
-Result<std::string> RayBackend::fetchOutput(const JobContext&, const std::string& id, const std::string& file) {
+Result<std::string> RayBackend::fetchOutput(const JobContext&, const std::string& id,
+                                            const std::string& file) {
   if (file != "logs") {
-    return makeError(errc::kNotFound, "Ray keeps no files but the job's logs: '" + file + "' cannot be fetched");
+    return makeError(errc::kNotFound,
+                     "Ray keeps no files but the job's logs: '" + file + "' cannot be fetched");
   }
   auto r = send("GET", "/api/jobs/" + kc::percentEncode(id) + "/logs");
   if (!r.ok()) {

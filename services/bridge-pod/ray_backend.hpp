@@ -36,7 +36,8 @@ struct RayOptions {
 std::string raySubmissionId(const std::string& uid);
 // The POST /api/jobs/ body (errors "invalid" name the field); `workingDir`, when not empty, is
 // the URI of the uploaded additionaldata package (runtime_env.working_dir).
-Result<nlohmann::json> buildRaySubmitBody(const JobContext& ctx, const std::string& workingDir = {});
+Result<nlohmann::json> buildRaySubmitBody(const JobContext& ctx,
+                                          const std::string& workingDir = {});
 // A Ray job status string -> BridgeJob status (nullopt: unknown string).
 std::optional<JobStatus> mapRayStatus(std::string_view status);
 // GET /api/jobs/<id> reply -> Query (404 -> gone).
@@ -52,11 +53,13 @@ class RayBackend final : public Backend {
   Result<std::string> submit(const JobContext& ctx) override;
   Result<Query> query(const std::string& id) override;
   Result<bool> cancel(const std::string& id) override;
-  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id, const std::string& file) override;
+  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
+                                  const std::string& file) override;
 
  private:
   RayBackend(RayOptions options, std::unique_ptr<kc::net::HttpClient> http);
-  Result<kc::net::Response> send(const std::string& method, const std::string& target, std::string body = {},
+  Result<kc::net::Response> send(const std::string& method, const std::string& target,
+                                 std::string body = {},
                                  const std::string& contentType = "application/json");
   // Uploads the additionaldata package unless the dashboard has it; its URI.
   Result<std::string> uploadPackage(const std::vector<StagedFile>& files);

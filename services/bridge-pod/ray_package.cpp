@@ -14,7 +14,8 @@ namespace {
 constexpr time_t kFixedMtime = 315619200;
 
 Error zipError(const std::string& what, zip_error_t* e) {
-  return makeError(errc::kInternal, "building the Ray package: " + what + ": " + zip_error_strerror(e));
+  return makeError(errc::kInternal,
+                   "building the Ray package: " + what + ": " + zip_error_strerror(e));
 }
 
 }  // namespace
@@ -22,8 +23,8 @@ Error zipError(const std::string& what, zip_error_t* e) {
 Result<std::string> rayZipPackage(const std::vector<StagedFile>& files) {
   zip_error_t error;
   zip_error_init(&error);
-  std::unique_ptr<zip_source_t, decltype(&zip_source_free)> buffer(zip_source_buffer_create(nullptr, 0, 0, &error),
-                                                                    &zip_source_free);
+  std::unique_ptr<zip_source_t, decltype(&zip_source_free)> buffer(
+      zip_source_buffer_create(nullptr, 0, 0, &error), &zip_source_free);
   if (!buffer) {
     auto e = zipError("buffer", &error);
     zip_error_fini(&error);
@@ -39,7 +40,8 @@ Result<std::string> rayZipPackage(const std::vector<StagedFile>& files) {
   zip_source_keep(buffer.get());  // the bytes are read back after zip_close
   for (const StagedFile& f : files) {
     zip_source_t* data = zip_source_buffer(archive, f.bytes.data(), f.bytes.size(), 0);
-    const zip_int64_t index = data == nullptr ? -1 : zip_file_add(archive, f.name.c_str(), data, ZIP_FL_ENC_GUESS);
+    const zip_int64_t index =
+        data == nullptr ? -1 : zip_file_add(archive, f.name.c_str(), data, ZIP_FL_ENC_GUESS);
     if (index < 0) {
       if (data != nullptr) {
         zip_source_free(data);
@@ -49,7 +51,8 @@ Result<std::string> rayZipPackage(const std::vector<StagedFile>& files) {
       return e;
     }
     if (zip_file_set_mtime(archive, static_cast<zip_uint64_t>(index), kFixedMtime, 0) != 0 ||
-        zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), ZIP_CM_DEFLATE, 9) != 0) {
+        zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), ZIP_CM_DEFLATE, 9) !=
+            0) {
       auto e = zipError("entry " + f.name, zip_get_error(archive));
       zip_discard(archive);
       return e;

@@ -11,7 +11,9 @@ namespace kc::bridge::pod {
 
 namespace {
 
-std::string rfc3339(std::chrono::system_clock::time_point t) { return kc::formatRfc3339(t); }
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  return kc::formatRfc3339(t);
+}
 
 std::vector<std::string> splitList(const std::string& s) {
   std::vector<std::string> out;
@@ -34,7 +36,10 @@ struct Stopped {};
 class Runner {
  public:
   Runner(JobStore& store, const BackendFactory& factory, const RunnerOptions& options)
-      : store_(store), factory_(factory), options_(options), clock_(kc::clockOr(options.clock)),
+      : store_(store),
+        factory_(factory),
+        options_(options),
+        clock_(kc::clockOr(options.clock)),
         backoff_(options.backoff) {}
 
   int run() {
@@ -42,8 +47,10 @@ class Runner {
     try {
       code = runJob();
     } catch (const Stopped&) {
-      spdlog::info("stop requested (SIGTERM): ending without a final state; the remote job, if any, is left to a "
-                   "replacement pod");
+      spdlog::info(
+          "stop requested (SIGTERM): ending without a final state; the remote job, if any, is left "
+          "to a "
+          "replacement pod");
       code = 1;
     }
     if (backend_) {
@@ -77,10 +84,11 @@ class Runner {
       return fail("backend: " + backend.error().message);
     }
     backend_ = std::move(backend).value();
-    spdlog::info("bridge pod for {}/{} (uid {}), backend {}", ctx_.jobNamespace, ctx_.jobName, ctx_.uid,
-                 backend_->name());
+    spdlog::info("bridge pod for {}/{} (uid {}), backend {}", ctx_.jobNamespace, ctx_.jobName,
+                 ctx_.uid, backend_->name());
 
-    auto prepared = retryTransient("reach " + std::string(backend_->name()), [&] { return backend_->prepare(); });
+    auto prepared = retryTransient("reach " + std::string(backend_->name()),
+                                   [&] { return backend_->prepare(); });
     if (!prepared.ok()) {
       return fail(prepared.error().message);
     }
@@ -88,7 +96,8 @@ class Runner {
     if (id.empty()) {
       auto got = obtainId(data);
       if (!got.ok()) {
-        return got.error().code == "killed" ? finish(JobStatus::kKilled, got.error().message) : fail(got.error().message);
+        return got.error().code == "killed" ? finish(JobStatus::kKilled, got.error().message)
+                                            : fail(got.error().message);
       }
       id = *got;
     } else {
@@ -124,7 +133,8 @@ class Runner {
         return std::move(r).value();
       }
       const auto d = backoff_.next();
-      spdlog::warn("{} failed ({}: {}); retrying in {} ms", what, r.error().code, r.error().message, d.count());
+      spdlog::warn("{} failed ({}: {}); retrying in {} ms", what, r.error().code, r.error().message,
+                   d.count());
       pause(d);
     }
   }
@@ -141,7 +151,8 @@ class Runner {
         return r;
       }
       const auto d = backoff_.next();
-      spdlog::warn("{} failed ({}: {}); retrying in {} ms", what, r.error().code, r.error().message, d.count());
+      spdlog::warn("{} failed ({}: {}); retrying in {} ms", what, r.error().code, r.error().message,
+                   d.count());
       pause(d);
     }
   }
@@ -184,7 +195,8 @@ class Runner {
     if (!client.ok()) {
       return client.error();
     }
-    auto got = retryTransient("fetch " + what + " from S3", [&] { return (*client)->getObject(bo->first, bo->second); });
+    auto got = retryTransient("fetch " + what + " from S3",
+                              [&] { return (*client)->getObject(bo->first, bo->second); });
     if (!got.ok()) {
       return makeError(got.error().code, what + ": " + got.error().message);
     }
@@ -202,8 +214,9 @@ class Runner {
     } else {
       ctx_.script = p.jobScript;
     }
-    for (auto [src, dst, what] : {std::tuple{&p.scriptMetadata, &ctx_.scriptMetadata, "scriptmetadata"},
-                                  std::tuple{&p.jobParameters, &ctx_.jobParametersJson, "jobparameters"}}) {
+    for (auto [src, dst, what] :
+         {std::tuple{&p.scriptMetadata, &ctx_.scriptMetadata, "scriptmetadata"},
+          std::tuple{&p.jobParameters, &ctx_.jobParametersJson, "jobparameters"}}) {
       if (src->empty()) {
         continue;
       }
@@ -229,8 +242,9 @@ class Runner {
     }
     const std::uint64_t limit = backend_->stagingLimit();
     if (limit == 0) {
-      return makeError(errc::kUnsupported, std::string("additionaldata: the ") + backend_->name() +
-                                               " backend cannot stage files to the remote side (see docs/bridge.md)");
+      return makeError(errc::kUnsupported,
+                       std::string("additionaldata: the ") + backend_->name() +
+                           " backend cannot stage files to the remote side (see docs/bridge.md)");
     }
     struct Item {
       std::string bucket, key, name;
@@ -260,8 +274,9 @@ class Runner {
       return makeError(client.error().code, "additionaldata: " + client.error().message);
     }
     const auto tooBig = [&](std::uint64_t total) {
-      return makeError(errc::kInvalid, "additionaldata: " + std::to_string(total) + " bytes in total, more than the " +
-                                           backend_->name() + " backend stages (" + std::to_string(limit) + " bytes)");
+      return makeError(errc::kInvalid, "additionaldata: " + std::to_string(total) +
+                                           " bytes in total, more than the " + backend_->name() +
+                                           " backend stages (" + std::to_string(limit) + " bytes)");
     };
     std::uint64_t total = 0;
     for (const Item& i : items) {
@@ -297,7 +312,8 @@ class Runner {
     bool inputsLoaded = false;
     for (;;) {
       checkStop();
-      auto tagged = retryTransient("look for a job tagged " + ctx_.uid, [&] { return backend_->findTagged(ctx_); });
+      auto tagged = retryTransient("look for a job tagged " + ctx_.uid,
+                                   [&] { return backend_->findTagged(ctx_); });
       if (!tagged.ok()) {
         return tagged.error();
       }
@@ -305,8 +321,9 @@ class Runner {
         spdlog::info("adopting remote job {} (tagged with uid {})", **tagged, ctx_.uid);
         writeKeys({{cmkey::kRemoteId, **tagged},
                    {cmkey::kStatus, jobStatusName(JobStatus::kSubmitted)},
-                   {cmkey::kSubmitTime, value(data, cmkey::kSubmitTime).empty() ? rfc3339(clock_.wallNow())
-                                                                                : value(data, cmkey::kSubmitTime)},
+                   {cmkey::kSubmitTime, value(data, cmkey::kSubmitTime).empty()
+                                            ? rfc3339(clock_.wallNow())
+                                            : value(data, cmkey::kSubmitTime)},
                    {cmkey::kMessage, "adopted remote job " + **tagged}});
         return **tagged;
       }
@@ -375,13 +392,14 @@ class Runner {
       if (!q.ok()) {
         if (isTransient(q.error())) {
           const auto d = backoff_.next();
-          spdlog::warn("status of {} failed ({}: {}); retrying in {} ms", id, q.error().code, q.error().message,
-                       d.count());
+          spdlog::warn("status of {} failed ({}: {}); retrying in {} ms", id, q.error().code,
+                       q.error().message, d.count());
           pause(d);
           first = true;  // the backoff was the wait
           continue;
         }
-        writeKeys({{cmkey::kMessage, "polling remote job " + id + " failed: " + q.error().message}});
+        writeKeys(
+            {{cmkey::kMessage, "polling remote job " + id + " failed: " + q.error().message}});
         spdlog::error("polling remote job {} failed: {}", id, q.error().message);
         return 1;
       }
@@ -391,8 +409,9 @@ class Runner {
           return finish(JobStatus::kKilled, "remote job " + id + " cancelled and gone");
         }
         return finish(JobStatus::kUnknown,
-                      "remote job " + id + " is gone: the backend no longer knows it (purged before its final "
-                      "state was seen)");
+                      "remote job " + id +
+                          " is gone: the backend no longer knows it (purged before its final "
+                          "state was seen)");
       }
       const RemoteJob& job = q->job;
       if (isTerminal(job.status)) {
@@ -477,8 +496,8 @@ class Runner {
         }
       }
       if (!uploaded.empty()) {
-        message += "; uploaded " + std::to_string(uploaded.size()) + " output(s) to " + ctx_.params.s3UploadBucket +
-                   "/" + ctx_.jobName + "/";
+        message += "; uploaded " + std::to_string(uploaded.size()) + " output(s) to " +
+                   ctx_.params.s3UploadBucket + "/" + ctx_.jobName + "/";
       }
       if (!problems.empty()) {
         std::string joined;

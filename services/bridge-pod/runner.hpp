@@ -55,7 +55,8 @@ struct RunnerOptions {
   std::string s3CredentialsDir = "/s3credentials";
   std::string s3Region = "us-east-1";
   std::string s3CaFile;
-  BackoffParams backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), 2.0, 0.2};
+  BackoffParams backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), 2.0,
+                        0.2};
   int uploadAttempts = 5;
   // The poll interval when positive (tests); otherwise the ConfigMap's updateInterval.
   std::chrono::milliseconds pollIntervalOverride{0};

@@ -19,7 +19,8 @@ std::string s3ErrorCode(const std::string& body) {
 
 Error s3Error(const std::string& what, const kc::net::Response& r) {
   const std::string code = s3ErrorCode(r.body);
-  const std::string text = what + ": HTTP " + std::to_string(r.status) + (code.empty() ? "" : " " + code);
+  const std::string text =
+      what + ": HTTP " + std::to_string(r.status) + (code.empty() ? "" : " " + code);
   if (r.status == 404) {
     return makeError(errc::kNotFound, text);
   }
@@ -51,8 +52,9 @@ Result<std::pair<std::string, std::string>> splitBucketObject(const std::string&
 Result<std::unique_ptr<S3Client>> S3Client::create(S3Options options) {
   if (options.endpoint.empty() || options.endpoint.find("://") != std::string::npos ||
       options.endpoint.find('/') != std::string::npos) {
-    return makeError(errc::kInvalid, "S3 endpoint must be host[:port] without scheme or path, got '" +
-                                         options.endpoint + "'");
+    return makeError(
+        errc::kInvalid,
+        "S3 endpoint must be host[:port] without scheme or path, got '" + options.endpoint + "'");
   }
   kc::net::ClientOptions co;
   co.baseUrl = std::string(options.secure ? "https://" : "http://") + options.endpoint;
@@ -92,7 +94,8 @@ Result<kc::net::Response> S3Client::send(const std::string& method, const std::s
   req.path = "/" + bucket + "/" + key;
   req.headers = {{"host", options_.endpoint}};
   req.payload = body;
-  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(kc::clockOr(options_.clock).wallNow());
+  const auto now =
+      std::chrono::time_point_cast<std::chrono::seconds>(kc::clockOr(options_.clock).wallNow());
   auto signedReq = kc::sigv4::sign(req, creds, options_.region, "s3", kc::sigv4::amzDate(now));
   if (!signedReq.ok()) {
     return signedReq.error();
@@ -128,13 +131,16 @@ Result<std::uint64_t> S3Client::objectSize(const std::string& bucket, const std:
     return s3Error("HEAD s3://" + bucket + "/" + key, *r);
   }
   const std::string length = r->header("Content-Length").value_or("");
-  if (length.empty() || length.size() > 19 || length.find_first_not_of("0123456789") != std::string::npos) {
-    return makeError(errc::kProtocol, "HEAD s3://" + bucket + "/" + key + ": no usable Content-Length");
+  if (length.empty() || length.size() > 19 ||
+      length.find_first_not_of("0123456789") != std::string::npos) {
+    return makeError(errc::kProtocol,
+                     "HEAD s3://" + bucket + "/" + key + ": no usable Content-Length");
   }
   return static_cast<std::uint64_t>(std::stoull(length));
 }
 
-Status S3Client::putObject(const std::string& bucket, const std::string& key, const std::string& body) {
+Status S3Client::putObject(const std::string& bucket, const std::string& key,
+                           const std::string& body) {
   auto r = send("PUT", bucket, key, body);
   if (!r.ok()) {
     return r.error();

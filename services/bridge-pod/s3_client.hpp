@@ -35,8 +35,8 @@ class S3Client {
 
  private:
   S3Client(S3Options options, std::unique_ptr<kc::net::HttpClient> http);
-  Result<kc::net::Response> send(const std::string& method, const std::string& bucket, const std::string& key,
-                                 const std::string& body);
+  Result<kc::net::Response> send(const std::string& method, const std::string& bucket,
+                                 const std::string& key, const std::string& body);
   S3Options options_;
   std::unique_ptr<kc::net::HttpClient> http_;
 };

@@ -67,26 +67,29 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::create(SlurmOptions options)
   if (wanted != "auto" && wanted != "newest") {
     version = slurm::parseVersion(wanted);
     if (!version) {
-      return makeError(errc::kInvalid, "Slurm API version '" + wanted + "' is not one the bridge pod speaks (" +
-                                           implemented + ", or auto / newest)");
+      return makeError(errc::kInvalid, "Slurm API version '" + wanted +
+                                           "' is not one the bridge pod speaks (" + implemented +
+                                           ", or auto / newest)");
     }
     if (!url->version.empty() && url->version != wanted) {
-      return makeError(errc::kInvalid, "resourceURL names " + url->version + " but the Slurm API version asked for is " +
-                                           wanted);
+      return makeError(errc::kInvalid, "resourceURL names " + url->version +
+                                           " but the Slurm API version asked for is " + wanted);
     }
   } else if (wanted == "auto" && !url->version.empty()) {
     version = slurm::parseVersion(url->version);
     if (!version) {
-      return makeError(errc::kInvalid, "resourceURL names slurmrestd " + url->version +
-                                           ", which the bridge pod does not speak (" + implemented +
-                                           "); give the base URL to use the newest one the server offers");
+      return makeError(errc::kInvalid,
+                       "resourceURL names slurmrestd " + url->version +
+                           ", which the bridge pod does not speak (" + implemented +
+                           "); give the base URL to use the newest one the server offers");
     }
   }
   auto http = backendHttpClient(url->root, options.caFile, options.timeout);
   if (!http.ok()) {
     return http.error();
   }
-  return std::unique_ptr<SlurmBackend>(new SlurmBackend(std::move(options), std::move(http).value(), version));
+  return std::unique_ptr<SlurmBackend>(
+      new SlurmBackend(std::move(options), std::move(http).value(), version));
 }
 
 SlurmBackend::SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http,
@@ -96,8 +99,8 @@ SlurmBackend::SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpCl
       http_(std::move(http)),
       tokens_(options_.credentialsDir, options_.tokenLifespan, options_.clock) {}
 
-Result<kc::net::Response> SlurmBackend::sendRoot(const std::string& method, const std::string& target,
-                                                 std::string body) {
+Result<kc::net::Response> SlurmBackend::sendRoot(const std::string& method,
+                                                 const std::string& target, std::string body) {
   auto user = tokens_.user();
   if (!user.ok()) {
     return user.error();
@@ -113,9 +116,11 @@ Result<kc::net::Response> SlurmBackend::sendRoot(const std::string& method, cons
   return http_->request(method, target, std::move(body), std::move(h));
 }
 
-Result<kc::net::Response> SlurmBackend::send(const std::string& method, const std::string& path, std::string body) {
+Result<kc::net::Response> SlurmBackend::send(const std::string& method, const std::string& path,
+                                             std::string body) {
   if (!version_) {
-    return makeError(errc::kInvalid, "the Slurm API version is not known yet (prepare() discovers it)");
+    return makeError(errc::kInvalid,
+                     "the Slurm API version is not known yet (prepare() discovers it)");
   }
   return sendRoot(method, "/slurm/" + slurm::versionName(*version_) + path, std::move(body));
 }
@@ -130,10 +135,12 @@ Error replyError(const std::string& what, const kc::net::Response& r) {
   }
   if (r.status >= 500) {
     const bool auth = r.body.find("slurm_load_ctl_conf") != std::string::npos;
-    return makeError(auth ? errc::kUnauthorized : errc::kServerError,
-                     what + ": HTTP " + std::to_string(r.status) + (auth ? " (token rejected)" : ""));
+    return makeError(
+        auth ? errc::kUnauthorized : errc::kServerError,
+        what + ": HTTP " + std::to_string(r.status) + (auth ? " (token rejected)" : ""));
   }
-  return makeError(errc::kInvalid, what + ": HTTP " + std::to_string(r.status) + " " + excerpt(r.body));
+  return makeError(errc::kInvalid,
+                   what + ": HTTP " + std::to_string(r.status) + " " + excerpt(r.body));
 }
 
 }  // namespace
@@ -181,9 +188,11 @@ Status SlurmBackend::discover() {
     version_ = slurm::newestImplemented(*offered);
     if (!version_) {
       return makeError(errc::kInvalid, "slurmrestd at " + options_.resourceUrl + " offers " + list +
-                                           ", none of the versions the bridge pod speaks (" + implemented + ")");
+                                           ", none of the versions the bridge pod speaks (" +
+                                           implemented + ")");
     }
-    spdlog::info("slurmrestd offers {} ({}); speaking {}", list, doc, slurm::versionName(*version_));
+    spdlog::info("slurmrestd offers {} ({}); speaking {}", list, doc,
+                 slurm::versionName(*version_));
     return okStatus();
   }
   // No readable document: the newest version whose ping answers.
@@ -194,7 +203,8 @@ Status SlurmBackend::discover() {
     }
     if (r->status == 200) {
       version_ = v;
-      spdlog::info("slurmrestd answers ping on {} (no OpenAPI document); speaking it", slurm::versionName(v));
+      spdlog::info("slurmrestd answers ping on {} (no OpenAPI document); speaking it",
+                   slurm::versionName(v));
       return okStatus();
     }
     if (r->status == 401 || r->status >= 500) {
@@ -202,10 +212,13 @@ Status SlurmBackend::discover() {
     }
   }
   return makeError(errc::kInvalid, "slurmrestd at " + options_.resourceUrl +
-                                       " serves no OpenAPI document and answers no ping of " + implemented);
+                                       " serves no OpenAPI document and answers no ping of " +
+                                       implemented);
 }
 
-std::uint64_t SlurmBackend::stagingLimit() const { return kSlurmStagingLimit; }
+std::uint64_t SlurmBackend::stagingLimit() const {
+  return kSlurmStagingLimit;
+}
 
 Status SlurmBackend::prepare() {
   if (!version_) {
@@ -238,7 +251,8 @@ Result<std::string> SlurmBackend::submit(const JobContext& ctx) {
   }
   slurm::SubmitInput in{*script, ctx.params.jobProperties, ctx.uid, ctx.jobName};
   if (!version_) {
-    return makeError(errc::kInvalid, "the Slurm API version is not known yet (prepare() discovers it)");
+    return makeError(errc::kInvalid,
+                     "the Slurm API version is not known yet (prepare() discovers it)");
   }
   auto body = slurm::buildSubmitBody(in, *version_);
   if (!body.ok()) {
@@ -303,13 +317,17 @@ Result<bool> SlurmBackend::cancel(const std::string& id) {
 Result<std::string> SlurmBackend::fetchOutput(const JobContext& ctx, const std::string& /*id*/,
                                               const std::string& file) {
   if (!safeRelativePath(file)) {
-    return makeError(errc::kInvalid, "output file '" + file + "' must be a relative path inside the job's directory");
+    return makeError(errc::kInvalid, "output file '" + file +
+                                         "' must be a relative path inside the job's directory");
   }
   std::string cwd;
   try {
-    cwd = nlohmann::json::parse(ctx.params.jobProperties).at("current_working_directory").get<std::string>();
+    cwd = nlohmann::json::parse(ctx.params.jobProperties)
+              .at("current_working_directory")
+              .get<std::string>();
   } catch (const std::exception&) {
-    return makeError(errc::kInvalid, "jobproperties has no current_working_directory to read outputs from");
+    return makeError(errc::kInvalid,
+                     "jobproperties has no current_working_directory to read outputs from");
   }
   const std::string path = options_.sharedRoot + cwd + "/" + file;
   std::ifstream in(path, std::ios::binary);

@@ -28,7 +28,7 @@
 namespace kc::bridge::pod {
 
 struct SlurmOptions {
-  std::string resourceUrl;  // http(s)://host:port/slurm/v0.0.NN/ or http(s)://host:port/
+  std::string resourceUrl;          // http(s)://host:port/slurm/v0.0.NN/ or http(s)://host:port/
   std::string apiVersion = "auto";  // "auto", "newest" or "v0.0.NN"
   std::string credentialsDir;
   std::chrono::seconds tokenLifespan{600};
@@ -50,15 +50,18 @@ class SlurmBackend final : public Backend {
   Result<std::string> submit(const JobContext& ctx) override;
   Result<Query> query(const std::string& id) override;
   Result<bool> cancel(const std::string& id) override;
-  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id, const std::string& file) override;
+  Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
+                                  const std::string& file) override;
 
  private:
   SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http,
                std::optional<slurm::ApiVersion> version);
   // `path` below /slurm/<version> ("/job/submit"); send() needs the version known.
-  Result<kc::net::Response> send(const std::string& method, const std::string& path, std::string body = {});
+  Result<kc::net::Response> send(const std::string& method, const std::string& path,
+                                 std::string body = {});
   // Any target below the resourceURL's root ("/openapi/v3").
-  Result<kc::net::Response> sendRoot(const std::string& method, const std::string& target, std::string body = {});
+  Result<kc::net::Response> sendRoot(const std::string& method, const std::string& target,
+                                     std::string body = {});
   Status discover();
   Status ping();
   SlurmOptions options_;

@@ -360,7 +360,8 @@ Result<std::optional<std::int64_t>> timeField(const json& o, const char* key,
 
 // v0.0.40+ exit_code: {"status": ["SUCCESS" | "ERROR" | "SIGNALED" | "CORE_DUMPED" |
 // "PENDING" | "INVALID", ...], "return_code": number, "signal": {"id": number, "name"}}.
-Result<ExitStatus> verboseExitCode(const json& v, const std::string& where, std::string_view reason) {
+Result<ExitStatus> verboseExitCode(const json& v, const std::string& where,
+                                   std::string_view reason) {
   if (!v.is_object()) {
     return protocol(where + " is not an object (v0.0.40+ exit_code)");
   }
@@ -373,7 +374,7 @@ Result<ExitStatus> verboseExitCode(const json& v, const std::string& where, std:
     if (!e.is_string()) {
       return protocol(where + ".status has a non-string entry");
     }
-    static const std::array<const char*, 6> known{"INVALID", "PENDING", "SUCCESS",
+    static const std::array<const char*, 6> known{"INVALID", "PENDING",  "SUCCESS",
                                                   "ERROR",   "SIGNALED", "CORE_DUMPED"};
     const std::string& s = e.get_ref<const std::string&>();
     if (std::find(known.begin(), known.end(), s) == known.end()) {
@@ -381,7 +382,9 @@ Result<ExitStatus> verboseExitCode(const json& v, const std::string& where, std:
     }
     status.push_back(s);
   }
-  auto hasStatus = [&](const char* s) { return std::find(status.begin(), status.end(), s) != status.end(); };
+  auto hasStatus = [&](const char* s) {
+    return std::find(status.begin(), status.end(), s) != status.end();
+  };
   if (reason == "JobLaunchFailure") {
     return ExitStatus{ExitStatus::Kind::kLaunchFailed, -1, false};
   }
@@ -397,7 +400,8 @@ Result<ExitStatus> verboseExitCode(const json& v, const std::string& where, std:
     if (!id->value || *id->value <= 0 || *id->value > 127) {
       return protocol(where + ".signal.id is not a signal number");
     }
-    return ExitStatus{ExitStatus::Kind::kSignaled, static_cast<int>(*id->value), hasStatus("CORE_DUMPED")};
+    return ExitStatus{ExitStatus::Kind::kSignaled, static_cast<int>(*id->value),
+                      hasStatus("CORE_DUMPED")};
   }
   if (hasStatus("SUCCESS") || hasStatus("ERROR")) {
     auto rc = numberField(v, "return_code", where, true);
@@ -408,8 +412,8 @@ Result<ExitStatus> verboseExitCode(const json& v, const std::string& where, std:
       return protocol(where + ".return_code is not an exit code");
     }
     if (hasStatus("SUCCESS") != (*rc->value == 0)) {
-      return protocol(where + " says " + (hasStatus("SUCCESS") ? "SUCCESS" : "ERROR") + " with return_code " +
-                      std::to_string(*rc->value));
+      return protocol(where + " says " + (hasStatus("SUCCESS") ? "SUCCESS" : "ERROR") +
+                      " with return_code " + std::to_string(*rc->value));
     }
     return ExitStatus{ExitStatus::Kind::kExited, static_cast<int>(*rc->value), false};
   }
@@ -752,12 +756,12 @@ std::vector<std::string> jobStateNames() {
 namespace {
 // The base states (job_state_codes: one per job) and the flags in the order Slurm's
 // job_state_string() prefers them over the base state; the last three are never shown.
-constexpr std::array<const char*, 12> kBaseStates{"PENDING",   "RUNNING",  "SUSPENDED", "COMPLETED",
-                                                  "CANCELLED", "FAILED",   "TIMEOUT",   "NODE_FAIL",
-                                                  "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"};
+constexpr std::array<const char*, 12> kBaseStates{
+    "PENDING", "RUNNING",   "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED",
+    "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",  "OUT_OF_MEMORY"};
 constexpr std::array<const char*, 16> kFlagOrder{
-    "COMPLETING", "STAGE_OUT", "CONFIGURING",   "RESIZING",     "REQUEUED",      "REQUEUE_FED",
-    "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED",  "REVOKED",      "RESV_DEL_HOLD", "SIGNALING",
+    "COMPLETING",    "STAGE_OUT",     "CONFIGURING",   "RESIZING", "REQUEUED",      "REQUEUE_FED",
+    "REQUEUE_HOLD",  "SPECIAL_EXIT",  "STOPPED",       "REVOKED",  "RESV_DEL_HOLD", "SIGNALING",
     "POWER_UP_NODE", "LAUNCH_FAILED", "RECONFIG_FAIL", "UPDATE_DB"};
 constexpr std::size_t kShownFlags = 13;
 }  // namespace
@@ -847,7 +851,8 @@ Result<ResourceUrl> splitResourceUrl(std::string_view url) {
     return invalid("resourceURL '" + std::string(url) + "' has no scheme (http:// or https://)");
   }
   const auto pathStart = url.find('/', scheme + 3);
-  std::string_view path = pathStart == std::string_view::npos ? std::string_view() : url.substr(pathStart);
+  std::string_view path =
+      pathStart == std::string_view::npos ? std::string_view() : url.substr(pathStart);
   const auto at = path.find("/slurm/");
   if (at == std::string_view::npos) {
     std::string root(url);
@@ -864,7 +869,8 @@ Result<ResourceUrl> splitResourceUrl(std::string_view url) {
     return invalid("resourceURL '" + std::string(url) +
                    "' must end in /slurm/v<a>.<b>.<c>/ or name no /slurm/ path at all");
   }
-  std::string root(url.substr(0, (pathStart == std::string_view::npos ? url.size() : pathStart) + at));
+  std::string root(
+      url.substr(0, (pathStart == std::string_view::npos ? url.size() : pathStart) + at));
   return ResourceUrl{root, std::string(version)};
 }
 
@@ -887,8 +893,9 @@ Result<std::vector<std::string>> offeredVersions(std::string_view openapiBody) {
       found.push_back(v);
     }
   }
-  std::sort(found.begin(), found.end(),
-            [](const std::string& a, const std::string& b) { return versionKey(a) < versionKey(b); });
+  std::sort(found.begin(), found.end(), [](const std::string& a, const std::string& b) {
+    return versionKey(a) < versionKey(b);
+  });
   return found;
 }
 

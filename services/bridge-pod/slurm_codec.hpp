@@ -28,8 +28,8 @@
 #include <string_view>
 #include <vector>
 
-#include "libcore/base/result.hpp"
 #include "libcore/api/bridge_job.hpp"
+#include "libcore/base/result.hpp"
 
 namespace kc::bridge::slurm {
 
@@ -38,7 +38,7 @@ enum class ApiVersion : int { kV0038 = 38, kV0039 = 39, kV0040 = 40, kV0041 = 41
 
 // Every version the codec implements, newest first.
 std::vector<ApiVersion> implementedVersions();
-std::string versionName(ApiVersion v);                    // "v0.0.40"
+std::string versionName(ApiVersion v);                          // "v0.0.40"
 std::optional<ApiVersion> parseVersion(std::string_view name);  // "v0.0.40" -> kV0040
 
 // A resourceURL split at its `/slurm/v0.0.NN/` part: root is everything before `/slurm`
@@ -74,7 +74,8 @@ std::string uidTag(std::string_view bridgeJobUid);
 // Errors (code "invalid") name the property: unknown keys, wrong types, out-of-range values,
 // a missing or empty `environment` or `current_working_directory`, a `comment` (reserved for
 // the tag), an empty script or uid.
-Result<nlohmann::json> buildSubmitBody(const SubmitInput& in, ApiVersion version = ApiVersion::kV0038);
+Result<nlohmann::json> buildSubmitBody(const SubmitInput& in,
+                                       ApiVersion version = ApiVersion::kV0038);
 
 // The property keys accepted in jobProperties (v0.0.38 job field names, translated for newer
 // versions), for docs.
@@ -117,7 +118,7 @@ struct JobInfo {
   std::int64_t jobId = 0;
   std::string name;
   std::string comment;
-  std::string jobState;  // as Slurm spells it (v0.0.40+: the collapsed array)
+  std::string jobState;                    // as Slurm spells it (v0.0.40+: the collapsed array)
   std::vector<std::string> jobStateFlags;  // v0.0.40+: the array as sent
   std::string stateReason;
   JobStatus status = JobStatus::kUnknown;

@@ -17,7 +17,8 @@ std::string shellQuote(const std::string& s) {
 }
 
 // `base64 -d > <target>` from a heredoc holding `bytes`, exiting 1 when the write fails.
-std::string writeFile(const std::string& target, const std::string& label, const std::string& bytes) {
+std::string writeFile(const std::string& target, const std::string& label,
+                      const std::string& bytes) {
   std::string out = "base64 -d > " + target + " <<'" + kDelimiter + "' || { echo " +
                     shellQuote("bridge: staging " + label + " failed") + " >&2; exit 1; }\n";
   const std::string text = kc::base64Encode(bytes);
@@ -33,7 +34,8 @@ Result<std::string> slurmBatchScript(const JobContext& ctx) {
   const bool remote = ctx.params.scriptLocation == "remote";
   if (remote && (ctx.script.empty() || ctx.script.front() != '/' ||
                  ctx.script.find_first_of("\n\r") != std::string::npos)) {
-    return makeError(errc::kInvalid, "jobdata.jobscript (remote) must be an absolute path on the cluster");
+    return makeError(errc::kInvalid,
+                     "jobdata.jobscript (remote) must be an absolute path on the cluster");
   }
   if (!remote && ctx.script.empty()) {
     return makeError(errc::kInvalid, "jobdata.jobscript is empty");
@@ -50,11 +52,13 @@ Result<std::string> slurmBatchScript(const JobContext& ctx) {
                                          " bytes, more than Slurm stages in a batch script (" +
                                          std::to_string(kSlurmStagingLimit) + ")");
   }
-  std::string out = "#!/bin/sh\n# bridge: jobdata.additionaldata staged into the working directory\n";
+  std::string out =
+      "#!/bin/sh\n# bridge: jobdata.additionaldata staged into the working directory\n";
   for (const StagedFile& f : ctx.additionalFiles) {
     auto name = stagedFileName(f.name);
     if (!name.ok() || *name != f.name) {
-      return makeError(errc::kInvalid, "additionaldata file '" + f.name + "' is not a plain file name");
+      return makeError(errc::kInvalid,
+                       "additionaldata file '" + f.name + "' is not a plain file name");
     }
     out += writeFile(shellQuote("./" + f.name), f.name, f.bytes);
   }

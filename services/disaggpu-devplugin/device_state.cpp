@@ -121,7 +121,8 @@ Result<std::vector<ContainerAllocation>> planAllocation(
       }
       const NodeGpu* gpu = inventory.find(id);
       if (gpu == nullptr) {
-        return makeError(kc::errc::kNotFound, "Allocate: device " + id + " is not attached to this node");
+        return makeError(kc::errc::kNotFound,
+                         "Allocate: device " + id + " is not attached to this node");
       }
       if (gpu->draining) {
         return makeError(kc::errc::kNotFound,

@@ -2,16 +2,15 @@
 // The device plugin's decisions, as pure functions over the GPUPool objects it watches: which
 // GPUs this node has, what kubelet should see (draining GPUs withdrawn), what Allocate hands a
 // container, which devices GetPreferredAllocation proposes, and the usage report the plugin
-// publishes on its Node for reconfig-mgr (its shape: libcore/api/usage_report.hpp). No I/O, no clocks: the gRPC service, the informer
-// handlers and the tests all call these.
+// publishes on its Node for reconfig-mgr (its shape: libcore/api/usage_report.hpp). No I/O, no
+// clocks: the gRPC service, the informer handlers and the tests all call these.
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/api/gpupool.hpp"
 #include "libcore/api/usage_report.hpp"

@@ -11,7 +11,8 @@ namespace kc::devplugin {
 
 Status NodeAnnotationPublisher::publish(const UsageReport& report) {
   const nlohmann::json patch = {
-      {"metadata", {{"annotations", {{std::string(api::kUsageAnnotation), api::serialize(report)}}}}}};
+      {"metadata",
+       {{"annotations", {{std::string(api::kUsageAnnotation), api::serialize(report)}}}}}};
   auto r = client_.patch(kube::gvr::nodes(), "", node_, kube::PatchType::kMerge, patch);
   if (!r) {
     // The API's own reason (not_found for a missing Node, unauthorized, conflict, ...).
@@ -133,9 +134,13 @@ DevPlugin::DevPlugin(DevPluginOptions options, kube::KubeClient& client, obs::Me
   }
 }
 
-DevPlugin::~DevPlugin() { stop(); }
+DevPlugin::~DevPlugin() {
+  stop();
+}
 
-bool DevPlugin::synced() const { return informer_->hasSynced(); }
+bool DevPlugin::synced() const {
+  return informer_->hasSynced();
+}
 
 void DevPlugin::recompute() {
   std::vector<nlohmann::json> pools;

@@ -23,7 +23,6 @@ class HealthChecks;
 
 namespace kc::devplugin {
 
-
 struct DevPluginOptions {
   std::string nodeName;
   RegistrarOptions registrar;

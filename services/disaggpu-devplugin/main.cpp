@@ -2,9 +2,9 @@
 // a PCIe fabric. Advertises the GPUs the GPUPool status says are attached to this node, never
 // calls the fabric itself. Thin main: flags -> library -> run.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <thread>
 
@@ -69,8 +69,7 @@ int main(int argc, char** argv) {
   }
   o.usage.pollInterval = std::chrono::milliseconds(static_cast<std::int64_t>(pollSec * 1000));
   o.registrar.useInotify = !noInotify;
-  o.registrar.stopGrace =
-      std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000));
+  o.registrar.stopGrace = std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000));
   if (o.nodeName.empty()) {
     spdlog::critical("no node name: set --node-name or NODE_NAME (fieldRef spec.nodeName)");
     return 2;
@@ -101,10 +100,11 @@ int main(int argc, char** argv) {
     http.stop(std::chrono::milliseconds(0));
     return 1;
   }
-  spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})",
-               o.nodeName, plugin.registrar().socketPath(), *bound);
-  return kc::obs::runUntilSignalled({.name = "disaggpu-devplugin",
-                                     .steps = {&health, [&] { plugin.stop(); }, [&] { http.stop(); }},
-                                     .portFile = daemon.portFile,
-                                     .port = *bound});
+  spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})", o.nodeName,
+               plugin.registrar().socketPath(), *bound);
+  return kc::obs::runUntilSignalled(
+      {.name = "disaggpu-devplugin",
+       .steps = {&health, [&] { plugin.stop(); }, [&] { http.stop(); }},
+       .portFile = daemon.portFile,
+       .port = *bound});
 }

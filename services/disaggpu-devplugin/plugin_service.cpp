@@ -154,7 +154,8 @@ std::uint64_t DevicePluginService::changeTick() const {
   return tick_;
 }
 
-bool DevicePluginService::waitForChange(std::uint64_t seen, std::chrono::milliseconds timeout) const {
+bool DevicePluginService::waitForChange(std::uint64_t seen,
+                                        std::chrono::milliseconds timeout) const {
   std::unique_lock lock(tickMu_);
   return tickCv_.wait_for(lock, timeout, [&] { return tick_ != seen; });
 }

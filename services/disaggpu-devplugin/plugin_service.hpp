@@ -26,8 +26,8 @@ namespace kc::devplugin {
 
 // Counters the service reports; all optional (tests pass none).
 struct ServiceHooks {
-  std::function<void()> onListSent;           // one ListAndWatch response written
-  std::function<void(bool ok)> onAllocate;    // Allocate answered (ok or refused)
+  std::function<void()> onListSent;         // one ListAndWatch response written
+  std::function<void(bool ok)> onAllocate;  // Allocate answered (ok or refused)
   std::function<void()> onStreamOpened;
   std::function<void()> onStreamClosed;
 };

@@ -1,6 +1,7 @@
 #include "services/disaggpu-devplugin/registrar.hpp"
 
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -8,8 +9,6 @@
 
 #include <algorithm>
 #include <filesystem>
-
-#include <spdlog/spdlog.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "libcore/base/backoff.hpp"
@@ -63,24 +62,27 @@ bool isExtendedResourceName(std::string_view name) {
 
 Status validate(const RegistrarOptions& o) {
   if (o.pluginDir.empty() || o.pluginDir.front() != '/') {
-    return makeError(kc::errc::kInvalid, "--device-plugin-dir '" + o.pluginDir + "' is not an absolute path");
+    return makeError(kc::errc::kInvalid,
+                     "--device-plugin-dir '" + o.pluginDir + "' is not an absolute path");
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(o.pluginDir, ec)) {
-    return makeError(kc::errc::kInvalid, "--device-plugin-dir '" + o.pluginDir + "' is not a directory");
+    return makeError(kc::errc::kInvalid,
+                     "--device-plugin-dir '" + o.pluginDir + "' is not a directory");
   }
-  if (o.socketName.empty() || o.socketName.find('/') != std::string::npos ||
-      o.socketName == "." || o.socketName == ".." || o.socketName == "kubelet.sock") {
+  if (o.socketName.empty() || o.socketName.find('/') != std::string::npos || o.socketName == "." ||
+      o.socketName == ".." || o.socketName == "kubelet.sock") {
     return makeError(kc::errc::kInvalid, "--socket-name '" + o.socketName +
-                                    "' must be a plain file name other than kubelet.sock");
+                                             "' must be a plain file name other than kubelet.sock");
   }
   if (!isExtendedResourceName(o.resourceName)) {
-    return makeError(kc::errc::kInvalid, "--resource-name '" + o.resourceName +
-                                    "' is not an extended resource name (domain/name, not in "
-                                    "kubernetes.io)");
+    return makeError(kc::errc::kInvalid,
+                     "--resource-name '" + o.resourceName +
+                         "' is not an extended resource name (domain/name, not in "
+                         "kubernetes.io)");
   }
-  if (o.registerTimeout.count() <= 0 || o.checkInterval.count() <= 0 ||
-      o.retryMin.count() <= 0 || o.retryMax < o.retryMin) {
+  if (o.registerTimeout.count() <= 0 || o.checkInterval.count() <= 0 || o.retryMin.count() <= 0 ||
+      o.retryMax < o.retryMin) {
     return makeError(kc::errc::kInvalid, "registrar timings must be positive (retry max >= min)");
   }
   return okStatus();
@@ -94,9 +96,13 @@ Registrar::Registrar(RegistrarOptions options, grpc::Service& service, Registrar
   server_.addService(&service_);
 }
 
-Registrar::~Registrar() { stop(); }
+Registrar::~Registrar() {
+  stop();
+}
 
-std::string Registrar::socketPath() const { return server_.path(); }
+std::string Registrar::socketPath() const {
+  return server_.path();
+}
 
 std::string Registrar::lastError() const {
   std::lock_guard lock(mu_);
@@ -113,10 +119,9 @@ Status Registrar::start() {
   wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (opts_.useInotify) {
     inotifyFd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (inotifyFd_ >= 0 &&
-        ::inotify_add_watch(inotifyFd_, opts_.pluginDir.c_str(),
-                            IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF) <
-            0) {
+    if (inotifyFd_ >= 0 && ::inotify_add_watch(inotifyFd_, opts_.pluginDir.c_str(),
+                                               IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+                                                   IN_DELETE_SELF) < 0) {
       spdlog::warn("inotify on {} unavailable; checking the sockets every {} ms", opts_.pluginDir,
                    opts_.checkInterval.count());
       ::close(inotifyFd_);

@@ -1,11 +1,11 @@
 #include "services/disaggpu-devplugin/usage_reporter.hpp"
 
-#include <algorithm>
-#include <thread>
-#include <set>
-#include <utility>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+#include <utility>
 
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/status.hpp"
@@ -83,7 +83,9 @@ UsageReporter::UsageReporter(UsageReporterOptions options, DevicePluginService& 
       publisher_(publisher),
       registered_(std::move(registered)) {}
 
-UsageReporter::~UsageReporter() { stop(); }
+UsageReporter::~UsageReporter() {
+  stop();
+}
 
 UsageReport UsageReporter::decide(const Reading& r, const std::optional<UsageReport>& previous) {
   UsageReport out;

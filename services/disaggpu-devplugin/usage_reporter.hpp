@@ -51,8 +51,8 @@ std::unique_ptr<PodResourcesSource> makePodResourcesClient(std::string socketPat
 
 struct UsageReporterOptions {
   std::string resourceName{api::kGpuResource};
-  std::chrono::milliseconds pollInterval{1000};  // PodResources read without any change
-  std::chrono::milliseconds retryInterval{1000}; // after a failed publish
+  std::chrono::milliseconds pollInterval{1000};   // PodResources read without any change
+  std::chrono::milliseconds retryInterval{1000};  // after a failed publish
 };
 
 class UsageReporter {
@@ -78,7 +78,7 @@ class UsageReporter {
   struct Reading {
     NodeInventory inventory;
     std::vector<Advertised> advertised;
-    bool listDelivered = false;    // every stream has the current list (read BEFORE `inUse`)
+    bool listDelivered = false;      // every stream has the current list (read BEFORE `inUse`)
     std::optional<DeviceUse> inUse;  // nullopt: PodResources failed
     std::set<std::string> allocatedSince;  // Allocate calls after the read began
     bool registered = false;
@@ -96,7 +96,7 @@ class UsageReporter {
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   std::uint64_t previousSeq_ = 0;  // allocation sequence at the start of the previous round
-  mutable std::mutex mu_;  // guards published_, lastError_
+  mutable std::mutex mu_;          // guards published_, lastError_
   std::optional<UsageReport> published_;
   std::string lastError_;
 };

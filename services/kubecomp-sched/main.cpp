@@ -2,14 +2,14 @@
 // places them with the paper's Eq. 1 over GPU pools and asks reconfig-mgr for GPU moves through
 // pod annotations. Thin main: flags -> library -> run.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 
-#include "libcore/cli/flags.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/queue_pass.hpp"
+#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/daemon_flags.hpp"
@@ -68,22 +68,25 @@ int main(int argc, char** argv) {
   app.add_option("--node-policy", policy,
                  "node scoring policy from the policy registry (eq1, best-fit, least-demand, none)")
       ->capture_default_str();
-  app.add_option("--mode", mode,
-                 "composable: a node short of GPUs is reserved and reconfig-mgr asked to move them; "
-                 "preconfigured: GPUs never move, a pod goes only where its GPUs are attached now "
-                 "(the fixed settings of the paper's Fig. 8)")
+  app.add_option(
+         "--mode", mode,
+         "composable: a node short of GPUs is reserved and reconfig-mgr asked to move them; "
+         "preconfigured: GPUs never move, a pod goes only where its GPUs are attached now "
+         "(the fixed settings of the paper's Fig. 8)")
       ->check(CLI::IsMember({"composable", "preconfigured"}))
       ->capture_default_str();
-  app.add_option("--queue-policy", queuePolicy,
-                 "queue policy from the policy registry: backfill (an unschedulable pod backs off, "
-                 "later pods are tried), fcfs (strict: a waiting head blocks every later pod), "
-                 "easy-backfill (the head gets a reservation; later pods start only if they do not "
-                 "delay it), slack-backfill (as easy-backfill, the head may slip by up to its own run "
-                 "time)")
+  app.add_option(
+         "--queue-policy", queuePolicy,
+         "queue policy from the policy registry: backfill (an unschedulable pod backs off, "
+         "later pods are tried), fcfs (strict: a waiting head blocks every later pod), "
+         "easy-backfill (the head gets a reservation; later pods start only if they do not "
+         "delay it), slack-backfill (as easy-backfill, the head may slip by up to its own run "
+         "time)")
       ->capture_default_str();
-  app.add_option("--move-seconds", moveSeconds,
-                 "easy-/slack-backfill: estimated time reconfig-mgr takes to move one GPU (measured on "
-                 "the testbed: 36 s, docs/demo.md)")
+  app.add_option(
+         "--move-seconds", moveSeconds,
+         "easy-/slack-backfill: estimated time reconfig-mgr takes to move one GPU (measured on "
+         "the testbed: 36 s, docs/demo.md)")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   auto* slackOpt =
@@ -108,20 +111,24 @@ int main(int argc, char** argv) {
   app.add_option("--max-backoff-seconds", maxBackoff, "longest retry delay of an unschedulable pod")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
-  app.add_option("--bind-workers", o.bindWorkers,
-                 "threads writing binds, annotations and conditions (one pod's writes stay in order)")
+  app.add_option(
+         "--bind-workers", o.bindWorkers,
+         "threads writing binds, annotations and conditions (one pod's writes stay in order)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--leader-elect", leaderElect,
                  "elect a leader through a Lease so that only one replica binds")
       ->capture_default_str();
-  app.add_option("--leader-elect-namespace", o.lease.ns, "namespace of the Lease")->capture_default_str();
+  app.add_option("--leader-elect-namespace", o.lease.ns, "namespace of the Lease")
+      ->capture_default_str();
   app.add_option("--leader-elect-name", o.lease.name, "name of the Lease")->capture_default_str();
-  app.add_option("--identity", o.lease.identity, "this replica's holder identity (default: host_pid)");
+  app.add_option("--identity", o.lease.identity,
+                 "this replica's holder identity (default: host_pid)");
   app.add_option("--lease-duration-seconds", leaseDuration, "Lease duration")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  app.add_option("--renew-deadline-seconds", renewDeadline, "leader steps down if not renewed within")
+  app.add_option("--renew-deadline-seconds", renewDeadline,
+                 "leader steps down if not renewed within")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   app.add_option("--retry-period-seconds", retryPeriod, "Lease renew / acquire period")
@@ -130,7 +137,8 @@ int main(int argc, char** argv) {
   app.add_option("--kube-api-qps", qps, "client-side rate limit of API requests (0: none)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
-  app.add_option("--kube-api-burst", burst, "burst of the client-side rate limit")->capture_default_str();
+  app.add_option("--kube-api-burst", burst, "burst of the client-side rate limit")
+      ->capture_default_str();
   kc::obs::addServingFlags(app, daemon);
   kc::obs::addLogFlags(app, daemon);
   kc::cli::addVersionFlag(app, "kubecomp-sched");
@@ -155,8 +163,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (slackOpt->count() > 0 && queue->discipline != kc::alloc::QueueDiscipline::SlackBackfill) {
-    spdlog::critical("--slack-factor applies to --queue-policy slack-backfill only (queue policy is {})",
-                     queuePolicy);
+    spdlog::critical(
+        "--slack-factor applies to --queue-policy slack-backfill only (queue policy is {})",
+        queuePolicy);
     return 2;
   }
   if (maxBackoff < initialBackoff) {
@@ -198,14 +207,16 @@ int main(int argc, char** argv) {
   if (!bound) {
     return 1;
   }
-  kc::obs::writePortFile(daemon.portFile, *bound);  // before the informers sync: /readyz tells when ready
+  kc::obs::writePortFile(daemon.portFile,
+                         *bound);  // before the informers sync: /readyz tells when ready
   if (auto s = scheduler.start(); !s) {
     spdlog::critical("{}", s.error().message);
     http.stop(std::chrono::milliseconds(0));
     return 2;
   }
-  spdlog::info("kubecomp-sched {} (policy {}, queue {}, {}, health/metrics on port {})", o.lease.identity, policy,
-               queuePolicy, mode, *bound);
+  spdlog::info("kubecomp-sched {} (policy {}, queue {}, {}, health/metrics on port {})",
+               o.lease.identity, policy, queuePolicy, mode, *bound);
   return kc::obs::runUntilSignalled(
-      {.name = "kubecomp-sched", .steps = {&health, [&] { scheduler.stop(); }, [&] { http.stop(); }}});
+      {.name = "kubecomp-sched",
+       .steps = {&health, [&] { scheduler.stop(); }, [&] { http.stop(); }}});
 }

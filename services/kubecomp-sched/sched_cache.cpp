@@ -38,7 +38,9 @@ json identity(const json& obj) {
   return json{{"metadata", std::move(meta)}};
 }
 
-std::int64_t gpuOf(const alloc::Resources& r) { return r.scalarOr0(alloc::kGpuResource); }
+std::int64_t gpuOf(const alloc::Resources& r) {
+  return r.scalarOr0(alloc::kGpuResource);
+}
 
 }  // namespace
 
@@ -131,7 +133,8 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   }
   if (startTime) {
     // status.startTime on the steady clock (never in the future: clocks differ).
-    p.started = now - std::max(std::chrono::duration_cast<Clock::duration>(wall - *startTime), Clock::duration::zero());
+    p.started = now - std::max(std::chrono::duration_cast<Clock::duration>(wall - *startTime),
+                               Clock::duration::zero());
   } else if (p.bound() && !p.started) {
     p.started = now;  // bound by someone else, seen now; ours got their bind time already
   }
@@ -281,8 +284,8 @@ json SchedCache::ingestPool(const json& obj) {
     gpu.uuid = std::move(g.uuid);
     gpu.model = std::move(g.model);
     if (!gpu.model.empty() && !alloc::validGpuModelName(gpu.model)) {
-      spdlog::warn("GPUPool {}: GPU {} model '{}' is not a valid model name; counted as unknown", name, gpu.id,
-                   gpu.model);
+      spdlog::warn("GPUPool {}: GPU {} model '{}' is not a valid model name; counted as unknown",
+                   name, gpu.id, gpu.model);
       gpu.model.clear();
     }
     gpu.node = std::move(g.node);
@@ -441,8 +444,10 @@ void SchedCache::recomputePoolLocked(alloc::PoolIndex p) {
       }
       return a < b;
     });
-    const std::int64_t allocatable = std::max<std::int64_t>(0, nodeMap_.find(nodes_[n].name)->second.allocatableGpus);
-    const std::size_t visible = std::min<std::size_t>(usable.size(), static_cast<std::size_t>(allocatable));
+    const std::int64_t allocatable =
+        std::max<std::int64_t>(0, nodeMap_.find(nodes_[n].name)->second.allocatableGpus);
+    const std::size_t visible =
+        std::min<std::size_t>(usable.size(), static_cast<std::size_t>(allocatable));
     for (std::size_t i = visible; i < usable.size(); ++i) {
       (void)state_.setGpuDraining(usable[i], true);  // not advertised by kubelet yet
     }
@@ -565,7 +570,8 @@ void SchedCache::backoffLocked(const std::string& key, Clock::time_point now) {
   Backoff& b = backoff_[key];
   ++b.attempts;
   const auto delay = std::min<std::chrono::milliseconds>(
-      opts_.maxBackoff, opts_.initialBackoff * (1LL << std::min<std::uint32_t>(b.attempts - 1, 20)));
+      opts_.maxBackoff,
+      opts_.initialBackoff * (1LL << std::min<std::uint32_t>(b.attempts - 1, 20)));
   b.until = now + delay;
   waiting_.insert(key);
 }
@@ -659,11 +665,13 @@ Action SchedCache::baseAction(const PodInfo& pod, Action::Kind kind) const {
   return a;
 }
 
-void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out) {
+void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now,
+                                        std::vector<Action>* out) {
   auto request = api::parseReconfigRequest(pod.reconfig);
   if (!request) {
     Action a = baseAction(pod, Action::Kind::kInvalid);
-    a.message = request.error().message + "; the reconfiguration request is removed and the pod scheduled again";
+    a.message = request.error().message +
+                "; the reconfiguration request is removed and the pod scheduled again";
     a.clearAnnotations = true;
     out->push_back(std::move(a));
     clearing_.insert(pod.key);
@@ -679,17 +687,20 @@ void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std
   if (request->reservedAt) {
     r.reservedAt = *request->reservedAt;
     if (r.reservedAt > wall + kReservedAtSkew) {
-      spdlog::warn("pod {}: annotation {} {} is {} ms ahead of this clock (more than the {} s allowed for clock "
-                   "skew); its reservation's timeout starts now",
-                   pod.key, kReservedAtAnnotation, *pod.reconfig.reservedAt,
-                   std::chrono::duration_cast<std::chrono::milliseconds>(r.reservedAt - wall).count(),
-                   kReservedAtSkew.count());
+      spdlog::warn(
+          "pod {}: annotation {} {} is {} ms ahead of this clock (more than the {} s allowed for "
+          "clock "
+          "skew); its reservation's timeout starts now",
+          pod.key, kReservedAtAnnotation, *pod.reconfig.reservedAt,
+          std::chrono::duration_cast<std::chrono::milliseconds>(r.reservedAt - wall).count(),
+          kReservedAtSkew.count());
       r.reservedAt = wall;
     }
   }
   // The timeout continues from the request's time: what is left of it on this clock (none, if it
   // has run out: the next pass cancels the request).
-  r.deadline = now + std::chrono::duration_cast<Clock::duration>(opts_.reservationTimeout - (wall - r.reservedAt));
+  r.deadline = now + std::chrono::duration_cast<Clock::duration>(opts_.reservationTimeout -
+                                                                 (wall - r.reservedAt));
   r.requested = true;
   r.order = nextOrder_++;
   reservations_[pod.key] = r;
@@ -697,7 +708,8 @@ void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now, std
   reservationsDirty_ = true;
 }
 
-std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Reservation& r, Clock::time_point now) {
+std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Reservation& r,
+                                                         Clock::time_point now) {
   auto cancel = [&](std::string message) {
     Action a = baseAction(pod, Action::Kind::kCancel);
     a.node = r.node;
@@ -705,10 +717,12 @@ std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Reservati
     return a;
   };
   if (now >= r.deadline) {
-    return cancel("node " + r.node + " did not show the " + std::to_string(r.gpus) +
-                  " kubecomp.io/gpu the pod needs within " +
-                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(opts_.reservationTimeout).count()) +
-                  "s of the reconfiguration request; trying again");
+    return cancel(
+        "node " + r.node + " did not show the " + std::to_string(r.gpus) +
+        " kubecomp.io/gpu the pod needs within " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(opts_.reservationTimeout).count()) +
+        "s of the reconfiguration request; trying again");
   }
   auto n = nodeIndex_.find(r.node);
   if (n == nodeIndex_.end()) {
@@ -733,7 +747,8 @@ std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Reservati
                                    std::span<const alloc::NodeUsage>(&others, 1), filter);
   if (!result || result->feasible.empty()) {
     return cancel("node " + r.node + " can no longer run the pod (" +
-                  (result ? (result->rejected.empty() ? std::string("?") : result->rejected.front().reasons.front())
+                  (result ? (result->rejected.empty() ? std::string("?")
+                                                      : result->rejected.front().reasons.front())
                           : result.error().message) +
                   "); trying again");
   }
@@ -919,7 +934,8 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
       continue;
     }
     PodInfo& pod = *p->second;
-    if (!pod.ours || pod.bound() || pod.deleting || reservations_.contains(key) || assumed_.contains(key)) {
+    if (!pod.ours || pod.bound() || pod.deleting || reservations_.contains(key) ||
+        assumed_.contains(key)) {
       continue;
     }
     ensureFreshLocked();

@@ -25,9 +25,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,9 +37,6 @@
 #include <tuple>
 #include <unordered_map>
 #include <vector>
-
-#include <functional>
-#include <nlohmann/json.hpp>
 
 #include "libcore/alloc/backfill.hpp"
 #include "libcore/alloc/pod_fit.hpp"
@@ -73,9 +72,9 @@ struct PodInfo {
   std::string uid;
   std::int64_t created = 0;  // metadata.creationTimestamp (s); FCFS order is (created, seq)
   std::uint64_t seq = 0;     // order of first sight, the tie-break
-  bool ours = false;      // spec.schedulerName == kubecomp-sched
-  bool deleting = false;  // metadata.deletionTimestamp
-  std::string invalid;    // parse error ("" = parsed); an invalid pod is never placed
+  bool ours = false;         // spec.schedulerName == kubecomp-sched
+  bool deleting = false;     // metadata.deletionTimestamp
+  std::string invalid;       // parse error ("" = parsed); an invalid pod is never placed
   std::string resourceVersion;
   alloc::SchedPod pod;       // containers dropped once bound (only `request` is read then)
   alloc::Resources request;  // alloc::podRequests(pod)
@@ -99,7 +98,7 @@ struct Reservation {
   Clock::time_point deadline{};
   // When the request was made (wall clock, whole milliseconds): kubecomp.io/reserved-at.
   std::chrono::system_clock::time_point reservedAt{};
-  bool requested = false;  // the annotations are (known to be) on the pod
+  bool requested = false;   // the annotations are (known to be) on the pod
   std::uint64_t order = 0;  // reservations on one node are served in this order
 };
 
@@ -108,7 +107,8 @@ struct Action {
   enum class Kind {
     kBind,           // POST pods/binding (node)
     kUnschedulable,  // condition + FailedScheduling (message)
-    kReserve,        // annotations dst-node/demand/reserved-at + Reconfig event (node, deficit, reservedAt)
+    kReserve,        // annotations dst-node/demand/reserved-at + Reconfig event (node, deficit,
+                     // reservedAt)
     kCancel,         // clear the annotations, FailedScheduling (message); requeued
     kInvalid,        // bad pod or annotation: FailedScheduling (message), nothing bound
     kQueued,         // held back by the queue policy behind the head (head, node, message)
@@ -132,7 +132,8 @@ struct CacheOptions {
   alloc::PlacementOptions placement{};
   // The queue policy (docs/sched.md "Queue policies"): backfill (the daemon's queue so far: an
   // unschedulable pod backs off and later pods are tried), fcfs, easy-backfill, slack-backfill.
-  alloc::QueuePolicy queue{alloc::GreedyBackfillQueuePolicy::kName, alloc::GreedyBackfillQueuePolicy::kDescription,
+  alloc::QueuePolicy queue{alloc::GreedyBackfillQueuePolicy::kName,
+                           alloc::GreedyBackfillQueuePolicy::kDescription,
                            alloc::GreedyBackfillQueuePolicy::kDiscipline};
   // What easy- and slack-backfill plan with: the time one GPU move takes (an estimate) and the
   // run time of a pod that states none.
@@ -267,9 +268,9 @@ class SchedCache {
   void dropReservationLocked(const std::string& key);
   void backoffLocked(const std::string& key, Clock::time_point now);
   std::vector<alloc::GpuIndex> gpuIndexScratch_;
-  std::vector<bool> gpuInvDraining_;   // per GpuIndex: draining in the inventory
-  std::vector<bool> gpuReportedUse_;   // per GpuIndex: inUseBy non-empty
-  std::vector<bool> gpuPromised_;      // per GpuIndex: held for a reservation's outstanding deficit
+  std::vector<bool> gpuInvDraining_;  // per GpuIndex: draining in the inventory
+  std::vector<bool> gpuReportedUse_;  // per GpuIndex: inUseBy non-empty
+  std::vector<bool> gpuPromised_;     // per GpuIndex: held for a reservation's outstanding deficit
   void adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out);
   Action baseAction(const PodInfo& pod, Action::Kind kind) const;
   // A reservation whose node now shows the GPUs and still passes the filters: kBind. Gone or
@@ -287,8 +288,8 @@ class SchedCache {
   void easyPassLocked(const std::vector<PodInfo*>& queue, const std::set<std::string>& due,
                       Clock::time_point now, std::vector<Action>& out);
   void buildPlanLocked(Clock::time_point now, QueuePlan& plan);
-  void holdLocked(PodInfo& pod, const std::string& head, const std::string& node, std::string message,
-                  bool due, Clock::time_point now, std::vector<Action>& out);
+  void holdLocked(PodInfo& pod, const std::string& head, const std::string& node,
+                  std::string message, bool due, Clock::time_point now, std::vector<Action>& out);
   void unfitLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>& out);
   std::int64_t runtimeMs(const PodInfo& pod) const;
   std::chrono::system_clock::time_point wallNow() const;

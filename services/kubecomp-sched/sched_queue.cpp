@@ -19,7 +19,9 @@ std::int64_t msOf(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
-std::int64_t gpuOf(const alloc::Resources& r) { return r.scalarOr0(alloc::kGpuResource); }
+std::int64_t gpuOf(const alloc::Resources& r) {
+  return r.scalarOr0(alloc::kGpuResource);
+}
 
 std::int64_t saturatingAdd(std::int64_t a, std::int64_t b) {
   std::int64_t out = 0;
@@ -88,7 +90,8 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
     std::sort(inUse.begin(), inUse.end());
     std::size_t next = 0;
     auto& placed = placedOn[i];
-    std::sort(placed.begin(), placed.end(), [](const PodInfo* a, const PodInfo* b) { return a->key < b->key; });
+    std::sort(placed.begin(), placed.end(),
+              [](const PodInfo* a, const PodInfo* b) { return a->key < b->key; });
     for (const PodInfo* p : placed) {
       alloc::RunningPod r;
       r.node = n;
@@ -112,25 +115,28 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
       const std::int64_t outstanding = p->gpus - static_cast<std::int64_t>(r.gpus.size());
       // The promised GPUs, moved onto the node in the plan.
       const auto poolGpus = plan.state.poolGpus(pool);
-      while (static_cast<std::int64_t>(r.gpus.size()) < p->gpus && promisedNext[pool] < poolGpus.size()) {
+      while (static_cast<std::int64_t>(r.gpus.size()) < p->gpus &&
+             promisedNext[pool] < poolGpus.size()) {
         const alloc::GpuIndex g = poolGpus[promisedNext[pool]++];
         if (!gpuPromised_[g]) {
           continue;
         }
-        if (plan.state.setGpuDraining(g, false) && plan.state.detachGpu(g) && plan.state.attachGpu(g, n) &&
-            plan.state.allocateGpu(g)) {
+        if (plan.state.setGpuDraining(g, false) && plan.state.detachGpu(g) &&
+            plan.state.attachGpu(g, n) && plan.state.allocateGpu(g)) {
           r.gpus.push_back(g);
         }
       }
       r.pod.gpus = static_cast<std::uint32_t>(r.gpus.size());
-      perPool[pool].push_back(Outstanding{reservations_.at(p->key).order, plan.running.size(), outstanding});
+      perPool[pool].push_back(
+          Outstanding{reservations_.at(p->key).order, plan.running.size(), outstanding});
       r.end = runtimeMs(*p);  // start added below, once the fabric order is known
       plan.running.push_back(std::move(r));
     }
   }
   for (std::size_t pool = 0; pool < perPool.size(); ++pool) {
     auto& list = perPool[pool];
-    std::sort(list.begin(), list.end(), [](const Outstanding& a, const Outstanding& b) { return a.order < b.order; });
+    std::sort(list.begin(), list.end(),
+              [](const Outstanding& a, const Outstanding& b) { return a.order < b.order; });
     std::int64_t moves = 0;
     for (const Outstanding& o : list) {
       moves += std::max<std::int64_t>(0, o.gpus);
@@ -144,14 +150,16 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
 // The cache as the pass's host: the pending pods in FCFS order, the plan, decideLocked.
 class SchedCache::PassHost : public alloc::QueueHost {
  public:
-  PassHost(SchedCache& cache, std::vector<PodInfo*> queue, Clock::time_point now, std::vector<Action>& out)
+  PassHost(SchedCache& cache, std::vector<PodInfo*> queue, Clock::time_point now,
+           std::vector<Action>& out)
       : c_(cache), queue_(std::move(queue)), now_(now), out_(out) {
     c_.buildPlanLocked(now_, plan_);
     for (const PodInfo* p : queue_) {
       std::uint32_t key = 0;
       if (!p->pod.gpuModels.acceptsAny()) {
-        auto it = std::find_if(filters_.begin(), filters_.end(),
-                               [&](const alloc::GpuModelFilter* f) { return *f == p->pod.gpuModels; });
+        auto it =
+            std::find_if(filters_.begin(), filters_.end(),
+                         [&](const alloc::GpuModelFilter* f) { return *f == p->pod.gpuModels; });
         key = static_cast<std::uint32_t>(it - filters_.begin()) + 1;
         if (it == filters_.end()) {
           filters_.push_back(&p->pod.gpuModels);
@@ -164,10 +172,14 @@ class SchedCache::PassHost : public alloc::QueueHost {
   std::size_t waiting() const override { return queue_.size(); }
   alloc::QueuedPod queued(std::size_t i) const override {
     const PodInfo& p = *queue_[i];
-    return alloc::QueuedPod{p.seq, alloc::PodRequest{0, 0, static_cast<std::uint32_t>(std::max<std::int64_t>(0, p.gpus))},
-                            &p.pod.gpuModels, modelsKey_[i], c_.runtimeMs(p)};
+    return alloc::QueuedPod{
+        p.seq,
+        alloc::PodRequest{0, 0, static_cast<std::uint32_t>(std::max<std::int64_t>(0, p.gpus))},
+        &p.pod.gpuModels, modelsKey_[i], c_.runtimeMs(p)};
   }
-  alloc::QueueView view() const override { return alloc::QueueView{&plan_.state, plan_.running, plan_.fabric, {}}; }
+  alloc::QueueView view() const override {
+    return alloc::QueueView{&plan_.state, plan_.running, plan_.fabric, {}};
+  }
   // The daemon does not choose the GPUs that move (reconfig-mgr does): the plan's moves use
   // unattached-first, which draws nothing.
   alloc::SplitMix64 placementRng() const override { return alloc::SplitMix64(1); }
@@ -216,7 +228,8 @@ void SchedCache::queuePassLocked(Clock::time_point now, std::vector<Action>& out
   queued_.clear();
   std::vector<PodInfo*> queue;
   for (auto& [key, p] : pods_) {
-    if (!p->ours || p->bound() || p->deleting || reservations_.contains(key) || assumed_.contains(key)) {
+    if (!p->ours || p->bound() || p->deleting || reservations_.contains(key) ||
+        assumed_.contains(key)) {
       continue;
     }
     if (!p->invalid.empty()) {
@@ -244,8 +257,9 @@ void SchedCache::queuePassLocked(Clock::time_point now, std::vector<Action>& out
   }
 }
 
-void SchedCache::holdLocked(PodInfo& pod, const std::string& head, const std::string& node, std::string message,
-                            bool due, Clock::time_point now, std::vector<Action>& out) {
+void SchedCache::holdLocked(PodInfo& pod, const std::string& head, const std::string& node,
+                            std::string message, bool due, Clock::time_point now,
+                            std::vector<Action>& out) {
   ++queueStats_.held;
   if (due) {
     backoffLocked(pod.key, now);  // retried on its timer or when something is released
@@ -271,15 +285,17 @@ void SchedCache::unfitLocked(PodInfo& pod, Clock::time_point now, std::vector<Ac
     return;
   }
   Action a = baseAction(pod, Action::Kind::kUnschedulable);
-  a.message = placed.error().code == kc::errc::kUnschedulable ? placed.error().message
-                                                              : "scheduler error: " + placed.error().message;
+  a.message = placed.error().code == kc::errc::kUnschedulable
+                  ? placed.error().message
+                  : "scheduler error: " + placed.error().message;
   out.push_back(std::move(a));
 }
 
 // fcfs: the paper's strict queue. A head that waits, because it does not fit or because its
 // GPUs are still being moved (any reservation), blocks every later pod.
-void SchedCache::fcfsPassLocked(const std::vector<PodInfo*>& queue, const std::set<std::string>& due,
-                                Clock::time_point now, std::vector<Action>& out) {
+void SchedCache::fcfsPassLocked(const std::vector<PodInfo*>& queue,
+                                const std::set<std::string>& due, Clock::time_point now,
+                                std::vector<Action>& out) {
   std::string head;
   std::string headNode;
   std::string why;
@@ -292,13 +308,15 @@ void SchedCache::fcfsPassLocked(const std::vector<PodInfo*>& queue, const std::s
   if (oldest != nullptr) {
     head = oldest->first;
     headNode = oldest->second.node;
-    why = "waiting for " + std::to_string(oldest->second.gpus) + " kubecomp.io/gpu on node " + headNode;
+    why = "waiting for " + std::to_string(oldest->second.gpus) + " kubecomp.io/gpu on node " +
+          headNode;
   }
   for (PodInfo* p : queue) {
     const bool isDue = due.contains(p->key);
     if (!head.empty()) {
       holdLocked(*p, head, headNode,
-                 "waiting behind the queue head " + head + " (" + why + "); queue policy fcfs starts pods in order",
+                 "waiting behind the queue head " + head + " (" + why +
+                     "); queue policy fcfs starts pods in order",
                  isDue, now, out);
       continue;
     }
@@ -318,7 +336,8 @@ void SchedCache::fcfsPassLocked(const std::vector<PodInfo*>& queue, const std::s
     head = p->key;
     if (auto r = reservations_.find(p->key); r != reservations_.end()) {
       headNode = r->second.node;
-      why = "waiting for " + std::to_string(r->second.gpus) + " kubecomp.io/gpu on node " + headNode;
+      why =
+          "waiting for " + std::to_string(r->second.gpus) + " kubecomp.io/gpu on node " + headNode;
     } else {
       why = "it does not fit now";
     }
@@ -327,20 +346,22 @@ void SchedCache::fcfsPassLocked(const std::vector<PodInfo*>& queue, const std::s
   queueStats_.headNode = headNode;
 }
 
-void SchedCache::easyPassLocked(const std::vector<PodInfo*>& queue, const std::set<std::string>& due,
-                                Clock::time_point now, std::vector<Action>& out) {
+void SchedCache::easyPassLocked(const std::vector<PodInfo*>& queue,
+                                const std::set<std::string>& due, Clock::time_point now,
+                                std::vector<Action>& out) {
   PassHost host(*this, queue, now, out);
-  const alloc::PlacementRules rules{opts_.placement.mode,
-                                    opts_.placement.policy.compare != nullptr
-                                        ? opts_.placement.policy
-                                        : *alloc::findNodePolicy(alloc::kDefaultNodePolicy),
-                                    *alloc::findGpuPolicy(alloc::kDefaultGpuPolicy), opts_.moveTime.count()};
+  const alloc::PlacementRules rules{
+      opts_.placement.mode,
+      opts_.placement.policy.compare != nullptr ? opts_.placement.policy
+                                                : *alloc::findNodePolicy(alloc::kDefaultNodePolicy),
+      *alloc::findGpuPolicy(alloc::kDefaultGpuPolicy), opts_.moveTime.count()};
   const std::int64_t nowMs = msOf(now);
   auto pass = queuePass_.run(host, rules, nowMs);
   if (!pass) {
     // Not expected (the plan is consistent by construction): fall back to deciding every due
     // pod on its own, as backfill does, and say why.
-    spdlog::error("queue pass ({}): {}; deciding the due pods without it", opts_.queue.name, pass.error().message);
+    spdlog::error("queue pass ({}): {}; deciding the due pods without it", opts_.queue.name,
+                  pass.error().message);
     for (PodInfo* p : queue) {
       if (due.contains(p->key) && !host.answered(p->key) && !assumed_.contains(p->key) &&
           !reservations_.contains(p->key)) {
@@ -385,10 +406,12 @@ void SchedCache::easyPassLocked(const std::vector<PodInfo*>& queue, const std::s
         }
         break;
       case alloc::QueueVerdict::kDelaysHead: {
-        std::string message = "waiting behind the queue head " + head + ", reserved on node " + headNode + " from " +
-                              headAt + ": starting this pod now would delay it";
+        std::string message = "waiting behind the queue head " + head + ", reserved on node " +
+                              headNode + " from " + headAt +
+                              ": starting this pod now would delay it";
         if (opts_.queue.discipline == alloc::QueueDiscipline::SlackBackfill) {
-          message += " past its bound " + formatRfc3339(wallNow() + std::chrono::milliseconds(pass->bound - nowMs));
+          message += " past its bound " +
+                     formatRfc3339(wallNow() + std::chrono::milliseconds(pass->bound - nowMs));
         }
         message += " (queue policy " + std::string(opts_.queue.name) + ")";
         holdLocked(p, head, headNode, std::move(message), isDue, now, out);

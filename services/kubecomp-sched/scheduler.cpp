@@ -41,8 +41,8 @@ struct Scheduler::Metrics {
                 .Help("From the pod's first sighting to its binding being accepted")
                 .Register(reg)
                 .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02,
-                                                                  0.05, 0.1, 0.2, 0.5, 1, 2, 5,
-                                                                  10, 30, 60, 300})),
+                                                                 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+                                                                 30, 60, 300})),
         leader(prometheus::BuildGauge()
                    .Name("kubecomp_sched_leader")
                    .Help("1 while this replica holds the lease and schedules")
@@ -73,12 +73,13 @@ struct Scheduler::Metrics {
                           .Help("Events queued for the API server, not written yet")
                           .Register(reg)
                           .Add({})),
-        headReservedStart(prometheus::BuildGauge()
-                              .Name("kubecomp_sched_queue_head_reserved_start_seconds")
-                              .Help("easy-/slack-backfill: Unix time the queue head is reserved to start "
-                                    "(0: no head waits with a reservation)")
-                              .Register(reg)
-                              .Add({})),
+        headReservedStart(
+            prometheus::BuildGauge()
+                .Name("kubecomp_sched_queue_head_reserved_start_seconds")
+                .Help("easy-/slack-backfill: Unix time the queue head is reserved to start "
+                      "(0: no head waits with a reservation)")
+                .Register(reg)
+                .Add({})),
         backfilled(prometheus::BuildGauge()
                        .Name("kubecomp_sched_queue_backfilled_pods_total")
                        .Help("Pods started ahead of a queue head waiting with a reservation")
@@ -86,7 +87,8 @@ struct Scheduler::Metrics {
                        .Add({})),
         held(prometheus::BuildGauge()
                  .Name("kubecomp_sched_queue_held_total")
-                 .Help("Decisions to hold a pod back behind the queue head (fcfs, easy-/slack-backfill)")
+                 .Help("Decisions to hold a pod back behind the queue head (fcfs, "
+                       "easy-/slack-backfill)")
                  .Register(reg)
                  .Add({})) {}
 
@@ -127,7 +129,9 @@ std::unique_ptr<kube::Informer> compactInformer(kube::KubeClient& client,
   return inf;
 }
 
-std::string nameOf(const json& obj) { return obj.at("metadata").value("name", std::string()); }
+std::string nameOf(const json& obj) {
+  return obj.at("metadata").value("name", std::string());
+}
 
 }  // namespace
 
@@ -150,7 +154,8 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
       [this](json&& obj) { return cache_.ingestPod(obj, Clock::now()); },
       [this](const json& obj) {
         const auto& m = obj.at("metadata");
-        cache_.removePod(m.value("namespace", std::string()) + "/" + m.value("name", std::string()));
+        cache_.removePod(m.value("namespace", std::string()) + "/" +
+                         m.value("name", std::string()));
       });
   nodes_ = compactInformer(
       client_, kube::gvr::nodes(), [this](json&& obj) { return cache_.ingestNode(obj); },
@@ -168,7 +173,9 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
   }
 }
 
-Scheduler::~Scheduler() { stop(); }
+Scheduler::~Scheduler() {
+  stop();
+}
 
 bool Scheduler::synced() const {
   return pods_->hasSynced() && nodes_->hasSynced() && pools_->hasSynced();
@@ -213,7 +220,8 @@ Status Scheduler::start() {
   pods_->start();
   const auto deadline = std::chrono::steady_clock::now() + opts_.initialSyncWait;
   for (auto* inf : {pools_.get(), nodes_.get(), pods_.get()}) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (!inf->waitForSync(std::max(left, std::chrono::milliseconds(0)))) {
       spdlog::warn("informers not synced within {} ms; scheduling waits for them",
                    opts_.initialSyncWait.count());
@@ -299,7 +307,8 @@ void Scheduler::runLoop() {
       metrics_->backfilled.Set(static_cast<double>(q.backfilled));
       metrics_->held.Set(static_cast<double>(q.held));
       metrics_->headReservedStart.Set(
-          q.headStart ? std::chrono::duration<double>(q.headStart->time_since_epoch()).count() : 0.0);
+          q.headStart ? std::chrono::duration<double>(q.headStart->time_since_epoch()).count()
+                      : 0.0);
     }
     if (actions.empty()) {
       cache_.waitForWork(cache_.nextWake(Clock::now()), loopStop_);
@@ -375,7 +384,8 @@ void Scheduler::event(const Action& a, const std::string& type, const std::strin
   eventCv_.notify_one();
 }
 
-bool Scheduler::setCondition(const Action& a, const std::string& reason, const std::string& message) {
+bool Scheduler::setCondition(const Action& a, const std::string& reason,
+                             const std::string& message) {
   {
     // The same condition again (a retry after backoff) is not written again: no API write in
     // the hot path for nothing (the original patched every pod on every attempt).
@@ -391,14 +401,15 @@ bool Scheduler::setCondition(const Action& a, const std::string& reason, const s
   }
   json patch = {
       {"status",
-       {{"conditions",
-         json::array({{{"type", "PodScheduled"},
-                       {"status", "False"},
-                       {"reason", reason},
-                       {"message", message},
-                       {"lastProbeTime", nullptr},
-                       {"lastTransitionTime", formatRfc3339(std::chrono::system_clock::now())}}})}}}};
-  auto r = client_.patch(kube::gvr::pods(), a.ns, a.name, kube::PatchType::kStrategicMerge, patch, "status");
+       {{"conditions", json::array({{{"type", "PodScheduled"},
+                                     {"status", "False"},
+                                     {"reason", reason},
+                                     {"message", message},
+                                     {"lastProbeTime", nullptr},
+                                     {"lastTransitionTime",
+                                      formatRfc3339(std::chrono::system_clock::now())}}})}}}};
+  auto r = client_.patch(kube::gvr::pods(), a.ns, a.name, kube::PatchType::kStrategicMerge, patch,
+                         "status");
   if (!r) {
     spdlog::warn("pod {}: PodScheduled condition: {}", a.key, r.error().message);
   }
@@ -428,7 +439,8 @@ void Scheduler::execute(const Action& a) {
         if (metrics_) {
           metrics_->scheduled.Increment();
           if (a.firstSeen != Clock::time_point{}) {
-            metrics_->e2e.Observe(std::chrono::duration<double>(Clock::now() - a.firstSeen).count());
+            metrics_->e2e.Observe(
+                std::chrono::duration<double>(Clock::now() - a.firstSeen).count());
           }
         }
         {

@@ -31,7 +31,6 @@ class HealthChecks;
 
 namespace kc::sched {
 
-
 // The PodScheduled=False reason while the pod waits for reconfig-mgr (kube-scheduler's own
 // reasons are Unschedulable and SchedulerError).
 inline constexpr std::string_view kReasonWaitingForReconfig = "WaitingForReconfiguration";
@@ -131,7 +130,8 @@ class Scheduler {
 
   mutable std::mutex condMu_;  // guards lastCondition_ and counters_
   std::unordered_map<std::string, std::string> lastCondition_;  // pod key -> reason + message
-  std::unordered_map<std::string, std::string> lastQueuedEvent_;  // pod key -> head + node of its last hold Event
+  std::unordered_map<std::string, std::string>
+      lastQueuedEvent_;  // pod key -> head + node of its last hold Event
   Counters counters_;
 };
 

@@ -185,8 +185,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info("reconfig-mgr {} started (policy {}, recompose {}, health/metrics on port {})",
                o.identity, o.gpuPolicy, o.recomposePolicy, *bound);
-  return kc::obs::runUntilSignalled({.name = "reconfig-mgr",
-                                     .steps = {&health, [&] { manager.stop(); }, [&] { http.stop(); }},
-                                     .portFile = daemon.portFile,
-                                     .port = *bound});
+  return kc::obs::runUntilSignalled(
+      {.name = "reconfig-mgr",
+       .steps = {&health, [&] { manager.stop(); }, [&] { http.stop(); }},
+       .portFile = daemon.portFile,
+       .port = *bound});
 }

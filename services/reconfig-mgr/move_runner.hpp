@@ -17,10 +17,10 @@
 #include <optional>
 #include <string>
 
+#include "libcore/api/usage_report.hpp"
 #include "libcore/base/backoff.hpp"
 #include "libcore/base/clock.hpp"
 #include "libcore/fabric/driver.hpp"
-#include "libcore/api/usage_report.hpp"
 #include "services/reconfig-mgr/move_journal.hpp"
 
 namespace kc::reconfig {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "libcore/fabric/types.hpp"
 #include "libcore/api/usage_report.hpp"
+#include "libcore/fabric/types.hpp"
 #include "services/reconfig-mgr/move_journal.hpp"
 #include "services/reconfig-mgr/pool_spec.hpp"
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
-#include "libcore/api/names.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/fabric/call_policy.hpp"
 #include "libcore/kube/client.hpp"
@@ -35,7 +35,6 @@ class HealthChecks;
 
 namespace kc::reconfig {
 
-
 struct ReconfigOptions {
   std::string identity;                          // Lease holder and Event source instance
   std::string schedulerName = "kubecomp-sched";  // pods whose moves we make
@@ -44,12 +43,12 @@ struct ReconfigOptions {
   // Idle-time recomposition (idle_planner.hpp): a libcore recomposition policy name; "none" is
   // the paper's (GPUs move only for a waiting pod).
   std::string recomposePolicy = "none";
-  std::chrono::seconds defaultRuntime{300};      // expected run time of a pod that gives none
-  std::chrono::seconds recomposeCooldown{300};   // a GPU moved in the background stays this long
+  std::chrono::seconds defaultRuntime{300};     // expected run time of a pod that gives none
+  std::chrono::seconds recomposeCooldown{300};  // a GPU moved in the background stays this long
   // A pool whose fabric refused a move as unsupported tries the next needed move again after
   // this long (MovesGate); 0: never (until its chassis list changes or a restart).
   std::int64_t movesReprobeSeconds = 300;
-  std::uint64_t seed = 1;                        // for the "random" policy
+  std::uint64_t seed = 1;  // for the "random" policy
   MoveRunnerOptions runner;
   fabric::CallPolicy callPolicy;  // every chassis request
   // A plan uses an inventory read at most this long ago (else it reads first).

@@ -1,11 +1,11 @@
 #include "services/rt-kubelet-shim/cri_proxy.hpp"
 
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
+
 #include <deque>
 #include <mutex>
 #include <optional>
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/support/client_callback.h>
 
 namespace kc::rtshim {
 namespace {
@@ -27,8 +27,12 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
  public:
   ForwardCall(grpc::GenericCallbackServerContext* ctx, grpc::GenericStub& stub,
               std::unique_ptr<CallHook> hook, const CallObserver& observer)
-      : ctx_(ctx), stub_(stub), hook_(std::move(hook)), observer_(observer),
-        start_(std::chrono::steady_clock::now()), upstream_(this) {
+      : ctx_(ctx),
+        stub_(stub),
+        hook_(std::move(hook)),
+        observer_(observer),
+        start_(std::chrono::steady_clock::now()),
+        upstream_(this) {
     StartRead(&in_);
   }
 
@@ -214,7 +218,10 @@ class ForwardCall final : public grpc::ServerGenericBidiReactor {
 }  // namespace
 
 CriProxy::CriProxy(std::shared_ptr<grpc::Channel> upstream, CallHooks* hooks, CallObserver observer)
-    : channel_(upstream), stub_(std::move(upstream)), hooks_(hooks), observer_(std::move(observer)) {}
+    : channel_(upstream),
+      stub_(std::move(upstream)),
+      hooks_(hooks),
+      observer_(std::move(observer)) {}
 
 grpc::ServerGenericBidiReactor* CriProxy::CreateReactor(grpc::GenericCallbackServerContext* ctx) {
   std::unique_ptr<CallHook> hook = hooks_ != nullptr ? hooks_->hookFor(ctx->method()) : nullptr;

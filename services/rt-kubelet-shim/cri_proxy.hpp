@@ -4,16 +4,16 @@
 // API, messages in both directions, the caller's deadline and metadata kept, the runtime's
 // status returned unchanged. The shim hooks into the calls it acts on through CallHooks.
 
+#include <grpcpp/channel.h>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <grpcpp/channel.h>
-#include <grpcpp/generic/async_generic_service.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/support/byte_buffer.h>
 
 namespace kc::rtshim {
 
@@ -40,7 +40,8 @@ class CallHooks {
 };
 
 // Called once per finished call: method, status code, seconds from arrival to the end.
-using CallObserver = std::function<void(const std::string& method, grpc::StatusCode code, double seconds)>;
+using CallObserver =
+    std::function<void(const std::string& method, grpc::StatusCode code, double seconds)>;
 
 class CriProxy final : public grpc::CallbackGenericService {
  public:

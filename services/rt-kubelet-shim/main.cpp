@@ -2,9 +2,9 @@
 // (annotations rt.kubecomp.io/runtime-us, period-us, cpus) their cores and cgroup RT budget
 // before the workload starts. Thin main: flags -> library -> run.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 
 #include "libcore/cli/flags.hpp"
@@ -52,11 +52,14 @@ int main(int argc, char** argv) {
   }
   app.add_option("--socket", socket, "our CRI socket (kubelet's --container-runtime-endpoint)")
       ->capture_default_str();
-  app.add_option("--runtime-endpoint", runtime, "the real runtime's CRI socket")->capture_default_str();
-  app.add_option("--packing", o.packing, "core choice: first-fit (agrees with kubecomp-sched) or worst-fit")
+  app.add_option("--runtime-endpoint", runtime, "the real runtime's CRI socket")
+      ->capture_default_str();
+  app.add_option("--packing", o.packing,
+                 "core choice: first-fit (agrees with kubecomp-sched) or worst-fit")
       ->capture_default_str();
   app.add_option("--rt-cores", cg.rtCores, "CPUs offered to RT containers (default: all online)");
-  app.add_option("--cgroup-cpu-root", cg.cpuRoot, "cgroup v1 cpu controller mount")->capture_default_str();
+  app.add_option("--cgroup-cpu-root", cg.cpuRoot, "cgroup v1 cpu controller mount")
+      ->capture_default_str();
   app.add_option("--cgroup-cpuset-root", cg.cpusetRoot, "cgroup v1 cpuset controller mount")
       ->capture_default_str();
   app.add_option("--node-name", o.nodeName, "this node's name (default: $NODE_NAME)");
@@ -67,7 +70,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 600.0))
       ->capture_default_str();
   kc::obs::addServingFlags(app, daemon);
-  app.add_option("--stop-grace-seconds", stopGraceSec, "on SIGTERM, in-flight CRI calls get this long")
+  app.add_option("--stop-grace-seconds", stopGraceSec,
+                 "on SIGTERM, in-flight CRI calls get this long")
       ->check(CLI::Range(0.0, 120.0))
       ->capture_default_str();
   kc::obs::addLogFlags(app, daemon);
@@ -124,9 +128,9 @@ int main(int argc, char** argv) {
   kc::rtshim::RtShim shim(o, support, cg, client.get(), &metrics);
 
   auto channel = kc::grpcx::dialUnix(runtime);
-  if (auto s = kc::grpcx::waitConnected(*channel,
-                                        std::chrono::milliseconds(static_cast<std::int64_t>(connectSec * 1000)),
-                                        "runtime " + runtime);
+  if (auto s = kc::grpcx::waitConnected(
+          *channel, std::chrono::milliseconds(static_cast<std::int64_t>(connectSec * 1000)),
+          "runtime " + runtime);
       !s) {
     spdlog::critical("{}", s.error().message);
     return 1;
@@ -135,9 +139,9 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", s.error().message);
     return 1;
   }
-  kc::rtshim::CriProxy proxy(channel, &shim, [&](const std::string& m, grpc::StatusCode c, double s) {
-    shim.observeCall(m, c, s);
-  });
+  kc::rtshim::CriProxy proxy(
+      channel, &shim,
+      [&](const std::string& m, grpc::StatusCode c, double s) { shim.observeCall(m, c, s); });
   kc::grpcx::UnixServerOptions so;
   so.path = socket;
   so.maxReceiveBytes = 16 << 20;
@@ -171,12 +175,14 @@ int main(int argc, char** argv) {
     http.stop(std::chrono::milliseconds(0));
     return 1;
   }
-  spdlog::info("rt-kubelet-shim serving {} -> {} (health/metrics on port {})", socket, runtime, *bound);
+  spdlog::info("rt-kubelet-shim serving {} -> {} (health/metrics on port {})", socket, runtime,
+               *bound);
   return kc::obs::runUntilSignalled(
       {.name = "rt-kubelet-shim",
        .steps = {&health,
                  [&] {
-                   server.stop(std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000)));
+                   server.stop(
+                       std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000)));
                    shim.stop();
                  },
                  [&] { http.stop(); }},

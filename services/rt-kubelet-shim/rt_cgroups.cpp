@@ -7,14 +7,14 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 namespace kc::rtshim {
 namespace {
 
 bool exists(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
 
@@ -72,7 +72,8 @@ Status RtCgroupTree::writeFile(const std::string& path, const std::string& value
   const int err = errno;
   ::close(fd);
   if (n != static_cast<ssize_t>(value.size())) {
-    const char* code = (err == EINVAL || err == EBUSY) ? kc::errc::kInsufficient : kc::errc::kInternal;
+    const char* code =
+        (err == EINVAL || err == EBUSY) ? kc::errc::kInsufficient : kc::errc::kInternal;
     return makeError(code, "write " + value + " to " + path + ": " + std::strerror(err) +
                                (err == EINVAL || err == EBUSY
                                     ? " (the kernel refused the RT budget: a parent holds too "
@@ -95,8 +96,9 @@ RtSupport detectRtSupport(const RtCgroupOptions& o) {
     s.reason = bound.error().message;
     return s;
   }
-  for (const std::string& f : {o.cpuRoot + "/cpu.rt_multi_runtime_us", o.unifiedRoot + "/cpu.rt.max",
-                               o.unifiedRoot + "/cpu.rt_runtime_us"}) {
+  for (const std::string& f :
+       {o.cpuRoot + "/cpu.rt_multi_runtime_us", o.unifiedRoot + "/cpu.rt.max",
+        o.unifiedRoot + "/cpu.rt_runtime_us"}) {
     if (exists(f)) {
       s.reason = "HCBS kernel interface found (" + f +
                  "); this shim version drives only mainline cgroup v1 RT group scheduling, so the "
@@ -108,7 +110,8 @@ RtSupport detectRtSupport(const RtCgroupOptions& o) {
   if (!exists(rootRuntime)) {
     s.reason = "no RT group scheduling: " + rootRuntime +
                " is missing (kernel without CONFIG_RT_GROUP_SCHED, or no cgroup v1 cpu controller "
-               "at " + o.cpuRoot + ")";
+               "at " +
+               o.cpuRoot + ")";
     return s;
   }
   if (::access(rootRuntime.c_str(), W_OK) != 0 || ::geteuid() != 0) {
@@ -117,8 +120,9 @@ RtSupport detectRtSupport(const RtCgroupOptions& o) {
   }
   std::string cores = o.rtCores;
   if (cores.empty()) {
-    for (const std::string& f : {o.cpusetRoot + "/cpuset.effective_cpus", o.cpusetRoot + "/cpuset.cpus",
-                                 std::string("/sys/devices/system/cpu/online")}) {
+    for (const std::string& f :
+         {o.cpusetRoot + "/cpuset.effective_cpus", o.cpusetRoot + "/cpuset.cpus",
+          std::string("/sys/devices/system/cpu/online")}) {
       if (auto t = RtCgroupTree::readFile(f); t && !trim(*t).empty()) {
         cores = trim(*t);
         break;
@@ -166,7 +170,8 @@ Result<std::string> containerCgroupPath(const std::string& cgroupParent, const s
 
 std::vector<std::string> RtCgroupTree::ancestorsOf(const std::string& path) const {
   std::vector<std::string> out;
-  for (std::size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+  for (std::size_t pos = path.find('/', 1); pos != std::string::npos;
+       pos = path.find('/', pos + 1)) {
     out.push_back(path.substr(0, pos));
   }
   return out;
@@ -212,7 +217,8 @@ Status RtCgroupTree::apply(const std::string& path, const alloc::RtReservation& 
     const std::string dir = o_.cpuRoot + a;
     if (!exists(dir)) {
       if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-        const Error e = makeError(kc::errc::kInternal, "mkdir " + dir + ": " + std::strerror(errno));
+        const Error e =
+            makeError(kc::errc::kInternal, "mkdir " + dir + ": " + std::strerror(errno));
         rollback();
         return e;
       }
@@ -263,9 +269,9 @@ Status RtCgroupTree::release(const std::string& path) {
   const std::string leaf = o_.cpuRoot + path;
   if (exists(leaf)) {
     if (auto s = writeFile(leaf + "/cpu.rt_runtime_us", "0"); !s) {
-      return makeError(kc::errc::kFailedPrecondition,
-                       "cannot release " + path + " while real-time tasks run in it: " +
-                           s.error().message);
+      return makeError(
+          kc::errc::kFailedPrecondition,
+          "cannot release " + path + " while real-time tasks run in it: " + s.error().message);
     }
     if (it->second.created) {
       ::rmdir(leaf.c_str());  // runc removes it on delete; EBUSY only while tasks remain

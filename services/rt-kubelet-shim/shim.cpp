@@ -1,5 +1,6 @@
 #include "services/rt-kubelet-shim/shim.hpp"
 
+#include <grpcpp/client_context.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -7,8 +8,6 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-
-#include <grpcpp/client_context.h>
 
 #include "cri/runtime/v1/api.grpc.pb.h"
 #include "libcore/grpc/channel.hpp"
@@ -62,7 +61,8 @@ grpc::Status toStatus(const Error& e) {
 }
 
 std::string formatReservation(const RtReservation& r) {
-  return std::to_string(r.runtimeUs) + "/" + std::to_string(r.periodUs) + "/" + std::to_string(r.cpus);
+  return std::to_string(r.runtimeUs) + "/" + std::to_string(r.periodUs) + "/" +
+         std::to_string(r.cpus);
 }
 
 std::optional<RtReservation> parseReservation(const std::string& s) {
@@ -82,7 +82,7 @@ std::optional<RtReservation> parseReservation(const std::string& s) {
 }
 
 bool dirExists(const std::string& p) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
@@ -128,7 +128,8 @@ class StartHook final : public CallHook {
   grpc::Status onRequest(grpc::ByteBuffer& req) override {
     cri::StartContainerRequest r;
     if (!parse(req, r)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rt-kubelet-shim: malformed StartContainerRequest");
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "rt-kubelet-shim: malformed StartContainerRequest");
     }
     return s_.startRequest(r.container_id());
   }
@@ -206,7 +207,8 @@ struct RtShim::Metrics {
                       .Add({})),
         bound(prometheus::BuildGauge()
                   .Name("kubecomp_rtshim_core_bound")
-                  .Help("Per-core RT bound (sched_rt_runtime_us/sched_rt_period_us); 0 = not RT-capable")
+                  .Help("Per-core RT bound (sched_rt_runtime_us/sched_rt_period_us); 0 = not "
+                        "RT-capable")
                   .Register(reg)
                   .Add({})),
         refused(prometheus::BuildCounter()
@@ -227,7 +229,10 @@ struct RtShim::Metrics {
 
 RtShim::RtShim(ShimOptions options, RtSupport support, RtCgroupOptions cgroups,
                kube::KubeClient* client, obs::Metrics* metrics)
-    : o_(std::move(options)), support_(std::move(support)), tree_(std::move(cgroups)), client_(client) {
+    : o_(std::move(options)),
+      support_(std::move(support)),
+      tree_(std::move(cgroups)),
+      client_(client) {
   auto p = alloc::findRtPacking(o_.packing);
   packing_ = p ? *p : alloc::rtPackings()[0];
   if (support_.capable) {
@@ -241,14 +246,17 @@ RtShim::RtShim(ShimOptions options, RtSupport support, RtCgroupOptions cgroups,
   }
   if (metrics != nullptr) {
     metrics_ = std::make_unique<Metrics>(metrics->registry());
-    metrics_->bound.Set(support_.capable ? static_cast<double>(node_->cores().boundPpb()) / 1e9 : 0.0);
+    metrics_->bound.Set(support_.capable ? static_cast<double>(node_->cores().boundPpb()) / 1e9
+                                         : 0.0);
   }
   if (client_ != nullptr) {
     publisher_ = std::thread([this] { publisherLoop(); });
   }
 }
 
-RtShim::~RtShim() { stop(); }
+RtShim::~RtShim() {
+  stop();
+}
 
 Status RtShim::validate(const ShimOptions& o) {
   if (auto p = alloc::findRtPacking(o.packing); !p) {
@@ -300,18 +308,21 @@ void RtShim::observeCall(const std::string& method, grpc::StatusCode code, doubl
   }
   static const prometheus::Histogram::BucketBoundaries kBuckets{
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
-  metrics_->calls.Add({{"method", method}, {"code", std::to_string(static_cast<int>(code))}}, kBuckets)
+  metrics_->calls
+      .Add({{"method", method}, {"code", std::to_string(static_cast<int>(code))}}, kBuckets)
       .Observe(seconds);
 }
 
 grpc::Status RtShim::sandboxRequest(grpc::ByteBuffer& request) {
   cri::RunPodSandboxRequest r;
   if (!parse(request, r)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rt-kubelet-shim: malformed RunPodSandboxRequest");
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "rt-kubelet-shim: malformed RunPodSandboxRequest");
   }
   const RtStringMap ann = toMap(r.config().annotations());
   const bool rt = std::any_of(ann.begin(), ann.end(), [](const auto& kv) {
-    return kv.first.starts_with(alloc::kRtAnnotationPrefix) && kv.first != alloc::kRtAssignedAnnotation;
+    return kv.first.starts_with(alloc::kRtAnnotationPrefix) &&
+           kv.first != alloc::kRtAssignedAnnotation;
   });
   if (!rt) {
     return grpc::Status::OK;
@@ -326,9 +337,10 @@ grpc::Status RtShim::sandboxRequest(grpc::ByteBuffer& request) {
     if (metrics_) {
       metrics_->refused.Add({{"reason", "not_capable"}}).Increment();
     }
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "rt-kubelet-shim: pod asks for real-time but this node has no RT support: " +
-                            support_.reason);
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        "rt-kubelet-shim: pod asks for real-time but this node has no RT support: " +
+            support_.reason);
   }
   return grpc::Status::OK;
 }
@@ -337,7 +349,8 @@ grpc::Status RtShim::createRequest(grpc::ByteBuffer& request, std::optional<Entr
                                    std::optional<std::string>& replaced) {
   cri::CreateContainerRequest r;
   if (!parse(request, r)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rt-kubelet-shim: malformed CreateContainerRequest");
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "rt-kubelet-shim: malformed CreateContainerRequest");
   }
   const RtStringMap ann = toMap(r.sandbox_config().annotations());
   const std::string name = r.config().metadata().name();
@@ -361,7 +374,8 @@ grpc::Status RtShim::createRequest(grpc::ByteBuffer& request, std::optional<Entr
     return refuse("not_capable", grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                               "rt-kubelet-shim: container '" + name +
                                                   "' asks for real-time but this node has no RT "
-                                                  "support: " + support_.reason));
+                                                  "support: " +
+                                                  support_.reason));
   }
   const std::string parent = r.sandbox_config().linux().cgroup_parent();
   if (auto p = containerCgroupPath(parent, "probe"); !p) {
@@ -376,7 +390,8 @@ grpc::Status RtShim::createRequest(grpc::ByteBuffer& request, std::optional<Entr
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, old] : entries_) {
-      if (old.sandboxId == e.sandboxId && old.container == name && old.reservation == e.reservation) {
+      if (old.sandboxId == e.sandboxId && old.container == name &&
+          old.reservation == e.reservation) {
         replaced = id;  // a new attempt takes over its predecessor's cores
         e.cpus = old.cpus;
         break;
@@ -408,8 +423,9 @@ grpc::Status RtShim::createRequest(grpc::ByteBuffer& request, std::optional<Entr
   return grpc::Status::OK;
 }
 
-void RtShim::createDone(const std::optional<Entry>& pending, const std::optional<std::string>& replaced,
-                        const std::string& containerId, bool ok) {
+void RtShim::createDone(const std::optional<Entry>& pending,
+                        const std::optional<std::string>& replaced, const std::string& containerId,
+                        bool ok) {
   if (!pending) {
     return;
   }
@@ -427,7 +443,8 @@ void RtShim::createDone(const std::optional<Entry>& pending, const std::optional
       lock.unlock();
       if (auto p = containerCgroupPath(old.cgroupParent, *replaced)) {
         if (auto s = tree_.release(*p); !s) {
-          spdlog::warn("releasing the cgroup of replaced container {}: {}", *replaced, s.error().message);
+          spdlog::warn("releasing the cgroup of replaced container {}: {}", *replaced,
+                       s.error().message);
         }
       }
       lock.lock();
@@ -544,7 +561,8 @@ Status RtShim::rebuild(grpc::Channel& runtime) {
   cri::ListContainersRequest req;
   cri::ListContainersResponse resp;
   if (auto st = stub.ListContainers(&ctx, req, &resp); !st.ok()) {
-    return makeError(kc::errc::kUnavailable, "ListContainers on the runtime: " + st.error_message());
+    return makeError(kc::errc::kUnavailable,
+                     "ListContainers on the runtime: " + st.error_message());
   }
   std::size_t adopted = 0;
   for (const auto& c : resp.containers()) {
@@ -557,17 +575,24 @@ Status RtShim::rebuild(grpc::Channel& runtime) {
     const auto pit = a.find(std::string(kShimCgroupParentAnnotation));
     const auto podIt = a.find(std::string(kShimPodAnnotation));
     auto r = parseReservation(rit->second);
-    auto cpus = cit == a.end() ? Result<std::vector<std::uint32_t>>(makeError(kc::errc::kInvalid, "no cores"))
-                               : alloc::parseCpuList(cit->second);
+    auto cpus = cit == a.end()
+                    ? Result<std::vector<std::uint32_t>>(makeError(kc::errc::kInvalid, "no cores"))
+                    : alloc::parseCpuList(cit->second);
     if (!r || !cpus || pit == a.end() || cpus->size() != r->cpus) {
       spdlog::error("container {}: unreadable RT annotations, not adopted", c.id());
       continue;
     }
-    Entry e{c.pod_sandbox_id(), c.metadata().name(), podIt == a.end() ? "" : podIt->second, pit->second, *r, *cpus};
+    Entry e{c.pod_sandbox_id(),
+            c.metadata().name(),
+            podIt == a.end() ? "" : podIt->second,
+            pit->second,
+            *r,
+            *cpus};
     {
       std::lock_guard lock(mu_);
       if (auto s = node_->admit(e.reservation, e.cpus); !s) {
-        spdlog::error("container {}: cannot re-admit its reservation: {}", c.id(), s.error().message);
+        spdlog::error("container {}: cannot re-admit its reservation: {}", c.id(),
+                      s.error().message);
         continue;
       }
       entries_[c.id()] = e;
@@ -625,7 +650,8 @@ void RtShim::publishNode() {
     }
   } else {
     labels[std::string(alloc::kRtCapableLabel)] = nullptr;  // never advertise without support
-    for (const auto k : {alloc::kRtCoresAnnotation, alloc::kRtBoundAnnotation, alloc::kRtKernelAnnotation}) {
+    for (const auto k :
+         {alloc::kRtCoresAnnotation, alloc::kRtBoundAnnotation, alloc::kRtKernelAnnotation}) {
       annotations[std::string(k)] = nullptr;
     }
   }
@@ -671,7 +697,8 @@ void RtShim::publisherLoop() {
       }
     }
     const auto slash = pod.find('/');
-    nlohmann::json value = a.empty() ? nlohmann::json(nullptr) : nlohmann::json(alloc::formatRtAssignment(a));
+    nlohmann::json value =
+        a.empty() ? nlohmann::json(nullptr) : nlohmann::json(alloc::formatRtAssignment(a));
     const nlohmann::json patch = {
         {"metadata", {{"annotations", {{std::string(alloc::kRtAssignedAnnotation), value}}}}}};
     auto r = client_->patch(kube::gvr::pods(), pod.substr(0, slash), pod.substr(slash + 1),

@@ -19,6 +19,8 @@
 //   UpdateContainerResources  a cpuset for an RT container is kept on its cores.
 //   RemoveContainer / RemovePodSandbox  budget released bottom-up once the runtime succeeded.
 
+#include <grpcpp/channel.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -29,10 +31,8 @@
 #include <string>
 #include <thread>
 
-#include <grpcpp/channel.h>
-
-#include "libcore/api/names.hpp"
 #include "libcore/alloc/rt_pod.hpp"
+#include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 #include "services/rt-kubelet-shim/cri_proxy.hpp"
 #include "services/rt-kubelet-shim/rt_cgroups.hpp"
@@ -60,8 +60,8 @@ struct ShimOptions {
 class RtShim final : public CallHooks {
  public:
   // `support` from detectRtSupport; `client` may be null (publish nothing).
-  RtShim(ShimOptions options, RtSupport support, RtCgroupOptions cgroups,
-         kube::KubeClient* client, obs::Metrics* metrics);
+  RtShim(ShimOptions options, RtSupport support, RtCgroupOptions cgroups, kube::KubeClient* client,
+         obs::Metrics* metrics);
   ~RtShim() override;
 
   // Checks options (packing name). Error "invalid".
@@ -120,7 +120,7 @@ class RtShim final : public CallHooks {
   kube::KubeClient* client_;
   std::unique_ptr<Metrics> metrics_;
 
-  mutable std::mutex mu_;  // guards node_, entries_
+  mutable std::mutex mu_;                 // guards node_, entries_
   std::map<std::string, Entry> entries_;  // container id -> entry
   std::atomic<bool> ready_{false};
 

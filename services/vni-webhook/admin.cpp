@@ -1,7 +1,6 @@
 #include "services/vni-webhook/admin.hpp"
 
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 #include <sstream>
 
@@ -13,14 +12,16 @@ Result<std::set<OwnerKey>> parseLiveOwners(const std::string& text) {
   if (first != std::string::npos && text[first] == '{') {
     nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
     if (doc.is_discarded() || !doc.contains("items") || !doc["items"].is_array()) {
-      return makeError(kc::errc::kInvalid, "live owners: JSON must be a Kubernetes List with \"items\"");
+      return makeError(kc::errc::kInvalid,
+                       "live owners: JSON must be a Kubernetes List with \"items\"");
     }
     for (const auto& item : doc["items"]) {
       const auto& meta = item.value("metadata", nlohmann::json::object());
       const std::string ns = meta.value("namespace", "");
       const std::string uid = meta.value("uid", "");
       if (ns.empty() || uid.empty()) {
-        return makeError(kc::errc::kInvalid, "live owners: an item lacks metadata.namespace or uid");
+        return makeError(kc::errc::kInvalid,
+                         "live owners: an item lacks metadata.namespace or uid");
       }
       live.insert(OwnerKey{uid, ns});
     }
@@ -71,8 +72,12 @@ void printAllocations(std::ostream& out, const std::vector<AllocationRow>& rows,
   if (json) {
     nlohmann::json list = nlohmann::json::array();
     for (const AllocationRow& r : rows) {
-      list.push_back({{"namespace", r.ns}, {"uid", r.uid}, {"vni", r.vni}, {"kind", r.kind},
-                      {"name", r.name}, {"allocatedAtMs", r.allocatedAtMs}});
+      list.push_back({{"namespace", r.ns},
+                      {"uid", r.uid},
+                      {"vni", r.vni},
+                      {"kind", r.kind},
+                      {"name", r.name},
+                      {"allocatedAtMs", r.allocatedAtMs}});
     }
     out << list.dump(2) << "\n";
     return;

@@ -1,7 +1,6 @@
 #include "services/vni-webhook/admin_cli.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -47,13 +46,14 @@ int audit(const AdminCliOptions& o, const std::vector<AllocationRow>& rows, std:
     err << "error: cannot stat " << o.liveFile << ": " << ec.message() << "\n";
     return 1;
   }
-  const auto mtimeSys =
-      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::file_clock::to_sys(mtime));
+  const auto mtimeSys = std::chrono::time_point_cast<std::chrono::milliseconds>(
+      std::chrono::file_clock::to_sys(mtime));
   const std::int64_t cutoffMs =
       mtimeSys.time_since_epoch().count() - static_cast<std::int64_t>(o.marginSec * 1000);
   std::size_t tooRecent = 0;
   const auto orphans = findOrphans(rows, *live, cutoffMs, &tooRecent);
-  out << rows.size() << " allocations, " << live->size() << " live owners, " << orphans.size() << " orphans";
+  out << rows.size() << " allocations, " << live->size() << " live owners, " << orphans.size()
+      << " orphans";
   if (tooRecent > 0) {
     out << ", " << tooRecent << " allocated after the live list was taken (not judged)";
   }
@@ -80,7 +80,8 @@ int audit(const AdminCliOptions& o, const std::vector<AllocationRow>& rows, std:
     err << "error: " << released.error().message << "\n";
     return 1;
   }
-  out << "released " << *released << " VNIs (a running vni-webhook reuses them after its next restart)\n";
+  out << "released " << *released
+      << " VNIs (a running vni-webhook reuses them after its next restart)\n";
   return 0;
 }
 
@@ -88,12 +89,16 @@ int audit(const AdminCliOptions& o, const std::vector<AllocationRow>& rows, std:
 
 CLI::App* addAdminCommand(CLI::App& app, AdminCliOptions& o) {
   CLI::App* admin = app.add_subcommand("admin", "operator commands on the database");
-  admin->add_option("command", o.command, "list | audit")->required()->check(CLI::IsMember({"list", "audit"}));
+  admin->add_option("command", o.command, "list | audit")
+      ->required()
+      ->check(CLI::IsMember({"list", "audit"}));
   admin->add_option("--db", o.db, "SQLite database file")->envname("VNI_WEBHOOK_DB");
   admin->add_option("--namespace", o.ns, "list: only this namespace");
-  admin->add_option("--live", o.liveFile, "audit: live owners (kubectl get ... -A -o json, or namespace/uid lines)");
-  admin->add_option("--margin-seconds", o.marginSec,
-                    "audit: only judge rows allocated this long before the live file was written")
+  admin->add_option("--live", o.liveFile,
+                    "audit: live owners (kubectl get ... -A -o json, or namespace/uid lines)");
+  admin
+      ->add_option("--margin-seconds", o.marginSec,
+                   "audit: only judge rows allocated this long before the live file was written")
       ->check(CLI::Range(0.0, 86400.0));
   admin->add_flag("--release", o.release, "audit: free the orphans (asks for confirmation)");
   admin->add_flag("--yes", o.yes, "do not ask");
@@ -101,8 +106,8 @@ CLI::App* addAdminCommand(CLI::App& app, AdminCliOptions& o) {
   return admin;
 }
 
-int runAdminCommand(const AdminCliOptions& o, std::istream& in, std::ostream& out, std::ostream& err,
-                    std::int64_t nowMs) {
+int runAdminCommand(const AdminCliOptions& o, std::istream& in, std::ostream& out,
+                    std::ostream& err, std::int64_t nowMs) {
   if (o.command == "audit" && o.liveFile.empty()) {
     err << "error: audit needs --live FILE\n";
     return 2;

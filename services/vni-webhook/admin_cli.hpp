@@ -32,7 +32,7 @@ CLI::App* addAdminCommand(CLI::App& app, AdminCliOptions& options);
 
 // Runs the parsed command. Exit status: 0 done (audit: no orphans, or all released), 1 error,
 // 2 usage error, 3 orphans found and not released. `in` answers the confirmation prompt.
-int runAdminCommand(const AdminCliOptions& options, std::istream& in, std::ostream& out, std::ostream& err,
-                    std::int64_t nowMs);
+int runAdminCommand(const AdminCliOptions& options, std::istream& in, std::ostream& out,
+                    std::ostream& err, std::int64_t nowMs);
 
 }  // namespace kc::vni

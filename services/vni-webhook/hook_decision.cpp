@@ -12,7 +12,9 @@ namespace {
 
 using nlohmann::json;
 
-Error invalid(std::string message) { return makeError(kc::errc::kInvalid, std::move(message)); }
+Error invalid(std::string message) {
+  return makeError(kc::errc::kInvalid, std::move(message));
+}
 
 using metacontroller::member;
 using metacontroller::optionalString;
@@ -150,7 +152,6 @@ const char* hookName(HookKind kind) {
   return "unknown";
 }
 
-
 bool isOptedIn(const ObservedParent& parent) {
   auto it = parent.annotations.find(kOptInAnnotation);
   if (it == parent.annotations.end()) {
@@ -203,7 +204,8 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
     return r;
   }
 
-  auto vnis = groupObjects(doc, "attachments", std::string(api::kVniKind) + "." + std::string(api::kVniApiVersion));
+  auto vnis = groupObjects(doc, "attachments",
+                           std::string(api::kVniKind) + "." + std::string(api::kVniApiVersion));
   if (!vnis) {
     return vnis.error();
   }

@@ -9,16 +9,15 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "libcore/alloc/vni_range.hpp"
-#include "libcore/base/result.hpp"
 #include "libcore/api/names.hpp"
 #include "libcore/api/vni.hpp"
+#include "libcore/base/result.hpp"
 #include "libcore/metacontroller/hook_body.hpp"
 
 namespace kc::vni {
@@ -98,8 +97,8 @@ struct DecisionConfig {
   // deletionTimestamp (then the VNI is released anyway, logged; the cooldown still protects
   // stragglers). A live parent that lost its opt-in annotation is never timed out.
   std::int64_t podWaitTimeoutSec = 300;
-  double finalizeResyncSec = 5;   // resyncAfterSeconds while waiting for pods
-  double releasedResyncSec = 1;   // after releasing, until the VNI object is observed gone
+  double finalizeResyncSec = 5;  // resyncAfterSeconds while waiting for pods
+  double releasedResyncSec = 1;  // after releasing, until the VNI object is observed gone
 };
 
 // What the store must do, in one transaction.

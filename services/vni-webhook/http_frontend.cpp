@@ -120,10 +120,16 @@ VniHttpFrontend::~VniHttpFrontend() {
   service_.setStatsListener(nullptr);
 }
 
-Result<std::uint16_t> VniHttpFrontend::start() { return server_.start(); }
+Result<std::uint16_t> VniHttpFrontend::start() {
+  return server_.start();
+}
 
-void VniHttpFrontend::stop(std::chrono::milliseconds drain) { server_.stop(drain); }
+void VniHttpFrontend::stop(std::chrono::milliseconds drain) {
+  server_.stop(drain);
+}
 
-std::string VniHttpFrontend::baseUrl() const { return server_.baseUrl(); }
+std::string VniHttpFrontend::baseUrl() const {
+  return server_.baseUrl();
+}
 
 }  // namespace kc::vni

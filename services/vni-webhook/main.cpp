@@ -3,7 +3,6 @@
 // `vni-webhook admin ...` is the operator CLI (list, audit, release orphans).
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <iostream>
 
@@ -24,8 +23,9 @@ int main(int argc, char** argv) {
   }
   if (admin->parsed()) {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    return kc::vni::runAdminCommand(adminOptions, std::cin, std::cout, std::cerr,
-                                    std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+    return kc::vni::runAdminCommand(
+        adminOptions, std::cin, std::cout, std::cerr,
+        std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
   }
   return kc::vni::runWebhook(flags);
 }

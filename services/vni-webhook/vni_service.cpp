@@ -42,7 +42,9 @@ Result<std::unique_ptr<VniService>> VniService::start(const ServiceOptions& opti
 VniService::VniService(ServiceOptions options, WallClockMs clock, std::unique_ptr<VniStore> store)
     : options_(std::move(options)), clock_(std::move(clock)), store_(std::move(store)) {}
 
-VniService::~VniService() { stop(); }
+VniService::~VniService() {
+  stop();
+}
 
 void VniService::setStatsListener(StatsListener listener) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -145,10 +147,11 @@ void VniService::writerLoop() {
                      parent.name, parent.uid);
       }
       if (p.plan.podWaitTimedOut && out.released) {
-        spdlog::warn("released VNI {} of {} {}/{} although {} pod(s) remain: waited past the "
-                     "{} s timeout after deletion",
-                     *out.vni, parent.kind, parent.ns, parent.name, p.plan.podsRemaining,
-                     options_.decision.podWaitTimeoutSec);
+        spdlog::warn(
+            "released VNI {} of {} {}/{} although {} pod(s) remain: waited past the "
+            "{} s timeout after deletion",
+            *out.vni, parent.kind, parent.ns, parent.name, p.plan.podsRemaining,
+            options_.decision.podWaitTimeoutSec);
       }
       p.done(HookReply{200, renderHookResponse(p.request, p.plan, out, options_.decision)});
     }
@@ -167,6 +170,8 @@ void VniService::stop() {
   }
 }
 
-std::optional<Vni> VniService::findForTest(const OwnerKey& owner) { return store_->find(owner); }
+std::optional<Vni> VniService::findForTest(const OwnerKey& owner) {
+  return store_->find(owner);
+}
 
 }  // namespace kc::vni

@@ -10,10 +10,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "services/vni-webhook/hook_decision.hpp"
 #include "services/vni-webhook/vni_store.hpp"
@@ -44,8 +43,8 @@ class VniService {
   using StatsListener = std::function<void(const ServiceStats&)>;
 
   // Opens the store (see VniStore::open) and starts the writer thread.
-  static Result<std::unique_ptr<VniService>> start(const ServiceOptions& options,
-                                                   WallClockMs clock, StoreReport* report);
+  static Result<std::unique_ptr<VniService>> start(const ServiceOptions& options, WallClockMs clock,
+                                                   StoreReport* report);
   ~VniService();  // stop()
   VniService(const VniService&) = delete;
   VniService& operator=(const VniService&) = delete;
@@ -80,7 +79,7 @@ class VniService {
   ServiceOptions options_;
   WallClockMs clock_;
   std::unique_ptr<VniStore> store_;  // touched only by the writer thread after start
-  mutable std::mutex mutex_;  // guards queue_, stopping_, stats_, statsListener_
+  mutable std::mutex mutex_;         // guards queue_, stopping_, stats_, statsListener_
   StatsListener statsListener_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;

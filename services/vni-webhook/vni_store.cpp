@@ -128,7 +128,8 @@ Status VniStore::initialise(alloc::VniTime now, StoreReport* report) {
     prune.exec();
     tx.commit();
   } catch (const std::exception& e) {
-    return makeError(kc::errc::kUnavailable, std::string("cannot initialise VNI database: ") + e.what());
+    return makeError(kc::errc::kUnavailable,
+                     std::string("cannot initialise VNI database: ") + e.what());
   }
   return reload(now, &r);
 }
@@ -304,7 +305,8 @@ std::vector<StoreOutcome> VniStore::apply(std::span<const StoreOp> ops, alloc::V
       } catch (const std::exception&) {
       }
       StoreOutcome out;
-      out.error = makeError(kc::errc::kInternal, std::string("VNI database write failed: ") + e.what());
+      out.error =
+          makeError(kc::errc::kInternal, std::string("VNI database write failed: ") + e.what());
       outcomes.push_back(std::move(out));
       reloadNeeded = true;  // the bitmap may hold a value whose row was rolled back
     }
@@ -322,7 +324,8 @@ std::vector<StoreOutcome> VniStore::apply(std::span<const StoreOp> ops, alloc::V
     }
     for (StoreOutcome& out : outcomes) {
       out = StoreOutcome{};
-      out.error = makeError(kc::errc::kUnavailable, std::string("VNI database commit failed: ") + e.what());
+      out.error =
+          makeError(kc::errc::kUnavailable, std::string("VNI database commit failed: ") + e.what());
     }
     reloadNeeded = true;
   }
@@ -404,8 +407,8 @@ Result<std::uint32_t> releaseOwners(const std::string& path, const std::vector<O
       del.bind(1, owner.uid);
       del.bind(2, owner.ns);
       del.exec();
-      SQLite::Statement rel(db,
-                            "INSERT OR REPLACE INTO vni_released(vni, released_at_ms) VALUES (?, ?)");
+      SQLite::Statement rel(
+          db, "INSERT OR REPLACE INTO vni_released(vni, released_at_ms) VALUES (?, ?)");
       rel.bind(1, vni);
       rel.bind(2, static_cast<int64_t>(nowMs));
       rel.exec();
@@ -414,7 +417,8 @@ Result<std::uint32_t> releaseOwners(const std::string& path, const std::vector<O
     tx.commit();
     return deleted;
   } catch (const std::exception& e) {
-    return makeError(kc::errc::kUnavailable, "cannot release in VNI database " + path + ": " + e.what());
+    return makeError(kc::errc::kUnavailable,
+                     "cannot release in VNI database " + path + ": " + e.what());
   }
 }
 

@@ -44,8 +44,8 @@ struct StoreOptions {
 // What open() found, for the start-up log and metrics.
 struct StoreReport {
   std::uint32_t allocations = 0;
-  std::uint32_t outOfRange = 0;      // kept valid, never handed out again by this range
-  std::uint32_t reservedHeld = 0;    // held values that the reserved set now excludes
+  std::uint32_t outOfRange = 0;    // kept valid, never handed out again by this range
+  std::uint32_t reservedHeld = 0;  // held values that the reserved set now excludes
   std::uint32_t coolingRestored = 0;
   std::optional<std::pair<Vni, Vni>> previousRange;  // set when the range changed
   std::vector<std::string> notes;                    // one line per finding

@@ -1,12 +1,11 @@
 #include "services/vni-webhook/webhook_cli.hpp"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
-
 #include <charconv>
 #include <chrono>
 #include <iostream>
@@ -24,7 +23,8 @@ namespace kc::vni {
 namespace {
 
 std::int64_t unixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -82,8 +82,10 @@ void addWebhookFlags(CLI::App& app, WebhookFlags& f) {
   app.add_option("--max-body-bytes", f.bodyLimit, "request body limit (413 beyond)")
       ->envname("VNI_WEBHOOK_MAX_BODY_BYTES");
   app.add_option("--io-threads", f.ioThreads, "HTTP io threads")->envname("VNI_WEBHOOK_IO_THREADS");
-  app.add_option("--max-batch", f.maxBatch, "operations per group commit")->check(CLI::PositiveNumber);
-  app.add_option("--tls-cert", f.tlsCert, "PEM certificate (enables HTTPS)")->envname("VNI_WEBHOOK_TLS_CERT");
+  app.add_option("--max-batch", f.maxBatch, "operations per group commit")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tls-cert", f.tlsCert, "PEM certificate (enables HTTPS)")
+      ->envname("VNI_WEBHOOK_TLS_CERT");
   app.add_option("--tls-key", f.tlsKey, "PEM private key")->envname("VNI_WEBHOOK_TLS_KEY");
   obs::addLogFlags(app, f.daemon);
   app.add_option("--lock-wait-seconds", f.lockWaitSec, "wait for another instance's writer lock");
@@ -93,7 +95,8 @@ void addWebhookFlags(CLI::App& app, WebhookFlags& f) {
                  "routing here before the listener closes")
       ->check(CLI::Range(0.0, 600.0))
       ->envname("VNI_WEBHOOK_SHUTDOWN_DELAY_SECONDS");
-  app.add_option("--drain-seconds", f.drainSec, "then wait up to this long for in-flight requests before closing them")
+  app.add_option("--drain-seconds", f.drainSec,
+                 "then wait up to this long for in-flight requests before closing them")
       ->check(CLI::Range(0.0, 600.0))
       ->envname("VNI_WEBHOOK_DRAIN_SECONDS");
 }
@@ -112,7 +115,8 @@ Result<std::vector<alloc::Vni>> parseReservedVnis(const std::string& text) {
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
     if (ec != std::errc() || end != v.data() + v.size() || value >= alloc::kVniLimit) {
-      return makeError(kc::errc::kInvalid, "--reserved: '" + std::string(v) + "' is not a VNI (a decimal number below 65536)");
+      return makeError(kc::errc::kInvalid, "--reserved: '" + std::string(v) +
+                                               "' is not a VNI (a decimal number below 65536)");
     }
     out.push_back(static_cast<alloc::Vni>(value));
   }
@@ -158,8 +162,9 @@ int runWebhook(const WebhookFlags& f) {
     spdlog::warn("{}", note);
   }
   const auto counts = (*service)->stats().counts;
-  spdlog::info("VNI range [{}, {}): {} allocations ({} outside the range), {} cooling, {} free", f.vniMin, f.vniMax,
-               report.allocations, report.outOfRange, counts.cooling, counts.free);
+  spdlog::info("VNI range [{}, {}): {} allocations ({} outside the range), {} cooling, {} free",
+               f.vniMin, f.vniMax, report.allocations, report.outOfRange, counts.cooling,
+               counts.free);
 
   obs::Metrics metrics;
   obs::HealthChecks health;
@@ -186,15 +191,16 @@ int runWebhook(const WebhookFlags& f) {
   // SIGTERM: readiness fails at once; requests are still served for --shutdown-delay-seconds;
   // then the listener closes and in-flight requests get up to --drain-seconds; then the
   // writer commits what is queued and stops.
-  const int status = obs::runUntilSignalled({.name = "vni-webhook",
-                                             .steps = {&health,
-                                                       [&] {
-                                                         std::this_thread::sleep_for(toMillis(f.shutdownDelaySec));
-                                                         frontend.stop(toMillis(f.drainSec));
-                                                       },
-                                                       [&] { (*service)->stop(); }},
-                                             .portFile = f.daemon.portFile,
-                                             .port = *bound});
+  const int status =
+      obs::runUntilSignalled({.name = "vni-webhook",
+                              .steps = {&health,
+                                        [&] {
+                                          std::this_thread::sleep_for(toMillis(f.shutdownDelaySec));
+                                          frontend.stop(toMillis(f.drainSec));
+                                        },
+                                        [&] { (*service)->stop(); }},
+                              .portFile = f.daemon.portFile,
+                              .port = *bound});
   ::close(lockFd);
   return status;
 }

@@ -21,12 +21,13 @@ namespace kc::vni {
 struct WebhookFlags {
   // --listen, --port (the hooks' port, health and metrics too), --log-level, --log-format and
   // --port-file; all but --port-file also from VNI_WEBHOOK_*.
-  obs::DaemonFlags daemon{.port = 8842,
-                          .style = {.listenHelp = "bind address",
-                                    .portHelp = "TCP port (0 = ephemeral)",
-                                    .portFileHelp = "write the bound port here once serving (tests)",
-                                    .envPrefix = "VNI_WEBHOOK_",
-                                    .showDefaults = false}};
+  obs::DaemonFlags daemon{
+      .port = 8842,
+      .style = {.listenHelp = "bind address",
+                .portHelp = "TCP port (0 = ephemeral)",
+                .portFileHelp = "write the bound port here once serving (tests)",
+                .envPrefix = "VNI_WEBHOOK_",
+                .showDefaults = false}};
   std::string db = kDefaultDbPath;
   std::uint32_t vniMin = alloc::kDefaultVniMin;
   std::uint32_t vniMax = alloc::kDefaultVniMax;

@@ -22,9 +22,13 @@ namespace {
 
 constexpr auto kPollStep = std::chrono::milliseconds(5);
 
-int exitStatus(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int exitStatus(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
-std::string envName(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+std::string envName(const std::string& entry) {
+  return entry.substr(0, entry.find('='));
+}
 
 // ::environ with `changes` applied: "NAME=value" sets NAME, "NAME" removes it.
 std::vector<std::string> childEnvironment(const std::vector<std::string>& changes) {
@@ -32,8 +36,8 @@ std::vector<std::string> childEnvironment(const std::vector<std::string>& change
   for (char** e = ::environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     const std::string name = envName(entry);
-    const bool replaced =
-        std::any_of(changes.begin(), changes.end(), [&](const std::string& c) { return envName(c) == name; });
+    const bool replaced = std::any_of(changes.begin(), changes.end(),
+                                      [&](const std::string& c) { return envName(c) == name; });
     if (!replaced) {
       out.push_back(entry);
     }
@@ -48,7 +52,8 @@ std::vector<std::string> childEnvironment(const std::vector<std::string>& change
 
 }  // namespace
 
-ChildProcess::ChildProcess(std::vector<std::string> argv, ChildOutput output, const std::vector<std::string>& env) {
+ChildProcess::ChildProcess(std::vector<std::string> argv, ChildOutput output,
+                           const std::vector<std::string>& env) {
   if (argv.empty()) {
     throw std::runtime_error("ChildProcess: empty argv");
   }
@@ -123,7 +128,9 @@ bool ChildProcess::reap(bool block) {
   }
 }
 
-bool ChildProcess::running() { return !reap(false); }
+bool ChildProcess::running() {
+  return !reap(false);
+}
 
 void ChildProcess::signal(int signal) {
   if (!status_) {
@@ -169,11 +176,13 @@ void ChildProcess::waitUntil(const std::function<bool()>& ready, std::chrono::mi
       return;
     }
     if (reap(false)) {
-      throw std::runtime_error(program_ + " exited with status " + std::to_string(*status_) + " before " + what);
+      throw std::runtime_error(program_ + " exited with status " + std::to_string(*status_) +
+                               " before " + what);
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       kill(SIGKILL);
-      throw std::runtime_error(program_ + ": no " + what + " within " + std::to_string(limit.count()) + " ms");
+      throw std::runtime_error(program_ + ": no " + what + " within " +
+                               std::to_string(limit.count()) + " ms");
     }
     std::this_thread::sleep_for(kPollStep);
   }
@@ -212,7 +221,8 @@ std::optional<std::string> ChildProcess::readLine(std::chrono::milliseconds limi
       buffered_.erase(0, nl + 1);
       return line;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || !fill(left)) {
       return std::nullopt;
     }

@@ -1,8 +1,9 @@
 #pragma once
 // A program run as a child process by tests and benchmarks (the daemons, the test doubles, a
-// benchmark's measuring child): fork + execve with an adjusted environment, stdout (optionally with stderr) on a pipe,
-// bounded waits, signals, and reaping with the child's resource usage. A child still running
-// when the object goes away is killed with SIGKILL and reaped, so no test leaks a process.
+// benchmark's measuring child): fork + execve with an adjusted environment, stdout (optionally with
+// stderr) on a pipe, bounded waits, signals, and reaping with the child's resource usage. A child
+// still running when the object goes away is killed with SIGKILL and reaped, so no test leaks a
+// process.
 
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -17,9 +18,9 @@
 namespace kc::testing {
 
 enum class ChildOutput {
-  kInherit,         // the child writes to the test's stdout/stderr
-  kCapture,         // stdout on a pipe (readLine/readAll); stderr inherited
-  kCaptureMerged,   // stdout and stderr on the same pipe
+  kInherit,        // the child writes to the test's stdout/stderr
+  kCapture,        // stdout on a pipe (readLine/readAll); stderr inherited
+  kCaptureMerged,  // stdout and stderr on the same pipe
 };
 
 class ChildProcess {
@@ -51,7 +52,8 @@ class ChildProcess {
   int terminate(std::chrono::milliseconds grace);
   // Polls `ready` every few milliseconds until it returns true. Throws std::runtime_error
   // naming `what` when the child exits first or `limit` passes (the child is then killed).
-  void waitUntil(const std::function<bool()>& ready, std::chrono::milliseconds limit, const std::string& what);
+  void waitUntil(const std::function<bool()>& ready, std::chrono::milliseconds limit,
+                 const std::string& what);
 
   // Captured output only. The next line without its '\n', or nullopt when the pipe closed or
   // nothing complete arrived within `limit`.

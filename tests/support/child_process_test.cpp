@@ -1,5 +1,7 @@
 // tests/support/child_process: the launcher every process test and bench_kube use, driven
 // with /bin/sh scripts so each behaviour (exit codes, signals, pipes, timeouts) is observable.
+#include "tests/support/child_process.hpp"
+
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -8,7 +10,6 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using kc::testing::ChildOutput;
@@ -23,7 +24,8 @@ ChildProcess sh(const std::string& script, ChildOutput output = ChildOutput::kCa
 
 }  // namespace
 
-TEST_CASE("child process: exit codes, signals and a program that cannot run", "[support][process]") {
+TEST_CASE("child process: exit codes, signals and a program that cannot run",
+          "[support][process]") {
   auto [script, status] = GENERATE(table<std::string, int>({
       {"exit 0", 0},
       {"exit 3", 3},
@@ -56,7 +58,8 @@ TEST_CASE("child process: captured lines, merged stderr, and bounded reads", "[s
   CHECK_FALSE(merged.readLine(10ms).has_value());  // at end of file
 }
 
-TEST_CASE("child process: terminate escalates to SIGKILL when SIGTERM is ignored", "[support][process]") {
+TEST_CASE("child process: terminate escalates to SIGKILL when SIGTERM is ignored",
+          "[support][process]") {
   auto polite = sh("trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done");
   REQUIRE(polite.readLine(10s) == "ready");
   CHECK(polite.terminate(10s) == 7);
@@ -70,9 +73,11 @@ TEST_CASE("child process: waitUntil returns on readiness, fails on early exit an
           "[support][process]") {
   kc::testing::TempDir dir;
   const std::string portFile = dir.file("port");
-  auto server = sh("sleep 0.2; echo 4242 > '" + portFile + "'; exec sleep 30", ChildOutput::kInherit);
+  auto server =
+      sh("sleep 0.2; echo 4242 > '" + portFile + "'; exec sleep 30", ChildOutput::kInherit);
   std::uint16_t port = 0;
-  server.waitUntil([&] { return (port = kc::testing::readPortFile(portFile).value_or(0)) != 0; }, 20s, "port file");
+  server.waitUntil([&] { return (port = kc::testing::readPortFile(portFile).value_or(0)) != 0; },
+                   20s, "port file");
   CHECK(port == 4242);
 
   auto quitter = sh("exit 2", ChildOutput::kInherit);
@@ -80,7 +85,8 @@ TEST_CASE("child process: waitUntil returns on readiness, fails on early exit an
                     Catch::Contains("exited with status 2 before port file"));
 
   auto sleeper = sh("exec sleep 30", ChildOutput::kInherit);
-  CHECK_THROWS_WITH(sleeper.waitUntil([] { return false; }, 100ms, "port file"), Catch::Contains("no port file"));
+  CHECK_THROWS_WITH(sleeper.waitUntil([] { return false; }, 100ms, "port file"),
+                    Catch::Contains("no port file"));
   CHECK_FALSE(sleeper.running());  // killed by the failed wait
 }
 
@@ -96,12 +102,15 @@ TEST_CASE("child process: destruction kills and reaps a running child", "[suppor
   CHECK(errno == ESRCH);  // reaped, not a zombie left behind
 }
 
-TEST_CASE("child process: environment entries are added, replaced and removed", "[support][process]") {
+TEST_CASE("child process: environment entries are added, replaced and removed",
+          "[support][process]") {
   ::setenv("KC_CHILD_KEEP", "kept", 1);
   ::setenv("KC_CHILD_DROP", "dropped", 1);
   ::setenv("KC_CHILD_SWAP", "old", 1);
-  ChildProcess child({"/bin/sh", "-c", "echo \"$KC_CHILD_KEEP|${KC_CHILD_DROP-unset}|$KC_CHILD_SWAP|$KC_CHILD_NEW\""},
-                     ChildOutput::kCapture, {"KC_CHILD_DROP", "KC_CHILD_SWAP=new", "KC_CHILD_NEW=a=b"});
+  ChildProcess child(
+      {"/bin/sh", "-c",
+       "echo \"$KC_CHILD_KEEP|${KC_CHILD_DROP-unset}|$KC_CHILD_SWAP|$KC_CHILD_NEW\""},
+      ChildOutput::kCapture, {"KC_CHILD_DROP", "KC_CHILD_SWAP=new", "KC_CHILD_NEW=a=b"});
   CHECK(child.readLine(10s) == "kept|unset|new|a=b");
   CHECK(child.wait() == 0);
   ::unsetenv("KC_CHILD_KEEP");

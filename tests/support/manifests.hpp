@@ -6,12 +6,11 @@
 
 #include <chrono>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/base/yaml_json.hpp"
 #include "libcore/kube/client.hpp"
@@ -42,12 +41,15 @@ inline nlohmann::json loadYamlFile(const std::string& path) {
 inline void installCrd(kube::KubeClient& client, const nlohmann::json& crd,
                        std::chrono::milliseconds limit = std::chrono::seconds(10)) {
   const std::string name = crd.at("metadata").at("name");
-  if (auto r = client.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}, "", crd); !r) {
+  if (auto r = client.create({"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}, "",
+                             crd);
+      !r) {
     throw std::runtime_error("create CRD " + name + ": " + r.error().message);
   }
   const auto& spec = crd.at("spec");
   const kube::GroupVersionResource resource{spec.at("group"), spec.at("versions").at(0).at("name"),
-                                            spec.at("names").at("plural"), spec.at("scope") == "Namespaced"};
+                                            spec.at("names").at("plural"),
+                                            spec.at("scope") == "Namespaced"};
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!client.list(resource, "").ok()) {
     if (std::chrono::steady_clock::now() >= deadline) {

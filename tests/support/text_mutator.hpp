@@ -11,7 +11,8 @@
 namespace kc::testing {
 
 // 1..maxEdits edits of `seed`, characters drawn from `alphabet` (non-empty).
-inline std::string mutateText(std::string text, std::mt19937& rng, std::string_view alphabet, int maxEdits = 6) {
+inline std::string mutateText(std::string text, std::mt19937& rng, std::string_view alphabet,
+                              int maxEdits = 6) {
   const int edits = 1 + static_cast<int>(rng() % static_cast<unsigned>(maxEdits));
   for (int e = 0; e < edits && !text.empty(); ++e) {
     const std::size_t pos = rng() % text.size();

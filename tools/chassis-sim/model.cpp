@@ -1,6 +1,5 @@
 #include "tools/chassis-sim/model.hpp"
 
-
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -544,7 +543,7 @@ Status ChassisModel::assign(std::string_view chassis, std::string_view gid, std:
   }
   if (gpu->host) {
     return makeError(kc::errc::kConflict, "device " + gpu->gid + " is assigned to host port " +
-                                     std::to_string(*gpu->host) + "; unassign it first");
+                                              std::to_string(*gpu->host) + "; unassign it first");
   }
   gpu->host = port;
   ++gpu->version;
@@ -569,7 +568,7 @@ Status ChassisModel::unassign(std::string_view chassis, std::string_view gid,
   }
   if (fromPort && gpu->host != fromPort) {
     return makeError(kc::errc::kConflict, "device " + gpu->gid + " is not assigned to host port " +
-                                     std::to_string(*fromPort));
+                                              std::to_string(*fromPort));
   }
   if (!gpu->host) {
     return okStatus();

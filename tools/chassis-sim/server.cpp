@@ -179,7 +179,8 @@ class SimServer::Impl {
       return true;
     }
     const auto auth = req.header("Authorization");
-    return auth && *auth == "Basic " + base64Encode(options_.credentials->username + ":" + options_.credentials->password);
+    return auth && *auth == "Basic " + base64Encode(options_.credentials->username + ":" +
+                                                    options_.credentials->password);
   }
 
   void dispatch(const Request& req, std::shared_ptr<ResponseStream> stream) {
@@ -398,17 +399,18 @@ class SimServer::Impl {
         blocks.push_back({{"@odata.id", l.block(g, c.gpus[g])}});
       }
     }
-    return {{"@odata.id", l.system(i, h)},
-            {"@odata.type", "#ComputerSystem.v1_20_0.ComputerSystem"},
-            {"@odata.etag", etagOf('s', h.version)},
-            {"Id", h.system},
-            {"Name", "Host on port " + std::to_string(h.port)},
-            {"SystemType", "Composed"},
-            {"Boot", {{"BootSourceOverrideEnabled", "Disabled"}}},  // no override; clients expect it
-            {"Links", {{"ResourceBlocks", blocks}, {"ResourceBlocks@odata.count", blocks.size()}}},
-            {"Actions",
-             {{std::string(fabric::redfish::kAddAction), {{"target", l.addAction(i, h)}}},
-              {std::string(fabric::redfish::kRemoveAction), {{"target", l.removeAction(i, h)}}}}}};
+    return {
+        {"@odata.id", l.system(i, h)},
+        {"@odata.type", "#ComputerSystem.v1_20_0.ComputerSystem"},
+        {"@odata.etag", etagOf('s', h.version)},
+        {"Id", h.system},
+        {"Name", "Host on port " + std::to_string(h.port)},
+        {"SystemType", "Composed"},
+        {"Boot", {{"BootSourceOverrideEnabled", "Disabled"}}},  // no override; clients expect it
+        {"Links", {{"ResourceBlocks", blocks}, {"ResourceBlocks@odata.count", blocks.size()}}},
+        {"Actions",
+         {{std::string(fabric::redfish::kAddAction), {{"target", l.addAction(i, h)}}},
+          {std::string(fabric::redfish::kRemoveAction), {{"target", l.removeAction(i, h)}}}}}};
   }
 
   json blockJson(const Links& l, const Chassis& c, std::size_t g) const {
@@ -420,27 +422,26 @@ class SimServer::Impl {
       }
     }
     const std::string link = l.block(g, gpu);
-    return {
-        {"@odata.id", link},
-        {"@odata.type", "#ResourceBlock.v1_4_0.ResourceBlock"},
-        {"@odata.etag", etagOf('b', gpu.version)},
-        {"Id", gpu.gid},
-        {"Name", "GPU slot " + gpu.gid},
-        {"ResourceBlockType", json::array({"Processor"})},
-        {"Status",
-         {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"},
-          {"Health", gpu.healthy ? "OK" : "Critical"}}},
-        {"CompositionStatus",
-         {{"CompositionState", gpu.host ? "Composed" : "Unused"},
-          {"Reserved", false},
-          {"SharingCapable", false},
-          {"MaxCompositions", 1},
-          {"NumberOfCompositions", gpu.host ? 1 : 0}}},
-        {"Processors", json::array({{{"@odata.id", link + "/Processors/GPU0"}}})},
-        {"Processors@odata.count", 1},
-        {"Links", l.emulator ? json::object()
-                             : json{{"ComputerSystems", systems},
-                                    {"ComputerSystems@odata.count", systems.size()}}}};
+    return {{"@odata.id", link},
+            {"@odata.type", "#ResourceBlock.v1_4_0.ResourceBlock"},
+            {"@odata.etag", etagOf('b', gpu.version)},
+            {"Id", gpu.gid},
+            {"Name", "GPU slot " + gpu.gid},
+            {"ResourceBlockType", json::array({"Processor"})},
+            {"Status",
+             {{"State", gpu.healthy ? "Enabled" : "UnavailableOffline"},
+              {"Health", gpu.healthy ? "OK" : "Critical"}}},
+            {"CompositionStatus",
+             {{"CompositionState", gpu.host ? "Composed" : "Unused"},
+              {"Reserved", false},
+              {"SharingCapable", false},
+              {"MaxCompositions", 1},
+              {"NumberOfCompositions", gpu.host ? 1 : 0}}},
+            {"Processors", json::array({{{"@odata.id", link + "/Processors/GPU0"}}})},
+            {"Processors@odata.count", 1},
+            {"Links", l.emulator ? json::object()
+                                 : json{{"ComputerSystems", systems},
+                                        {"ComputerSystems@odata.count", systems.size()}}}};
   }
 
   // --- emulator profile: compute blocks, composed systems, a zone -------------------------
@@ -603,9 +604,10 @@ class SimServer::Impl {
         const auto host = req.header("Host");
         const std::string origin =
             host ? std::string(req.tls ? "https://" : "http://") + *host : std::string();
-        stream->send(Response::text(308, "Permanent Redirect")
-                         .withHeader("Location", origin + path + "/" +
-                                                     (q == std::string::npos ? "" : req.target.substr(q))));
+        stream->send(
+            Response::text(308, "Permanent Redirect")
+                .withHeader("Location", origin + path + "/" +
+                                            (q == std::string::npos ? "" : req.target.substr(q))));
         return;
       }
       if (path.size() > 1 && path.back() == '/' && slashRoute(path.substr(0, path.size() - 1))) {
@@ -637,12 +639,11 @@ class SimServer::Impl {
       }
       const auto session = model_->createSession(login->user);
       const std::string link = l.sessions + "/" + session.id;
-      Response r =
-          Response::json(201, {{"@odata.id", link},
-                               {"@odata.type", "#Session.v1_6_0.Session"},
-                               {"Id", session.id},
-                               {"Name", "User session " + session.id},
-                               {"UserName", login->user}});
+      Response r = Response::json(201, {{"@odata.id", link},
+                                        {"@odata.type", "#Session.v1_6_0.Session"},
+                                        {"Id", session.id},
+                                        {"Name", "User session " + session.id},
+                                        {"UserName", login->user}});
       r.withHeader("X-Auth-Token", session.token).withHeader("Location", link);
       stream->send(std::move(r));
       return;
@@ -659,13 +660,12 @@ class SimServer::Impl {
       return;
     }
     if (path == l.sessionService && req.method == "GET") {
-      stream->send(Response::json(
-          200, {{"@odata.id", l.sessionService},
-                {"@odata.type", "#SessionService.v1_1_9.SessionService"},
-                {"Id", "SessionService"},
-                {"Name", "Session Service"},
-                {"ServiceEnabled", true},
-                {"Sessions", {{"@odata.id", l.sessions}}}}));
+      stream->send(Response::json(200, {{"@odata.id", l.sessionService},
+                                        {"@odata.type", "#SessionService.v1_1_9.SessionService"},
+                                        {"Id", "SessionService"},
+                                        {"Name", "Session Service"},
+                                        {"ServiceEnabled", true},
+                                        {"Sessions", {{"@odata.id", l.sessions}}}}));
       return;
     }
     const auto snap = model_->snapshot(chassis);
@@ -673,8 +673,8 @@ class SimServer::Impl {
     if (req.method == "GET") {
       const auto skip = skipOf(req);
       if (!skip) {
-        stream->send(redfishError(400, "QueryParameterValueTypeError",
-                                  "$skip must be a whole number"));
+        stream->send(
+            redfishError(400, "QueryParameterValueTypeError", "$skip must be a whole number"));
         return;
       }
       if (path == l.comp) {
@@ -693,9 +693,8 @@ class SimServer::Impl {
         return;
       }
       if (l.emulator && path == l.zones) {
-        stream->send(Response::json(
-            200, collection(l, l.zones, "#ZoneCollection.ZoneCollection", "Resource Zones",
-                            {l.zones + "/1"}, *skip)));
+        stream->send(Response::json(200, collection(l, l.zones, "#ZoneCollection.ZoneCollection",
+                                                    "Resource Zones", {l.zones + "/1"}, *skip)));
         return;
       }
       if (l.emulator && path == l.zones + "/1") {
@@ -924,9 +923,10 @@ class SimServer::Impl {
                 }
                 if (!st.ok()) {
                   const unsigned code = st.error().code == kc::errc::kNotFound ? 404 : 400;
-                  return redfishError(
-                      code, st.error().code == kc::errc::kConflict ? "ResourceInUse" : "ActionNotSupported",
-                      st.error().message);
+                  return redfishError(code,
+                                      st.error().code == kc::errc::kConflict ? "ResourceInUse"
+                                                                             : "ActionNotSupported",
+                                      st.error().message);
                 }
                 return ok;
               });

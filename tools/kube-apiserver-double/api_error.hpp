@@ -4,9 +4,8 @@
 // (ApiServer::handle) turns it into the HTTP response, so every path answers with the
 // same Status shape the real kube-apiserver uses (apimachinery api/errors).
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
@@ -15,7 +14,10 @@ namespace kc::apiserver {
 class ApiError : public std::runtime_error {
  public:
   ApiError(int code, std::string reason, std::string message, nlohmann::json details = nullptr)
-      : std::runtime_error(message), code_(code), reason_(std::move(reason)), details_(std::move(details)) {}
+      : std::runtime_error(message),
+        code_(code),
+        reason_(std::move(reason)),
+        details_(std::move(details)) {}
 
   int code() const noexcept { return code_; }
   const std::string& reason() const noexcept { return reason_; }
@@ -32,10 +34,12 @@ class ApiError : public std::runtime_error {
 
 // Builders matching the real server's messages (api/errors/errors.go).
 ApiError notFound(const std::string& group, const std::string& resource, const std::string& name);
-ApiError alreadyExists(const std::string& group, const std::string& resource, const std::string& name);
+ApiError alreadyExists(const std::string& group, const std::string& resource,
+                       const std::string& name);
 ApiError conflict(const std::string& group, const std::string& resource, const std::string& name,
                   const std::string& why);
-ApiError optimisticLockConflict(const std::string& group, const std::string& resource, const std::string& name);
+ApiError optimisticLockConflict(const std::string& group, const std::string& resource,
+                                const std::string& name);
 ApiError badRequest(const std::string& message);
 ApiError invalid(const std::string& group, const std::string& kind, const std::string& name,
                  const std::string& field, const std::string& detail);

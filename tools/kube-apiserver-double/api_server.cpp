@@ -1,16 +1,14 @@
 #include "tools/kube-apiserver-double/api_server.hpp"
 
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
 #include "tools/kube-apiserver-double/event_conversion.hpp"
 #include "tools/kube-apiserver-double/patch.hpp"
 #include "tools/kube-apiserver-double/table_convertor.hpp"
-
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
-#include <map>
-#include <optional>
-
-#include <thread>
 
 namespace kc::apiserver {
 
@@ -71,7 +69,10 @@ DeleteOptions deleteOptionsFrom(const json& body) {
 }
 
 net::Response successStatus(unsigned code, json details = nullptr) {
-  json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"status", "Success"}};
+  json s = {{"kind", "Status"},
+            {"apiVersion", "v1"},
+            {"metadata", json::object()},
+            {"status", "Success"}};
   if (!details.is_null()) {
     s["details"] = std::move(details);
   }
@@ -84,7 +85,8 @@ std::vector<std::string> splitPath(const std::string& path) {
   size_t start = 1;
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
-    std::string seg = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    std::string seg =
+        path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     if (!seg.empty()) {
       out.push_back(seg);
     }
@@ -110,8 +112,9 @@ std::string mediaType(const net::Request& r) {
 json parseBody(const net::Request& r) {
   std::string ct = mediaType(r);
   if (!ct.empty() && ct != "application/json" && ct != "*/*") {
-    throw unsupportedMediaType("the body of the request was in an unknown format - accepted media types include: "
-                               "application/json");
+    throw unsupportedMediaType(
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json");
   }
   json body = json::parse(r.body, nullptr, false);
   if (body.is_discarded()) {
@@ -138,7 +141,8 @@ std::int64_t intParam(const net::Request& r, const char* name, std::int64_t fall
     }
     return n;
   } catch (const std::exception&) {
-    throw badRequest(std::string(name) + ": Invalid value: " + json(*v).dump() + ": must be an integer");
+    throw badRequest(std::string(name) + ": Invalid value: " + json(*v).dump() +
+                     ": must be an integer");
   }
 }
 
@@ -152,7 +156,8 @@ std::optional<TableRequest> tableRequest(const net::Request& r) {
   std::size_t start = 0;
   while (start <= accept.size()) {
     std::size_t comma = accept.find(',', start);
-    std::string alt = accept.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string alt =
+        accept.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? accept.size() + 1 : comma + 1;
     std::map<std::string, std::string> params;
     std::string type;
@@ -160,7 +165,8 @@ std::optional<TableRequest> tableRequest(const net::Request& r) {
     bool first = true;
     while (pos <= alt.size()) {
       std::size_t semi = alt.find(';', pos);
-      std::string part = alt.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
+      std::string part =
+          alt.substr(pos, semi == std::string::npos ? std::string::npos : semi - pos);
       pos = semi == std::string::npos ? alt.size() + 1 : semi + 1;
       part.erase(0, part.find_first_not_of(" \t"));
       part.erase(part.find_last_not_of(" \t") + 1);
@@ -175,7 +181,8 @@ std::optional<TableRequest> tableRequest(const net::Request& r) {
       continue;
     }
     if (params.count("as")) {
-      if (params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") &&
+      if (params["as"] == "Table" && params["g"] == "meta.k8s.io" &&
+          (params["v"] == "v1" || params["v"] == "v1beta1") &&
           (type == "application/json" || type == "*/*")) {
         TableRequest t;
         t.apiVersion = "meta.k8s.io/" + params["v"];
@@ -202,7 +209,8 @@ std::optional<TableRequest> tableRequest(const net::Request& r) {
   if (askedForTable) {
     throw ApiError(406, "NotAcceptable",
                    "only the following media types are accepted: application/json, "
-                   "application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1beta1;g=meta.k8s.io");
+                   "application/json;as=Table;v=v1;g=meta.k8s.io, "
+                   "application/json;as=Table;v=v1beta1;g=meta.k8s.io");
   }
   return std::nullopt;
 }
@@ -213,7 +221,8 @@ TableConvertor convertorFor(const ResourceInfo& res, const std::string& version)
   }
   static const std::vector<PrinterColumn> kNone;
   auto it = res.printerColumns.find(version);
-  return TableConvertor(res.group, res.resource, it == res.printerColumns.end() ? &kNone : &it->second);
+  return TableConvertor(res.group, res.resource,
+                        it == res.printerColumns.end() ? &kNone : &it->second);
 }
 
 // How a request's resource maps onto storage: itself, or, for events.k8s.io/v1 events, the
@@ -222,7 +231,9 @@ class StorageView {
  public:
   // Copies what it needs: a watch keeps its view after the request's ResourceInfo is gone.
   StorageView(ResourceInfo served, std::optional<ResourceInfo> coreEvents, std::string apiVersion)
-      : served_(std::move(served)), coreEvents_(std::move(coreEvents)), apiVersion_(std::move(apiVersion)) {}
+      : served_(std::move(served)),
+        coreEvents_(std::move(coreEvents)),
+        apiVersion_(std::move(apiVersion)) {}
 
   const ResourceInfo& stored() const { return coreEvents_ ? *coreEvents_ : served_; }
   bool converted() const { return coreEvents_.has_value(); }
@@ -282,9 +293,9 @@ ApiError asEventsV1Error(const ApiError& e) {
   return ApiError(e.code(), e.reason(), message, details);
 }
 
-std::string tableJson(const TableRequest& t, const TableConvertor& conv, std::uint64_t rv, const std::string& cont,
-                      const std::vector<ObjectPtr>& items, std::chrono::system_clock::time_point now,
-                      const StorageView& view) {
+std::string tableJson(const TableRequest& t, const TableConvertor& conv, std::uint64_t rv,
+                      const std::string& cont, const std::vector<ObjectPtr>& items,
+                      std::chrono::system_clock::time_point now, const StorageView& view) {
   json meta = {{"resourceVersion", std::to_string(rv)}};
   if (!cont.empty()) {
     meta["continue"] = cont;
@@ -318,7 +329,8 @@ class StreamSink : public WatchSink {
     std::lock_guard lock(mu_);
     if (!begun_) {
       begun_ = true;
-      stream_->begin(200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}});
+      stream_->begin(
+          200, {{"Content-Type", "application/json"}, {"Cache-Control", "no-cache, private"}});
     }
   }
 
@@ -341,7 +353,8 @@ struct ApiServer::Route {
 
 ApiServer::ApiServer(ObjectStore& store, ApiServerOptions options, Faults faults)
     : store_(store), options_(std::move(options)), faults_(faults), rng_(options_.seed) {
-  store_.setWatchFaults(faults_.expiredAsEvent, faults_.dropWatchAfterEvents, faults_.dropWatchProbability);
+  store_.setWatchFaults(faults_.expiredAsEvent, faults_.dropWatchAfterEvents,
+                        faults_.dropWatchProbability);
 }
 
 void ApiServer::setFaults(const Faults& faults) {
@@ -349,7 +362,8 @@ void ApiServer::setFaults(const Faults& faults) {
     std::lock_guard lock(faultsMu_);
     faults_ = faults;
   }
-  store_.setWatchFaults(faults.expiredAsEvent, faults.dropWatchAfterEvents, faults.dropWatchProbability);
+  store_.setWatchFaults(faults.expiredAsEvent, faults.dropWatchAfterEvents,
+                        faults.dropWatchProbability);
 }
 
 Faults ApiServer::faults() const {
@@ -377,7 +391,8 @@ ApiServer::~ApiServer() {
   }
 }
 
-void ApiServer::enqueueDelayed(const net::Request& request, std::shared_ptr<net::ResponseStream> stream,
+void ApiServer::enqueueDelayed(const net::Request& request,
+                               std::shared_ptr<net::ResponseStream> stream,
                                std::chrono::milliseconds delay) {
   {
     std::lock_guard lock(delayMu_);
@@ -412,7 +427,8 @@ void ApiServer::delayLoop() {
         d.stream->send(std::move(r));
       }
     } catch (const std::exception&) {
-      d.stream->send(statusResponse(internalError("API test double failed to answer a delayed request")));
+      d.stream->send(
+          statusResponse(internalError("API test double failed to answer a delayed request")));
     }
     lock.lock();
   }
@@ -420,7 +436,8 @@ void ApiServer::delayLoop() {
 
 void ApiServer::serve(const net::Request& request, std::shared_ptr<net::ResponseStream> stream) {
   const std::string& path = request.path;
-  if (path != "/livez" && path != "/readyz" && path != "/healthz" && path.rfind("/_double/", 0) != 0) {
+  if (path != "/livez" && path != "/readyz" && path != "/healthz" &&
+      path.rfind("/_double/", 0) != 0) {
     std::chrono::milliseconds delay;
     bool watchesOnly = false;
     {
@@ -445,7 +462,8 @@ net::Response ApiServer::handle(const net::Request& request) {
   return dispatch(request, nullptr, streamed);
 }
 
-net::Response ApiServer::dispatch(const net::Request& request, const std::shared_ptr<net::ResponseStream>& stream,
+net::Response ApiServer::dispatch(const net::Request& request,
+                                  const std::shared_ptr<net::ResponseStream>& stream,
                                   bool& streamed, bool delayApplied) {
   const std::string& path = request.path;
   if (path == "/livez" || path == "/readyz" || path == "/healthz") {
@@ -467,7 +485,8 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
     delay = faults_.delay;
     watchesOnly = faults_.delayWatchesOnly;
   }
-  if (delay.count() > 0 && !delayApplied && !stream && (!watchesOnly || truthy(request.queryParam("watch")))) {
+  if (delay.count() > 0 && !delayApplied && !stream &&
+      (!watchesOnly || truthy(request.queryParam("watch")))) {
     std::this_thread::sleep_for(delay);  // handle() only (tests); serve() queues instead
   }
   if (shouldFail()) {
@@ -498,8 +517,9 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
         return r;
       }
       return jsonResponse(200, json{{"swagger", "2.0"},
-                                    {"info", {{"title", "Kubernetes (kube-apiserver-double, no schemas)"},
-                                              {"version", "v1.30.0"}}},
+                                    {"info",
+                                     {{"title", "Kubernetes (kube-apiserver-double, no schemas)"},
+                                      {"version", "v1.30.0"}}},
                                     {"paths", json::object()},
                                     {"definitions", json::object()}}
                                    .dump());
@@ -554,7 +574,8 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
         throw ApiError(404, "NotFound", "the server could not find the requested resource");
       }
       if (route.group.empty()) {
-        // The legacy namespaced "bindings" collection (python-kubernetes' create_namespaced_binding).
+        // The legacy namespaced "bindings" collection (python-kubernetes'
+        // create_namespaced_binding).
         (*list)["resources"].push_back({{"name", "bindings"},
                                         {"singularName", "binding"},
                                         {"namespaced", true},
@@ -591,11 +612,12 @@ net::Response ApiServer::dispatch(const net::Request& request, const std::shared
 }
 
 net::Response ApiServer::serveResource(const net::Request& request, const Route& route,
-                                       const std::shared_ptr<net::ResponseStream>& stream, bool& streamed) {
+                                       const std::shared_ptr<net::ResponseStream>& stream,
+                                       bool& streamed) {
   const std::string& method = request.method;
   // POST namespaces/<ns>/bindings: the older form of pods/<name>/binding.
-  if (route.group.empty() && route.version == "v1" && route.resource == "bindings" && !route.ns.empty() &&
-      route.name.empty()) {
+  if (route.group.empty() && route.version == "v1" && route.resource == "bindings" &&
+      !route.ns.empty() && route.name.empty()) {
     if (method != "POST") {
       throw methodNotAllowed("the server does not allow this method on the requested resource");
     }
@@ -619,10 +641,13 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
                          apiVersion);
   const ResourceInfo& stored = view.stored();
   if (!route.subresource.empty() && !(route.subresource == "status" && res.hasStatus) &&
-      !(route.subresource == "binding" && res.hasBinding) && !(route.subresource == "eviction" && res.hasEviction)) {
+      !(route.subresource == "binding" && res.hasBinding) &&
+      !(route.subresource == "eviction" && res.hasEviction)) {
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
-  auto objectResponse = [&](unsigned code, const ObjectPtr& o) { return jsonResponse(code, view.objectJson(*o)); };
+  auto objectResponse = [&](unsigned code, const ObjectPtr& o) {
+    return jsonResponse(code, view.objectJson(*o));
+  };
   if (res.namespaced && route.ns.empty() && !route.name.empty()) {
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
@@ -685,8 +710,9 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       lo.continueToken = request.queryParam("continue").value_or("");
       ListResult lr = store_.list(stored, lo);
       if (auto table = tableRequest(request)) {
-        return jsonResponse(200, tableJson(*table, convertorFor(res, route.version), lr.resourceVersion,
-                                           lr.continueToken, lr.items, store_.now(), view));
+        return jsonResponse(200,
+                            tableJson(*table, convertorFor(res, route.version), lr.resourceVersion,
+                                      lr.continueToken, lr.items, store_.now(), view));
       }
       // Built-in types omit kind/apiVersion on LIST items; custom resources (unstructured
       // storage on the real server) carry them on every item.
@@ -732,7 +758,8 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       lo.labelSelector = request.queryParam("labelSelector").value_or("");
       lo.fieldSelector = view.fieldSelector(request.queryParam("fieldSelector").value_or(""));
       ListResult lr = store_.list(stored, lo);
-      std::string body = "{\"kind\":" + json(res.listKind).dump() + ",\"apiVersion\":" + json(apiVersion).dump() +
+      std::string body = "{\"kind\":" + json(res.listKind).dump() +
+                         ",\"apiVersion\":" + json(apiVersion).dump() +
                          ",\"metadata\":{},\"items\":[";
       bool first = true;
       for (const auto& o : lr.items) {
@@ -762,8 +789,8 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
     json body = parseBody(request);
     std::string bodyName = body.value("metadata", json::object()).value("name", "");
     if (!bodyName.empty() && bodyName != route.name) {
-      throw badRequest("the name of the object (" + bodyName + ") does not match the name on the URL (" +
-                       route.name + ")");
+      throw badRequest("the name of the object (" + bodyName +
+                       ") does not match the name on the URL (" + route.name + ")");
     }
     store_.bindPod(route.ns, route.name, body);
     return successStatus(201);
@@ -773,35 +800,39 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
       throw methodNotAllowed("the server does not allow this method on the requested resource");
     }
     json body = parseBody(request);
-    store_.evictPod(route.ns, route.name, body,
-                    deleteOptionsFrom(body.is_object() ? body.value("deleteOptions", json()) : json()));
+    store_.evictPod(
+        route.ns, route.name, body,
+        deleteOptionsFrom(body.is_object() ? body.value("deleteOptions", json()) : json()));
     return successStatus(201);
   }
   if (method == "GET") {
     auto table = sub == Subresource::kNone ? tableRequest(request) : std::nullopt;
     ObjectPtr o = store_.get(stored, route.ns, route.name);
     if (table) {
-      return jsonResponse(200, tableJson(*table, convertorFor(res, route.version), o->resourceVersion, "", {o},
-                                         store_.now(), view));
+      return jsonResponse(200, tableJson(*table, convertorFor(res, route.version),
+                                         o->resourceVersion, "", {o}, store_.now(), view));
     }
     return objectResponse(200, o);
   }
   if (method == "PUT") {
-    return objectResponse(200, store_.update(stored, route.ns, route.name, view.toStorage(parseBody(request)), sub));
+    return objectResponse(
+        200, store_.update(stored, route.ns, route.name, view.toStorage(parseBody(request)), sub));
   }
   if (method == "PATCH") {
     const std::string ct = mediaType(request);
-    const std::string accepted = res.custom
-                                     ? "application/json-patch+json, application/merge-patch+json, "
-                                       "application/apply-patch+yaml"
-                                     : "application/json-patch+json, application/merge-patch+json, "
-                                       "application/strategic-merge-patch+json, application/apply-patch+yaml";
-    const bool known = ct == "application/json-patch+json" || ct == "application/merge-patch+json" ||
+    const std::string accepted =
+        res.custom ? "application/json-patch+json, application/merge-patch+json, "
+                     "application/apply-patch+yaml"
+                   : "application/json-patch+json, application/merge-patch+json, "
+                     "application/strategic-merge-patch+json, application/apply-patch+yaml";
+    const bool known = ct == "application/json-patch+json" ||
+                       ct == "application/merge-patch+json" ||
                        ct == "application/apply-patch+yaml" ||
                        (ct == "application/strategic-merge-patch+json" && !res.custom);
     if (!known) {
-      throw unsupportedMediaType("the body of the request was in an unknown format - accepted media types include: " +
-                                 accepted);
+      throw unsupportedMediaType(
+          "the body of the request was in an unknown format - accepted media types include: " +
+          accepted);
     }
     json patch = json::parse(request.body, nullptr, false);
     if (patch.is_discarded()) {
@@ -812,7 +843,8 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
     if (ct == "application/apply-patch+yaml") {
       // Server-side apply without field ownership: create when absent, else merge.
       if (request.queryParam("fieldManager").value_or("").empty()) {
-        throw invalid(res.group, res.kind, route.name, "fieldManager", "Required value: is required for apply patch");
+        throw invalid(res.group, res.kind, route.name, "fieldManager",
+                      "Required value: is required for apply patch");
       }
       try {
         store_.get(stored, route.ns, route.name);
@@ -835,8 +867,9 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
         }
         return view.toStorage(applyMergePatch(current, patch));
       }
-      Result<json> r = ct == "application/json-patch+json" ? applyJsonPatch(current, patch)
-                                                             : applyStrategicMergePatch(current, patch);
+      Result<json> r = ct == "application/json-patch+json"
+                           ? applyJsonPatch(current, patch)
+                           : applyStrategicMergePatch(current, patch);
       if (!r) {
         if (r.error().code == kc::errc::kInvalid) {
           throw ApiError(422, "Invalid", r.error().message);
@@ -879,7 +912,9 @@ net::Response ApiServer::serveResource(const net::Request& request, const Route&
 net::Response ApiServer::control(const net::Request& request) {
   if (request.path == "/_double/compact" && request.method == "POST") {
     store_.compact();
-    return jsonResponse(200, json{{"compactedResourceVersion", std::to_string(store_.currentResourceVersion())}}.dump());
+    return jsonResponse(
+        200,
+        json{{"compactedResourceVersion", std::to_string(store_.currentResourceVersion())}}.dump());
   }
   if (request.path == "/_double/faults") {
     Faults f = faults();
@@ -890,7 +925,8 @@ net::Response ApiServer::control(const net::Request& request) {
       }
       try {
         f.errorFraction = body.value("errorFraction", f.errorFraction);
-        f.delay = std::chrono::milliseconds(body.value("delayMs", static_cast<std::int64_t>(f.delay.count())));
+        f.delay = std::chrono::milliseconds(
+            body.value("delayMs", static_cast<std::int64_t>(f.delay.count())));
         f.delayWatchesOnly = body.value("delayWatchesOnly", f.delayWatchesOnly);
         f.dropWatchAfterEvents = body.value("dropWatchAfterEvents", f.dropWatchAfterEvents);
         f.dropWatchProbability = body.value("dropWatchProbability", f.dropWatchProbability);
@@ -898,8 +934,8 @@ net::Response ApiServer::control(const net::Request& request) {
       } catch (const json::exception& e) {
         return statusResponse(badRequest(std::string("bad fault value: ") + e.what()));
       }
-      if (f.errorFraction < 0 || f.errorFraction > 1 || f.dropWatchProbability < 0 || f.dropWatchProbability > 1 ||
-          f.delay.count() < 0) {
+      if (f.errorFraction < 0 || f.errorFraction > 1 || f.dropWatchProbability < 0 ||
+          f.dropWatchProbability > 1 || f.delay.count() < 0) {
         return statusResponse(badRequest("fractions must be within [0,1] and delayMs >= 0"));
       }
       setFaults(f);

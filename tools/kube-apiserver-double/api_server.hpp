@@ -5,9 +5,6 @@
 // streams). It is HTTP-library neutral apart from kc::net's Request/ResponseStream types,
 // so tests drive it directly with a fake stream.
 
-#include "libcore/net/http_server.hpp"
-#include "tools/kube-apiserver-double/object_store.hpp"
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -19,15 +16,18 @@
 #include <thread>
 #include <vector>
 
+#include "libcore/net/http_server.hpp"
+#include "tools/kube-apiserver-double/object_store.hpp"
+
 namespace kc::apiserver {
 
 struct Faults {
-  double errorFraction = 0.0;                // answer 500 InternalError on this share of API requests
-  std::chrono::milliseconds delay{0};        // added before every API response
-  bool delayWatchesOnly = false;             // apply the delay to watch requests only
-  std::uint64_t dropWatchAfterEvents = 0;    // end every watch after N events (0 = never)
-  double dropWatchProbability = 0.0;         // end a watch after an event with this probability
-  bool expiredAsEvent = true;                // 410 for an old watch RV as ERROR event (else HTTP 410)
+  double errorFraction = 0.0;              // answer 500 InternalError on this share of API requests
+  std::chrono::milliseconds delay{0};      // added before every API response
+  bool delayWatchesOnly = false;           // apply the delay to watch requests only
+  std::uint64_t dropWatchAfterEvents = 0;  // end every watch after N events (0 = never)
+  double dropWatchProbability = 0.0;       // end a watch after an event with this probability
+  bool expiredAsEvent = true;              // 410 for an old watch RV as ERROR event (else HTTP 410)
 };
 
 struct ApiServerOptions {
@@ -54,8 +54,9 @@ class ApiServer {
 
  private:
   struct Route;
-  net::Response dispatch(const net::Request& request, const std::shared_ptr<net::ResponseStream>& stream,
-                         bool& streamed, bool delayApplied = false);
+  net::Response dispatch(const net::Request& request,
+                         const std::shared_ptr<net::ResponseStream>& stream, bool& streamed,
+                         bool delayApplied = false);
   net::Response serveResource(const net::Request& request, const Route& route,
                               const std::shared_ptr<net::ResponseStream>& stream, bool& streamed);
   net::Response control(const net::Request& request);

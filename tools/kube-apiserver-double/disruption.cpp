@@ -1,10 +1,10 @@
 #include "tools/kube-apiserver-double/disruption.hpp"
 
-#include "tools/kube-apiserver-double/json_access.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <limits>
+
+#include "tools/kube-apiserver-double/json_access.hpp"
 
 namespace kc::apiserver {
 
@@ -28,22 +28,26 @@ Result<std::optional<IntOrPercent>> readIntOrPercent(const json& spec, const cha
     const std::int64_t n = v.get<std::int64_t>();
     if (n < 0) {
       return makeError(kc::errc::kInvalid, field + ": Invalid value: " + std::to_string(n) +
-                                      ": must be greater than or equal to 0");
+                                               ": must be greater than or equal to 0");
     }
     if (n > std::numeric_limits<std::int32_t>::max()) {
-      return makeError(kc::errc::kInvalid, field + ": Invalid value: " + std::to_string(n) + ": must fit in 32 bits");
+      return makeError(kc::errc::kInvalid,
+                       field + ": Invalid value: " + std::to_string(n) + ": must fit in 32 bits");
     }
     return std::optional<IntOrPercent>{IntOrPercent{static_cast<std::int32_t>(n), false}};
   }
   const std::string s = v.is_string() ? v.get<std::string>() : "";
-  const bool digits = s.size() >= 2 && s.size() <= 5 && s.back() == '%' &&
-                      std::all_of(s.begin(), s.end() - 1, [](unsigned char c) { return std::isdigit(c); });
+  const bool digits =
+      s.size() >= 2 && s.size() <= 5 && s.back() == '%' &&
+      std::all_of(s.begin(), s.end() - 1, [](unsigned char c) { return std::isdigit(c); });
   if (!digits) {
-    return makeError(kc::errc::kInvalid, field + ": Invalid value: " + v.dump() + ": must be an integer or percentage (e.g '5%')");
+    return makeError(kc::errc::kInvalid, field + ": Invalid value: " + v.dump() +
+                                             ": must be an integer or percentage (e.g '5%')");
   }
   const int pct = std::stoi(s.substr(0, s.size() - 1));
   if (pct > 100) {
-    return makeError(kc::errc::kInvalid, field + ": Invalid value: " + v.dump() + ": must not be greater than 100%");
+    return makeError(kc::errc::kInvalid,
+                     field + ": Invalid value: " + v.dump() + ": must not be greater than 100%");
   }
   return std::optional<IntOrPercent>{IntOrPercent{pct, true}};
 }
@@ -53,7 +57,9 @@ bool terminalOrPending(const json& pod) {
   return phase == "Succeeded" || phase == "Failed" || phase == "Pending";
 }
 
-bool beingDeleted(const json& obj) { return member(member(obj, "metadata"), "deletionTimestamp").is_string(); }
+bool beingDeleted(const json& obj) {
+  return member(member(obj, "metadata"), "deletionTimestamp").is_string();
+}
 
 }  // namespace
 
@@ -86,7 +92,8 @@ Result<PdbSpec> parsePdbSpec(const json& pdb) {
   out.minAvailable = *min;
   out.maxUnavailable = *max;
   if (out.minAvailable && out.maxUnavailable) {
-    return makeError(kc::errc::kInvalid, "spec: Invalid value: minAvailable and maxUnavailable cannot be both set");
+    return makeError(kc::errc::kInvalid,
+                     "spec: Invalid value: minAvailable and maxUnavailable cannot be both set");
   }
   const json& selector = member(spec, "selector");
   if (!selector.is_null()) {
@@ -98,11 +105,13 @@ Result<PdbSpec> parsePdbSpec(const json& pdb) {
     out.selectsNothing = false;
   }
   out.unhealthyPodEvictionPolicy = text(spec, "unhealthyPodEvictionPolicy");
-  if (!out.unhealthyPodEvictionPolicy.empty() && out.unhealthyPodEvictionPolicy != "IfHealthyBudget" &&
+  if (!out.unhealthyPodEvictionPolicy.empty() &&
+      out.unhealthyPodEvictionPolicy != "IfHealthyBudget" &&
       out.unhealthyPodEvictionPolicy != "AlwaysAllow") {
-    return makeError(kc::errc::kInvalid, "spec.unhealthyPodEvictionPolicy: Unsupported value: " +
-                                    json(out.unhealthyPodEvictionPolicy).dump() +
-                                    ": supported values: \"AlwaysAllow\", \"IfHealthyBudget\"");
+    return makeError(kc::errc::kInvalid,
+                     "spec.unhealthyPodEvictionPolicy: Unsupported value: " +
+                         json(out.unhealthyPodEvictionPolicy).dump() +
+                         ": supported values: \"AlwaysAllow\", \"IfHealthyBudget\"");
   }
   return out;
 }
@@ -115,8 +124,9 @@ bool podHealthy(const json& pod) {
   if (!conditions.is_array()) {
     return false;
   }
-  return std::any_of(conditions.begin(), conditions.end(),
-                     [](const json& c) { return text(c, "type") == "Ready" && text(c, "status") == "True"; });
+  return std::any_of(conditions.begin(), conditions.end(), [](const json& c) {
+    return text(c, "type") == "Ready" && text(c, "status") == "True";
+  });
 }
 
 json pdbStatus(const json& pdb, const PdbSpec& spec, const std::vector<const json*>& selectedPods,
@@ -145,17 +155,18 @@ json pdbStatus(const json& pdb, const PdbSpec& spec, const std::vector<const jso
       }
     }
   }
-  return {{"observedGeneration", generation},
-          {"disruptionsAllowed", allowed},
-          {"currentHealthy", healthy},
-          {"desiredHealthy", desired},
-          {"expectedPods", expected},
-          {"conditions", json::array({{{"type", "DisruptionAllowed"},
-                                       {"status", condStatus},
-                                       {"reason", allowed > 0 ? "SufficientPods" : "InsufficientPods"},
-                                       {"message", ""},
-                                       {"observedGeneration", generation},
-                                       {"lastTransitionTime", since}}})}};
+  return {
+      {"observedGeneration", generation},
+      {"disruptionsAllowed", allowed},
+      {"currentHealthy", healthy},
+      {"desiredHealthy", desired},
+      {"expectedPods", expected},
+      {"conditions", json::array({{{"type", "DisruptionAllowed"},
+                                   {"status", condStatus},
+                                   {"reason", allowed > 0 ? "SufficientPods" : "InsufficientPods"},
+                                   {"message", ""},
+                                   {"observedGeneration", generation},
+                                   {"lastTransitionTime", since}}})}};
 }
 
 EvictionDecision decideEviction(const json& pod, const std::vector<const json*>& budgets) {
@@ -166,7 +177,8 @@ EvictionDecision decideEviction(const json& pod, const std::vector<const json*>&
   }
   if (budgets.size() > 1) {
     return {V::kSeveralBudgets, "",
-            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."};
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does "
+            "not support."};
   }
   const json& pdb = *budgets.front();
   const std::string name = text(member(pdb, "metadata"), "name");
@@ -181,7 +193,8 @@ EvictionDecision decideEviction(const json& pod, const std::vector<const json*>&
     }
   }
   if (integer(status, "observedGeneration") < integer(member(pdb, "metadata"), "generation")) {
-    return {V::kNotObserved, name, "The disruption budget " + name + " is still being processed by the server."};
+    return {V::kNotObserved, name,
+            "The disruption budget " + name + " is still being processed by the server."};
   }
   const std::int64_t allowed = integer(status, "disruptionsAllowed");
   if (allowed < 0) {
@@ -189,8 +202,8 @@ EvictionDecision decideEviction(const json& pod, const std::vector<const json*>&
   }
   if (allowed == 0) {
     return {V::kBudgetExhausted, name,
-            "The disruption budget " + name + " needs " + std::to_string(desired) + " healthy pods and has " +
-                std::to_string(healthy) + " currently"};
+            "The disruption budget " + name + " needs " + std::to_string(desired) +
+                " healthy pods and has " + std::to_string(healthy) + " currently"};
   }
   return {V::kAllowed, name, ""};
 }

@@ -4,15 +4,14 @@
 // budget's status with pdbStatus() whenever a pod or budget of its namespace changes, and
 // the eviction handler asks decideEviction() before it deletes.
 
-#include "libcore/base/result.hpp"
-#include "tools/kube-apiserver-double/selectors.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "libcore/base/result.hpp"
+#include "tools/kube-apiserver-double/selectors.hpp"
 
 namespace kc::apiserver {
 
@@ -49,8 +48,8 @@ bool podHealthy(const nlohmann::json& pod);
 // the double runs no controllers). `previous` supplies the condition's lastTransitionTime
 // when the condition did not change; `now` is the RFC 3339 time otherwise.
 nlohmann::json pdbStatus(const nlohmann::json& pdb, const PdbSpec& spec,
-                         const std::vector<const nlohmann::json*>& selectedPods, const nlohmann::json& previous,
-                         const std::string& now);
+                         const std::vector<const nlohmann::json*>& selectedPods,
+                         const nlohmann::json& previous, const std::string& now);
 
 struct EvictionDecision {
   enum class Verdict {
@@ -69,6 +68,7 @@ struct EvictionDecision {
 // deleted; an unready pod is deleted when its budget is not violated (or the budget says
 // AlwaysAllow); otherwise the budget must allow a disruption. `budgets`: the PDBs of the
 // pod's namespace that select it.
-EvictionDecision decideEviction(const nlohmann::json& pod, const std::vector<const nlohmann::json*>& budgets);
+EvictionDecision decideEviction(const nlohmann::json& pod,
+                                const std::vector<const nlohmann::json*>& budgets);
 
 }  // namespace kc::apiserver

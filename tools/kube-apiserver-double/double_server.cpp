@@ -15,7 +15,9 @@ DoubleServer::DoubleServer(DoubleOptions options) : options_(std::move(options))
   api_ = std::make_unique<ApiServer>(*store_, apiOpts, options_.faults);
 }
 
-DoubleServer::~DoubleServer() { stop(); }
+DoubleServer::~DoubleServer() {
+  stop();
+}
 
 Result<std::uint16_t> DoubleServer::start() {
   net::ServerOptions so;
@@ -30,13 +32,15 @@ Result<std::uint16_t> DoubleServer::start() {
     net::ServerTlsOptions tls;
     if (!options_.tlsCertFile.empty() || !options_.tlsKeyFile.empty()) {
       if (options_.tlsCertFile.empty() || options_.tlsKeyFile.empty()) {
-        return makeError(kc::errc::kInvalid, "--tls-cert-file and --tls-private-key-file go together");
+        return makeError(kc::errc::kInvalid,
+                         "--tls-cert-file and --tls-private-key-file go together");
       }
       tls.certFile = options_.tlsCertFile;
       tls.keyFile = options_.tlsKeyFile;
     } else {
       std::vector<std::string> ips = {"127.0.0.1", "::1"};
-      if (options_.bindAddress != "127.0.0.1" && options_.bindAddress != "0.0.0.0" && options_.bindAddress != "::") {
+      if (options_.bindAddress != "127.0.0.1" && options_.bindAddress != "0.0.0.0" &&
+          options_.bindAddress != "::") {
         ips.push_back(options_.bindAddress);
       }
       auto ca = net::makeSelfSignedCa("kube-apiserver-double-ca");
@@ -60,7 +64,9 @@ Result<std::uint16_t> DoubleServer::start() {
   }
   http_ = std::make_unique<net::HttpServer>(so);
   http_->setStreamFallback(
-      [this](const net::Request& req, std::shared_ptr<net::ResponseStream> stream) { api_->serve(req, std::move(stream)); });
+      [this](const net::Request& req, std::shared_ptr<net::ResponseStream> stream) {
+        api_->serve(req, std::move(stream));
+      });
   auto port = http_->start();
   if (!port) {
     return port;
@@ -102,9 +108,12 @@ std::string DoubleServer::baseUrl() const {
   if (host.find(':') != std::string::npos) {
     host = "[" + host + "]";
   }
-  return std::string(options_.plainHttp ? "http" : "https") + "://" + host + ":" + std::to_string(http_->port());
+  return std::string(options_.plainHttp ? "http" : "https") + "://" + host + ":" +
+         std::to_string(http_->port());
 }
 
-std::string DoubleServer::kubeconfig() const { return renderKubeconfig(baseUrl(), caPem_, options_.bearerToken); }
+std::string DoubleServer::kubeconfig() const {
+  return renderKubeconfig(baseUrl(), caPem_, options_.bearerToken);
+}
 
 }  // namespace kc::apiserver

@@ -3,16 +3,16 @@
 // server + the ticker that ends timed-out watches and sends bookmarks). main() and
 // in-process tests both use it.
 
-#include "libcore/base/result.hpp"
-#include "tools/kube-apiserver-double/api_server.hpp"
-#include "tools/kube-apiserver-double/object_store.hpp"
-#include "tools/kube-apiserver-double/kubeconfig.hpp"
-
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <string>
 #include <thread>
+
+#include "libcore/base/result.hpp"
+#include "tools/kube-apiserver-double/api_server.hpp"
+#include "tools/kube-apiserver-double/kubeconfig.hpp"
+#include "tools/kube-apiserver-double/object_store.hpp"
 
 namespace kc::net {
 class HttpServer;
@@ -23,10 +23,10 @@ namespace kc::apiserver {
 struct DoubleOptions {
   std::string bindAddress = "127.0.0.1";
   std::uint16_t port = 0;
-  bool plainHttp = false;          // default is HTTPS with a generated CA
-  std::string tlsCertFile;         // use these instead of generating (both or neither)
+  bool plainHttp = false;   // default is HTTPS with a generated CA
+  std::string tlsCertFile;  // use these instead of generating (both or neither)
   std::string tlsKeyFile;
-  std::string bearerToken;         // empty: no authentication
+  std::string bearerToken;  // empty: no authentication
   std::size_t maxBodyBytes = 64u << 20;
   unsigned ioThreads = 4;
   StoreOptions store;
@@ -44,7 +44,7 @@ class DoubleServer {
   Result<std::uint16_t> start();
   void stop();
 
-  std::string baseUrl() const;     // https://127.0.0.1:<port>
+  std::string baseUrl() const;  // https://127.0.0.1:<port>
   // CA PEM clients must trust (empty for plain HTTP or operator-supplied certificates).
   const std::string& caCertPem() const { return caPem_; }
   std::string kubeconfig() const;

@@ -1,11 +1,11 @@
 #include "tools/kube-apiserver-double/event_conversion.hpp"
 
-#include "tools/kube-apiserver-double/api_error.hpp"
-#include "tools/kube-apiserver-double/json_access.hpp"
-
 #include <algorithm>
 #include <array>
 #include <utility>
+
+#include "tools/kube-apiserver-double/api_error.hpp"
+#include "tools/kube-apiserver-double/json_access.hpp"
 
 namespace kc::apiserver {
 
@@ -45,7 +45,9 @@ json renamed(const json& event, bool toCore, const char* apiVersion) {
 
 }  // namespace
 
-json coreEventFromEventsV1(const json& event) { return renamed(event, true, "v1"); }
+json coreEventFromEventsV1(const json& event) {
+  return renamed(event, true, "v1");
+}
 
 json eventsV1FromCoreEvent(const json& event) {
   json out = renamed(event, false, "events.k8s.io/v1");
@@ -58,15 +60,17 @@ json eventsV1FromCoreEvent(const json& event) {
 
 void validateEventsV1Create(const json& event) {
   const std::string name = text(member(event, "metadata"), "name");
-  for (const char* f : {"eventTime", "reportingController", "reportingInstance", "action", "reason"}) {
+  for (const char* f :
+       {"eventTime", "reportingController", "reportingInstance", "action", "reason"}) {
     if (text(event, f).empty()) {
       throw invalid("events.k8s.io", "Event", name, f, "Required value");
     }
   }
   const std::string type = text(event, "type");
   if (type != "Normal" && type != "Warning") {
-    throw invalid("events.k8s.io", "Event", name, "type",
-                  "Unsupported value: " + json(type).dump() + ": supported values: \"Normal\", \"Warning\"");
+    throw invalid(
+        "events.k8s.io", "Event", name, "type",
+        "Unsupported value: " + json(type).dump() + ": supported values: \"Normal\", \"Warning\"");
   }
 }
 

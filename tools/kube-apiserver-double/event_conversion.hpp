@@ -12,7 +12,6 @@
 // reportingInstance keep their names.
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace kc::apiserver {

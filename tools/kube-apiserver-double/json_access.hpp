@@ -3,7 +3,6 @@
 // reads as null / "" instead of throwing (stored objects are client-written).
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace kc::apiserver {

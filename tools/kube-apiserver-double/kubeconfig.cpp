@@ -4,9 +4,11 @@
 
 namespace kc::apiserver {
 
-std::string renderKubeconfig(const std::string& server, const std::string& caCertPem, const std::string& token) {
+std::string renderKubeconfig(const std::string& server, const std::string& caCertPem,
+                             const std::string& token) {
   std::string y;
-  y += "# Written by kube-apiserver-double, an in-memory Kubernetes API TEST DOUBLE (not a real cluster).\n";
+  y += "# Written by kube-apiserver-double, an in-memory Kubernetes API TEST DOUBLE (not a real "
+       "cluster).\n";
   y += "apiVersion: v1\nkind: Config\ncurrent-context: kube-apiserver-double\n";
   y += "clusters:\n- name: kube-apiserver-double\n  cluster:\n    server: " + server + "\n";
   if (!caCertPem.empty()) {

@@ -9,6 +9,7 @@
 namespace kc::apiserver {
 
 // A kubeconfig (YAML) for `server` with the CA inline and a bearer token (empty: none).
-std::string renderKubeconfig(const std::string& server, const std::string& caCertPem, const std::string& token);
+std::string renderKubeconfig(const std::string& server, const std::string& caCertPem,
+                             const std::string& token);
 
 }  // namespace kc::apiserver

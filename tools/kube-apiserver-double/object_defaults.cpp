@@ -1,10 +1,9 @@
 #include "tools/kube-apiserver-double/object_defaults.hpp"
 
-#include "libcore/base/base64.hpp"
-
-#include "tools/kube-apiserver-double/store_internal.hpp"
-
 #include <regex>
+
+#include "libcore/base/base64.hpp"
+#include "tools/kube-apiserver-double/store_internal.hpp"
 
 namespace kc::apiserver {
 
@@ -19,11 +18,13 @@ bool isDnsLabel(const std::string& s) {
 }
 
 const char* const kSubdomainMsg =
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start "
     "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const char* const kLabelMsg =
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end "
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end "
     "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
@@ -33,7 +34,8 @@ bool specChanged(const json& a, const json& b) {
     json c = json::object();
     if (o.is_object()) {
       for (auto it = o.begin(); it != o.end(); ++it) {
-        if (it.key() != "metadata" && it.key() != "status" && it.key() != "kind" && it.key() != "apiVersion") {
+        if (it.key() != "metadata" && it.key() != "status" && it.key() != "kind" &&
+            it.key() != "apiVersion") {
           c[it.key()] = *it;
         }
       }
@@ -43,14 +45,15 @@ bool specChanged(const json& a, const json& b) {
   return strip(a) != strip(b);
 }
 
-
 std::string podQosClass(const json& spec) {
   bool any = false;
   bool guaranteed = true;
   auto containers = spec.value("containers", json::array());
   for (const auto& c : containers) {
-    json req = c.contains("resources") ? c["resources"].value("requests", json::object()) : json::object();
-    json lim = c.contains("resources") ? c["resources"].value("limits", json::object()) : json::object();
+    json req =
+        c.contains("resources") ? c["resources"].value("requests", json::object()) : json::object();
+    json lim =
+        c.contains("resources") ? c["resources"].value("limits", json::object()) : json::object();
     if (!req.empty() || !lim.empty()) {
       any = true;
     }
@@ -118,10 +121,10 @@ void defaultDeployment(json& d) {
     spec["progressDeadlineSeconds"] = 600;
   }
   if (!spec.contains("strategy")) {
-    spec["strategy"] = {{"type", "RollingUpdate"}, {"rollingUpdate", {{"maxUnavailable", "25%"}, {"maxSurge", "25%"}}}};
+    spec["strategy"] = {{"type", "RollingUpdate"},
+                        {"rollingUpdate", {{"maxUnavailable", "25%"}, {"maxSurge", "25%"}}}};
   }
 }
-
 
 void normalizeSecret(json& secret) {
   if (auto sd = secret.find("stringData"); sd != secret.end()) {
@@ -137,7 +140,8 @@ void normalizeSecret(json& secret) {
     }
     secret.erase("stringData");
   }
-  if (!secret.contains("type") || !secret["type"].is_string() || secret["type"].get<std::string>().empty()) {
+  if (!secret.contains("type") || !secret["type"].is_string() ||
+      secret["type"].get<std::string>().empty()) {
     secret["type"] = "Opaque";
   }
 }

@@ -3,7 +3,6 @@
 // observe): name syntax, generation bumps, pod and deployment defaults.
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace kc::apiserver {

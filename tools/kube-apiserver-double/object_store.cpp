@@ -1,12 +1,12 @@
 #include "tools/kube-apiserver-double/object_store.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "libcore/base/base64.hpp"
 #include "libcore/base/rfc3339.hpp"
 #include "tools/kube-apiserver-double/object_defaults.hpp"
 #include "tools/kube-apiserver-double/store_internal.hpp"
-
-#include <algorithm>
-#include <cctype>
 
 namespace kc::apiserver {
 
@@ -29,7 +29,6 @@ std::string StoredObject::fullJson(const std::string& apiVersion, const std::str
 std::string objectKey(const ResourceInfo& res, const std::string& ns, const std::string& name) {
   return res.namespaced ? ns + "/" + name : name;
 }
-
 
 ObjectPtr freeze(json obj, std::uint64_t rv) {
   auto so = std::make_shared<StoredObject>();
@@ -60,9 +59,10 @@ ObjectPtr freeze(json obj, std::uint64_t rv) {
   return so;
 }
 
-
 ObjectStore::ObjectStore(StoreOptions options)
-    : options_(std::move(options)), registry_(ResourceRegistry::withBuiltins()), rng_(options_.seed) {
+    : options_(std::move(options)),
+      registry_(ResourceRegistry::withBuiltins()),
+      rng_(options_.seed) {
   seedDefaults();
 }
 
@@ -79,11 +79,14 @@ void ObjectStore::seedDefaults() {
   std::lock_guard lock(mu_);
   const ResourceInfo* ns = registry_.find("", "v1", "namespaces");
   for (const char* name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
-    createLocked(*ns, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
+    createLocked(*ns, "",
+                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
   }
 }
 
-ObjectStore::Table& ObjectStore::table(const std::string& key) { return tables_[key]; }
+ObjectStore::Table& ObjectStore::table(const std::string& key) {
+  return tables_[key];
+}
 
 const ObjectStore::Table* ObjectStore::findTable(const std::string& key) const {
   auto it = tables_.find(key);
@@ -99,20 +102,26 @@ std::string ObjectStore::newUid() {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
                 static_cast<unsigned>((a >> 16) & 0xFFFF), static_cast<unsigned>(a & 0xFFFF),
-                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFull));
+                static_cast<unsigned>(b >> 48),
+                static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFull));
   return buf;
 }
 
-std::string ObjectStore::timestamp() const { return formatRfc3339(options_.clock()); }
+std::string ObjectStore::timestamp() const {
+  return formatRfc3339(options_.clock());
+}
 
 std::uint64_t ObjectStore::parseRv(const std::string& rv) const {
-  if (rv.empty() || rv.size() > 19 || !std::all_of(rv.begin(), rv.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    throw ApiError(400, "BadRequest", "resourceVersion: Invalid value: " + quote(rv) + ": invalid resource version");
+  if (rv.empty() || rv.size() > 19 ||
+      !std::all_of(rv.begin(), rv.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    throw ApiError(400, "BadRequest",
+                   "resourceVersion: Invalid value: " + quote(rv) + ": invalid resource version");
   }
   return std::stoull(rv);
 }
 
-std::optional<ResourceInfo> ObjectStore::findResource(const std::string& group, const std::string& version,
+std::optional<ResourceInfo> ObjectStore::findResource(const std::string& group,
+                                                      const std::string& version,
                                                       const std::string& resource) const {
   std::lock_guard lock(mu_);
   const ResourceInfo* r = registry_.find(group, version, resource);
@@ -131,7 +140,8 @@ std::optional<nlohmann::json> ObjectStore::apiGroup(const std::string& group) co
   std::lock_guard lock(mu_);
   return registry_.apiGroup(group);
 }
-std::optional<nlohmann::json> ObjectStore::resourceList(const std::string& group, const std::string& version) const {
+std::optional<nlohmann::json> ObjectStore::resourceList(const std::string& group,
+                                                        const std::string& version) const {
   std::lock_guard lock(mu_);
   return registry_.resourceList(group, version);
 }
@@ -140,7 +150,8 @@ nlohmann::json ObjectStore::openApiV3Root() const {
   std::lock_guard lock(mu_);
   return registry_.openApiV3Root();
 }
-std::optional<nlohmann::json> ObjectStore::openApiV3(const std::string& group, const std::string& version) const {
+std::optional<nlohmann::json> ObjectStore::openApiV3(const std::string& group,
+                                                     const std::string& version) const {
   std::lock_guard lock(mu_);
   return registry_.openApiV3(group, version);
 }
@@ -172,7 +183,8 @@ std::size_t ObjectStore::objectCount(const ResourceInfo& res) const {
   return t ? t->objects.size() : 0;
 }
 
-void ObjectStore::setWatchFaults(bool expiredAsEvent, std::uint64_t dropAfter, double dropProbability) {
+void ObjectStore::setWatchFaults(bool expiredAsEvent, std::uint64_t dropAfter,
+                                 double dropProbability) {
   std::lock_guard lock(mu_);
   options_.expiredAsEvent = expiredAsEvent;
   options_.dropWatchAfterEvents = dropAfter;
@@ -181,7 +193,8 @@ void ObjectStore::setWatchFaults(bool expiredAsEvent, std::uint64_t dropAfter, d
 
 // ---------------------------------------------------------------- reads
 
-ObjectPtr ObjectStore::getLocked(const ResourceInfo& res, const std::string& ns, const std::string& name) const {
+ObjectPtr ObjectStore::getLocked(const ResourceInfo& res, const std::string& ns,
+                                 const std::string& name) const {
   const Table* t = findTable(res.tableKey());
   if (t) {
     auto it = t->objects.find(objectKey(res, ns, name));
@@ -192,7 +205,8 @@ ObjectPtr ObjectStore::getLocked(const ResourceInfo& res, const std::string& ns,
   throw notFound(res.group, res.resource, name);
 }
 
-ObjectPtr ObjectStore::get(const ResourceInfo& res, const std::string& ns, const std::string& name) const {
+ObjectPtr ObjectStore::get(const ResourceInfo& res, const std::string& ns,
+                           const std::string& name) const {
   std::lock_guard lock(mu_);
   return getLocked(res, ns, name);
 }
@@ -207,7 +221,8 @@ ListResult ObjectStore::list(const ResourceInfo& res, const ListOptions& opt) co
     throw badRequest(fields.error().message);
   }
   if (opt.limit < 0) {
-    throw badRequest("limit: Invalid value: " + std::to_string(opt.limit) + ": must be greater than or equal to 0");
+    throw badRequest("limit: Invalid value: " + std::to_string(opt.limit) +
+                     ": must be greater than or equal to 0");
   }
   std::lock_guard lock(mu_);
   std::uint64_t listRv = rv_;
@@ -216,11 +231,14 @@ ListResult ObjectStore::list(const ResourceInfo& res, const ListOptions& opt) co
   const bool rvSet = opt.resourceVersion.has_value() && !opt.resourceVersion->empty();
   if (!opt.resourceVersionMatch.empty()) {
     if (!rvSet) {
-      throw badRequest("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided");
+      throw badRequest(
+          "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+          "resourceVersion is provided");
     }
     if (opt.resourceVersionMatch != "Exact" && opt.resourceVersionMatch != "NotOlderThan") {
-      throw badRequest("resourceVersionMatch: Unsupported value: " + quote(opt.resourceVersionMatch) +
-                       ": supported values: \"Exact\", \"NotOlderThan\"");
+      throw badRequest(
+          "resourceVersionMatch: Unsupported value: " + quote(opt.resourceVersionMatch) +
+          ": supported values: \"Exact\", \"NotOlderThan\"");
     }
   }
   if (!opt.continueToken.empty()) {
@@ -229,30 +247,39 @@ ListResult ObjectStore::list(const ResourceInfo& res, const ListOptions& opt) co
     }
     auto raw = base64Decode(opt.continueToken);
     json tok = raw ? json::parse(*raw, nullptr, false) : json();
-    if (!tok.is_object() || !tok.contains("rv") || !tok["rv"].is_number_unsigned() || !tok.contains("start") ||
-        !tok["start"].is_string()) {
-      throw badRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    if (!tok.is_object() || !tok.contains("rv") || !tok["rv"].is_number_unsigned() ||
+        !tok.contains("start") || !tok["start"].is_string()) {
+      throw badRequest(
+          "continue key is not valid: incorrect encoded start resourceVersion (version "
+          "meta.k8s.io/v1)");
     }
     listRv = tok["rv"].get<std::uint64_t>();
     startAfter = tok["start"].get<std::string>();
     haveStart = true;
     if (listRv < compactedRv_) {
       throw expired(
-          "The provided continue parameter is too old to display a consistent list result. You can start a new list "
-          "without the continue parameter, or use the continue token in this response to retrieve the remainder of "
-          "the results. Continuing with the provided token results in an inconsistent list - objects that were "
-          "created, modified, or deleted between the time the first chunk was returned and now may show up in the "
+          "The provided continue parameter is too old to display a consistent list result. You can "
+          "start a new list "
+          "without the continue parameter, or use the continue token in this response to retrieve "
+          "the remainder of "
+          "the results. Continuing with the provided token results in an inconsistent list - "
+          "objects that were "
+          "created, modified, or deleted between the time the first chunk was returned and now may "
+          "show up in the "
           "list.");
     }
   } else if (rvSet && *opt.resourceVersion != "0") {
     std::uint64_t v = parseRv(*opt.resourceVersion);
-    bool exact = opt.resourceVersionMatch == "Exact" || (opt.resourceVersionMatch.empty() && opt.limit > 0);
+    bool exact =
+        opt.resourceVersionMatch == "Exact" || (opt.resourceVersionMatch.empty() && opt.limit > 0);
     if (v > rv_) {
-      throw ApiError(504, "Timeout", "Too large resource version: " + std::to_string(v) + ", current: " +
-                                         std::to_string(rv_),
-                     json{{"causes", {{{"reason", "ResourceVersionTooLarge"},
-                                       {"message", "Too large resource version"}}}},
-                          {"retryAfterSeconds", 1}});
+      throw ApiError(
+          504, "Timeout",
+          "Too large resource version: " + std::to_string(v) + ", current: " + std::to_string(rv_),
+          json{{"causes",
+                {{{"reason", "ResourceVersionTooLarge"},
+                  {"message", "Too large resource version"}}}},
+               {"retryAfterSeconds", 1}});
     }
     if (exact) {
       if (v < compactedRv_) {
@@ -380,7 +407,6 @@ ObjectPtr ObjectStore::commit(const ResourceInfo& res, const std::string& key, O
   return result;
 }
 
-
 // ---------------------------------------------------------------- writes
 
 ObjectPtr ObjectStore::create(const ResourceInfo& res, const std::string& ns, nlohmann::json body) {
@@ -388,7 +414,8 @@ ObjectPtr ObjectStore::create(const ResourceInfo& res, const std::string& ns, nl
   return createLocked(res, ns, std::move(body));
 }
 
-ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& ns, nlohmann::json body) {
+ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& ns,
+                                    nlohmann::json body) {
   if (!body.is_object()) {
     throw badRequest("the body of the request must be a JSON object");
   }
@@ -399,14 +426,15 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
       served = served || av == res.apiVersion(v);
     }
     if (!served) {
-      throw badRequest("the API version in the data (" + av + ") does not match the expected API version (" +
-                       wantApiVersion + ")");
+      throw badRequest("the API version in the data (" + av +
+                       ") does not match the expected API version (" + wantApiVersion + ")");
     }
   } else {
     body["apiVersion"] = wantApiVersion;
   }
   if (auto k = str(body, "kind"); !k.empty() && k != res.kind) {
-    throw badRequest("the kind in the data (" + k + ") does not match the expected kind (" + res.kind + ")");
+    throw badRequest("the kind in the data (" + k + ") does not match the expected kind (" +
+                     res.kind + ")");
   }
   body["kind"] = res.kind;
   if (!body.contains("metadata") || body["metadata"].is_null()) {
@@ -422,7 +450,8 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
     if (bodyNs.empty()) {
       meta["namespace"] = ns;
     } else if (bodyNs != ns) {
-      throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+      throw badRequest(
+          "the namespace of the provided object does not match the namespace sent on the request");
     }
     const ResourceInfo* nsRes = registry_.find("", "v1", "namespaces");
     const Table* nsTable = findTable(nsRes->tableKey());
@@ -444,7 +473,8 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   if (name.empty()) {
     std::string gen = str(meta, "generateName");
     if (gen.empty()) {
-      throw invalid(res.group, groupKind, "", "metadata.name", "Required value: name or generateName is required");
+      throw invalid(res.group, groupKind, "", "metadata.name",
+                    "Required value: name or generateName is required");
     }
     static const char* kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
     std::uniform_int_distribution<int> d(0, 26);
@@ -482,8 +512,9 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   }
   // Type-specific defaulting and validation (the parts our clients observe).
   if (res.group.empty() && res.resource == "pods") {
-    if (!body.contains("spec") || !body["spec"].is_object() || !body["spec"].contains("containers") ||
-        !body["spec"]["containers"].is_array() || body["spec"]["containers"].empty()) {
+    if (!body.contains("spec") || !body["spec"].is_object() ||
+        !body["spec"].contains("containers") || !body["spec"]["containers"].is_array() ||
+        body["spec"]["containers"].empty()) {
       throw invalid("", "Pod", name, "spec.containers", "Required value");
     }
     defaultPod(body);
@@ -508,8 +539,8 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   return created;
 }
 
-ObjectPtr ObjectStore::update(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                              nlohmann::json body, Subresource sub) {
+ObjectPtr ObjectStore::update(const ResourceInfo& res, const std::string& ns,
+                              const std::string& name, nlohmann::json body, Subresource sub) {
   std::lock_guard lock(mu_);
   ObjectPtr current = getLocked(res, ns, name);
   if (!body.is_object()) {
@@ -517,13 +548,16 @@ ObjectPtr ObjectStore::update(const ResourceInfo& res, const std::string& ns, co
   }
   const json& meta = metaOf(body);
   if (auto n = str(meta, "name"); n != name) {
-    throw badRequest("the name of the object (" + n + ") does not match the name on the URL (" + name + ")");
+    throw badRequest("the name of the object (" + n + ") does not match the name on the URL (" +
+                     name + ")");
   }
   return updateLocked(res, current, std::move(body), sub, true);
 }
 
-ObjectPtr ObjectStore::patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                             const std::function<nlohmann::json(const nlohmann::json&)>& patchFn, Subresource sub) {
+ObjectPtr ObjectStore::patch(const ResourceInfo& res, const std::string& ns,
+                             const std::string& name,
+                             const std::function<nlohmann::json(const nlohmann::json&)>& patchFn,
+                             Subresource sub) {
   std::lock_guard lock(mu_);
   ObjectPtr current = getLocked(res, ns, name);
   json desired = patchFn(current->object);
@@ -531,13 +565,14 @@ ObjectPtr ObjectStore::patch(const ResourceInfo& res, const std::string& ns, con
     throw badRequest("the patched object is not a JSON object");
   }
   if (str(metaOf(desired), "name") != name) {
-    throw badRequest("metadata.name: Invalid value: the patch may not change the name of the object");
+    throw badRequest(
+        "metadata.name: Invalid value: the patch may not change the name of the object");
   }
   return updateLocked(res, current, std::move(desired), sub, false);
 }
 
-ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, nlohmann::json desired,
-                                    Subresource sub, bool requireRv) {
+ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current,
+                                    nlohmann::json desired, Subresource sub, bool requireRv) {
   if (!desired.contains("metadata") || !desired["metadata"].is_object()) {
     throw badRequest("metadata must be an object");
   }
@@ -546,7 +581,8 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
   if (res.namespaced) {
     std::string n = str(desired["metadata"], "namespace");
     if (!n.empty() && n != current->ns) {
-      throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+      throw badRequest(
+          "the namespace of the provided object does not match the namespace sent on the request");
     }
   }
   std::string rv = str(desired["metadata"], "resourceVersion");
@@ -569,7 +605,8 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
   } else {
     next = std::move(desired);
     json& m = next["metadata"];
-    for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"}) {
+    for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp",
+                          "deletionGracePeriodSeconds", "generation"}) {
       if (oldMeta.contains(k)) {
         m[k] = oldMeta[k];
       } else {
@@ -587,22 +624,29 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
       }
     }
     if (res.group.empty() && res.resource == "pods") {
-      auto nodeOf = [](const json& o) { return o.contains("spec") ? str(o["spec"], "nodeName") : std::string(); };
+      auto nodeOf = [](const json& o) {
+        return o.contains("spec") ? str(o["spec"], "nodeName") : std::string();
+      };
       if (nodeOf(next) != nodeOf(oldObj)) {
-        throw invalid("", "Pod", current->name, "spec",
-                      "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
-                      "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only "
-                      "additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to be set "
-                      "to 1 if it was previously negative)");
+        throw invalid(
+            "", "Pod", current->name, "spec",
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+            "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` "
+            "(only "
+            "additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to "
+            "be set "
+            "to 1 if it was previously negative)");
       }
     }
     if (hasDeletionTimestamp(oldObj)) {
       for (const auto& f : finalizersOf(next)) {
         auto old = finalizersOf(oldObj);
         if (std::find(old.begin(), old.end(), f) == old.end()) {
-          throw invalid(res.group, res.kind, current->name, "metadata.finalizers",
-                        "Forbidden: no new finalizers can be added if the object is being deleted, found new "
-                        "finalizers []string{" + quote(f) + "}");
+          throw invalid(
+              res.group, res.kind, current->name, "metadata.finalizers",
+              "Forbidden: no new finalizers can be added if the object is being deleted, found new "
+              "finalizers []string{" +
+                  quote(f) + "}");
         }
       }
     }
@@ -622,7 +666,8 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current, 
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     validateCrdPrinterColumns(current->name, next);
   }
-  if (res.group == "policy" && res.resource == "poddisruptionbudgets" && sub == Subresource::kNone) {
+  if (res.group == "policy" && res.resource == "poddisruptionbudgets" &&
+      sub == Subresource::kNone) {
     validatePdb(current->name, next);
   }
   const std::string key = objectKey(res, current->ns, current->name);

@@ -17,12 +17,6 @@
 // (PodDisruptionBudget status, pods/eviction);
 // object_defaults.cpp holds per-kind validation and defaulting.
 
-#include "tools/kube-apiserver-double/api_error.hpp"
-#include "tools/kube-apiserver-double/resource_registry.hpp"
-#include "tools/kube-apiserver-double/selectors.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -30,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
@@ -37,12 +32,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tools/kube-apiserver-double/api_error.hpp"
+#include "tools/kube-apiserver-double/resource_registry.hpp"
+#include "tools/kube-apiserver-double/selectors.hpp"
+
 namespace kc::apiserver {
 
 // One immutable version of an object.
 struct StoredObject {
-  nlohmann::json object;   // the full object as stored (kind/apiVersion of its storage version)
-  std::string itemJson;    // the serialisation WITHOUT kind/apiVersion (a LIST item)
+  nlohmann::json object;  // the full object as stored (kind/apiVersion of its storage version)
+  std::string itemJson;   // the serialisation WITHOUT kind/apiVersion (a LIST item)
   std::uint64_t resourceVersion = 0;
   std::string ns;
   std::string name;
@@ -66,20 +65,22 @@ class WatchSink {
 struct StoreOptions {
   std::size_t historyWindow = 10'000;  // changes kept for WATCH / exact LIST
   std::uint64_t seed = 1;              // uid, generateName and fault randomness
-  std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
+  std::function<std::chrono::system_clock::time_point()> clock = [] {
+    return std::chrono::system_clock::now();
+  };
   // Faults for client tests.
-  bool expiredAsEvent = true;          // old watch RV: HTTP 200 + ERROR event (else HTTP 410)
+  bool expiredAsEvent = true;              // old watch RV: HTTP 200 + ERROR event (else HTTP 410)
   std::uint64_t dropWatchAfterEvents = 0;  // 0 = never
-  double dropWatchProbability = 0.0;   // per delivered event
+  double dropWatchProbability = 0.0;       // per delivered event
   std::chrono::milliseconds bookmarkInterval{1000};
 };
 
 struct ListOptions {
-  std::string ns;                      // "" = all namespaces / cluster scope
+  std::string ns;  // "" = all namespaces / cluster scope
   std::string labelSelector;
   std::string fieldSelector;
   std::optional<std::string> resourceVersion;  // nullopt = unset
-  std::string resourceVersionMatch;    // "", "Exact", "NotOlderThan"
+  std::string resourceVersionMatch;            // "", "Exact", "NotOlderThan"
   std::int64_t limit = 0;
   std::string continueToken;
 };
@@ -109,12 +110,12 @@ struct WatchOptions {
 struct DeleteOptions {
   std::optional<std::string> preconditionUid;
   std::optional<std::string> preconditionResourceVersion;
-  std::string propagationPolicy;       // "", "Background", "Foreground", "Orphan"
+  std::string propagationPolicy;  // "", "Background", "Foreground", "Orphan"
   std::optional<std::int64_t> gracePeriodSeconds;
 };
 
 struct DeleteResult {
-  ObjectPtr object;       // the final (deleted) or pending (deletionTimestamp set) state
+  ObjectPtr object;  // the final (deleted) or pending (deletionTimestamp set) state
   bool deletedNow = false;
 };
 
@@ -133,21 +134,24 @@ class ObjectStore {
   nlohmann::json apiVersions() const;
   nlohmann::json apiGroupList() const;
   std::optional<nlohmann::json> apiGroup(const std::string& group) const;
-  std::optional<nlohmann::json> resourceList(const std::string& group, const std::string& version) const;
+  std::optional<nlohmann::json> resourceList(const std::string& group,
+                                             const std::string& version) const;
 
   nlohmann::json openApiV3Root() const;
-  std::optional<nlohmann::json> openApiV3(const std::string& group, const std::string& version) const;
+  std::optional<nlohmann::json> openApiV3(const std::string& group,
+                                          const std::string& version) const;
 
   ObjectPtr get(const ResourceInfo& res, const std::string& ns, const std::string& name) const;
   ListResult list(const ResourceInfo& res, const ListOptions& options) const;
   ObjectPtr create(const ResourceInfo& res, const std::string& ns, nlohmann::json body);
   // PUT. Subresource kStatus changes only .status.
-  ObjectPtr update(const ResourceInfo& res, const std::string& ns, const std::string& name, nlohmann::json body,
-                   Subresource sub);
+  ObjectPtr update(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                   nlohmann::json body, Subresource sub);
   // Read-modify-write under the lock: `patchFn` maps the current object to the desired one
   // (it may throw ApiError). A metadata.resourceVersion the patch set must match.
   ObjectPtr patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                  const std::function<nlohmann::json(const nlohmann::json&)>& patchFn, Subresource sub);
+                  const std::function<nlohmann::json(const nlohmann::json&)>& patchFn,
+                  Subresource sub);
   DeleteResult remove(const ResourceInfo& res, const std::string& ns, const std::string& name,
                       const DeleteOptions& options);
   // POST pods/<name>/binding.
@@ -159,7 +163,8 @@ class ObjectStore {
 
   // Starts a watch. Throws 410 ApiError for an expired RV unless expiredAsEvent, in which
   // case the ERROR event is written and the sink ended. Returns the watcher id.
-  std::uint64_t watch(const ResourceInfo& res, const WatchOptions& options, std::shared_ptr<WatchSink> sink);
+  std::uint64_t watch(const ResourceInfo& res, const WatchOptions& options,
+                      std::shared_ptr<WatchSink> sink);
   // Checks (without registering) whether a watch from `rv` would be expired; throws the 410.
   void checkWatchable(const std::optional<std::string>& rv) const;
   void stopWatch(std::uint64_t id);
@@ -205,23 +210,27 @@ class ObjectStore {
   std::string newUid();
   std::string timestamp() const;
   std::uint64_t parseRv(const std::string& rv) const;
-  ObjectPtr getLocked(const ResourceInfo& res, const std::string& ns, const std::string& name) const;
+  ObjectPtr getLocked(const ResourceInfo& res, const std::string& ns,
+                      const std::string& name) const;
   ObjectPtr createLocked(const ResourceInfo& res, const std::string& ns, nlohmann::json body);
-  ObjectPtr updateLocked(const ResourceInfo& res, ObjectPtr current, nlohmann::json desired, Subresource sub,
-                         bool requireRv);
-  DeleteResult removeLocked(const ResourceInfo& res, ObjectPtr current, const DeleteOptions& options);
+  ObjectPtr updateLocked(const ResourceInfo& res, ObjectPtr current, nlohmann::json desired,
+                         Subresource sub, bool requireRv);
+  DeleteResult removeLocked(const ResourceInfo& res, ObjectPtr current,
+                            const DeleteOptions& options);
   // Commits a new version (or a deletion when object is null) and notifies watchers.
   ObjectPtr commit(const ResourceInfo& res, const std::string& key, ObjectPtr previous,
                    std::optional<nlohmann::json> object);
   ObjectPtr finalRemove(const ResourceInfo& res, ObjectPtr current);
-  void collectGarbage(const std::string& ownerUid, std::vector<std::pair<std::string, std::string>> dependents);
+  void collectGarbage(const std::string& ownerUid,
+                      std::vector<std::pair<std::string, std::string>> dependents);
   void collectIfOwnersMissing(const ResourceInfo& res, const ObjectPtr& obj);
   void acceptCrdLocked(const ResourceInfo& res, const std::string& name, nlohmann::json& body);
   void onCrdChanged(const nlohmann::json* crd, const nlohmann::json* previous);
   // Recomputes the status of every PodDisruptionBudget in `ns` (after a pod or budget
   // write there), committing the ones that changed.
   void reconcileBudgetsLocked(const std::string& ns);
-  std::vector<ObjectPtr> inNamespaceLocked(const std::string& tableKey, const std::string& ns) const;
+  std::vector<ObjectPtr> inNamespaceLocked(const std::string& tableKey,
+                                           const std::string& ns) const;
   void onNamespaceTerminating(const std::string& ns);
   void maybeFinishNamespace(const std::string& ns);
   void maybeFinishForeground(ObjectPtr removed);

@@ -15,7 +15,8 @@ nlohmann::json applyMergePatch(const nlohmann::json& target, const nlohmann::jso
 
 Result<nlohmann::json> applyJsonPatch(const nlohmann::json& target, const nlohmann::json& patch) {
   if (!patch.is_array()) {
-    return makeError(kc::errc::kBadRequest, "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+    return makeError(kc::errc::kBadRequest,
+                     "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
   }
   for (const auto& op : patch) {
     if (!op.is_object() || !op.contains("op") || !op["op"].is_string() || !op.contains("path") ||
@@ -23,8 +24,8 @@ Result<nlohmann::json> applyJsonPatch(const nlohmann::json& target, const nlohma
       return makeError(kc::errc::kBadRequest, "invalid JSON patch operation: " + op.dump());
     }
     const std::string kind = op["op"].get<std::string>();
-    if (kind != "add" && kind != "remove" && kind != "replace" && kind != "move" && kind != "copy" &&
-        kind != "test") {
+    if (kind != "add" && kind != "remove" && kind != "replace" && kind != "move" &&
+        kind != "copy" && kind != "test") {
       return makeError(kc::errc::kBadRequest, "Unexpected kind: " + kind);
     }
   }
@@ -45,15 +46,27 @@ namespace {
 // "ports" depends on the parent: container ports merge by containerPort, service
 // ports by port.
 std::string mergeKeyFor(const std::string& field, const std::string& parentField) {
-  static const std::map<std::string, std::string> kKeys = {
-      {"containers", "name"},       {"initContainers", "name"},   {"ephemeralContainers", "name"},
-      {"volumes", "name"},          {"env", "name"},              {"volumeMounts", "mountPath"},
-      {"volumeDevices", "devicePath"}, {"imagePullSecrets", "name"}, {"conditions", "type"},
-      {"ownerReferences", "uid"},   {"hostAliases", "ip"},        {"addresses", "type"},
-      {"podIPs", "ip"},             {"hostIPs", "ip"},            {"resourceClaims", "name"},
-      {"schedulingGates", "name"},  {"images", ""},               {"subsets", ""}};
+  static const std::map<std::string, std::string> kKeys = {{"containers", "name"},
+                                                           {"initContainers", "name"},
+                                                           {"ephemeralContainers", "name"},
+                                                           {"volumes", "name"},
+                                                           {"env", "name"},
+                                                           {"volumeMounts", "mountPath"},
+                                                           {"volumeDevices", "devicePath"},
+                                                           {"imagePullSecrets", "name"},
+                                                           {"conditions", "type"},
+                                                           {"ownerReferences", "uid"},
+                                                           {"hostAliases", "ip"},
+                                                           {"addresses", "type"},
+                                                           {"podIPs", "ip"},
+                                                           {"hostIPs", "ip"},
+                                                           {"resourceClaims", "name"},
+                                                           {"schedulingGates", "name"},
+                                                           {"images", ""},
+                                                           {"subsets", ""}};
   if (field == "ports") {
-    return (parentField == "containers" || parentField == "initContainers" || parentField == "ephemeralContainers")
+    return (parentField == "containers" || parentField == "initContainers" ||
+            parentField == "ephemeralContainers")
                ? "containerPort"
                : "port";
   }
@@ -62,14 +75,18 @@ std::string mergeKeyFor(const std::string& field, const std::string& parentField
 }
 
 // Lists of scalars merged as sets (patchStrategy:"merge" on a primitive list).
-bool isPrimitiveMergeList(const std::string& field) { return field == "finalizers"; }
+bool isPrimitiveMergeList(const std::string& field) {
+  return field == "finalizers";
+}
 
 const std::string kPatchKey = "$patch";
 const std::string kRetainKeys = "$retainKeys";
 const std::string kDeletePrimitivePrefix = "$deleteFromPrimitiveList/";
 const std::string kSetOrderPrefix = "$setElementOrder/";
 
-bool startsWith(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool startsWith(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
 Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::json& patch,
                                 const std::string& fieldName);
@@ -112,16 +129,18 @@ Result<nlohmann::json> mergeList(const nlohmann::json& original, const nlohmann:
   for (const auto& el : patch) {
     if (!el.is_object()) {
       return makeError(kc::errc::kBadRequest, "strategic merge patch: element of list \"" + field +
-                                          "\" is not an object: " + el.dump());
+                                                  "\" is not an object: " + el.dump());
     }
     auto keyIt = el.find(key);
     if (keyIt == el.end()) {
-      return makeError(kc::errc::kBadRequest, "map: " + el.dump() + " does not contain declared merge key: " + key);
+      return makeError(kc::errc::kBadRequest,
+                       "map: " + el.dump() + " does not contain declared merge key: " + key);
     }
     auto match = std::find_if(out.begin(), out.end(), [&](const nlohmann::json& o) {
       return o.is_object() && o.contains(key) && o[key] == *keyIt;
     });
-    std::string directive = el.contains(kPatchKey) && el[kPatchKey].is_string() ? el[kPatchKey].get<std::string>() : "";
+    std::string directive =
+        el.contains(kPatchKey) && el[kPatchKey].is_string() ? el[kPatchKey].get<std::string>() : "";
     if (directive == "delete") {
       if (match != out.end()) {
         out.erase(match);
@@ -176,7 +195,8 @@ Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::
       return makeError(kc::errc::kBadRequest, "$retainKeys must be a list of strings");
     }
     for (auto it = result.begin(); it != result.end();) {
-      bool keep = std::find(rk->begin(), rk->end(), it.key()) != rk->end() || patch.contains(it.key());
+      bool keep =
+          std::find(rk->begin(), rk->end(), it.key()) != rk->end() || patch.contains(it.key());
       it = keep ? std::next(it) : result.erase(it);
     }
   }
@@ -217,7 +237,8 @@ Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::
         result[k] = std::move(merged.value());
       }
     } else if (it->is_array()) {
-      auto merged = mergeList(existing == result.end() ? nlohmann::json() : *existing, *it, k, fieldName);
+      auto merged =
+          mergeList(existing == result.end() ? nlohmann::json() : *existing, *it, k, fieldName);
       if (!merged) {
         return merged.error();
       }
@@ -231,7 +252,8 @@ Result<nlohmann::json> mergeMap(const nlohmann::json& original, const nlohmann::
 
 }  // namespace
 
-Result<nlohmann::json> applyStrategicMergePatch(const nlohmann::json& target, const nlohmann::json& patch) {
+Result<nlohmann::json> applyStrategicMergePatch(const nlohmann::json& target,
+                                                const nlohmann::json& patch) {
   if (!patch.is_object()) {
     return makeError(kc::errc::kBadRequest, "strategic merge patch must be a JSON object");
   }

@@ -2,9 +2,9 @@
 // The PATCH flavours the apiserver accepts: JSON merge patch (RFC 7386), JSON patch
 // (RFC 6902) and Kubernetes strategic merge patch for built-in types.
 
-#include "libcore/base/result.hpp"
-
 #include <nlohmann/json.hpp>
+
+#include "libcore/base/result.hpp"
 
 namespace kc::apiserver {
 
@@ -20,6 +20,7 @@ Result<nlohmann::json> applyJsonPatch(const nlohmann::json& target, const nlohma
 // env, ports, volumes, ... by name; conditions by type; finalizers as a set) and the
 // $patch (delete/replace/merge), $deleteFromPrimitiveList, $retainKeys and
 // $setElementOrder directives. Error code "bad_request" for malformed directives.
-Result<nlohmann::json> applyStrategicMergePatch(const nlohmann::json& target, const nlohmann::json& patch);
+Result<nlohmann::json> applyStrategicMergePatch(const nlohmann::json& target,
+                                                const nlohmann::json& patch);
 
 }  // namespace kc::apiserver

@@ -10,8 +10,9 @@ namespace {
 const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
                                             "list",   "patch",  "update",           "watch"};
 
-ResourceInfo builtin(std::string group, std::string version, std::string resource, std::string singular,
-                     std::string kind, bool namespaced, std::vector<std::string> shortNames = {}) {
+ResourceInfo builtin(std::string group, std::string version, std::string resource,
+                     std::string singular, std::string kind, bool namespaced,
+                     std::vector<std::string> shortNames = {}) {
   ResourceInfo r;
   r.group = std::move(group);
   r.versions = {std::move(version)};
@@ -43,9 +44,9 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
   pods.hasEviction = true;
   pods.returnDeletedObject = true;
   pods.categories = {"all"};
-  pods.fieldLabels = {"spec.nodeName",      "spec.restartPolicy", "spec.schedulerName",
-                      "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
-                      "status.podIP",       "status.nominatedNodeName"};
+  pods.fieldLabels = {
+      "spec.nodeName",    "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+      "spec.hostNetwork", "status.phase",       "status.podIP",       "status.nominatedNodeName"};
   reg.add(pods);
 
   auto nodes = builtin("", "v1", "nodes", "node", "Node", false, {"no"});
@@ -54,10 +55,17 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
   reg.add(nodes);
 
   auto events = builtin("", "v1", "events", "event", "Event", true, {"ev"});
-  events.fieldLabels = {"involvedObject.kind",      "involvedObject.namespace", "involvedObject.name",
-                        "involvedObject.uid",       "involvedObject.apiVersion", "involvedObject.resourceVersion",
-                        "involvedObject.fieldPath", "reason",                   "reportingComponent",
-                        "source",                   "type"};
+  events.fieldLabels = {"involvedObject.kind",
+                        "involvedObject.namespace",
+                        "involvedObject.name",
+                        "involvedObject.uid",
+                        "involvedObject.apiVersion",
+                        "involvedObject.resourceVersion",
+                        "involvedObject.fieldPath",
+                        "reason",
+                        "reportingComponent",
+                        "source",
+                        "type"};
   reg.add(events);
 
   reg.add(builtin("", "v1", "configmaps", "configmap", "ConfigMap", true, {"cm"}));
@@ -69,8 +77,8 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
   svc.categories = {"all"};
   reg.add(svc);
   reg.add(builtin("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, {"sa"}));
-  auto pvc = builtin("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true,
-                     {"pvc"});
+  auto pvc = builtin("", "v1", "persistentvolumeclaims", "persistentvolumeclaim",
+                     "PersistentVolumeClaim", true, {"pvc"});
   pvc.hasStatus = true;
   reg.add(pvc);
 
@@ -91,29 +99,40 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
   reg.add(jobs);
   reg.add(builtin("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
   auto ev2 = builtin("events.k8s.io", "v1", "events", "event", "Event", true, {"ev"});
-  ev2.fieldLabels = {"regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
-                     "reason",         "reportingController", "type"};
+  ev2.fieldLabels = {"regarding.kind",
+                     "regarding.namespace",
+                     "regarding.name",
+                     "regarding.uid",
+                     "reason",
+                     "reportingController",
+                     "type"};
   reg.add(ev2);
-  auto pdb = builtin("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", true,
-                     {"pdb"});
+  auto pdb = builtin("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget",
+                     "PodDisruptionBudget", true, {"pdb"});
   pdb.hasStatus = true;
   reg.add(pdb);
   // RBAC objects are stored, never enforced (the double authorizes nothing): charts and the
   // bridge operator's children apply them.
   reg.add(builtin("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true));
-  reg.add(builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", true));
-  reg.add(builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", false));
+  reg.add(builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding",
+                  true));
+  reg.add(builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole",
+                  false));
   reg.add(builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
                   "ClusterRoleBinding", false));
-  reg.add(builtin("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, {"pc"}));
-  auto crd = builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
-                     "CustomResourceDefinition", false, {"crd", "crds"});
+  reg.add(builtin("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass",
+                  false, {"pc"}));
+  auto crd =
+      builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+              "CustomResourceDefinition", false, {"crd", "crds"});
   crd.hasStatus = true;
   reg.add(crd);
   return reg;
 }
 
-void ResourceRegistry::add(ResourceInfo info) { byTable_[info.tableKey()] = std::move(info); }
+void ResourceRegistry::add(ResourceInfo info) {
+  byTable_[info.tableKey()] = std::move(info);
+}
 
 void ResourceRegistry::removeCustom(const std::string& group, const std::string& resource) {
   auto it = byTable_.find(group + "/" + resource);
@@ -136,7 +155,8 @@ const ResourceInfo* ResourceRegistry::findByTable(const std::string& tableKey) c
   return it == byTable_.end() ? nullptr : &it->second;
 }
 
-const ResourceInfo* ResourceRegistry::findByKind(const std::string& group, const std::string& kind) const {
+const ResourceInfo* ResourceRegistry::findByKind(const std::string& group,
+                                                 const std::string& kind) const {
   for (const auto& [key, info] : byTable_) {
     if (info.group == group && info.kind == kind) {
       return &info;
@@ -148,7 +168,8 @@ const ResourceInfo* ResourceRegistry::findByKind(const std::string& group, const
 nlohmann::json ResourceRegistry::apiVersions() const {
   return {{"kind", "APIVersions"},
           {"versions", {"v1"}},
-          {"serverAddressByClientCIDRs", {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1"}}}}};
+          {"serverAddressByClientCIDRs",
+           {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1"}}}}};
 }
 
 namespace {
@@ -160,7 +181,8 @@ nlohmann::json groupDoc(const std::string& name, const std::vector<std::string>&
   return {{"name", name}, {"versions", vs}, {"preferredVersion", vs.at(0)}};
 }
 
-std::map<std::string, std::vector<std::string>> groupsOf(const std::map<std::string, ResourceInfo>& byTable) {
+std::map<std::string, std::vector<std::string>> groupsOf(
+    const std::map<std::string, ResourceInfo>& byTable) {
   std::map<std::string, std::vector<std::string>> groups;
   for (const auto& [key, info] : byTable) {
     if (info.group.empty()) {
@@ -206,8 +228,10 @@ std::optional<nlohmann::json> ResourceRegistry::resourceList(const std::string& 
       continue;
     }
     any = true;
-    nlohmann::json r = {{"name", info.resource},     {"singularName", info.singular},
-                        {"namespaced", info.namespaced}, {"kind", info.kind},
+    nlohmann::json r = {{"name", info.resource},
+                        {"singularName", info.singular},
+                        {"namespaced", info.namespaced},
+                        {"kind", info.kind},
                         {"verbs", kAllVerbs}};
     if (!info.shortNames.empty()) {
       r["shortNames"] = info.shortNames;
@@ -263,29 +287,37 @@ nlohmann::json ResourceRegistry::openApiV3Root() const {
   return {{"paths", paths}};
 }
 
-std::optional<nlohmann::json> ResourceRegistry::openApiV3(const std::string& group, const std::string& version) const {
+std::optional<nlohmann::json> ResourceRegistry::openApiV3(const std::string& group,
+                                                          const std::string& version) const {
   nlohmann::json paths = nlohmann::json::object();
   for (const auto& [key, info] : byTable_) {
     if (info.group != group || !info.servesVersion(version)) {
       continue;
     }
     std::string base = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
-    std::string path = base + (info.namespaced ? "/namespaces/{namespace}/" : "/") + info.resource + "/{name}";
-    nlohmann::json patch = {
-        {"x-kubernetes-group-version-kind", {{"group", group}, {"version", version}, {"kind", info.kind}}},
-        {"x-kubernetes-action", "patch"},
-        {"parameters",
-         {{{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
-          {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}}}},
-        {"responses", {{"200", {{"description", "OK"}}}}}};
+    std::string path =
+        base + (info.namespaced ? "/namespaces/{namespace}/" : "/") + info.resource + "/{name}";
+    nlohmann::json patch = {{"x-kubernetes-group-version-kind",
+                             {{"group", group}, {"version", version}, {"kind", info.kind}}},
+                            {"x-kubernetes-action", "patch"},
+                            {"parameters",
+                             {{{"name", "fieldValidation"},
+                               {"in", "query"},
+                               {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
+                              {{"name", "fieldManager"},
+                               {"in", "query"},
+                               {"schema", {{"type", "string"}, {"uniqueItems", true}}}}}},
+                            {"responses", {{"200", {{"description", "OK"}}}}}};
     paths[path] = {{"patch", patch}};
   }
   if (paths.empty()) {
     return std::nullopt;
   }
-  return nlohmann::json{{"openapi", "3.0.0"},
-                        {"info", {{"title", "Kubernetes (kube-apiserver-double, no schemas)"}, {"version", "v1.30.0"}}},
-                        {"paths", paths}};
+  return nlohmann::json{
+      {"openapi", "3.0.0"},
+      {"info",
+       {{"title", "Kubernetes (kube-apiserver-double, no schemas)"}, {"version", "v1.30.0"}}},
+      {"paths", paths}};
 }
 
 }  // namespace kc::apiserver

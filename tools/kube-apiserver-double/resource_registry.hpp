@@ -2,29 +2,28 @@
 // The resources the double serves: built-in kinds registered at start plus the ones
 // CustomResourceDefinitions add at run time. Discovery documents are rendered from here.
 
-#include "tools/kube-apiserver-double/table_convertor.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tools/kube-apiserver-double/table_convertor.hpp"
+
 namespace kc::apiserver {
 
 struct ResourceInfo {
-  std::string group;      // "" for the core group
+  std::string group;                  // "" for the core group
   std::vector<std::string> versions;  // served versions, preferred (storage) first
-  std::string resource;   // plural, e.g. "pods"
-  std::string singular;   // "pod"
-  std::string kind;       // "Pod"
-  std::string listKind;   // "PodList"
+  std::string resource;               // plural, e.g. "pods"
+  std::string singular;               // "pod"
+  std::string kind;                   // "Pod"
+  std::string listKind;               // "PodList"
   bool namespaced = true;
-  bool hasStatus = false;       // status subresource
-  bool hasBinding = false;      // pods/binding
-  bool hasEviction = false;     // pods/eviction (policy/v1 Eviction)
-  bool custom = false;          // defined by a CRD: no strategic merge patch
+  bool hasStatus = false;            // status subresource
+  bool hasBinding = false;           // pods/binding
+  bool hasEviction = false;          // pods/eviction (policy/v1 Eviction)
+  bool custom = false;               // defined by a CRD: no strategic merge patch
   bool returnDeletedObject = false;  // DELETE answers with the object (pods) instead of a Status
   std::vector<std::string> shortNames;
   std::vector<std::string> categories;
@@ -49,21 +48,24 @@ class ResourceRegistry {
   // Removes a CRD-defined resource; built-ins cannot be removed.
   void removeCustom(const std::string& group, const std::string& resource);
 
-  const ResourceInfo* find(const std::string& group, const std::string& version, const std::string& resource) const;
+  const ResourceInfo* find(const std::string& group, const std::string& version,
+                           const std::string& resource) const;
   const ResourceInfo* findByTable(const std::string& tableKey) const;
   const ResourceInfo* findByKind(const std::string& group, const std::string& kind) const;
 
   // Discovery documents (legacy, non-aggregated JSON forms).
-  nlohmann::json apiVersions() const;    // /api
-  nlohmann::json apiGroupList() const;   // /apis
+  nlohmann::json apiVersions() const;                                      // /api
+  nlohmann::json apiGroupList() const;                                     // /apis
   std::optional<nlohmann::json> apiGroup(const std::string& group) const;  // /apis/<g>
-  std::optional<nlohmann::json> resourceList(const std::string& group, const std::string& version) const;
+  std::optional<nlohmann::json> resourceList(const std::string& group,
+                                             const std::string& version) const;
   // Minimal OpenAPI v3 documents: the root index and, per group-version, one PATCH
   // operation per kind declaring the fieldValidation parameter. That is what kubectl
   // (>= 1.27) reads to decide that the server validates fields, so it skips client-side
   // schema validation. No schemas are served.
   nlohmann::json openApiV3Root() const;
-  std::optional<nlohmann::json> openApiV3(const std::string& group, const std::string& version) const;
+  std::optional<nlohmann::json> openApiV3(const std::string& group,
+                                          const std::string& version) const;
 
  private:
   std::map<std::string, ResourceInfo> byTable_;  // tableKey -> info

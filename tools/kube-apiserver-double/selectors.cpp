@@ -30,8 +30,9 @@ bool validValue(const std::string& v) {
   if (v.size() > 63) {
     return false;
   }
-  return std::all_of(v.begin(), v.end(),
-                     [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
+  return std::all_of(v.begin(), v.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 // Splits on commas that are not inside parentheses.
@@ -57,7 +58,8 @@ std::vector<std::string> splitTopLevel(const std::string& s) {
 }
 
 Error selectorError(const std::string& text, const std::string& why) {
-  return makeError(kc::errc::kInvalid, "unable to parse requested label selector \"" + text + "\": " + why);
+  return makeError(kc::errc::kInvalid,
+                   "unable to parse requested label selector \"" + text + "\": " + why);
 }
 
 }  // namespace
@@ -144,7 +146,8 @@ Result<LabelSelector> LabelSelector::parse(const std::string& text) {
   return sel;
 }
 
-Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector, const std::string& fieldPath) {
+Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector,
+                                              const std::string& fieldPath) {
   auto bad = [&](const std::string& field, const std::string& detail) {
     return makeError(kc::errc::kInvalid, fieldPath + "." + field + ": " + detail);
   };
@@ -161,7 +164,8 @@ Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector, co
     }
     for (auto it = ml->begin(); it != ml->end(); ++it) {
       if (!validKey(it.key())) {
-        return bad("matchLabels", "Invalid value: " + nlohmann::json(it.key()).dump() + ": not a valid label key");
+        return bad("matchLabels",
+                   "Invalid value: " + nlohmann::json(it.key()).dump() + ": not a valid label key");
       }
       if (!it->is_string() || !validValue(it->get<std::string>())) {
         return bad("matchLabels", "Invalid value: " + it->dump() + ": not a valid label value");
@@ -182,7 +186,8 @@ Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector, co
       LabelRequirement r;
       r.key = e.value("key", "");
       if (!validKey(r.key)) {
-        return bad(at + ".key", "Invalid value: " + nlohmann::json(r.key).dump() + ": not a valid label key");
+        return bad(at + ".key",
+                   "Invalid value: " + nlohmann::json(r.key).dump() + ": not a valid label key");
       }
       const std::string op = e.value("operator", "");
       const nlohmann::json values = e.value("values", nlohmann::json::array());
@@ -198,15 +203,19 @@ Result<LabelSelector> LabelSelector::fromJson(const nlohmann::json& selector, co
       if (op == "In" || op == "NotIn") {
         r.op = op == "In" ? LabelRequirement::Op::kIn : LabelRequirement::Op::kNotIn;
         if (r.values.empty()) {
-          return bad(at + ".values", "Required value: must be specified when `operator` is 'In' or 'NotIn'");
+          return bad(at + ".values",
+                     "Required value: must be specified when `operator` is 'In' or 'NotIn'");
         }
       } else if (op == "Exists" || op == "DoesNotExist") {
         r.op = op == "Exists" ? LabelRequirement::Op::kExists : LabelRequirement::Op::kDoesNotExist;
         if (!r.values.empty()) {
-          return bad(at + ".values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+          return bad(
+              at + ".values",
+              "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
         }
       } else {
-        return bad(at + ".operator", "Invalid value: " + nlohmann::json(op).dump() + ": not a valid selector operator");
+        return bad(at + ".operator", "Invalid value: " + nlohmann::json(op).dump() +
+                                         ": not a valid selector operator");
       }
       sel.reqs_.push_back(std::move(r));
     }
@@ -224,7 +233,9 @@ bool LabelSelector::matches(const nlohmann::json& labels) const {
       }
     }
     const std::string* s = v ? v->get_ptr<const std::string*>() : nullptr;
-    auto in = [&] { return s && std::find(r.values.begin(), r.values.end(), *s) != r.values.end(); };
+    auto in = [&] {
+      return s && std::find(r.values.begin(), r.values.end(), *s) != r.values.end();
+    };
     switch (r.op) {
       case LabelRequirement::Op::kEquals:
       case LabelRequirement::Op::kIn:
@@ -269,7 +280,8 @@ bool LabelSelector::matches(const nlohmann::json& labels) const {
   return true;
 }
 
-Result<FieldSelector> FieldSelector::parse(const std::string& text, const std::vector<std::string>& allowedFields) {
+Result<FieldSelector> FieldSelector::parse(const std::string& text,
+                                           const std::vector<std::string>& allowedFields) {
   FieldSelector sel;
   if (trim(text).empty()) {
     return sel;
@@ -290,12 +302,14 @@ Result<FieldSelector> FieldSelector::parse(const std::string& text, const std::v
       opPos = e;
       opLen = 1;
     } else {
-      return makeError(kc::errc::kInvalid, "invalid selector: '" + text + "'; can't understand '" + part + "'");
+      return makeError(kc::errc::kInvalid,
+                       "invalid selector: '" + text + "'; can't understand '" + part + "'");
     }
     r.field = trim(part.substr(0, opPos));
     r.value = trim(part.substr(opPos + opLen));
-    bool allowed = r.field == "metadata.name" || r.field == "metadata.namespace" ||
-                   std::find(allowedFields.begin(), allowedFields.end(), r.field) != allowedFields.end();
+    bool allowed =
+        r.field == "metadata.name" || r.field == "metadata.namespace" ||
+        std::find(allowedFields.begin(), allowedFields.end(), r.field) != allowedFields.end();
     if (!allowed) {
       return makeError(kc::errc::kInvalid, "field label not supported: " + r.field);
     }
@@ -309,7 +323,8 @@ std::string FieldSelector::fieldValue(const nlohmann::json& object, const std::s
   size_t start = 0;
   while (start <= field.size()) {
     size_t dot = field.find('.', start);
-    std::string part = field.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        field.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!cur->is_object()) {
       return "";
     }

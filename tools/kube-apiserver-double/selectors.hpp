@@ -2,17 +2,25 @@
 // Label and field selectors with the syntax and semantics of apimachinery's
 // labels.Parse / fields.ParseSelector.
 
-#include "libcore/base/result.hpp"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
+
+#include "libcore/base/result.hpp"
 
 namespace kc::apiserver {
 
 struct LabelRequirement {
-  enum class Op { kEquals, kNotEquals, kIn, kNotIn, kExists, kDoesNotExist, kGreaterThan, kLessThan };
+  enum class Op {
+    kEquals,
+    kNotEquals,
+    kIn,
+    kNotIn,
+    kExists,
+    kDoesNotExist,
+    kGreaterThan,
+    kLessThan
+  };
   std::string key;
   Op op = Op::kEquals;
   std::vector<std::string> values;
@@ -25,7 +33,8 @@ class LabelSelector {
   // A metav1.LabelSelector object ({matchLabels, matchExpressions}; operators In, NotIn,
   // Exists, DoesNotExist). An empty object selects everything. Errors (code "invalid") carry
   // "<field>: <detail>" under `fieldPath`.
-  static Result<LabelSelector> fromJson(const nlohmann::json& selector, const std::string& fieldPath);
+  static Result<LabelSelector> fromJson(const nlohmann::json& selector,
+                                        const std::string& fieldPath);
   bool empty() const { return reqs_.empty(); }
   // labels: the object's metadata.labels (may be null).
   bool matches(const nlohmann::json& labels) const;
@@ -44,7 +53,8 @@ class FieldSelector {
  public:
   // allowedFields: labels beyond metadata.name/metadata.namespace the resource supports;
   // an unsupported label is an error ("field label not supported: X").
-  static Result<FieldSelector> parse(const std::string& text, const std::vector<std::string>& allowedFields);
+  static Result<FieldSelector> parse(const std::string& text,
+                                     const std::vector<std::string>& allowedFields);
   bool empty() const { return reqs_.empty(); }
   bool matches(const nlohmann::json& object) const;
   // The value a selector sees for a field of an object ("" when absent).

@@ -1,10 +1,10 @@
 // CustomResourceDefinitions: validation and acceptance on create, and serving (or removing)
 // the resource a CRD defines when it is created, changed or deleted.
 
-#include "tools/kube-apiserver-double/store_internal.hpp"
-
 #include <algorithm>
 #include <cctype>
+
+#include "tools/kube-apiserver-double/store_internal.hpp"
 
 namespace kc::apiserver {
 
@@ -22,7 +22,8 @@ void validateCrdPrinterColumns(const std::string& name, const json& crd) {
     const json& cols = versions[i]["additionalPrinterColumns"];
     const std::string base = "spec.versions[" + std::to_string(i) + "].additionalPrinterColumns";
     if (!cols.is_array()) {
-      throw invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, base, "Invalid value: must be a list");
+      throw invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, base,
+                    "Invalid value: must be a list");
     }
     for (std::size_t j = 0; j < cols.size(); ++j) {
       auto p = parsePrinterColumn(cols[j], base + "[" + std::to_string(j) + "]");
@@ -52,11 +53,13 @@ void ObjectStore::acceptCrdLocked(const ResourceInfo& res, const std::string& na
     throw crdInvalid("spec.names", "Required value: plural and kind are required");
   }
   if (name != plural + "." + group) {
-    throw crdInvalid("metadata.name", "Invalid value: " + quote(name) + ": must be spec.names.plural+\".\"+spec.group");
+    throw crdInvalid("metadata.name", "Invalid value: " + quote(name) +
+                                          ": must be spec.names.plural+\".\"+spec.group");
   }
   const std::string scope = str(spec, "scope");
   if (scope != "Namespaced" && scope != "Cluster") {
-    throw crdInvalid("spec.scope", "Unsupported value: " + quote(scope) + ": supported values: \"Cluster\", \"Namespaced\"");
+    throw crdInvalid("spec.scope", "Unsupported value: " + quote(scope) +
+                                       ": supported values: \"Cluster\", \"Namespaced\"");
   }
   const json versions = spec.value("versions", json::array());
   int storage = 0;
@@ -64,10 +67,12 @@ void ObjectStore::acceptCrdLocked(const ResourceInfo& res, const std::string& na
     storage += v.value("storage", false) ? 1 : 0;
   }
   if (!versions.is_array() || versions.empty()) {
-    throw crdInvalid("spec.versions", "Invalid value: must have exactly one version marked as storage version");
+    throw crdInvalid("spec.versions",
+                     "Invalid value: must have exactly one version marked as storage version");
   }
   if (storage != 1) {
-    throw crdInvalid("spec.versions", "Invalid value: must have exactly one version marked as storage version");
+    throw crdInvalid("spec.versions",
+                     "Invalid value: must have exactly one version marked as storage version");
   }
   if (registry_.findByTable(group + "/" + plural) != nullptr) {
     throw alreadyExists(res.group, res.resource, name);
@@ -88,14 +93,19 @@ void ObjectStore::acceptCrdLocked(const ResourceInfo& res, const std::string& na
       storageVersion = str(v, "name");
     }
   }
-  body["status"] = {
-      {"conditions",
-       {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"}, {"message", "no conflicts found"},
-         {"lastTransitionTime", now}},
-        {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
-         {"message", "the initial names have been accepted"}, {"lastTransitionTime", now}}}},
-      {"acceptedNames", accepted},
-      {"storedVersions", {storageVersion}}};
+  body["status"] = {{"conditions",
+                     {{{"type", "NamesAccepted"},
+                       {"status", "True"},
+                       {"reason", "NoConflicts"},
+                       {"message", "no conflicts found"},
+                       {"lastTransitionTime", now}},
+                      {{"type", "Established"},
+                       {"status", "True"},
+                       {"reason", "InitialNamesAccepted"},
+                       {"message", "the initial names have been accepted"},
+                       {"lastTransitionTime", now}}}},
+                    {"acceptedNames", accepted},
+                    {"storedVersions", {storageVersion}}};
 }
 
 void ObjectStore::onCrdChanged(const nlohmann::json* crd, const nlohmann::json* previous) {
@@ -128,7 +138,8 @@ void ObjectStore::onCrdChanged(const nlohmann::json* crd, const nlohmann::json* 
       } else {
         versions.push_back(name);
       }
-      if (v.contains("subresources") && v["subresources"].is_object() && v["subresources"].contains("status")) {
+      if (v.contains("subresources") && v["subresources"].is_object() &&
+          v["subresources"].contains("status")) {
         r.hasStatus = true;
       }
       auto& columns = r.printerColumns[name];
@@ -141,7 +152,8 @@ void ObjectStore::onCrdChanged(const nlohmann::json* crd, const nlohmann::json* 
     r.versions = versions;
     return r;
   };
-  std::optional<ResourceInfo> oldRes = previous ? std::optional(resourceOf(*previous)) : std::nullopt;
+  std::optional<ResourceInfo> oldRes =
+      previous ? std::optional(resourceOf(*previous)) : std::nullopt;
   std::optional<ResourceInfo> newRes = crd ? std::optional(resourceOf(*crd)) : std::nullopt;
   if (oldRes && (!newRes || newRes->tableKey() != oldRes->tableKey())) {
     // The resource goes away with its objects (each gets a DELETED event).
@@ -168,6 +180,5 @@ void ObjectStore::onCrdChanged(const nlohmann::json* crd, const nlohmann::json* 
     registry_.add(*newRes);
   }
 }
-
 
 }  // namespace kc::apiserver

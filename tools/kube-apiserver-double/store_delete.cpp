@@ -1,20 +1,21 @@
 // DELETE and what follows it: preconditions, propagation policies, finalizers, ownerReferences
 // garbage collection (background and foreground) and namespace termination.
 
-#include "tools/kube-apiserver-double/store_internal.hpp"
-
 #include <algorithm>
+
+#include "tools/kube-apiserver-double/store_internal.hpp"
 
 namespace kc::apiserver {
 
-DeleteResult ObjectStore::remove(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                                 const DeleteOptions& options) {
+DeleteResult ObjectStore::remove(const ResourceInfo& res, const std::string& ns,
+                                 const std::string& name, const DeleteOptions& options) {
   std::lock_guard lock(mu_);
   ObjectPtr current = getLocked(res, ns, name);
   return removeLocked(res, current, options);
 }
 
-DeleteResult ObjectStore::removeLocked(const ResourceInfo& res, ObjectPtr current, const DeleteOptions& opt) {
+DeleteResult ObjectStore::removeLocked(const ResourceInfo& res, ObjectPtr current,
+                                       const DeleteOptions& opt) {
   if (opt.preconditionUid && *opt.preconditionUid != current->uid) {
     throw conflict(res.group, res.resource, current->name,
                    "Precondition failed: UID in precondition: " + *opt.preconditionUid +
@@ -23,8 +24,9 @@ DeleteResult ObjectStore::removeLocked(const ResourceInfo& res, ObjectPtr curren
   if (opt.preconditionResourceVersion &&
       *opt.preconditionResourceVersion != std::to_string(current->resourceVersion)) {
     throw conflict(res.group, res.resource, current->name,
-                   "Precondition failed: ResourceVersion in precondition: " + *opt.preconditionResourceVersion +
-                       ", ResourceVersion in object meta: " + std::to_string(current->resourceVersion));
+                   "Precondition failed: ResourceVersion in precondition: " +
+                       *opt.preconditionResourceVersion + ", ResourceVersion in object meta: " +
+                       std::to_string(current->resourceVersion));
   }
   const std::string& policy = opt.propagationPolicy;
   if (!policy.empty() && policy != "Background" && policy != "Foreground" && policy != "Orphan") {
@@ -36,7 +38,8 @@ DeleteResult ObjectStore::removeLocked(const ResourceInfo& res, ObjectPtr curren
   }
   const std::string key = objectKey(res, current->ns, current->name);
   if (policy == "Orphan") {
-    auto deps = dependents_.count(current->uid) ? dependents_[current->uid] : std::set<std::pair<std::string, std::string>>{};
+    auto deps = dependents_.count(current->uid) ? dependents_[current->uid]
+                                                : std::set<std::pair<std::string, std::string>>{};
     for (const auto& [tableKey, depKey] : deps) {
       const ResourceInfo* depRes = registry_.findByTable(tableKey);
       auto t = tables_.find(tableKey);
@@ -61,7 +64,8 @@ DeleteResult ObjectStore::removeLocked(const ResourceInfo& res, ObjectPtr curren
   }
   auto finalizers = finalizersOf(current->object);
   const bool foreground = policy == "Foreground" && dependents_.count(current->uid) > 0;
-  if (foreground && std::find(finalizers.begin(), finalizers.end(), "foregroundDeletion") == finalizers.end()) {
+  if (foreground &&
+      std::find(finalizers.begin(), finalizers.end(), "foregroundDeletion") == finalizers.end()) {
     finalizers.push_back("foregroundDeletion");
   }
   const bool isNamespace = res.group.empty() && res.resource == "namespaces";
@@ -121,7 +125,8 @@ ObjectPtr ObjectStore::finalRemove(const ResourceInfo& res, ObjectPtr current) {
     onCrdChanged(nullptr, &current->object);
   }
   if (auto d = dependents_.find(uid); d != dependents_.end()) {
-    auto deps = std::vector<std::pair<std::string, std::string>>(d->second.begin(), d->second.end());
+    auto deps =
+        std::vector<std::pair<std::string, std::string>>(d->second.begin(), d->second.end());
     collectGarbage(uid, std::move(deps));
   }
   maybeFinishForeground(deleted);
@@ -227,7 +232,8 @@ void ObjectStore::onNamespaceTerminating(const std::string& ns) {
     if (!r || !r->namespaced) {
       continue;
     }
-    for (auto it = t.objects.lower_bound(prefix); it != t.objects.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    for (auto it = t.objects.lower_bound(prefix);
+         it != t.objects.end() && it->first.rfind(prefix, 0) == 0; ++it) {
       victims.emplace_back(tableKey, it->first);
     }
   }
@@ -264,6 +270,5 @@ void ObjectStore::maybeFinishNamespace(const std::string& ns) {
   ObjectPtr nsObj = nsIt->second;
   commit(*nsRes, ns, nsObj, std::nullopt);
 }
-
 
 }  // namespace kc::apiserver

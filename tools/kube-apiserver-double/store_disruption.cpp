@@ -21,14 +21,16 @@ void validatePdb(const std::string& name, const json& pdb) {
   }
 }
 
-std::vector<ObjectPtr> ObjectStore::inNamespaceLocked(const std::string& tableKey, const std::string& ns) const {
+std::vector<ObjectPtr> ObjectStore::inNamespaceLocked(const std::string& tableKey,
+                                                      const std::string& ns) const {
   std::vector<ObjectPtr> out;
   const Table* t = findTable(tableKey);
   if (!t) {
     return out;
   }
   const std::string prefix = ns + "/";
-  for (auto it = t->objects.lower_bound(prefix); it != t->objects.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+  for (auto it = t->objects.lower_bound(prefix);
+       it != t->objects.end() && it->first.rfind(prefix, 0) == 0; ++it) {
     out.push_back(it->second);
   }
   return out;
@@ -78,10 +80,13 @@ void ObjectStore::evictPod(const std::string& ns, const std::string& name, const
     throw badRequest("the body of the request must be a JSON object");
   }
   if (auto k = str(eviction, "kind"); !k.empty() && k != "Eviction") {
-    throw badRequest("the kind in the data (" + k + ") does not match the expected kind (Eviction)");
+    throw badRequest("the kind in the data (" + k +
+                     ") does not match the expected kind (Eviction)");
   }
-  if (auto av = str(eviction, "apiVersion"); !av.empty() && av != "policy/v1" && av != "policy/v1beta1") {
-    throw badRequest("the API version in the data (" + av + ") does not match the expected API version (policy/v1)");
+  if (auto av = str(eviction, "apiVersion");
+      !av.empty() && av != "policy/v1" && av != "policy/v1beta1") {
+    throw badRequest("the API version in the data (" + av +
+                     ") does not match the expected API version (policy/v1)");
   }
   if (str(metaOf(eviction), "name") != name) {
     throw badRequest("name in URL does not match name in Eviction object");
@@ -103,16 +108,20 @@ void ObjectStore::evictPod(const std::string& ns, const std::string& name, const
       removeLocked(*pods, pod, options);
       return;
     case V::kBudgetExhausted:
-      throw ApiError(429, "TooManyRequests", kViolates,
-                     json{{"causes", json::array({{{"reason", "DisruptionBudget"}, {"message", d.message}}})}});
+      throw ApiError(
+          429, "TooManyRequests", kViolates,
+          json{
+              {"causes", json::array({{{"reason", "DisruptionBudget"}, {"message", d.message}}})}});
     case V::kNotObserved:
-      throw ApiError(429, "TooManyRequests", kViolates,
-                     json{{"causes", json::array({{{"reason", "DisruptionBudget"}, {"message", d.message}}})},
-                          {"retryAfterSeconds", 10}});
+      throw ApiError(
+          429, "TooManyRequests", kViolates,
+          json{{"causes", json::array({{{"reason", "DisruptionBudget"}, {"message", d.message}}})},
+               {"retryAfterSeconds", 10}});
     case V::kNegativeBudget:
-      throw ApiError(403, "Forbidden",
-                     "poddisruptionbudgets.policy " + quote(d.pdbName) + " is forbidden: " + d.message,
-                     json{{"name", d.pdbName}, {"group", "policy"}, {"kind", "poddisruptionbudgets"}});
+      throw ApiError(
+          403, "Forbidden",
+          "poddisruptionbudgets.policy " + quote(d.pdbName) + " is forbidden: " + d.message,
+          json{{"name", d.pdbName}, {"group", "policy"}, {"kind", "poddisruptionbudgets"}});
     case V::kSeveralBudgets:
       throw ApiError(500, "InternalError", "Internal error occurred: " + d.message,
                      json{{"causes", json::array({{{"message", d.message}}})}});

@@ -2,22 +2,23 @@
 // Internal to the ObjectStore's translation units (object_store.cpp and store_*.cpp): the
 // watcher / table / change-event records and small JSON accessors. Not the double's API.
 
-#include "tools/kube-apiserver-double/object_store.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "tools/kube-apiserver-double/object_store.hpp"
+
 namespace kc::apiserver {
 
 using nlohmann::json;
 
-inline std::string quote(const std::string& s) { return json(s).dump(); }
+inline std::string quote(const std::string& s) {
+  return json(s).dump();
+}
 
 inline const json& metaOf(const json& obj) {
   static const json kEmpty = json::object();
@@ -29,7 +30,6 @@ inline std::string str(const json& obj, const char* key) {
   auto it = obj.find(key);
   return (it != obj.end() && it->is_string()) ? it->get<std::string>() : "";
 }
-
 
 inline std::vector<std::string> ownerUids(const json& obj) {
   std::vector<std::string> out;

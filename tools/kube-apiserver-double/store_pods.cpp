@@ -4,7 +4,8 @@
 
 namespace kc::apiserver {
 
-void ObjectStore::bindPod(const std::string& ns, const std::string& name, const nlohmann::json& binding) {
+void ObjectStore::bindPod(const std::string& ns, const std::string& name,
+                          const nlohmann::json& binding) {
   std::lock_guard lock(mu_);
   const ResourceInfo* pods = registry_.find("", "v1", "pods");
   ObjectPtr current = getLocked(*pods, ns, name);
@@ -17,19 +18,23 @@ void ObjectStore::bindPod(const std::string& ns, const std::string& name, const 
     throw invalid("", "Binding", name, "target.name", "Required value");
   }
   if (auto k = str(target, "kind"); !k.empty() && k != "Node") {
-    throw invalid("", "Binding", name, "target.kind", "Invalid value: " + quote(k) + ": must be empty or 'Node'");
+    throw invalid("", "Binding", name, "target.kind",
+                  "Invalid value: " + quote(k) + ": must be empty or 'Node'");
   }
   const json& bmeta = metaOf(binding);
   if (auto uid = str(bmeta, "uid"); !uid.empty() && uid != current->uid) {
     throw conflict("", "pods/binding", name,
-                   "Precondition failed: UID in precondition: " + uid + ", UID in object meta: " + current->uid);
+                   "Precondition failed: UID in precondition: " + uid +
+                       ", UID in object meta: " + current->uid);
   }
   if (hasDeletionTimestamp(current->object)) {
-    throw conflict("", "pods/binding", name, "pod " + name + " is being deleted, cannot be assigned to a host");
+    throw conflict("", "pods/binding", name,
+                   "pod " + name + " is being deleted, cannot be assigned to a host");
   }
   const json& spec = current->object.value("spec", json::object());
   if (auto assigned = str(spec, "nodeName"); !assigned.empty()) {
-    throw conflict("", "pods/binding", name, "pod " + name + " is already assigned to node " + quote(assigned));
+    throw conflict("", "pods/binding", name,
+                   "pod " + name + " is already assigned to node " + quote(assigned));
   }
   json next = current->object;
   next["spec"]["nodeName"] = node;
@@ -43,7 +48,9 @@ void ObjectStore::bindPod(const std::string& ns, const std::string& name, const 
     status = json::object();
   }
   json conditions = status.value("conditions", json::array());
-  json scheduled = {{"type", "PodScheduled"}, {"status", "True"}, {"lastProbeTime", nullptr},
+  json scheduled = {{"type", "PodScheduled"},
+                    {"status", "True"},
+                    {"lastProbeTime", nullptr},
                     {"lastTransitionTime", timestamp()}};
   bool replaced = false;
   for (auto& c : conditions) {
@@ -58,6 +65,5 @@ void ObjectStore::bindPod(const std::string& ns, const std::string& name, const 
   status["conditions"] = conditions;
   commit(*pods, objectKey(*pods, ns, name), current, std::move(next));
 }
-
 
 }  // namespace kc::apiserver

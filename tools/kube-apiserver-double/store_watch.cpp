@@ -1,9 +1,9 @@
 // WATCH: registering watchers, delivering change events to them (selectors applied to the
 // old and new state), bookmarks, timeouts and the change window.
 
-#include "tools/kube-apiserver-double/store_internal.hpp"
-
 #include <algorithm>
+
+#include "tools/kube-apiserver-double/store_internal.hpp"
 
 namespace kc::apiserver {
 
@@ -29,15 +29,18 @@ void ObjectStore::deliver(Watcher& w, const Event& e) {
     return;
   }
   if (w.render) {
-    writeTo(w, std::string("{\"type\":\"") + type + "\",\"object\":" + w.objectJson(*e.object) + "}\n", true);
+    writeTo(w,
+            std::string("{\"type\":\"") + type + "\",\"object\":" + w.objectJson(*e.object) + "}\n",
+            true);
     return;
   }
   std::string cacheKey = std::string(type) + "|" + w.apiVersion;
   auto& lines = const_cast<Event&>(e).lines;  // guarded by mu_, a cache only
-  auto cached = std::find_if(lines.begin(), lines.end(), [&](const auto& p) { return p.first == cacheKey; });
+  auto cached =
+      std::find_if(lines.begin(), lines.end(), [&](const auto& p) { return p.first == cacheKey; });
   if (cached == lines.end()) {
-    std::string line = std::string("{\"type\":\"") + type + "\",\"object\":" + e.object->fullJson(w.apiVersion, w.kind) +
-                       "}\n";
+    std::string line = std::string("{\"type\":\"") + type +
+                       "\",\"object\":" + e.object->fullJson(w.apiVersion, w.kind) + "}\n";
     lines.emplace_back(cacheKey, std::move(line));
     cached = std::prev(lines.end());
   }
@@ -76,8 +79,9 @@ void ObjectStore::endWatcher(Watcher& w) {
 }
 
 std::string ObjectStore::bookmarkLine(const Watcher& w) const {
-  return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":" + quote(w.kind) + ",\"apiVersion\":" + quote(w.apiVersion) +
-         ",\"metadata\":{\"resourceVersion\":\"" + std::to_string(rv_) + "\"}}}\n";
+  return "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":" + quote(w.kind) +
+         ",\"apiVersion\":" + quote(w.apiVersion) + ",\"metadata\":{\"resourceVersion\":\"" +
+         std::to_string(rv_) + "\"}}}\n";
 }
 
 void ObjectStore::checkWatchable(const std::optional<std::string>& rv) const {
@@ -87,11 +91,13 @@ void ObjectStore::checkWatchable(const std::optional<std::string>& rv) const {
   std::lock_guard lock(mu_);
   std::uint64_t v = parseRv(*rv);
   if (v < compactedRv_ && !options_.expiredAsEvent) {
-    throw expired("too old resource version: " + std::to_string(v) + " (" + std::to_string(compactedRv_ + 1) + ")");
+    throw expired("too old resource version: " + std::to_string(v) + " (" +
+                  std::to_string(compactedRv_ + 1) + ")");
   }
 }
 
-std::uint64_t ObjectStore::watch(const ResourceInfo& res, const WatchOptions& opt, std::shared_ptr<WatchSink> sink) {
+std::uint64_t ObjectStore::watch(const ResourceInfo& res, const WatchOptions& opt,
+                                 std::shared_ptr<WatchSink> sink) {
   auto labels = LabelSelector::parse(opt.labelSelector);
   if (!labels) {
     throw badRequest(labels.error().message);
@@ -113,12 +119,13 @@ std::uint64_t ObjectStore::watch(const ResourceInfo& res, const WatchOptions& op
   w->lastBookmark = std::chrono::steady_clock::now();
   w->sink = std::move(sink);
   w->render = opt.render;
-  const bool fromRv = opt.resourceVersion && !opt.resourceVersion->empty() && *opt.resourceVersion != "0";
+  const bool fromRv =
+      opt.resourceVersion && !opt.resourceVersion->empty() && *opt.resourceVersion != "0";
   if (fromRv) {
     std::uint64_t v = parseRv(*opt.resourceVersion);
     if (v < compactedRv_) {
-      auto err = expired("too old resource version: " + std::to_string(v) + " (" + std::to_string(compactedRv_ + 1) +
-                         ")");
+      auto err = expired("too old resource version: " + std::to_string(v) + " (" +
+                         std::to_string(compactedRv_ + 1) + ")");
       if (!options_.expiredAsEvent) {
         throw err;
       }
@@ -146,8 +153,9 @@ std::uint64_t ObjectStore::watch(const ResourceInfo& res, const WatchOptions& op
     }
     if (opt.sendInitialEvents && w->bookmarks) {
       writeTo(*w,
-              "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":" + quote(w->kind) + ",\"apiVersion\":" +
-                  quote(w->apiVersion) + ",\"metadata\":{\"resourceVersion\":\"" + std::to_string(rv_) +
+              "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":" + quote(w->kind) +
+                  ",\"apiVersion\":" + quote(w->apiVersion) +
+                  ",\"metadata\":{\"resourceVersion\":\"" + std::to_string(rv_) +
                   "\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n",
               false);
     }
@@ -199,6 +207,5 @@ void ObjectStore::compact() {
   compactedRv_ = std::max(compactedRv_, rv_);
   history_.clear();
 }
-
 
 }  // namespace kc::apiserver

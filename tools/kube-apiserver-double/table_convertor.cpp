@@ -1,14 +1,14 @@
 #include "tools/kube-apiserver-double/table_convertor.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
+#include <set>
+
 #include "libcore/base/rfc3339.hpp"
 #include "tools/kube-apiserver-double/event_conversion.hpp"
 #include "tools/kube-apiserver-double/json_access.hpp"
-
-#include <algorithm>
-#include <charconv>
-#include <cctype>
-#include <optional>
-#include <set>
 
 namespace kc::apiserver {
 
@@ -16,13 +16,21 @@ using nlohmann::json;
 
 namespace {
 
-const json& field(const json& obj, const char* key) { return member(obj, key); }
+const json& field(const json& obj, const char* key) {
+  return member(obj, key);
+}
 
-std::string orNone(const std::string& s, const char* fallback = "<none>") { return s.empty() ? fallback : s; }
+std::string orNone(const std::string& s, const char* fallback = "<none>") {
+  return s.empty() ? fallback : s;
+}
 
 json column(const char* name, const char* type, const char* description, std::int32_t priority = 0,
             const char* format = "") {
-  return {{"name", name}, {"type", type}, {"format", format}, {"description", description}, {"priority", priority}};
+  return {{"name", name},
+          {"type", type},
+          {"format", format},
+          {"description", description},
+          {"priority", priority}};
 }
 
 // translateTimestampSince of the real printers: "<unknown>" for an absent or bad time.
@@ -94,7 +102,8 @@ std::string goText(const json& v) {
     case json::value_t::object: {
       std::string out = "map[";
       bool first = true;
-      for (auto it = v.begin(); it != v.end(); ++it) {  // nlohmann keeps keys sorted, as Go prints maps
+      for (auto it = v.begin(); it != v.end();
+           ++it) {  // nlohmann keeps keys sorted, as Go prints maps
         out += (first ? "" : " ") + it.key() + ":" + goText(*it);
         first = false;
       }
@@ -116,7 +125,8 @@ json customCell(const PrinterColumn& c, const json& v, std::chrono::system_clock
     return goText(v);
   }
   if (c.type == "integer" && v.is_number()) {
-    return v.is_number_float() ? json(static_cast<std::int64_t>(v.get<double>())) : json(v.get<std::int64_t>());
+    return v.is_number_float() ? json(static_cast<std::int64_t>(v.get<double>()))
+                               : json(v.get<std::int64_t>());
   }
   if (c.type == "number" && v.is_number()) {
     return v.get<double>();
@@ -134,14 +144,17 @@ json customCell(const PrinterColumn& c, const json& v, std::chrono::system_clock
 struct PodCounts {
   int ready = 0;
   int restarts = 0;
-  std::optional<std::chrono::system_clock::time_point> lastRestart;  // latest lastState.terminated.finishedAt
+  std::optional<std::chrono::system_clock::time_point>
+      lastRestart;  // latest lastState.terminated.finishedAt
 
   void addRestarts(const json& containerStatus) {
     const json& n = field(containerStatus, "restartCount");
     restarts += n.is_number_integer() ? n.get<int>() : 0;
-    const json& finished = field(field(field(containerStatus, "lastState"), "terminated"), "finishedAt");
+    const json& finished =
+        field(field(field(containerStatus, "lastState"), "terminated"), "finishedAt");
     if (finished.is_string()) {
-      if (auto t = parseRfc3339(finished.get<std::string>()); t && (!lastRestart || *t > *lastRestart)) {
+      if (auto t = parseRfc3339(finished.get<std::string>());
+          t && (!lastRestart || *t > *lastRestart)) {
         lastRestart = *t;
       }
     }
@@ -170,7 +183,8 @@ std::string podStatus(const json& pod, PodCounts& counts) {
     reason = text(status, "reason");
   }
   const json& initStatuses = field(status, "initContainerStatuses");
-  const std::size_t initCount = field(spec, "initContainers").is_array() ? field(spec, "initContainers").size() : 0;
+  const std::size_t initCount =
+      field(spec, "initContainers").is_array() ? field(spec, "initContainers").size() : 0;
   bool initializing = false;
   if (initStatuses.is_array()) {
     for (std::size_t i = 0; i < initStatuses.size(); ++i) {
@@ -188,9 +202,12 @@ std::string podStatus(const json& pod, PodCounts& counts) {
         } else if (field(term, "signal").is_number() && field(term, "signal").get<int>() != 0) {
           reason = "Init:Signal:" + std::to_string(field(term, "signal").get<int>());
         } else {
-          reason = "Init:ExitCode:" + std::to_string(field(term, "exitCode").is_number() ? field(term, "exitCode").get<int>() : 0);
+          reason = "Init:ExitCode:" + std::to_string(field(term, "exitCode").is_number()
+                                                         ? field(term, "exitCode").get<int>()
+                                                         : 0);
         }
-      } else if (wait.is_object() && !text(wait, "reason").empty() && text(wait, "reason") != "PodInitializing") {
+      } else if (wait.is_object() && !text(wait, "reason").empty() &&
+                 text(wait, "reason") != "PodInitializing") {
         reason = "Init:" + text(wait, "reason");
       } else {
         reason = "Init:" + std::to_string(i) + "/" + std::to_string(initCount);
@@ -249,12 +266,14 @@ json podCells(const json& pod, std::chrono::system_clock::time_point now) {
   if (counts.restarts != 0 && counts.lastRestart) {
     restarts += " (" + humanDuration(now - *counts.lastRestart) + " ago)";
   }
-  const std::size_t total = field(spec, "containers").is_array() ? field(spec, "containers").size() : 0;
+  const std::size_t total =
+      field(spec, "containers").is_array() ? field(spec, "containers").size() : 0;
   std::string gates = "<none>";
   if (field(spec, "readinessGates").is_array() && !field(spec, "readinessGates").empty()) {
     int trueGates = 0;
     for (const auto& g : field(spec, "readinessGates")) {
-      for (const auto& c : field(status, "conditions").is_array() ? field(status, "conditions") : json::array()) {
+      for (const auto& c :
+           field(status, "conditions").is_array() ? field(status, "conditions") : json::array()) {
         if (text(c, "type") == text(g, "conditionType") && text(c, "status") == "True") {
           ++trueGates;
         }
@@ -297,7 +316,8 @@ json nodeCells(const json& node, std::chrono::system_clock::time_point now) {
     for (auto it = field(meta, "labels").begin(); it != field(meta, "labels").end(); ++it) {
       if (it.key().rfind(prefix, 0) == 0 && it.key().size() > prefix.size()) {
         roles.insert(it.key().substr(prefix.size()));
-      } else if (it.key() == "kubernetes.io/role" && it->is_string() && !it->get<std::string>().empty()) {
+      } else if (it.key() == "kubernetes.io/role" && it->is_string() &&
+                 !it->get<std::string>().empty()) {
         roles.insert(it->get<std::string>());
       }
     }
@@ -336,26 +356,34 @@ json nodeCells(const json& node, std::chrono::system_clock::time_point now) {
 // as "<kind>/<name>", the source as "component, host" falling back to the reporting
 // controller and instance, the count (1 for a singleton of the new API).
 json eventCells(const json& stored, std::chrono::system_clock::time_point now) {
-  const json ev = text(stored, "apiVersion") == "events.k8s.io/v1" ? coreEventFromEventsV1(stored) : stored;
+  const json ev =
+      text(stored, "apiVersion") == "events.k8s.io/v1" ? coreEventFromEventsV1(stored) : stored;
   const json& series = field(ev, "series");
-  std::string first = field(ev, "firstTimestamp").is_string() ? age(field(ev, "firstTimestamp"), now)
-                                                              : age(field(ev, "eventTime"), now);
-  std::string last = field(ev, "lastTimestamp").is_string() ? age(field(ev, "lastTimestamp"), now) : first;
-  std::int64_t count = field(ev, "count").is_number_integer() ? field(ev, "count").get<std::int64_t>() : 0;
+  std::string first = field(ev, "firstTimestamp").is_string()
+                          ? age(field(ev, "firstTimestamp"), now)
+                          : age(field(ev, "eventTime"), now);
+  std::string last =
+      field(ev, "lastTimestamp").is_string() ? age(field(ev, "lastTimestamp"), now) : first;
+  std::int64_t count =
+      field(ev, "count").is_number_integer() ? field(ev, "count").get<std::int64_t>() : 0;
   if (series.is_object()) {
     last = age(field(series, "lastObservedTime"), now);
-    count = field(series, "count").is_number_integer() ? field(series, "count").get<std::int64_t>() : 0;
+    count =
+        field(series, "count").is_number_integer() ? field(series, "count").get<std::int64_t>() : 0;
   } else if (count == 0) {
     count = 1;
   }
   const json& involved = field(ev, "involvedObject");
   std::string kind = text(involved, "kind");
-  std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
-  const std::string target = text(involved, "name").empty() ? kind : kind + "/" + text(involved, "name");
+  std::transform(kind.begin(), kind.end(), kind.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  const std::string target =
+      text(involved, "name").empty() ? kind : kind + "/" + text(involved, "name");
   const json& source = field(ev, "source");
-  const std::string component =
-      text(source, "component").empty() ? text(ev, "reportingComponent") : text(source, "component");
-  const std::string host = text(source, "host").empty() ? text(ev, "reportingInstance") : text(source, "host");
+  const std::string component = text(source, "component").empty() ? text(ev, "reportingComponent")
+                                                                  : text(source, "component");
+  const std::string host =
+      text(source, "host").empty() ? text(ev, "reportingInstance") : text(source, "host");
   std::string message = text(ev, "message");
   message.erase(0, message.find_first_not_of(" \t\n"));
   message.erase(message.find_last_not_of(" \t\n") + 1);
@@ -377,7 +405,9 @@ const char* kAgeDoc = "Time since the object was created (metadata.creationTimes
 }  // namespace
 
 Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
-  auto bad = [&] { return makeError(kc::errc::kInvalid, "must be a simple json path starting with ."); };
+  auto bad = [&] {
+    return makeError(kc::errc::kInvalid, "must be a simple json path starting with .");
+  };
   if (path.empty() || path[0] != '.') {
     return bad();
   }
@@ -390,7 +420,8 @@ Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
       while (i < path.size() && path[i] != '.' && path[i] != '[') {
         if (path[i] == '\\' && i + 1 < path.size()) {
           ++i;
-        } else if (path[i] == '*' || path[i] == '{' || path[i] == '}' || path[i] == '@' || path[i] == '?') {
+        } else if (path[i] == '*' || path[i] == '{' || path[i] == '}' || path[i] == '@' ||
+                   path[i] == '?') {
           return bad();
         }
         key += path[i++];
@@ -405,9 +436,11 @@ Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
         return bad();
       }
       std::string inner = path.substr(i + 1, close - i - 1);
-      if (std::all_of(inner.begin(), inner.end(), [](unsigned char c) { return std::isdigit(c); })) {
+      if (std::all_of(inner.begin(), inner.end(),
+                      [](unsigned char c) { return std::isdigit(c); })) {
         steps.push_back("#" + inner);
-      } else if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"') && inner.back() == inner.front()) {
+      } else if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"') &&
+                 inner.back() == inner.front()) {
         steps.push_back(inner.substr(1, inner.size() - 2));
       } else {
         return bad();
@@ -444,17 +477,21 @@ Result<PrinterColumn> parsePrinterColumn(const nlohmann::json& c, const std::str
     return err("type", "Required value");
   }
   if (!kTypes.count(p.type)) {
-    return err("type", "Unsupported value: " + json(p.type).dump() +
-                           ": supported values: \"boolean\", \"date\", \"integer\", \"number\", \"string\"");
+    return err(
+        "type",
+        "Unsupported value: " + json(p.type).dump() +
+            ": supported values: \"boolean\", \"date\", \"integer\", \"number\", \"string\"");
   }
   if (p.priority < 0) {
-    return err("priority", "Invalid value: " + std::to_string(p.priority) + ": must be greater than or equal to 0");
+    return err("priority", "Invalid value: " + std::to_string(p.priority) +
+                               ": must be greater than or equal to 0");
   }
   if (p.jsonPath.empty()) {
     return err("jsonPath", "Required value");
   }
   if (!parseSimpleJsonPath(p.jsonPath)) {
-    return err("jsonPath", "Invalid value: " + json(p.jsonPath).dump() + ": must be a simple json path starting with .");
+    return err("jsonPath", "Invalid value: " + json(p.jsonPath).dump() +
+                               ": must be a simple json path starting with .");
   }
   return p;
 }
@@ -531,22 +568,25 @@ TableConvertor::TableConvertor(std::string group, std::string resource,
 nlohmann::json TableConvertor::columnDefinitions() const {
   if (printer_ == Printer::kEvent) {
     // The one printer whose NAME column is last (and wide only).
-    return json::array({column("Last Seen", "string", "Time since the most recent occurrence."),
-                        column("Type", "string", "Normal or Warning."),
-                        column("Reason", "string", "Why the event was recorded."),
-                        column("Object", "string", "The object the event is about (<kind>/<name>)."),
-                        column("Subobject", "string", "involvedObject.fieldPath", 1),
-                        column("Source", "string", "The component (and host) that reported the event.", 1),
-                        column("Message", "string", "The event's message."),
-                        column("First Seen", "string", "Time since the first occurrence.", 1),
-                        column("Count", "string", "How often the event occurred.", 1),
-                        column("Name", "string", kNameDoc, 1, "name")});
+    return json::array(
+        {column("Last Seen", "string", "Time since the most recent occurrence."),
+         column("Type", "string", "Normal or Warning."),
+         column("Reason", "string", "Why the event was recorded."),
+         column("Object", "string", "The object the event is about (<kind>/<name>)."),
+         column("Subobject", "string", "involvedObject.fieldPath", 1),
+         column("Source", "string", "The component (and host) that reported the event.", 1),
+         column("Message", "string", "The event's message."),
+         column("First Seen", "string", "Time since the first occurrence.", 1),
+         column("Count", "string", "How often the event occurred.", 1),
+         column("Name", "string", kNameDoc, 1, "name")});
   }
   json cols = json::array({column("Name", "string", kNameDoc, 0, "name")});
   switch (printer_) {
     case Printer::kPod:
-      cols.push_back(column("Ready", "string", "Ready containers of the pod / all its containers."));
-      cols.push_back(column("Status", "string", "The pod's phase refined by its containers' states."));
+      cols.push_back(
+          column("Ready", "string", "Ready containers of the pod / all its containers."));
+      cols.push_back(
+          column("Status", "string", "The pod's phase refined by its containers' states."));
       cols.push_back(column("Restarts", "string", "Container restarts of the pod."));
       cols.push_back(column("Age", "string", kAgeDoc));
       cols.push_back(column("IP", "string", "status.podIP", 1));
@@ -555,15 +595,18 @@ nlohmann::json TableConvertor::columnDefinitions() const {
       cols.push_back(column("Readiness Gates", "string", "True readiness gates / all of them.", 1));
       break;
     case Printer::kNode:
-      cols.push_back(column("Status", "string", "The node's Ready condition, and SchedulingDisabled when cordoned."));
-      cols.push_back(column("Roles", "string", "The node's node-role.kubernetes.io/<role> labels."));
+      cols.push_back(column("Status", "string",
+                            "The node's Ready condition, and SchedulingDisabled when cordoned."));
+      cols.push_back(
+          column("Roles", "string", "The node's node-role.kubernetes.io/<role> labels."));
       cols.push_back(column("Age", "string", kAgeDoc));
       cols.push_back(column("Version", "string", "status.nodeInfo.kubeletVersion"));
       cols.push_back(column("Internal-IP", "string", "The node's InternalIP address.", 1));
       cols.push_back(column("External-IP", "string", "The node's ExternalIP address.", 1));
       cols.push_back(column("OS-Image", "string", "status.nodeInfo.osImage", 1));
       cols.push_back(column("Kernel-Version", "string", "status.nodeInfo.kernelVersion", 1));
-      cols.push_back(column("Container-Runtime", "string", "status.nodeInfo.containerRuntimeVersion", 1));
+      cols.push_back(
+          column("Container-Runtime", "string", "status.nodeInfo.containerRuntimeVersion", 1));
       break;
     case Printer::kNamespace:
       cols.push_back(column("Status", "string", "status.phase"));
@@ -579,9 +622,10 @@ nlohmann::json TableConvertor::columnDefinitions() const {
       break;
     case Printer::kCustom:
       for (const auto& c : custom_) {
-        std::string desc = c.description.empty()
-                               ? "Custom resource definition column (in JSONPath format): " + c.jsonPath
-                               : c.description;
+        std::string desc =
+            c.description.empty()
+                ? "Custom resource definition column (in JSONPath format): " + c.jsonPath
+                : c.description;
         cols.push_back({{"name", c.name},
                         {"type", c.type},
                         {"format", c.format},
@@ -596,7 +640,8 @@ nlohmann::json TableConvertor::columnDefinitions() const {
   return cols;
 }
 
-nlohmann::json TableConvertor::cells(const nlohmann::json& object, std::chrono::system_clock::time_point now) const {
+nlohmann::json TableConvertor::cells(const nlohmann::json& object,
+                                     std::chrono::system_clock::time_point now) const {
   const json& meta = field(object, "metadata");
   switch (printer_) {
     case Printer::kPod:
@@ -604,17 +649,21 @@ nlohmann::json TableConvertor::cells(const nlohmann::json& object, std::chrono::
     case Printer::kNode:
       return nodeCells(object, now);
     case Printer::kNamespace:
-      return {text(meta, "name"), text(field(object, "status"), "phase"), age(field(meta, "creationTimestamp"), now)};
+      return {text(meta, "name"), text(field(object, "status"), "phase"),
+              age(field(meta, "creationTimestamp"), now)};
     case Printer::kEvent:
       return eventCells(object, now);
     case Printer::kPdb: {
       auto intOrPercent = [&](const char* key) {
         const json& v = field(field(object, "spec"), key);
-        return v.is_string() ? v.get<std::string>() : v.is_number_integer() ? v.dump() : std::string("N/A");
+        return v.is_string()           ? v.get<std::string>()
+               : v.is_number_integer() ? v.dump()
+                                       : std::string("N/A");
       };
       const json& allowed = field(field(object, "status"), "disruptionsAllowed");
       return {text(meta, "name"), intOrPercent("minAvailable"), intOrPercent("maxUnavailable"),
-              allowed.is_number_integer() ? allowed.get<std::int64_t>() : 0, age(field(meta, "creationTimestamp"), now)};
+              allowed.is_number_integer() ? allowed.get<std::int64_t>() : 0,
+              age(field(meta, "creationTimestamp"), now)};
     }
     case Printer::kCustom: {
       json cells = json::array({text(meta, "name")});
@@ -629,13 +678,15 @@ nlohmann::json TableConvertor::cells(const nlohmann::json& object, std::chrono::
   return json::array();
 }
 
-nlohmann::json TableConvertor::row(const nlohmann::json& object, std::chrono::system_clock::time_point now,
+nlohmann::json TableConvertor::row(const nlohmann::json& object,
+                                   std::chrono::system_clock::time_point now,
                                    const TableRequest& request) const {
   json r = {{"cells", cells(object, now)}};
   if (printer_ == Printer::kPod) {
     std::string phase = text(field(object, "status"), "phase");
     if (phase == "Succeeded" || phase == "Failed") {
-      r["conditions"] = json::array({{{"type", "Completed"}, {"status", "True"}, {"reason", phase}}});
+      r["conditions"] =
+          json::array({{{"type", "Completed"}, {"status", "True"}, {"reason", phase}}});
     }
   }
   switch (request.include) {

@@ -9,10 +9,9 @@
 // additionalPrinterColumns (after NAME; AGE when it declares none), and NAME / Created At for
 // every other kind, as the real server's default convertor.
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,7 +37,8 @@ Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path);
 // Parses and validates one additionalPrinterColumns entry as the real server's CRD
 // validation does (name and jsonPath required, type one of the five, jsonPath a simple
 // path). Error messages name the field under `fieldPath`.
-Result<PrinterColumn> parsePrinterColumn(const nlohmann::json& column, const std::string& fieldPath);
+Result<PrinterColumn> parsePrinterColumn(const nlohmann::json& column,
+                                         const std::string& fieldPath);
 
 // apimachinery's duration.HumanDuration: "5s", "2m30s", "15m", "3h20m", "2d4h", "400d", "3y20d".
 std::string humanDuration(std::chrono::system_clock::duration d);
@@ -54,7 +54,8 @@ class TableConvertor {
  public:
   // group/resource pick the built-in printer; `customColumns` non-null means a custom
   // resource with these additionalPrinterColumns (possibly empty).
-  TableConvertor(std::string group, std::string resource, const std::vector<PrinterColumn>* customColumns);
+  TableConvertor(std::string group, std::string resource,
+                 const std::vector<PrinterColumn>* customColumns);
 
   nlohmann::json columnDefinitions() const;
   // The row for one object (the full stored object, kind/apiVersion included).
@@ -63,7 +64,8 @@ class TableConvertor {
 
  private:
   enum class Printer { kPod, kNode, kNamespace, kPdb, kEvent, kCustom, kDefault };
-  nlohmann::json cells(const nlohmann::json& object, std::chrono::system_clock::time_point now) const;
+  nlohmann::json cells(const nlohmann::json& object,
+                       std::chrono::system_clock::time_point now) const;
 
   Printer printer_;
   std::vector<PrinterColumn> custom_;

@@ -1,10 +1,10 @@
 #include "tools/kubecomp-sim/cli.hpp"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "libcore/cli/flags.hpp"
 #include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/policy_registry.hpp"
+#include "libcore/cli/flags.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
 #include "tools/kubecomp-sim/engine.hpp"
 #include "tools/kubecomp-sim/report.hpp"
@@ -101,8 +101,9 @@ Status inRange(const char* flag, double value, double min, double max) {
 
 Status inRange(const char* flag, std::int64_t value, std::int64_t min, std::int64_t max) {
   if (value < min || value > max) {
-    return makeError(kc::errc::kInvalid, std::string(flag) + " must be in " + std::to_string(min) + ".." +
-                                    std::to_string(max) + " (got " + std::to_string(value) + ")");
+    return makeError(kc::errc::kInvalid, std::string(flag) + " must be in " + std::to_string(min) +
+                                             ".." + std::to_string(max) + " (got " +
+                                             std::to_string(value) + ")");
   }
   return okStatus();
 }
@@ -158,8 +159,10 @@ Status writeOutputs(const std::vector<Output>& outputs) {
   for (const Output& o : outputs) {
     std::error_code ec;
     const auto st = std::filesystem::status(o.path, ec);
-    const bool special = !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
-    const std::string temp = special ? std::string() : o.path + ".tmp." + std::to_string(::getpid());
+    const bool special =
+        !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
+    const std::string temp =
+        special ? std::string() : o.path + ".tmp." + std::to_string(::getpid());
     temps.push_back(temp);
     std::ofstream f(special ? o.path : temp, special ? std::ios::out : std::ios::trunc);
     if (f) {
@@ -183,7 +186,8 @@ Status writeOutputs(const std::vector<Output>& outputs) {
 Result<LoadedTrace> loadTrace(const Options& o) {
   const int sources = !o.workload.empty() + !o.alibabaPods.empty() + !o.traceCsv.empty();
   if (sources != 1) {
-    return makeError(kc::errc::kInvalid, "give exactly one of --workload, --alibaba-pods, --trace-csv");
+    return makeError(kc::errc::kInvalid,
+                     "give exactly one of --workload, --alibaba-pods, --trace-csv");
   }
   Result<LoadedTrace> loaded = makeError(kc::errc::kInvalid, "no input");
   if (!o.workload.empty()) {
@@ -226,9 +230,10 @@ Result<LoadedTrace> loadTrace(const Options& o) {
     for (Job& j : loaded->trace.jobs) {
       const double scaled = static_cast<double>(j.arrival) * o.timeScale;
       if (!(scaled <= static_cast<double>(kMaxTraceMs))) {
-        return makeError(kc::errc::kInvalid, "--time-scale " + formatNumber(o.timeScale) + " puts job '" +
-                                        j.id + "' past the arrival limit of " +
-                                        std::to_string(kMaxTraceSeconds) + " s");
+        return makeError(kc::errc::kInvalid, "--time-scale " + formatNumber(o.timeScale) +
+                                                 " puts job '" + j.id +
+                                                 "' past the arrival limit of " +
+                                                 std::to_string(kMaxTraceSeconds) + " s");
       }
       j.arrival = static_cast<SimMs>(std::llround(scaled));
     }
@@ -253,8 +258,9 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
   spec.perNodeGpus = *layout;
   spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
   if (!o.gpuModel.empty() && !alloc::validGpuModelName(o.gpuModel)) {
-    return makeError(kc::errc::kInvalid, "--gpu-model '" + o.gpuModel +
-                                    "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
+    return makeError(
+        kc::errc::kInvalid,
+        "--gpu-model '" + o.gpuModel + "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
   }
   spec.gpuModel = o.gpuModel;
   spec.nodeCpuMilli = static_cast<std::int64_t>(std::llround(o.nodeCpu * 1000));
@@ -317,7 +323,9 @@ int runUnguarded(int argc, char** argv) {
          "synthetic workload mix: w1..w4 (Table II), fig13 (equal A-E), ae:<percent of Job A> "
          "(rest Job E, Fig. 11), custom:a,b,c,d,e (weights of Table I types)")
       ->group(in);
-  app.add_option("--jobs", o.jobs, "synthetic: number of jobs (1..10000000)")->capture_default_str()->group(in);
+  app.add_option("--jobs", o.jobs, "synthetic: number of jobs (1..10000000)")
+      ->capture_default_str()
+      ->group(in);
   app.add_option("--lambda", o.lambda,
                  "synthetic: mean of the Poisson-distributed integer interval between jobs, in "
                  "interval units (1e-9..1e9)")
@@ -370,7 +378,8 @@ int runUnguarded(int argc, char** argv) {
       ->group(in);
 
   auto* cl = "Cluster (synthetic layout, or the Alibaba node list)";
-  app.add_option("--pools", o.pools, "number of GPU pools (each with the --layout nodes; 1..100000)")
+  app.add_option("--pools", o.pools,
+                 "number of GPU pools (each with the --layout nodes; 1..100000)")
       ->capture_default_str()
       ->group(cl);
   app.add_option("--layout", o.layout,
@@ -421,10 +430,12 @@ int runUnguarded(int argc, char** argv) {
                  "of the measured 17-22 s; 0 allowed")
       ->capture_default_str()
       ->group(be);
-  app.add_option("--queue", o.queue, "queue policy: fcfs (the paper), backfill (greedy, beyond the paper), easy-backfill "
-                 "(beyond the paper: the head gets a reservation counting its GPU moves, later "
-                 "jobs start only if they do not delay it) or slack-backfill (beyond the paper: "
-                 "as easy-backfill, but the head may slip by up to its own run time)")
+  app.add_option(
+         "--queue", o.queue,
+         "queue policy: fcfs (the paper), backfill (greedy, beyond the paper), easy-backfill "
+         "(beyond the paper: the head gets a reservation counting its GPU moves, later "
+         "jobs start only if they do not delay it) or slack-backfill (beyond the paper: "
+         "as easy-backfill, but the head may slip by up to its own run time)")
       ->capture_default_str()
       ->group(be);
   app.add_option("--slack-factor", o.slackFactor,
@@ -494,7 +505,8 @@ int runUnguarded(int argc, char** argv) {
   if (auto s = alloc::checkSlackFactor(o.slackFactor); !s) {
     return fail("--slack-factor: " + s.error().message);
   }
-  if (o.slackFactor != alloc::kDefaultSlackFactor && config.queue != QueueDiscipline::SlackBackfill) {
+  if (o.slackFactor != alloc::kDefaultSlackFactor &&
+      config.queue != QueueDiscipline::SlackBackfill) {
     return fail("--slack-factor applies to --queue slack-backfill only");
   }
   config.slackFactor = o.slackFactor;
@@ -578,8 +590,9 @@ int runCli(int argc, char** argv) {
   try {
     return runUnguarded(argc, argv);
   } catch (const std::bad_alloc&) {
-    return fail("out of memory (see the limits in docs/simulator.md; fewer jobs, nodes or "
-                "GPUs fit)");
+    return fail(
+        "out of memory (see the limits in docs/simulator.md; fewer jobs, nodes or "
+        "GPUs fit)");
   }
 }
 

@@ -27,8 +27,8 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
     std::uint32_t v = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc{} || ptr != part.data() + part.size() || v > 1024) {
-      return makeError(
-          kc::errc::kInvalid, "bad GPU layout '" + text + "' (expected counts joined by '+', e.g. 4+4+8+8)");
+      return makeError(kc::errc::kInvalid, "bad GPU layout '" + text +
+                                               "' (expected counts joined by '+', e.g. 4+4+8+8)");
     }
     out.push_back(v);
     if (plus == std::string_view::npos) {
@@ -55,13 +55,16 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
     gpusPerPool += g;
   }
   if (spec.pools > kMaxPools) {
-    return makeError(kc::errc::kInvalid, "more than " + std::to_string(kMaxPools) + " pools (the limit)");
+    return makeError(kc::errc::kInvalid,
+                     "more than " + std::to_string(kMaxPools) + " pools (the limit)");
   }
   if (std::uint64_t{spec.pools} * spec.perNodeGpus.size() > kMaxNodes) {
-    return makeError(kc::errc::kInvalid, "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
+    return makeError(kc::errc::kInvalid,
+                     "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
   }
   if (std::uint64_t{spec.pools} * gpusPerPool > kMaxGpus) {
-    return makeError(kc::errc::kInvalid, "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
+    return makeError(kc::errc::kInvalid,
+                     "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
   }
   alloc::ClusterState state;
   std::uint64_t nodeIndex = 0;

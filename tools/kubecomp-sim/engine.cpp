@@ -62,8 +62,9 @@ class UsageAccumulator {
         SimMs gpuMs = 0;
         if (__builtin_mul_overflow(to - from, static_cast<SimMs>(used_), &gpuMs) ||
             __builtin_add_overflow(rec_.bucketGpuMs[b], gpuMs, &rec_.bucketGpuMs[b])) {
-          return makeError(kc::errc::kInvalid, "GPU-time of the utilisation series overflows int64 ms "
-                                      "(the trace spans too long for this many GPUs)");
+          return makeError(kc::errc::kInvalid,
+                           "GPU-time of the utilisation series overflows int64 ms "
+                           "(the trace spans too long for this many GPUs)");
         }
         from = to;
       }
@@ -122,8 +123,7 @@ class UsageAccumulator {
 // when preconfigured). One table of node types per GPU model filter, built when first needed.
 class RunnableCheck {
  public:
-  RunnableCheck(const alloc::ClusterState& s, alloc::Composability mode)
-      : state_(s), mode_(mode) {}
+  RunnableCheck(const alloc::ClusterState& s, alloc::Composability mode) : state_(s), mode_(mode) {}
 
   bool runnable(const alloc::PodRequest& pod, std::uint32_t filter,
                 const alloc::GpuModelFilter& models) {
@@ -347,25 +347,28 @@ class Engine {
       const Job& j = trace_.jobs[i];
       if (j.gpuSpec >= filters_.size()) {
         return makeError(kc::errc::kInvalid, "job '" + j.id + "' refers to gpu_spec " +
-                                        std::to_string(j.gpuSpec) + " of " +
-                                        std::to_string(filters_.size()));
+                                                 std::to_string(j.gpuSpec) + " of " +
+                                                 std::to_string(filters_.size()));
       }
       if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
         return makeError(kc::errc::kInvalid, "job '" + j.id + "' has a negative time or request");
       }
       if (j.arrival > kMaxTraceMs || j.duration > kMaxTraceMs) {
-        return makeError(kc::errc::kInvalid, "job '" + j.id + "': arrival or duration above the limit of " +
-                                        std::to_string(kMaxTraceSeconds) + " s");
+        return makeError(kc::errc::kInvalid, "job '" + j.id +
+                                                 "': arrival or duration above the limit of " +
+                                                 std::to_string(kMaxTraceSeconds) + " s");
       }
       if (i > 0 && j.arrival < trace_.jobs[i - 1].arrival) {
-        return makeError(kc::errc::kInvalid, "trace is not sorted by arrival at job '" + j.id + "'");
+        return makeError(kc::errc::kInvalid,
+                         "trace is not sorted by arrival at job '" + j.id + "'");
       }
     }
     if (config_.gpuPolicy.rank == nullptr || config_.nodePolicy.compare == nullptr) {
       return makeError(kc::errc::kInvalid, "node and GPU policies must be set");
     }
     if (config_.moveTime < 0 || config_.moveTime > kMaxTraceMs) {
-      return makeError(kc::errc::kInvalid, "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
+      return makeError(kc::errc::kInvalid,
+                       "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
     }
     return okStatus();
   }
@@ -375,8 +378,8 @@ class Engine {
 
   static Error pastTimeLimit(const Job& job) {
     return makeError(kc::errc::kInvalid, "job '" + job.id +
-                                    "' would end past the simulated-time limit of 2^62 ms "
-                                    "(queueing behind very long jobs)");
+                                             "' would end past the simulated-time limit of 2^62 ms "
+                                             "(queueing behind very long jobs)");
   }
 
   static alloc::PodRequest podOf(const Job& j) {
@@ -418,8 +421,7 @@ class Engine {
       const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const auto& fail) {
         const alloc::PodRequest& f = fail.first;
         return (filters_[fail.second].acceptsAny() || fail.second == filter) &&
-               pod.cpuMilli >= f.cpuMilli &&
-               pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
+               pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
       });
       if (dominated) {
         ++it;
@@ -452,8 +454,7 @@ class Engine {
     alloc::QueuedPod queued(std::size_t i) const override {
       const std::uint32_t j = e_.queue_[i];
       const Job& job = e_.trace_.jobs[j];
-      return alloc::QueuedPod{j, podOf(job), &e_.filters_[job.gpuSpec], job.gpuSpec,
-                              job.duration};
+      return alloc::QueuedPod{j, podOf(job), &e_.filters_[job.gpuSpec], job.gpuSpec, job.duration};
     }
     alloc::QueueView view() const override {
       if (!built_) {
@@ -513,8 +514,8 @@ class Engine {
     for (std::size_t i = 0; i < queue_.size(); ++i) {
       if (pass->verdicts[i] == alloc::QueueVerdict::kNeverFits) {
         // The head was runnable on the empty cluster, so it fits once everything has ended.
-        return makeError(kc::errc::kInternal, "simulator: job '" + trace_.jobs[queue_[i]].id +
-                                                  "' found no reservation");
+        return makeError(kc::errc::kInternal,
+                         "simulator: job '" + trace_.jobs[queue_[i]].id + "' found no reservation");
       }
       if (pass->verdicts[i] != alloc::QueueVerdict::kStarted) {
         left.push_back(queue_[i]);
@@ -692,7 +693,7 @@ class Engine {
     }
     if (mine.size() != job.gpus) {
       return makeError(kc::errc::kInternal, "simulator: node '" + state_.node(node).name +
-                                       "' lacks the GPUs selectNode promised");
+                                                "' lacks the GPUs selectNode promised");
     }
     for (alloc::GpuIndex g : mine) {
       if (auto s = state_.allocateGpu(g); !s) {

@@ -130,8 +130,8 @@ struct SimResult {
 // Runs the trace to the end on a copy of `cluster`. A job with a gpuSpec runs only on GPUs of
 // an accepted model (alloc::GpuModelFilter of its Trace::gpuSpecs text, parsed with '|').
 // Errors: "invalid" (trace not sorted by arrival, negative duration, a gpu_spec that does not
-// parse or an index past Trace::gpuSpecs, a policy that needs a generator without one), or an internal
-// inconsistency reported by the pool model (a bug: the message says which call failed).
+// parse or an index past Trace::gpuSpecs, a policy that needs a generator without one), or an
+// internal inconsistency reported by the pool model (a bug: the message says which call failed).
 Result<SimResult> simulate(const alloc::ClusterState& cluster, const Trace& trace,
                            const SimConfig& config);
 

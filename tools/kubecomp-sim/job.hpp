@@ -33,9 +33,9 @@ inline constexpr SimMs kMaxSimMs = SimMs{1} << 62;
 
 struct Job {
   std::string id;
-  SimMs arrival = 0;           // submission time
-  SimMs duration = 0;          // run time once started
-  std::uint32_t gpus = 0;      // whole GPUs, exclusive (device plugin semantics)
+  SimMs arrival = 0;       // submission time
+  SimMs duration = 0;      // run time once started
+  std::uint32_t gpus = 0;  // whole GPUs, exclusive (device plugin semantics)
   // Accepted GPU models: an index into Trace::gpuSpecs (0: any GPU). A job runs only on GPUs
   // whose model is listed. An index beside `gpus`, not the text, so a job stays 72 bytes.
   std::uint32_t gpuSpec = 0;

@@ -1,7 +1,5 @@
 #include "tools/kubecomp-sim/trace_reader.hpp"
 
-#include "libcore/alloc/gpu_model.hpp"
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,6 +11,8 @@
 #include <ostream>
 #include <string_view>
 #include <unordered_map>
+
+#include "libcore/alloc/gpu_model.hpp"
 
 namespace kc::sim {
 namespace {
@@ -475,8 +475,9 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
       bool tooLarge = false;
       auto v = parseSecondsMs(f, &tooLarge);
       if (tooLarge) {
-        return rowError(source, no,
-                        std::string(col) + " " + std::string(f) + " is above " + secondsLimitText());
+        return rowError(
+            source, no,
+            std::string(col) + " " + std::string(f) + " is above " + secondsLimitText());
       }
       if (!v) {
         return rowError(source, no,
@@ -521,8 +522,9 @@ Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
       const std::string_view spec = (*fields)[*specCol];
       const auto specIndex = specs.intern(spec);
       if (!specIndex) {
-        return rowError(source, no,
-                        "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
+        return rowError(
+            source, no,
+            "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
       }
       if (*specIndex != 0 && job.gpus > 0) {
         job.gpuSpec = *specIndex;

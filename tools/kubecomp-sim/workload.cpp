@@ -55,11 +55,13 @@ Result<Mix> mixByName(const std::string& name) {
     for (std::size_t i = 0; i < kJobTypeCount; ++i) {
       const std::size_t comma = rest.find(',');
       if ((comma == std::string_view::npos) != (i + 1 == kJobTypeCount)) {
-        return makeError(kc::errc::kInvalid, "mix '" + name + "': needs exactly five weights a,b,c,d,e");
+        return makeError(kc::errc::kInvalid,
+                         "mix '" + name + "': needs exactly five weights a,b,c,d,e");
       }
       auto w = parseDouble(rest.substr(0, comma));
       if (!w || *w < 0) {
-        return makeError(kc::errc::kInvalid, "mix '" + name + "': weights must be non-negative numbers");
+        return makeError(kc::errc::kInvalid,
+                         "mix '" + name + "': weights must be non-negative numbers");
       }
       mix.fractions[i] = *w;
       sum += *w;
@@ -73,8 +75,9 @@ Result<Mix> mixByName(const std::string& name) {
     }
     return mix;
   }
-  return makeError(kc::errc::kInvalid, "unknown mix '" + name +
-                                  "' (known: w1 w2 w3 w4 fig13 ae:<percent A> custom:a,b,c,d,e)");
+  return makeError(
+      kc::errc::kInvalid,
+      "unknown mix '" + name + "' (known: w1 w2 w3 w4 fig13 ae:<percent A> custom:a,b,c,d,e)");
 }
 
 std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t jobs) {
@@ -136,9 +139,10 @@ Result<Trace> generateWorkload(const WorkloadSpec& spec) {
       SimMs step = 0;
       if (__builtin_mul_overflow(gap(rng), spec.intervalUnit, &step) ||
           __builtin_add_overflow(now, step, &now) || now > kMaxTraceMs) {
-        return makeError(kc::errc::kInvalid, "job " + std::to_string(i) + " would arrive after the limit of " +
-                                        std::to_string(kMaxTraceSeconds) +
-                                        " s (lower --lambda, --interval-unit-ms or --jobs)");
+        return makeError(kc::errc::kInvalid,
+                         "job " + std::to_string(i) + " would arrive after the limit of " +
+                             std::to_string(kMaxTraceSeconds) +
+                             " s (lower --lambda, --interval-unit-ms or --jobs)");
       }
     }
     const JobType& jt = kPaperJobTypes[types[i]];

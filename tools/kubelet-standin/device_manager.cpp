@@ -429,9 +429,10 @@ Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::str
     }
     const std::int64_t remaining = needed - static_cast<std::int64_t>(allocated.size());
     if (static_cast<std::int64_t>(available.size()) < remaining) {
-      return makeError(kc::errc::kExhausted, "requested number of devices unavailable for " + resource +
-                                        ". Requested: " + std::to_string(remaining) +
-                                        ", Available: " + std::to_string(available.size()));
+      return makeError(kc::errc::kExhausted,
+                       "requested number of devices unavailable for " + resource +
+                           ". Requested: " + std::to_string(remaining) +
+                           ", Available: " + std::to_string(available.size()));
     }
     ep = it->second.endpoint;
   }
@@ -454,8 +455,9 @@ Result<std::vector<std::string>> DeviceManager::devicesToAllocate(const std::str
     grpcx::setTimeout(ctx, opts_.rpcTimeout);
     const grpc::Status st = ep->stub->GetPreferredAllocation(&ctx, req, &resp);
     if (!st.ok()) {
-      return makeError(kc::errc::kUnavailable, "device plugin GetPreferredAllocation rpc failed with err: " +
-                                          goGrpcErrorText(st.error_code(), st.error_message()));
+      return makeError(kc::errc::kUnavailable,
+                       "device plugin GetPreferredAllocation rpc failed with err: " +
+                           goGrpcErrorText(st.error_code(), st.error_message()));
     }
     if (resp.container_responses_size() > 0) {
       for (const auto& id : resp.container_responses(0).deviceids()) {
@@ -532,7 +534,8 @@ Result<std::vector<ContainerDevices>> DeviceManager::allocate(const nlohmann::js
         return fail(makeError(kc::errc::kUnavailable, "unknown Device Plugin " + resource));
       }
       if (stopped) {
-        return fail(makeError(kc::errc::kUnavailable, "endpoint " + ep->socket + " has been stopped"));
+        return fail(
+            makeError(kc::errc::kUnavailable, "endpoint " + ep->socket + " has been stopped"));
       }
       v1beta1::AllocateRequest areq;
       auto* cr = areq.add_container_requests();
@@ -548,10 +551,12 @@ Result<std::vector<ContainerDevices>> DeviceManager::allocate(const nlohmann::js
       }
       const grpc::Status st = ep->stub->Allocate(&ctx, areq, &aresp);
       if (!st.ok()) {
-        return fail(makeError(kc::errc::kUnavailable, goGrpcErrorText(st.error_code(), st.error_message())));
+        return fail(makeError(kc::errc::kUnavailable,
+                              goGrpcErrorText(st.error_code(), st.error_message())));
       }
       if (aresp.container_responses_size() == 0) {
-        return fail(makeError(kc::errc::kUnavailable, "no containers return in allocation response"));
+        return fail(
+            makeError(kc::errc::kUnavailable, "no containers return in allocation response"));
       }
       ContainerDevices cd;
       cd.container = cname;

@@ -67,8 +67,9 @@ Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
       ++i;
     }
     if (i == numStart) {
-      return makeError(kc::errc::kInvalid, "duration '" + std::string(text) + "': expected a number at '" +
-                                      std::string(text.substr(numStart)) + "'");
+      return makeError(kc::errc::kInvalid, "duration '" + std::string(text) +
+                                               "': expected a number at '" +
+                                               std::string(text.substr(numStart)) + "'");
     }
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data() + numStart, text.data() + i, value);
@@ -95,8 +96,8 @@ Result<std::chrono::milliseconds> parseGoDuration(std::string_view text) {
       ms = 0.000001;
     } else {
       return makeError(kc::errc::kInvalid, "duration '" + std::string(text) +
-                                      "': missing or unknown unit '" + std::string(unit) +
-                                      "' (use h, m, s, ms, us, ns)");
+                                               "': missing or unknown unit '" + std::string(unit) +
+                                               "' (use h, m, s, ms, us, ns)");
     }
     totalMs += value * ms;
   }
@@ -137,8 +138,9 @@ Result<nlohmann::json> parseTaints(std::string_view text) {
     }
     const std::string effect(item.substr(colon + 1));
     if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute") {
-      return makeError(kc::errc::kInvalid, "taint '" + std::string(item) + "': effect '" + effect +
-                                      "' is not NoSchedule, PreferNoSchedule or NoExecute");
+      return makeError(kc::errc::kInvalid,
+                       "taint '" + std::string(item) + "': effect '" + effect +
+                           "' is not NoSchedule, PreferNoSchedule or NoExecute");
     }
     const std::string_view kv = item.substr(0, colon);
     const std::size_t eq = kv.find('=');
@@ -149,7 +151,8 @@ Result<nlohmann::json> parseTaints(std::string_view text) {
       return makeError(kc::errc::kInvalid, "taint key '" + key + "' is not a qualified name");
     }
     if (!isLabelValue(value)) {
-      return makeError(kc::errc::kInvalid, "taint value '" + value + "' is not a valid label value");
+      return makeError(kc::errc::kInvalid,
+                       "taint value '" + value + "' is not a valid label value");
     }
     nlohmann::json t = {{"key", key}, {"effect", effect}};
     if (!value.empty()) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "libcore/alloc/quantity.hpp"
 #include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
@@ -18,7 +19,6 @@
 #include "tools/kubelet-standin/admission.hpp"
 #include "tools/kubelet-standin/control.hpp"
 #include "tools/kubelet-standin/flags.hpp"
-#include "libcore/alloc/quantity.hpp"
 #include "tools/kubelet-standin/standin.hpp"
 
 namespace {
@@ -62,14 +62,15 @@ int main(int argc, char** argv) {
   std::string nodeLabels;
   std::string taints;
   // kubelet's names for the health endpoint's address and port.
-  kc::obs::DaemonFlags daemon{.listen = "127.0.0.1",
-                              .port = 10248,
-                              .style = {.listenFlag = "--address",
-                                        .listenHelp = "address of the health/metrics endpoint",
-                                        .portFlag = "--healthz-port",
-                                        .portHelp = "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)",
-                                        .portFileHelp = "write the bound healthz port here once ready (tests)",
-                                        .errorPrefix = "kubelet-standin: "}};
+  kc::obs::DaemonFlags daemon{
+      .listen = "127.0.0.1",
+      .port = 10248,
+      .style = {.listenFlag = "--address",
+                .listenHelp = "address of the health/metrics endpoint",
+                .portFlag = "--healthz-port",
+                .portHelp = "port of /healthz /livez /readyz /metrics /debug (0 = ephemeral)",
+                .portFileHelp = "write the bound healthz port here once ready (tests)",
+                .errorPrefix = "kubelet-standin: "}};
   bool debugging = false;
 
   app.add_option("--hostname-override,--node-name", o.nodeName,
@@ -223,22 +224,23 @@ int main(int argc, char** argv) {
 
   // Ready for tests once the port file is there: the sockets exist; the Node appears within one
   // API round trip.
-  const int status = kc::obs::runUntilSignalled(
-      {.name = "kubelet-standin",
-       .steps = {.health = &health,
-                 .stop =
-                     [&] {
-                       standin.stop();
-                       http.stop(std::chrono::seconds(2));
-                     }},
-       .portFile = daemon.portFile,
-       .port = *port,
-       .serving =
-           [&] {
-             std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName << " healthz=" << http.baseUrl()
-                       << " registration=" << standin.registrationSocket()
-                       << " pod-resources=" << o.podResourcesSocket << std::endl;
-           }});
+  const int status =
+      kc::obs::runUntilSignalled({.name = "kubelet-standin",
+                                  .steps = {.health = &health,
+                                            .stop =
+                                                [&] {
+                                                  standin.stop();
+                                                  http.stop(std::chrono::seconds(2));
+                                                }},
+                                  .portFile = daemon.portFile,
+                                  .port = *port,
+                                  .serving = [&] {
+                                    std::cout << "kubelet-standin (TEST DOUBLE) node=" << o.nodeName
+                                              << " healthz=" << http.baseUrl()
+                                              << " registration=" << standin.registrationSocket()
+                                              << " pod-resources=" << o.podResourcesSocket
+                                              << std::endl;
+                                  }});
   done = true;
   hupThread.join();
   return status;

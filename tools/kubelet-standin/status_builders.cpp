@@ -147,8 +147,9 @@ Result<std::optional<double>> runSeconds(const nlohmann::json& pod) {
     digit = ec == std::errc() && end == text.data() + text.size() && seconds <= 1e9;
   }
   if (!digit) {
-    return makeError(kc::errc::kInvalid, std::string("annotation ") + kRunSecondsAnnotation + "=\"" + text +
-                                    "\" is not a non-negative decimal number of seconds");
+    return makeError(kc::errc::kInvalid, std::string("annotation ") + kRunSecondsAnnotation +
+                                             "=\"" + text +
+                                             "\" is not a non-negative decimal number of seconds");
   }
   return std::optional<double>{seconds};
 }

@@ -14,7 +14,8 @@
 
 namespace kc::kubelet {
 
-inline constexpr const char* kRunSecondsAnnotation = api::kRunSecondsAnnotation.data();  // a literal: NUL-terminated
+inline constexpr const char* kRunSecondsAnnotation =
+    api::kRunSecondsAnnotation.data();  // a literal: NUL-terminated
 
 // Seconds from the kubecomp.io/run-seconds annotation: nullopt when absent (run until
 // deleted); error "invalid" unless a non-negative decimal number ("300", "2.5").

@@ -3,23 +3,25 @@
 // formulas: tools/rtctl/rt_design.hpp and docs/rt.md.
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "libcore/cli/flags.hpp"
 #include "libcore/api/names.hpp"
+#include "libcore/cli/flags.hpp"
 #include "tools/rtctl/rt_design.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "rtctl: container parameters for a periodic task set. Each task is C,T[,D] in microseconds\n"
-      "(WCET, period, deadline <= period); tasks run SCHED_FIFO with deadline-monotonic priorities,\n"
-      "each pinned to one core of the container. Prints the runtime, period and cpus to put in the\n"
-      "pod's rt.kubecomp.io/ annotations (a sufficient test: periodic resource model, linear supply\n"
+      "(WCET, period, deadline <= period); tasks run SCHED_FIFO with deadline-monotonic "
+      "priorities,\n"
+      "each pinned to one core of the container. Prints the runtime, period and cpus to put in "
+      "the\n"
+      "pod's rt.kubecomp.io/ annotations (a sufficient test: periodic resource model, linear "
+      "supply\n"
       "bound, fixed-priority response-bound test per core; see docs/rt.md)."};
   std::vector<std::string> taskArgs;
   std::string file;
@@ -28,7 +30,8 @@ int main(int argc, char** argv) {
   bool json = false;
   app.add_option("--task", taskArgs, "a task C,T[,D] (repeatable)");
   app.add_option("--tasks-file", file, "a file with one task per line: C T [D] (# comments)");
-  app.add_option("--period-us", period, "the reservation period P (default: half the shortest deadline)");
+  app.add_option("--period-us", period,
+                 "the reservation period P (default: half the shortest deadline)");
   app.add_option("--bound", bound, "per-core bound (sched_rt_runtime_us/sched_rt_period_us)")
       ->check(CLI::Range(0.001, 1.0))
       ->capture_default_str();
@@ -67,7 +70,8 @@ int main(int argc, char** argv) {
       ss >> t >> d;
       auto task = kc::rtctl::parseTask(c + "," + t + (d.empty() ? "" : "," + d));
       if (!task) {
-        std::fprintf(stderr, "error: %s line %d: %s\n", file.c_str(), n, task.error().message.c_str());
+        std::fprintf(stderr, "error: %s line %d: %s\n", file.c_str(), n,
+                     task.error().message.c_str());
         return 2;
       }
       tasks.push_back(*task);
@@ -98,7 +102,8 @@ int main(int argc, char** argv) {
                           {"period_us", d->periodUs},
                           {"cpus", d->cpus},
                           {"task_utilization", u},
-                          {"reserved_bandwidth", static_cast<double>(d->cpus * d->runtimeUs) / static_cast<double>(d->periodUs)},
+                          {"reserved_bandwidth", static_cast<double>(d->cpus * d->runtimeUs) /
+                                                     static_cast<double>(d->periodUs)},
                           {"core_of_task", d->coreOfTask},
                           {"core_runtime_us", d->coreRuntimeUs}};
     std::cout << out.dump() << "\n";
@@ -106,13 +111,16 @@ int main(int argc, char** argv) {
   }
   std::cout << "tasks: " << tasks.size() << ", utilization " << u << "\n";
   std::cout << "reservation: runtime " << d->runtimeUs << " us every " << d->periodUs << " us on "
-            << d->cpus << " core(s) (bandwidth " << static_cast<double>(d->cpus * d->runtimeUs) / static_cast<double>(d->periodUs)
+            << d->cpus << " core(s) (bandwidth "
+            << static_cast<double>(d->cpus * d->runtimeUs) / static_cast<double>(d->periodUs)
             << ")\n";
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    std::cout << "  task " << i << " (C=" << tasks[i].c << " T=" << tasks[i].t << "): pin to core " << d->coreOfTask[i]
-              << " of the container\n";
+    std::cout << "  task " << i << " (C=" << tasks[i].c << " T=" << tasks[i].t << "): pin to core "
+              << d->coreOfTask[i] << " of the container\n";
   }
-  const auto key = [](std::string_view field) { return std::string(kc::api::kRtAnnotationPrefix) + std::string(field); };
+  const auto key = [](std::string_view field) {
+    return std::string(kc::api::kRtAnnotationPrefix) + std::string(field);
+  };
   std::cout << "annotations:\n"
             << "  " << key(kc::api::kRtRuntimeField) << ": \"" << d->runtimeUs << "\"\n"
             << "  " << key(kc::api::kRtPeriodField) << ": \"" << d->periodUs << "\"\n"

@@ -8,9 +8,13 @@
 namespace kc::rtctl {
 namespace {
 
-std::uint64_t deadline(const Task& t) { return t.d == 0 ? t.t : t.d; }
+std::uint64_t deadline(const Task& t) {
+  return t.d == 0 ? t.t : t.d;
+}
 
-Error invalid(std::string m) { return makeError(kc::errc::kInvalid, std::move(m)); }
+Error invalid(std::string m) {
+  return makeError(kc::errc::kInvalid, std::move(m));
+}
 
 }  // namespace
 
@@ -20,11 +24,13 @@ double lsbf(std::uint64_t periodUs, std::uint64_t runtimeUs, std::uint64_t t) {
   return v > 0 ? v : 0.0;
 }
 
-bool coreSchedulable(const std::vector<Task>& tasks, std::uint64_t periodUs, std::uint64_t runtimeUs) {
+bool coreSchedulable(const std::vector<Task>& tasks, std::uint64_t periodUs,
+                     std::uint64_t runtimeUs) {
   std::vector<std::size_t> order(tasks.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return deadline(tasks[a]) < deadline(tasks[b]); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return deadline(tasks[a]) < deadline(tasks[b]);
+  });
   for (std::size_t k = 0; k < order.size(); ++k) {
     const Task& ti = tasks[order[k]];
     const std::uint64_t di = deadline(ti);
@@ -84,12 +90,14 @@ Result<Design> design(const std::vector<Task>& tasks, std::uint64_t periodUs, do
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
     if (t.c == 0 || t.t == 0 || deadline(t) > t.t || t.c > deadline(t)) {
-      return invalid("task " + std::to_string(i) + ": need 0 < C <= D <= T (C=" + std::to_string(t.c) +
+      return invalid("task " + std::to_string(i) +
+                     ": need 0 < C <= D <= T (C=" + std::to_string(t.c) +
                      " T=" + std::to_string(t.t) + " D=" + std::to_string(deadline(t)) + ")");
     }
     u += static_cast<double>(t.c) / static_cast<double>(t.t);
   }
-  const auto maxRuntime = static_cast<std::uint64_t>(std::floor(bound * static_cast<double>(periodUs)));
+  const auto maxRuntime =
+      static_cast<std::uint64_t>(std::floor(bound * static_cast<double>(periodUs)));
   std::vector<std::size_t> byUtil(tasks.size());
   std::iota(byUtil.begin(), byUtil.end(), 0);
   std::stable_sort(byUtil.begin(), byUtil.end(), [&](std::size_t a, std::size_t b) {
@@ -156,8 +164,10 @@ Result<Task> parseTask(const std::string& text) {
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const auto comma = text.find(',', pos);
-    const std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos) {
+    const std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (part.empty() || part.size() > 12 ||
+        part.find_first_not_of("0123456789") != std::string::npos) {
       return invalid("task '" + text + "': expected C,T or C,T,D in microseconds");
     }
     v.push_back(std::stoull(part));

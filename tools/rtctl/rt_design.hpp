@@ -37,7 +37,8 @@ double lsbf(std::uint64_t periodUs, std::uint64_t runtimeUs, std::uint64_t t);
 
 // Whether tasks (any order; priorities by deadline, ties by index) pass on one core served
 // by (runtime, period).
-bool coreSchedulable(const std::vector<Task>& tasks, std::uint64_t periodUs, std::uint64_t runtimeUs);
+bool coreSchedulable(const std::vector<Task>& tasks, std::uint64_t periodUs,
+                     std::uint64_t runtimeUs);
 // The least runtime in [1, period] that passes, nullopt when even a full core does not.
 std::optional<std::uint64_t> minRuntime(const std::vector<Task>& tasks, std::uint64_t periodUs);
 
@@ -45,8 +46,8 @@ struct Design {
   std::uint64_t runtimeUs = 0;
   std::uint64_t periodUs = 0;
   std::uint32_t cpus = 0;
-  std::vector<std::uint32_t> coreOfTask;       // the core (0..cpus-1) each task is pinned to
-  std::vector<std::uint64_t> coreRuntimeUs;    // the least runtime of each core
+  std::vector<std::uint32_t> coreOfTask;     // the core (0..cpus-1) each task is pinned to
+  std::vector<std::uint64_t> coreRuntimeUs;  // the least runtime of each core
 };
 
 // Errors: "invalid" (no tasks, C = 0, C > D, D > T, period 0, bound outside (0, 1]),

@@ -2,7 +2,9 @@
 // The project's single entry point to Asio/Beast (private to libcore/net: never include it
 // from a public header). Boost 1.74 Asio under GCC 12 in C++20 needs <utility> first.
 
+// clang-format off
 #include <utility>
+// clang-format on
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/connect.hpp>

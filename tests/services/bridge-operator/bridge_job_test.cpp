@@ -76,13 +76,19 @@ TEST_CASE("invalid specs are rejected naming the field", "[bridge]") {
       {"additionaldata item malformed",
        [](json& s) { s["jobdata"]["additionaldata"] = "in:a.txt,oops"; }, "bucket:object"},
       {"additionaldata names collide",
-       [](json& s) { s["jobdata"]["additionaldata"] = "inputs:a/x.txt,other:b/x.txt"; }, "would both be staged as \"x.txt\""},
+       [](json& s) { s["jobdata"]["additionaldata"] = "inputs:a/x.txt,other:b/x.txt"; },
+       "would both be staged as \"x.txt\""},
       {"additionaldata key without a file name",
        [](json& s) { s["jobdata"]["additionaldata"] = "inputs:dir/"; }, "has no file name"},
-      {"additionaldata key naming ..", [](json& s) { s["jobdata"]["additionaldata"] = "inputs:a/.."; },
-       "is not a file name"},
+      {"additionaldata key naming ..",
+       [](json& s) { s["jobdata"]["additionaldata"] = "inputs:a/.."; }, "is not a file name"},
       {"additionaldata name with a control character",
-       [](json& s) { s["jobdata"]["additionaldata"] = "inputs:a\x01" "b"; }, "control character"},
+       [](json& s) {
+         s["jobdata"]["additionaldata"] =
+             "inputs:a\x01"
+             "b";
+       },
+       "control character"},
       {"S3 upload without s3secret (the original's check)",
        [](json& s) { s["s3storage"].erase("s3secret"); }, "s3secret is not set"},
       {"S3 endpoint with a scheme", [](json& s) { s["s3storage"]["endpoint"] = "https://s3:9000"; },

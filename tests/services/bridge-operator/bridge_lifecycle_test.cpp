@@ -11,8 +11,8 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/net/http_client.hpp"
-#include "tests/support/manifests.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
@@ -253,7 +253,7 @@ struct Cluster {
 
   void createJob(const std::string& name) {
     json job = kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
-                                                 "/charts/kubecomp/examples/bridgejob-slurm.yaml");
+                                         "/charts/kubecomp/examples/bridgejob-slurm.yaml");
     job["metadata"]["name"] = name;
     REQUIRE(kube->create(kJobs, kNs, job).ok());
   }

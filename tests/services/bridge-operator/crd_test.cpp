@@ -9,18 +9,18 @@
 #include <set>
 #include <thread>
 
-#include "libcore/kube/client.hpp"
 #include "libcore/api/bridge_job.hpp"
+#include "libcore/kube/client.hpp"
 #include "services/bridge-operator/hook_decision.hpp"
 #include "tests/services/bridge-operator/hook_request_builder.hpp"
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
-using kc::testing::loadYamlFile;
 using kc::bridge::testing::validSpec;
 using kc::kube::GroupVersionResource;
 using kc::kube::KubeClient;
+using kc::testing::loadYamlFile;
 using nlohmann::json;
 
 namespace {

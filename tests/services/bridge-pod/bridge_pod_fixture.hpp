@@ -6,13 +6,13 @@
 // once the pod wrote its keys.
 
 #include <arpa/inet.h>
-#include <csignal>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -31,7 +31,8 @@
 
 namespace kc::bridge::testing {
 
-inline const kube::GroupVersionResource kBridgeJobs{"bridge.kubecomp.io", "v1alpha1", "bridgejobs", true};
+inline const kube::GroupVersionResource kBridgeJobs{"bridge.kubecomp.io", "v1alpha1", "bridgejobs",
+                                                    true};
 inline const kube::GroupVersionResource kNamespacesGvr{"", "v1", "namespaces", false};
 inline const kube::GroupVersionResource kConfigMapsGvr{"", "v1", "configmaps", true};
 
@@ -62,7 +63,8 @@ class S3Server {
  public:
   S3Server(const std::string& dir, const std::string& bucket) : dir_(dir), port_(freePort()) {
     const char* prefix = std::getenv("KC_NPM_PREFIX");
-    const std::string root = prefix != nullptr ? prefix : std::string(std::getenv("HOME")) + "/.cache/kubecomp/npm";
+    const std::string root =
+        prefix != nullptr ? prefix : std::string(std::getenv("HOME")) + "/.cache/kubecomp/npm";
     const std::string exe = root + "/node_modules/.bin/s3rver";
     if (!std::filesystem::exists(exe)) {
       FAIL("s3rver not installed at " << exe << " (run tools/setup-deps.sh)");
@@ -95,11 +97,15 @@ class BridgeApi {
     auto c = kube::KubeClient::create(apiserver_.config(), o);
     REQUIRE(c.ok());
     kube_ = std::move(c).value();
-    kc::testing::installCrd(*kube_, kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
-                                                              "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml"));
-    REQUIRE(kube_->create(kNamespacesGvr, "",
-                          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
-                .ok());
+    kc::testing::installCrd(
+        *kube_,
+        kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
+                                  "/charts/kubecomp/crds/bridgejobs.bridge.kubecomp.io.yaml"));
+    REQUIRE(
+        kube_
+            ->create(kNamespacesGvr, "",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+            .ok());
   }
 
   kube::KubeClient& kube() { return *kube_; }
@@ -207,14 +213,14 @@ class BridgeApi {
 
 // The bridge-pod binary with the env of the operator's pod (`podEnv`), the Secret mounts
 // replaced by directories of the test, short backoff.
-inline std::unique_ptr<kc::testing::ChildProcess> startBridgePod(const std::string& backend,
-                                                                 const std::vector<std::string>& podEnv,
-                                                                 const std::string& kubeconfig,
-                                                                 const std::string& creds, const std::string& s3creds,
-                                                                 std::vector<std::string> extraArgs = {}) {
+inline std::unique_ptr<kc::testing::ChildProcess> startBridgePod(
+    const std::string& backend, const std::vector<std::string>& podEnv,
+    const std::string& kubeconfig, const std::string& creds, const std::string& s3creds,
+    std::vector<std::string> extraArgs = {}) {
   std::vector<std::string> e;
   for (const std::string& v : podEnv) {
-    if (v.rfind("BRIDGE_CREDENTIALS_DIR=", 0) != 0 && v.rfind("BRIDGE_S3_CREDENTIALS_DIR=", 0) != 0) {
+    if (v.rfind("BRIDGE_CREDENTIALS_DIR=", 0) != 0 &&
+        v.rfind("BRIDGE_S3_CREDENTIALS_DIR=", 0) != 0) {
       e.push_back(v);
     }
   }
@@ -223,7 +229,8 @@ inline std::unique_ptr<kc::testing::ChildProcess> startBridgePod(const std::stri
   e.push_back("KUBECONFIG=" + kubeconfig);
   e.push_back("BRIDGE_CREDENTIALS_DIR=" + creds);
   e.push_back("BRIDGE_S3_CREDENTIALS_DIR=" + s3creds);
-  std::vector<std::string> argv{BRIDGE_POD_BIN, "--backoff-initial-ms", "200", "--backoff-max-ms", "1000"};
+  std::vector<std::string> argv{BRIDGE_POD_BIN, "--backoff-initial-ms", "200", "--backoff-max-ms",
+                                "1000"};
   argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
   return std::make_unique<kc::testing::ChildProcess>(argv, kc::testing::ChildOutput::kInherit, e);
 }
@@ -258,7 +265,8 @@ struct BridgeWorld {
     INFO((put.ok() ? std::string() : put.error().message));
     REQUIRE(put.ok());
   }
-  std::unique_ptr<kc::testing::ChildProcess> pod(const std::string& backend, const std::vector<std::string>& env,
+  std::unique_ptr<kc::testing::ChildProcess> pod(const std::string& backend,
+                                                 const std::vector<std::string>& env,
                                                  std::vector<std::string> extraArgs = {}) {
     return startBridgePod(backend, env, api.kubeconfig(), creds, s3creds, std::move(extraArgs));
   }
@@ -280,8 +288,8 @@ struct Scenario {
 
   // `pod` ends within `limit` with exit 0, the job DONE, one remote job for it, and no more
   // sessions open than `sessionsLeft`.
-  void endsDoneOnce(kc::testing::ChildProcess& pod, const std::string& name, std::chrono::milliseconds limit,
-                    int sessionsLeft) const {
+  void endsDoneOnce(kc::testing::ChildProcess& pod, const std::string& name,
+                    std::chrono::milliseconds limit, int sessionsLeft) const {
     const auto exit = pod.waitExit(limit);
     REQUIRE(exit.has_value());
     CHECK(*exit == 0);
@@ -306,7 +314,8 @@ inline int runsToEnd(const Scenario& s, const std::string& name, const nlohmann:
 // kill through the operator while the job RUNs: the pod cancels it and ends with exit 1 and
 // KILLED; one remote job, no session left. The backend's own view of the cancel is the
 // caller's to check.
-inline void killedWhileRunning(const Scenario& s, const std::string& name, const nlohmann::json& spec) {
+inline void killedWhileRunning(const Scenario& s, const std::string& name,
+                               const nlohmann::json& spec) {
   using namespace std::chrono_literals;
   const int opened = s.openSessions();
   auto pod = s.pod(s.api.start(name, spec));
@@ -322,8 +331,8 @@ inline void killedWhileRunning(const Scenario& s, const std::string& name, const
 
 // A script exiting 3: the pod ends with exit 1, FAILED, the message saying `exitCode3` (each
 // backend words it its own way); one remote job, no session left. Outputs are the caller's.
-inline void failsWithExitCode3(const Scenario& s, const std::string& name, const nlohmann::json& spec,
-                               const std::string& exitCode3) {
+inline void failsWithExitCode3(const Scenario& s, const std::string& name,
+                               const nlohmann::json& spec, const std::string& exitCode3) {
   using namespace std::chrono_literals;
   CHECK(runsToEnd(s, name, spec, 90s) == 1);
   CHECK(s.api.value(name, "status.jobStatus") == "FAILED");
@@ -336,7 +345,8 @@ inline void failsWithExitCode3(const Scenario& s, const std::string& name, const
 // and recorded it), a third one to the end: exactly one remote job and DONE. Nothing here
 // depends on how long the job runs (a slow machine may see it end before any kill). The id
 // the second pod found is returned.
-inline std::string crashedTwiceRunsOnce(const Scenario& s, const std::string& name, const nlohmann::json& spec) {
+inline std::string crashedTwiceRunsOnce(const Scenario& s, const std::string& name,
+                                        const nlohmann::json& spec) {
   using namespace std::chrono_literals;
   auto env = s.api.start(name, spec);
   const int opened = s.openSessions();
@@ -388,8 +398,8 @@ inline void outageRunsOnce(const Scenario& s, const std::string& name, const nlo
 
 // A refused credential: the pod keeps retrying without submitting until `fix` rotates the
 // Secret's file, then runs the job once to DONE.
-inline void badCredentialWaits(const Scenario& s, const std::string& name, const nlohmann::json& spec,
-                               const std::function<void()>& fix) {
+inline void badCredentialWaits(const Scenario& s, const std::string& name,
+                               const nlohmann::json& spec, const std::function<void()>& fix) {
   using namespace std::chrono_literals;
   auto env = s.api.start(name, spec);
   const int opened = s.openSessions();
@@ -405,8 +415,8 @@ inline void badCredentialWaits(const Scenario& s, const std::string& name, const
 // no final state, its session logged out, the remote job left running; a replacement pod
 // resumes the recorded job and, once `finish` lets the job end, takes it to DONE: one job.
 // The spec's job must run until `finish` is called.
-inline void terminatedLeavesJob(const Scenario& s, const std::string& name, const nlohmann::json& spec,
-                                const std::function<void()>& finish) {
+inline void terminatedLeavesJob(const Scenario& s, const std::string& name,
+                                const nlohmann::json& spec, const std::function<void()>& finish) {
   using namespace std::chrono_literals;
   auto env = s.api.start(name, spec);
   const int opened = s.openSessions();

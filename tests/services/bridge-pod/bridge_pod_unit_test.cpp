@@ -3,12 +3,11 @@
 
 #include <catch2/catch.hpp>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <regex>
 
 #include "libcore/base/rfc3339.hpp"
-#include <fstream>
-
 #include "libcore/net/sigv4.hpp"
 #include "services/bridge-pod/credentials.hpp"
 #include "services/bridge-pod/lsf_backend.hpp"
@@ -47,18 +46,22 @@ TEST_CASE("bridge-pod credentials: HMAC-SHA256 (RFC 4231 case 2) and base64url")
   CHECK(base64Url("hi") == "aGk");
 }
 
-TEST_CASE("bridge-pod credentials: a minted Slurm JWT is HS256 over header.payload with exp iat sun") {
+TEST_CASE(
+    "bridge-pod credentials: a minted Slurm JWT is HS256 over header.payload with exp iat sun") {
   const std::string t = mintSlurmJwt("k3y", "alice", 1000, 1600);
   const auto dot1 = t.find('.');
   const auto dot2 = t.rfind('.');
   REQUIRE(dot1 != dot2);
-  CHECK(t.substr(0, dot1) == "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9");  // {"alg":"HS256","typ":"JWT"}
-  CHECK(t.substr(dot1 + 1, dot2 - dot1 - 1) == base64Url(R"({"exp":1600,"iat":1000,"sun":"alice"})"));
+  CHECK(t.substr(0, dot1) ==
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9");  // {"alg":"HS256","typ":"JWT"}
+  CHECK(t.substr(dot1 + 1, dot2 - dot1 - 1) ==
+        base64Url(R"({"exp":1600,"iat":1000,"sun":"alice"})"));
   CHECK(t.substr(dot2 + 1) == base64Url(hmacSha256("k3y", t.substr(0, dot2))));
   CHECK(t.find('=') == std::string::npos);
 }
 
-TEST_CASE("bridge-pod credentials: tokens are re-minted before expiry and a token file is re-read") {
+TEST_CASE(
+    "bridge-pod credentials: tokens are re-minted before expiry and a token file is re-read") {
   kc::testing::TempDir dir;
   kc::testing::FakeClock clock;
   dir.write("username", "alice\n");
@@ -98,7 +101,8 @@ TEST_CASE("bridge-pod: output names stay inside the job directory and bucket:obj
   CHECK_FALSE(safeRelativePath("/etc/passwd"));
   CHECK_FALSE(safeRelativePath("../x"));
   CHECK_FALSE(safeRelativePath("a/../../x"));
-  CHECK(splitBucketObject("b:dir/o.py").value() == std::pair<std::string, std::string>{"b", "dir/o.py"});
+  CHECK(splitBucketObject("b:dir/o.py").value() ==
+        std::pair<std::string, std::string>{"b", "dir/o.py"});
   CHECK_FALSE(splitBucketObject("nocolon").ok());
   CHECK_FALSE(splitBucketObject(":o").ok());
   CHECK_FALSE(splitBucketObject("b:").ok());
@@ -174,7 +178,8 @@ class ScriptedBackend final : public Backend {
     ++cancelCalls;
     return true;
   }
-  kc::Result<std::string> fetchOutput(const JobContext&, const std::string&, const std::string&) override {
+  kc::Result<std::string> fetchOutput(const JobContext&, const std::string&,
+                                      const std::string&) override {
     return kc::makeError("not_found", "no output");
   }
 };
@@ -186,11 +191,14 @@ class Proxy final : public Backend {
   const char* name() const override { return b_.name(); }
   std::uint64_t stagingLimit() const override { return b_.stagingLimit(); }
   kc::Status prepare() override { return b_.prepare(); }
-  kc::Result<std::optional<std::string>> findTagged(const JobContext& c) override { return b_.findTagged(c); }
+  kc::Result<std::optional<std::string>> findTagged(const JobContext& c) override {
+    return b_.findTagged(c);
+  }
   kc::Result<std::string> submit(const JobContext& c) override { return b_.submit(c); }
   kc::Result<Query> query(const std::string& id) override { return b_.query(id); }
   kc::Result<bool> cancel(const std::string& id) override { return b_.cancel(id); }
-  kc::Result<std::string> fetchOutput(const JobContext& c, const std::string& id, const std::string& f) override {
+  kc::Result<std::string> fetchOutput(const JobContext& c, const std::string& id,
+                                      const std::string& f) override {
     return b_.fetchOutput(c, id, f);
   }
 
@@ -242,7 +250,8 @@ struct Harness {
 
 }  // namespace
 
-TEST_CASE("bridge-pod runner: a submit lost in transit is found by its tag and not submitted twice") {
+TEST_CASE(
+    "bridge-pod runner: a submit lost in transit is found by its tag and not submitted twice") {
   Harness h;
   h.backend.tagged = {std::optional<std::string>{}, std::optional<std::string>{"42"}};
   h.backend.submits = {kc::makeError("timeout", "no reply")};
@@ -253,7 +262,9 @@ TEST_CASE("bridge-pod runner: a submit lost in transit is found by its tag and n
   CHECK(h.store.data["status.jobStatus"] == "DONE");
 }
 
-TEST_CASE("bridge-pod runner: the id is written before the first poll and transient poll errors back off") {
+TEST_CASE(
+    "bridge-pod runner: the id is written before the first poll and transient poll errors back "
+    "off") {
   Harness h;
   h.backend.submits = {std::string("7")};
   kc::Result<Query> down = kc::makeError("unavailable", "refused");
@@ -297,7 +308,9 @@ TEST_CASE("bridge-pod runner: kill cancels and waits for the backend to confirm"
   CHECK(h.store.data["status.jobStatus"] == "KILLED");
 }
 
-TEST_CASE("bridge-pod runner: a job gone before its end is UNKNOWN and a final ConfigMap ends the pod at once") {
+TEST_CASE(
+    "bridge-pod runner: a job gone before its end is UNKNOWN and a final ConfigMap ends the pod at "
+    "once") {
   Harness h;
   h.store.data["id"] = "9";
   Query gone;
@@ -350,16 +363,18 @@ TEST_CASE("ray: the submit body from the job's parameters") {
   ctx.script = "python /app/pi.py --fast";
   CHECK((*buildRaySubmitBody(ctx))["entrypoint"] == "python /app/pi.py --fast");
 
-  for (const auto& [field, value] : std::vector<std::pair<int, std::string>>{
-           {0, R"({"entrypoint": "x"})"},
-           {0, R"({"entrypoint_num_cpus": -1})"},
-           {0, R"({"entrypoint_memory": 1.5})"},
-           {1, R"({"pip": ["numpy"]})"},
-           {1, R"({"env": {"BRIDGE_SCRIPT": "x"}})"},
-           {1, R"({"conda": {}})"},
-           {2, "[1]"}}) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<int, std::string>>{{0, R"({"entrypoint": "x"})"},
+                                                {0, R"({"entrypoint_num_cpus": -1})"},
+                                                {0, R"({"entrypoint_memory": 1.5})"},
+                                                {1, R"({"pip": ["numpy"]})"},
+                                                {1, R"({"env": {"BRIDGE_SCRIPT": "x"}})"},
+                                                {1, R"({"conda": {}})"},
+                                                {2, "[1]"}}) {
     JobContext bad = ctx;
-    (field == 0 ? bad.params.jobProperties : field == 1 ? bad.scriptMetadata : bad.jobParametersJson) = value;
+    (field == 0   ? bad.params.jobProperties
+     : field == 1 ? bad.scriptMetadata
+                  : bad.jobParametersJson) = value;
     auto r = buildRaySubmitBody(bad);
     CHECK_FALSE(r.ok());
     CHECK(r.error().code == "invalid");
@@ -367,7 +382,9 @@ TEST_CASE("ray: the submit body from the job's parameters") {
 }
 
 TEST_CASE("ray: job replies map to status and times and 404 is gone") {
-  auto q = parseRayJob(200, R"({"status": "FAILED", "message": "Job entrypoint command failed with exit code 3, last logs:\nboom", "start_time": 1795000000123, "end_time": 1795000005999})");
+  auto q = parseRayJob(
+      200,
+      R"({"status": "FAILED", "message": "Job entrypoint command failed with exit code 3, last logs:\nboom", "start_time": 1795000000123, "end_time": 1795000005999})");
   REQUIRE(q.ok());
   CHECK(q->job.status == JobStatus::kFailed);
   CHECK(q->job.message == "Ray FAILED: Job entrypoint command failed with exit code 3, last logs:");
@@ -375,7 +392,8 @@ TEST_CASE("ray: job replies map to status and times and 404 is gone") {
   CHECK(q->job.endTime->time_since_epoch().count() == 1795000005);
   CHECK(parseRayJob(404, "Job x does not exist")->gone);
   CHECK(parseRayJob(200, R"({"status": "STOPPED"})")->job.status == JobStatus::kKilled);
-  CHECK(parseRayJob(200, R"({"status": "PENDING", "end_time": null})")->job.status == JobStatus::kSubmitted);
+  CHECK(parseRayJob(200, R"({"status": "PENDING", "end_time": null})")->job.status ==
+        JobStatus::kSubmitted);
   CHECK(parseRayJob(200, R"({"status": "WEIRD"})").error().code == "protocol");
   CHECK(parseRayJob(200, "not json").error().code == "protocol");
   CHECK(parseRayJob(503, "busy").error().code == "server_error");
@@ -391,8 +409,10 @@ TEST_CASE("quantum: the submit body carries program and backend and params and t
   ctx.params.jobProperties = R"({"backend": "ibm_kyiv", "private": true})";
   auto body = buildQuantumSubmitBody(ctx);
   REQUIRE(body.ok());
-  CHECK(*body == nlohmann::json::parse(
-                     R"({"program_id": "sampler", "backend": "ibm_kyiv", "private": true, "params": {"shots": 10}, "tags": ["bridgejob-uid:u-7"]})"));
+  CHECK(
+      *body ==
+      nlohmann::json::parse(
+          R"({"program_id": "sampler", "backend": "ibm_kyiv", "private": true, "params": {"shots": 10}, "tags": ["bridgejob-uid:u-7"]})"));
   for (auto mutate : std::vector<std::function<void(JobContext&)>>{
            [](JobContext& c) { c.params.jobProperties = "{}"; },
            [](JobContext& c) { c.params.jobProperties = R"({"backend": "x", "shots": 3})"; },
@@ -411,16 +431,21 @@ TEST_CASE("quantum: job states including the ran-too-long cancel") {
   auto st = [](const std::string& body) { return parseQuantumJob(200, body)->job.status; };
   CHECK(st(R"({"state": {"status": "Queued"}})") == JobStatus::kSubmitted);
   CHECK(st(R"({"state": {"status": "Running"}})") == JobStatus::kRunning);
-  CHECK(st(R"({"state": {"status": "Completed"}, "created": "2026-11-24T10:00:00.5Z"})") == JobStatus::kDone);
+  CHECK(st(R"({"state": {"status": "Completed"}, "created": "2026-11-24T10:00:00.5Z"})") ==
+        JobStatus::kDone);
   CHECK(st(R"({"state": {"status": "Cancelled"}})") == JobStatus::kKilled);
-  CHECK(st(R"({"state": {"status": "Cancelled", "reason": "RAN TOO LONG", "reason_code": 1305}})") == JobStatus::kFailed);
+  CHECK(
+      st(R"({"state": {"status": "Cancelled", "reason": "RAN TOO LONG", "reason_code": 1305}})") ==
+      JobStatus::kFailed);
   CHECK(st(R"({"status": "Cancelled - Ran too long"})") == JobStatus::kFailed);
   CHECK(st(R"({"status": "Failed"})") == JobStatus::kFailed);
   CHECK(parseQuantumJob(200, R"({"state": {"status": "Exploded"}})").error().code == "protocol");
   CHECK(parseQuantumJob(200, R"({"id": "x"})").error().code == "protocol");
   CHECK(parseQuantumJob(404, "{}")->gone);
   CHECK(parseQuantumJob(401, "{}").error().code == "unauthorized");
-  auto q = parseQuantumJob(200, R"({"state": {"status": "Failed", "reason": "bad input", "reason_code": 1517}, "created": "2026-11-24T10:00:00Z"})");
+  auto q = parseQuantumJob(
+      200,
+      R"({"state": {"status": "Failed", "reason": "bad input", "reason_code": 1517}, "created": "2026-11-24T10:00:00Z"})");
   CHECK(q->job.message == "Qiskit Runtime Failed: bad input (code 1517)");
   CHECK(kc::formatRfc3339(*q->job.submitTime) == "2026-11-24T10:00:00Z");
 }
@@ -429,13 +454,15 @@ TEST_CASE("multipart: nested parts round-trip and a longer boundary inside is no
   MimePart inner{{{"Content-ID", "<x>"}}, "line1\r\nline2"};
   const std::string nested = buildMultipart("B-data", {inner, MimePart{{}, ""}});
   MimePart outer{{{"Content-Type", "multipart/mixed; boundary=B-data"}}, nested};
-  const std::string body = buildMultipart("B", {MimePart{{{"Content-ID", "<AppName>"}}, "generic"}, outer});
+  const std::string body =
+      buildMultipart("B", {MimePart{{{"Content-ID", "<AppName>"}}, "generic"}, outer});
   auto parts = parseMultipart(body, "B");
   REQUIRE(parts.ok());
   REQUIRE(parts->size() == 2);
   CHECK((*parts)[0].header("content-id") == "<AppName>");
   CHECK((*parts)[1].body == nested);
-  auto in = parseMultipart((*parts)[1].body, multipartBoundary((*parts)[1].header("Content-Type")).value());
+  auto in = parseMultipart((*parts)[1].body,
+                           multipartBoundary((*parts)[1].header("Content-Type")).value());
   REQUIRE(in.ok());
   REQUIRE(in->size() == 2);
   CHECK((*in)[0].body == "line1\r\nline2");
@@ -462,10 +489,12 @@ TEST_CASE("lsf: the submit request and the one-object-or-array job replies") {
   REQUIRE(parts->size() == 3);
   CHECK((*parts)[2].body == ctx.script);  // the script as a file part, verbatim
   const std::string data = (*parts)[1].body;
-  CHECK(data.find("<AppParam><id>JOB_NAME</id><value>bridge-u-3</value><type></type></AppParam>") != std::string::npos);
+  CHECK(data.find("<AppParam><id>JOB_NAME</id><value>bridge-u-3</value><type></type></AppParam>") !=
+        std::string::npos);
   CHECK(data.find("<id>EXTRA_PARAMS</id><value>-nnodes 2</value>") != std::string::npos);
   CHECK(data.find("<id>QUEUE</id><value>night</value>") != std::string::npos);
-  for (const char* bad : {R"({"queue": 1})", R"({"nodes": 0})", R"({"runLimitHour": -1})", R"({"priority": 5})", "[]"}) {
+  for (const char* bad : {R"({"queue": 1})", R"({"nodes": 0})", R"({"runLimitHour": -1})",
+                          R"({"priority": 5})", "[]"}) {
     JobContext b = ctx;
     b.params.jobProperties = bad;
     CHECK_FALSE(buildLsfSubmit(b, "BND").ok());
@@ -488,9 +517,11 @@ TEST_CASE("lsf: the submit request and the one-object-or-array job replies") {
   CHECK(done->message == "LSF EXIT, exited with code 3");
   CHECK(kc::formatRfc3339(*done->startTime) == "2026-11-24T10:00:00Z");
   CHECK(kc::formatRfc3339(*done->endTime) == "2026-11-24T10:00:05Z");
-  CHECK(lsfRemoteJob(nlohmann::json::parse(R"({"jobStatus": "PSUSP"})"))->status == JobStatus::kSubmitted);
+  CHECK(lsfRemoteJob(nlohmann::json::parse(R"({"jobStatus": "PSUSP"})"))->status ==
+        JobStatus::kSubmitted);
   CHECK(lsfRemoteJob(nlohmann::json::parse(R"({"jobStatus": "WAT"})")).error().code == "protocol");
-  CHECK(kc::formatRfc3339(*lsfTokenExpiry("admin\"2010-04-03T09:31:02Z\"abc")) == "2010-04-03T09:31:02Z");
+  CHECK(kc::formatRfc3339(*lsfTokenExpiry("admin\"2010-04-03T09:31:02Z\"abc")) ==
+        "2010-04-03T09:31:02Z");
   CHECK_FALSE(lsfTokenExpiry("opaque").has_value());
 }
 
@@ -504,7 +535,8 @@ TEST_CASE("bridge-pod runner: a job that fails after the kill request is KILLED"
   CHECK(h.store.data["status.message"] == "LSF EXIT (after the kill request)");
 }
 
-TEST_CASE("bridge-pod staging: an object's base name is its file name and unusable names are refused") {
+TEST_CASE(
+    "bridge-pod staging: an object's base name is its file name and unusable names are refused") {
   CHECK(stagedFileName("input.txt").value() == "input.txt");
   CHECK(stagedFileName("dir/sub/data.bin").value() == "data.bin");
   CHECK(stagedFileName("a b'c").value() == "a b'c");
@@ -515,7 +547,9 @@ TEST_CASE("bridge-pod staging: an object's base name is its file name and unusab
   CHECK(stagedFileName(std::string(255, 'a')).ok());
 }
 
-TEST_CASE("bridge-pod runner: additionaldata on a backend that cannot stage is refused before any submit") {
+TEST_CASE(
+    "bridge-pod runner: additionaldata on a backend that cannot stage is refused before any "
+    "submit") {
   Harness h;
   h.store.data["jobData.additionalData"] = "inputs:a.txt";
   h.store.data["s3.endpoint"] = "127.0.0.1:1";
@@ -524,18 +558,22 @@ TEST_CASE("bridge-pod runner: additionaldata on a backend that cannot stage is r
   CHECK(h.run() == 1);
   CHECK(h.backend.submitCalls == 0);
   CHECK(h.store.data["status.jobStatus"] == "FAILED");
-  CHECK(h.store.data["status.message"].find("the scripted backend cannot stage files") != std::string::npos);
+  CHECK(h.store.data["status.message"].find("the scripted backend cannot stage files") !=
+        std::string::npos);
   CHECK(h.store.data.count("id") == 0);
 }
 
-TEST_CASE("bridge-pod runner: additionaldata names that collide or are unusable stop the pod before downloading") {
+TEST_CASE(
+    "bridge-pod runner: additionaldata names that collide or are unusable stop the pod before "
+    "downloading") {
   // The ConfigMap's parameters are validated as a spec (the operator refuses these with
   // SpecValid=False first): the pod downloads and submits nothing.
   for (const std::string list : {"inputs:a/x.txt,other:b/x.txt", "inputs:dir/", "inputs:dir/.."}) {
     Harness h;
     h.backend.limit = 1000;
     h.store.data["jobData.additionalData"] = list;
-    h.store.data["s3.endpoint"] = "127.0.0.1:1";  // nothing listens: a download would be retried, not refused
+    h.store.data["s3.endpoint"] =
+        "127.0.0.1:1";  // nothing listens: a download would be retried, not refused
     h.store.data["s3.secret"] = "s3";
     h.backend.submits = {std::string("1")};
     CHECK(h.run() == 1);
@@ -557,12 +595,15 @@ TEST_CASE("bridge-pod runner: an adopted job is not staged again") {
   CHECK(h.store.data["id"] == "77");
 }
 
-TEST_CASE("lsf: additionaldata files travel as file parameters and parts and unusable names are refused") {
+TEST_CASE(
+    "lsf: additionaldata files travel as file parameters and parts and unusable names are "
+    "refused") {
   JobContext ctx;
   ctx.uid = "u-4";
   ctx.params.scriptLocation = "inline";
   ctx.script = "cat in.txt\n";
-  ctx.additionalFiles = {{"in.txt", "line\r\n--BND\r\n"}, {"data & more.bin", std::string("\0\xff", 2)}};
+  ctx.additionalFiles = {{"in.txt", "line\r\n--BND\r\n"},
+                         {"data & more.bin", std::string("\0\xff", 2)}};
   CHECK(buildLsfSubmit(ctx, "BND").error().code == "conflict");  // a file holds the delimiter
   auto req = buildLsfSubmit(ctx, "BND2");
   REQUIRE(req.ok());
@@ -574,9 +615,12 @@ TEST_CASE("lsf: additionaldata files travel as file parameters and parts and unu
   CHECK((*parts)[4].header("Content-ID") == "<data & more.bin>");
   CHECK((*parts)[4].body == std::string("\0\xff", 2));
   const std::string data = (*parts)[1].body;
-  CHECK(data.find("<id>ADDITIONAL_FILE_1</id><value>in.txt,upload</value><type>file</type>") != std::string::npos);
-  CHECK(data.find("<id>ADDITIONAL_FILE_2</id><value>data &amp; more.bin,upload</value><type>file</type>") !=
+  CHECK(data.find("<id>ADDITIONAL_FILE_1</id><value>in.txt,upload</value><type>file</type>") !=
         std::string::npos);
+  CHECK(
+      data.find(
+          "<id>ADDITIONAL_FILE_2</id><value>data &amp; more.bin,upload</value><type>file</type>") !=
+      std::string::npos);
   for (const char* bad : {"a,b", "q\"", "<x>", "bridge-script.sh"}) {
     JobContext b = ctx;
     b.additionalFiles = {{bad, "x"}};
@@ -584,7 +628,8 @@ TEST_CASE("lsf: additionaldata files travel as file parameters and parts and unu
   }
   JobContext big = ctx;
   big.additionalFiles = {{"big", std::string(kLsfStagingLimit + 1, 'x')}};
-  CHECK(buildLsfSubmit(big, "BND").error().message.find("more than LSF stages") != std::string::npos);
+  CHECK(buildLsfSubmit(big, "BND").error().message.find("more than LSF stages") !=
+        std::string::npos);
 }
 
 namespace {
@@ -598,19 +643,24 @@ std::string slurp(const std::string& path) {
 // SLURM_JOB_ID set); the exit code.
 int runBatch(const kc::testing::TempDir& dir, const std::string& script) {
   dir.write("work/batch", script);
-  const std::string cmd = "cd '" + dir.file("work") + "' && chmod 700 batch && SLURM_JOB_ID=31 ./batch >out 2>err";
+  const std::string cmd =
+      "cd '" + dir.file("work") + "' && chmod 700 batch && SLURM_JOB_ID=31 ./batch >out 2>err";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 }  // namespace
 
-TEST_CASE("slurm: the batch script stages additionaldata by base64 heredocs and runs the script unchanged") {
+TEST_CASE(
+    "slurm: the batch script stages additionaldata by base64 heredocs and runs the script "
+    "unchanged") {
   JobContext ctx;
   ctx.params.scriptLocation = "inline";
-  ctx.script = "#!/usr/bin/env python3\nimport sys\nprint(open('in put.txt').read(), end='')\n"
-               "print(len(open(\"it's.bin\", 'rb').read()))\nsys.exit(4)\n";
-  ctx.additionalFiles = {{"in put.txt", "BRIDGE_STAGED_EOF\nline 2\n"}, {"it's.bin", std::string(1000, '\0')}};
+  ctx.script =
+      "#!/usr/bin/env python3\nimport sys\nprint(open('in put.txt').read(), end='')\n"
+      "print(len(open(\"it's.bin\", 'rb').read()))\nsys.exit(4)\n";
+  ctx.additionalFiles = {{"in put.txt", "BRIDGE_STAGED_EOF\nline 2\n"},
+                         {"it's.bin", std::string(1000, '\0')}};
   JobContext plain = ctx;
   plain.additionalFiles.clear();
   CHECK(slurmBatchScript(plain).value() == ctx.script);  // nothing to stage: the script as it is
@@ -639,7 +689,8 @@ TEST_CASE("slurm: the batch script stages additionaldata by base64 heredocs and 
   kc::testing::TempDir dir3;
   std::filesystem::create_directories(dir3.file("work/in put.txt"));
   CHECK(runBatch(dir3, *script) == 1);
-  CHECK(slurp(dir3.file("work/err")).find("bridge: staging in put.txt failed") != std::string::npos);
+  CHECK(slurp(dir3.file("work/err")).find("bridge: staging in put.txt failed") !=
+        std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir3.file("work/.bridge-script.31")));
 
   JobContext big = ctx;
@@ -655,19 +706,24 @@ TEST_CASE("lsf: ws/jobhistory replies read robustly (wrapped bhist text, several
     return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<jobHistory>" + histories + "</jobHistory>";
   };
   const auto hist = [](const std::string& content) {
-    return "<history><content>" + content + "</content><timeSummary><timeOfCalculation>Tue Nov 24 10:00:09"
+    return "<history><content>" + content +
+           "</content><timeSummary><timeOfCalculation>Tue Nov 24 10:00:09"
            "</timeOfCalculation></timeSummary></history>";
   };
   // bhist wraps at 80 columns even inside words; continuation lines are indented
-  const std::string done = "Job &lt;12&gt;, User &lt;u&gt;, Project &lt;default&gt;, Command &lt;sleep 1&gt;\n"
-                           "Tue Nov 24 10:00:00: Submitted from host &lt;h&gt;;\n"
-                           "Tue Nov 24 10:00:05: Done successfu\n                     lly. The CPU time used is 0.1 s;\n";
-  const std::string failed = "Job &lt;13&gt;, User &lt;u&gt;\nTue Nov 24 10:00:05: Exited with exit c\n"
-                             "                     ode 42. The CPU time used is 0.1 seconds;\n"
-                             "Tue Nov 24 10:00:05: Completed &lt;exit&gt;.\n";
-  const std::string killed = "Job &lt;14&gt;, User &lt;u&gt;\nTue Nov 24 10:00:03: Signal &lt;KILL&gt; requested by "
-                             "user or administrator &lt;adm&gt;;\nTue Nov 24 10:00:03: Exited by LSF signal TERM_OWNER;\n"
-                             "Tue Nov 24 10:00:03: Completed &lt;exit&gt;; TERM_OWNER: job killed by owner.\n";
+  const std::string done =
+      "Job &lt;12&gt;, User &lt;u&gt;, Project &lt;default&gt;, Command &lt;sleep 1&gt;\n"
+      "Tue Nov 24 10:00:00: Submitted from host &lt;h&gt;;\n"
+      "Tue Nov 24 10:00:05: Done successfu\n                     lly. The CPU time used is 0.1 "
+      "s;\n";
+  const std::string failed =
+      "Job &lt;13&gt;, User &lt;u&gt;\nTue Nov 24 10:00:05: Exited with exit c\n"
+      "                     ode 42. The CPU time used is 0.1 seconds;\n"
+      "Tue Nov 24 10:00:05: Completed &lt;exit&gt;.\n";
+  const std::string killed =
+      "Job &lt;14&gt;, User &lt;u&gt;\nTue Nov 24 10:00:03: Signal &lt;KILL&gt; requested by "
+      "user or administrator &lt;adm&gt;;\nTue Nov 24 10:00:03: Exited by LSF signal TERM_OWNER;\n"
+      "Tue Nov 24 10:00:03: Completed &lt;exit&gt;; TERM_OWNER: job killed by owner.\n";
   auto d = lsfHistoryJob("12", 200, wrapDoc(hist(failed) + hist(done)));
   REQUIRE(d.ok());
   REQUIRE(d->has_value());
@@ -678,19 +734,27 @@ TEST_CASE("lsf: ws/jobhistory replies read robustly (wrapped bhist text, several
   CHECK((*f)->message == "LSF job history: Completed <exit>, exited with code 42");
   auto k = lsfHistoryJob("14", 200, wrapDoc(hist(killed)));
   CHECK((*k)->status == JobStatus::kKilled);
-  CHECK_FALSE(lsfHistoryJob("1", 200, wrapDoc(hist(done)))->has_value());  // "Job <12>" is not "Job <1>"
+  CHECK_FALSE(
+      lsfHistoryJob("1", 200, wrapDoc(hist(done)))->has_value());  // "Job <12>" is not "Job <1>"
   CHECK_FALSE(lsfHistoryJob("12", 200, wrapDoc(""))->has_value());
   CHECK_FALSE(lsfHistoryJob("12", 404, "<error/>")->has_value());
-  CHECK_FALSE(lsfHistoryJob("12", 200, wrapDoc(hist("Job &lt;12&gt;\nTue Nov 24 10:00:00: Submitted;")))->has_value());
-  CHECK(lsfHistoryJob("12", 200, wrapDoc(hist("no job line; Done successfully.")))->value().status == JobStatus::kDone);
+  CHECK_FALSE(
+      lsfHistoryJob("12", 200, wrapDoc(hist("Job &lt;12&gt;\nTue Nov 24 10:00:00: Submitted;")))
+          ->has_value());
+  CHECK(
+      lsfHistoryJob("12", 200, wrapDoc(hist("no job line; Done successfully.")))->value().status ==
+      JobStatus::kDone);
   CHECK(lsfHistoryJob("12", 200, "{\"job\": []}").error().code == "protocol");
   CHECK(lsfHistoryJob("12", 200, "<jobHistory><history>").error().code == "protocol");
   CHECK(lsfHistoryJob("12", 200, "<jobs/>").error().code == "protocol");
   CHECK(lsfHistoryJob("12", 500, "oops").error().code == "server_error");
 }
 
-TEST_CASE("ray: the additionaldata package is a zip python's zipfile unpacks, the same bytes for the same files") {
-  const std::vector<StagedFile> files{{"a.txt", "alpha\n"}, {"it's b.bin", std::string("\0\xffPK", 4)}, {"empty", ""}};
+TEST_CASE(
+    "ray: the additionaldata package is a zip python's zipfile unpacks, the same bytes for the "
+    "same files") {
+  const std::vector<StagedFile> files{
+      {"a.txt", "alpha\n"}, {"it's b.bin", std::string("\0\xffPK", 4)}, {"empty", ""}};
   auto zip = rayZipPackage(files);
   REQUIRE(zip.ok());
   CHECK(rayZipPackage(files).value() == *zip);  // content-addressed: one name for one content
@@ -699,7 +763,8 @@ TEST_CASE("ray: the additionaldata package is a zip python's zipfile unpacks, th
   CHECK(rayPackageUri(rayZipPackage({{"a.txt", "alpha!\n"}}).value()) != uri);
   kc::testing::TempDir dir;
   dir.write("pkg.zip", *zip);
-  const std::string cmd = "/usr/bin/python3 -m zipfile -e '" + dir.file("pkg.zip") + "' '" + dir.file("out") + "'";
+  const std::string cmd =
+      "/usr/bin/python3 -m zipfile -e '" + dir.file("pkg.zip") + "' '" + dir.file("out") + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   for (const StagedFile& f : files) {
     CHECK(slurp(dir.file("out/" + f.name)) == f.bytes);

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,7 +53,8 @@ inline std::uint16_t freePort() {
   }
   static std::mt19937 gen(std::random_device{}());
   for (int i = 0; i < 200; ++i) {
-    const auto port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(10000, low - 1)(gen));
+    const auto port =
+        static_cast<std::uint16_t>(std::uniform_int_distribution<int>(10000, low - 1)(gen));
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     const sockaddr_in a = loopback(port);
     const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
@@ -69,7 +70,8 @@ class LocalJob {
  public:
   // Runs `command` with /bin/sh -c in `dir` (created), stdout and stderr to dir/output.log,
   // `env` added ("NAME=value"), `python` on PATH (Debian only has python3).
-  LocalJob(const std::string& dir, const std::string& command, std::vector<std::string> env) : dir_(dir) {
+  LocalJob(const std::string& dir, const std::string& command, std::vector<std::string> env)
+      : dir_(dir) {
     std::filesystem::create_directories(dir + "/.bin");
     std::error_code ec;
     std::filesystem::create_symlink("/usr/bin/python3", dir + "/.bin/python", ec);
@@ -77,8 +79,9 @@ class LocalJob {
     started_ = std::chrono::system_clock::now();
     // setsid: the job is its own process group, so a kill reaches whatever it started.
     child_ = std::make_unique<kc::testing::ChildProcess>(
-        std::vector<std::string>{"/usr/bin/setsid", "/bin/sh", "-c", "cd \"$1\" && /bin/sh -c \"$2\" >output.log 2>&1",
-                                 "job", dir, command},
+        std::vector<std::string>{"/usr/bin/setsid", "/bin/sh", "-c",
+                                 "cd \"$1\" && /bin/sh -c \"$2\" >output.log 2>&1", "job", dir,
+                                 command},
         kc::testing::ChildOutput::kInherit, env);
   }
   ~LocalJob() { kill(); }
@@ -153,7 +156,8 @@ namespace kc::bridge::testing {
 // the service is down, and must neither reach itself nor hold the port against up().
 class RestartableServer {
  public:
-  explicit RestartableServer(std::function<void(kc::net::HttpServer&)> routes) : routes_(std::move(routes)) {}
+  explicit RestartableServer(std::function<void(kc::net::HttpServer&)> routes)
+      : routes_(std::move(routes)) {}
   ~RestartableServer() { down(); }
   void up() {
     const bool first = port_ == 0;

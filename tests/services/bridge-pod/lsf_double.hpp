@@ -31,8 +31,12 @@ namespace kc::bridge::testing {
 
 class LsfDouble {
  public:
-  LsfDouble(std::string dir, std::string user, std::string password, std::chrono::seconds tokenLifetime)
-      : dir_(std::move(dir)), user_(std::move(user)), password_(std::move(password)), tokenLifetime_(tokenLifetime) {
+  LsfDouble(std::string dir, std::string user, std::string password,
+            std::chrono::seconds tokenLifetime)
+      : dir_(std::move(dir)),
+        user_(std::move(user)),
+        password_(std::move(password)),
+        tokenLifetime_(tokenLifetime) {
     listener_.up();
   }
   ~LsfDouble() { listener_.down(); }
@@ -69,8 +73,8 @@ class LsfDouble {
   std::size_t liveSessions() {
     std::lock_guard lock(mu_);
     const auto now = std::chrono::system_clock::now();
-    return static_cast<std::size_t>(
-        std::count_if(tokens_.begin(), tokens_.end(), [&](const auto& t) { return now < t.second; }));
+    return static_cast<std::size_t>(std::count_if(tokens_.begin(), tokens_.end(),
+                                                  [&](const auto& t) { return now < t.second; }));
   }
   std::map<std::string, std::string> params(const std::string& id) {
     std::lock_guard lock(mu_);
@@ -97,7 +101,7 @@ class LsfDouble {
     std::lock_guard lock(mu_);
     return historyCalls_;
   }
-    std::map<std::string, std::string> files(const std::string& id) {
+  std::map<std::string, std::string> files(const std::string& id) {
     std::lock_guard lock(mu_);
     return jobs_.at(id).files;
   }
@@ -123,7 +127,8 @@ class LsfDouble {
     r.withHeader("Content-Type", "application/xml");
     return r;
   }
-  static std::string between(const std::string& s, const std::string& open, const std::string& close) {
+  static std::string between(const std::string& s, const std::string& open,
+                             const std::string& close) {
     const auto a = s.find(open);
     if (a == std::string::npos) {
       return {};
@@ -148,8 +153,12 @@ class LsfDouble {
     std::strftime(buf, sizeof buf, format, &tm);
     return buf;
   }
-  static std::string lsfTime(std::chrono::system_clock::time_point t) { return utcTime(t, "%Y-%m-%d %H:%M:%S"); }
-  static std::string bhistTime(std::chrono::system_clock::time_point t) { return utcTime(t, "%a %b %d %H:%M:%S"); }
+  static std::string lsfTime(std::chrono::system_clock::time_point t) {
+    return utcTime(t, "%Y-%m-%d %H:%M:%S");
+  }
+  static std::string bhistTime(std::chrono::system_clock::time_point t) {
+    return utcTime(t, "%a %b %d %H:%M:%S");
+  }
 
   kc::net::Response logon(const kc::net::Request& r) {
     if (r.header("Content-Type").value_or("").find("application/xml") != 0) {
@@ -165,7 +174,8 @@ class LsfDouble {
     std::lock_guard lock(mu_);
     ++logons_;
     const auto expiry = std::chrono::system_clock::now() + tokenLifetime_;
-    const std::string token = user_ + "\"" + kc::formatRfc3339(expiry) + "\"" + std::to_string(logons_) + "a7f3e";
+    const std::string token =
+        user_ + "\"" + kc::formatRfc3339(expiry) + "\"" + std::to_string(logons_) + "a7f3e";
     tokens_[token] = expiry;
     return kc::net::Response::json(200, {{"token", token}});
   }
@@ -231,7 +241,8 @@ class LsfDouble {
     if (!parts.ok()) {
       return xml(400, "<error>" + parts.error().message + "</error>");
     }
-    std::map<std::string, std::string> params, files, fileParams;  // fileParams: file name -> action
+    std::map<std::string, std::string> params, files,
+        fileParams;  // fileParams: file name -> action
     std::string app;
     for (const auto& p : *parts) {
       const std::string id = p.header("Content-ID");
@@ -251,7 +262,8 @@ class LsfDouble {
             // A file parameter: "<name>,<action>"; the file is the part with Content-ID <name>.
             const auto comma = value.rfind(',');
             if (comma == std::string::npos || comma == 0) {
-              return xml(400, "<error>file parameter value " + value + " is not name,action</error>");
+              return xml(400,
+                         "<error>file parameter value " + value + " is not name,action</error>");
             }
             fileParams[value.substr(0, comma)] = value.substr(comma + 1);
           }
@@ -265,7 +277,8 @@ class LsfDouble {
     }
     for (const auto& [name, action] : fileParams) {
       if (action != "upload" || !files.count(name)) {
-        return xml(400, "<error>file parameter " + name + "," + action + ": no such uploaded file</error>");
+        return xml(400, "<error>file parameter " + name + "," + action +
+                            ": no such uploaded file</error>");
       }
     }
     for (const auto& [name, bytes] : files) {
@@ -293,7 +306,8 @@ class LsfDouble {
     e.params = params;
     e.files = files;
     e.submitted = std::chrono::system_clock::now();
-    e.job = std::make_shared<LocalJob>(jobDir, command, std::vector<std::string>{"LSB_JOBID=" + id});
+    e.job =
+        std::make_shared<LocalJob>(jobDir, command, std::vector<std::string>{"LSB_JOBID=" + id});
     jobs_.emplace(id, std::move(e));
     return kc::net::Response::json(200, {{"id", id}});
   }
@@ -336,12 +350,16 @@ class LsfDouble {
   }
 
   std::string bhist(const std::string& id, Entry& e) const {
-    std::string text = wrap("Job <" + id + ">, Job Name <" + e.params["JOB_NAME"] + ">, User <" + user_ +
-                            ">, Project <default>, Command <" + e.params["COMMANDTORUN"] + ">");
-    text += wrap(bhistTime(e.submitted) + ": Submitted from host <lsfhost>, to Queue <normal>, CWD <" + dir_ + "/" +
-                 id + ">;");
-    text += wrap(bhistTime(e.job->started()) + ": Dispatched 1 Task(s) on Host(s) <lsfhost>, Allocated 1 Slot(s) "
-                 "on Host(s) <lsfhost>, Effective RES_REQ <select[type == local] order[r15s:pg] >;");
+    std::string text =
+        wrap("Job <" + id + ">, Job Name <" + e.params["JOB_NAME"] + ">, User <" + user_ +
+             ">, Project <default>, Command <" + e.params["COMMANDTORUN"] + ">");
+    text +=
+        wrap(bhistTime(e.submitted) + ": Submitted from host <lsfhost>, to Queue <normal>, CWD <" +
+             dir_ + "/" + id + ">;");
+    text +=
+        wrap(bhistTime(e.job->started()) +
+             ": Dispatched 1 Task(s) on Host(s) <lsfhost>, Allocated 1 Slot(s) "
+             "on Host(s) <lsfhost>, Effective RES_REQ <select[type == local] order[r15s:pg] >;");
     const auto exit = e.job->exitStatus();
     const auto end = e.job->ended();
     if (!exit || !end) {
@@ -355,7 +373,8 @@ class LsfDouble {
     } else if (*exit == 0) {
       text += wrap(at + "Done successfully. The CPU time used is 0.0 seconds;");
     } else {
-      text += wrap(at + "Exited with exit code " + std::to_string(*exit) + ". The CPU time used is 0.0 seconds;");
+      text += wrap(at + "Exited with exit code " + std::to_string(*exit) +
+                   ". The CPU time used is 0.0 seconds;");
       text += wrap(at + "Completed <exit>.");
     }
     return text;
@@ -377,7 +396,8 @@ class LsfDouble {
     auto it = jobs_.find(ids);
     if (it != jobs_.end() && it->second.inHistory) {
       body += "<history><content>" + kc::bridge::pod::xmlEscape(bhist(it->first, it->second)) +
-              "</content><timeSummary><timeOfCalculation>" + bhistTime(std::chrono::system_clock::now()) +
+              "</content><timeSummary><timeOfCalculation>" +
+              bhistTime(std::chrono::system_clock::now()) +
               "</timeOfCalculation></timeSummary></history>";
     }
     return xml(200, body + "</jobHistory>");
@@ -428,13 +448,15 @@ class LsfDouble {
     }
     auto it = jobs_.find(cmd.substr(6));
     if (it == jobs_.end()) {
-      return kc::net::Response::json(200, {{"code", "255"}, {"message", cmd.substr(6) + ": No matching job found"}});
+      return kc::net::Response::json(
+          200, {{"code", "255"}, {"message", cmd.substr(6) + ": No matching job found"}});
     }
     if (it->second.job->running()) {
       it->second.killedBy = user_;
     }
     it->second.job->kill();
-    return kc::net::Response::json(200, {{"code", "0"}, {"message", "Job <" + it->first + "> is being terminated"}});
+    return kc::net::Response::json(
+        200, {{"code", "0"}, {"message", "Job <" + it->first + "> is being terminated"}});
   }
 
   kc::net::Response file(const kc::net::Request& r) {
@@ -474,12 +496,18 @@ class LsfDouble {
   std::optional<std::chrono::milliseconds> forgetAfter_;
   RestartableServer listener_{[this](kc::net::HttpServer& s) {
     s.route("POST", "/platform/ws/logon", [this](const kc::net::Request& r) { return logon(r); });
-    s.route("POST", "/platform/ws/jobs/submit", [this](const kc::net::Request& r) { return submit(r); });
-    s.route("POST", "/platform/ws/userCmd", [this](const kc::net::Request& r) { return userCmd(r); });
-    s.routePrefix("GET", "/platform/ws/jobs", [this](const kc::net::Request& r) { return jobs(r); });
-    s.route("GET", "/platform/ws/jobhistory", [this](const kc::net::Request& r) { return history(r); });
-    s.route("GET", "/platform/webservice/pacclient/logout/", [this](const kc::net::Request& r) { return logout(r); });
-    s.routePrefix("GET", "/platform/webservice/pacclient/file/", [this](const kc::net::Request& r) { return file(r); });
+    s.route("POST", "/platform/ws/jobs/submit",
+            [this](const kc::net::Request& r) { return submit(r); });
+    s.route("POST", "/platform/ws/userCmd",
+            [this](const kc::net::Request& r) { return userCmd(r); });
+    s.routePrefix("GET", "/platform/ws/jobs",
+                  [this](const kc::net::Request& r) { return jobs(r); });
+    s.route("GET", "/platform/ws/jobhistory",
+            [this](const kc::net::Request& r) { return history(r); });
+    s.route("GET", "/platform/webservice/pacclient/logout/",
+            [this](const kc::net::Request& r) { return logout(r); });
+    s.routePrefix("GET", "/platform/webservice/pacclient/file/",
+                  [this](const kc::net::Request& r) { return file(r); });
   }};
 };
 

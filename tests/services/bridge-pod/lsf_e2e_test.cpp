@@ -26,7 +26,8 @@ struct LsfWorld : BridgeWorld {
                 {"resourcesecret", "lsf-pac"},
                 {"image", "ghcr.io/kubecomp/bridge-pod-lsf:0.1"},
                 {"updateinterval", 1},
-                {"jobproperties", R"({"queue": "normal", "runLimitHour": 1, "runLimitMinute": 0, "nodes": 1})"},
+                {"jobproperties",
+                 R"({"queue": "normal", "runLimitHour": 1, "runLimitMinute": 0, "nodes": 1})"},
                 {"jobdata", {{"scriptlocation", location}, {"jobscript", script}}},
                 {"s3storage", s3Spec()},
                 {"s3upload", {{"bucket", "results"}, {"files", "hello.out,output.log"}}}};
@@ -35,20 +36,28 @@ struct LsfWorld : BridgeWorld {
     return BridgeWorld::pod("lsf", env);
   }
   Scenario scenario() {
-    return {api, [this](const std::vector<std::string>& env) { return pod(env); },
-            [this] { return lsf.submissions(); }, [this] { lsf.down(); }, [this] { lsf.up(); },
+    return {api,
+            [this](const std::vector<std::string>& env) { return pod(env); },
+            [this] { return lsf.submissions(); },
+            [this] { lsf.down(); },
+            [this] { lsf.up(); },
             [this] { return lsf.openSessions(); }};
   }
 };
 
-bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+bool isRfc3339(const json& v) {
+  return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok();
+}
 
 }  // namespace
 
-TEST_CASE("lsf: an inline script runs to DONE with a re-logon before the token expires and outputs in S3") {
+TEST_CASE(
+    "lsf: an inline script runs to DONE with a re-logon before the token expires and outputs in "
+    "S3") {
   LsfWorld w;
   CHECK(runsToEnd(w.scenario(), "hello",
-                  w.spec("#!/bin/sh\nsleep 6\necho \"hello from $LSB_JOBID\" > hello.out\necho 'it''s done'\n"),
+                  w.spec("#!/bin/sh\nsleep 6\necho \"hello from $LSB_JOBID\" > hello.out\necho "
+                         "'it''s done'\n"),
                   60s) == 0);
   CHECK(w.api.value("hello", "status.jobStatus") == "DONE");
   const std::string id = w.api.value("hello", "id");
@@ -79,7 +88,8 @@ TEST_CASE("lsf: kill runs bkill: EXIT after the kill -> KILLED") {
 
 TEST_CASE("lsf: a failing script is FAILED with its exit code and its outputs uploaded") {
   LsfWorld w;
-  failsWithExitCode3(w.scenario(), "boom", w.spec("echo partial > hello.out\nexit 3\n"), "exited with code 3");
+  failsWithExitCode3(w.scenario(), "boom", w.spec("echo partial > hello.out\nexit 3\n"),
+                     "exited with code 3");
   CHECK(w.s3.object("results", "boom/hello.out") == "partial\n");
 }
 
@@ -89,9 +99,6 @@ TEST_CASE("lsf: a remote command line is run as given") {
   CHECK(w.s3.object("results", "remote/hello.out") == "remote\n");
   CHECK(w.lsf.params(w.api.value("remote", "id")).at("COMMANDTORUN") == "echo remote > hello.out");
 }
-
-
-
 
 TEST_CASE("lsf: additionaldata files from S3 are uploaded with the submit and the job reads them") {
   LsfWorld w;
@@ -110,14 +117,16 @@ TEST_CASE("lsf: additionaldata files from S3 are uploaded with the submit and th
   CHECK(w.s3.object("results", "staged/hello.out") == "staged line\n7\n");
 }
 
-TEST_CASE("lsf: an additionaldata object missing from S3 fails the job before anything is submitted") {
+TEST_CASE(
+    "lsf: an additionaldata object missing from S3 fails the job before anything is submitted") {
   LsfWorld w;
   w.putS3("results", "a/x.txt", "one");
   json spec = w.spec("cat x.txt > hello.out\n");
   spec["jobdata"]["additionaldata"] = "results:a/x.txt,results:missing.txt";
   CHECK(runsToEnd(w.scenario(), "missing", spec, 30s) == 1);
   CHECK(w.api.value("missing", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("missing", "status.message").find("s3://results/missing.txt: HTTP 404") != std::string::npos);
+  CHECK(w.api.value("missing", "status.message").find("s3://results/missing.txt: HTTP 404") !=
+        std::string::npos);
   CHECK(w.lsf.submissions() == 0);
 }
 
@@ -131,13 +140,15 @@ TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/j
   REQUIRE(exit.has_value());
   CHECK(*exit == 0);
   CHECK(w.api.value("hist-done", "status.jobStatus") == "DONE");
-  CHECK(w.api.value("hist-done", "status.message").find("LSF job history: Done successfully") != std::string::npos);
+  CHECK(w.api.value("hist-done", "status.message").find("LSF job history: Done successfully") !=
+        std::string::npos);
   CHECK(w.s3.object("results", "hist-done/hello.out") == "from-history\n");
   CHECK(w.lsf.historyCalls() >= 1);
 
   CHECK(runsToEnd(w.scenario(), "hist-fail", w.spec("sleep 1\nexit 3\n"), 30s) == 1);
   CHECK(w.api.value("hist-fail", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("hist-fail", "status.message").find("Completed <exit>, exited with code 3") != std::string::npos);
+  CHECK(w.api.value("hist-fail", "status.message").find("Completed <exit>, exited with code 3") !=
+        std::string::npos);
 
   // bkill by an administrator: the pod sent no cancel, the history's <KILL> says KILLED
   env = w.api.start("hist-kill", w.spec("sleep 120\n"));
@@ -148,7 +159,8 @@ TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/j
   REQUIRE(exit.has_value());
   CHECK(*exit == 1);
   CHECK(w.api.value("hist-kill", "status.jobStatus") == "KILLED");
-  CHECK(w.api.value("hist-kill", "status.message").find("after a KILL signal") != std::string::npos);
+  CHECK(w.api.value("hist-kill", "status.message").find("after a KILL signal") !=
+        std::string::npos);
   CHECK(w.lsf.submissions() == 3);
   CHECK(w.lsf.openSessions() == 0);
 }
@@ -171,12 +183,16 @@ TEST_CASE("lsf: a job neither ws/jobs nor ws/jobhistory knows is UNKNOWN and not
 TEST_CASE("lsf: a wrong password is retried and never submits") {
   LsfWorld w;
   w.dir.write("creds/password", "wrong");
-  badCredentialWaits(w.scenario(), "denied", w.spec("echo ok > hello.out\n"), [&] { w.dir.write("creds/password", "pa<ss\"word&"); });
+  badCredentialWaits(w.scenario(), "denied", w.spec("echo ok > hello.out\n"),
+                     [&] { w.dir.write("creds/password", "pa<ss\"word&"); });
 }
 
-TEST_CASE("lsf: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+TEST_CASE(
+    "lsf: the pod SIGKILLed right after submit and again while polling then restarted: exactly one "
+    "job") {
   LsfWorld w;
-  CHECK(crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec("sleep 3\necho survived > hello.out\n")) == "101");
+  CHECK(crashedTwiceRunsOnce(w.scenario(), "crashy",
+                             w.spec("sleep 3\necho survived > hello.out\n")) == "101");
   CHECK(w.s3.object("results", "crashy/hello.out") == "survived\n");
 }
 
@@ -189,9 +205,10 @@ TEST_CASE("lsf: Application Center down at start and while polling: retries and 
 TEST_CASE("lsf: the pod SIGTERMed while its job runs logs out and leaves the job to the next pod") {
   LsfWorld w;
   const std::string gate = w.dir.file("go");
-  terminatedLeavesJob(w.scenario(), "evicted",
-                      w.spec("while [ ! -e '" + gate + "' ]; do sleep 0.2; done\necho resumed > hello.out\n"),
-                      [&] { w.dir.write("go", ""); });
+  terminatedLeavesJob(
+      w.scenario(), "evicted",
+      w.spec("while [ ! -e '" + gate + "' ]; do sleep 0.2; done\necho resumed > hello.out\n"),
+      [&] { w.dir.write("go", ""); });
   CHECK(w.s3.object("results", "evicted/hello.out") == "resumed\n");
 }
 

@@ -65,8 +65,10 @@ class QuantumDouble {
     bool invalid = false;
   };
 
-  static kc::net::Response error(unsigned status, const std::string& code, const std::string& message) {
-    return kc::net::Response::json(status, {{"errors", {{{"code", code}, {"message", message}}}}, {"trace", "double"}});
+  static kc::net::Response error(unsigned status, const std::string& code,
+                                 const std::string& message) {
+    return kc::net::Response::json(
+        status, {{"errors", {{{"code", code}, {"message", message}}}}, {"trace", "double"}});
   }
 
   kc::net::Response iam(const kc::net::Request& r) {
@@ -120,11 +122,15 @@ class QuantumDouble {
     if (age < std::chrono::milliseconds(300) + runFor) {
       return {"Running", ""};
     }
-    return j.invalid ? std::pair<std::string, std::string>{"Failed", "Invalid input: params.pubs must be a list"}
-                     : std::pair<std::string, std::string>{"Completed", ""};
+    return j.invalid
+               ? std::pair<std::string, std::string>{"Failed",
+                                                     "Invalid input: params.pubs must be a list"}
+               : std::pair<std::string, std::string>{"Completed", ""};
   }
 
-  std::string rfc(std::chrono::system_clock::time_point t) const { return kc::formatRfc3339(t, kc::Rfc3339Precision::kMillis); }
+  std::string rfc(std::chrono::system_clock::time_point t) const {
+    return kc::formatRfc3339(t, kc::Rfc3339Precision::kMillis);
+  }
 
   nlohmann::json view(const Job& j) const {
     auto [status, reason] = state(j);
@@ -178,7 +184,8 @@ class QuantumDouble {
           list.push_back(view(j));
         }
       }
-      return kc::net::Response::json(200, {{"jobs", list}, {"count", list.size()}, {"limit", 10}, {"offset", 0}});
+      return kc::net::Response::json(
+          200, {{"jobs", list}, {"count", list.size()}, {"limit", 10}, {"offset", 0}});
     }
     if (rest.empty() || rest[0] != '/') {
       return error(404, "1291", "Not found");
@@ -213,8 +220,10 @@ class QuantumDouble {
         return error(404, "1292", "Results are not available");
       }
       return kc::net::Response::json(
-          200, {{"results", {{{"data", {{"c", {{"samples", {"0x0", "0x1", "0x1", "0x0"}}, {"num_bits", 1}}}}}}}},
-                {"metadata", {{"version", 2}}}});
+          200,
+          {{"results",
+            {{{"data", {{"c", {{"samples", {"0x0", "0x1", "0x1", "0x0"}}, {"num_bits", 1}}}}}}}},
+           {"metadata", {{"version", 2}}}});
     }
     if (r.method == "GET" && action == "logs") {
       kc::net::Response t;
@@ -228,12 +237,15 @@ class QuantumDouble {
         ts["running"] = rfc(j.created + std::chrono::milliseconds(300));
       }
       if (final) {
-        const auto end = j.cancelled ? j.created + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                                         *j.cancelled - j.submitted)
-                                     : j.created + std::chrono::milliseconds(300) + runFor;
+        const auto end =
+            j.cancelled
+                ? j.created + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                  *j.cancelled - j.submitted)
+                : j.created + std::chrono::milliseconds(300) + runFor;
         ts["finished"] = rfc(end);
       }
-      return kc::net::Response::json(200, {{"timestamps", ts}, {"usage", {{"quantum_seconds", 1}, {"seconds", 1}}}});
+      return kc::net::Response::json(
+          200, {{"timestamps", ts}, {"usage", {{"quantum_seconds", 1}, {"seconds", 1}}}});
     }
     return error(404, "1291", "Not found");
   }
@@ -243,21 +255,23 @@ class QuantumDouble {
     if (body.is_discarded() || !body.is_object()) {
       return error(400, "1201", "Invalid request body");
     }
-    static const std::set<std::string> known{"program_id", "backend", "params", "tags", "log_level",
-                                             "session_id", "private", "runtime", "cost", "hub", "group", "project"};
+    static const std::set<std::string> known{"program_id", "backend",    "params",  "tags",
+                                             "log_level",  "session_id", "private", "runtime",
+                                             "cost",       "hub",        "group",   "project"};
     for (const auto& [k, v] : body.items()) {
       if (!known.count(k)) {
         return error(400, "1201", "Invalid field: " + k);
       }
     }
-    if (!body.contains("program_id") || !body["program_id"].is_string() || !body.contains("backend") ||
-        !body["backend"].is_string()) {
+    if (!body.contains("program_id") || !body["program_id"].is_string() ||
+        !body.contains("backend") || !body["backend"].is_string()) {
       return error(400, "1201", "program_id and backend are required");
     }
     const auto now = Clock::now();
-    recent_.erase(std::remove_if(recent_.begin(), recent_.end(),
-                                 [&](Clock::time_point t) { return now - t > std::chrono::minutes(1); }),
-                  recent_.end());
+    recent_.erase(
+        std::remove_if(recent_.begin(), recent_.end(),
+                       [&](Clock::time_point t) { return now - t > std::chrono::minutes(1); }),
+        recent_.end());
     if (recent_.size() >= 5) {
       return error(429, "1352", "Rate limited: 5 jobs per minute per user");
     }

@@ -42,17 +42,23 @@ struct QuantumWorld : BridgeWorld {
   }
   Scenario scenario() {
     return {api, [this](const std::vector<std::string>& env) { return pod(env); },
-            [this] { return quantum.submissions(); }, [this] { quantum.down(); }, [this] { quantum.up(); }};
+            [this] { return quantum.submissions(); }, [this] { quantum.down(); },
+            [this] { quantum.up(); }};
   }
 };
 
-const char* kGood = R"({"pubs": [["OPENQASM 3.0; qubit[1] q; bit[1] c; h q[0]; c[0] = measure q[0];"]], "shots": 4})";
+const char* kGood =
+    R"({"pubs": [["OPENQASM 3.0; qubit[1] q; bit[1] c; h q[0]; c[0] = measure q[0];"]], "shots": 4})";
 
-bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+bool isRfc3339(const json& v) {
+  return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok();
+}
 
 }  // namespace
 
-TEST_CASE("quantum: a sampler job runs to Completed with IAM tokens refreshed before expiry and results in S3") {
+TEST_CASE(
+    "quantum: a sampler job runs to Completed with IAM tokens refreshed before expiry and results "
+    "in S3") {
   QuantumWorld w;
   w.quantum.runFor = 8500ms;  // longer than a token lives
   CHECK(runsToEnd(w.scenario(), "bell", w.spec(kGood), 60s) == 0);
@@ -82,32 +88,35 @@ TEST_CASE("quantum: invalid input is FAILED with the service's reason") {
   w.quantum.runFor = 200ms;
   CHECK(runsToEnd(w.scenario(), "bad", w.spec(R"({"pubs": "not a circuit"})"), 30s) == 1);
   CHECK(w.api.value("bad", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("bad", "status.message").find("pubs must be a list (code 1517)") != std::string::npos);
+  CHECK(w.api.value("bad", "status.message").find("pubs must be a list (code 1517)") !=
+        std::string::npos);
 }
-
-
-
 
 TEST_CASE("quantum: additionaldata is refused before anything is downloaded or submitted") {
   QuantumWorld w;
   json spec = w.spec(kGood);
-  spec["jobdata"]["additionaldata"] = "results:inputs/never-read.txt";  // not even in S3: nothing is fetched
+  spec["jobdata"]["additionaldata"] =
+      "results:inputs/never-read.txt";  // not even in S3: nothing is fetched
   auto pod = w.pod(w.api.start("files", spec));
   const auto exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());
   CHECK(*exit == 1);
   CHECK(w.api.value("files", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("files", "status.message").find("the quantum backend cannot stage files") != std::string::npos);
+  CHECK(w.api.value("files", "status.message").find("the quantum backend cannot stage files") !=
+        std::string::npos);
   CHECK(w.quantum.submissions() == 0);
 }
 
 TEST_CASE("quantum: a wrong API key is retried and never submits") {
   QuantumWorld w;
   w.dir.write("creds/password", "wrong-key");
-  badCredentialWaits(w.scenario(), "denied", w.spec(kGood), [&] { w.dir.write("creds/password", "api-key-123"); });
+  badCredentialWaits(w.scenario(), "denied", w.spec(kGood),
+                     [&] { w.dir.write("creds/password", "api-key-123"); });
 }
 
-TEST_CASE("quantum: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+TEST_CASE(
+    "quantum: the pod SIGKILLed right after submit and again while polling then restarted: exactly "
+    "one job") {
   QuantumWorld w;
   w.quantum.runFor = 3s;
   crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec(kGood));

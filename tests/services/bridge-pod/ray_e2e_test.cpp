@@ -43,11 +43,15 @@ struct RayWorld : BridgeWorld {
   }
 };
 
-bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+bool isRfc3339(const json& v) {
+  return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok();
+}
 
 }  // namespace
 
-TEST_CASE("ray: a script from S3 runs to SUCCEEDED and its logs land in S3 and the status is DONE with times") {
+TEST_CASE(
+    "ray: a script from S3 runs to SUCCEEDED and its logs land in S3 and the status is DONE with "
+    "times") {
   RayWorld w;
   kc::bridge::pod::S3Options o;
   o.endpoint = w.s3.endpoint();
@@ -55,10 +59,11 @@ TEST_CASE("ray: a script from S3 runs to SUCCEEDED and its logs land in S3 and t
   o.credentialsDir = w.s3creds;
   auto s3 = kc::bridge::pod::S3Client::create(o);
   REQUIRE(s3.ok());
-  REQUIRE((*s3)->putObject("results", "inputs/pi.py",
-                           "import json, os\n"
-                           "p = json.loads(os.environ['BRIDGE_JOB_PARAMETERS'])\n"
-                           "print(os.environ['GREETING'], 'iterations', p['iterations'])\n")
+  REQUIRE((*s3)
+              ->putObject("results", "inputs/pi.py",
+                          "import json, os\n"
+                          "p = json.loads(os.environ['BRIDGE_JOB_PARAMETERS'])\n"
+                          "print(os.environ['GREETING'], 'iterations', p['iterations'])\n")
               .ok());
   CHECK(runsToEnd(w.scenario(), "pi", w.spec("results:inputs/pi.py", "s3"), 60s) == 0);
   CHECK(w.api.value("pi", "status.jobStatus") == "DONE");
@@ -84,20 +89,20 @@ TEST_CASE("ray: kill stops the job: STOPPED -> KILLED") {
 
 TEST_CASE("ray: a failing script is FAILED with its exit code and its logs uploaded") {
   RayWorld w;
-  failsWithExitCode3(w.scenario(), "boom", w.spec("import sys\nprint('boom')\nsys.exit(3)\n"), "exit code 3");
+  failsWithExitCode3(w.scenario(), "boom", w.spec("import sys\nprint('boom')\nsys.exit(3)\n"),
+                     "exit code 3");
   CHECK(w.s3.object("results", "boom/logs") == "boom\n");
 }
-
-
-
 
 TEST_CASE("ray: additionaldata becomes an uploaded working_dir package the job runs in") {
   RayWorld w;
   w.putS3("results", "inputs/cfg/settings.json", R"({"scale": 7})");
   const std::string binary("\0\x01PK\x03\x04\xff", 7);
   w.putS3("results", "inputs/blob.bin", binary);
-  json spec = w.spec("import json\n"
-                     "print('scale', json.load(open('settings.json'))['scale'], 'blob', len(open('blob.bin', 'rb').read()))\n");
+  json spec = w.spec(
+      "import json\n"
+      "print('scale', json.load(open('settings.json'))['scale'], 'blob', len(open('blob.bin', "
+      "'rb').read()))\n");
   spec["jobdata"]["additionaldata"] = "results:inputs/cfg/settings.json,results:inputs/blob.bin";
   auto pod = w.pod(w.api.start("withfiles", spec));
   auto exit = pod->waitExit(60s);
@@ -110,11 +115,13 @@ TEST_CASE("ray: additionaldata becomes an uploaded working_dir package the job r
   CHECK(uri.rfind("gcs://_ray_pkg_", 0) == 0);
   CHECK(w.ray.packages().count(uri) == 1);
   CHECK(w.ray.packageUploads() == 1);
-  CHECK(body["runtime_env"]["env_vars"]["GREETING"] == "hello");  // the rest of the runtime_env kept
+  CHECK(body["runtime_env"]["env_vars"]["GREETING"] ==
+        "hello");  // the rest of the runtime_env kept
 
   // The same files for another job: the package is there already, not uploaded again.
   json again = spec;
-  again["jobdata"]["jobscript"] = "print(open('blob.bin', 'rb').read() == bytes([0, 1, 80, 75, 3, 4, 255]))\n";
+  again["jobdata"]["jobscript"] =
+      "print(open('blob.bin', 'rb').read() == bytes([0, 1, 80, 75, 3, 4, 255]))\n";
   pod = w.pod(w.api.start("again", again));
   exit = pod->waitExit(60s);
   REQUIRE(exit.has_value());
@@ -127,20 +134,24 @@ TEST_CASE("ray: additionaldata becomes an uploaded working_dir package the job r
 TEST_CASE("ray: a wrong token is retried as transient and never submits") {
   RayWorld w;
   w.dir.write("creds/token", "wrong");
-  badCredentialWaits(w.scenario(), "denied", w.spec("print(1)\n"),
-                     [&] { w.dir.write("creds/token", "ray-secret-token"); });  // the Secret rotated
+  badCredentialWaits(w.scenario(), "denied", w.spec("print(1)\n"), [&] {
+    w.dir.write("creds/token", "ray-secret-token");
+  });  // the Secret rotated
 }
 
-TEST_CASE("ray: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+TEST_CASE(
+    "ray: the pod SIGKILLed right after submit and again while polling then restarted: exactly one "
+    "job") {
   RayWorld w;
-  const std::string id =
-      crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec("import time\ntime.sleep(3)\nprint('survived')\n"));
+  const std::string id = crashedTwiceRunsOnce(
+      w.scenario(), "crashy", w.spec("import time\ntime.sleep(3)\nprint('survived')\n"));
   CHECK(id == "bridge-" + w.api.uid());
   CHECK(w.s3.object("results", "crashy/logs") == "survived\n");
 }
 
 TEST_CASE("ray: the dashboard down at start and while polling: retries and one job and DONE") {
   RayWorld w;
-  outageRunsOnce(w.scenario(), "patient", w.spec("import time\ntime.sleep(2)\nprint('late')\n"), 4s);
+  outageRunsOnce(w.scenario(), "patient", w.spec("import time\ntime.sleep(2)\nprint('late')\n"),
+                 4s);
   CHECK(w.s3.object("results", "patient/logs") == "late\n");
 }

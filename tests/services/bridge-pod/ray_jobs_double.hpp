@@ -9,8 +9,9 @@
 // 404 text "Package gcs://X does not exist" otherwise; a job whose runtime_env.working_dir is
 // a gcs:// URI runs inside that package, unpacked (by python3's zipfile, not by the pod's
 // libzip), or fails at runtime env setup when the package was never uploaded. Jobs really run
-// (LocalJob): the entrypoint under /bin/sh with the runtime_env's env_vars. Optional token auth (Ray >= 2.52: Authorization: Bearer). down()/up()
-// stop and restart the listener on the same port, keeping the jobs.
+// (LocalJob): the entrypoint under /bin/sh with the runtime_env's env_vars. Optional token auth
+// (Ray >= 2.52: Authorization: Bearer). down()/up() stop and restart the listener on the same port,
+// keeping the jobs.
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +22,8 @@ namespace kc::bridge::testing {
 
 class RayJobsDouble {
  public:
-  RayJobsDouble(std::string dir, std::string token = {}) : dir_(std::move(dir)), token_(std::move(token)) {
+  RayJobsDouble(std::string dir, std::string token = {})
+      : dir_(std::move(dir)), token_(std::move(token)) {
     listener_.up();
   }
   // Stop the listener first: its handlers use the jobs.
@@ -86,16 +88,19 @@ class RayJobsDouble {
     if (body.is_discarded() || !body.is_object()) {
       return text(400, "Failed to parse request body");
     }
-    static const std::set<std::string> known{"entrypoint",          "submission_id",       "job_id",
-                                             "runtime_env",         "metadata",            "entrypoint_num_cpus",
-                                             "entrypoint_num_gpus", "entrypoint_memory",   "entrypoint_resources"};
+    static const std::set<std::string> known{
+        "entrypoint",          "submission_id",     "job_id",
+        "runtime_env",         "metadata",          "entrypoint_num_cpus",
+        "entrypoint_num_gpus", "entrypoint_memory", "entrypoint_resources"};
     for (const auto& [k, v] : body.items()) {
       if (!known.count(k)) {
-        return text(400, "JobSubmitRequest.__init__() got an unexpected keyword argument '" + k + "'");
+        return text(400,
+                    "JobSubmitRequest.__init__() got an unexpected keyword argument '" + k + "'");
       }
     }
     if (!body.contains("entrypoint") || !body["entrypoint"].is_string()) {
-      return text(400, "JobSubmitRequest.__init__() missing 1 required positional argument: 'entrypoint'");
+      return text(
+          400, "JobSubmitRequest.__init__() missing 1 required positional argument: 'entrypoint'");
     }
     std::lock_guard lock(mu_);
     std::string id = body.value("submission_id", "");
@@ -103,7 +108,8 @@ class RayJobsDouble {
       id = "raysubmit_" + std::to_string(jobs_.size() + 1);
     }
     if (jobs_.count(id)) {
-      return text(400, "Job with submission_id " + id + " already exists. Please use a different submission_id.");
+      return text(400, "Job with submission_id " + id +
+                           " already exists. Please use a different submission_id.");
     }
     std::vector<std::string> env;
     if (body.contains("runtime_env") && body["runtime_env"].contains("env_vars")) {
@@ -127,7 +133,8 @@ class RayJobsDouble {
         kc::testing::ChildProcess unzip({"/usr/bin/python3", "-m", "zipfile", "-e", zip, jobDir},
                                         kc::testing::ChildOutput::kInherit);
         if (unzip.wait() != 0) {
-          entrypoint = "echo 'runtime_env setup failed: " + uri + " is not a zip archive' >&2; exit 1";
+          entrypoint =
+              "echo 'runtime_env setup failed: " + uri + " is not a zip archive' >&2; exit 1";
         }
       }
     }
@@ -135,8 +142,8 @@ class RayJobsDouble {
     e.request = body;
     e.job = std::make_shared<LocalJob>(jobDir, entrypoint, env);
     jobs_.emplace(id, std::move(e));
-    return kc::net::Response::json(200, {{"job_id", "0" + std::to_string(jobs_.size()) + "000000"},
-                                         {"submission_id", id}});
+    return kc::net::Response::json(
+        200, {{"job_id", "0" + std::to_string(jobs_.size()) + "000000"}, {"submission_id", id}});
   }
 
   kc::net::Response job(const kc::net::Request& r) {
@@ -220,7 +227,8 @@ class RayJobsDouble {
     }
     const std::string protocol = rest.substr(0, slash), name = rest.substr(slash + 1);
     if (protocol != "gcs" || name.size() < 5 || name.substr(name.size() - 4) != ".zip") {
-      return text(500, "ValueError: package_uri (" + protocol + "://" + name + ") is not a gcs:// .zip package");
+      return text(500, "ValueError: package_uri (" + protocol + "://" + name +
+                           ") is not a gcs:// .zip package");
     }
     const std::string uri = protocol + "://" + name;
     std::lock_guard lock(mu_);
@@ -246,11 +254,14 @@ class RayJobsDouble {
       if (auto denied = auth(r)) {
         return *denied;
       }
-      return kc::net::Response::json(200, {{"version", "4"}, {"ray_version", "2.9.3"}, {"ray_commit", "double"}});
+      return kc::net::Response::json(
+          200, {{"version", "4"}, {"ray_version", "2.9.3"}, {"ray_commit", "double"}});
     });
     s.route("POST", "/api/jobs/", [this](const kc::net::Request& r) { return submit(r); });
-    s.routePrefix("GET", "/api/packages/", [this](const kc::net::Request& r) { return package(r); });
-    s.routePrefix("PUT", "/api/packages/", [this](const kc::net::Request& r) { return package(r); });
+    s.routePrefix("GET", "/api/packages/",
+                  [this](const kc::net::Request& r) { return package(r); });
+    s.routePrefix("PUT", "/api/packages/",
+                  [this](const kc::net::Request& r) { return package(r); });
     s.routePrefix("", "/api/jobs/", [this](const kc::net::Request& r) { return job(r); });
   }};
 };

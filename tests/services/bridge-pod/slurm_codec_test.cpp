@@ -172,8 +172,10 @@ TEST_CASE("bad job properties are rejected naming the key", "[bridge]") {
       {"nodes scalar", R"({"nodes":2})", "jobproperties.nodes must be [min, max]"},
       {"nodes reversed", R"({"nodes":[3,2]})", "jobproperties.nodes must be [min, max]"},
       {"env empty", R"({"environment":{}})", "jobproperties.environment must be a non-empty"},
-      {"env array of numbers", R"({"environment":[1]})", "jobproperties.environment entries must be"},
-      {"env array entry without =", R"({"environment":["PATH"]})", "entry \"PATH\" is not NAME=value"},
+      {"env array of numbers", R"({"environment":[1]})",
+       "jobproperties.environment entries must be"},
+      {"env array entry without =", R"({"environment":["PATH"]})",
+       "entry \"PATH\" is not NAME=value"},
       {"env array entry =x", R"({"environment":["=x"]})", "entry \"=x\" is not NAME=value"},
       {"env empty array", R"({"environment":[]})", "jobproperties.environment must be a non-empty"},
       {"env value number", R"({"environment":{"N":1}})",
@@ -532,27 +534,37 @@ namespace {
 
 using slurm::ApiVersion;
 
-json noVal(std::int64_t n) { return json{{"set", true}, {"infinite", false}, {"number", n}}; }
-json unset() { return json{{"set", false}, {"infinite", false}, {"number", 0}}; }
-json infinite() { return json{{"set", false}, {"infinite", true}, {"number", 0}}; }
+json noVal(std::int64_t n) {
+  return json{{"set", true}, {"infinite", false}, {"number", n}};
+}
+json unset() {
+  return json{{"set", false}, {"infinite", false}, {"number", 0}};
+}
+json infinite() {
+  return json{{"set", false}, {"infinite", true}, {"number", 0}};
+}
 
 json meta(ApiVersion v) {
   const std::string name = slurm::versionName(v);
   const int minor = v == ApiVersion::kV0039 ? 2 : v == ApiVersion::kV0040 ? 11 : 5;
   const int major = v == ApiVersion::kV0041 ? 24 : 23;
-  json plugin = v == ApiVersion::kV0039
-                    ? json{{"type", "openapi/" + name}, {"name", "Slurm OpenAPI " + name}, {"data_parser", name}}
-                    : json{{"type", "openapi/slurmctld"},
-                           {"name", "Slurm OpenAPI slurmctld"},
-                           {"data_parser", "data_parser/" + name},
-                           {"accounting_storage", ""}};
-  return json{{"plugin", plugin},
-              {"client", {{"source", "[127.0.0.1]:40422"}, {"user", "root"}, {"group", "root"}}},
-              {"command", json::array()},
-              {"slurm",
-               {{"version", {{"major", std::to_string(major)}, {"micro", "1"}, {"minor", std::to_string(minor)}}},
-                {"release", std::to_string(major) + "." + (minor < 10 ? "0" : "") + std::to_string(minor) + ".1"},
-                {"cluster", "bridgetest"}}}};
+  json plugin = v == ApiVersion::kV0039 ? json{{"type", "openapi/" + name},
+                                               {"name", "Slurm OpenAPI " + name},
+                                               {"data_parser", name}}
+                                        : json{{"type", "openapi/slurmctld"},
+                                               {"name", "Slurm OpenAPI slurmctld"},
+                                               {"data_parser", "data_parser/" + name},
+                                               {"accounting_storage", ""}};
+  return json{
+      {"plugin", plugin},
+      {"client", {{"source", "[127.0.0.1]:40422"}, {"user", "root"}, {"group", "root"}}},
+      {"command", json::array()},
+      {"slurm",
+       {{"version",
+         {{"major", std::to_string(major)}, {"micro", "1"}, {"minor", std::to_string(minor)}}},
+        {"release",
+         std::to_string(major) + "." + (minor < 10 ? "0" : "") + std::to_string(minor) + ".1"},
+        {"cluster", "bridgetest"}}}};
 }
 
 std::string reply(ApiVersion v, json body) {
@@ -594,7 +606,8 @@ json verboseExit(std::vector<std::string> status, json returnCode, json signalId
 }
 
 // A v0.0.40/41 job: job_state an array, exit_code verbose, times uint64 no_val.
-json job40(std::int64_t id, std::vector<std::string> state, json exitCode, const char* reason = "None") {
+json job40(std::int64_t id, std::vector<std::string> state, json exitCode,
+           const char* reason = "None") {
   return json{{"job_id", id},
               {"job_state", std::move(state)},
               {"state_reason", reason},
@@ -612,11 +625,10 @@ json job40(std::int64_t id, std::vector<std::string> state, json exitCode, const
 }
 
 json purgedBody() {
-  return json{{"errors",
-               json::array({{{"description", "Unable to query JobId=999"},
-                             {"error_number", 2017},
-                             {"error", "Invalid job id specified"},
-                             {"source", "_handle_job_get"}}})},
+  return json{{"errors", json::array({{{"description", "Unable to query JobId=999"},
+                                       {"error_number", 2017},
+                                       {"error", "Invalid job id specified"},
+                                       {"source", "_handle_job_get"}}})},
               {"jobs", json::array()}};
 }
 
@@ -630,10 +642,13 @@ TEST_CASE("versions: names, order and the newest implemented one", "[bridge]") {
   CHECK_FALSE(slurm::parseVersion("v0.0.42").has_value());
   CHECK_FALSE(slurm::parseVersion("0.0.40").has_value());
   CHECK(slurm::implementedVersions() ==
-        std::vector<ApiVersion>{ApiVersion::kV0041, ApiVersion::kV0040, ApiVersion::kV0039, ApiVersion::kV0038});
-  CHECK(slurm::newestImplemented({"v0.0.36", "v0.0.37", "v0.0.38"}) == ApiVersion::kV0038);  // Slurm 22.05
-  CHECK(slurm::newestImplemented({"v0.0.39", "v0.0.40"}) == ApiVersion::kV0040);             // 23.11
-  CHECK(slurm::newestImplemented({"v0.0.40", "v0.0.41", "v0.0.42"}) == ApiVersion::kV0041);  // 24.11
+        std::vector<ApiVersion>{ApiVersion::kV0041, ApiVersion::kV0040, ApiVersion::kV0039,
+                                ApiVersion::kV0038});
+  CHECK(slurm::newestImplemented({"v0.0.36", "v0.0.37", "v0.0.38"}) ==
+        ApiVersion::kV0038);                                                      // Slurm 22.05
+  CHECK(slurm::newestImplemented({"v0.0.39", "v0.0.40"}) == ApiVersion::kV0040);  // 23.11
+  CHECK(slurm::newestImplemented({"v0.0.40", "v0.0.41", "v0.0.42"}) ==
+        ApiVersion::kV0041);  // 24.11
   CHECK_FALSE(slurm::newestImplemented({"v0.0.36", "v0.0.37"}).has_value());
   CHECK_FALSE(slurm::newestImplemented({"v0.0.42", "v0.0.43"}).has_value());
   CHECK_FALSE(slurm::newestImplemented({}).has_value());
@@ -658,8 +673,9 @@ TEST_CASE("a resourceURL is split into its root and the version it names", "[bri
   REQUIRE(u.ok());
   CHECK(u->root == row.root);
   CHECK(u->version == row.version);
-  for (const char* bad : {"http://h:6820/slurm/", "http://h:6820/slurm/latest/", "http://h:6820/slurm/v0.0.38/jobs",
-                          "http://h:6820/slurm/v0.0/", "h:6820/slurm/v0.0.38/"}) {
+  for (const char* bad :
+       {"http://h:6820/slurm/", "http://h:6820/slurm/latest/", "http://h:6820/slurm/v0.0.38/jobs",
+        "http://h:6820/slurm/v0.0/", "h:6820/slurm/v0.0.38/"}) {
     INFO(bad);
     auto e = slurm::splitResourceUrl(bad);
     REQUIRE_FALSE(e.ok());
@@ -692,7 +708,8 @@ TEST_CASE("the versions an OpenAPI document offers are read from its /slurm/ pat
   REQUIRE(v.ok());
   CHECK(*v == std::vector<std::string>{"v0.0.9", "v0.0.40", "v0.0.41", "v0.0.42"});
   CHECK(slurm::newestImplemented(*v) == ApiVersion::kV0041);
-  for (const char* bad : {"Authentication failure", "[]", R"({"openapi":"3.0.2"})", R"({"paths":[]})"}) {
+  for (const char* bad :
+       {"Authentication failure", "[]", R"({"openapi":"3.0.2"})", R"({"paths":[]})"}) {
     INFO(bad);
     auto e = slurm::offeredVersions(bad);
     REQUIRE_FALSE(e.ok());
@@ -700,7 +717,8 @@ TEST_CASE("the versions an OpenAPI document offers are read from its /slurm/ pat
   }
 }
 
-TEST_CASE("v0.0.39+ submit bodies: script in the job, environment as NAME=value strings", "[bridge]") {
+TEST_CASE("v0.0.39+ submit bodies: script in the job, environment as NAME=value strings",
+          "[bridge]") {
   auto v = GENERATE(ApiVersion::kV0039, ApiVersion::kV0040, ApiVersion::kV0041);
   INFO(slurm::versionName(v));
   auto in = input();
@@ -719,7 +737,8 @@ TEST_CASE("v0.0.39+ submit bodies: script in the job, environment as NAME=value 
   CHECK(*body == expected);
 
   // Equal bounds are one count; an array environment passes through.
-  in.jobProperties = R"({"current_working_directory":"/w","environment":["A=1","B=x=y"],"nodes":[3,3]})";
+  in.jobProperties =
+      R"({"current_working_directory":"/w","environment":["A=1","B=x=y"],"nodes":[3,3]})";
   body = slurm::buildSubmitBody(in, v);
   REQUIRE(body.ok());
   CHECK((*body)["job"]["environment"] == json::array({"A=1", "B=x=y"}));
@@ -737,12 +756,16 @@ TEST_CASE("v0.0.38 takes an array environment as the object it needs", "[bridge]
   CHECK_FALSE((*body)["job"].contains("script"));
 }
 
-TEST_CASE("v0.0.39+ submit replies yield the job id (with warnings, and v0.0.41's result)", "[bridge]") {
+TEST_CASE("v0.0.39+ submit replies yield the job id (with warnings, and v0.0.41's result)",
+          "[bridge]") {
   auto v = GENERATE(ApiVersion::kV0039, ApiVersion::kV0040, ApiVersion::kV0041);
   INFO(slurm::versionName(v));
   json body{{"job_id", 9}, {"step_id", "batch"}, {"job_submit_user_msg", ""}};
   if (v == ApiVersion::kV0041) {
-    body["result"] = {{"job_id", 9}, {"step_id", "batch"}, {"error_code", 0}, {"error", "No error"},
+    body["result"] = {{"job_id", 9},
+                      {"step_id", "batch"},
+                      {"error_code", 0},
+                      {"error", "No error"},
                       {"job_submit_user_msg", ""}};
   }
   body["warnings"] = json::array({{{"description", "Unknown field \"x\""}, {"source", "parse"}}});
@@ -755,7 +778,8 @@ TEST_CASE("v0.0.39+ submit replies yield the job id (with warnings, and v0.0.41'
   CHECK_THAT(bad.error().message, Catch::Contains("a warnings entry is not an object"));
 }
 
-TEST_CASE("v0.0.39 job replies: job_state a string, exit_code a plain or no_val wait status", "[bridge]") {
+TEST_CASE("v0.0.39 job replies: job_state a string, exit_code a plain or no_val wait status",
+          "[bridge]") {
   struct Row {
     const char* state;
     json exitCode;
@@ -771,11 +795,13 @@ TEST_CASE("v0.0.39 job replies: job_state a string, exit_code a plain or no_val 
       {"FAILED", noVal(768), "NonZeroExitCode", JobStatus::kFailed, "exited with code 3"},
       {"CANCELLED", noVal(9), "None", JobStatus::kKilled, "killed by signal 9"},
       {"COMPLETING", noVal(15), "None", JobStatus::kRunning, "killed by signal 15"},
-      {"FAILED", noVal(4021), "JobLaunchFailure", JobStatus::kFailed, "launch failed (Slurm error 4021)"},
+      {"FAILED", noVal(4021), "JobLaunchFailure", JobStatus::kFailed,
+       "launch failed (Slurm error 4021)"},
   }));
   INFO(row.state << " " << row.exitCode.dump());
-  auto q = slurm::parseJobResponse(200, reply(ApiVersion::kV0039, {{"jobs", {job39(3, row.state, row.exitCode, row.reason)}}}), 3,
-                                   ApiVersion::kV0039);
+  auto q = slurm::parseJobResponse(
+      200, reply(ApiVersion::kV0039, {{"jobs", {job39(3, row.state, row.exitCode, row.reason)}}}),
+      3, ApiVersion::kV0039);
   REQUIRE(q.ok());
   REQUIRE(q->job);
   CHECK(q->job->jobState == row.state);
@@ -788,13 +814,15 @@ TEST_CASE("v0.0.39 job replies: job_state a string, exit_code a plain or no_val 
   json j = job39(3, "RUNNING", noVal(0));
   j["start_time"] = noVal(1795348693);
   j["end_time"] = infinite();
-  q = slurm::parseJobResponse(200, reply(ApiVersion::kV0039, {{"jobs", {j}}}), 3, ApiVersion::kV0039);
+  q = slurm::parseJobResponse(200, reply(ApiVersion::kV0039, {{"jobs", {j}}}), 3,
+                              ApiVersion::kV0039);
   REQUIRE(q.ok());
   CHECK(q->job->startTime == 1795348693);
   CHECK_FALSE(q->job->endTime.has_value());
 }
 
-TEST_CASE("v0.0.40+ job replies over a job's life: state arrays, verbose exit codes, no_val times", "[bridge]") {
+TEST_CASE("v0.0.40+ job replies over a job's life: state arrays, verbose exit codes, no_val times",
+          "[bridge]") {
   struct Row {
     std::vector<std::string> state;
     json exitCode;
@@ -805,32 +833,88 @@ TEST_CASE("v0.0.40+ job replies over a job's life: state arrays, verbose exit co
   };
   auto v = GENERATE(ApiVersion::kV0040, ApiVersion::kV0041);
   auto row = GENERATE(values<Row>({
-      {{"PENDING"}, verboseExit({"PENDING"}, unset()), "Priority", "PENDING", JobStatus::kSubmitted, "no exit status"},
-      {{"PENDING", "REQUEUED"}, verboseExit({"INVALID"}, unset()), "BeginTime", "REQUEUED", JobStatus::kSubmitted,
+      {{"PENDING"},
+       verboseExit({"PENDING"}, unset()),
+       "Priority",
+       "PENDING",
+       JobStatus::kSubmitted,
        "no exit status"},
-      {{"RUNNING", "CONFIGURING"}, verboseExit({"PENDING"}, unset()), "None", "CONFIGURING", JobStatus::kSubmitted,
+      {{"PENDING", "REQUEUED"},
+       verboseExit({"INVALID"}, unset()),
+       "BeginTime",
+       "REQUEUED",
+       JobStatus::kSubmitted,
        "no exit status"},
-      {{"RUNNING"}, verboseExit({"SUCCESS"}, noVal(0)), "None", "RUNNING", JobStatus::kRunning, "exited with code 0"},
-      {{"RUNNING", "UPDATE_DB"}, verboseExit({"SUCCESS"}, noVal(0)), "None", "RUNNING", JobStatus::kRunning,
+      {{"RUNNING", "CONFIGURING"},
+       verboseExit({"PENDING"}, unset()),
+       "None",
+       "CONFIGURING",
+       JobStatus::kSubmitted,
+       "no exit status"},
+      {{"RUNNING"},
+       verboseExit({"SUCCESS"}, noVal(0)),
+       "None",
+       "RUNNING",
+       JobStatus::kRunning,
        "exited with code 0"},
-      {{"CANCELLED", "COMPLETING"}, verboseExit({"SIGNALED"}, noVal(0), noVal(9), "KILL"), "None", "COMPLETING",
-       JobStatus::kRunning, "killed by signal 9"},
-      {{"COMPLETED"}, verboseExit({"SUCCESS"}, noVal(0)), "None", "COMPLETED", JobStatus::kDone, "exited with code 0"},
-      {{"FAILED"}, verboseExit({"ERROR"}, noVal(3)), "NonZeroExitCode", "FAILED", JobStatus::kFailed,
+      {{"RUNNING", "UPDATE_DB"},
+       verboseExit({"SUCCESS"}, noVal(0)),
+       "None",
+       "RUNNING",
+       JobStatus::kRunning,
+       "exited with code 0"},
+      {{"CANCELLED", "COMPLETING"},
+       verboseExit({"SIGNALED"}, noVal(0), noVal(9), "KILL"),
+       "None",
+       "COMPLETING",
+       JobStatus::kRunning,
+       "killed by signal 9"},
+      {{"COMPLETED"},
+       verboseExit({"SUCCESS"}, noVal(0)),
+       "None",
+       "COMPLETED",
+       JobStatus::kDone,
+       "exited with code 0"},
+      {{"FAILED"},
+       verboseExit({"ERROR"}, noVal(3)),
+       "NonZeroExitCode",
+       "FAILED",
+       JobStatus::kFailed,
        "exited with code 3"},
-      {{"CANCELLED"}, verboseExit({"SIGNALED"}, noVal(0), noVal(15), "TERM"), "None", "CANCELLED", JobStatus::kKilled,
+      {{"CANCELLED"},
+       verboseExit({"SIGNALED"}, noVal(0), noVal(15), "TERM"),
+       "None",
+       "CANCELLED",
+       JobStatus::kKilled,
        "killed by signal 15"},
-      {{"FAILED"}, verboseExit({"SIGNALED", "CORE_DUMPED"}, noVal(0), noVal(11), "SEGV"), "None", "FAILED",
-       JobStatus::kFailed, "killed by signal 11 (core dumped)"},
-      {{"TIMEOUT"}, verboseExit({"SIGNALED"}, noVal(0), noVal(15), "TERM"), "TimeLimit", "TIMEOUT", JobStatus::kFailed,
+      {{"FAILED"},
+       verboseExit({"SIGNALED", "CORE_DUMPED"}, noVal(0), noVal(11), "SEGV"),
+       "None",
+       "FAILED",
+       JobStatus::kFailed,
+       "killed by signal 11 (core dumped)"},
+      {{"TIMEOUT"},
+       verboseExit({"SIGNALED"}, noVal(0), noVal(15), "TERM"),
+       "TimeLimit",
+       "TIMEOUT",
+       JobStatus::kFailed,
        "killed by signal 15"},
-      {{"FAILED", "LAUNCH_FAILED"}, verboseExit({"SIGNALED"}, noVal(0), noVal(53), ""), "JobLaunchFailure", "FAILED",
-       JobStatus::kFailed, "launch failed"},
-      {{"PENDING", "SPECIAL_EXIT"}, verboseExit({"ERROR"}, noVal(1)), "None", "SPECIAL_EXIT", JobStatus::kFailed,
+      {{"FAILED", "LAUNCH_FAILED"},
+       verboseExit({"SIGNALED"}, noVal(0), noVal(53), ""),
+       "JobLaunchFailure",
+       "FAILED",
+       JobStatus::kFailed,
+       "launch failed"},
+      {{"PENDING", "SPECIAL_EXIT"},
+       verboseExit({"ERROR"}, noVal(1)),
+       "None",
+       "SPECIAL_EXIT",
+       JobStatus::kFailed,
        "exited with code 1"},
   }));
   INFO(slurm::versionName(v) << " " << json(row.state).dump());
-  auto q = slurm::parseJobResponse(200, reply(v, {{"jobs", {job40(3, row.state, row.exitCode, row.reason)}}}), 3, v);
+  auto q = slurm::parseJobResponse(
+      200, reply(v, {{"jobs", {job40(3, row.state, row.exitCode, row.reason)}}}), 3, v);
   REQUIRE(q.ok());
   REQUIRE(q->job);
   CHECK(q->job->jobState == row.shown);
@@ -842,12 +926,14 @@ TEST_CASE("v0.0.40+ job replies over a job's life: state arrays, verbose exit co
   CHECK(q->job->endTime == 1795348699);
 }
 
-TEST_CASE("v0.0.40+ unset and infinite times are unset and plain integers are read too", "[bridge]") {
+TEST_CASE("v0.0.40+ unset and infinite times are unset and plain integers are read too",
+          "[bridge]") {
   json j = job40(3, {"RUNNING"}, verboseExit({"SUCCESS"}, noVal(0)));
   j["start_time"] = 1795348693;
   j["end_time"] = infinite();
   j["submit_time"] = unset();
-  auto q = slurm::parseJobResponse(200, reply(ApiVersion::kV0040, {{"jobs", {j}}}), 3, ApiVersion::kV0040);
+  auto q = slurm::parseJobResponse(200, reply(ApiVersion::kV0040, {{"jobs", {j}}}), 3,
+                                   ApiVersion::kV0040);
   REQUIRE(q.ok());
   CHECK(q->job->startTime == 1795348693);
   CHECK_FALSE(q->job->endTime.has_value());
@@ -901,27 +987,43 @@ TEST_CASE("newer replies in the wrong shape are protocol errors naming the field
       {"v40 job_state string", ApiVersion::kV0040, [](json& j) { j["job_state"] = "RUNNING"; },
        "jobs[0].job_state is missing or not an array"},
       {"v41 job_state two base states", ApiVersion::kV0041,
-       [](json& j) { j["job_state"] = {"RUNNING", "FAILED"}; }, "two base states, RUNNING and FAILED"},
-      {"v40 job_state unknown flag", ApiVersion::kV0040, [](json& j) { j["job_state"] = {"RUNNING", "WARPING"}; },
+       [](json& j) {
+         j["job_state"] = {"RUNNING", "FAILED"};
+       },
+       "two base states, RUNNING and FAILED"},
+      {"v40 job_state unknown flag", ApiVersion::kV0040,
+       [](json& j) {
+         j["job_state"] = {"RUNNING", "WARPING"};
+       },
        "\"WARPING\" is not a Slurm job state or flag"},
       {"v40 job_state number entry", ApiVersion::kV0040, [](json& j) { j["job_state"] = {1}; },
        "jobs[0].job_state has a non-string entry"},
       {"v40 exit_code integer", ApiVersion::kV0040, [](json& j) { j["exit_code"] = 0; },
        "jobs[0].exit_code is not an object"},
       {"v40 exit status unknown", ApiVersion::kV0040,
-       [](json& j) { j["exit_code"] = verboseExit({"EXPLODED"}, noVal(0)); }, "\"EXPLODED\" is not an exit status"},
-      {"v40 SUCCESS with a code", ApiVersion::kV0040, [](json& j) { j["exit_code"] = verboseExit({"SUCCESS"}, noVal(3)); },
+       [](json& j) { j["exit_code"] = verboseExit({"EXPLODED"}, noVal(0)); },
+       "\"EXPLODED\" is not an exit status"},
+      {"v40 SUCCESS with a code", ApiVersion::kV0040,
+       [](json& j) { j["exit_code"] = verboseExit({"SUCCESS"}, noVal(3)); },
        "says SUCCESS with return_code 3"},
-      {"v40 ERROR without a code", ApiVersion::kV0040, [](json& j) { j["exit_code"] = verboseExit({"ERROR"}, unset()); },
+      {"v40 ERROR without a code", ApiVersion::kV0040,
+       [](json& j) { j["exit_code"] = verboseExit({"ERROR"}, unset()); },
        "return_code is not an exit code"},
       {"v41 signaled without a signal", ApiVersion::kV0041,
-       [](json& j) { j["exit_code"] = verboseExit({"SIGNALED"}, noVal(0), unset()); }, "signal.id is not a signal"},
+       [](json& j) { j["exit_code"] = verboseExit({"SIGNALED"}, noVal(0), unset()); },
+       "signal.id is not a signal"},
       {"v40 time as string", ApiVersion::kV0040, [](json& j) { j["end_time"] = "1795348699"; },
        "jobs[0].end_time is not an integer or a {set, infinite, number} object"},
-      {"v40 no_val without set", ApiVersion::kV0040, [](json& j) { j["end_time"] = {{"number", 5}}; },
+      {"v40 no_val without set", ApiVersion::kV0040,
+       [](json& j) {
+         j["end_time"] = {{"number", 5}};
+       },
        "jobs[0].end_time.set is missing"},
       {"v40 no_val set without number", ApiVersion::kV0040,
-       [](json& j) { j["end_time"] = {{"set", true}, {"infinite", false}}; }, "jobs[0].end_time.number is missing"},
+       [](json& j) {
+         j["end_time"] = {{"set", true}, {"infinite", false}};
+       },
+       "jobs[0].end_time.number is missing"},
       {"v39 job_state array", ApiVersion::kV0039, [](json& j) { j["job_state"] = {"RUNNING"}; },
        "jobs[0].job_state is not a string"},
       {"v39 exit_code string", ApiVersion::kV0039, [](json& j) { j["exit_code"] = "0"; },
@@ -930,8 +1032,9 @@ TEST_CASE("newer replies in the wrong shape are protocol errors naming the field
        "jobs[0].end_time is not an integer"},
   }));
   INFO(row.what);
-  json j = row.version >= ApiVersion::kV0040 ? job40(3, {"RUNNING"}, verboseExit({"SUCCESS"}, noVal(0)))
-                                             : job39(3, "RUNNING", 0);
+  json j = row.version >= ApiVersion::kV0040
+               ? job40(3, {"RUNNING"}, verboseExit({"SUCCESS"}, noVal(0)))
+               : job39(3, "RUNNING", 0);
   row.change(j);
   auto q = slurm::parseJobResponse(200, reply(row.version, {{"jobs", {j}}}), 3, row.version);
   REQUIRE_FALSE(q.ok());
@@ -939,7 +1042,8 @@ TEST_CASE("newer replies in the wrong shape are protocol errors naming the field
   CHECK_THAT(q.error().message, Catch::Contains(row.message));
 }
 
-TEST_CASE("v0.0.39+ purged jobs answer 500 with error 2017: gone, for query and cancel", "[bridge]") {
+TEST_CASE("v0.0.39+ purged jobs answer 500 with error 2017: gone, for query and cancel",
+          "[bridge]") {
   auto v = GENERATE(ApiVersion::kV0039, ApiVersion::kV0040, ApiVersion::kV0041);
   INFO(slurm::versionName(v));
   auto gone = slurm::parseJobResponse(500, reply(v, purgedBody()), 999, v);
@@ -966,7 +1070,8 @@ TEST_CASE("v0.0.40+ adoption finds the tagged job in a jobs list of arrays", "[b
   other["comment"] = "";
   json foreign = {{"job_id", 2}, {"job_state", "WEIRD"}};  // not ours: not read strictly
   json mine = job40(5, {"PENDING"}, verboseExit({"PENDING"}, unset()), "Resources");
-  auto found = slurm::findTaggedJob(200, reply(v, {{"jobs", {other, foreign, mine}}}), "7f3c-11", v);
+  auto found =
+      slurm::findTaggedJob(200, reply(v, {{"jobs", {other, foreign, mine}}}), "7f3c-11", v);
   REQUIRE(found.ok());
   REQUIRE(found->has_value());
   CHECK((*found)->jobId == 5);

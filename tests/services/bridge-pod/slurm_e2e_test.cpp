@@ -19,14 +19,16 @@ namespace {
 // The private Slurm, stopped (jobs cancelled, daemons killed by pid) on destruction.
 class SlurmCluster {
  public:
-  explicit SlurmCluster(const std::string& base, int minJobAge = 3600) : base_(base), minJobAge_(minJobAge) {
+  explicit SlurmCluster(const std::string& base, int minJobAge = 3600)
+      : base_(base), minJobAge_(minJobAge) {
     rest_ = freePort();
     std::uint16_t ctld = freePort(), slurmd = freePort();
     while (slurmd == ctld || slurmd == rest_ || ctld == rest_) {
       ctld = freePort();
       slurmd = freePort();
     }
-    REQUIRE(script({"start", base_, std::to_string(ctld), std::to_string(slurmd), std::to_string(rest_)}) == 0);
+    REQUIRE(script({"start", base_, std::to_string(ctld), std::to_string(slurmd),
+                    std::to_string(rest_)}) == 0);
   }
   ~SlurmCluster() { script({"stop", base_}); }
 
@@ -40,7 +42,8 @@ class SlurmCluster {
   // "id state comment" of every job Slurm knows (MinJobAge keeps finished ones for an hour).
   std::vector<std::string> jobs() {
     kc::testing::ChildProcess p({"/usr/bin/squeue", "-h", "-t", "all", "-o", "%i %T %k"},
-                                kc::testing::ChildOutput::kCapture, {"SLURM_CONF=" + base_ + "/slurm.conf"});
+                                kc::testing::ChildOutput::kCapture,
+                                {"SLURM_CONF=" + base_ + "/slurm.conf"});
     std::vector<std::string> out;
     std::istringstream in(p.readAll());
     for (std::string line; std::getline(in, line);) {
@@ -63,7 +66,8 @@ class SlurmCluster {
 
  private:
   int script(std::vector<std::string> args) {
-    args.insert(args.begin(), {"/bin/bash", std::string(KC_SOURCE_DIR) + "/tests/services/bridge-pod/slurm_cluster.sh"});
+    args.insert(args.begin(), {"/bin/bash", std::string(KC_SOURCE_DIR) +
+                                                "/tests/services/bridge-pod/slurm_cluster.sh"});
     kc::testing::ChildProcess p(args, kc::testing::ChildOutput::kInherit,
                                 {"MIN_JOB_AGE=" + std::to_string(minJobAge_)});
     return p.waitExit(60s).value_or(-1);
@@ -112,14 +116,19 @@ struct World : BridgeWorld {
   }
 };
 
-bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+bool isRfc3339(const json& v) {
+  return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok();
+}
 
 }  // namespace
 
-TEST_CASE("slurm: a BridgeJob runs to COMPLETED and its output lands in S3 and the status is DONE with times") {
+TEST_CASE(
+    "slurm: a BridgeJob runs to COMPLETED and its output lands in S3 and the status is DONE with "
+    "times") {
   World w;
-  const std::string script = "#!/bin/sh\n# a \"quoted\" line and a backslash \\ the original broke on\n"
-                             "echo \"hello from $SLURM_JOB_ID\" > hello.out\n";
+  const std::string script =
+      "#!/bin/sh\n# a \"quoted\" line and a backslash \\ the original broke on\n"
+      "echo \"hello from $SLURM_JOB_ID\" > hello.out\n";
   auto env = w.api.start("hello", w.spec("hello", script));
   auto pod = w.pod(env);
   const auto exit = pod->waitExit(90s);
@@ -128,7 +137,8 @@ TEST_CASE("slurm: a BridgeJob runs to COMPLETED and its output lands in S3 and t
   auto data = w.api.data("hello");
   CHECK(data["status.jobStatus"] == "DONE");
   const std::string id = data["id"];
-  CHECK(w.slurm.jobsTagged(w.api.uid()) == std::vector<std::string>{id + " COMPLETED bridgejob-uid=" + w.api.uid()});
+  CHECK(w.slurm.jobsTagged(w.api.uid()) ==
+        std::vector<std::string>{id + " COMPLETED bridgejob-uid=" + w.api.uid()});
   CHECK(w.s3.object("results", "hello/hello.out") == "hello from " + id + "\n");
   CHECK(data["status.message"].find("exited with code 0") != std::string::npos);
 
@@ -152,7 +162,8 @@ TEST_CASE("slurm: kill cancels the running job: CANCELLED -> KILLED") {
 
 TEST_CASE("slurm: a failing script is FAILED with its exit code and its outputs still uploaded") {
   World w;
-  failsWithExitCode3(w.scenario(), "broken", w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n"),
+  failsWithExitCode3(w.scenario(), "broken",
+                     w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n"),
                      "exited with code 3");
   CHECK(w.s3.object("results", "broken/hello.out") == "partial\n");
 }
@@ -161,7 +172,8 @@ TEST_CASE("slurm: a remote script (a path on the cluster) runs through a wrapper
   World w;
   const std::string path = w.slurm.work() + "/it's remote.sh";
   w.dir.write("slurm/work/it's remote.sh", "#!/bin/sh\necho \"remote $1\" > hello.out\n");
-  std::filesystem::permissions(path, std::filesystem::perms::owner_all | std::filesystem::perms::others_read |
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all |
+                                         std::filesystem::perms::others_read |
                                          std::filesystem::perms::others_exec);
   json spec = w.spec("far", "unused");
   spec["jobdata"] = {{"scriptlocation", "remote"}, {"jobscript", path}};
@@ -172,7 +184,8 @@ TEST_CASE("slurm: a remote script (a path on the cluster) runs through a wrapper
   CHECK(w.s3.object("results", "far/hello.out") == "remote \n");
 }
 
-TEST_CASE("slurm: additionaldata from S3 is staged by the batch script's prologue and the job reads it") {
+TEST_CASE(
+    "slurm: additionaldata from S3 is staged by the batch script's prologue and the job reads it") {
   World w;
   w.putS3("results", "inputs/it's-in.txt", "staged \"text\"\nBRIDGE_STAGED_EOF\n");
   std::string big(1536 * 1024, '\0');  // 1.5 MiB of every byte value: a batch script of ~2 MiB
@@ -183,7 +196,8 @@ TEST_CASE("slurm: additionaldata from S3 is staged by the batch script's prologu
   const std::string refs = "results:inputs/it's-in.txt,results:inputs/deep/big.bin";
 
   // an inline script, run unchanged after the prologue (its own interpreter line)
-  json spec = w.spec("staged", "#!/bin/bash\ncat \"it's-in.txt\" > hello.out\ncp big.bin copy.bin\n");
+  json spec =
+      w.spec("staged", "#!/bin/bash\ncat \"it's-in.txt\" > hello.out\ncp big.bin copy.bin\n");
   spec["jobdata"]["additionaldata"] = refs;
   spec["s3upload"]["files"] = "hello.out,copy.bin";
   auto pod = w.pod(w.api.start("staged", spec));
@@ -201,12 +215,15 @@ TEST_CASE("slurm: additionaldata from S3 is staged by the batch script's prologu
   w.dir.write("slurm/work/reader.sh", "#!/bin/sh\ncat \"it's-in.txt\" > hello.out\n");
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   json remote = w.spec("staged-remote", "unused");
-  remote["jobdata"] = {{"scriptlocation", "remote"}, {"jobscript", path}, {"additionaldata", "results:inputs/it's-in.txt"}};
+  remote["jobdata"] = {{"scriptlocation", "remote"},
+                       {"jobscript", path},
+                       {"additionaldata", "results:inputs/it's-in.txt"}};
   pod = w.pod(w.api.start("staged-remote", remote));
   exit = pod->waitExit(90s);
   REQUIRE(exit.has_value());
   CHECK(*exit == 0);
-  CHECK(w.s3.object("results", "staged-remote/hello.out") == "staged \"text\"\nBRIDGE_STAGED_EOF\n");
+  CHECK(w.s3.object("results", "staged-remote/hello.out") ==
+        "staged \"text\"\nBRIDGE_STAGED_EOF\n");
 
   // over the limit: FAILED before anything reaches Slurm
   w.putS3("results", "inputs/more.bin", std::string(600 * 1024, 'x'));
@@ -217,12 +234,13 @@ TEST_CASE("slurm: additionaldata from S3 is staged by the batch script's prologu
   REQUIRE(exit.has_value());
   CHECK(*exit == 1);
   CHECK(w.api.value("too-much", "status.jobStatus") == "FAILED");
-  CHECK(w.api.value("too-much", "status.message").find("more than the slurm backend stages (2097152 bytes)") !=
-        std::string::npos);
+  CHECK(w.api.value("too-much", "status.message")
+            .find("more than the slurm backend stages (2097152 bytes)") != std::string::npos);
   CHECK(w.slurm.jobsTagged(w.api.uid()).empty());
 }
 
-TEST_CASE("slurm: a job purged before its end was seen (error 2017) is UNKNOWN and not resubmitted") {
+TEST_CASE(
+    "slurm: a job purged before its end was seen (error 2017) is UNKNOWN and not resubmitted") {
   World w(2);  // MinJobAge=2: Slurm forgets finished jobs within seconds
   auto env = w.api.start("purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n"));
   {
@@ -252,20 +270,22 @@ TEST_CASE("slurm: a kill before the job was ever submitted submits nothing") {
   CHECK(w.slurm.jobsTagged(w.api.uid()).empty());
 }
 
-
-
-TEST_CASE("slurm: the pod SIGKILLed right after submit and again while polling then restarted: exactly one job") {
+TEST_CASE(
+    "slurm: the pod SIGKILLed right after submit and again while polling then restarted: exactly "
+    "one job") {
   World w;
-  const std::string id =
-      crashedTwiceRunsOnce(w.scenario(), "crashy", w.spec("crashy", "#!/bin/sh\nsleep 4\necho survived > hello.out\n"));
-  CHECK(w.slurm.jobsTagged(w.api.uid()) == std::vector<std::string>{id + " COMPLETED bridgejob-uid=" + w.api.uid()});
+  const std::string id = crashedTwiceRunsOnce(
+      w.scenario(), "crashy", w.spec("crashy", "#!/bin/sh\nsleep 4\necho survived > hello.out\n"));
+  CHECK(w.slurm.jobsTagged(w.api.uid()) ==
+        std::vector<std::string>{id + " COMPLETED bridgejob-uid=" + w.api.uid()});
   CHECK(w.s3.object("results", "crashy/hello.out") == "survived\n");
 }
 
 TEST_CASE("slurm: slurmrestd down at start and while polling: retries and one job and DONE") {
   World w;
   // The job finishes while nobody can ask.
-  outageRunsOnce(w.scenario(), "patient", w.spec("patient", "#!/bin/sh\nsleep 3\necho late > hello.out\n"), 5s);
+  outageRunsOnce(w.scenario(), "patient",
+                 w.spec("patient", "#!/bin/sh\nsleep 3\necho late > hello.out\n"), 5s);
   CHECK(w.s3.object("results", "patient/hello.out") == "late\n");
 }
 
@@ -285,7 +305,8 @@ TEST_CASE("slurm: a base resourceURL discovers v0.0.38 from the real slurmrestd 
   CHECK(w.s3.object("results", "found/hello.out") == "found\n");
 }
 
-TEST_CASE("slurm: a version the real slurmrestd does not offer ends the pod with nothing submitted") {
+TEST_CASE(
+    "slurm: a version the real slurmrestd does not offer ends the pod with nothing submitted") {
   World w;
   json spec = w.spec("absent", "#!/bin/sh\necho x > hello.out\n");
   spec["resourceURL"] = w.slurm.base();

@@ -26,20 +26,21 @@ struct World : BridgeWorld {
   json spec(const std::string& name, const std::string& script, const std::string& url) {
     const std::string cwd = dir.file("work/" + name);
     std::filesystem::create_directories(cwd);
-    return json{{"resourceURL", url},
-                {"resourcesecret", "slurm-jwt"},
-                {"image", "ghcr.io/kubecomp/bridge-pod-slurm:0.1"},
-                {"updateinterval", 1},
-                {"jobproperties", json{{"name", name},
-                                       {"partition", "debug"},
-                                       {"tasks", 1},
-                                       {"time_limit", 5},
-                                       {"current_working_directory", cwd},
-                                       {"environment", {{"PATH", "/usr/bin:/bin"}, {"GREETING", "hello"}}}}
-                                      .dump()},
-                {"jobdata", {{"scriptlocation", "inline"}, {"jobscript", script}}},
-                {"s3storage", s3Spec()},
-                {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
+    return json{
+        {"resourceURL", url},
+        {"resourcesecret", "slurm-jwt"},
+        {"image", "ghcr.io/kubecomp/bridge-pod-slurm:0.1"},
+        {"updateinterval", 1},
+        {"jobproperties", json{{"name", name},
+                               {"partition", "debug"},
+                               {"tasks", 1},
+                               {"time_limit", 5},
+                               {"current_working_directory", cwd},
+                               {"environment", {{"PATH", "/usr/bin:/bin"}, {"GREETING", "hello"}}}}
+                              .dump()},
+        {"jobdata", {{"scriptlocation", "inline"}, {"jobscript", script}}},
+        {"s3storage", s3Spec()},
+        {"s3upload", {{"bucket", "results"}, {"files", "hello.out"}}}};
   }
 
   std::unique_ptr<kc::testing::ChildProcess> pod(const std::vector<std::string>& env,
@@ -48,15 +49,20 @@ struct World : BridgeWorld {
   }
   Scenario scenario() {
     return {api, [this](const std::vector<std::string>& env) { return pod(env); },
-            [this] { return slurm.tagged(api.uid()); }, [this] { slurm.down(); }, [this] { slurm.up(); }};
+            [this] { return slurm.tagged(api.uid()); }, [this] { slurm.down(); },
+            [this] { slurm.up(); }};
   }
 };
 
-bool isRfc3339(const json& v) { return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok(); }
+bool isRfc3339(const json& v) {
+  return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok();
+}
 
 }  // namespace
 
-TEST_CASE("slurm versions: a job runs to COMPLETED, its output lands in S3 and the status is DONE with times") {
+TEST_CASE(
+    "slurm versions: a job runs to COMPLETED, its output lands in S3 and the status is DONE with "
+    "times") {
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   World w;
@@ -87,37 +93,47 @@ TEST_CASE("slurm versions: kill cancels the running job: CANCELLED -> KILLED") {
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   World w;
-  killedWhileRunning(w.scenario(), "sleeper", w.spec("sleeper", "#!/bin/sh\nsleep 120\n", w.slurm.url(version)));
+  killedWhileRunning(w.scenario(), "sleeper",
+                     w.spec("sleeper", "#!/bin/sh\nsleep 120\n", w.slurm.url(version)));
   CHECK(w.api.value("sleeper", "status.message").find("killed by signal 9") != std::string::npos);
   CHECK(w.slurm.tagged(w.api.uid()) == 1);
 }
 
-TEST_CASE("slurm versions: a failing script is FAILED with its exit code and its outputs still uploaded") {
+TEST_CASE(
+    "slurm versions: a failing script is FAILED with its exit code and its outputs still "
+    "uploaded") {
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   World w;
-  failsWithExitCode3(w.scenario(), "broken",
-                     w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n", w.slurm.url(version)),
-                     "exited with code 3");
+  failsWithExitCode3(
+      w.scenario(), "broken",
+      w.spec("broken", "#!/bin/sh\necho partial > hello.out\nexit 3\n", w.slurm.url(version)),
+      "exited with code 3");
   CHECK(w.s3.object("results", "broken/hello.out") == "partial\n");
 }
 
-TEST_CASE("slurm versions: the pod SIGKILLed right after submit and again while polling: exactly one job") {
+TEST_CASE(
+    "slurm versions: the pod SIGKILLed right after submit and again while polling: exactly one "
+    "job") {
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   World w;
-  crashedTwiceRunsOnce(w.scenario(), "crashy",
-                       w.spec("crashy", "#!/bin/sh\nsleep 3\necho survived > hello.out\n", w.slurm.url(version)));
+  crashedTwiceRunsOnce(
+      w.scenario(), "crashy",
+      w.spec("crashy", "#!/bin/sh\nsleep 3\necho survived > hello.out\n", w.slurm.url(version)));
   CHECK(w.s3.object("results", "crashy/hello.out") == "survived\n");
 }
 
-TEST_CASE("slurm versions: a job purged before its end was seen (error 2017) is UNKNOWN and not resubmitted") {
+TEST_CASE(
+    "slurm versions: a job purged before its end was seen (error 2017) is UNKNOWN and not "
+    "resubmitted") {
   const std::string version = GENERATE("v0.0.39", "v0.0.40", "v0.0.41");
   INFO(version);
   SlurmrestdDouble::Options o;
   o.minJobAge = 1s;
   World w(o);
-  auto env = w.api.start("purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n", w.slurm.url(version)));
+  auto env = w.api.start(
+      "purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n", w.slurm.url(version)));
   {
     auto pod = w.pod(env);
     REQUIRE(waitFor([&] { return w.api.value("purged", "id") != "<absent>"; }, 30s));
@@ -133,7 +149,9 @@ TEST_CASE("slurm versions: a job purged before its end was seen (error 2017) is 
   CHECK(w.slurm.tagged(w.api.uid()) == 1);
 }
 
-TEST_CASE("slurm versions: a base resourceURL speaks the newest version the server offers and the pod knows") {
+TEST_CASE(
+    "slurm versions: a base resourceURL speaks the newest version the server offers and the pod "
+    "knows") {
   struct Row {
     std::vector<std::string> offered;
     bool document;
@@ -150,7 +168,8 @@ TEST_CASE("slurm versions: a base resourceURL speaks the newest version the serv
   o.offered = row.offered;
   o.openapiDocument = row.document;
   World w(o);
-  auto pod = w.pod(w.api.start("found", w.spec("found", "#!/bin/sh\necho found > hello.out\n", w.slurm.base())));
+  auto pod = w.pod(
+      w.api.start("found", w.spec("found", "#!/bin/sh\necho found > hello.out\n", w.slurm.base())));
   const auto exit = pod->waitExit(60s);
   REQUIRE(exit.has_value());
   CHECK(*exit == 0);
@@ -158,9 +177,12 @@ TEST_CASE("slurm versions: a base resourceURL speaks the newest version the serv
   CHECK(w.s3.object("results", "found/hello.out") == "found\n");
 }
 
-TEST_CASE("slurm versions: --slurm-api-version newest discovers even when the resourceURL names a version") {
+TEST_CASE(
+    "slurm versions: --slurm-api-version newest discovers even when the resourceURL names a "
+    "version") {
   World w;
-  auto pod = w.pod(w.api.start("newer", w.spec("newer", "#!/bin/sh\necho n > hello.out\n", w.slurm.url("v0.0.39"))),
+  auto pod = w.pod(w.api.start("newer", w.spec("newer", "#!/bin/sh\necho n > hello.out\n",
+                                               w.slurm.url("v0.0.39"))),
                    {"--slurm-api-version", "newest"});
   const auto exit = pod->waitExit(60s);
   REQUIRE(exit.has_value());
@@ -168,7 +190,9 @@ TEST_CASE("slurm versions: --slurm-api-version newest discovers even when the re
   CHECK(w.slurm.lastSubmit().first == "v0.0.41");
 }
 
-TEST_CASE("slurm versions: a server offering no version the pod speaks ends the pod FAILED with nothing submitted") {
+TEST_CASE(
+    "slurm versions: a server offering no version the pod speaks ends the pod FAILED with nothing "
+    "submitted") {
   struct Row {
     bool document;
     const char* message;
@@ -181,7 +205,8 @@ TEST_CASE("slurm versions: a server offering no version the pod speaks ends the 
   o.offered = {"v0.0.42"};  // listed, but the double serves no v0.0.42 endpoint
   o.openapiDocument = row.document;
   World w(o);
-  auto pod = w.pod(w.api.start("nothing", w.spec("nothing", "#!/bin/sh\necho x > hello.out\n", w.slurm.base())));
+  auto pod = w.pod(
+      w.api.start("nothing", w.spec("nothing", "#!/bin/sh\necho x > hello.out\n", w.slurm.base())));
   const auto exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());
   CHECK(*exit == 1);
@@ -191,9 +216,11 @@ TEST_CASE("slurm versions: a server offering no version the pod speaks ends the 
   CHECK(w.slurm.tagged(w.api.uid()) == 0);
 }
 
-TEST_CASE("slurm versions: a resourceURL naming a version the pod does not speak ends the pod FAILED") {
+TEST_CASE(
+    "slurm versions: a resourceURL naming a version the pod does not speak ends the pod FAILED") {
   World w;
-  auto pod = w.pod(w.api.start("old", w.spec("old", "#!/bin/sh\necho x > hello.out\n", w.slurm.url("v0.0.37"))));
+  auto pod = w.pod(
+      w.api.start("old", w.spec("old", "#!/bin/sh\necho x > hello.out\n", w.slurm.url("v0.0.37"))));
   const auto exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());
   CHECK(*exit == 1);
@@ -202,19 +229,23 @@ TEST_CASE("slurm versions: a resourceURL naming a version the pod does not speak
   CHECK(w.slurm.tagged(w.api.uid()) == 0);
 }
 
-TEST_CASE("slurm versions: an explicit version that is unknown or contradicts the resourceURL ends the pod FAILED") {
+TEST_CASE(
+    "slurm versions: an explicit version that is unknown or contradicts the resourceURL ends the "
+    "pod FAILED") {
   struct Row {
     const char* urlVersion;  // "" = the base URL
     const char* flag;
     const char* message;
   };
   auto row = GENERATE(values<Row>({
-      {"v0.0.39", "v0.0.40", "resourceURL names v0.0.39 but the Slurm API version asked for is v0.0.40"},
+      {"v0.0.39", "v0.0.40",
+       "resourceURL names v0.0.39 but the Slurm API version asked for is v0.0.40"},
       {"", "v0.0.99", "Slurm API version 'v0.0.99' is not one the bridge pod speaks"},
   }));
   INFO(row.flag);
   World w;
-  const std::string url = std::string(row.urlVersion).empty() ? w.slurm.base() : w.slurm.url(row.urlVersion);
+  const std::string url =
+      std::string(row.urlVersion).empty() ? w.slurm.base() : w.slurm.url(row.urlVersion);
   auto pod = w.pod(w.api.start("told", w.spec("told", "#!/bin/sh\necho x > hello.out\n", url)),
                    {"--slurm-api-version", row.flag});
   const auto exit = pod->waitExit(30s);

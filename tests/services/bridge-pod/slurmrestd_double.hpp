@@ -20,9 +20,8 @@
 // Jobs really run (LocalJob): the script in the job's current_working_directory, with its
 // environment and SLURM_JOB_ID.
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "libcore/net/http_server.hpp"
@@ -34,7 +33,7 @@ class SlurmrestdDouble {
  public:
   struct Options {
     std::vector<std::string> offered{"v0.0.39", "v0.0.40", "v0.0.41"};  // only 39..41 are served
-    bool openapiDocument = true;                                        // false: GET /openapi* is 404
+    bool openapiDocument = true;  // false: GET /openapi* is 404
     std::chrono::milliseconds minJobAge{3'600'000};
     std::string user = "alice";
     std::string token = "double-token";
@@ -92,10 +91,13 @@ class SlurmrestdDouble {
   }
 
   static nlohmann::json meta(const std::string& version) {
-    nlohmann::json plugin{{"type", version == "v0.0.39" ? "openapi/" + version : "openapi/slurmctld"},
-                          {"name", "Slurm OpenAPI " + version},
-                          {"data_parser", "data_parser/" + version}};
-    const char* release = version == "v0.0.39" ? "23.02.7" : version == "v0.0.40" ? "23.11.10" : "24.05.4";
+    nlohmann::json plugin{
+        {"type", version == "v0.0.39" ? "openapi/" + version : "openapi/slurmctld"},
+        {"name", "Slurm OpenAPI " + version},
+        {"data_parser", "data_parser/" + version}};
+    const char* release = version == "v0.0.39"   ? "23.02.7"
+                          : version == "v0.0.40" ? "23.11.10"
+                                                 : "24.05.4";
     return {{"plugin", plugin}, {"slurm", {{"release", release}, {"cluster", "double"}}}};
   }
 
@@ -121,7 +123,8 @@ class SlurmrestdDouble {
       return *denied;
     }
     if (!o_.openapiDocument) {
-      return kc::net::Response::text(404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
+      return kc::net::Response::text(
+          404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
     }
     nlohmann::json paths = nlohmann::json::object();
     for (const std::string& v : o_.offered) {
@@ -130,7 +133,8 @@ class SlurmrestdDouble {
       }
       paths["/slurmdb/" + v + "/jobs/"] = nlohmann::json::object();
     }
-    return kc::net::Response::json(200, {{"openapi", "3.0.3"}, {"info", {{"title", "Slurm REST API"}}}, {"paths", paths}});
+    return kc::net::Response::json(
+        200, {{"openapi", "3.0.3"}, {"info", {{"title", "Slurm REST API"}}}, {"paths", paths}});
   }
 
   // The job as GET /job/{id} or /jobs shows it in `version`'s shape.
@@ -138,13 +142,16 @@ class SlurmrestdDouble {
     const bool v39 = version == "v0.0.39";
     const auto exit = j.run->exitStatus();
     const auto ended = j.run->ended();
-    const bool completing = ended && std::chrono::system_clock::now() - *ended < std::chrono::milliseconds(300);
+    const bool completing =
+        ended && std::chrono::system_clock::now() - *ended < std::chrono::milliseconds(300);
     std::string base = "RUNNING", reason = "None";
     if (exit) {
       base = j.cancelled ? "CANCELLED" : *exit == 0 ? "COMPLETED" : "FAILED";
       reason = base == "FAILED" ? "NonZeroExitCode" : "None";
     }
-    const std::int64_t start = std::chrono::duration_cast<std::chrono::seconds>(j.run->started().time_since_epoch()).count();
+    const std::int64_t start =
+        std::chrono::duration_cast<std::chrono::seconds>(j.run->started().time_since_epoch())
+            .count();
     std::optional<std::int64_t> end;
     bool endInfinite = false;
     if (ended) {
@@ -154,16 +161,18 @@ class SlurmrestdDouble {
     } else {
       endInfinite = true;
     }
-    nlohmann::json out{{"job_id", id},
-                       {"name", j.name},
-                       {"comment", j.comment},
-                       {"state_reason", reason},
-                       {"partition", "debug"},
-                       {"user_name", o_.user},
-                       {"current_working_directory", j.cwd},
-                       {"time_limit", noVal(j.timeLimit > 0 ? std::optional<std::int64_t>(j.timeLimit) : std::nullopt,
-                                            j.timeLimit == 0)},
-                       {"tasks", noVal(1)}};
+    nlohmann::json out{
+        {"job_id", id},
+        {"name", j.name},
+        {"comment", j.comment},
+        {"state_reason", reason},
+        {"partition", "debug"},
+        {"user_name", o_.user},
+        {"current_working_directory", j.cwd},
+        {"time_limit",
+         noVal(j.timeLimit > 0 ? std::optional<std::int64_t>(j.timeLimit) : std::nullopt,
+               j.timeLimit == 0)},
+        {"tasks", noVal(1)}};
     // A killed job's wait status: signal 9; LocalJob reports other ends as the exit code.
     const bool signaled = exit && j.cancelled;
     const int code = exit && !signaled ? *exit : 0;
@@ -179,11 +188,16 @@ class SlurmrestdDouble {
         state.push_back("COMPLETING");
       }
       out["job_state"] = state;
-      nlohmann::json status = nlohmann::json::array({!exit ? "PENDING" : signaled ? "SIGNALED" : code == 0 ? "SUCCESS" : "ERROR"});
-      out["exit_code"] = {{"status", status},
-                          {"return_code", noVal(exit ? std::optional<std::int64_t>(code) : std::nullopt)},
-                          {"signal", {{"id", noVal(signaled ? std::optional<std::int64_t>(9) : std::nullopt)},
-                                      {"name", signaled ? "KILL" : ""}}}};
+      nlohmann::json status = nlohmann::json::array({!exit       ? "PENDING"
+                                                     : signaled  ? "SIGNALED"
+                                                     : code == 0 ? "SUCCESS"
+                                                                 : "ERROR"});
+      out["exit_code"] = {
+          {"status", status},
+          {"return_code", noVal(exit ? std::optional<std::int64_t>(code) : std::nullopt)},
+          {"signal",
+           {{"id", noVal(signaled ? std::optional<std::int64_t>(9) : std::nullopt)},
+            {"name", signaled ? "KILL" : ""}}}};
       out["submit_time"] = noVal(j.submitted);
       out["start_time"] = noVal(start);
       out["end_time"] = noVal(end, endInfinite);
@@ -203,7 +217,8 @@ class SlurmrestdDouble {
     std::string script;
     if (body.contains("script")) {
       if (version == "v0.0.41") {
-        return errors(400, version, 9001, "Failure during parsing", "Unexpected field script at job_submit_req");
+        return errors(400, version, 9001, "Failure during parsing",
+                      "Unexpected field script at job_submit_req");
       }
       script = body["script"].get<std::string>();
     }
@@ -213,14 +228,39 @@ class SlurmrestdDouble {
     if (script.empty()) {
       return errors(500, version, 2009, "Job script not specified", "Batch job script is missing");
     }
-    static const std::set<std::string> known{
-        "account",   "begin_time",  "constraints",   "cpus_per_task", "current_working_directory",
-        "deadline",  "dependency",  "environment",   "tres_per_node", "hold",
-        "licenses",  "mail_type",   "mail_user",     "memory_per_cpu", "memory_per_node",
-        "minimum_nodes", "name",    "nice",          "nodes",         "partition",
-        "qos",       "requeue",     "reservation",   "standard_error", "standard_output",
-        "standard_input", "tasks",  "tasks_per_node", "time_limit",   "time_minimum",
-        "wckey",     "comment",     "script"};
+    static const std::set<std::string> known{"account",
+                                             "begin_time",
+                                             "constraints",
+                                             "cpus_per_task",
+                                             "current_working_directory",
+                                             "deadline",
+                                             "dependency",
+                                             "environment",
+                                             "tres_per_node",
+                                             "hold",
+                                             "licenses",
+                                             "mail_type",
+                                             "mail_user",
+                                             "memory_per_cpu",
+                                             "memory_per_node",
+                                             "minimum_nodes",
+                                             "name",
+                                             "nice",
+                                             "nodes",
+                                             "partition",
+                                             "qos",
+                                             "requeue",
+                                             "reservation",
+                                             "standard_error",
+                                             "standard_output",
+                                             "standard_input",
+                                             "tasks",
+                                             "tasks_per_node",
+                                             "time_limit",
+                                             "time_minimum",
+                                             "wckey",
+                                             "comment",
+                                             "script"};
     for (const auto& [k, v] : job.items()) {
       if (!known.count(k)) {
         return errors(400, version, 9001, "Failure during parsing", "Unknown field \"" + k + "\"");
@@ -228,12 +268,14 @@ class SlurmrestdDouble {
     }
     auto env = job.find("environment");
     if (env == job.end() || !env->is_array() || env->empty()) {
-      return errors(400, version, 2127, "environment must be set", "environment must be an array of strings");
+      return errors(400, version, 2127, "environment must be set",
+                    "environment must be an array of strings");
     }
     std::vector<std::string> vars;
     for (const auto& e : *env) {
       if (!e.is_string() || e.get<std::string>().find('=') == std::string::npos) {
-        return errors(400, version, 9001, "Failure during parsing", "environment entries must be NAME=value");
+        return errors(400, version, 9001, "Failure during parsing",
+                      "environment entries must be NAME=value");
       }
       vars.push_back(e.get<std::string>());
     }
@@ -241,11 +283,13 @@ class SlurmrestdDouble {
       return errors(400, version, 9001, "Failure during parsing", "nodes must be a string");
     }
     if (job.contains("mail_type") && !job["mail_type"].is_array()) {
-      return errors(400, version, 9001, "Failure during parsing", "mail_type must be an array of flags");
+      return errors(400, version, 9001, "Failure during parsing",
+                    "mail_type must be an array of flags");
     }
     const std::string cwd = job.value("current_working_directory", "");
     if (cwd.empty() || cwd.front() != '/') {
-      return errors(400, version, 9001, "Failure during parsing", "current_working_directory must be absolute");
+      return errors(400, version, 9001, "Failure during parsing",
+                    "current_working_directory must be absolute");
     }
     std::lock_guard lock(mu_);
     const std::int64_t id = nextId_++;
@@ -257,7 +301,9 @@ class SlurmrestdDouble {
     j.comment = job.value("comment", "");
     j.name = job.value("name", "");
     j.cwd = cwd;
-    j.submitted = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    j.submitted = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
     if (job.contains("time_limit") && job["time_limit"].is_number_integer()) {
       j.timeLimit = job["time_limit"].get<std::int64_t>();
     }
@@ -265,11 +311,17 @@ class SlurmrestdDouble {
     jobs_.emplace(id, std::move(j));
     lastVersion_ = version;
     lastBody_ = body;
-    nlohmann::json out{{"job_id", id}, {"step_id", "batch"}, {"job_submit_user_msg", ""},
-                       {"meta", meta(version)}, {"errors", nlohmann::json::array()},
+    nlohmann::json out{{"job_id", id},
+                       {"step_id", "batch"},
+                       {"job_submit_user_msg", ""},
+                       {"meta", meta(version)},
+                       {"errors", nlohmann::json::array()},
                        {"warnings", nlohmann::json::array()}};
     if (version == "v0.0.41") {
-      out["result"] = {{"job_id", id}, {"step_id", "batch"}, {"error_code", 0}, {"error", "No error"},
+      out["result"] = {{"job_id", id},
+                       {"step_id", "batch"},
+                       {"error_code", 0},
+                       {"error", "No error"},
                        {"job_submit_user_msg", ""}};
     }
     return kc::net::Response::json(200, out);
@@ -286,16 +338,20 @@ class SlurmrestdDouble {
     while (rest.size() > 1 && rest.back() == '/') {
       rest.pop_back();
     }
-    const bool served = (version == "v0.0.39" || version == "v0.0.40" || version == "v0.0.41") &&
-                        std::find(o_.offered.begin(), o_.offered.end(), version) != o_.offered.end();
+    const bool served =
+        (version == "v0.0.39" || version == "v0.0.40" || version == "v0.0.41") &&
+        std::find(o_.offered.begin(), o_.offered.end(), version) != o_.offered.end();
     if (!served) {
-      return kc::net::Response::text(404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
+      return kc::net::Response::text(
+          404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
     }
-    const nlohmann::json ok{{"meta", meta(version)}, {"errors", nlohmann::json::array()},
+    const nlohmann::json ok{{"meta", meta(version)},
+                            {"errors", nlohmann::json::array()},
                             {"warnings", nlohmann::json::array()}};
     if (r.method == "GET" && rest == "/ping") {
       nlohmann::json out = ok;
-      out["pings"] = {{{"hostname", "double"}, {"pinged", "UP"}, {"latency", 10}, {"mode", "primary"}}};
+      out["pings"] = {
+          {{"hostname", "double"}, {"pinged", "UP"}, {"latency", 10}, {"mode", "primary"}}};
       return kc::net::Response::json(200, out);
     }
     if (r.method == "POST" && rest == "/job/submit") {
@@ -322,7 +378,8 @@ class SlurmrestdDouble {
       }
       auto it = jobs_.find(id);
       if (it == jobs_.end() || purged(it->second)) {
-        return errors(500, version, 2017, "Invalid job id specified", "Unable to query JobId=" + idText);
+        return errors(500, version, 2017, "Invalid job id specified",
+                      "Unable to query JobId=" + idText);
       }
       if (r.method == "GET") {
         nlohmann::json out = ok;
@@ -337,7 +394,8 @@ class SlurmrestdDouble {
         return kc::net::Response::json(200, ok);
       }
     }
-    return kc::net::Response::text(404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
+    return kc::net::Response::text(
+        404, "Unable find requested URL. Please view /openapi/v3 for API reference.");
   }
 
   Options o_;

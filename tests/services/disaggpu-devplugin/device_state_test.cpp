@@ -1,14 +1,14 @@
 // Pure decisions of the device plugin: inventory from GPUPool objects, withdrawal of draining
 // GPUs, all-or-nothing Allocate, chassis-local preferred allocation, the usage report format.
 
-#include <catch2/catch.hpp>
+#include "services/disaggpu-devplugin/device_state.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <random>
 #include <set>
 
-#include "services/disaggpu-devplugin/device_state.hpp"
 #include "tests/services/disaggpu-devplugin/pool_builder.hpp"
 
 using kc::devplugin::Advertised;
@@ -53,14 +53,17 @@ TEST_CASE("malformed status entries are reported, never advertised healthy", "[d
   using nlohmann::json;
   // (entry, kept?, healthy if kept, a problem reported?)
   const auto [entry, kept, healthy, problem] = GENERATE(table<json, bool, bool, bool>({
-      {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", "Healthy"}}, true, true, false},
+      {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", "Healthy"}}, true, true,
+       false},
       {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}}, true, true, false},  // default
-      {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", "Unhealthy"}}, true, false, false},
-      {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", "OK"}}, true, false, true},
+      {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", "Unhealthy"}}, true,
+       false, false},
+      {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", "OK"}}, true, false,
+       true},
       {json{{"id", "c0.1"}, {"uuid", "GPU-1"}, {"node", "n1"}, {"health", 1}}, true, false, true},
       {json{{"id", "c0.1"}, {"node", "n1"}, {"health", "Healthy"}}, true, false, true},  // no uuid
       {json{{"id", "c0.1"}, {"uuid", "A,B"}, {"node", "n1"}}, true, false, true},  // two uuids
-      {json{{"uuid", "GPU-1"}, {"node", "n1"}}, false, false, true},              // no id
+      {json{{"uuid", "GPU-1"}, {"node", "n1"}}, false, false, true},               // no id
       {json{{"id", 7}, {"uuid", "GPU-1"}, {"node", "n1"}}, false, false, true},
       {json{{"id", "has space"}, {"uuid", "GPU-1"}, {"node", "n1"}}, false, false, true},
       {json{{"id", std::string(64, 'a')}, {"uuid", "GPU-1"}, {"node", "n1"}}, false, false, true},
@@ -142,10 +145,10 @@ TEST_CASE("Allocate is all or nothing and names the bad id", "[devplugin]") {
       {Req{}, "invalid", ""},
       {Req{{}}, "invalid", ""},
       {Req{{"c0.1"}, {"nope"}}, "not_found", "nope"},
-      {Req{{"c0.1", "c0.9"}}, "not_found", "c0.9"},       // attached elsewhere
-      {Req{{"c0.1"}, {"c0.2"}}, "not_found", "c0.2"},     // withdrawn
-      {Req{{"c0.3"}}, "failed_precondition", "c0.3"},     // unhealthy
-      {Req{{"c0.1"}, {"c0.1"}}, "invalid", "c0.1"},       // twice
+      {Req{{"c0.1", "c0.9"}}, "not_found", "c0.9"},    // attached elsewhere
+      {Req{{"c0.1"}, {"c0.2"}}, "not_found", "c0.2"},  // withdrawn
+      {Req{{"c0.3"}}, "failed_precondition", "c0.3"},  // unhealthy
+      {Req{{"c0.1"}, {"c0.1"}}, "invalid", "c0.1"},    // twice
   }));
   auto plan = kc::devplugin::planAllocation(inv, req);
   REQUIRE_FALSE(plan.ok());
@@ -155,18 +158,18 @@ TEST_CASE("Allocate is all or nothing and names the bad id", "[devplugin]") {
 
 TEST_CASE("preferred allocation stays on one chassis when it can", "[devplugin]") {
   // a: 3 GPUs, b: 2 GPUs, c: 1 GPU
-  const NodeInventory inv = invOf({{"a.1", "a"}, {"a.2", "a"}, {"a.3", "a"}, {"b.1", "b"},
-                                   {"b.2", "b"}, {"c.1", "c"}});
+  const NodeInventory inv =
+      invOf({{"a.1", "a"}, {"a.2", "a"}, {"a.3", "a"}, {"b.1", "b"}, {"b.2", "b"}, {"c.1", "c"}});
   const std::vector<std::string> all{"c.1", "b.2", "a.3", "b.1", "a.1", "a.2"};
   using V = std::vector<std::string>;
   const auto [available, must, size, expected] = GENERATE_COPY(table<V, V, int, V>({
-      {all, {}, 1, {"c.1"}},                   // smallest group that fits: keep a and b whole
-      {all, {}, 2, {"b.1", "b.2"}},            // b fits exactly
-      {all, {}, 3, {"a.1", "a.2", "a.3"}},     // only a fits alone
+      {all, {}, 1, {"c.1"}},                       // smallest group that fits: keep a and b whole
+      {all, {}, 2, {"b.1", "b.2"}},                // b fits exactly
+      {all, {}, 3, {"a.1", "a.2", "a.3"}},         // only a fits alone
       {all, {}, 4, {"a.1", "a.2", "a.3", "c.1"}},  // none fits: largest first, rest best-fit
-      {all, {"b.2"}, 2, {"b.2", "b.1"}},       // must-include's chassis first
-      {all, {"c.1"}, 3, {"c.1", "b.1", "b.2"}},  // then the best fit for the rest
-      {V{"a.1", "b.1"}, {}, 3, {"a.1", "b.1"}},  // short: as many as there are
+      {all, {"b.2"}, 2, {"b.2", "b.1"}},           // must-include's chassis first
+      {all, {"c.1"}, 3, {"c.1", "b.1", "b.2"}},    // then the best fit for the rest
+      {V{"a.1", "b.1"}, {}, 3, {"a.1", "b.1"}},    // short: as many as there are
       {all, {}, 0, {}},
   }));
   CAPTURE(must, size);

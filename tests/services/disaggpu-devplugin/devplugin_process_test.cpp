@@ -5,12 +5,11 @@
 // withdrawal confirmed on the Node, Allocate answers with the pool's UUIDs, kill -9 and restart
 // recover, SIGTERM is clean, bad flags exit 2.
 
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
@@ -29,11 +28,11 @@
 #include "tests/unit/kube/double_process.hpp"
 
 using namespace std::chrono_literals;
-using nlohmann::json;
 using kc::testing::ChildProcess;
 using kc::testing::GpuOpts;
 using kc::testing::ListAndWatchReader;
 using kc::testing::PoolBuilder;
+using nlohmann::json;
 using List = ListAndWatchReader::List;
 
 namespace {
@@ -57,7 +56,8 @@ struct Cluster {
     REQUIRE(c.ok());
     client = std::move(*c);
     kc::testing::installCrd(
-        *client, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+        *client,
+        kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
     REQUIRE(client->create(kc::kube::gvr::nodes(), "", {{"metadata", {{"name", "n1"}}}}).ok());
     startKubelet();
     podResourcesServer.addService(&podResources);
@@ -124,14 +124,22 @@ struct Cluster {
 
 std::vector<std::string> pluginArgs(const Cluster& c, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {KC_DEVPLUGIN_EXE,
-                                   "--node-name", "n1",
-                                   "--kubeconfig", c.api.kubeconfigPath(),
-                                   "--device-plugin-dir", c.dir.path(),
-                                   "--pod-resources-socket", c.dir.file("pod-resources.sock"),
-                                   "--pod-resources-interval-seconds", "0.1",
-                                   "--port", "0",
-                                   "--port-file", c.dir.file("port"),
-                                   "--log-level", "warn"};
+                                   "--node-name",
+                                   "n1",
+                                   "--kubeconfig",
+                                   c.api.kubeconfigPath(),
+                                   "--device-plugin-dir",
+                                   c.dir.path(),
+                                   "--pod-resources-socket",
+                                   c.dir.file("pod-resources.sock"),
+                                   "--pod-resources-interval-seconds",
+                                   "0.1",
+                                   "--port",
+                                   "0",
+                                   "--port-file",
+                                   c.dir.file("port"),
+                                   "--log-level",
+                                   "warn"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -177,8 +185,8 @@ TEST_CASE("devplugin process: registers with kubelet and advertises the pool's G
   CHECK(first->devices == List{{"c0.1", "Healthy"}, {"c0.2", "Unhealthy"}});
 
   // Health endpoints and metrics on the port it wrote.
-  plugin->waitUntil([&] { return kc::testing::readPortFile(c.dir.file("port")).has_value(); },
-                    10s, "port file");
+  plugin->waitUntil([&] { return kc::testing::readPortFile(c.dir.file("port")).has_value(); }, 10s,
+                    "port file");
   const auto port = *kc::testing::readPortFile(c.dir.file("port"));
   kc::net::ClientOptions co;
   co.baseUrl = "http://127.0.0.1:" + std::to_string(port);
@@ -267,7 +275,8 @@ TEST_CASE("devplugin process: a draining GPU is withdrawn, then confirmed unused
   CHECK((*still)["inUse"].contains("c0.1"));
   // The pod ends: no longer in use, still withdrawn: now it may be detached.
   c.podResources.setPods({});
-  auto free = c.waitUsage([](const json& u) { return !u.value("inUse", json::object()).contains("c0.1"); });
+  auto free =
+      c.waitUsage([](const json& u) { return !u.value("inUse", json::object()).contains("c0.1"); });
   REQUIRE(free);
   const auto& wd = (*free)["withdrawn"];
   CHECK(std::find(wd.begin(), wd.end(), json("c0.1")) != wd.end());

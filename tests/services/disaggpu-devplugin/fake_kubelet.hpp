@@ -4,6 +4,8 @@
 // a PodResources server answering with a settable list, and a helper that dials a plugin and
 // reads its ListAndWatch stream. The whole-kubelet test double is tools/kubelet-standin.
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -11,8 +13,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "libcore/grpc/channel.hpp"

@@ -1,11 +1,10 @@
 // The DevicePlugin gRPC service over a real unix socket (kubelet's view of it), the registrar
 // against an in-process kubelet Registration server, and the usage reporter's withdrawal rule.
 
-#include <catch2/catch.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 
@@ -152,9 +151,12 @@ TEST_CASE("Allocate: right UUIDs, unknown or withdrawn ids refused, nothing reco
 TEST_CASE("options are truthful, preferred allocation and PreStartContainer answer",
           "[devplugin]") {
   ServedPlugin p;
-  p.service.setInventory(inventory(
-      PoolBuilder("a").gpu("x.1", "n1").gpu("x.2", "n1").gpu("y.1", "n1").gpu("y.2", "n1").gpu(
-          "y.3", "n1")));
+  p.service.setInventory(inventory(PoolBuilder("a")
+                                       .gpu("x.1", "n1")
+                                       .gpu("x.2", "n1")
+                                       .gpu("y.1", "n1")
+                                       .gpu("y.2", "n1")
+                                       .gpu("y.3", "n1")));
   auto stub = p.stub();
   {
     grpc::ClientContext ctx;
@@ -410,9 +412,10 @@ class FakePublisher final : public kc::devplugin::UsagePublisher {
 
 }  // namespace
 
-TEST_CASE("a draining GPU is confirmed withdrawn only after kubelet got the list and a later "
-          "PodResources read",
-          "[devplugin]") {
+TEST_CASE(
+    "a draining GPU is confirmed withdrawn only after kubelet got the list and a later "
+    "PodResources read",
+    "[devplugin]") {
   ServedPlugin p;
   p.service.setInventory(inventory(PoolBuilder("a").gpu("c0.1", "n1").gpu("c0.2", "n1")));
   ListAndWatchReader reader(p.server.path());

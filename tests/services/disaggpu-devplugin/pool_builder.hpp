@@ -2,9 +2,8 @@
 // Builder for GPUPool objects as reconfig-mgr writes them (tests only):
 //   PoolBuilder("pool-a").gpu("c0.1", "n1").gpu("c0.2", "n1", {.draining = true}).json()
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kc::testing {
 

@@ -10,8 +10,12 @@
 namespace kc::sched::test {
 
 inline nlohmann::json node(const std::string& name, int gpus) {
-  nlohmann::json alloc = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"}, {"kubecomp.io/gpu", std::to_string(gpus)}};
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}}, {"status", {{"allocatable", alloc}}}};
+  nlohmann::json alloc = {{"cpu", "64"},
+                          {"memory", "256Gi"},
+                          {"pods", "110"},
+                          {"kubecomp.io/gpu", std::to_string(gpus)}};
+  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
+          {"status", {{"allocatable", alloc}}}};
 }
 
 // GPUs as (id, node) pairs; "" = unattached.
@@ -29,7 +33,9 @@ inline nlohmann::json pool(const std::string& name, const std::vector<std::strin
     }
     gs.push_back(g);
   }
-  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}}, {"spec", {{"nodes", ns}}}, {"status", {{"gpus", gs}}}};
+  return {{"metadata", {{"name", name}, {"resourceVersion", "1"}}},
+          {"spec", {{"nodes", ns}}},
+          {"status", {{"gpus", gs}}}};
 }
 
 }  // namespace kc::sched::test

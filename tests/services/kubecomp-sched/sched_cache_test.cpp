@@ -3,12 +3,12 @@
 // to a reservation, the bind once allocatable shows them, the timeout to the millisecond, and
 // the adoption of a request found on a pod (its timeout continuing from kubecomp.io/reserved-at).
 
-#include <catch2/catch.hpp>
+#include "services/kubecomp-sched/sched_cache.hpp"
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "libcore/base/rfc3339.hpp"
-#include "services/kubecomp-sched/sched_cache.hpp"
 #include "tests/services/kubecomp-sched/cache_objects.hpp"
 
 using namespace std::chrono_literals;
@@ -21,15 +21,22 @@ using kc::sched::test::pool;
 
 namespace {
 
-json pod(const std::string& name, int gpus, const std::string& created, const json& annotations = json::object()) {
+json pod(const std::string& name, int gpus, const std::string& created,
+         const json& annotations = json::object()) {
   json res = {{"cpu", "1"}};
   if (gpus > 0) {
     res["kubecomp.io/gpu"] = std::to_string(gpus);
   }
-  return {{"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}, {"resourceVersion", "1"},
-                        {"creationTimestamp", created}, {"annotations", annotations}}},
-          {"spec", {{"schedulerName", "kubecomp-sched"},
-                    {"containers", {{{"name", "c"}, {"resources", {{"requests", res}}}}}}}}};
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "team"},
+            {"uid", "uid-" + name},
+            {"resourceVersion", "1"},
+            {"creationTimestamp", created},
+            {"annotations", annotations}}},
+          {"spec",
+           {{"schedulerName", "kubecomp-sched"},
+            {"containers", {{{"name", "c"}, {"resources", {{"requests", res}}}}}}}}};
 }
 
 kc::sched::CacheOptions options() {
@@ -42,7 +49,8 @@ kc::sched::CacheOptions options() {
 
 }  // namespace
 
-TEST_CASE("sched cache: pods are decided in creation order, whatever order they arrive in", "[sched]") {
+TEST_CASE("sched cache: pods are decided in creation order, whatever order they arrive in",
+          "[sched]") {
   SchedCache cache(options());
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   cache.ingestNode(node("n1", 8));
@@ -87,7 +95,9 @@ TEST_CASE("sched cache: an unschedulable pod backs off 1 s, 2 s, 4 s, 4 s", "[sc
   }
 }
 
-TEST_CASE("sched cache: a reservation holds its GPUs, binds when allocatable shows them, oldest first", "[sched]") {
+TEST_CASE(
+    "sched cache: a reservation holds its GPUs, binds when allocatable shows them, oldest first",
+    "[sched]") {
   SchedCache cache(options());
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   cache.ingestNode(node("n1", 1));
@@ -133,7 +143,8 @@ TEST_CASE("sched cache: a reservation holds its GPUs, binds when allocatable sho
   CHECK(cache.reservation("team/c").has_value());
 }
 
-TEST_CASE("sched cache: a reservation is cancelled at its deadline, not a millisecond before", "[sched]") {
+TEST_CASE("sched cache: a reservation is cancelled at its deadline, not a millisecond before",
+          "[sched]") {
   SchedCache cache(options());
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   cache.ingestNode(node("n1", 0));
@@ -147,19 +158,25 @@ TEST_CASE("sched cache: a reservation is cancelled at its deadline, not a millis
   auto cancel = cache.next(t0 + 30s, 10);
   REQUIRE(cancel.size() == 1);
   CHECK(cancel[0].kind == Kind::kCancel);
-  CHECK(cancel[0].message ==
-        "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 30s of the reconfiguration "
-        "request; trying again");
+  CHECK(
+      cancel[0].message ==
+      "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 30s of the reconfiguration "
+      "request; trying again");
   CHECK_FALSE(cache.reservation("team/w").has_value());
 }
 
-TEST_CASE("sched cache: a request found on a pod is adopted, not sent again, a bad one is refused", "[sched]") {
+TEST_CASE("sched cache: a request found on a pod is adopted, not sent again, a bad one is refused",
+          "[sched]") {
   SchedCache cache(options());
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   cache.ingestNode(node("n1", 0));
   cache.ingestPool(pool("p0", {"n1"}, {{"g1", ""}, {"g2", ""}}));
-  cache.ingestPod(pod("w", 1, "2026-01-01T00:00:01Z", {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "1"}}), t0);
-  cache.ingestPod(pod("bad", 1, "2026-01-01T00:00:02Z", {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "-1"}}), t0);
+  cache.ingestPod(pod("w", 1, "2026-01-01T00:00:01Z",
+                      {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "1"}}),
+                  t0);
+  cache.ingestPod(pod("bad", 1, "2026-01-01T00:00:02Z",
+                      {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "-1"}}),
+                  t0);
   cache.resetQueue(t0);
   auto r = cache.reservation("team/w");
   REQUIRE(r.has_value());
@@ -172,19 +189,24 @@ TEST_CASE("sched cache: a request found on a pod is adopted, not sent again, a b
   CHECK(actions[0].kind == Kind::kInvalid);
   CHECK(actions[0].clearAnnotations);
   CHECK(actions[0].message ==
-        "annotation kubecomp.io/demand '-1' is not a whole number of GPUs (0-65535); the reconfiguration "
+        "annotation kubecomp.io/demand '-1' is not a whole number of GPUs (0-65535); the "
+        "reconfiguration "
         "request is removed and the pod scheduled again");
 }
 
-TEST_CASE("sched cache: a request carries its time, an adopted one times out at reserved-at + the timeout",
-          "[sched]") {
+TEST_CASE(
+    "sched cache: a request carries its time, an adopted one times out at reserved-at + the "
+    "timeout",
+    "[sched]") {
   using std::chrono::system_clock;
   // The wall clock as the test sets it: 2026-01-01T00:10:00Z at steady t0, moving with it.
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   const auto w0 = *kc::parseRfc3339("2026-01-01T00:10:00Z");
   kc::sched::Clock::time_point steadyNow = t0;
   auto o = options();
-  o.wallClock = [&] { return w0 + std::chrono::duration_cast<system_clock::duration>(steadyNow - t0); };
+  o.wallClock = [&] {
+    return w0 + std::chrono::duration_cast<system_clock::duration>(steadyNow - t0);
+  };
 
   {
     // A new request is stamped with the wall clock, whole milliseconds.
@@ -197,20 +219,22 @@ TEST_CASE("sched cache: a request carries its time, an adopted one times out at 
     auto actions = cache.next(steadyNow, 10);
     REQUIRE(actions.size() == 1);
     CHECK(actions[0].kind == Kind::kReserve);
-    CHECK(kc::formatRfc3339(actions[0].reservedAt, kc::Rfc3339Precision::kMicros) == "2026-01-01T00:10:01.234000Z");
+    CHECK(kc::formatRfc3339(actions[0].reservedAt, kc::Rfc3339Precision::kMicros) ==
+          "2026-01-01T00:10:01.234000Z");
     CHECK(cache.reservation("team/w")->deadline == steadyNow + 30s);
   }
 
   struct Case {
-    const char* reservedAt;  // nullptr: no annotation (an older scheduler's request)
+    const char* reservedAt;          // nullptr: no annotation (an older scheduler's request)
     std::chrono::milliseconds left;  // from adoption (t0 + 5 s) to the deadline
   };
-  for (const Case& k : {Case{"2026-01-01T00:09:52.250Z", 17'250ms},  // made 12.750 s before adoption
-                        Case{"2026-01-01T01:09:52.250+01:00", 17'250ms},  // the same time, another offset
-                        Case{nullptr, 30'000ms},                       // no time: a fresh timeout
-                        Case{"2026-01-01T00:10:09Z", 34'000ms},        // 4 s ahead: within the skew, kept
-                        Case{"2026-01-01T00:10:11Z", 30'000ms},        // 6 s ahead: counts as now
-                        Case{"2026-01-01T00:09:35Z", 0ms}}) {          // 30 s ago: due at once
+  for (const Case& k :
+       {Case{"2026-01-01T00:09:52.250Z", 17'250ms},       // made 12.750 s before adoption
+        Case{"2026-01-01T01:09:52.250+01:00", 17'250ms},  // the same time, another offset
+        Case{nullptr, 30'000ms},                          // no time: a fresh timeout
+        Case{"2026-01-01T00:10:09Z", 34'000ms},           // 4 s ahead: within the skew, kept
+        Case{"2026-01-01T00:10:11Z", 30'000ms},           // 6 s ahead: counts as now
+        Case{"2026-01-01T00:09:35Z", 0ms}}) {             // 30 s ago: due at once
     CAPTURE(k.reservedAt ? k.reservedAt : "none");
     steadyNow = t0;
     SchedCache cache(o);
@@ -239,19 +263,25 @@ TEST_CASE("sched cache: a request carries its time, an adopted one times out at 
   }
 }
 
-TEST_CASE("sched cache: a malformed or stray kubecomp.io/reserved-at is refused like a malformed request",
-          "[sched]") {
+TEST_CASE(
+    "sched cache: a malformed or stray kubecomp.io/reserved-at is refused like a malformed request",
+    "[sched]") {
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
-  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
-           {"yesterday", "annotation kubecomp.io/reserved-at 'yesterday' is not an RFC 3339 time ("},
-           {"2026-02-30T00:00:00Z", "annotation kubecomp.io/reserved-at '2026-02-30T00:00:00Z' is not an RFC 3339 time ("},
-           {"2026-01-01 00:00:00", "annotation kubecomp.io/reserved-at '2026-01-01 00:00:00' is not an RFC 3339 time ("}}) {
+  for (
+      const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+          {"yesterday", "annotation kubecomp.io/reserved-at 'yesterday' is not an RFC 3339 time ("},
+          {"2026-02-30T00:00:00Z",
+           "annotation kubecomp.io/reserved-at '2026-02-30T00:00:00Z' is not an RFC 3339 time ("},
+          {"2026-01-01 00:00:00",
+           "annotation kubecomp.io/reserved-at '2026-01-01 00:00:00' is not an RFC 3339 time ("}}) {
     CAPTURE(value);
     SchedCache cache(options());
     cache.ingestNode(node("n1", 0));
     cache.ingestPool(pool("p0", {"n1"}, {{"g1", ""}}));
     cache.ingestPod(pod("w", 1, "2026-01-01T00:00:01Z",
-                        {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "1"}, {"kubecomp.io/reserved-at", value}}),
+                        {{"kubecomp.io/dst-node", "n1"},
+                         {"kubecomp.io/demand", "1"},
+                         {"kubecomp.io/reserved-at", value}}),
                     t0);
     cache.resetQueue(t0);
     CHECK_FALSE(cache.reservation("team/w").has_value());
@@ -260,8 +290,9 @@ TEST_CASE("sched cache: a malformed or stray kubecomp.io/reserved-at is refused 
     CHECK(actions[0].kind == Kind::kInvalid);
     CHECK(actions[0].clearAnnotations);
     CHECK_THAT(actions[0].message, Catch::StartsWith(message));
-    CHECK_THAT(actions[0].message,
-               Catch::EndsWith("); the reconfiguration request is removed and the pod scheduled again"));
+    CHECK_THAT(
+        actions[0].message,
+        Catch::EndsWith("); the reconfiguration request is removed and the pod scheduled again"));
     // Once the annotations are gone (the scheduler's patch came back), the pod is decided afresh.
     cache.ingestPod(pod("w", 1, "2026-01-01T00:00:01Z"), t0);
     auto again = cache.next(t0 + 1s, 10);
@@ -272,13 +303,16 @@ TEST_CASE("sched cache: a malformed or stray kubecomp.io/reserved-at is refused 
   SchedCache cache(options());
   cache.ingestNode(node("n1", 0));
   cache.ingestPool(pool("p0", {"n1"}, {{"g1", ""}}));
-  cache.ingestPod(pod("w", 1, "2026-01-01T00:00:01Z", {{"kubecomp.io/reserved-at", "2026-01-01T00:00:00Z"}}), t0);
+  cache.ingestPod(
+      pod("w", 1, "2026-01-01T00:00:01Z", {{"kubecomp.io/reserved-at", "2026-01-01T00:00:00Z"}}),
+      t0);
   cache.resetQueue(t0);
   auto actions = cache.next(t0, 10);
   REQUIRE(actions.size() == 1);
   CHECK(actions[0].kind == Kind::kInvalid);
   CHECK(actions[0].clearAnnotations);
   CHECK(actions[0].message ==
-        "annotation kubecomp.io/dst-node '' is not a node name; the reconfiguration request is removed and the "
+        "annotation kubecomp.io/dst-node '' is not a node name; the reconfiguration request is "
+        "removed and the "
         "pod scheduled again");
 }

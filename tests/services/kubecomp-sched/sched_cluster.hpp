@@ -4,16 +4,14 @@
 // GPUPools (status written by the test, playing reconfig-mgr) and Pods. Tests only.
 
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/kube/client.hpp"
 #include "services/kubecomp-sched/scheduler.hpp"
@@ -65,7 +63,8 @@ class SchedCluster {
     auto c = kube::KubeClient::create(api.config(), fastClient());
     REQUIRE(c.ok());
     client = std::move(*c);
-    installCrd(*client, loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+    installCrd(*client,
+               loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
     REQUIRE(client->create(kube::gvr::namespaces(), "", {{"metadata", {{"name", "team"}}}}).ok());
   }
 
@@ -103,14 +102,19 @@ class SchedCluster {
   }
 
   // A GPUPool over `nodes` with the inventory `gpus` (reconfig-mgr's status).
-  void pool(const std::string& name, const std::vector<std::string>& nodes, const std::vector<PoolGpu>& gpus) {
-    json spec = {{"chassis", {{{"name", "c0"}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
-                 {"nodes", json::array()}};
+  void pool(const std::string& name, const std::vector<std::string>& nodes,
+            const std::vector<PoolGpu>& gpus) {
+    json spec = {
+        {"chassis", {{{"name", "c0"}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
+        {"nodes", json::array()}};
     int port = 1;
     for (const auto& n : nodes) {
       spec["nodes"].push_back({{"name", n}, {"hostPort", std::to_string(port++)}});
     }
-    json obj = {{"apiVersion", "kubecomp.io/v1alpha1"}, {"kind", "GPUPool"}, {"metadata", {{"name", name}}}, {"spec", spec}};
+    json obj = {{"apiVersion", "kubecomp.io/v1alpha1"},
+                {"kind", "GPUPool"},
+                {"metadata", {{"name", name}}},
+                {"spec", spec}};
     REQUIRE(client->create(kc::api::gvr::gpuPools(), "", obj).ok());
     setPoolGpus(name, gpus);
   }
@@ -118,7 +122,11 @@ class SchedCluster {
   void setPoolGpus(const std::string& name, const std::vector<PoolGpu>& gpus) {
     json list = json::array();
     for (const auto& g : gpus) {
-      json e = {{"id", g.id}, {"uuid", "GPU-" + g.id}, {"chassis", "c0"}, {"health", "Healthy"}, {"draining", false}};
+      json e = {{"id", g.id},
+                {"uuid", "GPU-" + g.id},
+                {"chassis", "c0"},
+                {"health", "Healthy"},
+                {"draining", false}};
       if (!g.node.empty()) {
         e["node"] = g.node;
       }
@@ -131,13 +139,17 @@ class SchedCluster {
       list.push_back(std::move(e));
     }
     json patch = {{"status", {{"gpus", list}}}};
-    auto r = client->patch(kc::api::gvr::gpuPools(), "", name, kube::PatchType::kMerge, patch, "status");
+    auto r =
+        client->patch(kc::api::gvr::gpuPools(), "", name, kube::PatchType::kMerge, patch, "status");
     REQUIRE(r.ok());
   }
 
   void pod(const std::string& name, const PodOpts& o = {}) {
-    json containers = json::array({{{"name", "main"}, {"image", "busybox"},
-                                    {"resources", {{"limits", gpuLimits(o.gpus, o.cpu)}, {"requests", gpuLimits(o.gpus, o.cpu)}}}}});
+    json containers = json::array(
+        {{{"name", "main"},
+          {"image", "busybox"},
+          {"resources",
+           {{"limits", gpuLimits(o.gpus, o.cpu)}, {"requests", gpuLimits(o.gpus, o.cpu)}}}}});
     for (const auto& c : o.extraContainers) {
       containers.push_back(c);
     }
@@ -188,7 +200,8 @@ class SchedCluster {
   }
 
   // Events on the pod with this reason (their messages, with counts).
-  std::vector<std::pair<std::string, std::int64_t>> events(const std::string& pod, const std::string& reason) {
+  std::vector<std::pair<std::string, std::int64_t>> events(const std::string& pod,
+                                                           const std::string& reason) {
     kube::ListOptions lo;
     lo.fieldSelector = "involvedObject.name=" + pod;
     auto r = client->list(kube::gvr::events(), "team", lo);

@@ -15,23 +15,34 @@ using kc::testing::PoolGpu;
 using kc::testing::SchedCluster;
 using nlohmann::json;
 
-TEST_CASE("the GPU request sums every container and maxes init containers (the original read container 0)",
-          "[sched]") {
+TEST_CASE(
+    "the GPU request sums every container and maxes init containers (the original read container "
+    "0)",
+    "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 2});
   c.node("n2", {.gpus = 4});
   c.pool("p0", {"n1", "n2"},
-         {{"c0.1", "n1"}, {"c0.2", "n1"}, {"c0.3", "n2"}, {"c0.4", "n2"}, {"c0.5", "n2"}, {"c0.6", "n2"}});
+         {{"c0.1", "n1"},
+          {"c0.2", "n1"},
+          {"c0.3", "n2"},
+          {"c0.4", "n2"},
+          {"c0.5", "n2"},
+          {"c0.6", "n2"}});
   auto s = c.startScheduler(c.options());
   // Container 0 asks 1 GPU, a second container 2, an init container 3: the pod needs 3.
   // Reading container 0 alone, best-fit would pick n1 (1 of 2); with 3 only n2 fits without a move.
   PodOpts o{.gpus = 1};
-  o.extraContainers = json::array({{{"name", "side"}, {"image", "busybox"},
-                                    {"resources", {{"requests", kc::testing::gpuLimits(2, "1")},
-                                                   {"limits", kc::testing::gpuLimits(2, "1")}}}}});
-  o.initContainers = json::array({{{"name", "init"}, {"image", "busybox"},
-                                   {"resources", {{"requests", kc::testing::gpuLimits(3, "1")},
-                                                  {"limits", kc::testing::gpuLimits(3, "1")}}}}});
+  o.extraContainers = json::array({{{"name", "side"},
+                                    {"image", "busybox"},
+                                    {"resources",
+                                     {{"requests", kc::testing::gpuLimits(2, "1")},
+                                      {"limits", kc::testing::gpuLimits(2, "1")}}}}});
+  o.initContainers = json::array({{{"name", "init"},
+                                   {"image", "busybox"},
+                                   {"resources",
+                                    {{"requests", kc::testing::gpuLimits(3, "1")},
+                                     {"limits", kc::testing::gpuLimits(3, "1")}}}}});
   c.pod("three", o);
   REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("three").empty(); }));
   CHECK(c.nodeOf("three") == "n2");
@@ -48,8 +59,10 @@ TEST_CASE("the GPU request sums every container and maxes init containers (the o
   CHECK(c.nodeOf("other").empty());
 }
 
-TEST_CASE("unschedulable: PodScheduled=False and FailedScheduling in kube-scheduler's words, retried after backoff",
-          "[sched]") {
+TEST_CASE(
+    "unschedulable: PodScheduled=False and FailedScheduling in kube-scheduler's words, retried "
+    "after backoff",
+    "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 0});
   c.node("n2", {.gpus = 0});
@@ -60,17 +73,20 @@ TEST_CASE("unschedulable: PodScheduled=False and FailedScheduling in kube-schedu
   json cond = c.condition("picky");
   CHECK(cond["status"] == "False");
   CHECK(cond["reason"] == "Unschedulable");
-  CHECK(cond["message"] == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
+  CHECK(cond["message"] ==
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
   REQUIRE(SchedCluster::eventually([&] { return !c.events("picky", "FailedScheduling").empty(); }));
   CHECK(c.events("picky", "FailedScheduling").front().first ==
         "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
   // Retries (every 100-400 ms) send the event again but never rewrite the same condition: the
   // original patched every pod on every attempt.
   const std::string rv = c.getPod("picky")["metadata"]["resourceVersion"];
-  REQUIRE(SchedCluster::eventually([&] {
-    auto e = c.events("picky", "FailedScheduling");
-    return !e.empty() && e.front().second >= 7;  // about 2 s of retries: past a second boundary
-  }, 10s));
+  REQUIRE(SchedCluster::eventually(
+      [&] {
+        auto e = c.events("picky", "FailedScheduling");
+        return !e.empty() && e.front().second >= 7;  // about 2 s of retries: past a second boundary
+      },
+      10s));
   CHECK(c.getPod("picky")["metadata"]["resourceVersion"] == rv);
   // A GPU pod the pool cannot serve: the pool reason is counted beside the others.
   c.pod("greedy", {.gpus = 3});
@@ -84,15 +100,18 @@ TEST_CASE("unschedulable: PodScheduled=False and FailedScheduling in kube-schedu
   CHECK(c.nodeOf("greedy").empty());
 }
 
-TEST_CASE("not enough GPUs: reserve, annotate, Reconfig event, the queue goes on, bind once allocatable shows them",
-          "[sched]") {
+TEST_CASE(
+    "not enough GPUs: reserve, annotate, Reconfig event, the queue goes on, bind once allocatable "
+    "shows them",
+    "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 1});
   c.node("n2", {.gpus = 1});
   c.pool("p0", {"n1", "n2"}, {{"c0.1", "n1"}, {"c0.2", "n2"}, {"c0.3", ""}, {"c0.4", ""}});
   auto s = c.startScheduler(c.options());
   c.pod("big", {.gpus = 2});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("big", "kubecomp.io/dst-node") != "<none>"; }));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("big", "kubecomp.io/dst-node") != "<none>"; }));
   // Least-demand, tie broken by name: n1, one GPU to add.
   CHECK(c.annotationOf("big", "kubecomp.io/dst-node") == "n1");
   CHECK(c.annotationOf("big", "kubecomp.io/demand") == "1");
@@ -109,7 +128,8 @@ TEST_CASE("not enough GPUs: reserve, annotate, Reconfig event, the queue goes on
   // A third pod finds n1's GPU and the unattached ones promised: it must wait for a move too,
   // on a node where the promised GPUs are not counted twice.
   c.pod("third", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("third", "kubecomp.io/dst-node") != "<none>"; }));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("third", "kubecomp.io/dst-node") != "<none>"; }));
   CHECK(c.annotationOf("third", "kubecomp.io/demand") == "1");
   // reconfig-mgr moves c0.3 to n1: the inventory says so, kubelet does not yet.
   c.setPoolGpus("p0", {{"c0.1", "n1"}, {"c0.2", "n2", "", true}, {"c0.3", "n1"}, {"c0.4", ""}});
@@ -121,7 +141,8 @@ TEST_CASE("not enough GPUs: reserve, annotate, Reconfig event, the queue goes on
   CHECK(c.nodeOf("third").empty());
 }
 
-TEST_CASE("a reservation that times out clears its annotations and the pod is tried again", "[sched]") {
+TEST_CASE("a reservation that times out clears its annotations and the pod is tried again",
+          "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 0});
   c.pool("p0", {"n1"}, {{"c0.1", ""}});
@@ -131,27 +152,33 @@ TEST_CASE("a reservation that times out clears its annotations and the pod is tr
   o.cache.maxBackoff = 2s;
   auto s = c.startScheduler(o);
   c.pod("w", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
   // Nobody moves anything: after the timeout the request is withdrawn.
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "<none>"; }, 5s));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "<none>"; }, 5s));
   CHECK(c.annotationOf("w", "kubecomp.io/demand") == "<none>");
   REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "FailedScheduling").empty(); }));
   CHECK(c.events("w", "FailedScheduling").front().first ==
-        "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 0s of the reconfiguration request; "
+        "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 0s of the reconfiguration "
+        "request; "
         "trying again");
   CHECK(c.nodeOf("w").empty());
   // After the backoff it asks again.
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }, 5s));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }, 5s));
 }
 
-TEST_CASE("restart mid-wait: the reservation is rebuilt from the annotations, no second request", "[sched]") {
+TEST_CASE("restart mid-wait: the reservation is rebuilt from the annotations, no second request",
+          "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 0});
   c.node("n2", {.gpus = 0});
   c.pool("p0", {"n1", "n2"}, {{"c0.1", ""}, {"c0.2", ""}});
   auto first = c.startScheduler(c.options("replica-a"));
   c.pod("w", {.gpus = 2});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
   REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "Reconfig").empty(); }));
   const std::string rv = c.getPod("w")["metadata"]["resourceVersion"];
   // The request says when it was made; the new leader's timeout continues from that time.
@@ -162,7 +189,8 @@ TEST_CASE("restart mid-wait: the reservation is rebuilt from the annotations, no
   first.reset();
   auto second = c.startScheduler(c.options("replica-b"));
   REQUIRE(SchedCluster::eventually([&] { return second->leading(); }, 5s));
-  REQUIRE(SchedCluster::eventually([&] { return second->cache().reservation("team/w").has_value(); }));
+  REQUIRE(
+      SchedCluster::eventually([&] { return second->cache().reservation("team/w").has_value(); }));
   CHECK(second->cache().reservation("team/w")->node == "n1");
   // The same deadline to the millisecond the reserved-at annotation carries (not a fresh one).
   const auto adopted = second->cache().reservation("team/w")->deadline;
@@ -231,38 +259,52 @@ TEST_CASE("two replicas: one leads and binds, the other takes over when it goes"
   CHECK(SchedCluster::eventually([&] { return standby->counters().bound == before + 1; }));
 }
 
-TEST_CASE("bad input: a malformed request annotation or GPU model list gets a clear event and nothing is bound",
-          "[sched]") {
+TEST_CASE(
+    "bad input: a malformed request annotation or GPU model list gets a clear event and nothing is "
+    "bound",
+    "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 1});
   c.pool("p0", {"n1"}, {{"c0.1", "n1"}});
   auto s = c.startScheduler(c.options());
   c.pod("models", {.gpus = 1, .annotations = {{"kubecomp.io/gpu-models", "A100,,H100"}}});
-  REQUIRE(SchedCluster::eventually([&] { return !c.events("models", "FailedScheduling").empty(); }));
+  REQUIRE(
+      SchedCluster::eventually([&] { return !c.events("models", "FailedScheduling").empty(); }));
   const std::string msg = c.events("models", "FailedScheduling").front().first;
   CHECK_THAT(msg, Catch::StartsWith("pod cannot be scheduled: "));
   CHECK_THAT(msg, Catch::Contains("kubecomp.io/gpu-models"));
   // Someone wrote a request by hand with a bad demand: refused, removed, then scheduled normally.
-  c.pod("handmade", {.gpus = 1, .annotations = {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "lots"}}});
-  REQUIRE(SchedCluster::eventually([&] { return !c.events("handmade", "FailedScheduling").empty(); }));
+  c.pod(
+      "handmade",
+      {.gpus = 1, .annotations = {{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "lots"}}});
+  REQUIRE(
+      SchedCluster::eventually([&] { return !c.events("handmade", "FailedScheduling").empty(); }));
   CHECK(c.events("handmade", "FailedScheduling").front().first ==
-        "annotation kubecomp.io/demand 'lots' is not a whole number of GPUs (0-65535); the reconfiguration "
+        "annotation kubecomp.io/demand 'lots' is not a whole number of GPUs (0-65535); the "
+        "reconfiguration "
         "request is removed and the pod scheduled again");
   REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("handmade").empty(); }, 5s));
   CHECK(c.nodeOf("handmade") == "n1");
   CHECK(c.annotationOf("handmade", "kubecomp.io/dst-node") == "<none>");
   // A request naming a node the pod cannot run on is never bound there.
-  c.node("tainted", {.gpus = 1, .taints = json::array({{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}})});
-  c.pod("wrongnode", {.gpus = 0, .annotations = {{"kubecomp.io/dst-node", "tainted"}, {"kubecomp.io/demand", "0"}}});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("wrongnode", "kubecomp.io/dst-node") == "<none>"; }, 5s));
+  c.node(
+      "tainted",
+      {.gpus = 1,
+       .taints = json::array({{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}})});
+  c.pod("wrongnode",
+        {.gpus = 0,
+         .annotations = {{"kubecomp.io/dst-node", "tainted"}, {"kubecomp.io/demand", "0"}}});
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("wrongnode", "kubecomp.io/dst-node") == "<none>"; }, 5s));
   REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("wrongnode").empty(); }, 5s));
   CHECK(c.nodeOf("wrongnode") == "n1");
   std::this_thread::sleep_for(200ms);
   CHECK(c.nodeOf("models").empty());
 }
 
-TEST_CASE("a release retries the waiting pods at once and oldest first, not when their backoff ends",
-          "[sched]") {
+TEST_CASE(
+    "a release retries the waiting pods at once and oldest first, not when their backoff ends",
+    "[sched]") {
   SchedCluster c;
   c.node("n1", {.cpu = "4", .gpus = 0});
   c.pool("p0", {"n1"}, {});
@@ -287,7 +329,8 @@ TEST_CASE("a release retries the waiting pods at once and oldest first, not when
   CHECK(c.nodeOf("second").empty());  // 3 + 3 CPUs do not fit in 4
 }
 
-TEST_CASE("preconfigured mode: GPUs never move, a pod goes only where its GPUs are attached", "[sched]") {
+TEST_CASE("preconfigured mode: GPUs never move, a pod goes only where its GPUs are attached",
+          "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 1});
   c.node("n2", {.gpus = 1});
@@ -298,7 +341,8 @@ TEST_CASE("preconfigured mode: GPUs never move, a pod goes only where its GPUs a
   c.pod("two", {.gpus = 2});  // the pool could supply 2 by moving; preconfigured may not
   REQUIRE(SchedCluster::eventually([&] { return c.condition("two").is_object(); }));
   CHECK(c.condition("two")["reason"] == "Unschedulable");
-  CHECK(c.condition("two")["message"] == "0/2 nodes are available: 2 Insufficient kubecomp.io/gpu.");
+  CHECK(c.condition("two")["message"] ==
+        "0/2 nodes are available: 2 Insufficient kubecomp.io/gpu.");
   CHECK(c.annotationOf("two", "kubecomp.io/dst-node") == "<none>");
   c.pod("one", {.gpus = 1});
   REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("one").empty(); }));

@@ -2,9 +2,9 @@
 // pod, SIGTERM, and a SIGKILL while a pod waits for reconfig-mgr (the next process adopts the
 // request and sends nothing again; restarted mid-reservation, its timeout ends when it would have).
 
-#include <catch2/catch.hpp>
-
 #include <signal.h>
+
+#include <catch2/catch.hpp>
 
 #include "libcore/base/rfc3339.hpp"
 #include "libcore/net/http_client.hpp"
@@ -20,22 +20,35 @@ namespace {
 std::unique_ptr<ChildProcess> startBinary(SchedCluster& c, const std::string& identity,
                                           std::vector<std::string> extra = {}) {
   std::filesystem::remove(c.dir.file("port-" + identity));
-  std::vector<std::string> args = {KC_SCHED_EXE,       "--kubeconfig", c.api.kubeconfigPath(),
-                                   "--port",           "0",            "--port-file",
-                                   c.dir.file("port-" + identity),     "--identity",
-                                   identity,           "--leader-elect-namespace", "team",
-                                   "--lease-duration-seconds", "2",   "--renew-deadline-seconds",
-                                   "1.5",              "--retry-period-seconds", "0.2"};
+  std::vector<std::string> args = {KC_SCHED_EXE,
+                                   "--kubeconfig",
+                                   c.api.kubeconfigPath(),
+                                   "--port",
+                                   "0",
+                                   "--port-file",
+                                   c.dir.file("port-" + identity),
+                                   "--identity",
+                                   identity,
+                                   "--leader-elect-namespace",
+                                   "team",
+                                   "--lease-duration-seconds",
+                                   "2",
+                                   "--renew-deadline-seconds",
+                                   "1.5",
+                                   "--retry-period-seconds",
+                                   "0.2"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto p = std::make_unique<ChildProcess>(std::move(args));
-  p->waitUntil([&] { return kc::testing::readPortFile(c.dir.file("port-" + identity)).has_value(); }, 20s,
-               "port file");
+  p->waitUntil(
+      [&] { return kc::testing::readPortFile(c.dir.file("port-" + identity)).has_value(); }, 20s,
+      "port file");
   return p;
 }
 
 std::unique_ptr<kc::net::HttpClient> healthClient(SchedCluster& c, const std::string& identity) {
   kc::net::ClientOptions co;
-  co.baseUrl = "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(c.dir.file("port-" + identity)));
+  co.baseUrl = "http://127.0.0.1:" +
+               std::to_string(*kc::testing::readPortFile(c.dir.file("port-" + identity)));
   auto http = kc::net::HttpClient::create(co);
   REQUIRE(http.ok());
   return std::move(*http);
@@ -43,7 +56,8 @@ std::unique_ptr<kc::net::HttpClient> healthClient(SchedCluster& c, const std::st
 
 }  // namespace
 
-TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bound, SIGTERM", "[sched]") {
+TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bound, SIGTERM",
+          "[sched]") {
   {
     ChildProcess help({KC_SCHED_EXE, "--help"}, kc::testing::ChildOutput::kCapture);
     const std::string out = help.readAll();
@@ -52,11 +66,17 @@ TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bou
     CHECK(out.find("kubecomp.io/dst-node") != std::string::npos);
   }
   for (const std::vector<std::string>& bad :
-       {std::vector<std::string>{"--node-policy", "fastest"}, {"--bind-workers", "0"},
-        {"--max-backoff-seconds", "0.5", "--initial-backoff-seconds", "2"}, {"--no-such-flag"},
-        {"--queue-policy", "easy"}, {"--move-seconds", "-1"}, {"--default-runtime-seconds", "0"},
-        {"--default-runtime-seconds", "1.5"}, {"--queue-policy", "slack-backfill", "--slack-factor", "-1"},
-        {"--queue-policy", "slack-backfill", "--slack-factor", "nan"}, {"--slack-factor", "3"},
+       {std::vector<std::string>{"--node-policy", "fastest"},
+        {"--bind-workers", "0"},
+        {"--max-backoff-seconds", "0.5", "--initial-backoff-seconds", "2"},
+        {"--no-such-flag"},
+        {"--queue-policy", "easy"},
+        {"--move-seconds", "-1"},
+        {"--default-runtime-seconds", "0"},
+        {"--default-runtime-seconds", "1.5"},
+        {"--queue-policy", "slack-backfill", "--slack-factor", "-1"},
+        {"--queue-policy", "slack-backfill", "--slack-factor", "nan"},
+        {"--slack-factor", "3"},
         {"--queue-policy", "easy-backfill", "--slack-factor", "1"}}) {
     std::vector<std::string> args = {KC_SCHED_EXE};
     args.insert(args.end(), bad.begin(), bad.end());
@@ -77,7 +97,9 @@ TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bou
   REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("one") == "n1"; }));
   REQUIRE(SchedCluster::eventually([&] {
     auto m = http->request("GET", "/metrics");
-    return m.ok() && m->body.find("kubecomp_sched_schedule_attempts_total{result=\"scheduled\"} 1") != std::string::npos;
+    return m.ok() &&
+           m->body.find("kubecomp_sched_schedule_attempts_total{result=\"scheduled\"} 1") !=
+               std::string::npos;
   }));
   auto m = http->request("GET", "/metrics");
   REQUIRE(m.ok());
@@ -85,22 +107,26 @@ TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bou
   CHECK(sched->terminate(10s) == 0);
 }
 
-TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process adopts the request", "[sched]") {
+TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process adopts the request",
+          "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 0});
   c.pool("p0", {"n1"}, {{"c0.1", ""}});
   auto first = startBinary(c, "bin-a");
   c.pod("w", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
   REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "Reconfig").empty(); }));
   first->kill(SIGKILL);
   // The Lease of the killed process must expire (2 s) before the next one leads.
   auto second = startBinary(c, "bin-b");
   auto http = healthClient(c, "bin-b");
-  REQUIRE(SchedCluster::eventually([&] {
-    auto m = http->request("GET", "/metrics");
-    return m.ok() && m->body.find("kubecomp_sched_reservations 1") != std::string::npos;
-  }, 15s));
+  REQUIRE(SchedCluster::eventually(
+      [&] {
+        auto m = http->request("GET", "/metrics");
+        return m.ok() && m->body.find("kubecomp_sched_reservations 1") != std::string::npos;
+      },
+      15s));
   auto reconfig = c.events("w", "Reconfig");
   REQUIRE(reconfig.size() == 1);
   CHECK(reconfig.front().second == 1);
@@ -111,16 +137,20 @@ TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process ad
   CHECK(second->terminate(10s) == 0);
 }
 
-TEST_CASE("kubecomp-sched binary: restarted mid-reservation, the request times out at its original deadline",
-          "[sched]") {
+TEST_CASE(
+    "kubecomp-sched binary: restarted mid-reservation, the request times out at its original "
+    "deadline",
+    "[sched]") {
   SchedCluster c;
   c.node("n1", {.gpus = 0});
   c.pool("p0", {"n1"}, {{"c0.1", ""}});
-  const std::vector<std::string> timeout = {"--reservation-timeout-seconds", "6", "--initial-backoff-seconds", "10",
-                                            "--max-backoff-seconds", "10"};
+  const std::vector<std::string> timeout = {"--reservation-timeout-seconds", "6",
+                                            "--initial-backoff-seconds",     "10",
+                                            "--max-backoff-seconds",         "10"};
   auto first = startBinary(c, "bin-a", timeout);
   c.pod("w", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != "<none>"; }));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != "<none>"; }));
   const std::string stamp = c.annotationOf("w", "kubecomp.io/reserved-at");
   CHECK(c.annotationOf("w", "kubecomp.io/dst-node") == "n1");
   auto reservedAt = kc::parseRfc3339(stamp);
@@ -132,7 +162,8 @@ TEST_CASE("kubecomp-sched binary: restarted mid-reservation, the request times o
   // timeout would end 6 s after that, at least 10.5 s after the request; the original ends 6 s
   // after it.
   auto second = startBinary(c, "bin-b", timeout);
-  REQUIRE(SchedCluster::eventually([&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != stamp; }, 20s));
+  REQUIRE(SchedCluster::eventually(
+      [&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != stamp; }, 20s));
   const auto cancelledAt = std::chrono::system_clock::now();
   CHECK(c.annotationOf("w", "kubecomp.io/dst-node") == "<none>");
   CHECK(c.annotationOf("w", "kubecomp.io/demand") == "<none>");
@@ -143,35 +174,42 @@ TEST_CASE("kubecomp-sched binary: restarted mid-reservation, the request times o
   CHECK(cancelledAt < deadline + 3s);
   REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "FailedScheduling").empty(); }));
   CHECK(c.events("w", "FailedScheduling").front().first ==
-        "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 6s of the reconfiguration request; "
+        "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 6s of the reconfiguration "
+        "request; "
         "trying again");
   CHECK(c.events("w", "Reconfig").size() == 1);  // adopted, not sent again
   CHECK(second->terminate(10s) == 0);
 }
 
-TEST_CASE("kubecomp-sched binary: --queue-policy by registry name, fcfs holds a pod behind the head", "[sched]") {
+TEST_CASE(
+    "kubecomp-sched binary: --queue-policy by registry name, fcfs holds a pod behind the head",
+    "[sched]") {
   {
     ChildProcess help({KC_SCHED_EXE, "--help"}, kc::testing::ChildOutput::kCapture);
     const std::string out = help.readAll();
     CHECK(help.wait() == 0);
-    for (const char* flag : {"--queue-policy", "--move-seconds", "--default-runtime-seconds", "--slack-factor"}) {
+    for (const char* flag :
+         {"--queue-policy", "--move-seconds", "--default-runtime-seconds", "--slack-factor"}) {
       CAPTURE(flag);
       CHECK(out.find(flag) != std::string::npos);
     }
   }
   {
-    ChildProcess bad({KC_SCHED_EXE, "--queue-policy", "easy"}, kc::testing::ChildOutput::kCaptureMerged);
+    ChildProcess bad({KC_SCHED_EXE, "--queue-policy", "easy"},
+                     kc::testing::ChildOutput::kCaptureMerged);
     const std::string out = bad.readAll();
     CHECK(bad.wait() == 2);
-    CHECK(out.find("--queue-policy: unknown queue policy 'easy' (known: fcfs, backfill, easy-backfill, "
-                   "slack-backfill)") != std::string::npos);
+    CHECK(out.find(
+              "--queue-policy: unknown queue policy 'easy' (known: fcfs, backfill, easy-backfill, "
+              "slack-backfill)") != std::string::npos);
   }
   {
-    ChildProcess bad({KC_SCHED_EXE, "--slack-factor", "3"}, kc::testing::ChildOutput::kCaptureMerged);
+    ChildProcess bad({KC_SCHED_EXE, "--slack-factor", "3"},
+                     kc::testing::ChildOutput::kCaptureMerged);
     const std::string out = bad.readAll();
     CHECK(bad.wait() == 2);
-    CHECK(out.find("--slack-factor applies to --queue-policy slack-backfill only (queue policy is backfill)") !=
-          std::string::npos);
+    CHECK(out.find("--slack-factor applies to --queue-policy slack-backfill only (queue policy is "
+                   "backfill)") != std::string::npos);
   }
   SchedCluster c;
   c.node("n1", {.gpus = 1});
@@ -187,11 +225,14 @@ TEST_CASE("kubecomp-sched binary: --queue-policy by registry name, fcfs holds a 
   c.pod("small", {.gpus = 0});
   REQUIRE(SchedCluster::eventually([&] { return reason("small") == "WaitingInQueue"; }));
   CHECK(c.condition("small").value("message", "") ==
-        "waiting behind the queue head team/big (it does not fit now); queue policy fcfs starts pods in order");
+        "waiting behind the queue head team/big (it does not fit now); queue policy fcfs starts "
+        "pods in order");
   CHECK(c.nodeOf("small").empty());
   REQUIRE(SchedCluster::eventually([&] {
     auto m = http->request("GET", "/metrics");
-    return m.ok() && m->body.find("kubecomp_sched_schedule_attempts_total{result=\"queued\"}") != std::string::npos &&
+    return m.ok() &&
+           m->body.find("kubecomp_sched_schedule_attempts_total{result=\"queued\"}") !=
+               std::string::npos &&
            m->body.find("kubecomp_sched_queue_held_total 0\n") == std::string::npos;
   }));
   CHECK(sched->terminate(10s) == 0);

@@ -6,7 +6,6 @@
 // slack-backfill lets the long one through while the head still starts by its bound.
 
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 
 #include "libcore/alloc/policy_registry.hpp"
@@ -27,8 +26,8 @@ const auto kWall0 = *kc::parseRfc3339("2026-01-01T00:00:00Z");
 
 // A pod created at second `created` of 2026-01-01, with an expected run time (0: none), bound
 // to `nodeName` and started at `startTime` when given.
-json pod(const std::string& name, int gpus, int created, int runtime, const std::string& nodeName = "",
-         const std::string& startTime = "") {
+json pod(const std::string& name, int gpus, int created, int runtime,
+         const std::string& nodeName = "", const std::string& startTime = "") {
   json res = {{"cpu", "1"}};
   if (gpus > 0) {
     res["kubecomp.io/gpu"] = std::to_string(gpus);
@@ -37,11 +36,16 @@ json pod(const std::string& name, int gpus, int created, int runtime, const std:
   if (runtime > 0) {
     annotations["kubecomp.io/expected-runtime-seconds"] = std::to_string(runtime);
   }
-  json p = {{"metadata", {{"name", name}, {"namespace", "team"}, {"uid", "uid-" + name}, {"resourceVersion", "1"},
-                          {"creationTimestamp", kc::formatRfc3339(kWall0 + std::chrono::seconds(created))},
-                          {"annotations", annotations}}},
-            {"spec", {{"schedulerName", "kubecomp-sched"},
-                      {"containers", {{{"name", "c"}, {"resources", {{"requests", res}}}}}}}}};
+  json p = {{"metadata",
+             {{"name", name},
+              {"namespace", "team"},
+              {"uid", "uid-" + name},
+              {"resourceVersion", "1"},
+              {"creationTimestamp", kc::formatRfc3339(kWall0 + std::chrono::seconds(created))},
+              {"annotations", annotations}}},
+            {"spec",
+             {{"schedulerName", "kubecomp-sched"},
+              {"containers", {{{"name", "c"}, {"resources", {{"requests", res}}}}}}}}};
   if (!nodeName.empty()) {
     p["spec"]["nodeName"] = nodeName;
     p["status"] = {{"phase", "Running"}};
@@ -53,7 +57,8 @@ json pod(const std::string& name, int gpus, int created, int runtime, const std:
 }
 
 // The wall clock a test sets (the cache reads it to place status.startTime and print times).
-kc::sched::CacheOptions options(const std::string& queue, const std::chrono::system_clock::time_point* wall) {
+kc::sched::CacheOptions options(const std::string& queue,
+                                const std::chrono::system_clock::time_point* wall) {
   kc::sched::CacheOptions o;
   o.reservationTimeout = 600s;
   o.initialBackoff = 1s;
@@ -70,8 +75,14 @@ void fourRunningFourFree(SchedCache& cache, kc::sched::Clock::time_point t0) {
   cache.ingestNode(node("n1", 4));
   cache.ingestNode(node("n2", 4));
   cache.ingestPool(kc::sched::test::pool("p0", {"n1", "n2"},
-                                         {{"g1", "n1"}, {"g2", "n1"}, {"g3", "n1"}, {"g4", "n1"},
-                                          {"g5", "n2"}, {"g6", "n2"}, {"g7", "n2"}, {"g8", "n2"}}));
+                                         {{"g1", "n1"},
+                                          {"g2", "n1"},
+                                          {"g3", "n1"},
+                                          {"g4", "n1"},
+                                          {"g5", "n2"},
+                                          {"g6", "n2"},
+                                          {"g7", "n2"},
+                                          {"g8", "n2"}}));
   cache.ingestPod(pod("x", 4, 0, 100, "n1", "2026-01-01T00:00:00Z"), t0);
 }
 
@@ -106,7 +117,8 @@ TEST_CASE("sched queue: backfill lets a later pod past an unfit head, fcfs holds
     CHECK(a["small"].kind == Kind::kQueued);
     CHECK(a["small"].head == "team/big");
     CHECK(a["small"].message ==
-          "waiting behind the queue head team/big (it does not fit now); queue policy fcfs starts pods in order");
+          "waiting behind the queue head team/big (it does not fit now); queue policy fcfs starts "
+          "pods in order");
     // Retried after its backoff: held again, the same message is not sent again.
     CHECK(cache.next(t0 + 4s, 10).size() == 1);  // big's FitError once more, nothing for small
     // x ends: big binds, and small right behind it.
@@ -118,7 +130,8 @@ TEST_CASE("sched queue: backfill lets a later pod past an unfit head, fcfs holds
   }
 }
 
-TEST_CASE("sched queue: under fcfs a head waiting for its GPU moves blocks the pods behind it", "[sched]") {
+TEST_CASE("sched queue: under fcfs a head waiting for its GPU moves blocks the pods behind it",
+          "[sched]") {
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   auto wall = kWall0;
   SchedCache cache(options("fcfs", &wall));
@@ -132,7 +145,8 @@ TEST_CASE("sched queue: under fcfs a head waiting for its GPU moves blocks the p
   CHECK(first["a"].kind == Kind::kReserve);
   CHECK(first["b"].kind == Kind::kQueued);
   CHECK(first["b"].message ==
-        "waiting behind the queue head team/a (waiting for 1 kubecomp.io/gpu on node n1); queue policy fcfs "
+        "waiting behind the queue head team/a (waiting for 1 kubecomp.io/gpu on node n1); queue "
+        "policy fcfs "
         "starts pods in order");
   cache.reserveDone("team/a", true, t0);
   // A pod arriving while a still waits for its GPU waits too.
@@ -152,8 +166,9 @@ TEST_CASE("sched queue: under fcfs a head waiting for its GPU moves blocks the p
 
 // One pool: n1 with 4 GPUs run by x (started at t0, expected 100 s), n2 with 4 free; moves of
 // 10 s. The 8-GPU head is reserved on n1 (Eq. 1's tie by name) from t0 + 100 + 4 x 10 = 140 s.
-TEST_CASE("sched queue: easy-backfill lets a short pod through and holds one that would delay the head",
-          "[sched]") {
+TEST_CASE(
+    "sched queue: easy-backfill lets a short pod through and holds one that would delay the head",
+    "[sched]") {
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   auto wall = kWall0;
   SchedCache cache(options("easy-backfill", &wall));
@@ -172,7 +187,8 @@ TEST_CASE("sched queue: easy-backfill lets a short pod through and holds one tha
   CHECK(a["long"].head == "team/big");
   CHECK(a["long"].node == "n1");
   CHECK(a["long"].message ==
-        "waiting behind the queue head team/big, reserved on node n1 from 2026-01-01T00:02:20Z: starting this "
+        "waiting behind the queue head team/big, reserved on node n1 from 2026-01-01T00:02:20Z: "
+        "starting this "
         "pod now would delay it (queue policy easy-backfill)");
   CHECK(a["unsized"].kind == Kind::kQueued);
   const auto q = cache.queueStats();
@@ -203,8 +219,8 @@ TEST_CASE("sched queue: easy-backfill lets a short pod through and holds one tha
 TEST_CASE("sched queue: slack-backfill lets a pod delay the head up to its bound", "[sched]") {
   // As above; the head's bound is its first reservation plus its own run time: 140 + 50 = 190.
   // A 1-GPU pod of 150 s holds a GPU of n2 until 150: the head then starts at 190.
-  auto [policy, kind] = GENERATE(table<std::string, Kind>({{"easy-backfill", Kind::kQueued},
-                                                           {"slack-backfill", Kind::kBind}}));
+  auto [policy, kind] = GENERATE(table<std::string, Kind>(
+      {{"easy-backfill", Kind::kQueued}, {"slack-backfill", Kind::kBind}}));
   CAPTURE(policy);
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   auto wall = kWall0;
@@ -218,13 +234,16 @@ TEST_CASE("sched queue: slack-backfill lets a pod delay the head up to its bound
   CHECK(a["mid"].kind == kind);
   CHECK(a["longer"].kind == Kind::kQueued);
   if (policy == "slack-backfill") {
-    CHECK(a["longer"].message ==
-          "waiting behind the queue head team/big, reserved on node n1 from 2026-01-01T00:03:10Z: starting this "
-          "pod now would delay it past its bound 2026-01-01T00:03:10Z (queue policy slack-backfill)");
+    CHECK(
+        a["longer"].message ==
+        "waiting behind the queue head team/big, reserved on node n1 from 2026-01-01T00:03:10Z: "
+        "starting this "
+        "pod now would delay it past its bound 2026-01-01T00:03:10Z (queue policy slack-backfill)");
   }
 }
 
-TEST_CASE("sched queue: a reservation's pod runs from when its GPUs land (the fabric clock)", "[sched]") {
+TEST_CASE("sched queue: a reservation's pod runs from when its GPUs land (the fabric clock)",
+          "[sched]") {
   // n1 has no GPU, 2 unattached: "a" (1 GPU, 100 s) is reserved on n1 and waits for one move
   // (lands at 10 s, ends at 110 s). The 2-GPU head fits at 110, after one more move: 120 s. A
   // 1-GPU pod takes the other GPU after a's move (from 20 s): with 100 s it ends at 120 and the
@@ -250,12 +269,15 @@ TEST_CASE("sched queue: a reservation's pod runs from when its GPUs land (the fa
   CHECK(*cache.queueStats().headStart == kWall0 + 120s);
 }
 
-TEST_CASE("sched queue: slack-backfill's slack factor (--slack-factor) reaches the pass", "[sched]") {
+TEST_CASE("sched queue: slack-backfill's slack factor (--slack-factor) reaches the pass",
+          "[sched]") {
   // As above: the head's first reservation is 140 s, its run time 50 s. Bound = 140 + factor x 50.
   // mid (150 s) moves the head's start to 190, longer (151 s) after mid to 191.
   //   factor 0: bound 140, both held; factor 1: bound 190, mid goes; factor 3: bound 290, both go.
-  auto [factor, midKind, longerKind] = GENERATE(table<double, Kind, Kind>(
-      {{0.0, Kind::kQueued, Kind::kQueued}, {1.0, Kind::kBind, Kind::kQueued}, {3.0, Kind::kBind, Kind::kBind}}));
+  auto [factor, midKind, longerKind] =
+      GENERATE(table<double, Kind, Kind>({{0.0, Kind::kQueued, Kind::kQueued},
+                                          {1.0, Kind::kBind, Kind::kQueued},
+                                          {3.0, Kind::kBind, Kind::kBind}}));
   CAPTURE(factor);
   const auto t0 = kc::sched::Clock::time_point{} + 1h;
   auto wall = kWall0;

@@ -16,14 +16,16 @@ using nlohmann::json;
 namespace {
 
 // What rt-kubelet-shim publishes on a node with RT group scheduling.
-void advertiseRt(SchedCluster& c, const std::string& node, const std::string& cores, const std::string& kernel) {
+void advertiseRt(SchedCluster& c, const std::string& node, const std::string& cores,
+                 const std::string& kernel) {
   json patch = {{"metadata",
                  {{"labels", {{"rt.kubecomp.io/capable", "true"}}},
                   {"annotations",
                    {{"rt.kubecomp.io/cores", cores},
                     {"rt.kubecomp.io/bound", "950000/1000000"},
                     {"rt.kubecomp.io/kernel", kernel}}}}}};
-  REQUIRE(c.client->patch(kc::kube::gvr::nodes(), "", node, kc::kube::PatchType::kMerge, patch).ok());
+  REQUIRE(
+      c.client->patch(kc::kube::gvr::nodes(), "", node, kc::kube::PatchType::kMerge, patch).ok());
 }
 
 PodOpts rt(std::uint64_t runtimeUs, std::uint32_t cpus = 1) {
@@ -36,8 +38,10 @@ PodOpts rt(std::uint64_t runtimeUs, std::uint32_t cpus = 1) {
 
 }  // namespace
 
-TEST_CASE("RT pods land only where their reservations fit per core, the next one stays Pending with the reason",
-          "[sched][rt]") {
+TEST_CASE(
+    "RT pods land only where their reservations fit per core, the next one stays Pending with the "
+    "reason",
+    "[sched][rt]") {
   SchedCluster c;
   c.node("rt-node");
   c.node("plain");
@@ -62,7 +66,8 @@ TEST_CASE("RT pods land only where their reservations fit per core, the next one
   REQUIRE(SchedCluster::eventually([&] { return c.condition("c").is_object(); }));
   CHECK(c.condition("c")["reason"] == "Unschedulable");
   CHECK(c.condition("c")["message"] ==
-        "0/2 nodes are available: 1 node(s) are not real-time capable, 1 node(s) had insufficient real-time "
+        "0/2 nodes are available: 1 node(s) are not real-time capable, 1 node(s) had insufficient "
+        "real-time "
         "bandwidth.");
   REQUIRE(SchedCluster::eventually([&] { return !c.events("c", "FailedScheduling").empty(); }));
   // A pod without RT annotations is not the RT filter's business.
@@ -98,7 +103,8 @@ TEST_CASE("on an rt-group node the sum over all RT pods is limited too", "[sched
   // Three free cores, but mainline cgroup v1 checks 0.5 + 0.5 against the root's 0.95.
   c.pod("b", rt(500'000));
   REQUIRE(SchedCluster::eventually([&] { return c.condition("b").is_object(); }));
-  CHECK(c.condition("b")["message"] == "0/1 nodes are available: 1 node(s) had insufficient real-time bandwidth.");
+  CHECK(c.condition("b")["message"] ==
+        "0/1 nodes are available: 1 node(s) had insufficient real-time bandwidth.");
   c.pod("small", rt(400'000));
   REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("small").empty(); }));
 }

@@ -5,7 +5,6 @@
 // Nodes' allocatable.
 
 #include <catch2/catch.hpp>
-
 #include <map>
 
 #include "tests/services/kubecomp-sched/sched_cluster.hpp"
@@ -30,8 +29,8 @@ TEST_CASE("the daemon places a pod sequence on the nodes the simulator chooses",
 
   kc::sim::Trace trace;
   for (std::size_t i = 0; i < requests.size(); ++i) {
-    trace.jobs.push_back({"job" + std::to_string(i), static_cast<kc::sim::SimMs>(i) * 1000, 1'000'000'000,
-                          requests[i], 0, 1000, 1024});
+    trace.jobs.push_back({"job" + std::to_string(i), static_cast<kc::sim::SimMs>(i) * 1000,
+                          1'000'000'000, requests[i], 0, 1000, 1024});
   }
   kc::sim::SimConfig config = kc::sim::defaultSimConfig();
   config.nodePolicy = *kc::alloc::findNodePolicy(policyName);
@@ -40,7 +39,8 @@ TEST_CASE("the daemon places a pod sequence on the nodes the simulator chooses",
     std::vector<std::string> moved;  // GPU ids moved to the node
   };
   std::vector<Placed> sim(requests.size());
-  config.onPlace = [&](std::size_t job, kc::alloc::NodeIndex node, const std::vector<kc::alloc::GpuIndex>& moved,
+  config.onPlace = [&](std::size_t job, kc::alloc::NodeIndex node,
+                       const std::vector<kc::alloc::GpuIndex>& moved,
                        const std::vector<kc::alloc::GpuIndex>&) {
     sim[job].node = cluster.node(node).name;
     for (auto g : moved) {
@@ -137,12 +137,12 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
     const char* held;  // the daemon's PodScheduled reason when the pod does not start at once
   };
   const std::vector<Step> steps = {
-      {4, 100, ""},                  // runs on n1 until 100
-      {8, 50, "Unschedulable"},      // the head: reserved at 100 + 4 moves x 10 s = 140
-      {1, 30, ""},                   // ends before 100: backfilled
-      {1, 500, "WaitingInQueue"},    // would delay the head
-      {2, 40, ""},                   // ends before 100: backfilled
-      {3, 10, "Unschedulable"},      // only one GPU free now
+      {4, 100, ""},                // runs on n1 until 100
+      {8, 50, "Unschedulable"},    // the head: reserved at 100 + 4 moves x 10 s = 140
+      {1, 30, ""},                 // ends before 100: backfilled
+      {1, 500, "WaitingInQueue"},  // would delay the head
+      {2, 40, ""},                 // ends before 100: backfilled
+      {3, 10, "Unschedulable"},    // only one GPU free now
   };
   kc::sim::Trace trace;
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -153,8 +153,9 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
   config.queue = kc::alloc::QueueDiscipline::EasyBackfill;
   config.moveTime = 10'000;
   std::vector<std::string> simNode(steps.size());
-  config.onPlace = [&](std::size_t job, kc::alloc::NodeIndex node, const std::vector<kc::alloc::GpuIndex>&,
-                       const std::vector<kc::alloc::GpuIndex>&) { simNode[job] = cluster.node(node).name; };
+  config.onPlace =
+      [&](std::size_t job, kc::alloc::NodeIndex node, const std::vector<kc::alloc::GpuIndex>&,
+          const std::vector<kc::alloc::GpuIndex>&) { simNode[job] = cluster.node(node).name; };
   auto result = kc::sim::simulate(cluster, trace, config);
   REQUIRE(result.ok());
 
@@ -162,7 +163,14 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
   c.node("n1", {.gpus = 4});
   c.node("n2", {.gpus = 4});
   c.pool("p0", {"n1", "n2"},
-         {{"g1", "n1"}, {"g2", "n1"}, {"g3", "n1"}, {"g4", "n1"}, {"g5", "n2"}, {"g6", "n2"}, {"g7", "n2"}, {"g8", "n2"}});
+         {{"g1", "n1"},
+          {"g2", "n1"},
+          {"g3", "n1"},
+          {"g4", "n1"},
+          {"g5", "n2"},
+          {"g6", "n2"},
+          {"g7", "n2"},
+          {"g8", "n2"}});
   auto o = c.options();
   o.cache.queue = *kc::alloc::findQueuePolicy("easy-backfill");
   o.cache.moveTime = 10s;
@@ -177,9 +185,11 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
     CAPTURE(name, simStartsNow, simNode[i]);
     CHECK(simStartsNow == (steps[i].held[0] == '\0'));  // the simulator does what the table says
     c.pod(name, {.gpus = steps[i].gpus,
-                 .annotations = {{"kubecomp.io/expected-runtime-seconds", std::to_string(steps[i].runtimeS)}}});
+                 .annotations = {
+                     {"kubecomp.io/expected-runtime-seconds", std::to_string(steps[i].runtimeS)}}});
     REQUIRE(SchedCluster::eventually([&] {
-      return !c.nodeOf(name).empty() || reason(name) == "Unschedulable" || reason(name) == "WaitingInQueue";
+      return !c.nodeOf(name).empty() || reason(name) == "Unschedulable" ||
+             reason(name) == "WaitingInQueue";
     }));
     if (simStartsNow) {
       CHECK(c.nodeOf(name) == simNode[i]);
@@ -195,7 +205,8 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
   const auto held = c.events("job3", "WaitingInQueue");
   REQUIRE(held.size() == 1);
   CHECK(held.front().second == 1);
-  CHECK(held.front().first.find("waiting behind the queue head team/job1, reserved on node n1 from ") == 0);
+  CHECK(held.front().first.find(
+            "waiting behind the queue head team/job1, reserved on node n1 from ") == 0);
   CHECK(s->cache().queueStats().head == "team/job1");
   CHECK(s->cache().queueStats().backfilled == 2);
 }

@@ -75,8 +75,9 @@ TEST_CASE(
   auto client = std::move(kc::kube::KubeClient::create(api.config()).value());
 
   // The GPUPool CRD from the chart, served before anyone watches it.
-  kc::testing::installCrd(*client, kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
-                                                             "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+  kc::testing::installCrd(
+      *client, kc::testing::loadYamlFile(std::string(KC_SOURCE_DIR) +
+                                         "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
 
   std::filesystem::create_directories(dir.path() / "n1");
   StandinProcess standin(KUBELET_STANDIN_EXE, api.kubeconfigPath(), (dir.path() / "n1").string(),

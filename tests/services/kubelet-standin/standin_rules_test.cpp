@@ -88,7 +88,8 @@ TEST_CASE("admission fit: first shortage in kubelet's order, with kubelet's mess
 }
 
 TEST_CASE(
-    "pod requests: containers summed, the largest init container, sidecars, overhead, limits fill requests",
+    "pod requests: containers summed, the largest init container, sidecars, overhead, limits fill "
+    "requests",
     "[devplugin]") {
   const json pod = {
       {"metadata", {{"name", "p"}, {"namespace", "default"}}},
@@ -107,8 +108,10 @@ TEST_CASE(
   // A sidecar (init container with restartPolicy Always) runs beside the containers: it adds
   // to their sum (v1.29), where a plain init container only competes with it.
   json sidecar = pod;
-  sidecar["spec"]["initContainers"] = json::array(
-      {{{"name", "proxy"}, {"restartPolicy", "Always"}, {"resources", {{"requests", {{"cpu", "300m"}}}}}}});
+  sidecar["spec"]["initContainers"] =
+      json::array({{{"name", "proxy"},
+                    {"restartPolicy", "Always"},
+                    {"resources", {{"requests", {{"cpu", "300m"}}}}}}});
   auto s = podRequests(sidecar);
   REQUIRE(s);
   CHECK(s->at("cpu") == 1000 + 500 + 300 + 250);
@@ -118,7 +121,8 @@ TEST_CASE(
   auto e = podRequests(bad);
   REQUIRE_FALSE(e);
   CHECK(e.error().code == "invalid");
-  CHECK(e.error().message.find("spec.containers[1].resources.requests.memory") != std::string::npos);
+  CHECK(e.error().message.find("spec.containers[1].resources.requests.memory") !=
+        std::string::npos);
 }
 
 TEST_CASE("flag values: Go durations, labels, taints", "[devplugin]") {

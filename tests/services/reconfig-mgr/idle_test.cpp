@@ -216,7 +216,7 @@ class Pool final : public kc::reconfig::MoveEnv {
       inUse;  // node -> gpu -> pods
   bool pluginsWithdraw = true;
   kc::reconfig::Quarantine quarantined;  // status.quarantine
-  std::vector<std::string> started;  // "B c0.x>node" / "D c0.x>node", in start order
+  std::vector<std::string> started;      // "B c0.x>node" / "D c0.x>node", in start order
   std::vector<json> persisted;
   std::vector<std::string> events;
 

@@ -143,7 +143,7 @@ Move moveOf(const std::string& gpu, const std::string& from, const std::string& 
 }
 
 kc::api::UsageReport report(std::vector<std::string> withdrawn,
-                                  std::map<std::string, std::vector<std::string>> inUse = {}) {
+                            std::map<std::string, std::vector<std::string>> inUse = {}) {
   kc::api::UsageReport r;
   r.withdrawn = std::move(withdrawn);
   r.inUse = std::move(inUse);

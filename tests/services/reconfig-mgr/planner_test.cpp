@@ -274,8 +274,14 @@ TEST_CASE(
   // Fig. 5 after the move: Host01 holds GPU01-03 and GPU06, all four in use by "big" (bound and
   // started), while the pod informer still has "big" annotated and unbound. Nothing is short:
   // no move and no "insufficient" verdict (which would put a false Warning on the pod).
-  auto f = fixture({{"01", "1"}, {"02", "1"}, {"03", "1"}, {"04", "2"}, {"05", "2"},
-                    {"06", "1"}, {"07", "3"}, {"08", "3"}},
+  auto f = fixture({{"01", "1"},
+                    {"02", "1"},
+                    {"03", "1"},
+                    {"04", "2"},
+                    {"05", "2"},
+                    {"06", "1"},
+                    {"07", "3"},
+                    {"08", "3"}},
                    {{"host01", inUse({{"c0.01", {"default/big"}},
                                       {"c0.02", {"default/big"}},
                                       {"c0.03", {"default/big"}},

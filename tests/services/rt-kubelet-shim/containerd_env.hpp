@@ -5,6 +5,7 @@
 // pod over CRI, stops containerd, kills leftover shims of this instance, unmounts what is
 // under the temp dir and removes the test's cgroup tree bottom-up in every controller.
 
+#include <grpcpp/client_context.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -18,8 +19,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <grpcpp/client_context.h>
 
 #include "cri/runtime/v1/api.grpc.pb.h"
 #include "libcore/grpc/channel.hpp"
@@ -40,9 +39,11 @@ inline std::string rtSkipReason() {
   if (::access("/sys/fs/cgroup/cpu/cpu.rt_runtime_us", W_OK) != 0) {
     return "no cgroup v1 RT group scheduling (/sys/fs/cgroup/cpu/cpu.rt_runtime_us)";
   }
-  for (const char* p : {"/usr/bin/containerd", "/usr/sbin/runc", "/usr/bin/ctr", "/usr/bin/busybox"}) {
+  for (const char* p :
+       {"/usr/bin/containerd", "/usr/sbin/runc", "/usr/bin/ctr", "/usr/bin/busybox"}) {
     if (::access(p, X_OK) != 0) {
-      return std::string("missing ") + p + " (tools/setup-deps.sh installs containerd runc busybox-static)";
+      return std::string("missing ") + p +
+             " (tools/setup-deps.sh installs containerd runc busybox-static)";
     }
   }
   return "";
@@ -64,12 +65,12 @@ class ContainerdEnv {
   ContainerdEnv(const std::string& imageTar, std::string cgroupTop) : top_(std::move(cgroupTop)) {
     base_ = dir_.path().string();
     std::ofstream(base_ + "/config.toml") << configToml();
-    containerd_ = std::make_unique<ChildProcess>(std::vector<std::string>{
-        "/bin/sh", "-c", "exec /usr/bin/containerd --config " + base_ + "/config.toml >>" + base_ +
-                             "/containerd.log 2>&1"});
-    containerd_->waitUntil(
-        [&] { return std::filesystem::exists(socket()); }, std::chrono::seconds(20),
-        "containerd socket");
+    containerd_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/bin/sh", "-c",
+                                 "exec /usr/bin/containerd --config " + base_ + "/config.toml >>" +
+                                     base_ + "/containerd.log 2>&1"});
+    containerd_->waitUntil([&] { return std::filesystem::exists(socket()); },
+                           std::chrono::seconds(20), "containerd socket");
     channel_ = kc::grpcx::dialUnix(socket());
     if (!kc::grpcx::waitConnected(*channel_, std::chrono::seconds(10), "containerd")) {
       throw std::runtime_error("containerd did not come up; log: " + log());
@@ -142,7 +143,8 @@ class ContainerdEnv {
       }
       std::ifstream in(e.path() / "cmdline");
       std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (cmd.find("containerd-shim") != std::string::npos && cmd.find(base_) != std::string::npos) {
+      if (cmd.find("containerd-shim") != std::string::npos &&
+          cmd.find(base_) != std::string::npos) {
         out.push_back(static_cast<pid_t>(std::stol(name)));
       }
     }
@@ -190,7 +192,8 @@ class ContainerdEnv {
           dirs.push_back(e.path().string());
         }
       }
-      std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+      std::sort(dirs.begin(), dirs.end(),
+                [](const auto& a, const auto& b) { return a.size() > b.size(); });
       dirs.push_back(d);
       for (const auto& x : dirs) {
         if (std::filesystem::exists(x + "/cpu.rt_runtime_us")) {
@@ -206,7 +209,8 @@ class ContainerdEnv {
     t << "version = 2\n"
       << "root = \"" << base_ << "/root\"\n"
       << "state = \"" << base_ << "/state\"\n"
-      << "disabled_plugins = [\"io.containerd.snapshotter.v1.aufs\", \"io.containerd.snapshotter.v1.btrfs\", "
+      << "disabled_plugins = [\"io.containerd.snapshotter.v1.aufs\", "
+         "\"io.containerd.snapshotter.v1.btrfs\", "
          "\"io.containerd.snapshotter.v1.zfs\", \"io.containerd.snapshotter.v1.devmapper\"]\n"
       << "[grpc]\n  address = \"" << base_ << "/containerd.sock\"\n"
       << "[ttrpc]\n  address = \"" << base_ << "/containerd.sock.ttrpc\"\n"
@@ -280,7 +284,8 @@ class CriClient {
   // `cmd` replaces `sleep 1000000`; `cpuset` pins the container (as kubelet's CPU manager would).
   grpc::Status createContainer(const std::string& podId, const cri::PodSandboxConfig& pod,
                                const std::string& name, std::string& id, unsigned attempt = 0,
-                               const std::vector<std::string>& cmd = {}, const std::string& cpuset = "") {
+                               const std::vector<std::string>& cmd = {},
+                               const std::string& cpuset = "") {
     grpc::ClientContext ctx;
     kc::grpcx::setTimeout(ctx, std::chrono::seconds(30));
     cri::CreateContainerRequest r;

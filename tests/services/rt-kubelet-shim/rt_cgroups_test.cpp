@@ -2,12 +2,12 @@
 // with each ancestor holding the rounded-up sum beneath it, released bottom-up, a refused
 // write leaves nothing changed; cgroup paths and RT support detection.
 
-#include <catch2/catch.hpp>
+#include "services/rt-kubelet-shim/rt_cgroups.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include "services/rt-kubelet-shim/rt_cgroups.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using kc::alloc::RtReservation;
@@ -35,7 +35,8 @@ TEST_CASE("cgroup paths: cgroupfs parents only", "[rt]") {
   CHECK(kc::rtshim::containerCgroupPath("/kubepods/burstable/pod1", "abc").value() ==
         "/kubepods/burstable/pod1/abc");
   CHECK(kc::rtshim::containerCgroupPath("/kubepods/", "abc").value() == "/kubepods/abc");
-  CHECK(kc::rtshim::containerCgroupPath("kubepods-burstable.slice", "abc").error().code == "invalid");
+  CHECK(kc::rtshim::containerCgroupPath("kubepods-burstable.slice", "abc").error().code ==
+        "invalid");
   CHECK(kc::rtshim::containerCgroupPath("/a/../b", "abc").error().code == "invalid");
   CHECK(kc::rtshim::containerCgroupPath("/a", "x/y").error().code == "invalid");
   CHECK(kc::rtshim::containerCgroupPath("", "abc").error().code == "invalid");

@@ -8,19 +8,16 @@
 // Needs root and cgroup v1 RT group scheduling: elsewhere the binary prints why and exits 77
 // (CTest reports it as skipped).
 
-#include <catch2/catch.hpp>
-
+#include <grpcpp/completion_queue.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <thread>
-
-#include <grpcpp/completion_queue.h>
-
-#include <grpcpp/generic/generic_stub.h>
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/resource.hpp"
@@ -50,8 +47,8 @@ void skipUnlessPossible() {
 
 std::string imageTar(const kc::testing::TempDir& dir) {
   const std::string out = dir.file("rt-img.tar");
-  if (kc::testing::run({"/usr/bin/python3", KC_MKIMAGE, out, kc::testing::kTestImage, "/usr/bin/busybox",
-                        KC_RTPROBE}) != 0) {
+  if (kc::testing::run({"/usr/bin/python3", KC_MKIMAGE, out, kc::testing::kTestImage,
+                        "/usr/bin/busybox", KC_RTPROBE}) != 0) {
     throw std::runtime_error("mkimage.py failed");
   }
   return out;
@@ -66,8 +63,9 @@ struct Shim {
     socket = dir + "/shim.sock";
     portFile = dir + "/shim.port";
     std::filesystem::remove(portFile);
-    std::vector<std::string> args{KC_SHIM_EXE, "--socket", socket, "--runtime-endpoint", runtimeSock,
-                                  "--port", "0", "--port-file", portFile, "--log-level", "warn"};
+    std::vector<std::string> args{KC_SHIM_EXE, "--socket",    socket, "--runtime-endpoint",
+                                  runtimeSock, "--port",      "0",    "--port-file",
+                                  portFile,    "--log-level", "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
     proc = std::make_unique<ChildProcess>(args);
     proc->waitUntil(
@@ -102,12 +100,16 @@ double metric(const std::string& text, const std::string& name) {
   return -1;
 }
 
-std::string ppbRuntime(const std::string& dir) { return readTrim(kCpu + dir + "/cpu.rt_runtime_us"); }
+std::string ppbRuntime(const std::string& dir) {
+  return readTrim(kCpu + dir + "/cpu.rt_runtime_us");
+}
 
 }  // namespace
 
-TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, throttling, refusal, restart, release",
-          "[rt][real-peer]") {
+TEST_CASE(
+    "rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, throttling, refusal, "
+    "restart, release",
+    "[rt][real-peer]") {
   skipUnlessPossible();
   kc::testing::TempDir work;
   const std::string top = "/kctest-rt-" + std::to_string(::getpid());
@@ -125,9 +127,9 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
                             {"spec", {{"containers", {{{"name", "app"}, {"image", "x"}}}}}}})
                   .ok());
     }
-    auto shim = std::make_unique<Shim>(work.path().string(), env.socket(),
-                                       std::vector<std::string>{"--kubeconfig", api.kubeconfigPath(),
-                                                                "--node-name", "n1"});
+    auto shim = std::make_unique<Shim>(
+        work.path().string(), env.socket(),
+        std::vector<std::string>{"--kubeconfig", api.kubeconfigPath(), "--node-name", "n1"});
     CriClient viaShim(kc::grpcx::dialUnix(shim->socket));
     CriClient direct(env.channel());
     const std::string logDir = work.file("logs");
@@ -138,7 +140,8 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
       nlohmann::json node;
       for (int i = 0; i < 100; ++i) {
         node = (*client)->get(kc::kube::gvr::nodes(), "", "n1").value();
-        if (node["metadata"].contains("labels") && node["metadata"]["labels"].contains("rt.kubecomp.io/capable")) {
+        if (node["metadata"].contains("labels") &&
+            node["metadata"]["labels"].contains("rt.kubecomp.io/capable")) {
           break;
         }
         std::this_thread::sleep_for(50ms);
@@ -146,14 +149,17 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
       CHECK(node["metadata"]["labels"]["rt.kubecomp.io/capable"] == "true");
       CHECK(node["metadata"]["annotations"]["rt.kubecomp.io/kernel"] == "rt-group");
       CHECK(node["metadata"]["annotations"]["rt.kubecomp.io/bound"] ==
-            readTrim("/proc/sys/kernel/sched_rt_runtime_us") + "/" + readTrim("/proc/sys/kernel/sched_rt_period_us"));
-      CHECK(node["metadata"]["annotations"]["rt.kubecomp.io/cores"] == readTrim("/sys/fs/cgroup/cpuset/cpuset.effective_cpus"));
+            readTrim("/proc/sys/kernel/sched_rt_runtime_us") + "/" +
+                readTrim("/proc/sys/kernel/sched_rt_period_us"));
+      CHECK(node["metadata"]["annotations"]["rt.kubecomp.io/cores"] ==
+            readTrim("/sys/fs/cgroup/cpuset/cpuset.effective_cpus"));
     }
 
     // An RT pod: 30 ms every 100 ms on one core.
     const std::string podA = top + "/besteffort/pod-rt-a";
     const auto cfgA = CriClient::podConfig(
-        "rt-a", podA, {{"rt.kubecomp.io/runtime-us", "30000"}, {"rt.kubecomp.io/period-us", "100000"}}, logDir);
+        "rt-a", podA,
+        {{"rt.kubecomp.io/runtime-us", "30000"}, {"rt.kubecomp.io/period-us", "100000"}}, logDir);
     std::string sandboxA, ctrA;
     REQUIRE(viaShim.runPod(cfgA, sandboxA).ok());
     auto st = viaShim.createContainer(sandboxA, cfgA, "app", ctrA);
@@ -195,7 +201,9 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
       std::string assigned;
       for (int i = 0; i < 100 && assigned.empty(); ++i) {
         auto pod = (*client)->get(kc::kube::gvr::pods(), "default", "rt-a").value();
-        assigned = pod["metadata"].value("annotations", nlohmann::json::object()).value("rt.kubecomp.io/assigned", "");
+        assigned = pod["metadata"]
+                       .value("annotations", nlohmann::json::object())
+                       .value("rt.kubecomp.io/assigned", "");
         std::this_thread::sleep_for(50ms);
       }
       CHECK(assigned == "app=0");
@@ -312,7 +320,8 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
     // Does not fit: mainline cgroup v1 limits the sum over all RT containers to the bound.
     const std::string podBig = top + "/besteffort/pod-rt-big";
     const auto cfgBig = CriClient::podConfig(
-        "rt-big", podBig, {{"rt.kubecomp.io/runtime-us", "700000"}, {"rt.kubecomp.io/period-us", "1000000"}}, logDir);
+        "rt-big", podBig,
+        {{"rt.kubecomp.io/runtime-us", "700000"}, {"rt.kubecomp.io/period-us", "1000000"}}, logDir);
     std::string sandboxBig, ctrBig;
     REQUIRE(viaShim.runPod(cfgBig, sandboxBig).ok());
     st = viaShim.createContainer(sandboxBig, cfgBig, "app", ctrBig);
@@ -335,7 +344,8 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
     CHECK(metric(shim->metrics(), "kubecomp_rtshim_group_utilization") == Approx(0.3));
     shim->proc->kill(SIGKILL);
     shim.reset();
-    shim = std::make_unique<Shim>(work.path().string(), env.socket(), std::vector<std::string>{"--no-api"});
+    shim = std::make_unique<Shim>(work.path().string(), env.socket(),
+                                  std::vector<std::string>{"--no-api"});
     CHECK(metric(shim->metrics(), "kubecomp_rtshim_group_utilization") == Approx(0.3));
     CHECK(metric(shim->metrics(), "kubecomp_rtshim_reservations") == 1);
     CriClient viaShim2(kc::grpcx::dialUnix(shim->socket));
@@ -343,9 +353,11 @@ TEST_CASE("rt-kubelet-shim drives a real containerd: RT budget top-down, FIFO, t
     std::string sandboxB, ctrB;
     const std::string podB = top + "/besteffort/pod-rt-b";
     const auto cfgB = CriClient::podConfig(
-        "rt-b", podB, {{"rt.kubecomp.io/runtime-us", "700000"}, {"rt.kubecomp.io/period-us", "1000000"}}, logDir);
+        "rt-b", podB,
+        {{"rt.kubecomp.io/runtime-us", "700000"}, {"rt.kubecomp.io/period-us", "1000000"}}, logDir);
     REQUIRE(viaShim2.runPod(cfgB, sandboxB).ok());
-    CHECK(viaShim2.createContainer(sandboxB, cfgB, "app", ctrB).error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    CHECK(viaShim2.createContainer(sandboxB, cfgB, "app", ctrB).error_code() ==
+          grpc::StatusCode::RESOURCE_EXHAUSTED);
 
     // Removing the pod frees its budget bottom-up; then the big one fits.
     REQUIRE(viaShim2.stopRemovePod(sandboxA).ok());

@@ -1,15 +1,15 @@
 // `vni-webhook admin` and the server flags as main() parses them, on a real database written
 // by the service, with the command's streams captured.
-#include <CLI/CLI.hpp>
-#include <catch2/catch.hpp>
+#include "services/vni-webhook/admin_cli.hpp"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "services/vni-webhook/admin_cli.hpp"
 #include "services/vni-webhook/vni_service.hpp"
 #include "services/vni-webhook/webhook_cli.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
@@ -27,12 +27,14 @@ constexpr std::int64_t kNowMs = 1'795'381'200'000;
 void seedDatabase(const std::string& db) {
   kc::vni::ServiceOptions o;
   o.store.path = db;
-  auto service = kc::vni::VniService::start(o, [] { return kNowMs; }, nullptr);
+  auto service = kc::vni::VniService::start(
+      o, [] { return kNowMs; }, nullptr);
   REQUIRE(service.ok());
   for (const auto& [ns, uid] : std::vector<std::pair<std::string, std::string>>{
            {"ml", "u-a"}, {"ml", "u-b"}, {"web", "u-c"}}) {
-    const auto reply = (*service)->handleNow(HookKind::kSync,
-                                             makeParent("Job", "job-" + uid).ns(ns).uid(uid).optIn().body(HookKind::kSync));
+    const auto reply = (*service)->handleNow(
+        HookKind::kSync,
+        makeParent("Job", "job-" + uid).ns(ns).uid(uid).optIn().body(HookKind::kSync));
     REQUIRE(reply.status == 200);
   }
   (*service)->stop();
@@ -67,7 +69,9 @@ TEST_CASE("admin CLI: list, audit, confirmed release, and usage errors", "[vni][
 
   const Run listMl = admin({"list", "--db", db, "--namespace", "ml"});
   CHECK(listMl.status == 0);
-  CHECK(listMl.out == "NAMESPACE\tVNI\tKIND\tNAME\tUID\nml\t1024\tJob\tjob-u-a\tu-a\nml\t1025\tJob\tjob-u-b\tu-b\n");
+  CHECK(listMl.out ==
+        "NAMESPACE\tVNI\tKIND\tNAME\tUID\nml\t1024\tJob\tjob-u-a\tu-a\nml\t1025\tJob\tjob-u-b\tu-"
+        "b\n");
 
   // u-b is gone. The live file is written now, after the allocations; margin 0 judges them all.
   const std::string live = dir.write("live.txt", "ml/u-a\nweb/u-c\n");
@@ -76,12 +80,14 @@ TEST_CASE("admin CLI: list, audit, confirmed release, and usage errors", "[vni][
   CHECK(audit.out.rfind("3 allocations, 2 live owners, 1 orphans\n", 0) == 0);
   CHECK_THAT(audit.out, Catch::Contains("ml\t1025\tJob\tjob-u-b\tu-b"));
 
-  const Run declined = admin({"audit", "--db", db, "--live", live, "--margin-seconds", "0", "--release"}, "no\n");
+  const Run declined =
+      admin({"audit", "--db", db, "--live", live, "--margin-seconds", "0", "--release"}, "no\n");
   CHECK(declined.status == 3);
   CHECK_THAT(declined.out, Catch::Contains("nothing released"));
   CHECK(admin({"list", "--db", db}).out.find("u-b") != std::string::npos);
 
-  const Run released = admin({"audit", "--db", db, "--live", live, "--margin-seconds", "0", "--release"}, "yes\n");
+  const Run released =
+      admin({"audit", "--db", db, "--live", live, "--margin-seconds", "0", "--release"}, "yes\n");
   CHECK(released.status == 0);
   CHECK_THAT(released.out, Catch::Contains("released 1 VNIs"));
   CHECK(admin({"list", "--db", db}).out.find("u-b") == std::string::npos);

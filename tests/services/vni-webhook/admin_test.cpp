@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "services/vni-webhook/admin.hpp"
+
+#include <catch2/catch.hpp>
 
 using kc::vni::AllocationRow;
 using kc::vni::OwnerKey;

@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "services/vni-webhook/hook_decision.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 
-#include "services/vni-webhook/hook_decision.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
 
 using kc::vni::HookKind;
@@ -27,7 +27,11 @@ kc::vni::HookRequest parse(HookKind kind, const std::string& body) {
 TEST_CASE("Hook requests of both versions parse to the same observed state", "[vni]") {
   const std::string version = GENERATE("v1", "v2");
   CAPTURE(version);
-  auto b = makeParent("Job", "train").ns("ml").optIn().hookVersion(version).vniObserved(2048)
+  auto b = makeParent("Job", "train")
+               .ns("ml")
+               .optIn()
+               .hookVersion(version)
+               .vniObserved(2048)
                .pod("train-abc", "Running");
   auto r = parse(HookKind::kSync, b.body(HookKind::kSync));
   CHECK(r.version == (version == "v1" ? HookVersion::kV1 : HookVersion::kV2));
@@ -65,7 +69,8 @@ TEST_CASE("Malformed hook requests are rejected with a reason", "[vni]") {
   CHECK_THAT(r.error().message, Catch::Contains(fragment));
 }
 
-TEST_CASE("deletionTimestamp is read as RFC 3339 with fractions and offsets, floored to seconds", "[vni]") {
+TEST_CASE("deletionTimestamp is read as RFC 3339 with fractions and offsets, floored to seconds",
+          "[vni]") {
   auto [stamp, secs] = GENERATE(table<std::string, std::int64_t>({
       {"2026-11-22T21:00:00Z", 1795381200},
       {"2026-11-22T21:00:00.999999Z", 1795381200},
@@ -73,7 +78,8 @@ TEST_CASE("deletionTimestamp is read as RFC 3339 with fractions and offsets, flo
       {"1969-12-31T23:59:59.5Z", -1},
   }));
   CAPTURE(stamp);
-  auto r = kc::vni::parseHookRequest(HookKind::kFinalize, makeParent("Job", "j").deleting(stamp).body(HookKind::kFinalize));
+  auto r = kc::vni::parseHookRequest(
+      HookKind::kFinalize, makeParent("Job", "j").deleting(stamp).body(HookKind::kFinalize));
   REQUIRE(r.ok());
   CHECK(r->parent.deletionTimestampSec == secs);
 }
@@ -82,8 +88,8 @@ TEST_CASE("Sync plans: opt-in acquires, no opt-in only looks up, RS defers to it
           "[vni]") {
   kc::vni::DecisionConfig config;
   SECTION("opted-in Job acquires, adopting its observed value") {
-    auto r = parse(HookKind::kSync, makeParent("Job", "j").optIn().vniObserved(3000)
-                                        .body(HookKind::kSync));
+    auto r = parse(HookKind::kSync,
+                   makeParent("Job", "j").optIn().vniObserved(3000).body(HookKind::kSync));
     auto plan = kc::vni::planHook(r, config, kNow);
     CHECK(plan.op.kind == StoreOp::Kind::kAcquire);
     CHECK(plan.op.adopt == kc::alloc::Vni{3000});
@@ -96,7 +102,8 @@ TEST_CASE("Sync plans: opt-in acquires, no opt-in only looks up, RS defers to it
     CHECK(kc::vni::planHook(no, config, kNow).op.kind == StoreOp::Kind::kLookup);
   }
   SECTION("ReplicaSet controlled by a Deployment defers to it") {
-    auto r = parse(HookKind::kSync, makeParent("ReplicaSet", "web-7d9").optIn()
+    auto r = parse(HookKind::kSync, makeParent("ReplicaSet", "web-7d9")
+                                        .optIn()
                                         .ownedByDeployment("web", "dep-uid")
                                         .body(HookKind::kSync));
     auto plan = kc::vni::planHook(r, config, kNow);
@@ -118,16 +125,36 @@ TEST_CASE("Finalize plans wait for remaining pods, bounded after deletion", "[vn
   };
   const auto c = GENERATE(values<Case>({
       {"no pods: release", {}, "2026-11-22T21:00:00Z", 1795381200, StoreOp::Kind::kRelease, false},
-      {"finished pods: release", {{"Succeeded", false}, {"Failed", false}}, "2026-11-22T21:00:00Z",
-       1795381200, StoreOp::Kind::kRelease, false},
-      {"running pod: wait", {{"Running", false}}, "2026-11-22T21:00:00Z", 1795381200 + 299,
-       StoreOp::Kind::kLookup, false},
-      {"terminating finished pod: wait", {{"Succeeded", true}}, "2026-11-22T21:00:00Z",
-       1795381200 + 10, StoreOp::Kind::kLookup, false},
-      {"running pod past timeout: release", {{"Running", false}}, "2026-11-22T21:00:00Z",
-       1795381200 + 300, StoreOp::Kind::kRelease, true},
-      {"annotation removed, pods run: hold forever", {{"Running", false}}, std::nullopt,
-       1795381200 + 1'000'000, StoreOp::Kind::kLookup, false},
+      {"finished pods: release",
+       {{"Succeeded", false}, {"Failed", false}},
+       "2026-11-22T21:00:00Z",
+       1795381200,
+       StoreOp::Kind::kRelease,
+       false},
+      {"running pod: wait",
+       {{"Running", false}},
+       "2026-11-22T21:00:00Z",
+       1795381200 + 299,
+       StoreOp::Kind::kLookup,
+       false},
+      {"terminating finished pod: wait",
+       {{"Succeeded", true}},
+       "2026-11-22T21:00:00Z",
+       1795381200 + 10,
+       StoreOp::Kind::kLookup,
+       false},
+      {"running pod past timeout: release",
+       {{"Running", false}},
+       "2026-11-22T21:00:00Z",
+       1795381200 + 300,
+       StoreOp::Kind::kRelease,
+       true},
+      {"annotation removed, pods run: hold forever",
+       {{"Running", false}},
+       std::nullopt,
+       1795381200 + 1'000'000,
+       StoreOp::Kind::kLookup,
+       false},
   }));
   CAPTURE(c.why);
   auto b = makeParent("Job", "j").optIn();
@@ -138,8 +165,8 @@ TEST_CASE("Finalize plans wait for remaining pods, bounded after deletion", "[vn
   if (c.deletion) {
     b.deleting(*c.deletion);
   }
-  auto plan = kc::vni::planHook(parse(HookKind::kFinalize, b.body(HookKind::kFinalize)), config,
-                                c.now);
+  auto plan =
+      kc::vni::planHook(parse(HookKind::kFinalize, b.body(HookKind::kFinalize)), config, c.now);
   CHECK(plan.op.kind == c.want);
   CHECK(plan.podWaitTimedOut == c.timedOut);
 }
@@ -171,9 +198,9 @@ TEST_CASE("Finalize responses: finalized only once the VNI object is gone", "[vn
   StoreOutcome released;
   released.vni = 1024;
   released.released = true;
-  auto observed = parse(HookKind::kFinalize,
-                        makeParent("Job", "j").uid("u").optIn().vniObserved(1024)
-                            .body(HookKind::kFinalize));
+  auto observed =
+      parse(HookKind::kFinalize,
+            makeParent("Job", "j").uid("u").optIn().vniObserved(1024).body(HookKind::kFinalize));
   auto plan = kc::vni::planHook(observed, config, kNow);
   json first = kc::vni::renderHookResponse(observed, plan, released, config);
   CHECK(first["finalized"] == false);
@@ -181,8 +208,8 @@ TEST_CASE("Finalize responses: finalized only once the VNI object is gone", "[vn
   CHECK(first["labels"] == json{{"vni.kubecomp.io/vni", nullptr}});
   CHECK(first["resyncAfterSeconds"] == 1.0);
 
-  auto gone = parse(HookKind::kFinalize, makeParent("Job", "j").uid("u").optIn()
-                                             .body(HookKind::kFinalize));
+  auto gone =
+      parse(HookKind::kFinalize, makeParent("Job", "j").uid("u").optIn().body(HookKind::kFinalize));
   json second = kc::vni::renderHookResponse(gone, kc::vni::planHook(gone, config, kNow),
                                             StoreOutcome{}, config);
   CHECK(second["finalized"] == true);
@@ -201,17 +228,19 @@ TEST_CASE("Customize relates the parent's pods", "[vni]") {
   CHECK(kc::vni::renderCustomizeResponse(job) == json::parse(R"({"relatedResources": [
       {"apiVersion": "v1", "resource": "pods", "namespace": "ml",
        "labelSelector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-9"}}}]})"));
-  auto dep = parse(HookKind::kCustomize,
-                   makeParent("Deployment", "web").ns("ml")
-                       .selector(json{{"matchLabels", {{"app", "web"}}}})
-                       .body(HookKind::kCustomize));
+  auto dep = parse(HookKind::kCustomize, makeParent("Deployment", "web")
+                                             .ns("ml")
+                                             .selector(json{{"matchLabels", {{"app", "web"}}}})
+                                             .body(HookKind::kCustomize));
   CHECK(kc::vni::renderCustomizeResponse(dep)["relatedResources"][0]["labelSelector"] ==
         json{{"matchLabels", {{"app", "web"}}}});
   // A Job from a cluster older than 1.27: its generated selector uses controller-uid.
-  auto oldJob = parse(HookKind::kCustomize,
-                      makeParent("Job", "j").uid("u-9").ns("ml")
-                          .selector(json{{"matchLabels", {{"controller-uid", "u-9"}}}})
-                          .body(HookKind::kCustomize));
+  auto oldJob =
+      parse(HookKind::kCustomize, makeParent("Job", "j")
+                                      .uid("u-9")
+                                      .ns("ml")
+                                      .selector(json{{"matchLabels", {{"controller-uid", "u-9"}}}})
+                                      .body(HookKind::kCustomize));
   CHECK(kc::vni::renderCustomizeResponse(oldJob)["relatedResources"][0]["labelSelector"] ==
         json{{"matchLabels", {{"controller-uid", "u-9"}}}});
 }

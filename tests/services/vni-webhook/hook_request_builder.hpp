@@ -6,12 +6,11 @@
 //   makeParent("Job", "train").ns("ml").uid("u1").optIn().vniObserved(1024).body(kSync)
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "services/vni-webhook/hook_decision.hpp"
 
@@ -25,37 +24,70 @@ inline std::string apiVersionOfKind(const std::string& kind) {
 
 class ParentBuilder {
  public:
-  ParentBuilder(std::string kind, std::string name) : kind_(std::move(kind)), name_(std::move(name)) {
+  ParentBuilder(std::string kind, std::string name)
+      : kind_(std::move(kind)), name_(std::move(name)) {
     uid_ = "0f1e6c2a-0000-4000-8000-" + name_;
   }
-  ParentBuilder& ns(std::string v) { ns_ = std::move(v); return *this; }
-  ParentBuilder& uid(std::string v) { uid_ = std::move(v); return *this; }
-  ParentBuilder& optIn(std::string value = "true") { annotations_[kOptInAnnotation] = value; return *this; }
-  ParentBuilder& annotate(const std::string& k, const std::string& v) { annotations_[k] = v; return *this; }
-  ParentBuilder& hookVersion(std::string v) { version_ = std::move(v); return *this; }
-  ParentBuilder& deleting(std::string rfc3339) { deletion_ = std::move(rfc3339); return *this; }
-  ParentBuilder& ownedByDeployment(std::string name, std::string uid) {
-    owner_ = json{{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", std::move(name)},
-                  {"uid", std::move(uid)}, {"controller", true}, {"blockOwnerDeletion", true}};
+  ParentBuilder& ns(std::string v) {
+    ns_ = std::move(v);
     return *this;
   }
-  ParentBuilder& selector(json s) { selector_ = std::move(s); return *this; }
+  ParentBuilder& uid(std::string v) {
+    uid_ = std::move(v);
+    return *this;
+  }
+  ParentBuilder& optIn(std::string value = "true") {
+    annotations_[kOptInAnnotation] = value;
+    return *this;
+  }
+  ParentBuilder& annotate(const std::string& k, const std::string& v) {
+    annotations_[k] = v;
+    return *this;
+  }
+  ParentBuilder& hookVersion(std::string v) {
+    version_ = std::move(v);
+    return *this;
+  }
+  ParentBuilder& deleting(std::string rfc3339) {
+    deletion_ = std::move(rfc3339);
+    return *this;
+  }
+  ParentBuilder& ownedByDeployment(std::string name, std::string uid) {
+    owner_ = json{{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", std::move(name)},
+                  {"uid", std::move(uid)},   {"controller", true},   {"blockOwnerDeletion", true}};
+    return *this;
+  }
+  ParentBuilder& selector(json s) {
+    selector_ = std::move(s);
+    return *this;
+  }
   // Our VNI object as Metacontroller observes it after creating it.
-  ParentBuilder& vniObserved(std::int64_t vni) { observed_ = vni; return *this; }
+  ParentBuilder& vniObserved(std::int64_t vni) {
+    observed_ = vni;
+    return *this;
+  }
   ParentBuilder& pod(const std::string& name, const std::string& phase, bool terminating = false) {
     pods_.push_back({name, phase, terminating});
     return *this;
   }
-  ParentBuilder& finalizingFlag(bool f) { finalizing_ = f; return *this; }
+  ParentBuilder& finalizingFlag(bool f) {
+    finalizing_ = f;
+    return *this;
+  }
 
   const std::string& uidValue() const { return uid_; }
   const std::string& nsValue() const { return ns_; }
   OwnerKey key() const { return OwnerKey{uid_, ns_}; }
 
   json object() const {
-    json meta{{"name", name_}, {"namespace", ns_}, {"uid", uid_}, {"resourceVersion", "4711"},
-              {"generation", 1}, {"creationTimestamp", "2026-11-22T20:00:00Z"},
-              {"finalizers", json::array({"metacontroller.io/decoratorcontroller-vni-controller"})}};
+    json meta{
+        {"name", name_},
+        {"namespace", ns_},
+        {"uid", uid_},
+        {"resourceVersion", "4711"},
+        {"generation", 1},
+        {"creationTimestamp", "2026-11-22T20:00:00Z"},
+        {"finalizers", json::array({"metacontroller.io/decoratorcontroller-vni-controller"})}};
     if (!annotations_.empty()) {
       meta["annotations"] = annotations_;
     }
@@ -68,35 +100,40 @@ class ParentBuilder {
     }
     json spec = json::object();
     if (kind_ == "Job") {
-      spec = {{"parallelism", 2}, {"completions", 2}, {"backoffLimit", 6},
+      spec = {{"parallelism", 2},
+              {"completions", 2},
+              {"backoffLimit", 6},
               {"template", {{"spec", {{"containers", json::array()}}}}}};
       if (!selector_.is_null()) {  // as the job controller fills it in
         spec["selector"] = selector_;
       }
     } else {
-      spec = {{"replicas", 2}, {"selector", selector_.is_null()
-                                                ? json{{"matchLabels", {{"app", name_}}}}
-                                                : selector_}};
+      spec = {
+          {"replicas", 2},
+          {"selector", selector_.is_null() ? json{{"matchLabels", {{"app", name_}}}} : selector_}};
     }
-    return json{{"apiVersion", apiVersionOfKind(kind_)}, {"kind", kind_}, {"metadata", meta},
-                {"spec", spec}, {"status", json::object()}};
+    return json{{"apiVersion", apiVersionOfKind(kind_)},
+                {"kind", kind_},
+                {"metadata", meta},
+                {"spec", spec},
+                {"status", json::object()}};
   }
 
   json controller() const {
-    json hook = {{"webhook", {{"url", "http://vni-webhook.vni-system:8842/sync"},
-                              {"timeout", "10s"}}}};
+    json hook = {
+        {"webhook", {{"url", "http://vni-webhook.vni-system:8842/sync"}, {"timeout", "10s"}}}};
     if (version_) {
       hook["version"] = *version_;
     }
-    return json{{"apiVersion", "metacontroller.k8s.io/v1alpha1"},
-                {"kind", "DecoratorController"},
-                {"metadata", {{"name", "vni-controller"}, {"uid", "dc-uid"}}},
-                {"spec",
-                 {{"resources", json::array({{{"apiVersion", "batch/v1"}, {"resource", "jobs"}}})},
-                  {"attachments", json::array({{{"apiVersion", "kubecomp.io/v1"},
-                                                {"resource", "vnis"}}})},
-                  {"hooks", {{"sync", hook}, {"finalize", hook}, {"customize", hook}}}}},
-                {"status", json::object()}};
+    return json{
+        {"apiVersion", "metacontroller.k8s.io/v1alpha1"},
+        {"kind", "DecoratorController"},
+        {"metadata", {{"name", "vni-controller"}, {"uid", "dc-uid"}}},
+        {"spec",
+         {{"resources", json::array({{{"apiVersion", "batch/v1"}, {"resource", "jobs"}}})},
+          {"attachments", json::array({{{"apiVersion", "kubecomp.io/v1"}, {"resource", "vnis"}}})},
+          {"hooks", {{"sync", hook}, {"finalize", hook}, {"customize", hook}}}}},
+        {"status", json::object()}};
   }
 
   std::string mapKey(const std::string& name) const {
@@ -114,10 +151,14 @@ class ParentBuilder {
           {"apiVersion", "kubecomp.io/v1"},
           {"kind", "VNI"},
           {"metadata",
-           {{"name", name}, {"namespace", ns_}, {"uid", "vni-obj-" + uid_},
+           {{"name", name},
+            {"namespace", ns_},
+            {"uid", "vni-obj-" + uid_},
             {"annotations", {{"metacontroller.k8s.io/decorator-controller", "vni-controller"}}},
             {"ownerReferences", json::array({{{"apiVersion", apiVersionOfKind(kind_)},
-                                              {"kind", kind_}, {"name", name_}, {"uid", uid_},
+                                              {"kind", kind_},
+                                              {"name", name_},
+                                              {"uid", uid_},
                                               {"controller", true},
                                               {"blockOwnerDeletion", true}}})}}},
           {"spec", {{"vni", *observed_}}}};
@@ -126,15 +167,20 @@ class ParentBuilder {
     if (!pods_.empty()) {
       json pods = json::object();
       for (const auto& p : pods_) {
-        json meta{{"name", p.name}, {"namespace", ns_},
+        json meta{{"name", p.name},
+                  {"namespace", ns_},
                   {"labels", {{"batch.kubernetes.io/controller-uid", uid_}}},
                   {"ownerReferences", json::array({{{"apiVersion", apiVersionOfKind(kind_)},
-                                                    {"kind", kind_}, {"name", name_},
-                                                    {"uid", uid_}, {"controller", true}}})}};
+                                                    {"kind", kind_},
+                                                    {"name", name_},
+                                                    {"uid", uid_},
+                                                    {"controller", true}}})}};
         if (p.terminating) {
           meta["deletionTimestamp"] = "2026-11-22T21:00:00Z";
         }
-        pods[mapKey(p.name)] = json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta},
+        pods[mapKey(p.name)] = json{{"apiVersion", "v1"},
+                                    {"kind", "Pod"},
+                                    {"metadata", meta},
                                     {"status", {{"phase", p.phase}}}};
       }
       related["Pod.v1"] = pods;

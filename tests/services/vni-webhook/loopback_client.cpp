@@ -38,7 +38,9 @@ LoopbackClient::LoopbackClient(std::string host, std::uint16_t port,
                                std::chrono::milliseconds timeout)
     : host_(std::move(host)), port_(port), timeout_(timeout) {}
 
-LoopbackClient::~LoopbackClient() { close(); }
+LoopbackClient::~LoopbackClient() {
+  close();
+}
 
 void LoopbackClient::setPort(std::uint16_t port) {
   close();

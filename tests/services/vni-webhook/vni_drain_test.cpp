@@ -3,23 +3,21 @@
 // a request already in flight (headers read, body still arriving) is answered before the
 // process exits 0. Every allocation answered is in the database after a restart.
 
-#include <catch2/catch.hpp>
-
-#include <chrono>
 #include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "tests/services/vni-webhook/loopback_client.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
+#include "tests/services/vni-webhook/loopback_client.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
-#include "tests/unit/net/raw_socket.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/net/raw_socket.hpp"
 
 using kc::testing::TempDir;
 using kc::vni::HookKind;
@@ -69,9 +67,10 @@ TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exi
   const std::string body = makeParent("Job", "in-flight").optIn().body(HookKind::kSync);
   kc::net::test::RawSocket inflight(port, 15000);
   REQUIRE(inflight.connected());
-  REQUIRE(inflight.send("POST /sync HTTP/1.1\r\nHost: vni\r\nContent-Type: application/json\r\n"
-                        "Expect: 100-continue\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\n\r\n"));
+  REQUIRE(
+      inflight.send("POST /sync HTTP/1.1\r\nHost: vni\r\nContent-Type: application/json\r\n"
+                    "Expect: 100-continue\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n"));
   CHECK_THAT(inflight.readUntil("\r\n\r\n"), Catch::StartsWith("HTTP/1.1 100"));
   REQUIRE(inflight.send(body.substr(0, body.size() / 2)));
 
@@ -104,7 +103,8 @@ TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exi
   REQUIRE_THAT(reply, Catch::StartsWith("HTTP/1.1 200"));
   const auto headerEnd = reply.find("\r\n\r\n");
   REQUIRE(headerEnd != std::string::npos);
-  CHECK_THAT(reply.substr(0, headerEnd), Catch::Contains("Connection: close", Catch::CaseSensitive::No));
+  CHECK_THAT(reply.substr(0, headerEnd),
+             Catch::Contains("Connection: close", Catch::CaseSensitive::No));
   const json answer = json::parse(reply.substr(headerEnd + 4), nullptr, false);
   REQUIRE_FALSE(answer.is_discarded());
   const std::int64_t inFlight = answer["attachments"][0]["spec"]["vni"].get<std::int64_t>();
@@ -140,7 +140,8 @@ TEST_CASE("A second SIGTERM during the shutdown delay exits at once with 143", "
 TEST_CASE("SIGTERM under load: every request is answered 200 or refused, every 200 is durable",
           "[vni][shutdown]") {
   TempDir dir;
-  WebhookProcess server(dir.path().string(), {"--shutdown-delay-seconds", "0", "--drain-seconds", "10"});
+  WebhookProcess server(dir.path().string(),
+                        {"--shutdown-delay-seconds", "0", "--drain-seconds", "10"});
   const std::uint16_t port = server.start();
 
   // Clients sync distinct jobs back to back over keep-alive connections until the server goes.
@@ -160,13 +161,15 @@ TEST_CASE("SIGTERM under load: every request is answered 200 or refused, every 2
       Outcome& out = outcomes[c];
       for (int i = 0; i < kMaxPerClient; ++i) {
         const std::string job = "load-" + std::to_string(c) + "-" + std::to_string(i);
-        auto r = client.request("POST", "/sync", makeParent("Job", job).optIn().body(HookKind::kSync));
+        auto r =
+            client.request("POST", "/sync", makeParent("Job", job).optIn().body(HookKind::kSync));
         if (!r.ok()) {
           out.lastError = r.error().code + ": " + r.error().message;
           return;  // refused or connection lost: the server is going away
         }
         const json j = json::parse(r->body, nullptr, false);
-        if (r->status != 200 || j.is_discarded() || !j["attachments"][0]["spec"]["vni"].is_number_integer()) {
+        if (r->status != 200 || j.is_discarded() ||
+            !j["attachments"][0]["spec"]["vni"].is_number_integer()) {
           out.bad.push_back(job + " -> " + std::to_string(r->status) + " " + r->body);
           return;
         }

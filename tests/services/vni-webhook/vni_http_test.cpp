@@ -2,9 +2,8 @@
 // loopback. Covers the HTTP contract, the 64-thread load with the database checked while it
 // runs, and the same load with the server killed by SIGKILL 10 times.
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -12,9 +11,9 @@
 #include <set>
 #include <thread>
 
-#include "tests/services/vni-webhook/loopback_client.hpp"
 #include "services/vni-webhook/vni_store.hpp"
 #include "tests/services/vni-webhook/hook_request_builder.hpp"
+#include "tests/services/vni-webhook/loopback_client.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -130,8 +129,8 @@ void checkDatabase(LoadModel& model, const std::string& db, int& checks) {
   }
 }
 
-LoadResult runLoad(LoadModel& model, const std::atomic<std::uint16_t>& port,
-                   const std::string& db, const std::function<void()>& duringLoad) {
+LoadResult runLoad(LoadModel& model, const std::atomic<std::uint16_t>& port, const std::string& db,
+                   const std::function<void()>& duringLoad) {
   std::atomic<std::int64_t> ops{0};
   std::atomic<std::int64_t> retries{0};
   std::atomic<bool> done{false};
@@ -174,8 +173,8 @@ LoadResult runLoad(LoadModel& model, const std::atomic<std::uint16_t>& port,
           if (s.phase == Phase::kLive) {
             parent.vniObserved(s.vni);
           }
-          json r = callUntilOk(client, port, usedPort, "/sync", parent.body(HookKind::kSync),
-                               myRetries);
+          json r =
+              callUntilOk(client, port, usedPort, "/sync", parent.body(HookKind::kSync), myRetries);
           if (r.is_null()) {
             std::lock_guard<std::mutex> lock(model.mutex);
             model.violations.push_back("sync kept failing for " + slotUid(i, s.generation));

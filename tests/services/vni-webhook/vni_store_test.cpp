@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
-
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -128,16 +127,20 @@ TEST_CASE("Finalize holds the VNI while the job's pods run, then releases", "[vn
     CHECK(r.body["resyncAfterSeconds"] == 5.0);
     CHECK(vniOf(r) == vni);  // the object is kept
     clock.advanceMs(10LL * 24 * 3600 * 1000);
-    CHECK(service->handleNow(HookKind::kFinalize, live.body(HookKind::kFinalize))
-              .body["finalized"] == false);
+    CHECK(
+        service->handleNow(HookKind::kFinalize, live.body(HookKind::kFinalize)).body["finalized"] ==
+        false);
     // A sync without the annotation neither frees nor allocates.
     auto noAnnotation = makeParent("Job", "j").vniObserved(vni);
     CHECK(vniOf(service->handleNow(HookKind::kSync, noAnnotation.body(HookKind::kSync))) == vni);
     CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
   }
   SECTION("deleted job: waits for pods, bounded by the timeout") {
-    auto deleted = makeParent("Job", "j").optIn().vniObserved(vni)
-                       .deleting("2026-11-22T21:00:00Z").pod("j-1", "Running");
+    auto deleted = makeParent("Job", "j")
+                       .optIn()
+                       .vniObserved(vni)
+                       .deleting("2026-11-22T21:00:00Z")
+                       .pod("j-1", "Running");
     CHECK(service->handleNow(HookKind::kFinalize, deleted.body(HookKind::kFinalize))
               .body["finalized"] == false);
     CHECK(rowCount(dir.file("vni.sqlite3")) == 1);
@@ -341,8 +344,9 @@ TEST_CASE("Bad requests change nothing", "[vni]") {
   TempDir dir;
   FakeClock clock;
   auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
-  for (const std::string body : {"{", "[]", R"({"object":{"kind":"Job"}})",
-                                 R"({"controller":{"spec":{"hooks":{"sync":{"version":"v9"}}}}})"}) {
+  for (const std::string body :
+       {"{", "[]", R"({"object":{"kind":"Job"}})",
+        R"({"controller":{"spec":{"hooks":{"sync":{"version":"v9"}}}}})"}) {
     HookReply r = service->handleNow(HookKind::kSync, body);
     CHECK(r.status == 400);
     CHECK(r.body["error"] == "invalid");
@@ -355,8 +359,8 @@ TEST_CASE("The database refuses a duplicate VNI whatever the code above it does"
   FakeClock clock;
   {
     auto service = startService(options(dir.file("vni.sqlite3"), 1024, 2048), clock);
-    (void)vniOf(service->handleNow(HookKind::kSync,
-                                   makeParent("Job", "a").optIn().body(HookKind::kSync)));
+    (void)vniOf(
+        service->handleNow(HookKind::kSync, makeParent("Job", "a").optIn().body(HookKind::kSync)));
   }
   // Another writer inserting the same VNI for another owner fails on UNIQUE(vni).
   auto rows = kc::vni::readAllocations(dir.file("vni.sqlite3"));

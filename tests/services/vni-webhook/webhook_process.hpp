@@ -27,9 +27,19 @@ class WebhookProcess {
   std::uint16_t start() {
     const std::string portFile = dir_ + "/port";
     std::filesystem::remove(portFile);
-    std::vector<std::string> args{VNI_WEBHOOK_BIN, "--listen",    "127.0.0.1", "--port", "0",
-                                  "--db",          db(),          "--port-file", portFile,
-                                  "--log-level",   "warn",        "--io-threads", "2"};
+    std::vector<std::string> args{VNI_WEBHOOK_BIN,
+                                  "--listen",
+                                  "127.0.0.1",
+                                  "--port",
+                                  "0",
+                                  "--db",
+                                  db(),
+                                  "--port-file",
+                                  portFile,
+                                  "--log-level",
+                                  "warn",
+                                  "--io-threads",
+                                  "2"};
     args.insert(args.end(), extra_.begin(), extra_.end());
     child_ = std::make_unique<kc::testing::ChildProcess>(std::move(args));
     std::uint16_t port = 0;
@@ -54,7 +64,9 @@ class WebhookProcess {
 
   // Waits up to `limit` for the process to exit; its exit status (128 + signal when killed),
   // or -1 if it still runs (it is then left running).
-  int waitExit(std::chrono::milliseconds limit) { return child_ ? child_->waitExit(limit).value_or(-1) : -1; }
+  int waitExit(std::chrono::milliseconds limit) {
+    return child_ ? child_->waitExit(limit).value_or(-1) : -1;
+  }
 
   // SIGTERM and the exit status (0 = graceful).
   int terminate() { return child_ ? child_->kill(SIGTERM) : -1; }
@@ -62,7 +74,8 @@ class WebhookProcess {
  private:
   std::string dir_;
   std::vector<std::string> extra_;
-  std::unique_ptr<kc::testing::ChildProcess> child_;  // killed with SIGKILL and reaped on destruction
+  std::unique_ptr<kc::testing::ChildProcess>
+      child_;  // killed with SIGKILL and reaped on destruction
 };
 
 }  // namespace kc::vni::testing

@@ -36,7 +36,8 @@ class FakeClock final : public kc::Clock {
   }
   WallTime wallNow() const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return kWallStart + std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - kStart);
+    return kWallStart +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - kStart);
   }
 
   // Simulated-time mode for code that sleeps on the test's own thread (a client's retry
@@ -49,7 +50,8 @@ class FakeClock final : public kc::Clock {
 
   void sleepFor(std::chrono::nanoseconds d) override {
     std::unique_lock<std::mutex> lock(mu_);
-    const SteadyTime deadline = now_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+    const SteadyTime deadline =
+        now_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
     requested_.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now_));
     if (now_ >= deadline) {
       return;
@@ -66,8 +68,8 @@ class FakeClock final : public kc::Clock {
     eraseLocked(id);
   }
 
-  bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, SteadyTime deadline,
-                 const std::function<bool()>& wake) override {
+  bool waitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                 SteadyTime deadline, const std::function<bool()>& wake) override {
     if (wake()) {
       return true;
     }
@@ -122,9 +124,10 @@ class FakeClock final : public kc::Clock {
       if (waiters_.empty()) {
         return false;
       }
-      target = std::min_element(waiters_.begin(), waiters_.end(), [](const Waiter& a, const Waiter& b) {
-                 return a.deadline < b.deadline;
-               })->deadline;
+      target =
+          std::min_element(waiters_.begin(), waiters_.end(), [](const Waiter& a, const Waiter& b) {
+            return a.deadline < b.deadline;
+          })->deadline;
       if (target < now_) {
         target = now_;
       }
@@ -140,7 +143,8 @@ class FakeClock final : public kc::Clock {
   }
   // Blocks until at least n threads are blocked on this clock. `guard` is real time and only a
   // guard against a hanging test: false means the waiters never came.
-  bool awaitWaiters(std::size_t n, std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
+  bool awaitWaiters(std::size_t n,
+                    std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
     std::unique_lock<std::mutex> lock(mu_);
     return registered_.wait_for(lock, guard, [&] { return waiters_.size() >= n; });
   }
@@ -150,15 +154,18 @@ class FakeClock final : public kc::Clock {
   bool awaitWait(std::size_t n, std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
     std::unique_lock<std::mutex> lock(mu_);
     return registered_.wait_for(lock, guard, [&] {
-      return std::any_of(waiters_.begin(), waiters_.end(), [n](const Waiter& w) { return w.id >= n; });
+      return std::any_of(waiters_.begin(), waiters_.end(),
+                         [n](const Waiter& w) { return w.id >= n; });
     });
   }
   // Blocks until at least `asked` waits have been asked of this clock in all and `blocked`
   // threads are blocked on it: with k loop threads that each wait once per round, "asked
   // before + k, k blocked" means every one of them has finished its round.
-  bool awaitWaiting(std::size_t asked, std::size_t blocked, std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
+  bool awaitWaiting(std::size_t asked, std::size_t blocked,
+                    std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
     std::unique_lock<std::mutex> lock(mu_);
-    return registered_.wait_for(lock, guard, [&] { return requested_.size() >= asked && waiters_.size() >= blocked; });
+    return registered_.wait_for(
+        lock, guard, [&] { return requested_.size() >= asked && waiters_.size() >= blocked; });
   }
   // Every wait asked of this clock so far (deadline - now at the time of asking), in order.
   std::vector<std::chrono::nanoseconds> requestedWaits() const {
@@ -180,21 +187,23 @@ class FakeClock final : public kc::Clock {
 
  private:
   struct Waiter {
-    std::uint64_t id;  // 1-based index into requested_
+    std::uint64_t id;             // 1-based index into requested_
     std::mutex* mu;               // null: a sleepFor() caller (woken through sleepers_)
     std::condition_variable* cv;  // the waiter's own condition variable
     SteadyTime deadline;
   };
 
   void eraseLocked(std::uint64_t id) {
-    waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(), [id](const Waiter& w) { return w.id == id; }),
+    waiters_.erase(std::remove_if(waiters_.begin(), waiters_.end(),
+                                  [id](const Waiter& w) { return w.id == id; }),
                    waiters_.end());
   }
 
   static constexpr SteadyTime kStart = SteadyTime{} + std::chrono::hours(1);
-  static constexpr WallTime kWallStart = WallTime{} + std::chrono::seconds(1'767'225'600);  // 2026-01-01
+  static constexpr WallTime kWallStart =
+      WallTime{} + std::chrono::seconds(1'767'225'600);  // 2026-01-01
 
-  std::mutex notifyMu_;  // serialises advance() against waiters leaving (see the header comment)
+  std::mutex notifyMu_;    // serialises advance() against waiters leaving (see the header comment)
   mutable std::mutex mu_;  // guards now_, waiters_, requested_, autoAdvance_
   mutable std::condition_variable registered_;
   std::condition_variable sleepers_;

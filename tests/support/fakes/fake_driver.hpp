@@ -263,7 +263,8 @@ class FakeDriver final : public fabric::FabricDriver {
   Result<std::size_t> find(const std::string& gpuId) const {
     const auto parts = fabric::splitGpuId(gpuId);
     if (!parts || parts->chassis != name_) {
-      return makeError(fabric::errc::kInvalid, "\"" + gpuId + "\" is not a GPU id of chassis " + name_);
+      return makeError(fabric::errc::kInvalid,
+                       "\"" + gpuId + "\" is not a GPU id of chassis " + name_);
     }
     std::lock_guard<std::mutex> lock(mu_);
     for (std::size_t i = 0; i < gpus_.size(); ++i) {

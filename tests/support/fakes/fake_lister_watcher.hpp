@@ -21,11 +21,10 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/kube/api_error.hpp"
 #include "libcore/kube/lister_watcher.hpp"
@@ -75,7 +74,8 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
   }
   // A BOOKMARK at the current version.
   void bookmark() {
-    pushRawEvent("BOOKMARK", json{{"metadata", {{"resourceVersion", std::to_string(currentVersion())}}}});
+    pushRawEvent("BOOKMARK",
+                 json{{"metadata", {{"resourceVersion", std::to_string(currentVersion())}}}});
   }
   // Forgets the history up to the current version: watches from older versions get HTTP 410
   // (open watches go on).
@@ -89,8 +89,12 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
     std::lock_guard<std::mutex> lock(mu_);
     compactedTo_ = rv_;
     Event ev{rv_, "ERROR",
-             json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                  {"message", "too old resource version"}, {"reason", "Expired"}, {"code", 410}},
+             json{{"kind", "Status"},
+                  {"apiVersion", "v1"},
+                  {"status", "Failure"},
+                  {"message", "too old resource version"},
+                  {"reason", "Expired"},
+                  {"code", 410}},
              /*raw=*/true};
     ev.forWatchesBefore = calls_.watches.size();
     history_.push_back(std::move(ev));
@@ -145,18 +149,21 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
   }
   // Blocks until `n` watch calls have started and one is open, i.e. the informer is waiting
   // for events. `guard` is real time against a hanging test only.
-  bool awaitWatches(std::size_t n, std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
+  bool awaitWatches(std::size_t n,
+                    std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
     std::unique_lock<std::mutex> lock(mu_);
     return calledCv_.wait_for(lock, guard, [&] { return calls_.watches.size() >= n && open_ > 0; });
   }
-  bool awaitListCalls(std::size_t n, std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
+  bool awaitListCalls(std::size_t n,
+                      std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
     std::unique_lock<std::mutex> lock(mu_);
     return calledCv_.wait_for(lock, guard, [&] { return calls_.lists.size() >= n; });
   }
   // Blocks until no open watch has history left to deliver (everything was handed over).
   bool awaitDelivered(std::chrono::milliseconds guard = std::chrono::seconds(30)) const {
     std::unique_lock<std::mutex> lock(mu_);
-    return calledCv_.wait_for(lock, guard, [&] { return open_ > 0 && deliveredTo_ >= historyEnd(); });
+    return calledCv_.wait_for(lock, guard,
+                              [&] { return open_ > 0 && deliveredTo_ >= historyEnd(); });
   }
 
   // ---- ListerWatcher ------------------------------------------------------------------------
@@ -198,7 +205,9 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
       }
       const Snapshot& snap = snapshots_[snapId];
       const std::size_t end =
-          opts.limit > 0 ? std::min(snap.items.size(), offset + static_cast<std::size_t>(opts.limit)) : snap.items.size();
+          opts.limit > 0
+              ? std::min(snap.items.size(), offset + static_cast<std::size_t>(opts.limit))
+              : snap.items.size();
       page.assign(snap.items.begin() + static_cast<std::ptrdiff_t>(offset),
                   snap.items.begin() + static_cast<std::ptrdiff_t>(end));
       meta.resourceVersion = std::to_string(snap.rv);
@@ -215,8 +224,10 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
     return meta;
   }
 
-  kc::kube::ApiStatus watch(const kc::kube::ListOptions& opts, const std::function<bool(kc::kube::WatchEvent&&)>& onEvent,
-                            net::CancelToken* cancel, std::chrono::milliseconds /*idleTimeout*/) override {
+  kc::kube::ApiStatus watch(const kc::kube::ListOptions& opts,
+                            const std::function<bool(kc::kube::WatchEvent&&)>& onEvent,
+                            net::CancelToken* cancel,
+                            std::chrono::milliseconds /*idleTimeout*/) override {
     bool cancelled = false;  // guarded by mu_
     if (cancel != nullptr) {
       // Set before taking mu_: the hook runs at once when the token is already cancelled.
@@ -252,7 +263,8 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
       kc::kube::ApiError e;
       e.httpCode = 410;
       e.reason = "Expired";
-      e.message = "too old resource version: " + std::to_string(from) + " (" + std::to_string(compactedTo_) + ")";
+      e.message = "too old resource version: " + std::to_string(from) + " (" +
+                  std::to_string(compactedTo_) + ")";
       return e;
     }
     ++open_;
@@ -274,8 +286,7 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
     calledCv_.notify_all();
     while (!result) {
       changed_.wait(lock, [&] {
-        return cancelled || closeGeneration_ != closeGen ||
-               (!paused_ && pos < history_.size());
+        return cancelled || closeGeneration_ != closeGen || (!paused_ && pos < history_.size());
       });
       if (cancelled) {
         result = kc::kube::ApiStatus(kc::kube::transportError("cancelled"));
@@ -325,7 +336,7 @@ class FakeListerWatcher final : public kc::kube::ListerWatcher {
   };
   std::size_t historyEnd() const { return history_.size(); }
 
-  mutable std::mutex mu_;  // guards everything below
+  mutable std::mutex mu_;                     // guards everything below
   mutable std::condition_variable calledCv_;  // calls_, open_, deliveredTo_ changed
   std::condition_variable changed_;           // history, generations, pause or a cancel changed
   std::map<std::string, json> objects_;

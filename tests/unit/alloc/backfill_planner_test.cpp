@@ -31,7 +31,8 @@ void requireSame(const kc::Result<Reservation>& want, const kc::Result<Reservati
 
 }  // namespace
 
-TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps", "[alloc][backfill]") {
+TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps",
+          "[alloc][backfill]") {
   const std::uint64_t seed = GENERATE(range(1, 301));
   CAPTURE(seed);
   std::mt19937_64 gen(seed);
@@ -54,16 +55,19 @@ TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps",
     const PoolIndex pool = *state.addPool(test::named("p", p));
     const auto nodes = static_cast<std::uint64_t>(uni(2, 5));
     for (std::uint64_t n = 0; n < nodes; ++n) {
-      const NodeIndex node = *state.addNode(NodeSpec{test::named("n", p, n), pool, 16'000, 64 * 1024});
+      const NodeIndex node =
+          *state.addNode(NodeSpec{test::named("n", p, n), pool, 16'000, 64 * 1024});
       for (auto g = uni(0, 4); g > 0; --g, ++gpuId) {
-        REQUIRE(state.addGpu(GpuSpec{test::named("g", gpuId), test::named("u", gpuId), kModels[uni(0, 1)],
-                                     pool, node, false, uni(0, 15) != 0, false})
+        REQUIRE(state
+                    .addGpu(GpuSpec{test::named("g", gpuId), test::named("u", gpuId),
+                                    kModels[uni(0, 1)], pool, node, false, uni(0, 15) != 0, false})
                     .ok());
       }
     }
     for (auto u = uni(0, 3); u > 0; --u, ++gpuId) {
-      REQUIRE(state.addGpu(GpuSpec{test::named("g", gpuId), test::named("u", gpuId), kModels[uni(0, 1)], pool,
-                                   kNoNode, false, true, false})
+      REQUIRE(state
+                  .addGpu(GpuSpec{test::named("g", gpuId), test::named("u", gpuId),
+                                  kModels[uni(0, 1)], pool, kNoNode, false, true, false})
                   .ok());
     }
   }
@@ -74,7 +78,8 @@ TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps",
   std::vector<RunningPod> running;
   for (NodeIndex n = 0; n < state.nodeCount(); ++n) {
     for (int k = 0; k < 3; ++k) {
-      RunningPod r{n, PodRequest{static_cast<std::uint64_t>(uni(1, 5)) * 1000, 1024, 0}, {}, uni(-5, 300)};
+      RunningPod r{
+          n, PodRequest{static_cast<std::uint64_t>(uni(1, 5)) * 1000, 1024, 0}, {}, uni(-5, 300)};
       const auto want = static_cast<std::size_t>(uni(0, 3));
       for (GpuIndex g : state.nodeGpus(n)) {
         if (r.gpus.size() < want && state.gpu(g).free()) {
@@ -107,12 +112,14 @@ TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps",
     fabric.busyUntil.push_back(uni(0, 100));
   }
   const char* kGpuPolicies[] = {"alg1", "unattached-first", "random", "first-fit"};
-  const PlacementRules rules{uni(0, 3) == 0 ? Composability::Preconfigured : Composability::Composable,
-                             *findNodePolicy("eq1"), *findGpuPolicy(kGpuPolicies[uni(0, 3)]), uni(0, 30)};
+  const PlacementRules rules{
+      uni(0, 3) == 0 ? Composability::Preconfigured : Composability::Composable,
+      *findNodePolicy("eq1"), *findGpuPolicy(kGpuPolicies[uni(0, 3)]), uni(0, 30)};
   SplitMix64 rng(seed);
   const std::int64_t now = 0;
   auto randomPod = [&] {
-    return PodRequest{static_cast<std::uint64_t>(uni(1, 12)) * 1000, 1024, static_cast<std::uint32_t>(uni(0, 8))};
+    return PodRequest{static_cast<std::uint64_t>(uni(1, 12)) * 1000, 1024,
+                      static_cast<std::uint32_t>(uni(0, 8))};
   };
 
   BackfillPlanner planner;
@@ -132,9 +139,10 @@ TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps",
       const PodRequest cand = randomPod();
       const GpuModelFilter& cm = anyFilter();
       const std::int64_t duration = uni(1, 400);
-      const auto k = backfillKeeps(state, running, fabric, *want, head, headModels, cand, cm, duration, rules,
-                                   rng, now);
-      requireSame(k, planner.backfillKeeps(*want, head, headModels, cand, cm, duration, rules, rng, now));
+      const auto k = backfillKeeps(state, running, fabric, *want, head, headModels, cand, cm,
+                                   duration, rules, rng, now);
+      requireSame(
+          k, planner.backfillKeeps(*want, head, headModels, cand, cm, duration, rules, rng, now));
       if (k) {
         ++kept;
         later.emplace_back(cand, &cm);
@@ -153,7 +161,8 @@ TEST_CASE("backfill planner: the same answers as reserveHead and backfillKeeps",
   (void)kept;
 }
 
-TEST_CASE("backfill planner: a view that does not match its cluster is refused", "[alloc][backfill]") {
+TEST_CASE("backfill planner: a view that does not match its cluster is refused",
+          "[alloc][backfill]") {
   ClusterState state;
   const PoolIndex p = *state.addPool("p");
   REQUIRE(state.addNode(NodeSpec{"n", p, 1000, 1024}).ok());

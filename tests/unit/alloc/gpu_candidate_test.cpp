@@ -173,9 +173,8 @@ TEST_CASE("select node then move GPUs: properties over random clusters", "[alloc
     REQUIRE(gpuCandidates(s, target) == candidates);
     std::vector<std::int64_t> scores;
     for (GpuIndex g : candidates) {
-      scores.push_back(-std::count_if(candidates.begin(), candidates.end(), [&](GpuIndex o) {
-        return s.gpu(o).node == s.gpu(g).node;
-      }));
+      scores.push_back(-std::count_if(candidates.begin(), candidates.end(),
+                                      [&](GpuIndex o) { return s.gpu(o).node == s.gpu(g).node; }));
     }
     REQUIRE(algorithm1Scores(s, candidates) == scores);
     for (const GpuPolicy& gpuPolicy : gpuPolicies()) {

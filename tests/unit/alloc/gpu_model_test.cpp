@@ -27,20 +27,18 @@ ClusterState mixedPool() {
   ClusterState s;
   REQUIRE(s.addPool("p0").ok());
   for (const char* n : {"n0", "n1"}) {
-    REQUIRE(s.addNode(NodeSpec{.name = n,
-                               .pool = 0,
-                               .cpuMilliCapacity = 64'000,
-                               .memoryMiBCapacity = 1'024})
-                .ok());
+    REQUIRE(
+        s.addNode(
+             NodeSpec{.name = n, .pool = 0, .cpuMilliCapacity = 64'000, .memoryMiBCapacity = 1'024})
+            .ok());
   }
   struct G {
     const char* id;
     const char* model;
     NodeIndex node;
   };
-  for (const G& g : {G{"g0", "A100", 0}, G{"g1", "A100", 0}, G{"g2", "V100", 1},
-                     G{"g3", "V100", 1}, G{"g4", "V100", kNoNode}, G{"g5", "A100", kNoNode},
-                     G{"g6", "", kNoNode}}) {
+  for (const G& g : {G{"g0", "A100", 0}, G{"g1", "A100", 0}, G{"g2", "V100", 1}, G{"g3", "V100", 1},
+                     G{"g4", "V100", kNoNode}, G{"g5", "A100", kNoNode}, G{"g6", "", kNoNode}}) {
     REQUIRE(s.addGpu(GpuSpec{.id = g.id, .model = g.model, .pool = 0, .node = g.node}).ok());
   }
   return s;
@@ -152,8 +150,8 @@ TEST_CASE("node selection and GPU choice honour the accepted models", "[alloc][g
     CHECK(s.node(choice->node).name == r.node);
     CHECK(choice->deficit == r.deficit);
     if (!f.acceptsAny()) {
-      auto moved = chooseGpus(s, choice->node, choice->deficit,
-                              *findGpuPolicy("unattached-first"), nullptr, f);
+      auto moved = chooseGpus(s, choice->node, choice->deficit, *findGpuPolicy("unattached-first"),
+                              nullptr, f);
       REQUIRE(moved.ok());
       std::vector<std::string> ids;
       for (GpuIndex g : *moved) {
@@ -167,8 +165,8 @@ TEST_CASE("node selection and GPU choice honour the accepted models", "[alloc][g
   CHECK(none.error().code == "unschedulable");
   CHECK_THAT(none.error().message, Catch::Contains("accepting only GPU models V100"));
   CHECK_THAT(none.error().message, Catch::Contains("2 pool lacks free GPUs"));
-  CHECK_FALSE(selectNodeForModels(s, PodRequest{1'000, 1, 1}, filter("H100"), eq1(), composable)
-                  .ok());
+  CHECK_FALSE(
+      selectNodeForModels(s, PodRequest{1'000, 1, 1}, filter("H100"), eq1(), composable).ok());
   // Preconfigured: nothing moves, so only a node holding the models itself qualifies.
   auto pre = selectNodeForModels(s, PodRequest{1'000, 1, 2}, filter("A100"), eq1(),
                                  Composability::Preconfigured);

@@ -66,10 +66,10 @@ TEST_CASE("planIdleMoves: toward the head's reserved node, by hand", "[alloc][re
   in.fabric = FabricClock{{0}};
   in.head = &head;
   auto [now, moveTime, expected] = GENERATE(table<std::int64_t, std::int64_t, std::size_t>({
-      {0, 100, 4},     // lands at 100 <= 1000
-      {900, 100, 4},   // lands at 1000: just in time
-      {901, 100, 0},   // would land after the head's resources are free: never delays it
-      {0, 0, 4},       // free moves
+      {0, 100, 4},    // lands at 100 <= 1000
+      {900, 100, 4},  // lands at 1000: just in time
+      {901, 100, 0},  // would land after the head's resources are free: never delays it
+      {0, 0, 4},      // free moves
   }));
   CAPTURE(now, moveTime);
   auto plan = planIdleMoves(c, in, rules(moveTime), now);
@@ -216,9 +216,9 @@ TEST_CASE("idle recomposition property: free GPUs only, never off the head's nod
       const auto f = static_cast<std::uint32_t>(uni(0, 4));
       const auto u = static_cast<std::uint32_t>(uni(0, 3));
       poolGpus += f + u;
-      b.node(kc::alloc::test::named("n", static_cast<std::uint64_t>(p),
-                                    static_cast<std::uint64_t>(n)),
-             f, u, static_cast<std::uint64_t>(uni(8, 32)) * 1000, 64 * 1024);
+      b.node(
+          kc::alloc::test::named("n", static_cast<std::uint64_t>(p), static_cast<std::uint64_t>(n)),
+          f, u, static_cast<std::uint64_t>(uni(8, 32)) * 1000, 64 * 1024);
     }
     const auto un = static_cast<std::uint32_t>(uni(0, 2));
     b.unattached(un);
@@ -248,8 +248,8 @@ TEST_CASE("idle recomposition property: free GPUs only, never off the head's nod
                         static_cast<std::uint64_t>(uni(1, 8)) * 1000);
   std::vector<PodRequest> recent;
   for (int i = 0, n = static_cast<int>(uni(0, 6)); i < n; ++i) {
-    recent.push_back(pod(static_cast<std::uint32_t>(uni(0, 8)),
-                         static_cast<std::uint64_t>(uni(1, 16)) * 1000));
+    recent.push_back(
+        pod(static_cast<std::uint32_t>(uni(0, 8)), static_cast<std::uint64_t>(uni(1, 16)) * 1000));
   }
   RecomposeInput in;
   in.running = running;
@@ -265,10 +265,10 @@ TEST_CASE("idle recomposition property: free GPUs only, never off the head's nod
   for (const IdleMove& m : *plan) {
     CAPTURE(m.gpu, m.to);
     const GpuState& g = state.gpu(m.gpu);
-    CHECK(g.free());                              // never a GPU in use (or unhealthy, draining)
-    CHECK(g.node != m.to);                        // a real move
-    CHECK(state.node(m.to).pool == g.pool);       // within its pool's fabric
-    CHECK(seen.insert(m.gpu).second);             // each GPU once
+    CHECK(g.free());                         // never a GPU in use (or unhealthy, draining)
+    CHECK(g.node != m.to);                   // a real move
+    CHECK(state.node(m.to).pool == g.pool);  // within its pool's fabric
+    CHECK(seen.insert(m.gpu).second);        // each GPU once
   }
   if (!withHead || plan->empty()) {
     return;

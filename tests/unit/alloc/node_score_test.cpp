@@ -1,11 +1,10 @@
 #include "libcore/alloc/node_score.hpp"
 
 #include <catch2/catch.hpp>
-
-#include <tuple>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "libcore/alloc/policy_registry.hpp"

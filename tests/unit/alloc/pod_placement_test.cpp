@@ -2,11 +2,11 @@
 // nothing it must choose what the simulator's call (selectNode / selectNodeForModels) chooses;
 // where they do, the FitError counts both kinds of reason.
 
-#include <catch2/catch.hpp>
+#include "libcore/alloc/pod_placement.hpp"
 
+#include <catch2/catch.hpp>
 #include <random>
 
-#include "libcore/alloc/pod_placement.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "tests/unit/alloc/cluster_builder.hpp"
 
@@ -47,7 +47,8 @@ std::vector<SchedNode> nodesOf(const ClusterState& state) {
 
 }  // namespace
 
-TEST_CASE("placePod chooses what selectNode chooses when every node passes the kube filters", "[alloc]") {
+TEST_CASE("placePod chooses what selectNode chooses when every node passes the kube filters",
+          "[alloc]") {
   const auto policyName = GENERATE(as<std::string>{}, "eq1", "best-fit", "least-demand", "none");
   CAPTURE(policyName);
   const NodePolicy policy = *findNodePolicy(policyName);
@@ -95,7 +96,9 @@ TEST_CASE("selectNodeForModelsAmong over every node is selectNodeForModels", "[a
     const int gpus = static_cast<int>(rng() % 12);
     for (int g = 0; g < gpus; ++g) {
       const NodeIndex at = rng() % 3 == 0 ? kNoNode : static_cast<NodeIndex>(rng() % nodes);
-      REQUIRE(state.addGpu({"g" + std::to_string(g), "u" + std::to_string(g), models[rng() % 3], p, at}).ok());
+      REQUIRE(
+          state.addGpu({"g" + std::to_string(g), "u" + std::to_string(g), models[rng() % 3], p, at})
+              .ok());
     }
     auto filter = *GpuModelFilter::parse(models[rng() % 3] + "," + models[rng() % 3], ',');
     std::vector<NodeIndex> all;
@@ -117,7 +120,8 @@ TEST_CASE("selectNodeForModelsAmong over every node is selectNodeForModels", "[a
 }
 
 TEST_CASE("placePod: the FitError counts the kube filters' and the pool's reasons", "[alloc]") {
-  ClusterState state = test::ClusterBuilder().pool("p0").node("a", 1).node("b", 0).node("c", 0).build();
+  ClusterState state =
+      test::ClusterBuilder().pool("p0").node("a", 1).node("b", 0).node("c", 0).build();
   (void)state.addNode({"lonely", kNoPool, 0, 0});
   auto nodes = nodesOf(state);
   nodes[2].unschedulable = true;
@@ -126,7 +130,8 @@ TEST_CASE("placePod: the FitError counts the kube filters' and the pool's reason
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "unschedulable");
   CHECK(r.error().message ==
-        "0/4 nodes are available: 1 node(s) had no GPU pool, 1 node(s) were unschedulable, 2 node(s) had too "
+        "0/4 nodes are available: 1 node(s) had no GPU pool, 1 node(s) were unschedulable, 2 "
+        "node(s) had too "
         "few free kubecomp.io/gpu in their GPU pool.");
   // One GPU: a fits, the pool reason is gone.
   auto one = placePod(gpuPod(1), nodes, usage, state, {});
@@ -143,7 +148,8 @@ TEST_CASE("placePod: the FitError counts the kube filters' and the pool's reason
   auto none = placePod(gpuPod(2), nodes, full, state, {});
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().message ==
-        "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had no GPU pool, 1 node(s) had too few free "
+        "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) had no GPU pool, 1 node(s) had too "
+        "few free "
         "kubecomp.io/gpu in their GPU pool, 1 node(s) were unschedulable.");
   // Sizes must agree.
   auto bad = placePod(gpuPod(1), std::span<const SchedNode>(nodes.data(), 2), usage, state, {});
@@ -190,7 +196,9 @@ TEST_CASE("placePod's lazy filtering gives what filtering every node first gives
       }
       const std::string model = models[rng() % 2];
       const bool inUse = at != kNoNode && rng() % 4 == 0;
-      REQUIRE(state.addGpu({"g" + std::to_string(g), "u" + std::to_string(g), model, pool, at, inUse}).ok());
+      REQUIRE(
+          state.addGpu({"g" + std::to_string(g), "u" + std::to_string(g), model, pool, at, inUse})
+              .ok());
     }
     SchedPod pod = gpuPod(rng() % 4);
     if (rng() % 3 == 0) {
@@ -208,8 +216,9 @@ TEST_CASE("placePod's lazy filtering gives what filtering every node first gives
       CHECK(ours.error().message == passed->message);
       continue;
     }
-    auto ref = selectNodeForModelsAmong(state, PodRequest{0, 0, static_cast<std::uint32_t>(gpuRequest(pod))},
-                                        pod.gpuModels, eq1, Composability::Composable, survivors);
+    auto ref = selectNodeForModelsAmong(
+        state, PodRequest{0, 0, static_cast<std::uint32_t>(gpuRequest(pod))}, pod.gpuModels, eq1,
+        Composability::Composable, survivors);
     REQUIRE(ours.ok() == ref.ok());
     if (ours.ok()) {
       ++admittedSome;

@@ -25,14 +25,16 @@ void requireExactlyEqual(const ClusterState& a, const ClusterState& b) {
     CHECK(a.pool(p) == b.pool(p));
     const auto pa = a.poolGpus(p);
     const auto pb = b.poolGpus(p);
-    CHECK(std::vector<GpuIndex>(pa.begin(), pa.end()) == std::vector<GpuIndex>(pb.begin(), pb.end()));
+    CHECK(std::vector<GpuIndex>(pa.begin(), pa.end()) ==
+          std::vector<GpuIndex>(pb.begin(), pb.end()));
   }
   for (NodeIndex n = 0; n < a.nodeCount(); ++n) {
     CAPTURE(n);
     CHECK(a.node(n) == b.node(n));
     const auto na = a.nodeGpus(n);
     const auto nb = b.nodeGpus(n);
-    CHECK(std::vector<GpuIndex>(na.begin(), na.end()) == std::vector<GpuIndex>(nb.begin(), nb.end()));
+    CHECK(std::vector<GpuIndex>(na.begin(), na.end()) ==
+          std::vector<GpuIndex>(nb.begin(), nb.end()));
   }
   for (GpuIndex g = 0; g < a.gpuCount(); ++g) {
     CHECK(a.gpu(g) == b.gpu(g));
@@ -67,15 +69,35 @@ void mutate(ClusterState& s, std::mt19937_64& gen) {
   const auto g = static_cast<GpuIndex>(uni(0, static_cast<std::int64_t>(s.gpuCount()) - 1));
   const auto n = static_cast<NodeIndex>(uni(0, static_cast<std::int64_t>(s.nodeCount()) - 1));
   switch (uni(0, 8)) {
-    case 0: (void)s.allocateGpu(g); break;
-    case 1: (void)s.releaseGpu(g); break;
-    case 2: (void)s.attachGpu(g, n); break;
-    case 3: (void)s.detachGpu(g); break;
-    case 4: (void)s.reserve(n, static_cast<std::uint64_t>(uni(0, 9'000)), static_cast<std::uint64_t>(uni(0, 40'000))); break;
-    case 5: (void)s.release(n, static_cast<std::uint64_t>(uni(0, 9'000)), static_cast<std::uint64_t>(uni(0, 40'000))); break;
-    case 6: (void)s.setGpuHealthy(g, uni(0, 1) == 1); break;
-    case 7: (void)s.setGpuDraining(g, uni(0, 1) == 1); break;
-    default: (void)s.setNodeSchedulable(n, uni(0, 1) == 1); break;
+    case 0:
+      (void)s.allocateGpu(g);
+      break;
+    case 1:
+      (void)s.releaseGpu(g);
+      break;
+    case 2:
+      (void)s.attachGpu(g, n);
+      break;
+    case 3:
+      (void)s.detachGpu(g);
+      break;
+    case 4:
+      (void)s.reserve(n, static_cast<std::uint64_t>(uni(0, 9'000)),
+                      static_cast<std::uint64_t>(uni(0, 40'000)));
+      break;
+    case 5:
+      (void)s.release(n, static_cast<std::uint64_t>(uni(0, 9'000)),
+                      static_cast<std::uint64_t>(uni(0, 40'000)));
+      break;
+    case 6:
+      (void)s.setGpuHealthy(g, uni(0, 1) == 1);
+      break;
+    case 7:
+      (void)s.setGpuDraining(g, uni(0, 1) == 1);
+      break;
+    default:
+      (void)s.setNodeSchedulable(n, uni(0, 1) == 1);
+      break;
   }
 }
 

@@ -31,7 +31,9 @@ namespace {
 class TestHost : public QueueHost {
  public:
   TestHost(ClusterState s, const PlacementRules& r, std::int64_t now)
-      : state(std::move(s)), fabric{std::vector<std::int64_t>(state.poolCount(), 0)}, rules_(r),
+      : state(std::move(s)),
+        fabric{std::vector<std::int64_t>(state.poolCount(), 0)},
+        rules_(r),
         now_(now) {}
 
   std::size_t waiting() const override { return queue.size(); }
@@ -50,7 +52,8 @@ class TestHost : public QueueHost {
       return false;
     }
     started.emplace_back(queue[i].id, placed->start);
-    running.push_back(RunningPod{placed->node, queue[i].pod, placed->gpus, placed->start + queue[i].duration});
+    running.push_back(
+        RunningPod{placed->node, queue[i].pod, placed->gpus, placed->start + queue[i].duration});
     return true;
   }
   // Drops the started pods from the queue (what a caller does after a pass).
@@ -78,7 +81,8 @@ class TestHost : public QueueHost {
   std::int64_t now_;
 };
 
-QueuedPod queued(std::uint64_t id, std::uint32_t gpus, std::int64_t duration, std::uint64_t cpu = 1000) {
+QueuedPod queued(std::uint64_t id, std::uint32_t gpus, std::int64_t duration,
+                 std::uint64_t cpu = 1000) {
   return QueuedPod{id, pod(gpus, cpu), nullptr, 0, duration};
 }
 
@@ -93,14 +97,15 @@ TestHost fourBusyFourFree(std::int64_t moveTime = 10) {
 
 }  // namespace
 
-TEST_CASE("queue pass: FCFS while the head fits, then who may jump the reserved head", "[alloc][queue]") {
+TEST_CASE("queue pass: FCFS while the head fits, then who may jump the reserved head",
+          "[alloc][queue]") {
   auto h = fourBusyFourFree();
-  h.queue = {queued(0, 1, 5000),   // fits now: started FCFS, holds one of n2's GPUs long
-             queued(1, 7, 300),    // the head: at 100, n1 (4 free) + 3 moved from n2: 130
-             queued(2, 1, 30),     // ends at 30, before the fit time: started
-             queued(3, 1, 200),    // would still hold a GPU at 100: delays the head
-             queued(4, 4, 10),     // only 2 free now (n2: 4 - 1 - 1): does not fit
-             queued(5, 5, 10)};    // at least as large as pod 4: not tested
+  h.queue = {queued(0, 1, 5000),  // fits now: started FCFS, holds one of n2's GPUs long
+             queued(1, 7, 300),   // the head: at 100, n1 (4 free) + 3 moved from n2: 130
+             queued(2, 1, 30),    // ends at 30, before the fit time: started
+             queued(3, 1, 200),   // would still hold a GPU at 100: delays the head
+             queued(4, 4, 10),    // only 2 free now (n2: 4 - 1 - 1): does not fit
+             queued(5, 5, 10)};   // at least as large as pod 4: not tested
   QueuePass pass(QueueDiscipline::EasyBackfill);
   auto r = pass.run(h, rules(10), 0);
   REQUIRE(r.ok());
@@ -209,7 +214,8 @@ TEST_CASE("queue pass: slack factor values", "[alloc][queue]") {
 // of 50. The 8-GPU head is reserved at 300 (4 moves after 100). A 3-GPU pod of 40 (on n1, one
 // GPU moved there) brings it forward to 250 (3 moves after 100). From then on 250 is what a
 // later pod may not delay: a 2-GPU pod of 120 on n2 would push it to 270 (< 300, > 250).
-TEST_CASE("queue pass: an earlier reservation after a backfill is the new bound (easy)", "[alloc][queue]") {
+TEST_CASE("queue pass: an earlier reservation after a backfill is the new bound (easy)",
+          "[alloc][queue]") {
   auto c = makeCluster().pool("p").node("n1", 2, 2).node("n2", 2, 0).unattached(3).build();
   TestHost h(c, rules(50), 0);
   h.running.push_back(runningOn(h.state, "n1", {"g0000", "g0001"}, 100));
@@ -222,7 +228,8 @@ TEST_CASE("queue pass: an earlier reservation after a backfill is the new bound 
   CHECK(r->bound == 250);
 }
 
-TEST_CASE("queue pass: a head that never fits is passed over, the next one is reserved", "[alloc][queue]") {
+TEST_CASE("queue pass: a head that never fits is passed over, the next one is reserved",
+          "[alloc][queue]") {
   auto h = fourBusyFourFree();
   h.queue = {queued(0, 9, 10), queued(1, 8, 10), queued(2, 1, 30)};
   QueuePass pass(QueueDiscipline::EasyBackfill);
@@ -233,7 +240,8 @@ TEST_CASE("queue pass: a head that never fits is passed over, the next one is re
   CHECK(r->reservation->start == 140);
 }
 
-TEST_CASE("queue pass: a lone head gets no reservation, other disciplines are refused", "[alloc][queue]") {
+TEST_CASE("queue pass: a lone head gets no reservation, other disciplines are refused",
+          "[alloc][queue]") {
   auto h = fourBusyFourFree();
   h.queue = {queued(0, 1, 10), queued(1, 8, 10)};
   QueuePass pass(QueueDiscipline::EasyBackfill);
@@ -297,12 +305,14 @@ TEST_CASE("queue pass property: the head's reservation never moves later, nobody
   };
   std::vector<TestJob> jobs(static_cast<std::size_t>(uni(5, 25)));
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    jobs[i] = TestJob{uni(0, 300), QueuedPod{i,
-                                             PodRequest{static_cast<std::uint64_t>(uni(1, 16)) * 1000, 1024,
-                                                        static_cast<std::uint32_t>(uni(0, minPoolGpus))},
-                                             nullptr, 0, uni(1, 200)}};
+    jobs[i] = TestJob{uni(0, 300),
+                      QueuedPod{i,
+                                PodRequest{static_cast<std::uint64_t>(uni(1, 16)) * 1000, 1024,
+                                           static_cast<std::uint32_t>(uni(0, minPoolGpus))},
+                                nullptr, 0, uni(1, 200)}};
   }
-  std::stable_sort(jobs.begin(), jobs.end(), [](const TestJob& a, const TestJob& b) { return a.arrival < b.arrival; });
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const TestJob& a, const TestJob& b) { return a.arrival < b.arrival; });
   QueuePass pass(discipline, factor);
   std::map<std::uint64_t, std::int64_t> duration;  // per id
   for (const auto& j : jobs) {

@@ -16,27 +16,30 @@ using nlohmann::json;
 
 namespace {
 
-SchedPod rtPod(const std::string& name, const json& annotations, std::vector<std::string> containers = {"app"}) {
+SchedPod rtPod(const std::string& name, const json& annotations,
+               std::vector<std::string> containers = {"app"}) {
   json cs = json::array();
   for (const auto& c : containers) {
     cs.push_back({{"name", c}});
   }
-  auto p = parsePod(json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"annotations", annotations}}},
-                         {"spec", {{"containers", cs}}}});
+  auto p = parsePod(
+      json{{"metadata", {{"name", name}, {"namespace", "ns"}, {"annotations", annotations}}},
+           {"spec", {{"containers", cs}}}});
   REQUIRE(p.ok());
   return *p;
 }
 
-SchedNode rtNode(const std::string& name, const std::string& cores, const std::string& kernel = "hcbs",
-                 const std::string& bound = "950000/1000000") {
-  auto n = parseNode(json{{"metadata",
-                           {{"name", name},
-                            {"labels", {{"rt.kubecomp.io/capable", "true"}}},
-                            {"annotations",
-                             {{"rt.kubecomp.io/cores", cores},
-                              {"rt.kubecomp.io/bound", bound},
-                              {"rt.kubecomp.io/kernel", kernel}}}}},
-                          {"status", {{"allocatable", {{"cpu", "8"}, {"memory", "8Gi"}, {"pods", "110"}}}}}});
+SchedNode rtNode(const std::string& name, const std::string& cores,
+                 const std::string& kernel = "hcbs", const std::string& bound = "950000/1000000") {
+  auto n = parseNode(
+      json{{"metadata",
+            {{"name", name},
+             {"labels", {{"rt.kubecomp.io/capable", "true"}}},
+             {"annotations",
+              {{"rt.kubecomp.io/cores", cores},
+               {"rt.kubecomp.io/bound", bound},
+               {"rt.kubecomp.io/kernel", kernel}}}}},
+           {"status", {{"allocatable", {{"cpu", "8"}, {"memory", "8Gi"}, {"pods", "110"}}}}}});
   REQUIRE(n.ok());
   return *n;
 }
@@ -50,11 +53,12 @@ json res(std::uint64_t runtime, std::uint64_t period = 1'000'000, std::uint32_t 
 }  // namespace
 
 TEST_CASE("RT pods and nodes parsed from API objects", "[alloc][rt]") {
-  const auto pod = rtPod("p", json{{"rt.kubecomp.io/runtime-us", "1000"},
-                                   {"rt.kubecomp.io/period-us", "10000"},
-                                   {"rt.kubecomp.io/side.cpus", "2"},
-                                   {"rt.kubecomp.io/assigned", "app=1;side=0-1"}},
-                          {"app", "side"});
+  const auto pod = rtPod("p",
+                         json{{"rt.kubecomp.io/runtime-us", "1000"},
+                              {"rt.kubecomp.io/period-us", "10000"},
+                              {"rt.kubecomp.io/side.cpus", "2"},
+                              {"rt.kubecomp.io/assigned", "app=1;side=0-1"}},
+                         {"app", "side"});
   REQUIRE(pod.rt.error.empty());
   REQUIRE(pod.rt.containers.size() == 2);
   CHECK(pod.rt.containers[1].reservation == RtReservation{1000, 10000, 2});
@@ -66,15 +70,19 @@ TEST_CASE("RT pods and nodes parsed from API objects", "[alloc][rt]") {
   REQUIRE(node.rt.has_value());
   CHECK(node.rt->cores.size() == 4);
   CHECK(node.rt->kernel == RtKernel::kRtGroup);
-  auto broken = parseNode(json{{"metadata", {{"name", "x"}, {"labels", {{"rt.kubecomp.io/capable", "true"}}}}}});
+  auto broken = parseNode(
+      json{{"metadata", {{"name", "x"}, {"labels", {{"rt.kubecomp.io/capable", "true"}}}}}});
   REQUIRE(broken.ok());  // the node still schedules non-RT pods
   CHECK_FALSE(broken->rtError.empty());
 }
 
-TEST_CASE("RT admission in filterNodes: where RT pods fit, and why a pod stays Pending", "[alloc][rt]") {
+TEST_CASE("RT admission in filterNodes: where RT pods fit, and why a pod stays Pending",
+          "[alloc][rt]") {
   RtAdmission rt;
-  const std::vector<SchedNode> nodes{rtNode("a", "0-1"), rtNode("b", "0-1"), *parseNode(json{
-      {"metadata", {{"name", "plain"}}}, {"status", {{"allocatable", {{"cpu", "8"}, {"pods", "110"}}}}}})};
+  const std::vector<SchedNode> nodes{
+      rtNode("a", "0-1"), rtNode("b", "0-1"),
+      *parseNode(json{{"metadata", {{"name", "plain"}}},
+                      {"status", {{"allocatable", {{"cpu", "8"}, {"pods", "110"}}}}}})};
   for (const auto& n : nodes) {
     rt.setNode(n);
   }
@@ -88,11 +96,13 @@ TEST_CASE("RT admission in filterNodes: where RT pods fit, and why a pod stays P
   CHECK(r->feasible.size() == 3);
 
   // Fill node a with two 0.6 servers, node b with one.
-  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"f1", "a"}, {"f2", "a"}, {"f3", "b"}}) {
+  for (const auto& [name, node] :
+       std::vector<std::pair<std::string, std::string>>{{"f1", "a"}, {"f2", "a"}, {"f3", "b"}}) {
     SchedPod p = rtPod(name, res(600'000));
     r = filterNodes(p, nodes, usage, opts);
     REQUIRE(r.ok());
-    REQUIRE(std::find(r->feasible.begin(), r->feasible.end(), node == "a" ? 0u : 1u) != r->feasible.end());
+    REQUIRE(std::find(r->feasible.begin(), r->feasible.end(), node == "a" ? 0u : 1u) !=
+            r->feasible.end());
     p.nodeName = node;
     rt.addPod(p);
   }
@@ -117,7 +127,8 @@ TEST_CASE("RT admission in filterNodes: where RT pods fit, and why a pod stays P
   CHECK(r->feasible == std::vector<std::size_t>{1});
 }
 
-TEST_CASE("the paper's utilization-sum test (baseline) admits what the node refuses", "[alloc][rt]") {
+TEST_CASE("the paper's utilization-sum test (baseline) admits what the node refuses",
+          "[alloc][rt]") {
   // Three 0.51 servers on two cores of bound 1: the sum test passes all three.
   RtAdmission rt;
   const auto node = rtNode("n", "0-1", "hcbs", "1000000/1000000");
@@ -155,7 +166,8 @@ TEST_CASE("the scheduler never admits what the node refuses (random)", "[alloc][
       const std::uint64_t cores = 1 + rng.below(4);
       const std::string kernel = rng.below(2) == 0 ? "hcbs" : "rt-group";
       const std::string bound = std::to_string(500'000 + rng.below(500'001)) + "/1000000";
-      nodes.push_back(rtNode("n" + std::to_string(i), "0-" + std::to_string(cores - 1), kernel, bound));
+      nodes.push_back(
+          rtNode("n" + std::to_string(i), "0-" + std::to_string(cores - 1), kernel, bound));
       sched.setNode(nodes.back());
       shims.push_back(RtNodeState::create(*nodes.back().rt).value());
     }
@@ -174,7 +186,8 @@ TEST_CASE("the scheduler never admits what the node refuses (random)", "[alloc][
       if (action < 2 && !running.empty()) {  // a pod ends: the shim releases, the scheduler forgets
         const std::size_t k = rng.below(running.size());
         for (const auto& c : running[k].pod.rt.containers) {
-          REQUIRE(shims[running[k].node].release(c.reservation, running[k].cores.at(c.container)).ok());
+          REQUIRE(
+              shims[running[k].node].release(c.reservation, running[k].cores.at(c.container)).ok());
         }
         sched.removePod(running[k].pod.ns, running[k].pod.name);
         running.erase(running.begin() + static_cast<long>(k));
@@ -204,7 +217,8 @@ TEST_CASE("the scheduler never admits what the node refuses (random)", "[alloc][
       auto f = filterNodes(pod, nodes, usage, opts);
       REQUIRE(f.ok());
       for (std::size_t i = 0; i < nodes.size(); ++i) {
-        const bool feasible = std::find(f->feasible.begin(), f->feasible.end(), i) != f->feasible.end();
+        const bool feasible =
+            std::find(f->feasible.begin(), f->feasible.end(), i) != f->feasible.end();
         const bool nodeWould = placeRtPod(shims[i], pod.rt.containers, ff).ok();
         if (feasible) {
           REQUIRE(nodeWould);  // never admit what the node refuses

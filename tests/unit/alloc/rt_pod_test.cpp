@@ -10,13 +10,16 @@ using namespace kc::alloc;
 
 namespace {
 
-RtNodeState node(RtKernel kernel, std::vector<std::uint32_t> cores, RtBound bound = {950'000, 1'000'000}) {
+RtNodeState node(RtKernel kernel, std::vector<std::uint32_t> cores,
+                 RtBound bound = {950'000, 1'000'000}) {
   auto n = RtNodeState::create(RtNodeInfo{bound, std::move(cores), kernel});
   REQUIRE(n.ok());
   return *n;
 }
 
-RtPacking firstFit() { return *findRtPacking("first-fit"); }
+RtPacking firstFit() {
+  return *findRtPacking("first-fit");
+}
 
 }  // namespace
 
@@ -36,17 +39,18 @@ TEST_CASE("RT annotations resolve per container, pod-level as default", "[alloc]
 }
 
 TEST_CASE("bad RT annotations are refused with the key and the reason", "[alloc][rt]") {
-  auto [key, value, container, expected] = GENERATE(table<std::string, std::string, std::string, std::string>({
-      {"rt.kubecomp.io/runtime-us", "abc", "", "not a decimal integer"},
-      {"rt.kubecomp.io/runtime-us", "-5", "", "not a decimal integer"},
-      {"rt.kubecomp.io/runtime-us", "200000", "", "runtime exceeds period"},
-      {"rt.kubecomp.io/period-us", "0", "", "period is zero"},
-      {"rt.kubecomp.io/cpus", "0", "", "cpus is zero"},
-      {"rt.kubecomp.io/cpus", "99999999", "", "exceeds"},
-      {"rt.kubecomp.io/bogus", "1", "", "unknown real-time field"},
-      {"rt.kubecomp.io/nosuch.cpus", "1", "app", "no container named 'nosuch'"},
-      {"rt.kubecomp.io/.cpus", "1", "", "empty container name"},
-  }));
+  auto [key, value, container, expected] =
+      GENERATE(table<std::string, std::string, std::string, std::string>({
+          {"rt.kubecomp.io/runtime-us", "abc", "", "not a decimal integer"},
+          {"rt.kubecomp.io/runtime-us", "-5", "", "not a decimal integer"},
+          {"rt.kubecomp.io/runtime-us", "200000", "", "runtime exceeds period"},
+          {"rt.kubecomp.io/period-us", "0", "", "period is zero"},
+          {"rt.kubecomp.io/cpus", "0", "", "cpus is zero"},
+          {"rt.kubecomp.io/cpus", "99999999", "", "exceeds"},
+          {"rt.kubecomp.io/bogus", "1", "", "unknown real-time field"},
+          {"rt.kubecomp.io/nosuch.cpus", "1", "app", "no container named 'nosuch'"},
+          {"rt.kubecomp.io/.cpus", "1", "", "empty container name"},
+      }));
   RtStringMap a{{"rt.kubecomp.io/runtime-us", "10000"}, {"rt.kubecomp.io/period-us", "100000"}};
   a[key] = value;
   const std::vector<std::string> names{"app"};
@@ -126,15 +130,17 @@ TEST_CASE("placeRtPod: every container or none, the failure names the container"
   CHECK(n.cores().usedPpb(0) == 0);  // the node itself is unchanged
 }
 
-TEST_CASE("placeRtPod agrees with the node placing the containers one by one (random)", "[alloc][rt]") {
+TEST_CASE("placeRtPod agrees with the node placing the containers one by one (random)",
+          "[alloc][rt]") {
   SplitMix64 rng(14);
   for (int round = 0; round < 500; ++round) {
     const auto kernel = rng.below(2) == 0 ? RtKernel::kRtGroup : RtKernel::kHcbs;
     auto n = node(kernel, {0, 1, 2, 3}, RtBound{1'000'000, 1'000'000});
     std::vector<RtContainerRequest> pod;
     for (std::uint64_t i = 0, k = 1 + rng.below(4); i < k; ++i) {
-      pod.push_back({"c" + std::to_string(i),
-                     RtReservation{1 + rng.below(600'000), 1'000'000, static_cast<std::uint32_t>(1 + rng.below(3))}});
+      pod.push_back(
+          {"c" + std::to_string(i), RtReservation{1 + rng.below(600'000), 1'000'000,
+                                                  static_cast<std::uint32_t>(1 + rng.below(3))}});
     }
     const auto planned = placeRtPod(n, pod, firstFit());
     bool nodeOk = true;

@@ -408,8 +408,7 @@ TEST_CASE("status.phase of the wrong type is refused", "[alloc]") {
 TEST_CASE("a pod's expected run time: the annotation, else activeDeadlineSeconds", "[alloc]") {
   CHECK_FALSE(mustParsePod(podObject(json::object())).expectedRuntimeSeconds);
   CHECK(mustParsePod(podObject({{"activeDeadlineSeconds", 600}})).expectedRuntimeSeconds == 600);
-  CHECK(mustParsePod(podObject(json::object(),
-                               {{"kubecomp.io/expected-runtime-seconds", "90"}}))
+  CHECK(mustParsePod(podObject(json::object(), {{"kubecomp.io/expected-runtime-seconds", "90"}}))
             .expectedRuntimeSeconds == 90);
   // The annotation (the user's estimate) wins over the deadline (a hard limit).
   CHECK(mustParsePod(podObject({{"activeDeadlineSeconds", 600}},
@@ -419,7 +418,8 @@ TEST_CASE("a pod's expected run time: the annotation, else activeDeadlineSeconds
   CHECK(mustParsePod(podObject({{"activeDeadlineSeconds", std::int64_t{1} << 60}}))
             .expectedRuntimeSeconds == kMaxExpectedRuntimeSeconds);
 
-  for (const char* bad : {"", "0", "-5", "1.5", "90s", " 90", "99999999999999999999", "400000000"}) {
+  for (const char* bad :
+       {"", "0", "-5", "1.5", "90s", " 90", "99999999999999999999", "400000000"}) {
     INFO(bad);
     auto p = parsePod(podObject(json::object(), {{"kubecomp.io/expected-runtime-seconds", bad}}));
     REQUIRE_FALSE(p);

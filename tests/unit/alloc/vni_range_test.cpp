@@ -1,6 +1,7 @@
-#include <catch2/catch.hpp>
+#include "libcore/alloc/vni_range.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -8,8 +9,6 @@
 #include <set>
 #include <tuple>
 #include <vector>
-
-#include "libcore/alloc/vni_range.hpp"
 
 using kc::alloc::Vni;
 using kc::alloc::VniRange;
@@ -257,7 +256,8 @@ TEST_CASE("VniRange matches a reference model over random operation sequences", 
   auto created = VniRange::create(o);
   std::uint32_t issuable = 0;
   for (std::uint32_t v = min; v < max; ++v) {
-    issuable += std::find(reserved.begin(), reserved.end(), static_cast<Vni>(v)) == reserved.end() ? 1 : 0;
+    issuable +=
+        std::find(reserved.begin(), reserved.end(), static_cast<Vni>(v)) == reserved.end() ? 1 : 0;
   }
   if (issuable == 0) {
     REQUIRE_FALSE(created.ok());

@@ -13,7 +13,9 @@ using kc::api::parsePoolGpus;
 using kc::api::PoolGpu;
 using nlohmann::json;
 
-json pool(json gpus) { return {{"metadata", {{"name", "p"}}}, {"status", {{"gpus", std::move(gpus)}}}}; }
+json pool(json gpus) {
+  return {{"metadata", {{"name", "p"}}}, {"status", {{"gpus", std::move(gpus)}}}};
+}
 
 PoolGpu full() {
   return PoolGpu{.id = "c0.000100",
@@ -50,9 +52,11 @@ TEST_CASE("GPUPool status.gpus: what the writer writes, the reader reads back", 
   CHECK(back.gpus[1] == unattached);
 }
 
-TEST_CASE("GPUPool status.gpus: a pool without an inventory yet has no GPUs and no problem", "[api]") {
-  for (const json& p : {json{{"metadata", {{"name", "p"}}}}, json{{"status", nullptr}}, json{{"status", json::object()}},
-                        json{{"status", {{"gpus", nullptr}}}}, json(5)}) {
+TEST_CASE("GPUPool status.gpus: a pool without an inventory yet has no GPUs and no problem",
+          "[api]") {
+  for (const json& p :
+       {json{{"metadata", {{"name", "p"}}}}, json{{"status", nullptr}},
+        json{{"status", json::object()}}, json{{"status", {{"gpus", nullptr}}}}, json(5)}) {
     CAPTURE(p.dump());
     const auto r = parsePoolGpus(p);
     CHECK(r.gpus.empty());
@@ -60,7 +64,8 @@ TEST_CASE("GPUPool status.gpus: a pool without an inventory yet has no GPUs and 
   }
 }
 
-TEST_CASE("GPUPool status.gpus: malformed entries are dropped or defaulted, with a problem each", "[api]") {
+TEST_CASE("GPUPool status.gpus: malformed entries are dropped or defaulted, with a problem each",
+          "[api]") {
   // (entry, kept?, healthy when kept, problems)
   const auto [entry, kept, healthy, problems] = GENERATE(table<json, bool, bool, std::size_t>({
       {json{{"id", "c0.1"}, {"health", "Healthy"}}, true, true, 0},
@@ -69,7 +74,7 @@ TEST_CASE("GPUPool status.gpus: malformed entries are dropped or defaulted, with
       {json{{"id", "c0.1"}, {"health", "OK"}}, true, false, 1},
       {json{{"id", "c0.1"}, {"health", 1}}, true, false, 1},
       {json{{"id", "c0.1"}, {"health", ""}}, true, false, 1},
-      {json{{"id", "c0.1"}, {"uuid", 7}}, true, true, 1},       // read as ""
+      {json{{"id", "c0.1"}, {"uuid", 7}}, true, true, 1},  // read as ""
       {json{{"id", "c0.1"}, {"node", json::array()}}, true, true, 1},
       {json{{"id", "c0.1"}, {"draining", "yes"}}, true, true, 1},  // read as false
       {json{{"id", "c0.1"}, {"inUseBy", "ns/p"}}, true, true, 1},
@@ -94,7 +99,8 @@ TEST_CASE("GPUPool status.gpus: malformed entries are dropped or defaulted, with
 }
 
 TEST_CASE("GPUPool status.gpus: an id listed twice is dropped entirely", "[api]") {
-  const auto r = parsePoolGpus(pool(json::array({{{"id", "a"}, {"node", "n1"}}, {{"id", "b"}}, {{"id", "a"}, {"node", "n2"}}})));
+  const auto r = parsePoolGpus(pool(
+      json::array({{{"id", "a"}, {"node", "n1"}}, {{"id", "b"}}, {{"id", "a"}, {"node", "n2"}}})));
   REQUIRE(r.gpus.size() == 1);
   CHECK(r.gpus[0].id == "b");
   REQUIRE(r.problems.size() == 1);
@@ -119,7 +125,8 @@ TEST_CASE("GPU ids: what kubelet and the annotations can carry", "[api]") {
 
 TEST_CASE("GPUPool status.gpus: fuzzed documents never crash the reader", "[api][fuzz]") {
   std::mt19937 rng(20261128);
-  const std::string seed = pool(json::array({kc::api::toJson(full()), {{"id", "c0.2"}, {"node", "n2"}}})).dump();
+  const std::string seed =
+      pool(json::array({kc::api::toJson(full()), {{"id", "c0.2"}, {"node", "n2"}}})).dump();
   const std::string alphabet = "{}[]\":,01tfnul \\aegh.";
   for (int i = 0; i < 3000; ++i) {
     const std::string text = kc::testing::mutateText(seed, rng, alphabet);

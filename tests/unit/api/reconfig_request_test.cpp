@@ -9,7 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-json podWith(json annotations) { return {{"metadata", {{"name", "p"}, {"annotations", std::move(annotations)}}}}; }
+json podWith(json annotations) {
+  return {{"metadata", {{"name", "p"}, {"annotations", std::move(annotations)}}}};
+}
 
 }  // namespace
 
@@ -29,12 +31,14 @@ TEST_CASE("reconfiguration request: the writer's patch is what the reader accept
 
   // Removal names all three, so a merge patch deletes them together.
   const json clear = kc::api::clearReconfigRequestAnnotations();
-  CHECK(clear == json{{"kubecomp.io/dst-node", nullptr}, {"kubecomp.io/demand", nullptr}, {"kubecomp.io/reserved-at", nullptr}});
+  CHECK(clear == json{{"kubecomp.io/dst-node", nullptr},
+                      {"kubecomp.io/demand", nullptr},
+                      {"kubecomp.io/reserved-at", nullptr}});
 }
 
 TEST_CASE("reconfiguration request: an older writer's request has no reserved-at", "[api]") {
-  const auto r = kc::api::parseReconfigRequest(
-      kc::api::reconfigRequestText(podWith({{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "0"}})));
+  const auto r = kc::api::parseReconfigRequest(kc::api::reconfigRequestText(
+      podWith({{"kubecomp.io/dst-node", "n1"}, {"kubecomp.io/demand", "0"}})));
   REQUIRE(r.ok());
   CHECK(r->dstNode == "n1");
   CHECK(r->demand == 0);
@@ -64,8 +68,9 @@ TEST_CASE("reconfiguration request: invalid values are refused naming the annota
       {"n1", "1", "yesterday", "kubecomp.io/reserved-at"},
   }));
   json ann = json::object();
-  for (auto [key, value] : {std::pair{"kubecomp.io/dst-node", dst}, std::pair{"kubecomp.io/demand", demand},
-                            std::pair{"kubecomp.io/reserved-at", reservedAt}}) {
+  for (auto [key, value] :
+       {std::pair{"kubecomp.io/dst-node", dst}, std::pair{"kubecomp.io/demand", demand},
+        std::pair{"kubecomp.io/reserved-at", reservedAt}}) {
     if (!value.is_null()) {
       ann[key] = value;
     }

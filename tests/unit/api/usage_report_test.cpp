@@ -17,7 +17,8 @@ TEST_CASE("usage report round-trips and rejects what is not one", "[api]") {
   REQUIRE(back.ok());
   CHECK(*back == r);
   // The field names the reader expects, as the writer spells them.
-  const auto expected = nlohmann::json::parse(R"json({"pool":"pool-a","advertised":["c0.1","c0.3"],"withdrawn":["c0.2"],
+  const auto expected = nlohmann::json::parse(
+      R"json({"pool":"pool-a","advertised":["c0.1","c0.3"],"withdrawn":["c0.2"],
       "inUse":{"c0.1":["ns/p1"],"c0.3":["(allocating)"]},"registered":true})json");
   CHECK(nlohmann::json::parse(kc::api::serialize(r)) == expected);
 

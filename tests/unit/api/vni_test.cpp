@@ -17,7 +17,8 @@ TEST_CASE("VNI object: written as the CRD and Metacontroller expect, read back",
 TEST_CASE("VNI object: a spec.vni outside 1..65535 or of another type reads as none", "[api]") {
   for (const json& v : {json(0), json(65536), json(-3), json("12"), json(1.5), json(nullptr)}) {
     CAPTURE(v.dump());
-    const json obj = {{"metadata", {{"name", "vni-x"}, {"namespace", "ns"}}}, {"spec", {{"vni", v}}}};
+    const json obj = {{"metadata", {{"name", "vni-x"}, {"namespace", "ns"}}},
+                      {"spec", {{"vni", v}}}};
     const auto o = kc::api::parseVniObject(obj);
     CHECK_FALSE(o.vni.has_value());
     CHECK(o.name == "vni-x");

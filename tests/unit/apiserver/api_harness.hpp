@@ -2,14 +2,13 @@
 // Calling the double's REST surface in-process: request builders, a checked call, and the
 // events of a watch stream.
 
-#include "tools/kube-apiserver-double/api_server.hpp"
-
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tools/kube-apiserver-double/api_server.hpp"
 
 namespace kc::apiserver::testing {
 

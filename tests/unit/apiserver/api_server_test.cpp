@@ -3,18 +3,19 @@
 
 #include "tools/kube-apiserver-double/api_server.hpp"
 
-#include "tests/unit/apiserver/fake_stream.hpp"
-
 #include <catch2/catch.hpp>
 
+#include "tests/unit/apiserver/fake_stream.hpp"
+
 using namespace kc::apiserver;
-using nlohmann::json;
 using kc::apiserver::testing::FakeStream;
+using nlohmann::json;
 
 namespace {
 
 kc::net::Request req(std::string method, std::string path, std::string body = "",
-                     std::vector<std::pair<std::string, std::string>> query = {}, std::string contentType = "application/json") {
+                     std::vector<std::pair<std::string, std::string>> query = {},
+                     std::string contentType = "application/json") {
   kc::net::Request r;
   r.method = std::move(method);
   r.path = std::move(path);
@@ -50,7 +51,8 @@ struct Api {
   ApiServer api;
 };
 
-const char* kPod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","labels":{"app":"web"}},
+const char* kPod =
+    R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","labels":{"app":"web"}},
   "spec":{"containers":[{"name":"c","image":"busybox:1"}]}})";
 
 const char* kCrd = R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
@@ -124,17 +126,19 @@ TEST_CASE_METHOD(Api, "CRUD through the REST surface", "[api]") {
 
 TEST_CASE_METHOD(Api, "PATCH content types", "[api]") {
   call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
-  auto merged = call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"labels":{"a":"b"}}})", {},
-                         "application/merge-patch+json"),
-                     200);
+  auto merged =
+      call(req("PATCH", "/api/v1/namespaces/default/pods/p1",
+               R"({"metadata":{"labels":{"a":"b"}}})", {}, "application/merge-patch+json"),
+           200);
   CHECK(merged["metadata"]["labels"]["a"] == "b");
   auto json6902 = call(req("PATCH", "/api/v1/namespaces/default/pods/p1",
                            R"([{"op":"replace","path":"/metadata/labels/a","value":"c"}])", {},
                            "application/json-patch+json"),
                        200);
   CHECK(json6902["metadata"]["labels"]["a"] == "c");
-  call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"([{"op":"test","path":"/metadata/labels/a","value":"z"}])",
-           {}, "application/json-patch+json"),
+  call(req("PATCH", "/api/v1/namespaces/default/pods/p1",
+           R"([{"op":"test","path":"/metadata/labels/a","value":"z"}])", {},
+           "application/json-patch+json"),
        422);
   auto smp = call(req("PATCH", "/api/v1/namespaces/default/pods/p1/status",
                       R"({"status":{"conditions":[{"type":"Ready","status":"True"}]}})", {},
@@ -142,23 +146,26 @@ TEST_CASE_METHOD(Api, "PATCH content types", "[api]") {
                   200);
   CHECK(smp["status"]["conditions"][0]["type"] == "Ready");
   // A patch carrying a stale resourceVersion is conditional.
-  call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"resourceVersion":"1","labels":{"q":"r"}}})",
-           {}, "application/merge-patch+json"),
+  call(req("PATCH", "/api/v1/namespaces/default/pods/p1",
+           R"({"metadata":{"resourceVersion":"1","labels":{"q":"r"}}})", {},
+           "application/merge-patch+json"),
        409);
   call(req("PATCH", "/api/v1/namespaces/default/pods/p1", "{}", {}, "text/plain"), 415);
 
   call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
-  call(req("POST", "/apis/example.com/v1/namespaces/default/widgets",
-           R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}})"),
-       201);
-  auto unsupported = call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w", R"({"spec":{"size":2}})", {},
-                              "application/strategic-merge-patch+json"),
-                          415);
+  call(
+      req("POST", "/apis/example.com/v1/namespaces/default/widgets",
+          R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}})"),
+      201);
+  auto unsupported =
+      call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w",
+               R"({"spec":{"size":2}})", {}, "application/strategic-merge-patch+json"),
+           415);
   CHECK(unsupported["message"] ==
         "the body of the request was in an unknown format - accepted media types include: "
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml");
-  auto w = call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w", R"({"spec":{"size":2}})", {},
-                    "application/merge-patch+json"),
+  auto w = call(req("PATCH", "/apis/example.com/v1/namespaces/default/widgets/w",
+                    R"({"spec":{"size":2}})", {}, "application/merge-patch+json"),
                 200);
   CHECK(w["spec"]["size"] == 2);
   CHECK(w["metadata"]["generation"] == 2);
@@ -173,24 +180,32 @@ TEST_CASE_METHOD(Api, "PATCH content types", "[api]") {
 
 TEST_CASE_METHOD(Api, "pods/binding answers 201 Status and 409 when bound", "[api]") {
   call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
-  const std::string binding = R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p1"},"target":{"kind":"Node","name":"n1"}})";
+  const std::string binding =
+      R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p1"},"target":{"kind":"Node","name":"n1"}})";
   auto ok = call(req("POST", "/api/v1/namespaces/default/pods/p1/binding", binding), 201);
-  CHECK(ok == json::parse(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})"));
+  CHECK(ok ==
+        json::parse(
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})"));
   auto again = call(req("POST", "/api/v1/namespaces/default/bindings", binding), 409);
-  CHECK(again["message"] == "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n1\"");
+  CHECK(again["message"] ==
+        "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node "
+        "\"n1\"");
 }
 
-TEST_CASE_METHOD(Api, "watch streams newline-delimited events, expired RV per fault mode", "[api][watch]") {
+TEST_CASE_METHOD(Api, "watch streams newline-delimited events, expired RV per fault mode",
+                 "[api][watch]") {
   call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
   auto stream = std::make_shared<FakeStream>();
   api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "true"}}), stream);
   CHECK(stream->begunStatus == 200);
-  CHECK(stream->body.find("{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\"") == 0);
+  CHECK(stream->body.find(
+            "{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\"") == 0);
   CHECK(stream->body.back() == '\n');
 
   for (int i = 0; i < 60; ++i) {  // push RV 1 out of the 50-event window
-    call(req("PATCH", "/api/v1/namespaces/default/pods/p1", R"({"metadata":{"labels":{"i":")" + std::to_string(i) + "\"}}}",
-             {}, "application/merge-patch+json"),
+    call(req("PATCH", "/api/v1/namespaces/default/pods/p1",
+             R"({"metadata":{"labels":{"i":")" + std::to_string(i) + "\"}}}", {},
+             "application/merge-patch+json"),
          200);
   }
   auto asEvent = std::make_shared<FakeStream>();
@@ -235,7 +250,8 @@ TEST_CASE_METHOD(Api, "OpenAPI: v3 index and per-group PATCH operations, empty v
   std::string url = root["paths"]["apis/apps/v1"]["serverRelativeURL"];
   CHECK(url.rfind("/openapi/v3/apis/apps/v1?hash=", 0) == 0);
   auto apps = call(req("GET", "/openapi/v3/apis/apps/v1"), 200);
-  const json& patch = apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+  const json& patch =
+      apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
   CHECK(patch["x-kubernetes-group-version-kind"]["kind"] == "Deployment");
   CHECK(patch["parameters"][0]["name"] == "fieldValidation");
   call(req("GET", "/openapi/v3/apis/nope/v1"), 404);
@@ -251,11 +267,13 @@ TEST_CASE_METHOD(Api, "OpenAPI: v3 index and per-group PATCH operations, empty v
   CHECK(call(req("GET", "/openapi/v3"), 200)["paths"].contains("apis/example.com/v1"));
 }
 
-TEST_CASE_METHOD(Api, "custom-resource LIST items carry kind and apiVersion, built-in items do not", "[api]") {
+TEST_CASE_METHOD(Api, "custom-resource LIST items carry kind and apiVersion, built-in items do not",
+                 "[api]") {
   call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
-  call(req("POST", "/apis/example.com/v1/namespaces/default/widgets",
-           R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}})"),
-       201);
+  call(
+      req("POST", "/apis/example.com/v1/namespaces/default/widgets",
+          R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}})"),
+      201);
   call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
   auto widgets = call(req("GET", "/apis/example.com/v1/namespaces/default/widgets"), 200);
   CHECK(widgets["kind"] == "WidgetList");
@@ -276,23 +294,29 @@ TEST_CASE_METHOD(Api, "custom-resource LIST items carry kind and apiVersion, bui
   CHECK(deleted["items"][0]["apiVersion"] == "example.com/v1");
 }
 
-TEST_CASE_METHOD(Api, "DELETE precondition failures are 409 Conflict with the real wording", "[api]") {
+TEST_CASE_METHOD(Api, "DELETE precondition failures are 409 Conflict with the real wording",
+                 "[api]") {
   auto pod = call(req("POST", "/api/v1/namespaces/default/pods", kPod), 201);
   const std::string uid = pod["metadata"]["uid"];
   const std::string rv = pod["metadata"]["resourceVersion"];
-  auto byUid = call(req("DELETE", "/api/v1/namespaces/default/pods/p1",
-                        R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"other"}})"),
-                    409);
+  auto byUid =
+      call(req("DELETE", "/api/v1/namespaces/default/pods/p1",
+               R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"other"}})"),
+           409);
   CHECK(byUid["kind"] == "Status");
   CHECK(byUid["reason"] == "Conflict");
-  CHECK(byUid["message"] == "Operation cannot be fulfilled on pods \"p1\": Precondition failed: UID in precondition: "
-                            "other, UID in object meta: " + uid);
+  CHECK(byUid["message"] ==
+        "Operation cannot be fulfilled on pods \"p1\": Precondition failed: UID in precondition: "
+        "other, UID in object meta: " +
+            uid);
   CHECK(byUid["details"] == json({{"name", "p1"}, {"kind", "pods"}}));
   auto byRv = call(req("DELETE", "/api/v1/namespaces/default/pods/p1",
                        R"({"preconditions":{"resourceVersion":"999"}})"),
                    409);
-  CHECK(byRv["message"] == "Operation cannot be fulfilled on pods \"p1\": Precondition failed: ResourceVersion in "
-                           "precondition: 999, ResourceVersion in object meta: " + rv);
+  CHECK(byRv["message"] ==
+        "Operation cannot be fulfilled on pods \"p1\": Precondition failed: ResourceVersion in "
+        "precondition: 999, ResourceVersion in object meta: " +
+            rv);
   call(req("GET", "/api/v1/namespaces/default/pods/p1"), 200);  // nothing changed
 
   call(req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kCrd), 201);
@@ -303,13 +327,18 @@ TEST_CASE_METHOD(Api, "DELETE precondition failures are 409 Conflict with the re
                           R"({"preconditions":{"uid":"x"}})"),
                       409);
   CHECK(grouped["message"].get<std::string>().rfind(
-            "Operation cannot be fulfilled on widgets.example.com \"w\": Precondition failed: UID in precondition: x, "
-            "UID in object meta: ", 0) == 0);
+            "Operation cannot be fulfilled on widgets.example.com \"w\": Precondition failed: UID "
+            "in precondition: x, "
+            "UID in object meta: ",
+            0) == 0);
   CHECK(grouped["details"]["group"] == "example.com");
-  call(req("DELETE", "/api/v1/namespaces/default/pods/p1", R"({"preconditions":{"uid":")" + uid + "\"}}"), 200);
+  call(req("DELETE", "/api/v1/namespaces/default/pods/p1",
+           R"({"preconditions":{"uid":")" + uid + "\"}}"),
+       200);
 }
 
-TEST_CASE_METHOD(Api, "watch timeoutSeconds=0 means the server default, not an endless watch", "[api][watch]") {
+TEST_CASE_METHOD(Api, "watch timeoutSeconds=0 means the server default, not an endless watch",
+                 "[api][watch]") {
   auto value = GENERATE(as<std::string>{}, "0", "", "-5");
   CAPTURE(value);
   auto stream = std::make_shared<FakeStream>();
@@ -322,11 +351,13 @@ TEST_CASE_METHOD(Api, "watch timeoutSeconds=0 means the server default, not an e
   REQUIRE(stream->begunStatus == 200);
   store.tick(start + std::chrono::seconds(1790));
   CHECK_FALSE(stream->ended);
-  store.tick(std::chrono::steady_clock::now() + std::chrono::seconds(1801));  // past the 1800 s default
+  store.tick(std::chrono::steady_clock::now() +
+             std::chrono::seconds(1801));  // past the 1800 s default
   CHECK(stream->ended);
 
   auto explicitTimeout = std::make_shared<FakeStream>();
-  api.serve(req("GET", "/api/v1/namespaces/default/pods", "", {{"watch", "true"}, {"timeoutSeconds", "10"}}),
+  api.serve(req("GET", "/api/v1/namespaces/default/pods", "",
+                {{"watch", "true"}, {"timeoutSeconds", "10"}}),
             explicitTimeout);
   store.tick(std::chrono::steady_clock::now() + std::chrono::seconds(11));
   CHECK(explicitTimeout->ended);
@@ -367,8 +398,9 @@ class SyncStream : public kc::net::ResponseStream {
 };
 }  // namespace
 
-TEST_CASE_METHOD(Api, "the delay fault does not hold the caller: other requests answer while delayed ones wait",
-                 "[api][faults]") {
+TEST_CASE_METHOD(
+    Api, "the delay fault does not hold the caller: other requests answer while delayed ones wait",
+    "[api][faults]") {
   call(req("POST", "/_double/faults", R"({"delayMs":400})"), 200);
   std::vector<std::shared_ptr<SyncStream>> delayed;
   const auto start = std::chrono::steady_clock::now();
@@ -399,9 +431,11 @@ TEST_CASE_METHOD(Api, "the delay fault does not hold the caller: other requests 
   CHECK(prompt->answered() == 200);
 }
 
-TEST_CASE_METHOD(Api, "delayWatchesOnly holds back watch requests while other requests answer at once",
+TEST_CASE_METHOD(Api,
+                 "delayWatchesOnly holds back watch requests while other requests answer at once",
                  "[api][faults]") {
-  auto shown = call(req("POST", "/_double/faults", R"({"delayMs":300,"delayWatchesOnly":true})"), 200);
+  auto shown =
+      call(req("POST", "/_double/faults", R"({"delayMs":300,"delayWatchesOnly":true})"), 200);
   CHECK(shown["delayWatchesOnly"] == true);
   const auto start = std::chrono::steady_clock::now();
   auto watch = std::make_shared<SyncStream>();
@@ -413,7 +447,8 @@ TEST_CASE_METHOD(Api, "delayWatchesOnly holds back watch requests while other re
   REQUIRE(watch->waitAnswered(std::chrono::seconds(10)));
   CHECK(watch->answered() == 200);
   CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
-  call(req("POST", "/_double/faults", R"({"delayWatchesOnly":"yes"})"), 400);  // bad value, unchanged
+  call(req("POST", "/_double/faults", R"({"delayWatchesOnly":"yes"})"),
+       400);  // bad value, unchanged
   CHECK(call(req("GET", "/_double/faults"), 200)["delayWatchesOnly"] == true);
   call(req("POST", "/_double/faults", R"({"delayMs":0,"delayWatchesOnly":false})"), 200);
 }

@@ -2,12 +2,12 @@
 // A kc::net::ResponseStream that records what the double's API layer does with it: the
 // status it began with, the streamed body (watch events), or the one response it sent.
 
-#include "libcore/net/http_server.hpp"
-
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "libcore/net/http_server.hpp"
 
 namespace kc::apiserver::testing {
 

@@ -4,7 +4,6 @@
 #include "tools/kube-apiserver-double/object_store.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <mutex>
 
 using namespace kc::apiserver;
@@ -41,7 +40,9 @@ class RecordingSink : public WatchSink {
 
 // Builder for pod bodies, as kube-scheduler's st.MakePod().
 struct PodBuilder {
-  json body = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", json::object()},
+  json body = {{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"metadata", json::object()},
                {"spec", {{"containers", {{{"name", "c"}, {"image", "busybox:1"}}}}}}};
   explicit PodBuilder(std::string name) { body["metadata"]["name"] = std::move(name); }
   PodBuilder& label(const std::string& k, const std::string& v) {
@@ -74,7 +75,9 @@ struct Fixture {
     StoreOptions o;
     o.historyWindow = window;
     o.seed = 42;
-    o.clock = [] { return std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000)); };
+    o.clock = [] {
+      return std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+    };
     return o;
   }
   ResourceInfo res(const std::string& g, const std::string& v, const std::string& r) {
@@ -92,11 +95,14 @@ std::string numbered(const char* prefix, int i) {
   return s;
 }
 
-std::uint64_t rvOf(const ObjectPtr& o) { return std::stoull(o->object["metadata"]["resourceVersion"].get<std::string>()); }
+std::uint64_t rvOf(const ObjectPtr& o) {
+  return std::stoull(o->object["metadata"]["resourceVersion"].get<std::string>());
+}
 
 }  // namespace
 
-TEST_CASE_METHOD(Fixture, "create stamps uid, timestamps and a growing resourceVersion", "[store]") {
+TEST_CASE_METHOD(Fixture, "create stamps uid, timestamps and a growing resourceVersion",
+                 "[store]") {
   auto a = store.create(pods(), "default", PodBuilder("a"));
   auto b = store.create(pods(), "default", PodBuilder("b"));
   CHECK(rvOf(b) > rvOf(a));
@@ -134,8 +140,9 @@ TEST_CASE_METHOD(Fixture, "create failures match the real server", "[store]") {
     }
   }
   SECTION("invalid name") {
-    CHECK_THROWS_MATCHES(store.create(pods(), "default", PodBuilder("Bad_Name")), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 422; }));
+    CHECK_THROWS_MATCHES(
+        store.create(pods(), "default", PodBuilder("Bad_Name")), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 422; }));
   }
   SECTION("no containers") {
     json body = PodBuilder("x");
@@ -154,7 +161,9 @@ TEST_CASE_METHOD(Fixture, "generateName produces a fresh name", "[store]") {
   CHECK(o->name.size() == 9);
 }
 
-TEST_CASE_METHOD(Fixture, "update with a stale resourceVersion is a 409 Conflict with the real message", "[store]") {
+TEST_CASE_METHOD(Fixture,
+                 "update with a stale resourceVersion is a 409 Conflict with the real message",
+                 "[store]") {
   auto a = store.create(pods(), "default", PodBuilder("x"));
   json body = a->object;
   body["metadata"]["labels"]["v"] = "1";
@@ -167,7 +176,8 @@ TEST_CASE_METHOD(Fixture, "update with a stale resourceVersion is a 409 Conflict
     CHECK(e.code() == 409);
     CHECK(e.reason() == "Conflict");
     CHECK(std::string(e.what()) ==
-          "Operation cannot be fulfilled on pods \"x\": the object has been modified; please apply your changes to "
+          "Operation cannot be fulfilled on pods \"x\": the object has been modified; please apply "
+          "your changes to "
           "the latest version and try again");
   }
   // A no-op update creates no new version.
@@ -192,7 +202,8 @@ TEST_CASE_METHOD(Fixture, "status subresource and main resource change disjoint 
   CHECK(st->object["metadata"]["labels"]["x"] == "y");  // status PUT ignores the rest
 }
 
-TEST_CASE_METHOD(Fixture, "LIST pages share one resourceVersion and see a consistent snapshot", "[store]") {
+TEST_CASE_METHOD(Fixture, "LIST pages share one resourceVersion and see a consistent snapshot",
+                 "[store]") {
   for (int i = 0; i < 10; ++i) {
     store.create(pods(), "default", PodBuilder(numbered("p", i)));
   }
@@ -220,7 +231,8 @@ TEST_CASE_METHOD(Fixture, "LIST pages share one resourceVersion and see a consis
     }
     token = page.continueToken;
   }
-  CHECK(names == std::vector<std::string>{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"});
+  CHECK(names ==
+        std::vector<std::string>{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"});
   // A fresh list sees the present.
   ListOptions inDefault;
   inDefault.ns = "default";
@@ -251,20 +263,23 @@ TEST_CASE_METHOD(Fixture, "LIST resourceVersion rules", "[store]") {
     auto page = store.list(pods(), opt);
     opt.continueToken = page.continueToken;
     opt.resourceVersion = "5";
-    CHECK_THROWS_MATCHES(store.list(pods(), opt), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 400; }));
+    CHECK_THROWS_MATCHES(
+        store.list(pods(), opt), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 400; }));
   }
   SECTION("a future RV is a 504 'Too large resource version'") {
     ListOptions opt;
     opt.resourceVersion = "99999";
-    CHECK_THROWS_MATCHES(store.list(pods(), opt), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 504; }));
+    CHECK_THROWS_MATCHES(
+        store.list(pods(), opt), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 504; }));
   }
   SECTION("unsupported field selector is a 400") {
     ListOptions opt;
     opt.fieldSelector = "spec.unknown=x";
-    CHECK_THROWS_MATCHES(store.list(pods(), opt), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 400; }));
+    CHECK_THROWS_MATCHES(
+        store.list(pods(), opt), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 400; }));
   }
 }
 
@@ -281,7 +296,8 @@ TEST_CASE("LIST and continue tokens older than the history window are 410 Expire
     store.create(pods, "default", PodBuilder(numbered("q", i)));
   }
   opt.continueToken = page.continueToken;
-  CHECK_THROWS_MATCHES(store.list(pods, opt), ApiError, Catch::Predicate<ApiError>([](const ApiError& e) {
+  CHECK_THROWS_MATCHES(store.list(pods, opt), ApiError,
+                       Catch::Predicate<ApiError>([](const ApiError& e) {
                          return e.code() == 410 && e.reason() == "Expired";
                        }));
 }
@@ -306,7 +322,8 @@ TEST_CASE_METHOD(Fixture, "label and field selectors filter LIST", "[store]") {
   CHECK(count("", "", "metadata.namespace=kube-system") == 1);
 }
 
-TEST_CASE_METHOD(Fixture, "WATCH replays from a resourceVersion and streams changes", "[store][watch]") {
+TEST_CASE_METHOD(Fixture, "WATCH replays from a resourceVersion and streams changes",
+                 "[store][watch]") {
   auto a = store.create(pods(), "default", PodBuilder("a"));
   store.create(pods(), "default", PodBuilder("b"));
   auto sink = std::make_shared<RecordingSink>();
@@ -325,10 +342,12 @@ TEST_CASE_METHOD(Fixture, "WATCH replays from a resourceVersion and streams chan
   CHECK(del.deletedNow);
   REQUIRE(sink->types() == std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"});
   // DELETED carries the deletion's resourceVersion.
-  CHECK(sink->lines[2]["object"]["metadata"]["resourceVersion"] == std::to_string(store.currentResourceVersion()));
+  CHECK(sink->lines[2]["object"]["metadata"]["resourceVersion"] ==
+        std::to_string(store.currentResourceVersion()));
 }
 
-TEST_CASE_METHOD(Fixture, "WATCH without a resourceVersion starts with synthetic ADDED events", "[store][watch]") {
+TEST_CASE_METHOD(Fixture, "WATCH without a resourceVersion starts with synthetic ADDED events",
+                 "[store][watch]") {
   store.create(pods(), "default", PodBuilder("a").label("app", "web"));
   store.create(pods(), "default", PodBuilder("b"));
   auto sink = std::make_shared<RecordingSink>();
@@ -364,8 +383,9 @@ TEST_CASE("WATCH from an expired resourceVersion: ERROR event or HTTP 410", "[st
     CHECK(sink->lines[0]["object"]["reason"] == "Expired");
     CHECK(sink->ended_);
   } else {
-    CHECK_THROWS_MATCHES(store.watch(pods, wo, sink), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 410; }));
+    CHECK_THROWS_MATCHES(
+        store.watch(pods, wo, sink), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 410; }));
   }
 }
 
@@ -380,7 +400,8 @@ TEST_CASE_METHOD(Fixture, "WATCH bookmarks, timeouts and fault drops", "[store][
   store.watch(pods(), wo, sink);
   store.tick(now + std::chrono::seconds(2));
   REQUIRE(sink->types() == std::vector<std::string>{"BOOKMARK"});
-  CHECK(sink->lines[0]["object"]["metadata"]["resourceVersion"] == std::to_string(store.currentResourceVersion()));
+  CHECK(sink->lines[0]["object"]["metadata"]["resourceVersion"] ==
+        std::to_string(store.currentResourceVersion()));
   CHECK(sink->lines[0]["object"]["kind"] == "Pod");
   store.tick(now + std::chrono::seconds(31));
   CHECK(sink->ended_);
@@ -396,7 +417,8 @@ TEST_CASE_METHOD(Fixture, "WATCH bookmarks, timeouts and fault drops", "[store][
   CHECK(dropped->ended_);
 }
 
-TEST_CASE_METHOD(Fixture, "DELETE with finalizers waits until the last finalizer is removed", "[store]") {
+TEST_CASE_METHOD(Fixture, "DELETE with finalizers waits until the last finalizer is removed",
+                 "[store]") {
   auto sink = std::make_shared<RecordingSink>();
   WatchOptions fromNow;
   fromNow.resourceVersion = std::to_string(store.currentResourceVersion());
@@ -415,7 +437,8 @@ TEST_CASE_METHOD(Fixture, "DELETE with finalizers waits until the last finalizer
   CHECK(sink->types() == std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"});
 }
 
-TEST_CASE_METHOD(Fixture, "ownerReferences: background GC deletes orphans, keeps multi-owned", "[store][gc]") {
+TEST_CASE_METHOD(Fixture, "ownerReferences: background GC deletes orphans, keeps multi-owned",
+                 "[store][gc]") {
   auto cms = res("", "v1", "configmaps");
   json cm = {{"metadata", {{"name", "owner"}}}};
   auto owner = store.create(cms, "default", cm);
@@ -431,7 +454,8 @@ TEST_CASE_METHOD(Fixture, "ownerReferences: background GC deletes orphans, keeps
   CHECK(store.objectCount(cms) == 1);
   if (policy == "Orphan") {
     CHECK(store.objectCount(pods()) == 2);
-    CHECK_FALSE(store.get(pods(), "default", "only")->object["metadata"].contains("ownerReferences"));
+    CHECK_FALSE(
+        store.get(pods(), "default", "only")->object["metadata"].contains("ownerReferences"));
   } else {
     CHECK(store.objectCount(pods()) == 1);
     auto both = store.get(pods(), "default", "both");
@@ -456,13 +480,15 @@ TEST_CASE_METHOD(Fixture, "pods/binding follows the real rules", "[store][bindin
     } catch (const ApiError& e) {
       CHECK(e.code() == 409);
       CHECK(std::string(e.what()) ==
-            "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"n1\"");
+            "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to "
+            "node \"n1\"");
     }
   }
   SECTION("a uid precondition from a recreated pod conflicts") {
     binding["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000";
-    CHECK_THROWS_MATCHES(store.bindPod("default", "p", binding), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 409; }));
+    CHECK_THROWS_MATCHES(
+        store.bindPod("default", "p", binding), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 409; }));
   }
   SECTION("a pod being deleted cannot be bound") {
     json body = p->object;
@@ -473,12 +499,14 @@ TEST_CASE_METHOD(Fixture, "pods/binding follows the real rules", "[store][bindin
       store.bindPod("default", "p", binding);
       FAIL("expected a conflict");
     } catch (const ApiError& e) {
-      CHECK(std::string(e.what()).find("is being deleted, cannot be assigned to a host") != std::string::npos);
+      CHECK(std::string(e.what()).find("is being deleted, cannot be assigned to a host") !=
+            std::string::npos);
     }
   }
   SECTION("missing pod is 404") {
-    CHECK_THROWS_MATCHES(store.bindPod("default", "zz", binding), ApiError,
-                         Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 404; }));
+    CHECK_THROWS_MATCHES(
+        store.bindPod("default", "zz", binding), ApiError,
+        Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 404; }));
   }
   SECTION("spec.nodeName cannot change through update") {
     json body = p->object;
@@ -487,9 +515,11 @@ TEST_CASE_METHOD(Fixture, "pods/binding follows the real rules", "[store][bindin
   }
 }
 
-TEST_CASE_METHOD(Fixture, "a CRD registers its resource, deleting it removes resource and objects", "[store][crd]") {
+TEST_CASE_METHOD(Fixture, "a CRD registers its resource, deleting it removes resource and objects",
+                 "[store][crd]") {
   auto crds = res("apiextensions.k8s.io", "v1", "customresourcedefinitions");
-  json crd = json::parse(R"({"metadata":{"name":"gpupools.kubecomp.io"},"spec":{"group":"kubecomp.io",
+  json crd =
+      json::parse(R"({"metadata":{"name":"gpupools.kubecomp.io"},"spec":{"group":"kubecomp.io",
     "names":{"plural":"gpupools","singular":"gpupool","kind":"GPUPool","shortNames":["gp"]},"scope":"Cluster",
     "versions":[{"name":"v1alpha1","served":true,"storage":true,"subresources":{"status":{}},
                  "schema":{"openAPIV3Schema":{"type":"object"}}}]}})");
@@ -502,22 +532,28 @@ TEST_CASE_METHOD(Fixture, "a CRD registers its resource, deleting it removes res
   auto doc = store.resourceList("kubecomp.io", "v1alpha1");
   REQUIRE(doc.has_value());
   CHECK((*doc)["resources"][0]["shortNames"][0] == "gp");
-  store.create(*pools, "", {{"apiVersion", "kubecomp.io/v1alpha1"}, {"kind", "GPUPool"}, {"metadata", {{"name", "p1"}}}});
+  store.create(*pools, "",
+               {{"apiVersion", "kubecomp.io/v1alpha1"},
+                {"kind", "GPUPool"},
+                {"metadata", {{"name", "p1"}}}});
   // A custom resource needs the resourceVersion on update.
   json body = store.get(*pools, "", "p1")->object;
   body["metadata"].erase("resourceVersion");
-  CHECK_THROWS_MATCHES(store.update(*pools, "", "p1", body, Subresource::kNone), ApiError,
-                       Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 422; }));
+  CHECK_THROWS_MATCHES(
+      store.update(*pools, "", "p1", body, Subresource::kNone), ApiError,
+      Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 422; }));
   store.remove(crds, "", "gpupools.kubecomp.io", {});
   CHECK_FALSE(store.findResource("kubecomp.io", "v1alpha1", "gpupools").has_value());
   CHECK_FALSE(store.resourceList("kubecomp.io", "v1alpha1").has_value());
   // A CRD whose name does not match plural.group is invalid.
   crd["metadata"]["name"] = "wrong.kubecomp.io";
-  CHECK_THROWS_MATCHES(store.create(crds, "", crd), ApiError,
-                       Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 422; }));
+  CHECK_THROWS_MATCHES(
+      store.create(crds, "", crd), ApiError,
+      Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 422; }));
 }
 
-TEST_CASE_METHOD(Fixture, "deleting a namespace deletes its content and blocks new content", "[store]") {
+TEST_CASE_METHOD(Fixture, "deleting a namespace deletes its content and blocks new content",
+                 "[store]") {
   auto nss = res("", "v1", "namespaces");
   store.create(nss, "", {{"metadata", {{"name", "team"}}}});
   store.create(pods(), "team", PodBuilder("a"));
@@ -525,15 +561,17 @@ TEST_CASE_METHOD(Fixture, "deleting a namespace deletes its content and blocks n
   auto r = store.remove(nss, "", "team", {});
   CHECK_FALSE(r.deletedNow);
   CHECK(store.get(nss, "", "team")->object["status"]["phase"] == "Terminating");
-  CHECK_THROWS_MATCHES(store.create(pods(), "team", PodBuilder("new")), ApiError,
-                       Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 403; }));
+  CHECK_THROWS_MATCHES(
+      store.create(pods(), "team", PodBuilder("new")), ApiError,
+      Catch::Predicate<ApiError>([](const ApiError& e) { return e.code() == 403; }));
   json held = store.get(pods(), "team", "held")->object;
   held["metadata"].erase("finalizers");
   store.update(pods(), "team", "held", held, Subresource::kNone);
   CHECK_THROWS_AS(store.get(nss, "", "team"), ApiError);
 }
 
-TEST_CASE_METHOD(Fixture, "ownerReferences naming a missing owner uid: the dependent is collected", "[store][gc]") {
+TEST_CASE_METHOD(Fixture, "ownerReferences naming a missing owner uid: the dependent is collected",
+                 "[store][gc]") {
   auto cms = res("", "v1", "configmaps");
   auto live = store.create(cms, "default", json{{"metadata", {{"name", "live"}}}});
   auto sink = std::make_shared<RecordingSink>();
@@ -557,14 +595,15 @@ TEST_CASE_METHOD(Fixture, "ownerReferences naming a missing owner uid: the depen
   // An update that points a dependent at an owner that is already gone.
   auto keep = store.create(pods(), "default", PodBuilder("kept"));
   json body = keep->object;
-  body["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "x"},
-                                                      {"uid", "deleted-uid"}}});
+  body["metadata"]["ownerReferences"] = json::array(
+      {{{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "x"}, {"uid", "deleted-uid"}}});
   store.update(pods(), "default", "kept", body, Subresource::kNone);
   CHECK_THROWS_AS(store.get(pods(), "default", "kept"), ApiError);
   CHECK(store.objectCount(pods()) == 1);  // only "mixed"
 }
 
-TEST_CASE_METHOD(Fixture, "a Secret's stringData is stored as base64 data, as the API server does", "[store]") {
+TEST_CASE_METHOD(Fixture, "a Secret's stringData is stored as base64 data, as the API server does",
+                 "[store]") {
   const auto secrets = res("", "v1", "secrets");
   json body = {{"apiVersion", "v1"},
                {"kind", "Secret"},
@@ -574,7 +613,8 @@ TEST_CASE_METHOD(Fixture, "a Secret's stringData is stored as base64 data, as th
   auto s = store.create(secrets, "default", body);
   CHECK(!s->object.contains("stringData"));
   CHECK(s->object["type"] == "Opaque");
-  CHECK(s->object["data"] == json({{"token", "b2xk"}, {"username", "a3ViZWNvbXA="}, {"password", "cGE6c3M="}}));
+  CHECK(s->object["data"] ==
+        json({{"token", "b2xk"}, {"username", "a3ViZWNvbXA="}, {"password", "cGE6c3M="}}));
   // An update with stringData merges the same way; the stored object never shows stringData.
   json next = s->object;
   next["stringData"] = {{"token", "new"}};

@@ -36,12 +36,14 @@ TEST_CASE("merge patch gives the RFC 7386 appendix A results", "[patch]") {
 
 TEST_CASE("json patch applies RFC 6902 ops and reports failed tests as invalid", "[patch]") {
   json target = {{"metadata", {{"labels", {{"a", "b"}}}}}};
-  auto ok = applyJsonPatch(target, json::parse(R"([{"op":"test","path":"/metadata/labels/a","value":"b"},
+  auto ok =
+      applyJsonPatch(target, json::parse(R"([{"op":"test","path":"/metadata/labels/a","value":"b"},
       {"op":"replace","path":"/metadata/labels/a","value":"c"},{"op":"add","path":"/metadata/labels/x","value":"y"}])"));
   REQUIRE(ok.ok());
   CHECK(ok.value()["metadata"]["labels"] == json({{"a", "c"}, {"x", "y"}}));
 
-  auto failed = applyJsonPatch(target, json::parse(R"([{"op":"test","path":"/metadata/labels/a","value":"zz"}])"));
+  auto failed = applyJsonPatch(
+      target, json::parse(R"([{"op":"test","path":"/metadata/labels/a","value":"zz"}])"));
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().code == "invalid");
   auto malformed = applyJsonPatch(target, json::parse(R"({"op":"add"})"));
@@ -72,38 +74,45 @@ TEST_CASE("strategic merge merges keyed lists of core types", "[patch]") {
     CHECK(cs[1]["image"] == "b:1");
   }
   SECTION("conditions by type") {
-    auto r = applyStrategicMergePatch(pod, json::parse(R"({"status":{"conditions":[{"type":"Ready","status":"True"}]}})"));
+    auto r = applyStrategicMergePatch(
+        pod, json::parse(R"({"status":{"conditions":[{"type":"Ready","status":"True"}]}})"));
     REQUIRE(r.ok());
     CHECK(r.value()["status"]["conditions"].size() == 2);
     CHECK(r.value()["status"]["conditions"][0]["status"] == "True");
   }
   SECTION("$patch: delete removes an element, $patch: replace replaces a list") {
-    auto del = applyStrategicMergePatch(pod, json::parse(R"({"spec":{"containers":[{"name":"b","$patch":"delete"}]}})"));
+    auto del = applyStrategicMergePatch(
+        pod, json::parse(R"({"spec":{"containers":[{"name":"b","$patch":"delete"}]}})"));
     REQUIRE(del.ok());
     CHECK(del.value()["spec"]["containers"].size() == 1);
     auto rep = applyStrategicMergePatch(
-        pod, json::parse(R"({"spec":{"containers":[{"$patch":"replace"},{"name":"c","image":"c"}]}})"));
+        pod,
+        json::parse(R"({"spec":{"containers":[{"$patch":"replace"},{"name":"c","image":"c"}]}})"));
     REQUIRE(rep.ok());
     CHECK(rep.value()["spec"]["containers"] == json::parse(R"([{"name":"c","image":"c"}])"));
   }
   SECTION("finalizers merge as a set; $deleteFromPrimitiveList removes") {
-    auto add = applyStrategicMergePatch(pod, json::parse(R"({"metadata":{"finalizers":["f2","f1"]}})"));
+    auto add =
+        applyStrategicMergePatch(pod, json::parse(R"({"metadata":{"finalizers":["f2","f1"]}})"));
     REQUIRE(add.ok());
     CHECK(add.value()["metadata"]["finalizers"] == json({"f1", "f2"}));
-    auto rm = applyStrategicMergePatch(pod, json::parse(R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["f1"]}})"));
+    auto rm = applyStrategicMergePatch(
+        pod, json::parse(R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["f1"]}})"));
     REQUIRE(rm.ok());
     CHECK(rm.value()["metadata"]["finalizers"] == json::array());
   }
   SECTION("$setElementOrder is accepted and ignored; unknown directives are rejected") {
     auto r = applyStrategicMergePatch(
-        pod, json::parse(R"({"spec":{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}]}})"));
+        pod,
+        json::parse(R"({"spec":{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}]}})"));
     REQUIRE(r.ok());
     CHECK(r.value() == pod);
     auto bad = applyStrategicMergePatch(pod, json::parse(R"({"spec":{"$patch":"explode"}})"));
     REQUIRE_FALSE(bad.ok());
   }
   SECTION("list elements without the merge key are rejected") {
-    auto bad = applyStrategicMergePatch(pod, json::parse(R"({"spec":{"containers":[{"image":"x"}]}})"));
+    auto bad =
+        applyStrategicMergePatch(pod, json::parse(R"({"spec":{"containers":[{"image":"x"}]}})"));
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.error().code == "bad_request");
   }

@@ -3,14 +3,13 @@
 
 #include "libcore/net/pki.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 
@@ -22,20 +21,22 @@ struct X509Free {
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 
 X509Ptr readCert(const std::string& pem) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
   return X509Ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
 }
 
 // X509_V_OK when `leaf` chains to `ca` for `purpose` (and matches `host` / `ip` when given).
-int verify(const std::string& caPem, const std::string& leafPem, int purpose, const std::string& host = "",
-           const std::string& ip = "") {
+int verify(const std::string& caPem, const std::string& leafPem, int purpose,
+           const std::string& host = "", const std::string& ip = "") {
   X509Ptr ca = readCert(caPem);
   X509Ptr leaf = readCert(leafPem);
   REQUIRE(ca);
   REQUIRE(leaf);
   std::unique_ptr<X509_STORE, decltype(&X509_STORE_free)> store(X509_STORE_new(), X509_STORE_free);
   X509_STORE_add_cert(store.get(), ca.get());
-  std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(), X509_STORE_CTX_free);
+  std::unique_ptr<X509_STORE_CTX, decltype(&X509_STORE_CTX_free)> ctx(X509_STORE_CTX_new(),
+                                                                      X509_STORE_CTX_free);
   X509_STORE_CTX_init(ctx.get(), store.get(), leaf.get(), nullptr);
   X509_STORE_CTX_set_purpose(ctx.get(), purpose);
   X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx.get());
@@ -63,10 +64,13 @@ TEST_CASE("pki: a leaf issued by the CA verifies for its names and purpose only"
   CHECK(leaf->keyPem.find("PRIVATE KEY") != std::string::npos);
 
   CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "localhost") == X509_V_OK);
-  CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "kubernetes.default.svc") == X509_V_OK);
+  CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "kubernetes.default.svc") ==
+        X509_V_OK);
   CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "", "::1") == X509_V_OK);
-  CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "example.com") == X509_V_ERR_HOSTNAME_MISMATCH);
-  CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "", "10.0.0.1") == X509_V_ERR_IP_ADDRESS_MISMATCH);
+  CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "example.com") ==
+        X509_V_ERR_HOSTNAME_MISMATCH);
+  CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_SERVER, "", "10.0.0.1") ==
+        X509_V_ERR_IP_ADDRESS_MISMATCH);
   // serverAuth only: not a client certificate.
   CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_CLIENT) == X509_V_ERR_INVALID_PURPOSE);
 
@@ -89,9 +93,11 @@ TEST_CASE("pki: client certificates carry the organizations as O= (Kubernetes gr
   CHECK(verify(ca->certPem, leaf->certPem, X509_PURPOSE_SSL_CLIENT) == X509_V_OK);
   X509Ptr cert = readCert(leaf->certPem);
   char buf[256];
-  REQUIRE(X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_organizationName, buf, sizeof buf) > 0);
+  REQUIRE(X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_organizationName, buf,
+                                    sizeof buf) > 0);
   CHECK(std::string(buf) == "system:nodes");
-  REQUIRE(X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, buf, sizeof buf) > 0);
+  REQUIRE(X509_NAME_get_text_by_NID(X509_get_subject_name(cert.get()), NID_commonName, buf,
+                                    sizeof buf) > 0);
   CHECK(std::string(buf) == "system:node:n1");
 }
 

@@ -37,7 +37,8 @@ TEST_CASE("label selectors follow apimachinery semantics", "[selectors]") {
 }
 
 TEST_CASE("malformed label selectors are rejected", "[selectors]") {
-  auto text = GENERATE(as<std::string>{}, "app in web", "a=b,,c", "bad key!=x", "n>x", "app=has space");
+  auto text =
+      GENERATE(as<std::string>{}, "app in web", "a=b,,c", "bad key!=x", "n>x", "app=has space");
   CAPTURE(text);
   CHECK_FALSE(LabelSelector::parse(text).ok());
 }
@@ -46,7 +47,8 @@ TEST_CASE("field selectors use the resource's supported labels", "[selectors]") 
   const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
                     {"spec", {{"schedulerName", "kubecomp-sched"}}},
                     {"status", {{"phase", "Pending"}}}};
-  const std::vector<std::string> podFields = {"spec.nodeName", "spec.schedulerName", "status.phase"};
+  const std::vector<std::string> podFields = {"spec.nodeName", "spec.schedulerName",
+                                              "status.phase"};
   auto [text, expected] = GENERATE(table<std::string, bool>({
       {"spec.nodeName=", true},  // unbound pods: the field is absent
       {"spec.schedulerName=kubecomp-sched,spec.nodeName=", true},

@@ -1,14 +1,13 @@
 // libcore/base/base64: RFC 4648 section 10 test vectors, binary round trips, and every kind of
 // malformed input the strict decoder must refuse.
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "libcore/base/base64.hpp"
 
+#include <catch2/catch.hpp>
+#include <string>
+
 using kc::base64Decode;
-using kc::base64Encode;
 using kc::Base64DecodeOptions;
+using kc::base64Encode;
 
 TEST_CASE("base64 matches the RFC 4648 test vectors both ways", "[base][base64]") {
   auto [bytes, text] = GENERATE(table<std::string, std::string>({
@@ -28,7 +27,8 @@ TEST_CASE("base64 matches the RFC 4648 test vectors both ways", "[base][base64]"
   CHECK(*decoded == bytes);
 }
 
-TEST_CASE("base64 round-trips every byte value and lengths across padding cases", "[base][base64]") {
+TEST_CASE("base64 round-trips every byte value and lengths across padding cases",
+          "[base][base64]") {
   std::string all;
   for (int b = 0; b < 256; ++b) {
     all.push_back(static_cast<char>(b));
@@ -74,7 +74,8 @@ TEST_CASE("strict base64 decoding refuses malformed text", "[base][base64]") {
   CHECK(r.error().message.rfind("base64: ", 0) == 0);
 }
 
-TEST_CASE("lenient base64 options accept wrapped and unpadded text, nothing more", "[base][base64]") {
+TEST_CASE("lenient base64 options accept wrapped and unpadded text, nothing more",
+          "[base][base64]") {
   const Base64DecodeOptions wrapped{.skipLineBreaks = true};
   CHECK(*base64Decode("Zm9v\r\nYmFy\n", wrapped) == "foobar");
   CHECK(*base64Decode("Zm\n9v\nYg==", wrapped) == "foob");
@@ -85,6 +86,6 @@ TEST_CASE("lenient base64 options accept wrapped and unpadded text, nothing more
   CHECK(*base64Decode("Zm8", unpadded) == "fo");
   CHECK(*base64Decode("Zm8=", unpadded) == "fo");
   CHECK_FALSE(base64Decode("Zm9vY", unpadded).ok());  // 1 leftover character is never valid
-  CHECK_FALSE(base64Decode("Zg=", unpadded).ok());     // partly padded
-  CHECK_FALSE(base64Decode("Zh", unpadded).ok());      // still canonical-only
+  CHECK_FALSE(base64Decode("Zg=", unpadded).ok());    // partly padded
+  CHECK_FALSE(base64Decode("Zh", unpadded).ok());     // still canonical-only
 }

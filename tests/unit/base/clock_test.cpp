@@ -1,17 +1,18 @@
 // kc::Clock: the system clock's contract, and the FakeClock every timing test relies on (time
 // moves only on advance(); waiters wake exactly at their deadline or on their own condition).
-#include <catch2/catch.hpp>
+#include "libcore/base/clock.hpp"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <thread>
 
-#include "libcore/base/clock.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 
 using kc::testing::FakeClock;
 using namespace std::chrono_literals;
 
-TEST_CASE("system clock: waitUntil returns at once when woken, false at a past deadline", "[base][clock]") {
+TEST_CASE("system clock: waitUntil returns at once when woken, false at a past deadline",
+          "[base][clock]") {
   kc::Clock& clock = kc::systemClock();
   std::mutex mu;
   std::condition_variable cv;
@@ -94,7 +95,8 @@ TEST_CASE("fake clock: auto-advance turns sleeps into recorded time steps", "[ba
   CHECK(clock.waiters() == 0);
 }
 
-TEST_CASE("fake clock: awaitWaiting says when every loop thread has finished its round", "[base][clock]") {
+TEST_CASE("fake clock: awaitWaiting says when every loop thread has finished its round",
+          "[base][clock]") {
   FakeClock clock;
   std::mutex mu;
   std::condition_variable cv;

@@ -1,10 +1,9 @@
 // libcore/base/percent_encoding: RFC 3986 unreserved set kept, everything else %XX, and strict
 // decoding of escapes.
-#include <catch2/catch.hpp>
-
-#include <string>
-
 #include "libcore/base/percent_encoding.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
 
 using kc::percentDecode;
 using kc::percentEncode;

@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "libcore/base/result.hpp"
 
+#include <catch2/catch.hpp>
 #include <memory>
 #include <string>
-
-#include "libcore/base/result.hpp"
 
 namespace {
 
@@ -56,7 +55,10 @@ namespace {
 // A richer error a layer may carry (like kube::ApiError): branchable fields plus toError().
 struct HttpError {
   int status = 0;
-  kc::Error toError() const { return kc::makeError(status >= 500 ? "unavailable" : "invalid", "HTTP " + std::to_string(status)); }
+  kc::Error toError() const {
+    return kc::makeError(status >= 500 ? "unavailable" : "invalid",
+                         "HTTP " + std::to_string(status));
+  }
 };
 
 }  // namespace

@@ -1,12 +1,11 @@
 // kc::yamlToJson: core-schema scalar typing, multi-document streams, bad input.
 
-#include <catch2/catch.hpp>
+#include "libcore/base/yaml_json.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <sstream>
-
-#include "libcore/base/yaml_json.hpp"
 
 using nlohmann::json;
 
@@ -107,7 +106,8 @@ TEST_CASE("yaml: bad input is an 'invalid' error that says where", "[base][yaml]
   CHECK(tooDeep.error().message.find("deeper than 64") != std::string::npos);
 }
 
-TEST_CASE("yaml: the GPUPool CRD in the chart reads as a CustomResourceDefinition", "[base][yaml]") {
+TEST_CASE("yaml: the GPUPool CRD in the chart reads as a CustomResourceDefinition",
+          "[base][yaml]") {
   std::ifstream in(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml");
   REQUIRE(in.good());
   std::stringstream text;

@@ -89,8 +89,10 @@ TEST_CASE("cli: --version and --help answer on stdout with 0, usage errors give 
     CHECK(kc::cli::parse(a.app, args.argc(), args.argv.data(), out, err) == kc::cli::kExitOk);
     CHECK(out.str().find("--version") != std::string::npos);
   }
-  for (const std::vector<std::string>& words :
-       {std::vector<std::string>{}, {"--name"}, {"--name", "x", "--count", "many"}, {"--name", "x", "stray"}}) {
+  for (const std::vector<std::string>& words : {std::vector<std::string>{},
+                                                {"--name"},
+                                                {"--name", "x", "--count", "many"},
+                                                {"--name", "x", "stray"}}) {
     App a;
     Args args(words);
     CAPTURE(words);

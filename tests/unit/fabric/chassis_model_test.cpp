@@ -76,8 +76,7 @@ TEST_CASE("sim topology: invalid files name the problem", "[fabric][sim-model]")
        "unknown operation"},
       {"redfish: {profile: dmtf}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
        "\"classic\" or \"emulator\""},
-      {"redfish: {pageSize: -1}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
-       "0 to 1000"},
+      {"redfish: {pageSize: -1}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]", "0 to 1000"},
   }));
   CAPTURE(text);
   auto t = parseTopology(text);

@@ -1,14 +1,16 @@
 // Fabric config: parsing and validation, and drivers built from it against the chassis
 // simulator in both dialects.
+#include "libcore/fabric/config.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "libcore/fabric/config.hpp"
 #include "tests/unit/fabric/sim_harness.hpp"
 #include "tests/unit/fabric/support.hpp"
 
 using namespace kc::fabric;
 
-TEST_CASE("fabric config: a full file parses with defaults where keys are absent", "[fabric][config]") {
+TEST_CASE("fabric config: a full file parses with defaults where keys are absent",
+          "[fabric][config]") {
   auto c = parseFabricConfig(R"(
 pool: pool-a
 chassis:
@@ -61,7 +63,8 @@ TEST_CASE("fabric config: mistakes are refused with the key named", "[fabric][co
       {"chassis:\n  - name: C0\n    dialect: h3\n    url: http://x\n", "DNS label"},
       {"chassis:\n  - name: c0\n    dialect: nvlink\n    url: http://x\n", "dialect must be"},
       {"chassis:\n  - name: c0\n    dialect: h3\n    url: ftp://x\n", "url must start"},
-      {"chassis:\n  - name: c0\n    dialect: redfish\n    url: http://x\n", "needs credentialsFile"},
+      {"chassis:\n  - name: c0\n    dialect: redfish\n    url: http://x\n",
+       "needs credentialsFile"},
       {base + base.substr(9), "listed twice"},
       {"chassis: [unclosed\n", "not valid YAML"},
   };
@@ -100,8 +103,8 @@ chassis:
   CHECK((*pool)->chassisCount() == 2);
   auto inv = (*pool)->inventory();
   REQUIRE(inv.ok());
-  CHECK(inv->gpus.size() == sim.state()["chassis"][0]["gpus"].size() +
-                                 sim.state()["chassis"][1]["gpus"].size());
+  CHECK(inv->gpus.size() ==
+        sim.state()["chassis"][0]["gpus"].size() + sim.state()["chassis"][1]["gpus"].size());
 
   // A credentials file that does not exist fails the build, naming the chassis only.
   config->chassis[1].credentialsFile = (dir.path() / "missing").string();

@@ -238,13 +238,15 @@ kc::net::Response redfishJson(const std::string& body) {
 // the storage along).
 void scriptNoComposition(ScriptedChassis& svc, bool computeBlock) {
   const std::string rb = "/redfish/v1/CompositionService/ResourceBlocks";
-  const std::string sys = computeBlock ? "/redfish/v1/Systems/composed-1" : "/redfish/v1/Systems/node-1";
+  const std::string sys =
+      computeBlock ? "/redfish/v1/Systems/composed-1" : "/redfish/v1/Systems/node-1";
   svc.reply("GET /redfish/v1/", redfishJson(R"({"@odata.id":"/redfish/v1/",
       "Systems":{"@odata.id":"/redfish/v1/Systems"},
       "CompositionService":{"@odata.id":"/redfish/v1/CompositionService"}})"));
   svc.reply("GET /redfish/v1/CompositionService",
             redfishJson(R"({"@odata.id":"/redfish/v1/CompositionService","ServiceEnabled":true,
-      "AllowOverprovisioning":false,"ResourceBlocks":{"@odata.id":")" + rb + R"("}})"));
+      "AllowOverprovisioning":false,"ResourceBlocks":{"@odata.id":")" +
+                        rb + R"("}})"));
   svc.reply("GET /redfish/v1/Systems",
             redfishJson(R"({"Members":[{"@odata.id":")" + sys + R"("}],"Members@odata.count":1})"));
   std::string sysBlocks = R"([{"@odata.id":")" + rb + R"(/gpu1"})";
@@ -254,7 +256,8 @@ void scriptNoComposition(ScriptedChassis& svc, bool computeBlock) {
   svc.reply("GET " + sys, redfishJson(R"({"@odata.id":")" + sys + R"(","Id":")" +
                                       (computeBlock ? "composed-1" : "node-1") +
                                       R"(","Links":{"ResourceBlocks":)" + sysBlocks + R"(]},
-      "Actions":{"#ComputerSystem.Reset":{"target":")" + sys + R"(/Actions/ComputerSystem.Reset"}}})"));
+      "Actions":{"#ComputerSystem.Reset":{"target":")" +
+                                      sys + R"(/Actions/ComputerSystem.Reset"}}})"));
   std::string members = R"({"@odata.id":")" + rb + R"(/gpu0"},{"@odata.id":")" + rb + R"(/gpu1"})";
   if (computeBlock) {
     members += R"(,{"@odata.id":")" + rb + R"(/node-1"})";
@@ -264,8 +267,10 @@ void scriptNoComposition(ScriptedChassis& svc, bool computeBlock) {
     const std::string link = rb + "/" + id;
     svc.reply("GET " + link, redfishJson(R"({"@odata.id":")" + link + R"(","Id":")" + id + R"(",
         "ResourceBlockType":["Processor"],"Status":{"State":"Enabled","Health":"OK"},
-        "CompositionStatus":{"CompositionState":")" + (id == "gpu1" ? "Composed" : "Unused") + R"("},
-        "Processors":[{"@odata.id":")" + link + R"(/Processors/GPU0"}]})"));
+        "CompositionStatus":{"CompositionState":")" +
+                                         (id == "gpu1" ? "Composed" : "Unused") + R"("},
+        "Processors":[{"@odata.id":")" + link +
+                                         R"(/Processors/GPU0"}]})"));
     svc.reply("GET " + link + "/Processors/GPU0",
               redfishJson(R"({"@odata.id":")" + link + R"(/Processors/GPU0","Id":"GPU0",
         "ProcessorType":"GPU","Model":"A100","UUID":"00000000-0000-4000-8000-00000000000)" +
@@ -348,13 +353,13 @@ TEST_CASE("redfish driver: a service offering neither composition style is unsup
 TEST_CASE("redfish driver: a redirect to another origin is refused, not followed",
           "[fabric][redfish]") {
   ScriptedChassis svc;
-  svc.reply("GET /redfish/v1/", kc::net::Response::text(308, "moved").withHeader(
-                                    "Location", "http://192.0.2.1:8000/redfish/v1/"));
+  svc.reply("GET /redfish/v1/", kc::net::Response::text(308, "moved")
+                                    .withHeader("Location", "http://192.0.2.1:8000/redfish/v1/"));
   SleepLog log;
   auto d = scriptedRedfish(svc, log);
   auto inv = d->inventory();
   REQUIRE_FALSE(inv.ok());
   CHECK(inv.error().code == errc::kProtocol);
-  CHECK_THAT(inv.error().message, Catch::Contains("another origin") &&
-                                      Catch::Contains("192.0.2.1:8000"));
+  CHECK_THAT(inv.error().message,
+             Catch::Contains("another origin") && Catch::Contains("192.0.2.1:8000"));
 }

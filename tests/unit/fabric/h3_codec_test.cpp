@@ -124,7 +124,8 @@ TEST_CASE("h3: fuzzed replies never crash and never read as success", "[fabric][
   const std::string seeds[] = {kRealShape, R"({"Action":"assign","Result":[true],"Remark":""})"};
   const std::string alphabet = "{}[]\":,01tfnGPU#_ \\ux";
   for (int i = 0; i < 3000; ++i) {
-    const std::string body = kc::testing::mutateText(seeds[static_cast<std::size_t>(i) % 2], rng, alphabet);
+    const std::string body =
+        kc::testing::mutateText(seeds[static_cast<std::size_t>(i) % 2], rng, alphabet);
     auto resources = h3::parseResources(body);
     auto reply = h3::parseReply(body);
     if (reply.ok()) {

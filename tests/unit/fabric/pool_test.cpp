@@ -26,8 +26,8 @@ std::string chassisName(int i) {
 std::unique_ptr<FabricPool> makePool(FabricCallTracker& tracker, int n, int failing = -1) {
   std::vector<std::unique_ptr<FabricDriver>> drivers;
   for (int i = 0; i < n; ++i) {
-    auto d = std::make_unique<FakeDriver>(chassisName(i), std::vector<std::string>{"0", "48"},
-                                          &tracker);
+    auto d =
+        std::make_unique<FakeDriver>(chassisName(i), std::vector<std::string>{"0", "48"}, &tracker);
     d->addGpu("001300", "48").addGpu("000C00");
     if (i == failing) {
       d->failNext("inventory", kc::makeError(errc::kTimeout, "chassis did not answer"), -1);

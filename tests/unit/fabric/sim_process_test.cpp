@@ -48,8 +48,8 @@ TEST_CASE("chassis-sim process: a bad topology fails fast with the reason",
 
 TEST_CASE("chassis-sim process: both drivers against the executable, then SIGTERM",
           "[fabric][sim-process]") {
-  ChildProcess child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0", "--basic-auth",
-                      "ops:pw"},
+  ChildProcess child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0",
+                      "--basic-auth", "ops:pw"},
                      ChildOutput::kCaptureMerged);
   const std::string first = child.readLine(kLimit).value_or("");
   INFO(first);
@@ -90,8 +90,8 @@ TEST_CASE("chassis-sim process: both drivers against the executable, then SIGTER
 
 TEST_CASE("chassis-sim process: --redfish-profile emulator serves the second Redfish profile",
           "[fabric][sim-process]") {
-  ChildProcess child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0", "--dialect",
-                      "redfish", "--redfish-profile", "emulator"},
+  ChildProcess child({kBin, "--topology", kTestbed, "--port", "0", "--latency-scale", "0",
+                      "--dialect", "redfish", "--redfish-profile", "emulator"},
                      ChildOutput::kCaptureMerged);
   const std::string first = child.readLine(kLimit).value_or("");
   INFO(first);
@@ -106,7 +106,7 @@ TEST_CASE("chassis-sim process: --redfish-profile emulator serves the second Red
   rf.sleeper = [](Millis) {};
   auto rfd = RedfishDriver::create(rf);
   REQUIRE(rfd.ok());
-  REQUIRE((*rfd)->detach("falcon-1.002F00").ok());  // DELETE of the composed system
+  REQUIRE((*rfd)->detach("falcon-1.002F00").ok());                  // DELETE of the composed system
   REQUIRE((*rfd)->attach("falcon-1.002F00", "css-host-129").ok());  // POST to Systems
   auto inv = (*rfd)->inventory();
   REQUIRE(inv.ok());

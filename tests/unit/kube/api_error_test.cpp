@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "libcore/kube/api_error.hpp"
+
+#include <catch2/catch.hpp>
 
 using kc::kube::parseStatusError;
 
@@ -14,7 +14,8 @@ TEST_CASE("Status bodies become typed errors", "[kube][error]") {
     CHECK(conflict.details["name"] == "p");
     CHECK(conflict.toError().code == "conflict");
     auto exists = parseStatusError(
-        409, R"({"kind":"Status","status":"Failure","message":"pods \"p\" already exists","reason":"AlreadyExists","code":409})");
+        409,
+        R"({"kind":"Status","status":"Failure","message":"pods \"p\" already exists","reason":"AlreadyExists","code":409})");
     CHECK(exists.isAlreadyExists());
     CHECK_FALSE(exists.isConflict());
     CHECK(exists.toError().code == "already_exists");
@@ -38,8 +39,11 @@ TEST_CASE("Status bodies become typed errors", "[kube][error]") {
   }
   SECTION("Retry-After from header or details") {
     CHECK(parseStatusError(429, "", "7").retryAfter == std::chrono::seconds(7));
-    CHECK(parseStatusError(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3}})")
-              .retryAfter == std::chrono::seconds(3));
+    CHECK(
+        parseStatusError(
+            429,
+            R"({"kind":"Status","code":429,"reason":"TooManyRequests","details":{"retryAfterSeconds":3}})")
+            .retryAfter == std::chrono::seconds(3));
     CHECK(parseStatusError(429, "", "garbage").retryAfter == std::chrono::seconds(0));
   }
 }
@@ -59,12 +63,14 @@ TEST_CASE("error codes map to kc::Error words", "[kube][error]") {
   CHECK(kc::kube::transportError("connect refused").toError().code == "unavailable");
 }
 
-TEST_CASE("ApiResult is kc::Result with the API error, and reports as kc::Result", "[kube][error]") {
+TEST_CASE("ApiResult is kc::Result with the API error, and reports as kc::Result",
+          "[kube][error]") {
   static_assert(std::is_same_v<kc::kube::ApiResult<int>, kc::Result<int, kc::kube::ApiError>>);
   static_assert(std::is_same_v<kc::kube::ApiStatus, kc::Result<kc::Ok, kc::kube::ApiError>>);
   kc::kube::ApiResult<int> good = 7;
   kc::kube::ApiResult<int> missing = parseStatusError(
-      404, R"({"kind":"Status","status":"Failure","message":"pods \"p\" not found","reason":"NotFound","code":404})");
+      404,
+      R"({"kind":"Status","status":"Failure","message":"pods \"p\" not found","reason":"NotFound","code":404})");
   REQUIRE(missing.error().isNotFound());  // callers that branch keep the typed error
   // Callers that only report get the one kc::Error shape: the value kept, the error mapped.
   kc::Result<int> reportedGood = good;
@@ -72,7 +78,8 @@ TEST_CASE("ApiResult is kc::Result with the API error, and reports as kc::Result
   REQUIRE(reportedGood.ok());
   CHECK(*reportedGood == 7);
   REQUIRE_FALSE(reportedMissing.ok());
-  CHECK(reportedMissing.error() == kc::Error{"not_found", "HTTP 404 NotFound: pods \"p\" not found"});
+  CHECK(reportedMissing.error() ==
+        kc::Error{"not_found", "HTTP 404 NotFound: pods \"p\" not found"});
   kc::Status throttled = kc::kube::ApiStatus(parseStatusError(429, ""));
   CHECK(throttled.error().code == "throttled");
 }

@@ -1,6 +1,7 @@
+#include "libcore/kube/backoff.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "libcore/kube/backoff.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 
 using namespace kc::kube;
@@ -48,7 +49,8 @@ TEST_CASE("token bucket allows a burst then paces at qps", "[kube][backoff]") {
   }
 }
 
-TEST_CASE("the backoff schedule is total: any step, factor or bound stays within [0, max]", "[kube][backoff]") {
+TEST_CASE("the backoff schedule is total: any step, factor or bound stays within [0, max]",
+          "[kube][backoff]") {
   using P = kc::BackoffParams;
   // params, step n, expected base delay in ms
   auto [p, n, want] = GENERATE(table<P, std::uint32_t, long>({
@@ -58,9 +60,9 @@ TEST_CASE("the backoff schedule is total: any step, factor or bound stays within
       {P{milliseconds(800), milliseconds(30000), 2.0, 0.2}, UINT32_MAX, 30000},
       {P{milliseconds(500), milliseconds(8000), 2.0, 0.0}, 3, 4000},  // fabric defaults
       {P{milliseconds(100), milliseconds(1000), 3.0, 0.0}, 2, 900},
-      {P{milliseconds(900), milliseconds(100), 2.0, 0.0}, 0, 100},          // initial above the cap
+      {P{milliseconds(900), milliseconds(100), 2.0, 0.0}, 0, 100},  // initial above the cap
       {P{milliseconds(100), milliseconds(1000), 1.0, 0.0}, 1'000'000, 100},  // no growth
-      {P{milliseconds(100), milliseconds(1000), 0.5, 0.0}, 7, 100},          // shrinking factor ignored
+      {P{milliseconds(100), milliseconds(1000), 0.5, 0.0}, 7, 100},  // shrinking factor ignored
       {P{milliseconds(-5), milliseconds(1000), 2.0, 0.0}, 3, 0},
       {P{milliseconds(INT64_MAX), milliseconds(INT64_MAX / 2), 10.0, 0.0}, 40, INT64_MAX / 2},
   }));

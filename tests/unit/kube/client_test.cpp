@@ -1,17 +1,17 @@
-#include <catch2/catch.hpp>
+#include "libcore/kube/client.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include "libcore/kube/client.hpp"
 #include "libcore/kube/events.hpp"
 #include "libcore/kube/informer.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
-#include "tests/unit/kube/fake_server.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/kube/fake_server.hpp"
 
 using namespace kc::kube;
 using kc::kube::testing::FakeServer;
@@ -104,9 +104,10 @@ TEST_CASE("409 and 404 come back typed and are not retried", "[kube][client]") {
   fake.setHandler([&](const kc::net::Request& req) {
     ++calls;
     if (req.method == "PUT") {
-      return statusResponse(409, "Conflict",
-                            "Operation cannot be fulfilled on pods \"p\": the object has been modified; please apply "
-                            "your changes to the latest version and try again");
+      return statusResponse(
+          409, "Conflict",
+          "Operation cannot be fulfilled on pods \"p\": the object has been modified; please apply "
+          "your changes to the latest version and try again");
     }
     if (req.method == "POST") {
       return statusResponse(409, "AlreadyExists", "pods \"p\" already exists");
@@ -127,9 +128,11 @@ TEST_CASE("409 and 404 come back typed and are not retried", "[kube][client]") {
   CHECK(rec.sleeps().empty());
   // Bad arguments never reach the server.
   CHECK(client->get(gvr::pods(), "ns", "a/b").error().reason == "InvalidArgument");
-  CHECK(client->update(gvr::pods(), "ns", nlohmann::json::object()).error().reason == "InvalidArgument");
-  CHECK(client->patch(gvr::pods(), "ns", "p", PatchType::kJson, nlohmann::json::object()).error().reason ==
+  CHECK(client->update(gvr::pods(), "ns", nlohmann::json::object()).error().reason ==
         "InvalidArgument");
+  CHECK(client->patch(gvr::pods(), "ns", "p", PatchType::kJson, nlohmann::json::object())
+            .error()
+            .reason == "InvalidArgument");
   CHECK(calls == 3);
 }
 
@@ -143,14 +146,21 @@ TEST_CASE("requests carry the right verbs, paths, content types and bodies", "[k
   });
   Recorded rec;
   auto client = makeClient(fake.config(), recordingOptions(rec));
-  REQUIRE(client->patch(gvr::pods(), "ns", "p", PatchType::kMerge, {{"metadata", {{"labels", {{"a", "b"}}}}}}).ok());
-  REQUIRE(client->patch(gvr::pods(), "ns", "p", PatchType::kJson,
-                        nlohmann::json::array({{{"op", "add"}, {"path", "/metadata/labels/a"}, {"value", "b"}}}))
+  REQUIRE(client
+              ->patch(gvr::pods(), "ns", "p", PatchType::kMerge,
+                      {{"metadata", {{"labels", {{"a", "b"}}}}}})
               .ok());
   REQUIRE(client
-              ->patch(gvr::pods(), "ns", "p", PatchType::kStrategicMerge,
-                      {{"status", {{"conditions", {{{"type", "PodScheduled"}, {"status", "False"}}}}}}}, "status")
+              ->patch(gvr::pods(), "ns", "p", PatchType::kJson,
+                      nlohmann::json::array(
+                          {{{"op", "add"}, {"path", "/metadata/labels/a"}, {"value", "b"}}}))
               .ok());
+  REQUIRE(
+      client
+          ->patch(gvr::pods(), "ns", "p", PatchType::kStrategicMerge,
+                  {{"status", {{"conditions", {{{"type", "PodScheduled"}, {"status", "False"}}}}}}},
+                  "status")
+          .ok());
   DeleteOptions del;
   del.preconditionUid = "uid-1";
   del.preconditionResourceVersion = "7";
@@ -158,7 +168,10 @@ TEST_CASE("requests carry the right verbs, paths, content types and bodies", "[k
   REQUIRE(client->remove(gvr::pods(), "ns", "p", del).ok());
   REQUIRE(client->bindPod("ns", "p", "node-1", "uid-1").ok());
   REQUIRE(client->updateStatus(gvr::pods(), "ns", pod("p", "9")).ok());
-  REQUIRE(client->create({"kubecomp.io", "v1alpha1", "gpupools", false}, "", {{"metadata", {{"name", "pool"}}}}).ok());
+  REQUIRE(client
+              ->create({"kubecomp.io", "v1alpha1", "gpupools", false}, "",
+                       {{"metadata", {{"name", "pool"}}}})
+              .ok());
 
   auto reqs = fake.requests();
   REQUIRE(reqs.size() == 7);
@@ -246,12 +259,14 @@ TEST_CASE("list pages follow continue tokens with the first page's version", "[k
   FakeServer fake;
   fake.setHandler([](const kc::net::Request& req) {
     const std::string cont = req.queryParam("continue").value_or("");
-    nlohmann::json list = {{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "100"}}}};
+    nlohmann::json list = {
+        {"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "100"}}}};
     int start = cont.empty() ? 0 : std::stoi(cont);
     int limit = std::stoi(req.queryParam("limit").value_or("1000"));
     list["items"] = nlohmann::json::array();
     for (int i = start; i < std::min(start + limit, 7); ++i) {
-      list["items"].push_back({{"metadata", {{"name", "p" + std::to_string(i)}, {"namespace", "ns"}}}});
+      list["items"].push_back(
+          {{"metadata", {{"name", "p" + std::to_string(i)}, {"namespace", "ns"}}}});
     }
     if (start + limit < 7) {
       list["metadata"]["continue"] = std::to_string(start + limit);
@@ -277,19 +292,28 @@ TEST_CASE("list pages follow continue tokens with the first page's version", "[k
   CHECK(reqs[2].queryParam("continue") == "6");
 }
 
-TEST_CASE("watch splits events across arbitrary chunks and reports ERROR and 410", "[kube][client]") {
+TEST_CASE("watch splits events across arbitrary chunks and reports ERROR and 410",
+          "[kube][client]") {
   FakeServer fake;
-  fake.setStreamHandler([](const kc::net::Request& req, std::shared_ptr<kc::net::ResponseStream> out) {
+  fake.setStreamHandler([](const kc::net::Request& req,
+                           std::shared_ptr<kc::net::ResponseStream> out) {
     if (req.queryParam("resourceVersion") == "1") {
       out->send(statusResponse(410, "Expired", "too old resource version: 1 (50)"));
       return;
     }
     std::string all;
     for (int i = 0; i < 20; ++i) {
-      all += nlohmann::json({{"type", "ADDED"}, {"object", pod("p" + std::to_string(i), std::to_string(10 + i))}}).dump() + "\n";
+      all += nlohmann::json({{"type", "ADDED"},
+                             {"object", pod("p" + std::to_string(i), std::to_string(10 + i))}})
+                 .dump() +
+             "\n";
     }
-    all += R"({"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"99"}}})" "\n";
-    all += R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}})" "\n";
+    all +=
+        R"({"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"99"}}})"
+        "\n";
+    all +=
+        R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}})"
+        "\n";
     out->begin(200, {{"Content-Type", "application/json"}});
     for (std::size_t i = 0; i < all.size(); i += 37) {  // chunk boundaries inside events
       out->write(all.substr(i, 37));
@@ -351,7 +375,8 @@ TEST_CASE("event recorder aggregates repeats into count and lastTimestamp", "[ku
   for (int i = 0; i < 3; ++i) {
     REQUIRE(recorder.record(ref, "Warning", "FailedScheduling", "0/3 nodes are available").ok());
   }
-  REQUIRE(recorder.record(ref, "Normal", "Scheduled", "Successfully assigned ns/p1 to node-1").ok());
+  REQUIRE(
+      recorder.record(ref, "Normal", "Scheduled", "Successfully assigned ns/p1 to node-1").ok());
   {
     std::lock_guard<std::mutex> lock(mu);
     REQUIRE(events.size() == 2);
@@ -387,7 +412,8 @@ TEST_CASE("event recorder aggregates repeats into count and lastTimestamp", "[ku
   CHECK_FALSE(recorder.record(ref, "Info", "X", "y").ok());
 }
 
-TEST_CASE("informer backs off between relists when every watch answers 410 at once", "[kube][informer]") {
+TEST_CASE("informer backs off between relists when every watch answers 410 at once",
+          "[kube][informer]") {
   FakeServer fake;
   kc::testing::FakeClock clock;
   std::mutex mu;
@@ -435,7 +461,8 @@ TEST_CASE("informer backs off between relists when every watch answers 410 at on
   auto waits = clock.requestedWaits();
   REQUIRE(waits.size() >= 3);
   waits.resize(3);
-  CHECK(waits == std::vector<std::chrono::nanoseconds>{std::chrono::milliseconds(100), std::chrono::milliseconds(200),
+  CHECK(waits == std::vector<std::chrono::nanoseconds>{std::chrono::milliseconds(100),
+                                                       std::chrono::milliseconds(200),
                                                        std::chrono::milliseconds(400)});
   CHECK(lists[1] - lists[0] == std::chrono::milliseconds(100));
   CHECK(lists[2] - lists[1] == std::chrono::milliseconds(200));
@@ -483,8 +510,9 @@ TEST_CASE("event recorder counts concurrent repeats one after the other", "[kube
   CHECK(stored["count"] == 3);
 }
 
-TEST_CASE("events about a cluster-scoped object go to default with an empty involvedObject namespace",
-          "[kube][events]") {
+TEST_CASE(
+    "events about a cluster-scoped object go to default with an empty involvedObject namespace",
+    "[kube][events]") {
   FakeServer fake;
   fake.setHandler([&](const kc::net::Request& req) {
     return kc::net::Response::json(201, nlohmann::json::parse(req.body));
@@ -493,8 +521,10 @@ TEST_CASE("events about a cluster-scoped object go to default with an empty invo
   o.qps = 0;
   auto client = makeClient(fake.config(), o);
   EventRecorder recorder(*client, "kubecomp-test", "host-a");
-  nlohmann::json node = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}, {"uid", "u1"}}}};
-  auto ev = recorder.record(ObjectReference::of(node, "Node", "v1"), "Normal", "Ready", "node is ready");
+  nlohmann::json node = {
+      {"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "node-1"}, {"uid", "u1"}}}};
+  auto ev =
+      recorder.record(ObjectReference::of(node, "Node", "v1"), "Normal", "Ready", "node is ready");
   REQUIRE(ev.ok());
   auto reqs = fake.requests();
   REQUIRE(reqs.size() == 1);

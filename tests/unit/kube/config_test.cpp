@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "libcore/kube/config.hpp"
 
+#include <catch2/catch.hpp>
 #include <map>
 
-#include "libcore/kube/config.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/env_of.hpp"
@@ -15,7 +15,8 @@ namespace {
 
 // "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" in base64.
 const std::string kCaPem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-const std::string kCaB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
+const std::string kCaB64 =
+    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
 
 }  // namespace
 
@@ -23,7 +24,8 @@ TEST_CASE("kubeconfig paths from the environment", "[kube][config]") {
   CHECK(kubeconfigPaths(envOf({{"KUBECONFIG", "/a:/b::/c"}, {"HOME", "/h"}})) ==
         std::vector<std::string>{"/a", "/b", "/c"});
   CHECK(kubeconfigPaths(envOf({{"HOME", "/h"}})) == std::vector<std::string>{"/h/.kube/config"});
-  CHECK(kubeconfigPaths(envOf({{"KUBECONFIG", ""}, {"HOME", "/h"}})) == std::vector<std::string>{"/h/.kube/config"});
+  CHECK(kubeconfigPaths(envOf({{"KUBECONFIG", ""}, {"HOME", "/h"}})) ==
+        std::vector<std::string>{"/h/.kube/config"});
 }
 
 TEST_CASE("kubeconfig with inline data and token", "[kube][config]") {
@@ -35,7 +37,8 @@ clusters:
 - name: c1
   cluster:
     server: https://10.0.0.1:6443/
-    certificate-authority-data: )" + kCaB64 + R"(
+    certificate-authority-data: )" + kCaB64 +
+                                      R"(
     tls-server-name: kubernetes
 contexts:
 - name: dev
@@ -55,7 +58,8 @@ users:
   CHECK_FALSE(cfg->insecureSkipTlsVerify);
 }
 
-TEST_CASE("kubeconfig files are merged, first definition wins, relative files resolve", "[kube][config]") {
+TEST_CASE("kubeconfig files are merged, first definition wins, relative files resolve",
+          "[kube][config]") {
   TempDir dir;
   dir.write("certs/ca.crt", kCaPem);
   dir.write("certs/client.crt", "CERT");
@@ -97,20 +101,25 @@ contexts:
 
 TEST_CASE("bad kubeconfigs are rejected with a clear error", "[kube][config]") {
   TempDir dir;
-  const std::string base = "clusters: [{name: c, cluster: {server: 'https://x:1'}}]\n"
-                           "contexts: [{name: k, context: {cluster: c, user: u}}]\n";
+  const std::string base =
+      "clusters: [{name: c, cluster: {server: 'https://x:1'}}]\n"
+      "contexts: [{name: k, context: {cluster: c, user: u}}]\n";
   auto [body, fragment] = GENERATE_COPY(table<std::string, std::string>({
       {"current-context: k\nusers: [{name: u, user: {exec: {command: aws}}}]\n" + base, "exec"},
       {"current-context: nope\n" + base + "users: [{name: u, user: {}}]\n", "'nope' not found"},
       {base + "users: [{name: u, user: {}}]\n", "no current-context"},
-      {"current-context: k\nusers: [{name: u, user: {client-certificate-data: Q0VSVA==}}]\n" + base, "without key"},
-      {"current-context: k\nusers: [{name: u, user: {client-certificate-data: 'Q0V!SVA=='}}]\n" + base,
+      {"current-context: k\nusers: [{name: u, user: {client-certificate-data: Q0VSVA==}}]\n" + base,
+       "without key"},
+      {"current-context: k\nusers: [{name: u, user: {client-certificate-data: 'Q0V!SVA=='}}]\n" +
+           base,
        "client-certificate-data: base64"},
-      {"current-context: k\nusers: [{name: u, user: {client-key: /nonexistent/key}}]\n" + base, "client-key"},
+      {"current-context: k\nusers: [{name: u, user: {client-key: /nonexistent/key}}]\n" + base,
+       "client-key"},
       {"current-context: k\nusers: [{name: x, user: {}}]\n" + base, "unknown user"},
       {"clusters: {a: 1}\n", "not a list"},
       {"- just\n- a list\n", "not a mapping"},
-      {"current-context: k\ncontexts: [{name: k, context: {cluster: c}}]\nclusters: [{name: c, cluster: {server: 'ftp://x'}}]\n",
+      {"current-context: k\ncontexts: [{name: k, context: {cluster: c}}]\nclusters: [{name: c, "
+       "cluster: {server: 'ftp://x'}}]\n",
        "not an http(s) URL"},
       {"clusters: [{name: c, cluster: {server: 'https://x'\n", "kubeconfig"},
   }));
@@ -128,8 +137,9 @@ TEST_CASE("in-cluster config", "[kube][config]") {
   sa.write("ca.crt", kCaPem);
   sa.write("namespace", "gpu-system\n");
   SECTION("IPv4 and namespace file") {
-    auto cfg = loadInCluster(envOf({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}),
-                             sa.path().string());
+    auto cfg = loadInCluster(
+        envOf({{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}}),
+        sa.path().string());
     REQUIRE(cfg.ok());
     CHECK(cfg->server == "https://10.96.0.1:443");
     CHECK(cfg->token == "tok-1");
@@ -152,8 +162,9 @@ TEST_CASE("in-cluster config", "[kube][config]") {
   }
   SECTION("no token") {
     TempDir empty;
-    auto cfg = loadInCluster(envOf({{"KUBERNETES_SERVICE_HOST", "h"}, {"KUBERNETES_SERVICE_PORT", "1"}}),
-                             empty.path().string());
+    auto cfg =
+        loadInCluster(envOf({{"KUBERNETES_SERVICE_HOST", "h"}, {"KUBERNETES_SERVICE_PORT", "1"}}),
+                      empty.path().string());
     CHECK_FALSE(cfg.ok());
   }
 }

@@ -20,12 +20,14 @@ class DoubleProcess {
  public:
   // `exe`: path of kube-apiserver-double; `dir`: where its kubeconfig goes; `extraArgs`:
   // fault switches.
-  DoubleProcess(const std::string& exe, const std::string& dir, const std::vector<std::string>& extraArgs = {}) {
+  DoubleProcess(const std::string& exe, const std::string& dir,
+                const std::vector<std::string>& extraArgs = {}) {
     kubeconfig_ = dir + "/kubeconfig";
     // A fresh bearer token per instance; the double writes it into the kubeconfig.
     std::random_device rd;
     token_ = "kc-test-" + std::to_string(rd()) + std::to_string(rd());
-    std::vector<std::string> args = {exe, "--port", "0", "--kubeconfig-out", kubeconfig_, "--token", token_};
+    std::vector<std::string> args = {exe,         "--port",  "0",   "--kubeconfig-out",
+                                     kubeconfig_, "--token", token_};
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
     child_ = std::make_unique<kc::testing::ChildProcess>(std::move(args));
     child_->waitUntil(

@@ -1,9 +1,8 @@
 // Client, informer and leader election against tools/kube-apiserver-double over TLS with a
 // bearer token, with the double's fault modes switched on where the test needs them.
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -14,10 +13,10 @@
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
 #include "libcore/kube/leader.hpp"
-#include "tests/unit/kube/double_process.hpp"
-#include "tests/unit/kube/stall_proxy.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/unit/kube/double_process.hpp"
+#include "tests/unit/kube/stall_proxy.hpp"
 
 using namespace kc::kube;
 using kc::kube::testing::DoubleProcess;
@@ -40,15 +39,16 @@ nlohmann::json configMap(const std::string& ns, const std::string& name, int val
           {"data", {{"value", std::to_string(value)}}}};
 }
 
-std::map<std::string, std::string> serverState(KubeClient& c, const GroupVersionResource& r, const std::string& ns) {
+std::map<std::string, std::string> serverState(KubeClient& c, const GroupVersionResource& r,
+                                               const std::string& ns) {
   ListOptions lo;
   lo.limit = 1000;
   auto all = c.listAll(r, ns, lo);
   REQUIRE(all.ok());
   std::map<std::string, std::string> out;
   for (const auto& item : all->items) {
-    out[item["metadata"]["namespace"].get<std::string>() + "/" + item["metadata"]["name"].get<std::string>()] =
-        item["metadata"]["resourceVersion"];
+    out[item["metadata"]["namespace"].get<std::string>() + "/" +
+        item["metadata"]["name"].get<std::string>()] = item["metadata"]["resourceVersion"];
   }
   return out;
 }
@@ -63,7 +63,8 @@ std::map<std::string, std::string> cacheState(const Store& s) {
 
 }  // namespace
 
-TEST_CASE("informer converges after 10,000 random changes with dropped watches and 410s", "[kube][double]") {
+TEST_CASE("informer converges after 10,000 random changes with dropped watches and 410s",
+          "[kube][double]") {
   TempDir dir;
   // Faults: watch streams dropped at random, a short history window so reconnects hit 410,
   // and expiry reported both as HTTP 410 and as an ERROR event.
@@ -72,7 +73,10 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
   auto writer = clientFor(api.config());
   auto reader = clientFor(api.config());
   const std::string ns = "conv";
-  REQUIRE(writer->create(gvr::namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}).ok());
+  REQUIRE(writer
+              ->create(gvr::namespaces(), "",
+                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+              .ok());
 
   InformerOptions io;
   io.resource = gvr::configMaps();
@@ -81,9 +85,8 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
   io.backoff = {10ms, 200ms, 2.0, 0.5};
   io.healthyWatch = 50ms;
   std::mt19937 seedRng(20261122);
-  io.rand01 = [rng = std::mt19937(seedRng()), d = std::uniform_real_distribution<double>(0, 1)]() mutable {
-    return d(rng);
-  };
+  io.rand01 = [rng = std::mt19937(seedRng()),
+               d = std::uniform_real_distribution<double>(0, 1)]() mutable { return d(rng); };
   Informer informer(*reader, io);
   // A handler-side mirror built only from callbacks: it must end equal to the cache.
   std::mutex mirrorMu;  // guards mirror and mirrorChanges
@@ -164,14 +167,17 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
       faults({{"delayMs", 300}, {"delayWatchesOnly", true}, {"dropWatchAfterEvents", 1}});
       const auto before = informer.stats().watches;
       const auto until = std::chrono::steady_clock::now() + 2s;
-      while (writing && informer.stats().watches == before && std::chrono::steady_clock::now() < until) {
+      while (writing && informer.stats().watches == before &&
+             std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(2ms);
       }
       std::this_thread::sleep_for(30ms);
       if (!c->call("POST", "/_double/compact", "{}", "application/json").ok()) {
         ++chaosFailures;
       }
-      faults({{"delayMs", 0}, {"delayWatchesOnly", false}, {"dropWatchAfterEvents", 0},
+      faults({{"delayMs", 0},
+              {"delayWatchesOnly", false},
+              {"dropWatchAfterEvents", 0},
               {"expiredAsEvent", rng() % 2 == 0}});
     }
   });
@@ -201,7 +207,8 @@ TEST_CASE("informer converges after 10,000 random changes with dropped watches a
   const auto stats = informer.stats();
   const std::string lastRv = informer.lastResourceVersion();
   informer.stop();
-  CAPTURE(stats.lists, stats.expired, stats.watches, stats.watchErrors, stats.eventsApplied, lastRv);
+  CAPTURE(stats.lists, stats.expired, stats.watches, stats.watchErrors, stats.eventsApplied,
+          lastRv);
   const auto got = cacheState(informer.store());
   std::string diff;
   for (const auto& [k, v] : want) {
@@ -293,9 +300,10 @@ TEST_CASE("conflicts are surfaced and retried by the caller", "[kube][double]") 
   INFO("conflicts retried: " << conflicts.load());
 
   // A merge patch carrying a stale resourceVersion is conditional too.
-  auto patched = a->patch(gvr::configMaps(), "default", "counter", PatchType::kMerge,
-                          {{"metadata", {{"resourceVersion", (*seenByA)["metadata"]["resourceVersion"]}}},
-                           {"data", {{"value", "x"}}}});
+  auto patched =
+      a->patch(gvr::configMaps(), "default", "counter", PatchType::kMerge,
+               {{"metadata", {{"resourceVersion", (*seenByA)["metadata"]["resourceVersion"]}}},
+                {"data", {{"value", "x"}}}});
   REQUIRE_FALSE(patched.ok());
   CHECK(patched.error().isConflict());
   // DELETE with a wrong UID precondition is refused, with the right one it succeeds.
@@ -512,8 +520,9 @@ TEST_CASE("leader election: one leader at a time, hand-over within the lease", "
   CHECK((*rec)["spec"]["leaseTransitions"].get<int>() == 3);  // a -> b -> c -> d
 }
 
-TEST_CASE("leader election: a leader cut off from the API server steps down before a successor starts",
-          "[kube][double]") {
+TEST_CASE(
+    "leader election: a leader cut off from the API server steps down before a successor starts",
+    "[kube][double]") {
   TempDir dir;
   DoubleProcess api(KC_APISERVER_DOUBLE_EXE, dir.path().string());
   const std::string server = api.config().server;
@@ -531,7 +540,8 @@ TEST_CASE("leader election: a leader cut off from the API server steps down befo
   std::mutex mu;
   std::condition_variable cv;
   std::optional<Clock::time_point> aStarted, aStopped, bStarted;
-  auto candidate = [&](KubeClient& client, const std::string& id, std::optional<Clock::time_point>& started,
+  auto candidate = [&](KubeClient& client, const std::string& id,
+                       std::optional<Clock::time_point>& started,
                        std::optional<Clock::time_point>* stopped,
                        std::function<void(const std::string&)> onNewLeader = {}) {
     LeaderElectionConfig cfg;
@@ -561,11 +571,12 @@ TEST_CASE("leader election: a leader cut off from the API server steps down befo
   };
   auto a = candidate(*stalledClient, "candidate-a", aStarted, &aStopped);
   bool bSawA = false;
-  auto b = candidate(*directClient, "candidate-b", bStarted, nullptr, [&](const std::string& holder) {
-    std::lock_guard<std::mutex> lock(mu);
-    bSawA = bSawA || holder == "candidate-a";
-    cv.notify_all();
-  });
+  auto b =
+      candidate(*directClient, "candidate-b", bStarted, nullptr, [&](const std::string& holder) {
+        std::lock_guard<std::mutex> lock(mu);
+        bSawA = bSawA || holder == "candidate-a";
+        cv.notify_all();
+      });
   a->start();
   {
     std::unique_lock<std::mutex> lock(mu);

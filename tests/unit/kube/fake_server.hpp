@@ -61,7 +61,8 @@ class FakeServer {
   std::vector<net::Request> requests_;
 };
 
-inline net::Response statusResponse(unsigned code, const std::string& reason, const std::string& message) {
+inline net::Response statusResponse(unsigned code, const std::string& reason,
+                                    const std::string& message) {
   return net::Response::json(code, {{"kind", "Status"},
                                     {"apiVersion", "v1"},
                                     {"metadata", nlohmann::json::object()},

@@ -1,15 +1,15 @@
-#include <catch2/catch.hpp>
-
-#include <random>
-
 #include "libcore/kube/framing.hpp"
+
+#include <catch2/catch.hpp>
+#include <random>
 
 using namespace kc::kube;
 
 namespace {
 
 // Splits `text` into pieces of random sizes in [1, maxPiece].
-std::vector<std::string> randomPieces(const std::string& text, std::mt19937& rng, std::size_t maxPiece) {
+std::vector<std::string> randomPieces(const std::string& text, std::mt19937& rng,
+                                      std::size_t maxPiece) {
   std::vector<std::string> out;
   std::uniform_int_distribution<std::size_t> len(1, maxPiece);
   for (std::size_t i = 0; i < text.size();) {
@@ -73,8 +73,9 @@ TEST_CASE("list body parser streams items out of any chunking", "[kube][framing]
                          {"metadata", {{"resourceVersion", "4711"}, {"continue", "tok{]"}}},
                          {"items", nlohmann::json::array()}};
   for (int i = 0; i < 300; ++i) {
-    list["items"].push_back({{"metadata", {{"name", "p" + std::to_string(i)}, {"labels", {{"k", "v}\"{["}}}}},
-                             {"spec", {{"containers", {{{"name", "c"}, {"args", {"[", "]", "\\"}}}}}}}});
+    list["items"].push_back(
+        {{"metadata", {{"name", "p" + std::to_string(i)}, {"labels", {{"k", "v}\"{["}}}}},
+         {"spec", {{"containers", {{{"name", "c"}, {"args", {"[", "]", "\\"}}}}}}}});
   }
   auto text = GENERATE(as<bool>{}, false, true) ? list.dump(2) : list.dump();
   auto maxPiece = GENERATE(1, 17, 4096, 10000000);
@@ -118,14 +119,16 @@ TEST_CASE("list body parser: items first, empty, null, and malformed", "[kube][f
     REQUIRE(p.feed(R"({"kind":"items","items":null,"metadata":{}})").ok());
     CHECK(p.finish().ok());
   }
-  for (std::string bad : {R"({"items":[{"a":1})", R"([1,2])", R"({"items":[1]})", R"({"items":[{"a":}]})", "", "}"}) {
+  for (std::string bad :
+       {R"({"items":[{"a":1})", R"([1,2])", R"({"items":[1]})", R"({"items":[{"a":}]})", "", "}"}) {
     CAPTURE(bad);
     ListBodyParser p(sink);
     auto st = p.feed(bad);
     CHECK((!st.ok() || !p.finish().ok()));
   }
   {
-    ListBodyParser p([](nlohmann::json&&) { return kc::Status(kc::makeError("exhausted", "stop")); });
+    ListBodyParser p(
+        [](nlohmann::json&&) { return kc::Status(kc::makeError("exhausted", "stop")); });
     CHECK(p.feed(R"({"items":[{"a":1}]})").error().code == "exhausted");
   }
 }

@@ -1,13 +1,13 @@
 // The informer against FakeListerWatcher and FakeClock: LIST/WATCH/relist behaviour, backoff
 // timing and the transform hook, with no server and no real time. Every wait below is on an
 // event (a handler call, a watch call, a thread blocking on the fake clock).
-#include <catch2/catch.hpp>
+#include "libcore/kube/informer.hpp"
 
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <vector>
 
-#include "libcore/kube/informer.hpp"
 #include "libcore/kube/transform.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/fakes/fake_lister_watcher.hpp"
@@ -102,8 +102,8 @@ TEST_CASE("informer lists in pages, then watches from the list's version", "[kub
   lw.upsert(pod("a", "n2"));
   REQUIRE(lw.erase("ns", "b"));
   REQUIRE(log.wait(6));
-  CHECK(log.seen() == std::vector<std::string>{"add ns/a", "add ns/b", "add ns/c", "add ns/d", "update ns/a",
-                                               "delete ns/b"});
+  CHECK(log.seen() == std::vector<std::string>{"add ns/a", "add ns/b", "add ns/c", "add ns/d",
+                                               "update ns/a", "delete ns/b"});
   CHECK(inf.lastResourceVersion() == "6");
   CHECK(inf.store().byNode("n2").size() == 1);
   CHECK(inf.store().get("ns", "b") == nullptr);
@@ -112,7 +112,8 @@ TEST_CASE("informer lists in pages, then watches from the list's version", "[kub
   CHECK(inf.stats().lists == 1);
 }
 
-TEST_CASE("informer relists on a 410 ERROR event and on HTTP 410, delivering the diff", "[kube][informer]") {
+TEST_CASE("informer relists on a 410 ERROR event and on HTTP 410, delivering the diff",
+          "[kube][informer]") {
   FakeClock clock;
   FakeListerWatcher lw;
   lw.upsert(pod("a"));
@@ -160,7 +161,8 @@ TEST_CASE("informer relists on a 410 ERROR event and on HTTP 410, delivering the
   inf.stop();
 }
 
-TEST_CASE("informer backs off on the fake clock: 800 ms, 1600 ms, then resets", "[kube][informer][clock]") {
+TEST_CASE("informer backs off on the fake clock: 800 ms, 1600 ms, then resets",
+          "[kube][informer][clock]") {
   FakeClock clock;
   FakeListerWatcher lw;
   lw.upsert(pod("a"));
@@ -218,7 +220,8 @@ TEST_CASE("informer stop() ends a blocked watch", "[kube][informer]") {
   CHECK(inf.stats().watchErrors == 0);
 }
 
-TEST_CASE("informer transform keeps only the chosen fields, in LIST and WATCH", "[kube][informer][transform]") {
+TEST_CASE("informer transform keeps only the chosen fields, in LIST and WATCH",
+          "[kube][informer][transform]") {
   FakeClock clock;
   FakeListerWatcher lw;
   lw.upsert(pod("a"));
@@ -234,8 +237,12 @@ TEST_CASE("informer transform keeps only the chosen fields, in LIST and WATCH", 
   lw.upsert(pod("b", "n7"));
   REQUIRE(log.wait(2));
   const nlohmann::json expectedB = {
-      {"metadata", {{"name", "b"}, {"namespace", "ns"}, {"uid", "uid-b"}, {"resourceVersion", "2"}}},
-      {"spec", {{"nodeName", "n7"}, {"containers", {{{"resources", {{"requests", {{"cpu", "4"}, {"kubecomp.io/gpu", "2"}}}}}}}}}},
+      {"metadata",
+       {{"name", "b"}, {"namespace", "ns"}, {"uid", "uid-b"}, {"resourceVersion", "2"}}},
+      {"spec",
+       {{"nodeName", "n7"},
+        {"containers",
+         {{{"resources", {{"requests", {{"cpu", "4"}, {"kubecomp.io/gpu", "2"}}}}}}}}}},
       {"status", {{"phase", "Pending"}}}};
   CHECK(*inf.store().get("ns", "b") == expectedB);
   CHECK_FALSE(inf.store().get("ns", "a")->at("spec").contains("schedulerName"));
@@ -243,7 +250,8 @@ TEST_CASE("informer transform keeps only the chosen fields, in LIST and WATCH", 
   inf.stop();
 }
 
-TEST_CASE("informer drops objects the transform left without a name", "[kube][informer][transform]") {
+TEST_CASE("informer drops objects the transform left without a name",
+          "[kube][informer][transform]") {
   FakeClock clock;
   FakeListerWatcher lw;
   lw.upsert(pod("a"));
@@ -263,11 +271,13 @@ TEST_CASE("informer drops objects the transform left without a name", "[kube][in
 }
 
 TEST_CASE("keepFields: subtrees, arrays, absent paths, bad paths", "[kube][transform]") {
-  const nlohmann::json obj = {{"apiVersion", "v1"},
-                              {"metadata", {{"name", "x"}, {"labels", {{"a", "1"}}}, {"annotations", {{"big", "..."}}}}},
-                              {"spec", {{"containers", {{{"name", "c1"}, {"image", "i"}}, {{"name", "c2"}}}}}},
-                              {"status", "not-an-object"}};
-  auto t = keepFields({"metadata.labels", "metadata", "spec.containers[].name", "status.phase", "missing.path"});
+  const nlohmann::json obj = {
+      {"apiVersion", "v1"},
+      {"metadata", {{"name", "x"}, {"labels", {{"a", "1"}}}, {"annotations", {{"big", "..."}}}}},
+      {"spec", {{"containers", {{{"name", "c1"}, {"image", "i"}}, {{"name", "c2"}}}}}},
+      {"status", "not-an-object"}};
+  auto t = keepFields(
+      {"metadata.labels", "metadata", "spec.containers[].name", "status.phase", "missing.path"});
   REQUIRE(t.ok());
   const nlohmann::json got = (*t)(nlohmann::json(obj));
   // "metadata" named whole wins over the narrower path; status is not an object: left out.
@@ -278,7 +288,8 @@ TEST_CASE("keepFields: subtrees, arrays, absent paths, bad paths", "[kube][trans
   CHECK_FALSE(keepFields({"spec.[]"}).ok());
 }
 
-TEST_CASE("keepFieldsPacked: identity stays readable, the rest unpacks to what keepFields keeps", "[kube][transform]") {
+TEST_CASE("keepFieldsPacked: identity stays readable, the rest unpacks to what keepFields keeps",
+          "[kube][transform]") {
   const nlohmann::json obj = nlohmann::json::parse(R"({
     "apiVersion": "v1", "kind": "Pod",
     "metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "42",
@@ -286,21 +297,24 @@ TEST_CASE("keepFieldsPacked: identity stays readable, the rest unpacks to what k
     "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i",
              "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}}}]},
     "status": {"phase": "Running", "conditions": []}})");
-  const std::vector<std::string> paths = {"metadata.labels", "spec.nodeName", "spec.containers[].resources.requests",
-                                          "status.phase"};
+  const std::vector<std::string> paths = {"metadata.labels", "spec.nodeName",
+                                          "spec.containers[].resources.requests", "status.phase"};
   auto plain = keepFields(paths);
   auto packed = keepFieldsPacked(paths);
   REQUIRE(plain.ok());
   REQUIRE(packed.ok());
   const nlohmann::json small = (*packed)(nlohmann::json(obj));
   // The store keys and diffs on these; everything else is one binary value.
-  CHECK(small["metadata"] == nlohmann::json{{"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}, {"resourceVersion", "42"}});
+  CHECK(small["metadata"] ==
+        nlohmann::json{
+            {"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}, {"resourceVersion", "42"}});
   CHECK(small.size() == 2);
   REQUIRE(small[kPackedFieldsKey].is_binary());
   auto back = unpackFields(small);
   REQUIRE(back.ok());
   CHECK(*back == (*plain)(nlohmann::json(obj)));
-  CHECK((*back)["spec"]["containers"][0]["resources"] == nlohmann::json{{"requests", {{"cpu", "2"}}}});
+  CHECK((*back)["spec"]["containers"][0]["resources"] ==
+        nlohmann::json{{"requests", {{"cpu", "2"}}}});
 
   // Nothing beyond identity kept: no packed value; unpacking a plain object returns it.
   auto onlyId = keepFieldsPacked({"missing.path"});
@@ -313,7 +327,8 @@ TEST_CASE("keepFieldsPacked: identity stays readable, the rest unpacks to what k
   nlohmann::json broken = small;
   broken[kPackedFieldsKey] = "text";
   CHECK(unpackFields(broken).error().code == "invalid");
-  broken[kPackedFieldsKey] = nlohmann::json::binary({0x93, 0x01, 0x02, 0x03});  // a MessagePack array
+  broken[kPackedFieldsKey] =
+      nlohmann::json::binary({0x93, 0x01, 0x02, 0x03});  // a MessagePack array
   CHECK(unpackFields(broken).error().code == "invalid");
   broken[kPackedFieldsKey] = nlohmann::json::binary({0xc1});  // never used in MessagePack
   CHECK_FALSE(unpackFields(broken).ok());

@@ -1,14 +1,14 @@
 // Leader election timing on a FakeClock against a scripted Lease endpoint: the test moves time
 // from one wait of the elector to the next, so every bound is checked exactly in lease time.
 
-#include <catch2/catch.hpp>
+#include "libcore/kube/leader.hpp"
 
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
 
-#include "libcore/kube/leader.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/unit/kube/fake_server.hpp"
 
@@ -52,7 +52,8 @@ class LeaseEndpoint {
         return statusResponse(409, "AlreadyExists", "leases \"lock\" already exists");
       }
     } else if (req.method == "PUT") {
-      if (!lease_ || body["metadata"].value("resourceVersion", "") != (*lease_)["metadata"]["resourceVersion"]) {
+      if (!lease_ || body["metadata"].value("resourceVersion", "") !=
+                         (*lease_)["metadata"]["resourceVersion"]) {
         return statusResponse(409, "Conflict", "the object has been modified");
       }
     } else {
@@ -73,7 +74,8 @@ class LeaseEndpoint {
 
 }  // namespace
 
-TEST_CASE("a leader that cannot renew steps down exactly renewDeadline after its last renew", "[kube][leader]") {
+TEST_CASE("a leader that cannot renew steps down exactly renewDeadline after its last renew",
+          "[kube][leader]") {
   FakeServer fake;
   LeaseEndpoint endpoint(fake);
   kc::testing::FakeClock clock;
@@ -145,12 +147,14 @@ TEST_CASE("a leader that cannot renew steps down exactly renewDeadline after its
   waits.erase(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(before));
   REQUIRE(waits.size() >= 7);
   waits.resize(7);
-  CHECK(waits == std::vector<std::chrono::nanoseconds>{300ms, 300ms, 300ms, 300ms, 300ms, 200ms, 300ms});
+  CHECK(waits ==
+        std::vector<std::chrono::nanoseconds>{300ms, 300ms, 300ms, 300ms, 300ms, 200ms, 300ms});
   CHECK(endpoint.writes() == 3);
   elector.stop();
 }
 
-TEST_CASE("a candidate takes a lease only leaseDuration after it last saw the record change", "[kube][leader]") {
+TEST_CASE("a candidate takes a lease only leaseDuration after it last saw the record change",
+          "[kube][leader]") {
   FakeServer fake;
   LeaseEndpoint endpoint(fake);
   kc::testing::FakeClock clock;

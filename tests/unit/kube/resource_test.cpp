@@ -1,22 +1,24 @@
-#include <catch2/catch.hpp>
-
 #include "libcore/kube/resource.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace kc::kube;
 
 TEST_CASE("resource paths for core and named groups", "[kube][resource]") {
   using Row = std::tuple<GroupVersionResource, std::string, std::string, std::string, std::string>;
-  auto [r, ns, name, sub, want] = GENERATE(table<GroupVersionResource, std::string, std::string, std::string, std::string>({
-      Row{gvr::pods(), "", "", "", "/api/v1/pods"},
-      Row{gvr::pods(), "default", "", "", "/api/v1/namespaces/default/pods"},
-      Row{gvr::pods(), "ns1", "p1", "", "/api/v1/namespaces/ns1/pods/p1"},
-      Row{gvr::pods(), "ns1", "p1", "binding", "/api/v1/namespaces/ns1/pods/p1/binding"},
-      Row{gvr::pods(), "ns1", "p1", "status", "/api/v1/namespaces/ns1/pods/p1/status"},
-      Row{gvr::nodes(), "", "n1", "status", "/api/v1/nodes/n1/status"},
-      Row{gvr::leases(), "kube-system", "sched", "", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sched"},
-      Row{GroupVersionResource{"kubecomp.io", "v1alpha1", "gpupools", false}, "", "pool-a", "",
-          "/apis/kubecomp.io/v1alpha1/gpupools/pool-a"},
-  }));
+  auto [r, ns, name, sub, want] =
+      GENERATE(table<GroupVersionResource, std::string, std::string, std::string, std::string>({
+          Row{gvr::pods(), "", "", "", "/api/v1/pods"},
+          Row{gvr::pods(), "default", "", "", "/api/v1/namespaces/default/pods"},
+          Row{gvr::pods(), "ns1", "p1", "", "/api/v1/namespaces/ns1/pods/p1"},
+          Row{gvr::pods(), "ns1", "p1", "binding", "/api/v1/namespaces/ns1/pods/p1/binding"},
+          Row{gvr::pods(), "ns1", "p1", "status", "/api/v1/namespaces/ns1/pods/p1/status"},
+          Row{gvr::nodes(), "", "n1", "status", "/api/v1/nodes/n1/status"},
+          Row{gvr::leases(), "kube-system", "sched", "",
+              "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sched"},
+          Row{GroupVersionResource{"kubecomp.io", "v1alpha1", "gpupools", false}, "", "pool-a", "",
+              "/apis/kubecomp.io/v1alpha1/gpupools/pool-a"},
+      }));
   auto p = resourcePath(r, ns, name, sub);
   REQUIRE(p.ok());
   CHECK(*p == want);
@@ -48,7 +50,8 @@ TEST_CASE("list and watch queries are encoded", "[kube][resource]") {
   w.resourceVersion = "10245";
   w.allowWatchBookmarks = true;
   w.timeoutSeconds = 412;
-  CHECK(encodeQuery(w) == "?resourceVersion=10245&watch=true&allowWatchBookmarks=true&timeoutSeconds=412");
+  CHECK(encodeQuery(w) ==
+        "?resourceVersion=10245&watch=true&allowWatchBookmarks=true&timeoutSeconds=412");
   ListOptions z;
   z.resourceVersion = "0";
   z.resourceVersionMatch = "NotOlderThan";

@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <random>
-
 #include "libcore/kube/store.hpp"
+
+#include <catch2/catch.hpp>
+#include <random>
 
 using namespace kc::kube;
 using Kind = Notification::Kind;
@@ -35,7 +34,9 @@ class PodBuilder {
   nlohmann::json obj_ = nlohmann::json::object();
 };
 
-PodBuilder makePod(std::string name) { return PodBuilder(std::move(name)); }
+PodBuilder makePod(std::string name) {
+  return PodBuilder(std::move(name));
+}
 
 std::vector<std::string> names(const std::vector<ObjectPtr>& objs) {
   std::vector<std::string> out;
@@ -90,14 +91,16 @@ TEST_CASE("replace emits the add/update/delete diff", "[kube][store]") {
   s.add(makePod("keep").ns("a").rv("1").build());
   s.add(makePod("change").ns("a").rv("2").node("n1").build());
   s.add(makePod("gone").ns("a").rv("3").node("n1").build());
-  auto diff = s.replace({makePod("keep").ns("a").rv("1").build(), makePod("change").ns("a").rv("9").build(),
-                         makePod("new").ns("a").rv("10").node("n2").build()});
+  auto diff =
+      s.replace({makePod("keep").ns("a").rv("1").build(), makePod("change").ns("a").rv("9").build(),
+                 makePod("new").ns("a").rv("10").node("n2").build()});
   std::map<std::string, Kind> kinds;
   for (const auto& n : diff) {
     const auto& obj = n.newObj ? *n.newObj : *n.oldObj;
     kinds[obj["metadata"]["name"]] = n.kind;
   }
-  CHECK(kinds == std::map<std::string, Kind>{{"change", Kind::kUpdate}, {"gone", Kind::kDelete}, {"new", Kind::kAdd}});
+  CHECK(kinds == std::map<std::string, Kind>{
+                     {"change", Kind::kUpdate}, {"gone", Kind::kDelete}, {"new", Kind::kAdd}});
   CHECK(s.size() == 3);
   CHECK(s.byNode("n1").empty());
   CHECK(names(s.byNode("n2")) == std::vector<std::string>{"new"});
@@ -119,7 +122,8 @@ TEST_CASE("applying the notifications of random changes reproduces the state", "
   for (int round = 0; round < 50; ++round) {
     for (int i = 0; i < 40; ++i) {
       auto name = "p" + std::to_string(rng() % 30);
-      auto obj = makePod(name).ns("ns" + std::to_string(rng() % 2)).rv(std::to_string(++rv)).build();
+      auto obj =
+          makePod(name).ns("ns" + std::to_string(rng() % 2)).rv(std::to_string(++rv)).build();
       if (rng() % 3 == 0) {
         if (auto n = s.remove(obj)) {
           apply(*n);
@@ -131,7 +135,10 @@ TEST_CASE("applying the notifications of random changes reproduces the state", "
     std::vector<ObjectPtr> snapshot;
     for (int i = 0; i < 30; ++i) {
       if (rng() % 2 == 0) {
-        snapshot.push_back(makePod("p" + std::to_string(i)).ns("ns" + std::to_string(rng() % 2)).rv(std::to_string(++rv)).build());
+        snapshot.push_back(makePod("p" + std::to_string(i))
+                               .ns("ns" + std::to_string(rng() % 2))
+                               .rv(std::to_string(++rv))
+                               .build());
       }
     }
     for (const auto& n : s.replace(snapshot)) {

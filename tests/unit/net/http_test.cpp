@@ -1,9 +1,8 @@
 // Pure helpers of libcore/net/http.hpp: URL parsing, query strings, headers.
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include "libcore/net/http.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 using namespace kc::net;
 
@@ -11,7 +10,8 @@ TEST_CASE("parseUrl accepts http(s) URLs with defaults and IPv6", "[net][url]") 
   auto [text, scheme, host, port, base, authority] =
       GENERATE(table<std::string, std::string, std::string, int, std::string, std::string>({
           {"http://127.0.0.1:8080", "http", "127.0.0.1", 8080, "", "127.0.0.1:8080"},
-          {"https://kube.example.org", "https", "kube.example.org", 443, "", "kube.example.org:443"},
+          {"https://kube.example.org", "https", "kube.example.org", 443, "",
+           "kube.example.org:443"},
           {"HTTP://host/prefix/", "http", "host", 80, "/prefix", "host:80"},
           {"https://[::1]:6443/k8s", "https", "::1", 6443, "/k8s", "[::1]:6443"},
       }));
@@ -26,8 +26,9 @@ TEST_CASE("parseUrl accepts http(s) URLs with defaults and IPv6", "[net][url]") 
 }
 
 TEST_CASE("parseUrl rejects what it cannot serve", "[net][url]") {
-  auto text = GENERATE(as<std::string>{}, "127.0.0.1:80", "ftp://h", "http://", "http://h:0",
-                       "http://h:70000", "http://h:12ab", "http://h/x?y=1", "http://u@h", "http://[::1");
+  auto text =
+      GENERATE(as<std::string>{}, "127.0.0.1:80", "ftp://h", "http://", "http://h:0",
+               "http://h:70000", "http://h:12ab", "http://h/x?y=1", "http://u@h", "http://[::1");
   CAPTURE(text);
   auto url = parseUrl(text);
   REQUIRE_FALSE(url.ok());
@@ -38,9 +39,14 @@ TEST_CASE("parseQuery keeps order, repeats and empty values", "[net][query]") {
   auto q = parseQuery("labelSelector=app%3Dweb%2Ctier+in+(a)&watch&limit=5&&x=1&x=2");
   REQUIRE(q.ok());
   using P = std::pair<std::string, std::string>;
-  CHECK(*q == std::vector<P>{{"labelSelector", "app=web,tier in (a)"}, {"watch", ""}, {"limit", "5"}, {"x", "1"}, {"x", "2"}});
+  CHECK(*q == std::vector<P>{{"labelSelector", "app=web,tier in (a)"},
+                             {"watch", ""},
+                             {"limit", "5"},
+                             {"x", "1"},
+                             {"x", "2"}});
   CHECK_FALSE(parseQuery("a=%zz").ok());
-  CHECK(buildQuery({{"fieldSelector", "spec.nodeName=n1"}, {"a b", "c&d"}}) == "fieldSelector=spec.nodeName%3Dn1&a%20b=c%26d");
+  CHECK(buildQuery({{"fieldSelector", "spec.nodeName=n1"}, {"a b", "c&d"}}) ==
+        "fieldSelector=spec.nodeName%3Dn1&a%20b=c%26d");
 
   Request req;
   req.query = *q;

@@ -1,17 +1,15 @@
 // HttpServer and HttpClient against each other (and against a raw socket where a proper client
 // cannot misbehave enough). Everything binds port 0 on 127.0.0.1; no test sleeps idly: waits
 // are on futures/conditions with generous upper bounds.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "libcore/net/http_client.hpp"
 #include "libcore/net/http_server.hpp"
@@ -23,8 +21,11 @@ using namespace std::chrono_literals;
 namespace {
 
 Response echo(const Request& req) {
-  nlohmann::json j{{"method", req.method}, {"path", req.path}, {"target", req.target},
-                   {"body", req.body},     {"remote", req.remoteAddress}};
+  nlohmann::json j{{"method", req.method},
+                   {"path", req.path},
+                   {"target", req.target},
+                   {"body", req.body},
+                   {"remote", req.remoteAddress}};
   nlohmann::json q = nlohmann::json::array();
   for (const auto& [k, v] : req.query) {
     q.push_back({k, v});
@@ -34,7 +35,9 @@ Response echo(const Request& req) {
   return Response::json(200, j);
 }
 
-std::string errorCode(const Response& r) { return nlohmann::json::parse(r.body).value("error", ""); }
+std::string errorCode(const Response& r) {
+  return nlohmann::json::parse(r.body).value("error", "");
+}
 
 // Splits a byte string at seeded random positions (chunk boundaries inside events on purpose).
 std::vector<std::string> randomPieces(const std::string& all, std::uint32_t seed) {
@@ -55,25 +58,29 @@ TEST_CASE("routing: exact, prefix, fallback, 404, 405 and HEAD", "[net][server]"
   HttpServer server;
   server.route("GET", "/a", [](const Request&) { return Response::text(200, "get-a"); });
   server.route("POST", "/a", [](const Request&) { return Response::text(201, "post-a"); });
-  server.routePrefix("GET", "/p/", [](const Request&) { return Response::text(200, "short-prefix"); });
-  server.routePrefix("GET", "/p/long/", [](const Request&) { return Response::text(200, "long-prefix"); });
-  server.routePrefix("", "/any/", [](const Request& r) { return Response::text(200, "any-" + r.method); });
+  server.routePrefix("GET", "/p/",
+                     [](const Request&) { return Response::text(200, "short-prefix"); });
+  server.routePrefix("GET", "/p/long/",
+                     [](const Request&) { return Response::text(200, "long-prefix"); });
+  server.routePrefix("", "/any/",
+                     [](const Request& r) { return Response::text(200, "any-" + r.method); });
   server.route("PUT", "/only-put", [](const Request&) { return Response::text(200, "put"); });
   REQUIRE(server.start().ok());
   auto client = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl()});
   REQUIRE(client.ok());
 
-  auto [method, target, status, body] = GENERATE(table<std::string, std::string, unsigned, std::string>({
-      {"GET", "/a", 200, "get-a"},
-      {"POST", "/a", 201, "post-a"},
-      {"GET", "/p/x", 200, "short-prefix"},
-      {"GET", "/p/long/x", 200, "long-prefix"},
-      {"DELETE", "/any/thing", 200, "any-DELETE"},
-      {"HEAD", "/a", 200, ""},
-      {"GET", "/missing", 404, ""},
-      {"DELETE", "/a", 405, ""},
-      {"GET", "/only-put", 405, ""},
-  }));
+  auto [method, target, status, body] =
+      GENERATE(table<std::string, std::string, unsigned, std::string>({
+          {"GET", "/a", 200, "get-a"},
+          {"POST", "/a", 201, "post-a"},
+          {"GET", "/p/x", 200, "short-prefix"},
+          {"GET", "/p/long/x", 200, "long-prefix"},
+          {"DELETE", "/any/thing", 200, "any-DELETE"},
+          {"HEAD", "/a", 200, ""},
+          {"GET", "/missing", 404, ""},
+          {"DELETE", "/a", 405, ""},
+          {"GET", "/only-put", 405, ""},
+      }));
   CAPTURE(method, target);
   auto r = (*client)->request(method, target);
   REQUIRE(r.ok());
@@ -92,7 +99,8 @@ TEST_CASE("routing: exact, prefix, fallback, 404, 405 and HEAD", "[net][server]"
   }
 }
 
-TEST_CASE("request fields: decoded path and query, headers, body, remote address", "[net][server]") {
+TEST_CASE("request fields: decoded path and query, headers, body, remote address",
+          "[net][server]") {
   HttpServer server;
   server.route("POST", "/x y/z", echo);
   REQUIRE(server.start().ok());
@@ -105,7 +113,8 @@ TEST_CASE("request fields: decoded path and query, headers, body, remote address
   auto j = nlohmann::json::parse(r->body);
   CHECK(j["path"] == "/x y/z");
   CHECK(j["target"] == "/x%20y/z?labelSelector=app%3Dweb&watch&x=1&x=2");
-  CHECK(j["query"] == nlohmann::json::parse(R"([["labelSelector","app=web"],["watch",""],["x","1"],["x","2"]])"));
+  CHECK(j["query"] ==
+        nlohmann::json::parse(R"([["labelSelector","app=web"],["watch",""],["x","1"],["x","2"]])"));
   CHECK(j["body"] == "payload");
   CHECK(j["xtest"] == "hello");
   CHECK(j["remote"].get<std::string>().rfind("127.0.0.1:", 0) == 0);
@@ -113,7 +122,8 @@ TEST_CASE("request fields: decoded path and query, headers, body, remote address
 
 TEST_CASE("fallback sees unrouted paths, handler exceptions become 500", "[net][server]") {
   HttpServer server;
-  server.route("GET", "/boom", [](const Request&) -> Response { throw std::runtime_error("kaput"); });
+  server.route("GET", "/boom",
+               [](const Request&) -> Response { throw std::runtime_error("kaput"); });
   server.setFallback([](const Request& r) { return Response::text(200, "fallback " + r.path); });
   REQUIRE(server.start().ok());
   auto client = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl()});
@@ -124,14 +134,17 @@ TEST_CASE("fallback sees unrouted paths, handler exceptions become 500", "[net][
   auto b = (*client)->request("GET", "/boom");
   REQUIRE(b.ok());
   CHECK(b->status == 500);
-  CHECK(nlohmann::json::parse(b->body)["message"].get<std::string>().find("kaput") != std::string::npos);
+  CHECK(nlohmann::json::parse(b->body)["message"].get<std::string>().find("kaput") !=
+        std::string::npos);
 }
 
-TEST_CASE("body limit: 413 by Content-Length and by chunked size, limit is configurable", "[net][server]") {
+TEST_CASE("body limit: 413 by Content-Length and by chunked size, limit is configurable",
+          "[net][server]") {
   ServerOptions so;
   so.bodyLimit = 1000;
   HttpServer server(so);
-  server.route("POST", "/b", [](const Request& r) { return Response::text(200, std::to_string(r.body.size())); });
+  server.route("POST", "/b",
+               [](const Request& r) { return Response::text(200, std::to_string(r.body.size())); });
   REQUIRE(server.start().ok());
   auto client = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl()});
   REQUIRE(client.ok());
@@ -208,7 +221,8 @@ TEST_CASE("keep-alive: several requests reuse one connection", "[net][server][cl
   CHECK(remotes.size() == 4);
 }
 
-TEST_CASE("client retries once when the server closed an idle keep-alive connection", "[net][client]") {
+TEST_CASE("client retries once when the server closed an idle keep-alive connection",
+          "[net][client]") {
   ServerOptions so;
   so.idleTimeout = 100ms;
   HttpServer server(so);
@@ -227,13 +241,16 @@ TEST_CASE("client retries once when the server closed an idle keep-alive connect
   CHECK(again->status == 200);
 }
 
-TEST_CASE("streaming: many chunks, events split across chunk boundaries, written from another thread",
-          "[net][server][client][stream]") {
+TEST_CASE(
+    "streaming: many chunks, events split across chunk boundaries, written from another thread",
+    "[net][server][client][stream]") {
   const std::uint32_t seed = GENERATE(1u, 2u, 3u);
   std::string all;
   std::vector<std::string> events;
   for (int i = 0; i < 500; ++i) {
-    events.push_back(nlohmann::json{{"type", "ADDED"}, {"object", {{"n", i}, {"pad", std::string(i % 50, 'x')}}}}.dump());
+    events.push_back(
+        nlohmann::json{{"type", "ADDED"}, {"object", {{"n", i}, {"pad", std::string(i % 50, 'x')}}}}
+            .dump());
     all += events.back() + "\n";
   }
   const auto pieces = randomPieces(all, seed);
@@ -308,8 +325,9 @@ TEST_CASE("stream: client disconnect is seen by the server stream", "[net][serve
   REQUIRE(server.start().ok());
   auto client = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl()});
   REQUIRE(client.ok());
-  auto st = (*client)->stream("GET", "/watch", {}, {},
-                              StreamCallbacks{.onHeaders = nullptr, .onData = [](std::string_view) { return false; }});
+  auto st = (*client)->stream(
+      "GET", "/watch", {}, {},
+      StreamCallbacks{.onHeaders = nullptr, .onData = [](std::string_view) { return false; }});
   REQUIRE(st.ok());  // we stopped on purpose: client closes its connection
   REQUIRE(closed.wait_for(10s) == std::future_status::ready);
   std::lock_guard lock(keptMutex);
@@ -317,11 +335,13 @@ TEST_CASE("stream: client disconnect is seen by the server stream", "[net][serve
   CHECK_FALSE(kept->write("more\n"));
 }
 
-TEST_CASE("stream: send() answers asynchronously, abandoned streams are finished", "[net][server][stream]") {
+TEST_CASE("stream: send() answers asynchronously, abandoned streams are finished",
+          "[net][server][stream]") {
   HttpServer server;
   std::vector<std::thread> workers;
   server.routeStream("GET", "/later", [&](const Request&, std::shared_ptr<ResponseStream> s) {
-    workers.emplace_back([s] { s->send(Response::error(410, "expired", "too old resource version")); });
+    workers.emplace_back(
+        [s] { s->send(Response::error(410, "expired", "too old resource version")); });
   });
   server.routeStream("GET", "/abandon", [](const Request&, std::shared_ptr<ResponseStream>) {});
   server.routeStream("GET", "/half", [](const Request&, std::shared_ptr<ResponseStream> s) {
@@ -403,7 +423,8 @@ TEST_CASE("stop drains: an in-flight request completes, open streams end, new co
                                         }});
   });
   REQUIRE(watchStarted.get_future().wait_for(10s) == std::future_status::ready);
-  auto inflight = std::async(std::launch::async, [&] { return (*client)->request("GET", "/slow"); });
+  auto inflight =
+      std::async(std::launch::async, [&] { return (*client)->request("GET", "/slow"); });
   {
     std::unique_lock lock(m);
     REQUIRE(cv.wait_for(lock, 10s, [&] { return entered; }));
@@ -431,15 +452,17 @@ TEST_CASE("stop drains: an in-flight request completes, open streams end, new co
   CHECK_FALSE(after.connected());
 }
 
-TEST_CASE("read timeout closes a silent or slow client, idle keep-alive times out", "[net][server][timeout]") {
+TEST_CASE("read timeout closes a silent or slow client, idle keep-alive times out",
+          "[net][server][timeout]") {
   ServerOptions so;
   so.readTimeout = 200ms;
   so.idleTimeout = 200ms;
   HttpServer server(so);
   server.route("GET", "/", [](const Request&) { return Response::text(200, "ok"); });
   REQUIRE(server.start().ok());
-  const auto partial = GENERATE(as<std::string>{}, "", "GET / HTTP/1.1\r\nHost: x\r\n",
-                                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-part");
+  const auto partial =
+      GENERATE(as<std::string>{}, "", "GET / HTTP/1.1\r\nHost: x\r\n",
+               "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly-part");
   CAPTURE(partial);
   test::RawSocket raw(server.port(), 10'000);
   REQUIRE(raw.connected());
@@ -460,7 +483,8 @@ TEST_CASE("client timeouts: server never answers, server never accepts", "[net][
     parked.push_back(std::move(s));  // never answered
   });
   REQUIRE(server.start().ok());
-  auto client = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl(), .requestTimeout = 300ms});
+  auto client =
+      HttpClient::create(ClientOptions{.baseUrl = server.baseUrl(), .requestTimeout = 300ms});
   REQUIRE(client.ok());
   const auto t0 = std::chrono::steady_clock::now();
   auto r = (*client)->request("GET", "/never");
@@ -482,10 +506,11 @@ TEST_CASE("client timeouts: server never answers, server never accepts", "[net][
   std::string got;
   auto idle = (*client)->stream("GET", "/silent", {}, {},
                                 StreamCallbacks{.onHeaders = nullptr,
-                                                .onData = [&](std::string_view d) {
-                                                  got.append(d);
-                                                  return true;
-                                                }},
+                                                .onData =
+                                                    [&](std::string_view d) {
+                                                      got.append(d);
+                                                      return true;
+                                                    }},
                                 StreamOptions{.idleTimeout = 300ms});
   REQUIRE_FALSE(idle.ok());
   CHECK(idle.error().code == "timeout");
@@ -500,7 +525,8 @@ TEST_CASE("client: refused connection and bad options give clear errors", "[net]
     REQUIRE(p.ok());
     deadPort = *p;
   }
-  auto client = HttpClient::create(ClientOptions{.baseUrl = "http://127.0.0.1:" + std::to_string(deadPort)});
+  auto client =
+      HttpClient::create(ClientOptions{.baseUrl = "http://127.0.0.1:" + std::to_string(deadPort)});
   REQUIRE(client.ok());
   auto r = (*client)->request("GET", "/");
   REQUIRE_FALSE(r.ok());
@@ -533,10 +559,12 @@ TEST_CASE("cancel a stream from another thread", "[net][client][stream]") {
   std::promise<void> gotFirst;
   auto running = std::async(std::launch::async, [&] {
     return (*client)->stream("GET", "/watch", {}, {},
-                             StreamCallbacks{.onHeaders = nullptr, .onData = [&](std::string_view) {
-                                               gotFirst.set_value();
-                                               return true;
-                                             }},
+                             StreamCallbacks{.onHeaders = nullptr,
+                                             .onData =
+                                                 [&](std::string_view) {
+                                                   gotFirst.set_value();
+                                                   return true;
+                                                 }},
                              StreamOptions{.cancel = &token});
   });
   REQUIRE(gotFirst.get_future().wait_for(10s) == std::future_status::ready);
@@ -553,7 +581,8 @@ TEST_CASE("bodies beyond Beast's 8 MB default, responseBodyLimit enforced", "[ne
   HttpServer server(so);
   const std::string big(12u << 20, 'z');
   server.route("GET", "/big", [&](const Request&) { return Response::text(200, big); });
-  server.route("POST", "/len", [](const Request& r) { return Response::text(200, std::to_string(r.body.size())); });
+  server.route("POST", "/len",
+               [](const Request& r) { return Response::text(200, std::to_string(r.body.size())); });
   REQUIRE(server.start().ok());
   auto client = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl()});
   REQUIRE(client.ok());
@@ -565,18 +594,23 @@ TEST_CASE("bodies beyond Beast's 8 MB default, responseBodyLimit enforced", "[ne
   CHECK(up->body == std::to_string(20u << 20));
 
   std::size_t streamed = 0;
-  auto st = (*client)->stream("GET", "/big", {}, {}, StreamCallbacks{.onHeaders = nullptr, .onData = [&](std::string_view d) {
-                                                                     streamed += d.size();
-                                                                     return true;
-                                                                   }});
+  auto st =
+      (*client)->stream("GET", "/big", {}, {},
+                        StreamCallbacks{.onHeaders = nullptr, .onData = [&](std::string_view d) {
+                                          streamed += d.size();
+                                          return true;
+                                        }});
   INFO((st.ok() ? std::string("ok") : st.error().message));
   REQUIRE(st.ok());
   CHECK(streamed == big.size());
 
-  auto limited = HttpClient::create(ClientOptions{.baseUrl = server.baseUrl(), .responseBodyLimit = 1u << 20});
+  auto limited =
+      HttpClient::create(ClientOptions{.baseUrl = server.baseUrl(), .responseBodyLimit = 1u << 20});
   REQUIRE(limited.ok());
   auto tooLarge = (*limited)->request("GET", "/big");
-  INFO((tooLarge.ok() ? std::to_string(tooLarge->status) + " " + std::to_string(tooLarge->body.size()) : tooLarge.error().message));
+  INFO((tooLarge.ok()
+            ? std::to_string(tooLarge->status) + " " + std::to_string(tooLarge->body.size())
+            : tooLarge.error().message));
   REQUIRE_FALSE(tooLarge.ok());
   CHECK(tooLarge.error().code == "too_large");
 }
@@ -584,21 +618,25 @@ TEST_CASE("bodies beyond Beast's 8 MB default, responseBodyLimit enforced", "[ne
 TEST_CASE("default headers and a per-request header provider (rotating token)", "[net][client]") {
   HttpServer server;
   server.route("GET", "/h", [](const Request& r) {
-    return Response::text(200, r.header("authorization").value_or("-") + "|" + r.header("x-default").value_or("-") +
-                                   "|" + r.header("user-agent").value_or("-"));
+    return Response::text(200, r.header("authorization").value_or("-") + "|" +
+                                   r.header("x-default").value_or("-") + "|" +
+                                   r.header("user-agent").value_or("-"));
   });
   REQUIRE(server.start().ok());
   std::atomic<int> rotation{0};
   ClientOptions co;
   co.baseUrl = server.baseUrl();
   co.defaultHeaders = {{"X-Default", "d"}};
-  co.headerProvider = [&] { return Headers{{"Authorization", "Bearer t" + std::to_string(rotation.load())}}; };
+  co.headerProvider = [&] {
+    return Headers{{"Authorization", "Bearer t" + std::to_string(rotation.load())}};
+  };
   auto client = HttpClient::create(co);
   REQUIRE(client.ok());
   CHECK((*client)->request("GET", "/h")->body == "Bearer t0|d|kubecomp/0.1");
   rotation = 1;
   CHECK((*client)->request("GET", "/h")->body == "Bearer t1|d|kubecomp/0.1");
-  CHECK((*client)->request("GET", "/h", {}, {{"x-default", "override"}})->body == "Bearer t1|override|kubecomp/0.1");
+  CHECK((*client)->request("GET", "/h", {}, {{"x-default", "override"}})->body ==
+        "Bearer t1|override|kubecomp/0.1");
 }
 
 TEST_CASE("start fails clearly on a busy port or a bad address", "[net][server]") {

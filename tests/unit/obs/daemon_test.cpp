@@ -1,20 +1,19 @@
 // The daemons' shared ending: DaemonHttp (/livez /readyz /metrics under the daemon's name) and
 // runUntilSignalled (the port file follows the installed handler, steps in order, exit codes, the
 // "stopped" line). Real signals in forked children.
-#include <catch2/catch.hpp>
+#include "libcore/obs/daemon.hpp"
 
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
-#include <prometheus/counter.h>
-#include <prometheus/registry.h>
-
 #include "libcore/net/http_client.hpp"
-#include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "libcore/obs/log.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -60,7 +59,10 @@ TEST_CASE("daemon http: health and metrics under the daemon's name, on the addre
           "[obs][daemon]") {
   obs::HealthChecks health;
   obs::Metrics metrics;
-  auto& family = prometheus::BuildCounter().Name("kc_daemon_test_total").Help("test").Register(metrics.registry());
+  auto& family = prometheus::BuildCounter()
+                     .Name("kc_daemon_test_total")
+                     .Help("test")
+                     .Register(metrics.registry());
   family.Add({}).Increment(3);
   std::atomic<bool> ready{false};
   health.addReadinessCheck("warm", [&]() -> Status {
@@ -94,12 +96,14 @@ TEST_CASE("daemon http: health and metrics under the daemon's name, on the addre
   CHECK(m->body.find("kc_daemon_test_total 3") != std::string::npos);
 
   // More routes go on the underlying server.
-  http.server().route("GET", "/debug/x", [](const net::Request&) { return net::Response::text(200, "x"); });
+  http.server().route("GET", "/debug/x",
+                      [](const net::Request&) { return net::Response::text(200, "x"); });
   CHECK(client->request("GET", "/debug/x")->body == "x");
 
   http.stop();
   CHECK_FALSE(http.server().running());
-  CHECK_FALSE(clientFor("http://127.0.0.1:" + std::to_string(*port))->request("GET", "/livez").ok());
+  CHECK_FALSE(
+      clientFor("http://127.0.0.1:" + std::to_string(*port))->request("GET", "/livez").ok());
 }
 
 TEST_CASE("daemon http: a busy port fails start and says why", "[obs][daemon]") {
@@ -121,8 +125,10 @@ TEST_CASE("daemon http: a busy port fails start and says why", "[obs][daemon]") 
   CHECK(clientFor(first.baseUrl())->request("GET", "/livez")->status == 200);
 }
 
-TEST_CASE("runUntilSignalled: handler installed and port file written before serving, steps in order, exit 0",
-          "[obs][daemon]") {
+TEST_CASE(
+    "runUntilSignalled: handler installed and port file written before serving, steps in order, "
+    "exit 0",
+    "[obs][daemon]") {
   testing::TempDir dir;
   const std::string portFile = dir.file("port");
   auto r = inChild(
@@ -141,13 +147,16 @@ TEST_CASE("runUntilSignalled: handler installed and port file written before ser
                  [&] {
                    struct sigaction now {};
                    ::sigaction(SIGTERM, nullptr, &now);
-                   say(fd, now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN ? "handler " : "no-handler ");
+                   say(fd, now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN ? "handler "
+                                                                                  : "no-handler ");
                    say(fd, "port=" + slurp(portFile));
                    say(fd, "serving ");
                  },
              .stoppedNote = "; note"});
         say(fd, "rc=" + std::to_string(rc) + " ");
-        say(fd, log.find("some-daemon stopped (signal SIGTERM); note") != std::string::npos ? "logged" : log);
+        say(fd, log.find("some-daemon stopped (signal SIGTERM); note") != std::string::npos
+                    ? "logged"
+                    : log);
         ::_exit(rc);
       },
       [](pid_t pid, int fd, std::string& out) {
@@ -158,8 +167,10 @@ TEST_CASE("runUntilSignalled: handler installed and port file written before ser
   CHECK(r.output == "handler port=4321\nserving drain stop rc=0 logged");
 }
 
-TEST_CASE("runUntilSignalled: no port file (it follows the handler), no steps, exit 1 when the handler cannot be installed",
-          "[obs][daemon]") {
+TEST_CASE(
+    "runUntilSignalled: no port file (it follows the handler), no steps, exit 1 when the handler "
+    "cannot be installed",
+    "[obs][daemon]") {
   testing::TempDir dir;
   const std::string portFile = dir.file("port");
   auto r = inChild(
@@ -170,17 +181,19 @@ TEST_CASE("runUntilSignalled: no port file (it follows the handler), no steps, e
         }
         std::string log;
         logInto(log);
-        const int rc = obs::runUntilSignalled({.name = "some-daemon",
-                                               .steps = {nullptr, [&] { say(fd, "drain "); }, [&] { say(fd, "stop "); }},
-                                               .portFile = portFile,
-                                               .port = 4321,
-                                               .serving = [&] { say(fd, "serving "); }});
+        const int rc = obs::runUntilSignalled(
+            {.name = "some-daemon",
+             .steps = {nullptr, [&] { say(fd, "drain "); }, [&] { say(fd, "stop "); }},
+             .portFile = portFile,
+             .port = 4321,
+             .serving = [&] { say(fd, "serving "); }});
         say(fd, "rc=" + std::to_string(rc) + " ");
         say(fd, std::filesystem::exists(portFile) ? "port-file " : "no-port-file ");
-        say(fd, log.find("critical") != std::string::npos &&
-                        log.find("another ShutdownHandler is already installed") != std::string::npos
-                    ? "logged"
-                    : log);
+        say(fd,
+            log.find("critical") != std::string::npos &&
+                    log.find("another ShutdownHandler is already installed") != std::string::npos
+                ? "logged"
+                : log);
         ::_exit(0);
       },
       [](pid_t, int, std::string&) {});
@@ -188,7 +201,8 @@ TEST_CASE("runUntilSignalled: no port file (it follows the handler), no steps, e
   CHECK(r.output == "rc=1 no-port-file logged");
 }
 
-TEST_CASE("runUntilSignalled: without a port file nothing is written, and SIGINT stops too", "[obs][daemon]") {
+TEST_CASE("runUntilSignalled: without a port file nothing is written, and SIGINT stops too",
+          "[obs][daemon]") {
   testing::TempDir dir;
   auto r = inChild(
       [&](int fd) {

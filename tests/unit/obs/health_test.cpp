@@ -1,5 +1,5 @@
 // /livez, /readyz, /healthz and /metrics served by a real HttpServer, read by HttpClient.
-#include <catch2/catch.hpp>
+#include "libcore/obs/health.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -7,13 +7,12 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
-#include <sstream>
-
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "libcore/net/http_client.hpp"
 #include "libcore/net/http_server.hpp"
-#include "libcore/obs/health.hpp"
 
 using namespace kc;
 
@@ -60,7 +59,8 @@ TEST_CASE("health: no checks is ok on every endpoint", "[obs][health]") {
   CHECK(verbose.body == "[+]shutdown ok\nreadyz check passed\n");
 }
 
-TEST_CASE("health: failing checks give 503 naming each check, exclude and per-check paths", "[obs][health]") {
+TEST_CASE("health: failing checks give 503 naming each check, exclude and per-check paths",
+          "[obs][health]") {
   Served s;
   std::atomic<bool> synced{false};
   s.health.addLivenessCheck("loop", [] { return okStatus(); });
@@ -119,8 +119,12 @@ TEST_CASE("metrics: Prometheus text format 0.0.4 with escaped labels", "[obs][me
                      .Register(s.metrics.registry());
   family.Add({{"path", "/sync"}}).Increment(3);
   family.Add({{"path", "quote\" back\\ nl\n"}}).Increment();
-  prometheus::BuildGauge().Name("kc_test_free").Help("Free things.").Register(s.metrics.registry())
-      .Add({}).Set(42);
+  prometheus::BuildGauge()
+      .Name("kc_test_free")
+      .Help("Free things.")
+      .Register(s.metrics.registry())
+      .Add({})
+      .Set(42);
   auto& hist = prometheus::BuildHistogram()
                    .Name("kc_test_latency_seconds")
                    .Help("Latency.")
@@ -146,8 +150,7 @@ TEST_CASE("metrics: Prometheus text format 0.0.4 with escaped labels", "[obs][me
   CHECK(s.metrics.serialize() == t);
 }
 
-TEST_CASE("health: per-check paths take verbose and exclude is repeatable",
-          "[obs][health]") {
+TEST_CASE("health: per-check paths take verbose and exclude is repeatable", "[obs][health]") {
   Served s;
   s.health.addLivenessCheck("loop", [] { return okStatus(); });
   s.health.addReadinessCheck("a", [] { return Status(makeError("unavailable", "a down")); });

@@ -1,11 +1,10 @@
 #pragma once
 // Signal tests run in forked children so the test process keeps its own dispositions.
 
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <string>
 
 namespace kc::obs::testing {
@@ -46,7 +45,9 @@ ChildResult inChild(Body body, Parent parent) {
   return result;
 }
 
-inline void say(int fd, const std::string& s) { [[maybe_unused]] auto n = ::write(fd, s.data(), s.size()); }
+inline void say(int fd, const std::string& s) {
+  [[maybe_unused]] auto n = ::write(fd, s.data(), s.size());
+}
 
 // Reads from fd until `marker` was seen (appending to out) or the pipe closes.
 inline void readUntil(int fd, std::string& out, const std::string& marker) {

@@ -1,14 +1,13 @@
 // Logging set-up: JSON lines that parse, text lines with key=value fields, level handling.
-#include <catch2/catch.hpp>
+#include "libcore/obs/log.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
-
-#include "libcore/obs/log.hpp"
 
 using namespace kc;
 using nlohmann::json;
@@ -110,7 +109,8 @@ TEST_CASE("log: unknown level or format is refused and changes nothing", "[obs][
   CHECK(f.error().code == "invalid");
 }
 
-TEST_CASE("log: JSON lines stay whole and valid under concurrent logging and odd bytes", "[obs][log]") {
+TEST_CASE("log: JSON lines stay whole and valid under concurrent logging and odd bytes",
+          "[obs][log]") {
   RestoreStderrLogger restore;
   std::string out;
   obs::LogOptions options;
@@ -124,7 +124,8 @@ TEST_CASE("log: JSON lines stay whole and valid under concurrent logging and odd
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       for (int i = 0; i < kPerThread; ++i) {
-        spdlog::info("line {}{}", i, obs::kv({{"thread", std::to_string(t)}, {"i", std::to_string(i)}}));
+        spdlog::info("line {}{}", i,
+                     obs::kv({{"thread", std::to_string(t)}, {"i", std::to_string(i)}}));
       }
     });
   }

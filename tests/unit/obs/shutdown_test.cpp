@@ -1,16 +1,16 @@
 // The SIGTERM sequence: readiness fails, drain, stop; once; real signals in forked children.
-#include <catch2/catch.hpp>
+#include "libcore/obs/shutdown.hpp"
 
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "libcore/obs/health.hpp"
-#include "libcore/obs/shutdown.hpp"
 #include "tests/unit/obs/in_child.hpp"
 
 using namespace kc;
@@ -20,7 +20,8 @@ using obs::testing::inChild;
 using obs::testing::readUntil;
 using obs::testing::say;
 
-TEST_CASE("shutdown: trigger runs readiness, drain, stop in order, exactly once", "[obs][shutdown]") {
+TEST_CASE("shutdown: trigger runs readiness, drain, stop in order, exactly once",
+          "[obs][shutdown]") {
   obs::HealthChecks health;
   std::mutex mu;
   std::vector<std::string> order;
@@ -28,7 +29,8 @@ TEST_CASE("shutdown: trigger runs readiness, drain, stop in order, exactly once"
   obs::ShutdownHandler handler({&health,
                                 [&] {
                                   std::lock_guard lock(mu);
-                                  order.push_back(health.shuttingDown() ? "drain(not ready)" : "drain(ready)");
+                                  order.push_back(health.shuttingDown() ? "drain(not ready)"
+                                                                        : "drain(ready)");
                                   ++drains;
                                 },
                                 [&] {
@@ -57,10 +59,11 @@ TEST_CASE("shutdown: trigger runs readiness, drain, stop in order, exactly once"
   CHECK(health.checkLive().ok == true);
 }
 
-TEST_CASE("shutdown: a throwing step is logged and the sequence still completes", "[obs][shutdown]") {
+TEST_CASE("shutdown: a throwing step is logged and the sequence still completes",
+          "[obs][shutdown]") {
   bool stopped = false;
-  obs::ShutdownHandler handler({nullptr, [] { throw std::runtime_error("drain broke"); },
-                                [&] { stopped = true; }});
+  obs::ShutdownHandler handler(
+      {nullptr, [] { throw std::runtime_error("drain broke"); }, [&] { stopped = true; }});
   handler.trigger("test");
   REQUIRE(handler.waitFor(5s));
   CHECK(stopped);
@@ -87,9 +90,9 @@ TEST_CASE("shutdown: SIGTERM runs the sequence, main returns, exit 0", "[obs][sh
   auto r = inChild(
       [](int fd) {
         obs::HealthChecks health;
-        obs::ShutdownHandler handler({&health,
-                                      [&] { say(fd, health.shuttingDown() ? "drain " : "drain-ready "); },
-                                      [&] { say(fd, "stop "); }});
+        obs::ShutdownHandler handler(
+            {&health, [&] { say(fd, health.shuttingDown() ? "drain " : "drain-ready "); },
+             [&] { say(fd, "stop "); }});
         if (!handler.install().ok()) {
           ::_exit(2);
         }
@@ -105,7 +108,8 @@ TEST_CASE("shutdown: SIGTERM runs the sequence, main returns, exit 0", "[obs][sh
   CHECK(r.output == "installed drain stop signal SIGTERM");
 }
 
-TEST_CASE("shutdown: a second signal while draining exits at once with 128+signal", "[obs][shutdown]") {
+TEST_CASE("shutdown: a second signal while draining exits at once with 128+signal",
+          "[obs][shutdown]") {
   auto r = inChild(
       [](int fd) {
         obs::ShutdownHandler handler({nullptr,
@@ -218,9 +222,11 @@ TEST_CASE("shutdown: installing the same handler twice is refused, dispositions 
           say(fd, again.ok() ? "b:ok " : "b:" + again.error().code + " ");
           struct sigaction now {};
           ::sigaction(SIGHUP, nullptr, &now);
-          say(fd, now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN ? "hup:ours " : "hup:not ");
+          say(fd,
+              now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN ? "hup:ours " : "hup:not ");
         }
-        struct sigaction term {}, hup {};
+        struct sigaction term {
+        }, hup{};
         ::sigaction(SIGTERM, nullptr, &term);
         ::sigaction(SIGHUP, nullptr, &hup);
         say(fd, term.sa_handler == SIG_IGN ? "term:ign " : "term:other ");
@@ -231,7 +237,8 @@ TEST_CASE("shutdown: installing the same handler twice is refused, dispositions 
   CHECK(r.output == "a:ok b:unavailable hup:ours term:ign hup:dfl");
 }
 
-TEST_CASE("shutdown: the signal's name is the reason, for each installed signal", "[obs][shutdown]") {
+TEST_CASE("shutdown: the signal's name is the reason, for each installed signal",
+          "[obs][shutdown]") {
   const auto [sig, name] = GENERATE(table<int, std::string>({
       {SIGTERM, "signal SIGTERM"},
       {SIGINT, "signal SIGINT"},
@@ -256,7 +263,8 @@ TEST_CASE("shutdown: the signal's name is the reason, for each installed signal"
   CHECK(r.output == "installed stop " + name);
 }
 
-TEST_CASE("shutdown: a signal during a drain started by trigger() does not abort it", "[obs][shutdown]") {
+TEST_CASE("shutdown: a signal during a drain started by trigger() does not abort it",
+          "[obs][shutdown]") {
   int release[2];
   REQUIRE(::pipe(release) == 0);
   auto r = inChild(
@@ -266,7 +274,8 @@ TEST_CASE("shutdown: a signal during a drain started by trigger() does not abort
                                       [&] {
                                         say(fd, "draining ");
                                         char c;
-                                        [[maybe_unused]] auto n = ::read(release[0], &c, 1);  // parent lets go
+                                        [[maybe_unused]] auto n =
+                                            ::read(release[0], &c, 1);  // parent lets go
                                         say(fd, "drained ");
                                       },
                                       {}});

@@ -81,7 +81,7 @@ TEST_CASE("the real Alibaba v2023 trace is read with every row accounted for") {
     byModel[n.model].second += n.gpus;
   }
   const std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> expected{
-      {"A10", {2, 2}},     {"G2", {549, 4392}}, {"G3", {39, 312}},       {"P100", {134, 265}},
-      {"T4", {404, 842}},  {"V100M16", {55, 195}}, {"V100M32", {30, 204}}};
+      {"A10", {2, 2}},    {"G2", {549, 4392}},    {"G3", {39, 312}},     {"P100", {134, 265}},
+      {"T4", {404, 842}}, {"V100M16", {55, 195}}, {"V100M32", {30, 204}}};
   CHECK(byModel == expected);
 }

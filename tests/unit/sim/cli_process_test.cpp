@@ -2,8 +2,8 @@
 // (a hang fails the test by its deadline, not CI by its timeout), exit 1 with a clear message
 // naming the limit, and leave no output file behind.
 
-#include <sys/resource.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,8 +150,9 @@ TEST_CASE("kubecomp-sim process: times at 2^62 s, or queued past 2^62 ms, end wi
                                     "limit of 1000000000000 s"));
 
   // Two jobs at the limit used to loop forever: now they run (the second queues to 3e15 ms).
-  dir.write("two.csv", "arrival_s,duration_s,gpus\n1000000000000,1000000000000,8\n"
-                       "1000000000000,1000000000000,8\n");
+  dir.write("two.csv",
+            "arrival_s,duration_s,gpus\n1000000000000,1000000000000,8\n"
+            "1000000000000,1000000000000,8\n");
   r = runSim(dir, {"--trace-csv", "two.csv", "--summary-out", "sum.json"});
   REQUIRE(r.finished);
   CHECK(r.exitCode == 0);
@@ -205,8 +206,9 @@ TEST_CASE("kubecomp-sim process: a header without rows says 'no jobs', a BOM hea
 
 TEST_CASE("kubecomp-sim process: gpu_spec is honoured and unservable rows are reported") {
   kc::testing::TempDir dir;
-  dir.write("spec.csv", "id,arrival_s,duration_s,gpus,gpu_spec\na,0,10,1,T4\nb,0,10,1,A100|H100\n"
-                        "c,0,10,9,T4\nd,0,10,1,\n");
+  dir.write("spec.csv",
+            "id,arrival_s,duration_s,gpus,gpu_spec\na,0,10,1,T4\nb,0,10,1,A100|H100\n"
+            "c,0,10,9,T4\nd,0,10,1,\n");
   // Layout 2+2 of T4: a runs, b names no model the cluster has, c needs more GPUs than there
   // are (rejected, but not for its model), d accepts any GPU.
   Run r = runSim(dir, {"--trace-csv", "spec.csv", "--layout", "2+2", "--gpu-model", "T4",
@@ -235,8 +237,8 @@ TEST_CASE("kubecomp-sim process: running out of memory is a message, not an abor
   // 10,000,000 jobs (the limit) need about 1.4 GiB; with 256 MiB of address space the run
   // used to end in an uncaught bad_alloc (abort, signal 6).
   const Run r = runSim(dir,
-                       {"--workload", "w1", "--jobs", "10000000", "--lambda", "1",
-                        "--write-trace", "trace.csv", "--quiet"},
+                       {"--workload", "w1", "--jobs", "10000000", "--lambda", "1", "--write-trace",
+                        "trace.csv", "--quiet"},
                        std::chrono::seconds(60), rlim_t{256} << 20);
   REQUIRE(r.finished);
   CHECK(r.exitCode == 1);
@@ -244,7 +246,9 @@ TEST_CASE("kubecomp-sim process: running out of memory is a message, not an abor
   CHECK_FALSE(fs::exists(dir.path() / "trace.csv"));
 }
 
-TEST_CASE("kubecomp-sim process: an output that is a FIFO (like /dev/null) is written into, not replaced") {
+TEST_CASE(
+    "kubecomp-sim process: an output that is a FIFO (like /dev/null) is written into, not "
+    "replaced") {
   // Renaming a finished temporary file over the target once replaced /dev/null with a plain file
   // when a run was given --summary-out /dev/null (as root). A FIFO shows the same without
   // touching /dev: it must still be a FIFO afterwards and must have carried the summary.

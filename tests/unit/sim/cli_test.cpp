@@ -106,10 +106,10 @@ TEST_CASE("kubecomp-sim CLI: --queue easy-backfill, unknown queue names refused"
   CHECK(sum["config"]["queue"].get<std::string>() == "easy-backfill");
   CHECK(sum["wait_s"]["mean"].get<double>() == Approx((0 + 139 + 0 + 147) / 4.0));
   fs::remove(out);
-  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--queue", "easy",
-             "--summary-out", out.string()}) == 1);
-  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--queue", "FCFS",
-             "--summary-out", out.string()}) == 1);
+  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--queue", "easy", "--summary-out",
+             out.string()}) == 1);
+  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--queue", "FCFS", "--summary-out",
+             out.string()}) == 1);
   CHECK_FALSE(fs::exists(out));
 }
 
@@ -124,8 +124,8 @@ TEST_CASE("kubecomp-sim CLI: --recompose idle-gather, unknown names refused") {
     f << "id,arrival_s,duration_s,gpus,cpu\na,0,100,4,1\nb,1,10,8,1\nc,2,50,2,1\nd,3,200,1,1\n";
   }
   const fs::path out = dir / "sum.json";
-  REQUIRE(run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "4+4", "--move-time-s",
-               "10", "--recompose", "idle-gather", "--jobs-out", (dir / "out.csv").string(),
+  REQUIRE(run({"--trace-csv", (dir / "jobs.csv").string(), "--layout", "4+4", "--move-time-s", "10",
+               "--recompose", "idle-gather", "--jobs-out", (dir / "out.csv").string(),
                "--summary-out", out.string()}) == 0);
   const std::string jobs = slurp(dir / "out.csv");
   CHECK_THAT(jobs, Catch::Contains("b,1.000,100.000,110.000,99.000,n000000,8,0,done\n"));
@@ -138,8 +138,8 @@ TEST_CASE("kubecomp-sim CLI: --recompose idle-gather, unknown names refused") {
   CHECK(sum["gpus_moved_nothing_waiting"].get<int>() == 0);
   CHECK(sum["idle_moves_interrupted"].get<int>() == 0);
   fs::remove(out);
-  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--recompose", "idle",
-             "--summary-out", out.string()}) == 1);
+  CHECK(run({"--trace-csv", (dir / "jobs.csv").string(), "--recompose", "idle", "--summary-out",
+             out.string()}) == 1);
   CHECK_FALSE(fs::exists(out));
 }
 
@@ -156,8 +156,10 @@ TEST_CASE("kubecomp-sim CLI: --slack-factor widens slack-backfill's bound, bad v
   }
   const fs::path out = dir / "sum.json";
   auto sim = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args{"--trace-csv", (dir / "jobs.csv").string(), "--layout", "4+4",
-                                  "--move-time-s", "10", "--jobs-out", (dir / "out.csv").string(),
+    std::vector<std::string> args{"--trace-csv",   (dir / "jobs.csv").string(),
+                                  "--layout",      "4+4",
+                                  "--move-time-s", "10",
+                                  "--jobs-out",    (dir / "out.csv").string(),
                                   "--summary-out", out.string()};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);

@@ -61,7 +61,8 @@ RandomCase randomCase(std::mt19937_64& gen) {
   auto uni = [&](std::int64_t lo, std::int64_t hi) { return uniform(gen, lo, hi); };
   const auto pools = static_cast<std::uint32_t>(uni(1, 2));
   RandomCase out{
-      cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 4)), 32), {}};
+      cluster(uni(0, 1) == 0 ? "4+4" : "2+2+4", pools, static_cast<std::uint32_t>(uni(0, 4)), 32),
+      {}};
   double at = 0;
   const int n = static_cast<int>(uni(10, 40));
   for (int i = 0; i < n; ++i) {
@@ -189,7 +190,8 @@ TEST_CASE("slack-backfill with a slack factor: every head starts by its bound, n
       REQUIRE(r.ok());
       for (const auto& [j, first] : log.first) {
         CAPTURE(j);
-        const auto slack = static_cast<SimMs>(std::llround(static_cast<double>(t.jobs[j].duration) * factor));
+        const auto slack =
+            static_cast<SimMs>(std::llround(static_cast<double>(t.jobs[j].duration) * factor));
         CHECK(r->jobs[j].start <= first + slack);
       }
       CHECK(r->rejected == 0);

@@ -1,11 +1,10 @@
 #include "tools/kubecomp-sim/engine.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "libcore/alloc/gpu_candidate.hpp"
@@ -378,9 +377,12 @@ TEST_CASE("the engine's pool-skipping shortcut decides as plain selectNode and c
   cfg.mode = mode;
   cfg.seed = 9;
   cfg.moveTime = 0;
-  std::map<std::size_t, std::pair<std::vector<alloc::GpuIndex>, std::vector<alloc::GpuIndex>>> placed;
+  std::map<std::size_t, std::pair<std::vector<alloc::GpuIndex>, std::vector<alloc::GpuIndex>>>
+      placed;
   cfg.onPlace = [&](std::size_t j, alloc::NodeIndex, const std::vector<alloc::GpuIndex>& moved,
-                    const std::vector<alloc::GpuIndex>& runsOn) { placed[j] = {moved, runsOn}; };
+                    const std::vector<alloc::GpuIndex>& runsOn) {
+    placed[j] = {moved, runsOn};
+  };
   auto r = simulate(*c, t, cfg);
   REQUIRE(r.ok());
 
@@ -447,7 +449,8 @@ TEST_CASE("jobs at the time limit finish, queueing past 2^62 ms is an error, not
   // behind the first and ends at 3 x 10^15 ms. This used to loop or overflow.
   Trace t;
   for (int i = 0; i < 2; ++i) {
-    t.jobs.push_back(Job{.id = numbered("big", i), .arrival = kMaxTraceMs, .duration = kMaxTraceMs, .gpus = 1});
+    t.jobs.push_back(
+        Job{.id = numbered("big", i), .arrival = kMaxTraceMs, .duration = kMaxTraceMs, .gpus = 1});
   }
   auto r = simulate(cluster("1"), t, config(alloc::Composability::Composable, 0));
   REQUIRE(r.ok());
@@ -523,8 +526,8 @@ TEST_CASE("gpu_spec: a job runs only on GPUs of an accepted model, unservable on
   REQUIRE(r.ok());
   CHECK(r->rejected == 3);
   CHECK(r->rejectedGpuModel == 2);
-  const std::vector<std::tuple<SimMs, std::string>> fcfs{
-      {0, "n1"}, {10'000, "n1"}, {10'000, "n1"}, {-1, ""}, {-1, ""}, {-1, ""}};
+  const std::vector<std::tuple<SimMs, std::string>> fcfs{{0, "n1"}, {10'000, "n1"}, {10'000, "n1"},
+                                                         {-1, ""},  {-1, ""},       {-1, ""}};
   for (std::size_t i = 0; i < fcfs.size(); ++i) {
     CAPTURE(i);
     CHECK(r->jobs[i].start == std::get<0>(fcfs[i]));

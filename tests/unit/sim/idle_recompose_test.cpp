@@ -129,8 +129,8 @@ TEST_CASE("idle-gather and slack-backfill: random traces keep the head's guarant
     };
     LayoutSpec spec;
     spec.pools = static_cast<std::uint32_t>(uni(1, 2));
-    spec.perNodeGpus = uni(0, 1) == 0 ? std::vector<std::uint32_t>{4, 4}
-                                      : std::vector<std::uint32_t>{2, 2, 4};
+    spec.perNodeGpus =
+        uni(0, 1) == 0 ? std::vector<std::uint32_t>{4, 4} : std::vector<std::uint32_t>{2, 2, 4};
     spec.unattachedPerPool = static_cast<std::uint32_t>(uni(0, 4));
     spec.nodeCpuMilli = 32'000;
     spec.nodeMemoryMib = 1024;
@@ -142,15 +142,15 @@ TEST_CASE("idle-gather and slack-backfill: random traces keep the head's guarant
     for (int i = 0; i < n; ++i) {
       at += static_cast<double>(uni(0, 60));
       const std::uint32_t gpus = uni(0, 5) == 0 ? 8 : static_cast<std::uint32_t>(uni(0, 4));
-      t.jobs.push_back(job(static_cast<std::size_t>(i), at, gpus,
-                           static_cast<double>(uni(1, 300)), uni(1, 32) * 1000));
+      t.jobs.push_back(job(static_cast<std::size_t>(i), at, gpus, static_cast<double>(uni(1, 300)),
+                           uni(1, 32) * 1000));
     }
     const double moveS = static_cast<double>(uni(0, 120));
-    for (auto [queue, recompose] : std::vector<std::pair<const char*, const char*>>{
-             {"easy-backfill", "idle-gather"},
-             {"slack-backfill", "none"},
-             {"slack-backfill", "idle-gather"},
-             {"fcfs", "idle-gather"}}) {
+    for (auto [queue, recompose] :
+         std::vector<std::pair<const char*, const char*>>{{"easy-backfill", "idle-gather"},
+                                                          {"slack-backfill", "none"},
+                                                          {"slack-backfill", "idle-gather"},
+                                                          {"fcfs", "idle-gather"}}) {
       CAPTURE(queue, recompose);
       SimConfig cfg = config(queue, recompose, moveS);
       std::map<std::size_t, SimMs> first;

@@ -101,7 +101,8 @@ TEST_CASE("bad Alibaba rows give an error naming the line") {
       // A bad row is an error even when the row would be skipped anyway (no scheduled_time).
       {"x,1,1,1,zz,,LS,Pending,1,2,\n", "pods.csv:2: gpu_milli is not an integer"},
       // Seconds that would overflow once converted to milliseconds.
-      {"x,1,1,1,1000,,LS,Succeeded,1,9300000000000000,1\n", "pods.csv:2: time 9300000000000000 s is above the limit of 1000000000000 s"},
+      {"x,1,1,1,1000,,LS,Succeeded,1,9300000000000000,1\n",
+       "pods.csv:2: time 9300000000000000 s is above the limit of 1000000000000 s"},
   }));
   CAPTURE(body);
   auto r = pods(body);
@@ -148,7 +149,8 @@ TEST_CASE("generic job CSV: gpu_spec round-trips through writeJobCsv") {
   CHECK(r->stats.gpuSpecConstrained == 1);
   std::ostringstream out;
   writeJobCsv(out, r->trace);
-  CHECK_THAT(out.str(), Catch::StartsWith("id,arrival_s,duration_s,gpus,cpu,memory_mib,gpu_spec\n"));
+  CHECK_THAT(out.str(),
+             Catch::StartsWith("id,arrival_s,duration_s,gpus,cpu,memory_mib,gpu_spec\n"));
   auto back = jobsCsv(out.str());
   REQUIRE(back.ok());
   CHECK(back->trace.specOf(back->trace.jobs[0]) == "T4|A10");
@@ -185,7 +187,11 @@ TEST_CASE("generic job CSV: columns in any order, decimal seconds and cores") {
 
 TEST_CASE("generic job CSV round-trips through writeJobCsv") {
   Trace t;
-  t.jobs.push_back(Job{.id = "a", .arrival = 1'500, .duration = 300'000, .gpus = 2, .cpuMilli = 40'000,
+  t.jobs.push_back(Job{.id = "a",
+                       .arrival = 1'500,
+                       .duration = 300'000,
+                       .gpus = 2,
+                       .cpuMilli = 40'000,
                        .memoryMib = 64});
   t.jobs.push_back(Job{.id = "b", .arrival = 2'001, .duration = 7, .gpus = 0, .cpuMilli = 250});
   std::ostringstream out;
@@ -244,7 +250,9 @@ TEST_CASE("generic job CSV: the time limit itself, a UTF-8 BOM, a header without
   CHECK(bom->trace.jobs[0].id == "x");
   CHECK(bom->trace.jobs[0].gpus == 3);
   // Only at the start of the file: elsewhere the bytes are data (and not a number).
-  CHECK_FALSE(jobsCsv("arrival_s,duration_s,gpus\n\xEF\xBB\xBF" "1,2,3\n").ok());
+  CHECK_FALSE(jobsCsv("arrival_s,duration_s,gpus\n\xEF\xBB\xBF"
+                      "1,2,3\n")
+                  .ok());
 
   auto empty = jobsCsv("arrival_s,duration_s,gpus\n");
   REQUIRE(empty.ok());

@@ -101,5 +101,6 @@ TEST_CASE("workload parameters are validated") {
   spec.intervalUnit = 1'000'000'000;
   auto far = generateWorkload(spec);
   REQUIRE_FALSE(far.ok());
-  CHECK_THAT(far.error().message, Catch::Contains("would arrive after the limit of 1000000000000 s"));
+  CHECK_THAT(far.error().message,
+             Catch::Contains("would arrive after the limit of 1000000000000 s"));
 }

@@ -13,14 +13,14 @@
 //    "service_p50_ms":..,"service_p99_ms":..,"changes":..,"anchor_polling_p50_ms":500,
 //    "anchor_polling_p99_ms":990}
 
+#include <fmt/core.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
-#include <spdlog/spdlog.h>
 
 #include "libcore/api/names.hpp"
 #include "libcore/grpc/unix_server.hpp"
@@ -44,7 +44,9 @@ namespace {
 const kc::kube::GroupVersionResource kPools = kc::api::gvr::gpuPools();
 
 // Thrown, not exit(): the API double child is stopped by its destructor on the way out.
-[[noreturn]] void die(const std::string& what) { throw std::runtime_error(what); }
+[[noreturn]] void die(const std::string& what) {
+  throw std::runtime_error(what);
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) {
@@ -68,8 +70,13 @@ PoolBuilder poolAt(int i) {
     b.gpu(fmt::format("c{}.{}", g / 4, g % 4), "n1", o);
   }
   // A counter keeps every write distinct even when the advertised list repeats.
-  b.rawGpu({{"id", "c9.0"}, {"uuid", "GPU-c9.0"}, {"chassis", "c9"}, {"node", "n2"},
-            {"health", "Healthy"}, {"draining", false}, {"healthDetail", std::to_string(i)}});
+  b.rawGpu({{"id", "c9.0"},
+            {"uuid", "GPU-c9.0"},
+            {"chassis", "c9"},
+            {"node", "n2"},
+            {"health", "Healthy"},
+            {"draining", false},
+            {"healthDetail", std::to_string(i)}});
   return b;
 }
 
@@ -86,16 +93,17 @@ std::vector<std::pair<std::string, std::string>> expectedList(int i) {
 }
 
 void printRow(const char* what, const std::vector<double>& ms) {
-  std::cout << fmt::format("  {:<52} p50 {:>8.2f} ms   p99 {:>8.2f} ms   max {:>8.2f} ms\n",
-                           what, percentile(ms, 0.50), percentile(ms, 0.99),
+  std::cout << fmt::format("  {:<52} p50 {:>8.2f} ms   p99 {:>8.2f} ms   max {:>8.2f} ms\n", what,
+                           percentile(ms, 0.50), percentile(ms, 0.99),
                            *std::max_element(ms.begin(), ms.end()));
 }
 
 }  // namespace
 
 int run(int argc, char** argv) {
-  CLI::App app{"bench_devplugin: GPUPool change -> ListAndWatch update latency of "
-               "disaggpu-devplugin, beside the original design's 1 s polling"};
+  CLI::App app{
+      "bench_devplugin: GPUPool change -> ListAndWatch update latency of "
+      "disaggpu-devplugin, beside the original design's 1 s polling"};
   bool quick = false;
   int changes = 0;
   app.add_flag("--quick", quick, "1,000 changes (the default is 5,000)");
@@ -119,7 +127,9 @@ int run(int argc, char** argv) {
     die("client: " + (client ? pluginClient.error().message : client.error().message));
   }
   kc::kube::KubeClient& kube = **client;
-  kc::testing::installCrd(kube, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+  kc::testing::installCrd(
+      kube,
+      kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
   if (auto n = kube.create(kc::kube::gvr::nodes(), "", {{"metadata", {{"name", "n1"}}}}); !n) {
     die("create Node: " + n.error().message);
   }
@@ -227,10 +237,13 @@ int run(int argc, char** argv) {
   }
 
   if (e2e.empty() || service.empty()) {
-    die(fmt::format("nothing measured ({} end-to-end, {} service samples)", e2e.size(), service.size()));
+    die(fmt::format("nothing measured ({} end-to-end, {} service samples)", e2e.size(),
+                    service.size()));
   }
-  std::cout << fmt::format("{} list changes measured (changes that left kubelet's list as it was "
-                           "are written but not timed)\n", e2e.size());
+  std::cout << fmt::format(
+      "{} list changes measured (changes that left kubelet's list as it was "
+      "are written but not timed)\n",
+      e2e.size());
   printRow("GPUPool status write -> ListAndWatch (end to end)", e2e);
   printRow("inventory set in-process -> ListAndWatch (plugin only)", service);
   std::cout << fmt::format("  {:<52} p50 {:>8.2f} ms   p99 {:>8.2f} ms   (computed: U(0, 1 s))\n",

@@ -14,24 +14,23 @@
 //   "double_write_events_per_s":..,"list_50k_pods_s":..,"list_50k_pods_peak_mib":..,
 //   "cache_kib_per_pod":..}; the list and cache keys are of the scheduler-transform variant.
 
+#include <fmt/core.h>
 #include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <fstream>
-#include <mutex>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include "libcore/api/names.hpp"
 #include "libcore/kube/client.hpp"
@@ -47,7 +46,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 std::unique_ptr<KubeClient> makeClient(const ClusterConfig& cfg) {
   KubeClientOptions o;
@@ -62,28 +63,35 @@ std::unique_ptr<KubeClient> makeClient(const ClusterConfig& cfg) {
 // A pod about the size of a real one (~1.3 KB of JSON).
 nlohmann::json benchPod(const std::string& ns, int i) {
   const std::string name = fmt::format("pod-{:06d}", i);
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata",
-           {{"name", name},
-            {"namespace", ns},
-            {"labels",
-             {{"app", "trainer"}, {"tier", i % 2 ? "batch" : "online"}, {"pool", fmt::format("pool-{}", i % 16)}}},
-            {"annotations", {{kc::api::kDemandAnnotation, "4"}, {"example.com/owner", fmt::format("team-{}", i % 40)}}}}},
-          {"spec",
-           {{"schedulerName", "kubecomp-sched"},
-            {"nodeName", fmt::format("node-{:04d}", i % 1000)},
-            {"restartPolicy", "Never"},
-            {"containers",
-             {{{"name", "main"},
-               {"image", "registry.example.org/ml/trainer:2026.11"},
-               {"args", {"--epochs=10", "--batch=256", fmt::format("--data=/data/set-{}", i % 100)}},
-               {"env", {{{"name", "RANK"}, {"value", std::to_string(i % 8)}}, {{"name", "WORLD"}, {"value", "8"}}}},
-               {"resources",
-                {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}, {kc::api::kGpuResource, "4"}}},
-                 {"limits", {{"cpu", "8"}, {"memory", "32Gi"}, {kc::api::kGpuResource, "4"}}}}},
-               {"volumeMounts", {{{"name", "data"}, {"mountPath", "/data"}}}}}}},
-            {"volumes", {{{"name", "data"}, {"emptyDir", nlohmann::json::object()}}}}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", ns},
+        {"labels",
+         {{"app", "trainer"},
+          {"tier", i % 2 ? "batch" : "online"},
+          {"pool", fmt::format("pool-{}", i % 16)}}},
+        {"annotations",
+         {{kc::api::kDemandAnnotation, "4"},
+          {"example.com/owner", fmt::format("team-{}", i % 40)}}}}},
+      {"spec",
+       {{"schedulerName", "kubecomp-sched"},
+        {"nodeName", fmt::format("node-{:04d}", i % 1000)},
+        {"restartPolicy", "Never"},
+        {"containers",
+         {{{"name", "main"},
+           {"image", "registry.example.org/ml/trainer:2026.11"},
+           {"args", {"--epochs=10", "--batch=256", fmt::format("--data=/data/set-{}", i % 100)}},
+           {"env",
+            {{{"name", "RANK"}, {"value", std::to_string(i % 8)}},
+             {{"name", "WORLD"}, {"value", "8"}}}},
+           {"resources",
+            {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}, {kc::api::kGpuResource, "4"}}},
+             {"limits", {{"cpu", "8"}, {"memory", "32Gi"}, {kc::api::kGpuResource, "4"}}}}},
+           {"volumeMounts", {{{"name", "data"}, {"mountPath", "/data"}}}}}}},
+        {"volumes", {{{"name", "data"}, {"emptyDir", nlohmann::json::object()}}}}}}};
 }
 
 void seedPods(const ClusterConfig& cfg, const std::string& ns, int count, int threads) {
@@ -212,10 +220,11 @@ struct ListResult {
   double cacheKib = -1;  // informer variants only
 };
 
-ListResult runListChild(const std::string& self, const std::string& kubeconfig, const std::string& mode,
-                        const std::string& ns) {
-  kc::testing::ChildProcess child({self, "--list-child", mode, "--kubeconfig", kubeconfig, "--namespace", ns},
-                                 kc::testing::ChildOutput::kCapture);
+ListResult runListChild(const std::string& self, const std::string& kubeconfig,
+                        const std::string& mode, const std::string& ns) {
+  kc::testing::ChildProcess child(
+      {self, "--list-child", mode, "--kubeconfig", kubeconfig, "--namespace", ns},
+      kc::testing::ChildOutput::kCapture);
   const std::string out = child.readAll();
   if (child.wait() != 0) {
     throw std::runtime_error("list child '" + mode + "' failed");
@@ -264,7 +273,8 @@ double informerApplyRate(int objects, bool schedulerTransform) {
       done.notify_all();
     }
   };
-  informer.addHandler({[&](const ObjectPtr&) { count(); }, [&](const ObjectPtr&, const ObjectPtr&) { count(); },
+  informer.addHandler({[&](const ObjectPtr&) { count(); },
+                       [&](const ObjectPtr&, const ObjectPtr&) { count(); },
                        [&](const ObjectPtr&) { count(); }});
   informer.start();
   if (!informer.waitForSync(std::chrono::seconds(30)) || !source.awaitWatches(1)) {
@@ -286,7 +296,8 @@ double informerApplyRate(int objects, bool schedulerTransform) {
   {
     std::unique_lock<std::mutex> lock(mu);
     if (!done.wait_for(lock, std::chrono::seconds(120), [&] { return handled >= expected; })) {
-      throw std::runtime_error(fmt::format("informer applied {} of {} queued events", handled, expected));
+      throw std::runtime_error(
+          fmt::format("informer applied {} of {} queued events", handled, expected));
     }
   }
   const double seconds = secondsSince(t0);
@@ -305,7 +316,8 @@ InformerResult runInformer(const ClusterConfig& cfg, int events, int writers) {
   io.ns = ns;
   Informer informer(*readerClient, io);
   std::atomic<std::uint64_t> handled{0};
-  informer.addHandler({[&](const ObjectPtr&) { ++handled; }, [&](const ObjectPtr&, const ObjectPtr&) { ++handled; },
+  informer.addHandler({[&](const ObjectPtr&) { ++handled; },
+                       [&](const ObjectPtr&, const ObjectPtr&) { ++handled; },
                        [&](const ObjectPtr&) { ++handled; }});
   informer.start();
   if (!informer.waitForSync(std::chrono::seconds(30))) {
@@ -346,7 +358,8 @@ InformerResult runInformer(const ClusterConfig& cfg, int events, int writers) {
     t.join();
   }
   const double writeSeconds = secondsSince(t0);
-  const auto expected = static_cast<std::uint64_t>(perWriter) * static_cast<std::uint64_t>(writers) * 4;
+  const auto expected =
+      static_cast<std::uint64_t>(perWriter) * static_cast<std::uint64_t>(writers) * 4;
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (informer.stats().eventsApplied < expected && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -356,8 +369,8 @@ InformerResult runInformer(const ClusterConfig& cfg, int events, int writers) {
   r.events = informer.stats().eventsApplied;
   informer.stop();
   if (failed > 0 || r.events < expected || handled.load() < expected) {
-    throw std::runtime_error(fmt::format("informer run: {} write failures, {} of {} events applied", failed.load(),
-                                         r.events, expected));
+    throw std::runtime_error(fmt::format("informer run: {} write failures, {} of {} events applied",
+                                         failed.load(), r.events, expected));
   }
   r.eventsPerS = static_cast<double>(r.events) / applySeconds;
   r.writesPerS = static_cast<double>(expected) / writeSeconds;
@@ -393,7 +406,9 @@ InformerResult runInformer(const ClusterConfig& cfg, int events, int writers) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_kube: Kubernetes client LIST, informer cache and apply rate, and the API double's write rate"};
+  CLI::App app{
+      "bench_kube: Kubernetes client LIST, informer cache and apply rate, and the API double's "
+      "write rate"};
   bool quick = false;
   std::string doubleExe = KC_APISERVER_DOUBLE_EXE;
   int pods = 50'000;
@@ -418,28 +433,31 @@ int main(int argc, char** argv) {
   try {
     const std::string self = std::filesystem::canonical("/proc/self/exe").string();
     kc::testing::TempDir dir;
-    kc::kube::testing::DoubleProcess api(doubleExe, dir.path().string(),
-                                         {"--history-window", std::to_string(std::max(events * 2, 20'000))});
+    kc::kube::testing::DoubleProcess api(
+        doubleExe, dir.path().string(),
+        {"--history-window", std::to_string(std::max(events * 2, 20'000))});
     const auto& cfg = api.config();
     std::cout << "bench_kube: kube-apiserver-double at " << cfg.server << " (TLS, bearer token)"
               << (quick ? ", quick mode" : "") << "\n";
 
     auto admin = makeClient(cfg);
-    (void)admin->create(gvr::namespaces(), "",
-                        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bench"}}}});
+    (void)admin->create(
+        gvr::namespaces(), "",
+        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "bench"}}}});
     auto t0 = Clock::now();
     seedPods(cfg, "bench", pods, 6);
     const double seedS = secondsSince(t0);
-    std::cout << fmt::format("seeded {} pods in {:.1f} s ({:.0f} creates/s, 6 writers)\n", pods, seedS,
-                             pods / seedS);
+    std::cout << fmt::format("seeded {} pods in {:.1f} s ({:.0f} creates/s, 6 writers)\n", pods,
+                             seedS, pods / seedS);
 
-    std::cout << fmt::format("\nLIST of {} pods (each variant in its own process; peak = max RSS of that process)\n",
-                             pods);
+    std::cout << fmt::format(
+        "\nLIST of {} pods (each variant in its own process; peak = max RSS of that process)\n",
+        pods);
     const auto base = runListChild(self, api.kubeconfigPath(), "baseline", "bench");
-    std::cout << fmt::format("  {:<52} {:>7} {:>7} {:>9} {:>10}\n", "variant", "items", "time s", "peak MiB",
-                             "cache/pod");
-    std::cout << fmt::format("  {:<52} {:>7} {:>7} {:>9.1f} {:>10}\n", "baseline (client only, one GET)", "-", "-",
-                             base.peakMib, "-");
+    std::cout << fmt::format("  {:<52} {:>7} {:>7} {:>9} {:>10}\n", "variant", "items", "time s",
+                             "peak MiB", "cache/pod");
+    std::cout << fmt::format("  {:<52} {:>7} {:>7} {:>9.1f} {:>10}\n",
+                             "baseline (client only, one GET)", "-", "-", base.peakMib, "-");
     ListResult scheduler;
     for (const auto& [mode, label] : std::vector<std::pair<std::string, std::string>>{
              {"informer-scheduler", "informer, paged 500, schedulerPodFields packed"},
@@ -449,11 +467,13 @@ int main(int argc, char** argv) {
              {"naive", "client one LIST, whole body buffered then parsed"}}) {
       auto r = runListChild(self, api.kubeconfigPath(), mode, "bench");
       if (r.items != static_cast<std::size_t>(pods)) {
-        throw std::runtime_error(fmt::format("{} LIST returned {} of {} pods", mode, r.items, pods));
+        throw std::runtime_error(
+            fmt::format("{} LIST returned {} of {} pods", mode, r.items, pods));
       }
-      const std::string perPod = r.cacheKib >= 0 ? fmt::format("{:.2f} KiB", r.cacheKib / pods) : "-";
-      std::cout << fmt::format("  {:<52} {:>7} {:>7.2f} {:>9.1f} {:>10}\n", label, r.items, r.seconds, r.peakMib,
-                               perPod);
+      const std::string perPod =
+          r.cacheKib >= 0 ? fmt::format("{:.2f} KiB", r.cacheKib / pods) : "-";
+      std::cout << fmt::format("  {:<52} {:>7} {:>7.2f} {:>9.1f} {:>10}\n", label, r.items,
+                               r.seconds, r.peakMib, perPod);
       if (mode == "informer-scheduler") {
         scheduler = r;
       }
@@ -461,27 +481,33 @@ int main(int argc, char** argv) {
     const double cacheKibPerPod = scheduler.cacheKib / pods;
 
     const int applyObjects = quick ? 5'000 : 25'000;
-    std::cout << fmt::format("\nInformer apply rate on its own: {} pod events queued in a FakeListerWatcher, "
-                             "released at once (informer thread, one core)\n",
-                             applyObjects * 4);
+    std::cout << fmt::format(
+        "\nInformer apply rate on its own: {} pod events queued in a FakeListerWatcher, "
+        "released at once (informer thread, one core)\n",
+        applyObjects * 4);
     const double applyScheduler = informerApplyRate(applyObjects, true);
     const double applyFull = informerApplyRate(applyObjects, false);
-    std::cout << fmt::format("  {:<52} {:>10.0f} events/s\n", "with the schedulerPodFields packed transform", applyScheduler);
+    std::cout << fmt::format("  {:<52} {:>10.0f} events/s\n",
+                             "with the schedulerPodFields packed transform", applyScheduler);
     std::cout << fmt::format("  {:<52} {:>10.0f} events/s\n", "without a transform", applyFull);
 
-    std::cout << fmt::format("\nThe double's write rate, configmaps, {} events (create, update, update, delete per "
-                             "object), 4 writers, a live informer following\n",
-                             events);
+    std::cout << fmt::format(
+        "\nThe double's write rate, configmaps, {} events (create, update, update, delete per "
+        "object), 4 writers, a live informer following\n",
+        events);
     auto inf = runInformer(cfg, events, 4);
-    std::cout << fmt::format("  {:<52} {:>10.0f} events/s written\n", "writers (4 clients, TLS)", inf.writesPerS);
+    std::cout << fmt::format("  {:<52} {:>10.0f} events/s written\n", "writers (4 clients, TLS)",
+                             inf.writesPerS);
     std::cout << fmt::format("  {:<52} {:>10.0f} events/s (bounded by the writes)\n",
                              "live informer, end to end", inf.eventsPerS);
     if (inf.replayPerS > 0) {
       std::cout << fmt::format("  {:<52} {:>10.0f} events/s into a Store\n",
-                               "watch replay from the double's history (HTTP+JSON)", inf.replayPerS);
+                               "watch replay from the double's history (HTTP+JSON)",
+                               inf.replayPerS);
     }
-    std::cout << fmt::format("goals: informer applies >= 20000 events/s on one core: {}; cache <= 2 KiB per pod: {}\n",
-                             applyScheduler >= 20'000 ? "met" : "NOT met", cacheKibPerPod <= 2.0 ? "met" : "NOT met");
+    std::cout << fmt::format(
+        "goals: informer applies >= 20000 events/s on one core: {}; cache <= 2 KiB per pod: {}\n",
+        applyScheduler >= 20'000 ? "met" : "NOT met", cacheKibPerPod <= 2.0 ? "met" : "NOT met");
     nlohmann::json out = {{"informer_apply_events_per_s", std::round(applyScheduler)},
                           {"double_write_events_per_s", std::round(inf.writesPerS)},
                           {"list_50k_pods_s", std::round(scheduler.seconds * 1000) / 1000},

@@ -19,7 +19,9 @@ using kc::reconfig::testing::SimCluster;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) {
@@ -30,16 +32,20 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-double r1(double v) { return std::round(v * 10) / 10; }
+double r1(double v) {
+  return std::round(v * 10) / 10;
+}
 
 }  // namespace
 
-double ReconfigOverhead::overheadMs() const { return r1(percentile(total, 0.5)); }
+double ReconfigOverhead::overheadMs() const {
+  return r1(percentile(total, 0.5));
+}
 
 void ReconfigOverhead::print(std::ostream& out, const std::string& indent) const {
   auto row = [&](const char* what, const std::vector<double>& v) {
-    out << fmt::format("{}{:<44} p50 {:8.1f} ms   p99 {:8.1f} ms\n", indent, what, percentile(v, 0.5),
-                       percentile(v, 0.99));
+    out << fmt::format("{}{:<44} p50 {:8.1f} ms   p99 {:8.1f} ms\n", indent, what,
+                       percentile(v, 0.5), percentile(v, 0.99));
   };
   row("created -> dst-node request (kubecomp-sched)", toRequest);
   row("request -> move verified (reconfig-mgr)", toMoved);
@@ -47,8 +53,9 @@ void ReconfigOverhead::print(std::ostream& out, const std::string& indent) const
   row("allocatable -> bound (kubecomp-sched)", toBound);
   row("created -> bound", total);
   out << fmt::format(
-      "{}anchor: the original's 1 s device-plugin poll + 1 s Permit poll add ~{} ms mean (computed)\n", indent,
-      kAnchorOriginalPollingMs);
+      "{}anchor: the original's 1 s device-plugin poll + 1 s Permit poll add ~{} ms mean "
+      "(computed)\n",
+      indent, kAnchorOriginalPollingMs);
   out << fmt::format("{}goal: < {:.0f} ms\n", indent, kReconfigGoalMs);
 }
 
@@ -101,7 +108,9 @@ ReconfigOverhead measureReconfigOverhead(int pods, const std::string& statusSync
           std::chrono::seconds(30));
     };
     if (!podIs([](const json& p) {
-          return p["metadata"].value("annotations", json::object()).contains(kc::api::kDstNodeAnnotation) ||
+          return p["metadata"]
+                     .value("annotations", json::object())
+                     .contains(kc::api::kDstNodeAnnotation) ||
                  !p["spec"].value("nodeName", "").empty();
         })) {
       throw std::runtime_error("no request for " + pod);

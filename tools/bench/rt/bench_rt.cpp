@@ -7,14 +7,14 @@
 // Added latency = percentile through the shim minus the same percentile direct. Goal < 1 ms.
 // Needs root and cgroup v1 RT group scheduling (as the real-peer tests).
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "libcore/api/names.hpp"
 #include "tests/services/rt-kubelet-shim/containerd_env.hpp"
@@ -28,7 +28,9 @@ namespace cri = runtime::v1;
 namespace {
 
 // rt.kubecomp.io/<field>
-std::string rtKey(std::string_view field) { return std::string(kc::api::kRtAnnotationPrefix) + std::string(field); }
+std::string rtKey(std::string_view field) {
+  return std::string(kc::api::kRtAnnotationPrefix) + std::string(field);
+}
 
 double pct(std::vector<double> v, double p) {
   if (v.empty()) {
@@ -57,7 +59,8 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_rt: rt-kubelet-shim added latency per CRI call (through the shim vs direct)"};
   bool quick = false;
   int calls = 0;
-  app.add_flag("--quick", quick, "1,000 calls per kind and path, 20 lifecycles (default 5,000 and 100)");
+  app.add_flag("--quick", quick,
+               "1,000 calls per kind and path, 20 lifecycles (default 5,000 and 100)");
   app.add_option("--calls", calls, "calls per kind and path (overrides --quick)");
   CLI11_PARSE(app, argc, argv);
   if (calls <= 0) {
@@ -71,23 +74,25 @@ int main(int argc, char** argv) {
   kc::testing::TempDir work;
   const std::string top = "/kcbench-rt-" + std::to_string(::getpid());
   const std::string img = work.file("img.tar");
-  if (kc::testing::run({"/usr/bin/python3", KC_MKIMAGE, img, kc::testing::kTestImage, "/usr/bin/busybox", KC_RTPROBE}) != 0) {
+  if (kc::testing::run({"/usr/bin/python3", KC_MKIMAGE, img, kc::testing::kTestImage,
+                        "/usr/bin/busybox", KC_RTPROBE}) != 0) {
     return 1;
   }
   nlohmann::json out;
   try {
     ContainerdEnv env(img, top);
     const std::string sock = work.file("shim.sock"), portFile = work.file("shim.port");
-    ChildProcess shim({KC_SHIM_EXE, "--socket", sock, "--runtime-endpoint", env.socket(), "--no-api", "--port", "0",
-                       "--port-file", portFile, "--log-level", "error"});
+    ChildProcess shim({KC_SHIM_EXE, "--socket", sock, "--runtime-endpoint", env.socket(),
+                       "--no-api", "--port", "0", "--port-file", portFile, "--log-level", "error"});
     shim.waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s, "shim");
     CriClient direct(env.channel());
     CriClient via(kc::grpcx::dialUnix(sock));
     const std::string logDir = work.file("logs");
     std::filesystem::create_directories(logDir);
-    const auto pod = CriClient::podConfig("bench", top + "/besteffort/pod-bench",
-                                          {{rtKey(kc::api::kRtRuntimeField), "10000"}, {rtKey(kc::api::kRtPeriodField), "100000"}},
-                                          logDir);
+    const auto pod = CriClient::podConfig(
+        "bench", top + "/besteffort/pod-bench",
+        {{rtKey(kc::api::kRtRuntimeField), "10000"}, {rtKey(kc::api::kRtPeriodField), "100000"}},
+        logDir);
     const auto plainPod = CriClient::podConfig("plain", top + "/besteffort/pod-plain", {}, logDir);
     std::string sandbox, plainSandbox, ctr;
     check(via.runPod(pod, sandbox), "RunPodSandbox");
@@ -100,25 +105,29 @@ int main(int argc, char** argv) {
       std::function<void(CriClient&)> call;
     };
     const std::vector<Kind> kinds{
-        {"Version", [](CriClient& c) {
+        {"Version",
+         [](CriClient& c) {
            grpc::ClientContext ctx;
            cri::VersionResponse r;
            check(c.stub().Version(&ctx, {}, &r), "Version");
          }},
-        {"ContainerStatus", [&](CriClient& c) {
+        {"ContainerStatus",
+         [&](CriClient& c) {
            grpc::ClientContext ctx;
            cri::ContainerStatusRequest q;
            q.set_container_id(ctr);
            cri::ContainerStatusResponse r;
            check(c.stub().ContainerStatus(&ctx, q, &r), "ContainerStatus");
          }},
-        {"ListContainers", [](CriClient& c) {
+        {"ListContainers",
+         [](CriClient& c) {
            grpc::ClientContext ctx;
            cri::ListContainersResponse r;
            check(c.stub().ListContainers(&ctx, {}, &r), "ListContainers");
          }},
     };
-    std::cout << fmt::format("bench_rt: {} calls per kind and path, alternating direct / through the shim\n", calls);
+    std::cout << fmt::format(
+        "bench_rt: {} calls per kind and path, alternating direct / through the shim\n", calls);
     std::vector<double> addedAllDirect, addedAllShim;
     for (const auto& k : kinds) {
       std::vector<double> d, s;
@@ -132,9 +141,11 @@ int main(int argc, char** argv) {
       }
       addedAllDirect.insert(addedAllDirect.end(), d.begin(), d.end());
       addedAllShim.insert(addedAllShim.end(), s.begin(), s.end());
-      std::cout << fmt::format("  {:<16} direct p50 {:>7.3f} p99 {:>7.3f} ms   shim p50 {:>7.3f} p99 {:>7.3f} ms   added p50 {:>6.3f} p99 {:>6.3f} ms\n",
-                               k.name, pct(d, 0.5), pct(d, 0.99), pct(s, 0.5), pct(s, 0.99),
-                               pct(s, 0.5) - pct(d, 0.5), pct(s, 0.99) - pct(d, 0.99));
+      std::cout << fmt::format(
+          "  {:<16} direct p50 {:>7.3f} p99 {:>7.3f} ms   shim p50 {:>7.3f} p99 {:>7.3f} ms   "
+          "added p50 {:>6.3f} p99 {:>6.3f} ms\n",
+          k.name, pct(d, 0.5), pct(d, 0.99), pct(s, 0.5), pct(s, 0.99), pct(s, 0.5) - pct(d, 0.5),
+          pct(s, 0.99) - pct(d, 0.99));
     }
     // The calls the shim acts on: an RT container's lifecycle through the shim (placement,
     // cpuset, pre-created cgroup with its budget, release) vs a plain one straight to containerd.
@@ -142,7 +153,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < lifecycles; ++i) {
       ld.push_back(timeMs([&] {
         std::string id;
-        check(direct.createContainer(plainSandbox, plainPod, "c", id, static_cast<unsigned>(i + 1)), "create");
+        check(direct.createContainer(plainSandbox, plainPod, "c", id, static_cast<unsigned>(i + 1)),
+              "create");
         check(direct.start(id), "start");
         check(direct.stopRemoveContainer(id), "stop/remove");
       }));
@@ -153,12 +165,15 @@ int main(int argc, char** argv) {
         check(via.stopRemoveContainer(id), "stop/remove");
       }));
     }
-    std::cout << fmt::format("  {:<16} direct p50 {:>7.2f} ms (plain)   shim p50 {:>7.2f} ms (RT: placement, cgroup budget, release)   added p50 {:>6.2f} ms  ({} each)\n",
-                             "4-call lifecycle", pct(ld, 0.5), pct(ls, 0.5), pct(ls, 0.5) - pct(ld, 0.5), lifecycles);
+    std::cout << fmt::format(
+        "  {:<16} direct p50 {:>7.2f} ms (plain)   shim p50 {:>7.2f} ms (RT: placement, cgroup "
+        "budget, release)   added p50 {:>6.2f} ms  ({} each)\n",
+        "4-call lifecycle", pct(ld, 0.5), pct(ls, 0.5), pct(ls, 0.5) - pct(ld, 0.5), lifecycles);
     const double a50 = pct(addedAllShim, 0.5) - pct(addedAllDirect, 0.5);
     const double a99 = pct(addedAllShim, 0.99) - pct(addedAllDirect, 0.99);
-    std::cout << fmt::format("  all pass-through calls: added p50 {:.3f} ms, p99 {:.3f} ms; goal < 1 ms: {}\n", a50, a99,
-                             a99 < 1.0 ? "met" : "NOT met");
+    std::cout << fmt::format(
+        "  all pass-through calls: added p50 {:.3f} ms, p99 {:.3f} ms; goal < 1 ms: {}\n", a50, a99,
+        a99 < 1.0 ? "met" : "NOT met");
     out = {{"shim_added_p50_ms", a50},
            {"shim_added_p99_ms", a99},
            {"calls_per_kind", calls},

@@ -30,21 +30,21 @@
 // pods decided per second (keys easy_pass_ms_5000_nodes, easy_decisions_per_s_5000_nodes, ...),
 // and the easy pass again at 1,000 nodes, so a per-pod cost that grows with the cluster shows.
 
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
-#include <unistd.h>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include "libcore/api/names.hpp"
 #include "libcore/kube/client.hpp"
@@ -69,7 +69,9 @@ constexpr int kNodesPerPool = 100;
 constexpr int kGpusPerNode = 4;
 constexpr double kAnchorPodsPerS = 680;
 
-[[noreturn]] void die(const std::string& what) { throw std::runtime_error(what); }
+[[noreturn]] void die(const std::string& what) {
+  throw std::runtime_error(what);
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) {
@@ -80,13 +82,18 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-std::string nodeName(int i) { return fmt::format("node-{:04d}", i); }
+std::string nodeName(int i) {
+  return fmt::format("node-{:04d}", i);
+}
 
 json node(int i) {
-  json alloc = {{"cpu", "64"}, {"memory", "256Gi"}, {"pods", "110"},
+  json alloc = {{"cpu", "64"},
+                {"memory", "256Gi"},
+                {"pods", "110"},
                 {kc::api::kGpuResource, std::to_string(kGpusPerNode)}};
-  return {{"metadata", {{"name", nodeName(i)}, {"labels", {{"kubernetes.io/hostname", nodeName(i)}}}}},
-          {"status", {{"allocatable", alloc}, {"capacity", alloc}}}};
+  return {
+      {"metadata", {{"name", nodeName(i)}, {"labels", {{"kubernetes.io/hostname", nodeName(i)}}}}},
+      {"status", {{"allocatable", alloc}, {"capacity", alloc}}}};
 }
 
 json pool(int p) {
@@ -96,24 +103,34 @@ json pool(int p) {
     nodes.push_back({{"name", nodeName(i)}, {"hostPort", std::to_string(i % kNodesPerPool + 1)}});
     for (int g = 0; g < kGpusPerNode; ++g) {
       const std::string id = fmt::format("c{}.{}", p, (i % kNodesPerPool) * kGpusPerNode + g);
-      gpus.push_back({{"id", id}, {"uuid", "GPU-" + id}, {"chassis", fmt::format("c{}", p)},
-                      {"node", nodeName(i)}, {"health", "Healthy"}, {"draining", false}});
+      gpus.push_back({{"id", id},
+                      {"uuid", "GPU-" + id},
+                      {"chassis", fmt::format("c{}", p)},
+                      {"node", nodeName(i)},
+                      {"health", "Healthy"},
+                      {"draining", false}});
     }
   }
-  return {{"apiVersion", kc::api::kGpuPoolApiVersion},
-          {"kind", "GPUPool"},
-          {"metadata", {{"name", fmt::format("pool-{:02d}", p)}}},
-          {"spec", {{"chassis", {{{"name", fmt::format("c{}", p)}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
-                    {"nodes", nodes}}},
-          {"status", {{"gpus", gpus}}}};
+  return {
+      {"apiVersion", kc::api::kGpuPoolApiVersion},
+      {"kind", "GPUPool"},
+      {"metadata", {{"name", fmt::format("pool-{:02d}", p)}}},
+      {"spec",
+       {{"chassis",
+         {{{"name", fmt::format("c{}", p)}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
+        {"nodes", nodes}}},
+      {"status", {{"gpus", gpus}}}};
 }
 
 json pod(int i) {
   json res = {{"cpu", "100m"}, {"memory", "128Mi"}, {kc::api::kGpuResource, "1"}};
   return {{"metadata", {{"name", fmt::format("pod-{:05d}", i)}, {"namespace", "bench"}}},
-          {"spec", {{"schedulerName", "kubecomp-sched"},
-                    {"containers", {{{"name", "main"}, {"image", "registry.local/train:1"},
-                                     {"resources", {{"requests", res}, {"limits", res}}}}}}}}};
+          {"spec",
+           {{"schedulerName", "kubecomp-sched"},
+            {"containers",
+             {{{"name", "main"},
+               {"image", "registry.local/train:1"},
+               {"resources", {{"requests", res}, {"limits", res}}}}}}}}};
 }
 
 // Runs f(i) for i in [0, n) on `threads` threads.
@@ -207,7 +224,8 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "3,000 pods instead of 10,000 (finishes well under a minute)");
   app.add_option("--pods", pods, "pods to schedule (default 10,000; 3,000 with --quick)");
   app.add_option("--writers", writers, "threads creating pods")->capture_default_str();
-  app.add_option("--bind-workers", bindWorkers, "the scheduler's --bind-workers")->capture_default_str();
+  app.add_option("--bind-workers", bindWorkers, "the scheduler's --bind-workers")
+      ->capture_default_str();
   app.add_option("--sched", schedExe, "kubecomp-sched binary")->capture_default_str();
   int paced = 0;
   double pacedRate = 1000;
@@ -219,13 +237,15 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 60));
   int queuePasses = 0;
   int queueWaiting = 300;
-  app.add_option("--queue-passes", queuePasses, "measured passes per queue policy (default 9; 3 with --quick)")
+  app.add_option("--queue-passes", queuePasses,
+                 "measured passes per queue policy (default 9; 3 with --quick)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--queue-waiting", queueWaiting, "pods waiting behind the head in the queue pass")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   bool queueOnly = false;
-  app.add_flag("--queue-only", queueOnly, "measure the queue pass only (no processes; prints its JSON keys)");
+  app.add_flag("--queue-only", queueOnly,
+               "measure the queue pass only (no processes; prints its JSON keys)");
   CLI11_PARSE(app, argc, argv);
   if (queuePasses == 0) {
     queuePasses = quick ? 3 : 9;
@@ -254,10 +274,12 @@ int main(int argc, char** argv) {
       big.addTo(queueOut);
       sc.nodes = 1'000;
       const auto small = kc::bench::measureQueuePasses(sc);
-      std::cout << fmt::format("  easy-backfill at {} nodes: {:.2f} ms a pass, {:.3f} ms per pod tested ({} tested)\n",
-                               sc.nodes, small.easy.passMs, small.easy.msPerTested(), small.easy.tested);
+      std::cout << fmt::format(
+          "  easy-backfill at {} nodes: {:.2f} ms a pass, {:.3f} ms per pod tested ({} tested)\n",
+          sc.nodes, small.easy.passMs, small.easy.msPerTested(), small.easy.tested);
       queueOut["easy_pass_ms_1000_nodes"] = std::round(small.easy.passMs * 1000) / 1000;
-      queueOut["easy_ms_per_tested_1000_nodes"] = std::round(small.easy.msPerTested() * 1000) / 1000;
+      queueOut["easy_ms_per_tested_1000_nodes"] =
+          std::round(small.easy.msPerTested() * 1000) / 1000;
       std::cout.flush();
     }
     if (queueOnly) {
@@ -275,9 +297,12 @@ int main(int argc, char** argv) {
         die(client.error().message);
       }
       auto& c = **client;
-      kc::testing::installCrd(c, kc::testing::loadYamlFile(KC_SOURCE_DIR "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
+      kc::testing::installCrd(
+          c, kc::testing::loadYamlFile(KC_SOURCE_DIR
+                                       "/charts/kubecomp/crds/gpupools.kubecomp.io.yaml"));
       for (const char* ns : {"bench", "kube-system"}) {
-        if (auto r = c.create(kc::kube::gvr::namespaces(), "", {{"metadata", {{"name", ns}}}}); !r && !r.error().isAlreadyExists()) {
+        if (auto r = c.create(kc::kube::gvr::namespaces(), "", {{"metadata", {{"name", ns}}}});
+            !r && !r.error().isAlreadyExists()) {
           die(r.error().message);
         }
       }
@@ -300,16 +325,20 @@ int main(int argc, char** argv) {
           die("pool status: " + r.error().message);
         }
       });
-      std::cout << fmt::format("setup: {} nodes, {} GPUPools, {} GPUs in {:.1f} s\n", kNodes, kNodes / kNodesPerPool,
-                               kNodes * kGpusPerNode, std::chrono::duration<double>(Clock::now() - setup0).count());
+      std::cout << fmt::format("setup: {} nodes, {} GPUPools, {} GPUs in {:.1f} s\n", kNodes,
+                               kNodes / kNodesPerPool, kNodes * kGpusPerNode,
+                               std::chrono::duration<double>(Clock::now() - setup0).count());
 
       // The scheduler, as deployed (leader election on).
-      kc::testing::ChildProcess sched({schedExe, "--kubeconfig", api.kubeconfigPath(), "--port", "0", "--port-file",
-                                       dir.file("port"), "--kube-api-qps", "0", "--bind-workers",
-                                       std::to_string(bindWorkers), "--log-level", "warn"});
-      sched.waitUntil([&] { return kc::testing::readPortFile(dir.file("port")).has_value(); }, 30s, "port file");
+      kc::testing::ChildProcess sched({schedExe, "--kubeconfig", api.kubeconfigPath(), "--port",
+                                       "0", "--port-file", dir.file("port"), "--kube-api-qps", "0",
+                                       "--bind-workers", std::to_string(bindWorkers), "--log-level",
+                                       "warn"});
+      sched.waitUntil([&] { return kc::testing::readPortFile(dir.file("port")).has_value(); }, 30s,
+                      "port file");
       kc::net::ClientOptions ho;
-      ho.baseUrl = "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(dir.file("port")));
+      ho.baseUrl =
+          "http://127.0.0.1:" + std::to_string(*kc::testing::readPortFile(dir.file("port")));
       auto http = kc::net::HttpClient::create(ho);
       if (!http) {
         die(http.error().message);
@@ -318,7 +347,8 @@ int main(int argc, char** argv) {
         auto r = (*http)->request("GET", "/metrics");
         return r ? r->body : std::string();
       };
-      sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_leader") == 1.0; }, 60s, "leadership");
+      sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_leader") == 1.0; }, 60s,
+                      "leadership");
       const auto [rssEmpty, hwmEmpty] = rssMib(sched.pid());
       (void)hwmEmpty;
 
@@ -338,21 +368,23 @@ int main(int argc, char** argv) {
         kc::kube::ListOptions lo;
         lo.resourceVersion = list->resourceVersion;
         lo.timeoutSeconds = 600;
-        auto ended = c.watch(kc::kube::gvr::pods(), "bench", lo,
-                [&](kc::kube::WatchEvent&& ev) {
-                  const auto now = Clock::now();
-                  const auto& spec = ev.object["spec"];
-                  if (ev.type == "MODIFIED" && spec.contains("nodeName") && spec["nodeName"].is_string()) {
-                    const std::string name = ev.object["metadata"]["name"];
-                    const int i = std::stoi(name.substr(4));
-                    if (bound[static_cast<std::size_t>(i)] == Clock::time_point{}) {
-                      bound[static_cast<std::size_t>(i)] = now;
-                      ++boundCount;
-                    }
-                  }
-                  return boundCount.load() < total;
-                },
-                &cancel);
+        auto ended = c.watch(
+            kc::kube::gvr::pods(), "bench", lo,
+            [&](kc::kube::WatchEvent&& ev) {
+              const auto now = Clock::now();
+              const auto& spec = ev.object["spec"];
+              if (ev.type == "MODIFIED" && spec.contains("nodeName") &&
+                  spec["nodeName"].is_string()) {
+                const std::string name = ev.object["metadata"]["name"];
+                const int i = std::stoi(name.substr(4));
+                if (bound[static_cast<std::size_t>(i)] == Clock::time_point{}) {
+                  bound[static_cast<std::size_t>(i)] = now;
+                  ++boundCount;
+                }
+              }
+              return boundCount.load() < total;
+            },
+            &cancel);
         if (!ended && !cancel.cancelled()) {
           std::cerr << "watch ended: " << ended.error().message << "\n";
         }
@@ -365,7 +397,8 @@ int main(int argc, char** argv) {
         if (boundCount.load() < n) {
           cancel.cancel();
           watcher.join();
-          die(fmt::format("{}: only {} of {} pods bound within the limit", phase, boundCount.load(), n));
+          die(fmt::format("{}: only {} of {} pods bound within the limit", phase, boundCount.load(),
+                          n));
         }
       };
       auto create = [&](int i) {
@@ -387,7 +420,8 @@ int main(int argc, char** argv) {
         }
       });
       const double createS =
-          std::chrono::duration<double>(Clock::time_point(Clock::duration(lastCreated.load())) - t0).count();
+          std::chrono::duration<double>(Clock::time_point(Clock::duration(lastCreated.load())) - t0)
+              .count();
       waitBound(pods, "burst");
       const auto last = *std::max_element(bound.begin(), bound.begin() + pods);
       const double e2eS = std::chrono::duration<double>(last - t0).count();
@@ -399,8 +433,9 @@ int main(int argc, char** argv) {
       // The burst's Events are still being written (one recorder thread; Events are for people and
       // may lag): the paced phase starts once they are, so it measures scheduling alone.
       const auto drain0 = Clock::now();
-      sched.waitUntil([&] { return metricValue(metrics(), "kubecomp_sched_events_pending") == 0.0; }, 120s,
-                      "events written");
+      sched.waitUntil(
+          [&] { return metricValue(metrics(), "kubecomp_sched_events_pending") == 0.0; }, 120s,
+          "events written");
       const double eventDrainS = std::chrono::duration<double>(Clock::now() - drain0).count();
       // Paced: 4 threads, each on its own schedule, together pacedRate pods/s.
       {
@@ -409,7 +444,8 @@ int main(int argc, char** argv) {
         for (int t = 0; t < 4; ++t) {
           ts.emplace_back([&, t] {
             for (int k = t; k < paced; k += 4) {
-              std::this_thread::sleep_until(p0 + std::chrono::microseconds(static_cast<std::int64_t>(k * 1e6 / pacedRate)));
+              std::this_thread::sleep_until(
+                  p0 + std::chrono::microseconds(static_cast<std::int64_t>(k * 1e6 / pacedRate)));
               create(pods + k);
             }
           });
@@ -423,8 +459,8 @@ int main(int argc, char** argv) {
       auto latencies = [&](int from, int to) {
         std::vector<double> ms;
         for (int i = from; i < to; ++i) {
-          ms.push_back(std::chrono::duration<double, std::milli>(bound[static_cast<std::size_t>(i)] -
-                                                                 sent[static_cast<std::size_t>(i)])
+          ms.push_back(std::chrono::duration<double, std::milli>(
+                           bound[static_cast<std::size_t>(i)] - sent[static_cast<std::size_t>(i)])
                            .count());
         }
         return ms;
@@ -440,48 +476,58 @@ int main(int argc, char** argv) {
       const double createRate = pods / createS;
       const double kibPerPod = (rss - rssEmpty) * 1024.0 / total;
 
-      std::cout << fmt::format("kubecomp-sched at {} nodes, {} pods in a burst + {} paced ({}):\n", kNodes, pods, paced,
-                               quick ? "quick" : "full");
-      std::cout << fmt::format("  bound end to end       {:8.0f} pods/s  (anchor: kube-scheduler scheduler_perf {:.0f} "
-                               "pods/s at 5,000 nodes, different machine; goal >= 2,000)\n",
-                               podsPerS, kAnchorPodsPerS);
-      std::cout << fmt::format("  decision only          {:8.0f} pods/s  ({:.0f} placePod calls, {:.3f} ms each)\n",
-                               decisionRate, decisions, decisionS * 1000 / decisions);
-      std::cout << fmt::format("  double's pod creates   {:8.0f} pods/s  ({} writers)\n", createRate, writers);
-      std::cout << fmt::format("  CPU during the burst   scheduler {:.2f} ms per pod ({:.2f} cores), machine {:.2f} of "
-                               "{:.0f} cores busy (double, bench and scheduler share them)\n",
-                               schedCpu * 1000 / pods, schedCpu / e2eS, machineCores, cores);
-      std::cout << fmt::format("  latency, paced {:.0f}/s  p50 {:.1f} ms, p99 {:.1f} ms (create sent -> binding seen)\n",
-                               pacedRate, percentile(pacedMs, 0.50), percentile(pacedMs, 0.99));
-      std::cout << fmt::format("  Events after the burst {:.1f} s until every Scheduled event was written\n", eventDrainS);
-      std::cout << fmt::format("  latency, burst         p50 {:.1f} ms, p99 {:.1f} ms (mostly the queue: pods arrive "
-                               "{:.1f}x faster than they are bound)\n",
-                               percentile(burstMs, 0.50), percentile(burstMs, 0.99), createRate / podsPerS);
-      std::cout << fmt::format("  scheduler RSS          {:.1f} MiB (peak {:.1f}; {:.1f} MiB with nodes and pools only; "
-                               "{:.2f} KiB per cached pod; goal < 200 MiB)\n",
-                               rss, hwm, rssEmpty, kibPerPod);
+      std::cout << fmt::format("kubecomp-sched at {} nodes, {} pods in a burst + {} paced ({}):\n",
+                               kNodes, pods, paced, quick ? "quick" : "full");
+      std::cout << fmt::format(
+          "  bound end to end       {:8.0f} pods/s  (anchor: kube-scheduler scheduler_perf {:.0f} "
+          "pods/s at 5,000 nodes, different machine; goal >= 2,000)\n",
+          podsPerS, kAnchorPodsPerS);
+      std::cout << fmt::format(
+          "  decision only          {:8.0f} pods/s  ({:.0f} placePod calls, {:.3f} ms each)\n",
+          decisionRate, decisions, decisionS * 1000 / decisions);
+      std::cout << fmt::format("  double's pod creates   {:8.0f} pods/s  ({} writers)\n",
+                               createRate, writers);
+      std::cout << fmt::format(
+          "  CPU during the burst   scheduler {:.2f} ms per pod ({:.2f} cores), machine {:.2f} of "
+          "{:.0f} cores busy (double, bench and scheduler share them)\n",
+          schedCpu * 1000 / pods, schedCpu / e2eS, machineCores, cores);
+      std::cout << fmt::format(
+          "  latency, paced {:.0f}/s  p50 {:.1f} ms, p99 {:.1f} ms (create sent -> binding seen)\n",
+          pacedRate, percentile(pacedMs, 0.50), percentile(pacedMs, 0.99));
+      std::cout << fmt::format(
+          "  Events after the burst {:.1f} s until every Scheduled event was written\n",
+          eventDrainS);
+      std::cout << fmt::format(
+          "  latency, burst         p50 {:.1f} ms, p99 {:.1f} ms (mostly the queue: pods arrive "
+          "{:.1f}x faster than they are bound)\n",
+          percentile(burstMs, 0.50), percentile(burstMs, 0.99), createRate / podsPerS);
+      std::cout << fmt::format(
+          "  scheduler RSS          {:.1f} MiB (peak {:.1f}; {:.1f} MiB with nodes and pools only; "
+          "{:.2f} KiB per cached pod; goal < 200 MiB)\n",
+          rss, hwm, rssEmpty, kibPerPod);
       sched.terminate(5s);
       auto r1 = [](double v) { return std::round(v * 10) / 10; };
       out = {{"pods_per_s_5000_nodes", std::round(podsPerS)},
-                  {"sched_p50_ms_5000_nodes", r1(percentile(pacedMs, 0.50))},
-                  {"sched_p99_ms_5000_nodes", r1(percentile(pacedMs, 0.99))},
-                  {"sched_burst_p50_ms_5000_nodes", r1(percentile(burstMs, 0.50))},
-                  {"sched_burst_p99_ms_5000_nodes", r1(percentile(burstMs, 0.99))},
-                  {"sched_rss_mib_5000_nodes", r1(hwm)},
-                  {"decision_pods_per_s_5000_nodes", std::round(decisionRate)},
-                  {"double_creates_per_s", std::round(createRate)},
-                  {"sched_cpu_ms_per_pod", std::round(schedCpu * 1000 / pods * 1000) / 1000},
-                  {"cache_kib_per_pod", std::round(kibPerPod * 100) / 100},
-                  {"event_drain_s", r1(eventDrainS)},
-                  {"pods", pods},
-                  {"paced_pods", paced},
-                  {"anchor_kube_scheduler_pods_per_s", kAnchorPodsPerS}};
+             {"sched_p50_ms_5000_nodes", r1(percentile(pacedMs, 0.50))},
+             {"sched_p99_ms_5000_nodes", r1(percentile(pacedMs, 0.99))},
+             {"sched_burst_p50_ms_5000_nodes", r1(percentile(burstMs, 0.50))},
+             {"sched_burst_p99_ms_5000_nodes", r1(percentile(burstMs, 0.99))},
+             {"sched_rss_mib_5000_nodes", r1(hwm)},
+             {"decision_pods_per_s_5000_nodes", std::round(decisionRate)},
+             {"double_creates_per_s", std::round(createRate)},
+             {"sched_cpu_ms_per_pod", std::round(schedCpu * 1000 / pods * 1000) / 1000},
+             {"cache_kib_per_pod", std::round(kibPerPod * 100) / 100},
+             {"event_drain_s", r1(eventDrainS)},
+             {"pods", pods},
+             {"paced_pods", paced},
+             {"anchor_kube_scheduler_pods_per_s", kAnchorPodsPerS}};
     }
     // The same run's second figure, after the 5,000-node double and its scheduler are gone: one
     // 1-GPU reconfiguration end to end (the measurement bench_reconfig runs on its own).
-    std::cout << fmt::format("1-GPU reconfiguration at fabric latency 0, {} pods, one move each, stand-in status "
-                             "sync {}:\n",
-                             reconfigPods, kc::bench::kReconfigStatusSync);
+    std::cout << fmt::format(
+        "1-GPU reconfiguration at fabric latency 0, {} pods, one move each, stand-in status "
+        "sync {}:\n",
+        reconfigPods, kc::bench::kReconfigStatusSync);
     std::cout.flush();  // before the cluster's children write to the same stdout
     const auto rc = [&] {
       try {

@@ -1,11 +1,11 @@
 #include "tools/bench/sched/queue_pass_bench.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
-
-#include <fmt/core.h>
 
 #include "libcore/alloc/backfill.hpp"
 #include "libcore/alloc/policy_registry.hpp"
@@ -20,9 +20,11 @@ namespace alloc = kc::alloc;
 constexpr std::uint32_t kNodesPerPool = 100;
 constexpr std::uint32_t kGpusPerNode = 4;
 constexpr std::int64_t kNow = 1'000'000'000;  // ms
-constexpr std::int64_t kMoveMs = 19'500;       // the simulator's default move time
+constexpr std::int64_t kMoveMs = 19'500;      // the simulator's default move time
 
-[[noreturn]] void fail(const std::string& what) { throw std::runtime_error("queue pass bench: " + what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error("queue pass bench: " + what);
+}
 
 template <typename T>
 T check(Result<T> r, const char* what) {
@@ -63,7 +65,8 @@ class BenchHost : public alloc::QueueHost {
       }
       return placed.error();
     }
-    running.push_back(alloc::RunningPod{placed->node, queue[i].pod, placed->gpus, placed->start + queue[i].duration});
+    running.push_back(alloc::RunningPod{placed->node, queue[i].pod, placed->gpus,
+                                        placed->start + queue[i].duration});
     ++started;
     return true;
   }
@@ -73,8 +76,8 @@ std::string gpuUuid(std::uint64_t i) {
   alloc::SplitMix64 h(i);
   const std::uint64_t a = h.next();
   const std::uint64_t b = h.next();
-  return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xffff,
-                     b >> 48, b & 0xffffffffffffULL);
+  return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
+                     a & 0xffff, b >> 48, b & 0xffffffffffffULL);
 }
 
 // Every node full but for at most one free GPU; 2-6 free GPUs a pool, so the head (8 GPUs)
@@ -86,19 +89,22 @@ BenchHost buildScenario(const QueuePassScenario& sc, std::uint64_t& freeGpus) {
   BenchHost host;
   alloc::SplitMix64 rng(sc.seed);
   auto below = [&](std::uint64_t n) { return rng.next() % n; };
-  host.rules = alloc::PlacementRules{alloc::Composability::Composable, check(alloc::findNodePolicy("eq1"), "policy"),
-                                     check(alloc::findGpuPolicy("unattached-first"), "policy"), kMoveMs};
+  host.rules = alloc::PlacementRules{
+      alloc::Composability::Composable, check(alloc::findNodePolicy("eq1"), "policy"),
+      check(alloc::findGpuPolicy("unattached-first"), "policy"), kMoveMs};
   const std::uint32_t pools = sc.nodes / kNodesPerPool;
   for (std::uint32_t p = 0; p < pools; ++p) {
     check(host.state.addPool(fmt::format("pool-{:02d}", p)), "pool");
   }
   for (std::uint32_t n = 0; n < sc.nodes; ++n) {
     const alloc::PoolIndex p = n / kNodesPerPool;
-    check(host.state.addNode(alloc::NodeSpec{fmt::format("node-{:04d}", n), p, 64'000, 262'144}), "node");
+    check(host.state.addNode(alloc::NodeSpec{fmt::format("node-{:04d}", n), p, 64'000, 262'144}),
+          "node");
     for (std::uint32_t g = 0; g < kGpusPerNode; ++g) {
       const std::uint64_t k = std::uint64_t{n} * kGpusPerNode + g;
-      check(host.state.addGpu(alloc::GpuSpec{fmt::format("c{}.{}", p, k % (kNodesPerPool * kGpusPerNode)),
-                                             gpuUuid(k), "", p, n, false, true, false}),
+      check(host.state.addGpu(
+                alloc::GpuSpec{fmt::format("c{}.{}", p, k % (kNodesPerPool * kGpusPerNode)),
+                               gpuUuid(k), "", p, n, false, true, false}),
             "gpu");
     }
   }
@@ -122,7 +128,8 @@ BenchHost buildScenario(const QueuePassScenario& sc, std::uint64_t& freeGpus) {
         size /= 2;
       }
       alloc::PodRequest pod{size * (4'000 + below(4'001)), size * (16'384 + below(16'385)), size};
-      alloc::RunningPod run{n, pod, {}, kNow + 60'000 + static_cast<std::int64_t>(below(4 * 3'600'000))};
+      alloc::RunningPod run{
+          n, pod, {}, kNow + 60'000 + static_cast<std::int64_t>(below(4 * 3'600'000))};
       for (alloc::GpuIndex g : host.state.nodeGpus(n)) {
         if (run.gpus.size() < size && host.state.gpu(g).free()) {
           run.gpus.push_back(g);
@@ -138,12 +145,14 @@ BenchHost buildScenario(const QueuePassScenario& sc, std::uint64_t& freeGpus) {
   }
   freeGpus = host.state.freeGpus();
   // The head, then the queue behind it: 1, 2, 4 and 8 GPUs (40/30/20/10 %), 5 min to 6 h.
-  host.queue.push_back(alloc::QueuedPod{0, alloc::PodRequest{32'000, 131'072, 8}, nullptr, 0, 3'600'000});
+  host.queue.push_back(
+      alloc::QueuedPod{0, alloc::PodRequest{32'000, 131'072, 8}, nullptr, 0, 3'600'000});
   for (std::uint32_t i = 1; i <= sc.waiting; ++i) {
     const std::uint64_t r = below(100);
     const std::uint32_t size = r < 40 ? 1 : r < 70 ? 2 : r < 90 ? 4 : 8;
-    host.queue.push_back(alloc::QueuedPod{i, alloc::PodRequest{size * (2'000 + below(6'001)), size * (8'192 + below(24'577)), size},
-                                          nullptr, 0, 300'000 + static_cast<std::int64_t>(below(6 * 3'600'000 - 300'000))});
+    host.queue.push_back(alloc::QueuedPod{
+        i, alloc::PodRequest{size * (2'000 + below(6'001)), size * (8'192 + below(24'577)), size},
+        nullptr, 0, 300'000 + static_cast<std::int64_t>(below(6 * 3'600'000 - 300'000))});
   }
   return host;
 }
@@ -191,7 +200,8 @@ QueuePassFigures measure(const BenchHost& base, int passes, Pass pass) {
   return out;
 }
 
-QueuePassFigures measurePlanning(const BenchHost& base, int passes, alloc::QueueDiscipline discipline) {
+QueuePassFigures measurePlanning(const BenchHost& base, int passes,
+                                 alloc::QueueDiscipline discipline) {
   return measure(base, passes, [&](BenchHost& host) {
     alloc::QueuePass pass(discipline);
     auto r = check(pass.run(host, host.rules, kNow), "queue pass");
@@ -217,13 +227,15 @@ QueuePassResults measureQueuePasses(const QueuePassScenario& scenario) {
 }
 
 void QueuePassResults::print(std::ostream& out) const {
-  out << fmt::format("queue pass at {} nodes ({} GPUs free, {} running pods with expected ends, head 8 GPUs "
-                     "not fitting now, {} pods behind it; median of {} passes, decision only):\n",
-                     scenario.nodes, freeGpus, running, scenario.waiting, scenario.passes);
+  out << fmt::format(
+      "queue pass at {} nodes ({} GPUs free, {} running pods with expected ends, head 8 GPUs "
+      "not fitting now, {} pods behind it; median of {} passes, decision only):\n",
+      scenario.nodes, freeGpus, running, scenario.waiting, scenario.passes);
   auto line = [&](const char* name, const QueuePassFigures& f, const char* what) {
-    out << fmt::format("  {:14} {:9.2f} ms a pass (min {:.2f}), {:4} {} ({:.3f} ms each), {:3} started, "
-                       "{:8.0f} pods decided/s\n",
-                       name, f.passMs, f.minPassMs, f.tested, what, f.msPerTested(), f.started, f.decisionsPerS());
+    out << fmt::format(
+        "  {:14} {:9.2f} ms a pass (min {:.2f}), {:4} {} ({:.3f} ms each), {:3} started, "
+        "{:8.0f} pods decided/s\n",
+        name, f.passMs, f.minPassMs, f.tested, what, f.msPerTested(), f.started, f.decisionsPerS());
   };
   line("backfill", backfill, "placements tried");
   line("easy-backfill", easy, "pods tested     ");
@@ -233,7 +245,8 @@ void QueuePassResults::print(std::ostream& out) const {
 void QueuePassResults::addTo(nlohmann::json& out) const {
   const std::string n = fmt::format("_{}_nodes", scenario.nodes);
   auto r3 = [](double v) { return std::round(v * 1000) / 1000; };
-  for (const auto& [prefix, f] : {std::pair{"backfill", &backfill}, std::pair{"easy", &easy}, std::pair{"slack", &slack}}) {
+  for (const auto& [prefix, f] :
+       {std::pair{"backfill", &backfill}, std::pair{"easy", &easy}, std::pair{"slack", &slack}}) {
     const std::string p = prefix;
     out[p + "_pass_ms" + n] = r3(f->passMs);
     out[p + "_ms_per_tested" + n] = r3(f->msPerTested());

@@ -5,9 +5,8 @@
 // queue and cluster. No processes: the pass's time is the scheduler's own work per pass.
 
 #include <cstdint>
-#include <ostream>
-
 #include <nlohmann/json.hpp>
+#include <ostream>
 
 namespace kc::bench {
 
@@ -22,11 +21,13 @@ struct QueuePassScenario {
 struct QueuePassFigures {
   double passMs = 0;
   double minPassMs = 0;
-  std::uint64_t tested = 0;      // backfill tests (easy/slack); placement attempts (backfill)
+  std::uint64_t tested = 0;  // backfill tests (easy/slack); placement attempts (backfill)
   std::uint64_t started = 0;
-  std::uint64_t waiting = 0;     // pods the pass decided on (the head included)
+  std::uint64_t waiting = 0;  // pods the pass decided on (the head included)
   double msPerTested() const { return tested == 0 ? 0 : passMs / static_cast<double>(tested); }
-  double decisionsPerS() const { return passMs <= 0 ? 0 : static_cast<double>(waiting) * 1000 / passMs; }
+  double decisionsPerS() const {
+    return passMs <= 0 ? 0 : static_cast<double>(waiting) * 1000 / passMs;
+  }
 };
 
 struct QueuePassResults {

@@ -267,16 +267,18 @@ int main(int argc, char** argv) {
     return std::make_pair(summarise(pods->trace, *r).waitS.mean, r->gpusMovedWhileWaiting);
   };
   const auto [baseWait, baseMoves] = alibabaRun(defaultSimConfig());
-  std::printf("alibaba x0.01, 4 pools: fcfs + none (BF+LD) mean wait %.1f s, %llu moves paid "
-              "while a pod waited\n",
-              baseWait, static_cast<unsigned long long>(baseMoves));
+  std::printf(
+      "alibaba x0.01, 4 pools: fcfs + none (BF+LD) mean wait %.1f s, %llu moves paid "
+      "while a pod waited\n",
+      baseWait, static_cast<unsigned long long>(baseMoves));
   std::uint64_t bestMoves = baseMoves;
   std::string bestName = "none qualifies";
   for (const NewPolicy& p : kNewPolicies) {
     const auto [wait, moves] = alibabaRun(policyConfig(p));
-    std::printf("alibaba x0.01, 4 pools: %s mean wait %.1f s, %llu moves paid while a pod "
-                "waited\n",
-                policyName(p).c_str(), wait, static_cast<unsigned long long>(moves));
+    std::printf(
+        "alibaba x0.01, 4 pools: %s mean wait %.1f s, %llu moves paid while a pod "
+        "waited\n",
+        policyName(p).c_str(), wait, static_cast<unsigned long long>(moves));
     if (wait <= baseWait && moves < bestMoves) {
       bestMoves = moves;
       bestName = policyName(p);

@@ -7,9 +7,9 @@
 // Last stdout line: {"speedup_vs_seed_50k":..,"speedup_vs_fair_50k":..,"sync_per_s":..,
 // "sync_p99_ms":..}; the fair ratio is against the faster of the two stateful baselines.
 
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -64,7 +64,7 @@ struct AllocRow {
 };
 
 AllocRow benchAllocation(std::size_t live, bool quick) {
-  kc::alloc::VniRangeOptions o;  // default range [1024, 65535), reserved 0/1/10
+  kc::alloc::VniRangeOptions o;        // default range [1024, 65535), reserved 0/1/10
   o.cooldown = kc::alloc::VniTime{0};  // the seed has none; see the cooldown row for ours with it
   auto range = kc::alloc::VniRange::create(o).value();
   const std::size_t ourSteps = quick ? 200'000 : 2'000'000;
@@ -76,13 +76,16 @@ AllocRow benchAllocation(std::size_t live, bool quick) {
   const double seedRate = churn(
       live, seedSteps, [&] { return seed.allocate().value(); },
       [&](Vni v) { (void)seed.release(v); });
-  // The stateful baselines serve the same range (the default reserved values 0, 1, 10 lie below it).
+  // The stateful baselines serve the same range (the default reserved values 0, 1, 10 lie below
+  // it).
   kc::bench::OrderedFreeSetVni freeSet(o.min, o.max);
   kc::bench::PersistentBitsetVni bitset(o.min, o.max);
   const double freeSetRate = churn(
-      live, ourSteps, [&] { return freeSet.allocate().value(); }, [&](Vni v) { (void)freeSet.release(v); });
+      live, ourSteps, [&] { return freeSet.allocate().value(); },
+      [&](Vni v) { (void)freeSet.release(v); });
   const double bitsetRate = churn(
-      live, ourSteps, [&] { return bitset.allocate().value(); }, [&](Vni v) { (void)bitset.release(v); });
+      live, ourSteps, [&] { return bitset.allocate().value(); },
+      [&](Vni v) { (void)bitset.release(v); });
   return AllocRow{live, ours, seedRate, freeSetRate, bitsetRate};
 }
 
@@ -200,7 +203,9 @@ HttpResult benchHttp(const std::string& dir, kc::vni::Durability durability, int
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"bench_vni: VNI allocator vs the seed algorithm and two stateful baselines, and durable HTTP /sync"};
+  CLI::App app{
+      "bench_vni: VNI allocator vs the seed algorithm and two stateful baselines, and durable HTTP "
+      "/sync"};
   bool quick = false;
   int clients = 32;
   std::string dir = (std::filesystem::temp_directory_path() / "bench_vni").string();
@@ -211,8 +216,9 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
-  std::printf("== VNI allocation: next-fit bitmap (ours) vs the seed (table rebuilt per acquire) and vs\n"
-              "   two stateful first-fit baselines (ordered free set; persistent bitset) ==\n");
+  std::printf(
+      "== VNI allocation: next-fit bitmap (ours) vs the seed (table rebuilt per acquire) and vs\n"
+      "   two stateful first-fit baselines (ordered free set; persistent bitset) ==\n");
   std::printf("range [1024, 65535), steady state: release one random live VNI + allocate one\n");
   std::printf("%7s %12s %12s %12s %12s %9s %9s\n", "live", "ours ops/s", "seed ops/s", "set ops/s",
               "bitset ops/s", "vs seed", "vs fair");
@@ -226,22 +232,21 @@ int main(int argc, char** argv) {
       speedup50k = speedup;
       fair50k = fair;
     }
-    std::printf("%7zu %12.0f %12.0f %12.0f %12.0f %8.0fx %8.2fx\n", row.live, row.oursPerSec, row.seedPerSec,
-                row.freeSetPerSec, row.bitsetPerSec, speedup, fair);
+    std::printf("%7zu %12.0f %12.0f %12.0f %12.0f %8.0fx %8.2fx\n", row.live, row.oursPerSec,
+                row.seedPerSec, row.freeSetPerSec, row.bitsetPerSec, speedup, fair);
   }
-  std::printf("(vs fair: against the faster of the set and the bitset; all four with no cooldown here)\n");
+  std::printf(
+      "(vs fair: against the faster of the set and the bitset; all four with no cooldown here)\n");
   std::printf("ours with 60 s cooldown at 50k live: %.0f ops/s\n", benchCooldownPath(quick));
 
   const int perClient = quick ? 300 : 2'000;
   std::printf("\n== HTTP POST /sync on loopback, %d keep-alive clients, %d requests each ==\n",
               clients, perClient);
   std::printf("%-44s %10s %9s %9s %7s\n", "case", "req/s", "p50 ms", "p99 ms", "errors");
-  const HttpResult durable =
-      benchHttp(dir, kc::vni::Durability::kFull, clients, perClient, false);
+  const HttpResult durable = benchHttp(dir, kc::vni::Durability::kFull, clients, perClient, false);
   std::printf("%-44s %10.0f %9.2f %9.2f %7zu\n", "new owners, synchronous=FULL (durable)",
               durable.perSec, durable.p50Ms, durable.p99Ms, durable.errors);
-  const HttpResult normal =
-      benchHttp(dir, kc::vni::Durability::kNormal, clients, perClient, false);
+  const HttpResult normal = benchHttp(dir, kc::vni::Durability::kNormal, clients, perClient, false);
   std::printf("%-44s %10.0f %9.2f %9.2f %7zu\n", "new owners, synchronous=NORMAL", normal.perSec,
               normal.p50Ms, normal.p99Ms, normal.errors);
   const HttpResult repeat = benchHttp(dir, kc::vni::Durability::kFull, clients, perClient, true);
@@ -250,8 +255,9 @@ int main(int argc, char** argv) {
   std::printf("goals: speedup >= 20x at 50k: %s; durable /sync >= 5000/s: %s\n",
               speedup50k >= 20 ? "met" : "NOT met", durable.perSec >= 5000 ? "met" : "NOT met");
 
-  std::printf("{\"speedup_vs_seed_50k\": %.1f, \"speedup_vs_fair_50k\": %.2f, \"sync_per_s\": %.0f, "
-              "\"sync_p99_ms\": %.2f}\n",
-              speedup50k, fair50k, durable.perSec, durable.p99Ms);
+  std::printf(
+      "{\"speedup_vs_seed_50k\": %.1f, \"speedup_vs_fair_50k\": %.2f, \"sync_per_s\": %.0f, "
+      "\"sync_p99_ms\": %.2f}\n",
+      speedup50k, fair50k, durable.perSec, durable.p99Ms);
   return durable.errors == 0 ? 0 : 1;
 }

@@ -8,10 +8,13 @@ namespace kc::bench {
 namespace {
 
 Error exhausted(Vni min, Vni max) {
-  return makeError("exhausted", "no free VNI in [" + std::to_string(min) + ", " + std::to_string(max) + ")");
+  return makeError("exhausted",
+                   "no free VNI in [" + std::to_string(min) + ", " + std::to_string(max) + ")");
 }
 
-Error notAllocated(Vni vni) { return makeError("not_allocated", "VNI " + std::to_string(vni) + " is not allocated"); }
+Error notAllocated(Vni vni) {
+  return makeError("not_allocated", "VNI " + std::to_string(vni) + " is not allocated");
+}
 
 }  // namespace
 

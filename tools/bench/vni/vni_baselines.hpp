@@ -54,7 +54,7 @@ class OrderedFreeSetVni {
   static constexpr const char* kName = "vni-ordered-free-set";
 
   OrderedFreeSetVni(Vni min, Vni max);
-  Result<Vni> allocate();  // "exhausted" when full
+  Result<Vni> allocate();   // "exhausted" when full
   Status release(Vni vni);  // "not_allocated" when free or outside the range
 
  private:
@@ -68,7 +68,7 @@ class PersistentBitsetVni {
   static constexpr const char* kName = "vni-persistent-bitset-first-fit";
 
   PersistentBitsetVni(Vni min, Vni max);
-  Result<Vni> allocate();  // "exhausted" when full
+  Result<Vni> allocate();   // "exhausted" when full
   Status release(Vni vni);  // "not_allocated" when free or outside the range
 
  private:

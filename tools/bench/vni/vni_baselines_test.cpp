@@ -1,11 +1,10 @@
 // The benchmark baselines keep the contract they are compared under: the lowest free value of
 // [min, max) first, immediate reuse, "exhausted" when full, "not_allocated" for a value not held.
-#include <catch2/catch.hpp>
+#include "tools/bench/vni/vni_baselines.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include "tools/bench/vni/vni_baselines.hpp"
 
 using kc::alloc::Vni;
 
@@ -33,9 +32,15 @@ void checkFirstFitContract() {
 }  // namespace
 
 TEST_CASE("VNI baselines: first fit, immediate reuse, exhaustion", "[vni][bench]") {
-  SECTION(kc::bench::SeedVniTable::kName) { checkFirstFitContract<kc::bench::SeedVniTable>(); }
-  SECTION(kc::bench::OrderedFreeSetVni::kName) { checkFirstFitContract<kc::bench::OrderedFreeSetVni>(); }
-  SECTION(kc::bench::PersistentBitsetVni::kName) { checkFirstFitContract<kc::bench::PersistentBitsetVni>(); }
+  SECTION(kc::bench::SeedVniTable::kName) {
+    checkFirstFitContract<kc::bench::SeedVniTable>();
+  }
+  SECTION(kc::bench::OrderedFreeSetVni::kName) {
+    checkFirstFitContract<kc::bench::OrderedFreeSetVni>();
+  }
+  SECTION(kc::bench::PersistentBitsetVni::kName) {
+    checkFirstFitContract<kc::bench::PersistentBitsetVni>();
+  }
 }
 
 TEST_CASE("VNI baselines: the bitset's partial last word and word boundaries", "[vni][bench]") {

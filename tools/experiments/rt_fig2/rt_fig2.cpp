@@ -9,17 +9,17 @@
 // deadlines, deadline-monotonic FIFO priorities 30, 20, 10 in the reservation case and
 // SCHED_OTHER in the standard one. Hogs: 2 busy-looping SCHED_OTHER processes on the same core.
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
-#include "libcore/cli/flags.hpp"
 #include "libcore/api/names.hpp"
+#include "libcore/cli/flags.hpp"
 #include "tests/services/rt-kubelet-shim/containerd_env.hpp"
 #include "tools/rtctl/rt_design.hpp"
 
@@ -39,13 +39,16 @@ void check(const grpc::Status& s, const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"rt_fig2: periodic tasks with an RT reservation vs a standard container, CPU hogs on the same core"};
+  CLI::App app{
+      "rt_fig2: periodic tasks with an RT reservation vs a standard container, CPU hogs on the "
+      "same core"};
   std::string out = "docs/results/rt_fig2.csv";
   double seconds = 6.0;
   std::uint64_t period = 5000;
   app.add_option("--out", out, "CSV of every job")->capture_default_str();
   app.add_option("--seconds", seconds, "length of each case")->capture_default_str();
-  app.add_option("--period-us", period, "reservation period given to rtctl's analysis")->capture_default_str();
+  app.add_option("--period-us", period, "reservation period given to rtctl's analysis")
+      ->capture_default_str();
   kc::cli::addVersionFlag(app, "rt_fig2");
   if (auto exit = kc::cli::parse(app, argc, argv)) {
     return *exit;
@@ -61,12 +64,13 @@ int main(int argc, char** argv) {
     std::cerr << "rt_fig2: rtctl analysis gave no single-core reservation\n";
     return 1;
   }
-  std::cout << fmt::format("rtctl: runtime {} us every {} us on {} core\n", design->runtimeUs, design->periodUs,
-                           design->cpus);
+  std::cout << fmt::format("rtctl: runtime {} us every {} us on {} core\n", design->runtimeUs,
+                           design->periodUs, design->cpus);
   kc::testing::TempDir work;
   const std::string top = "/kcfig2-rt-" + std::to_string(::getpid());
   const std::string img = work.file("img.tar");
-  if (kc::testing::run({"/usr/bin/python3", KC_MKIMAGE, img, kc::testing::kTestImage, "/usr/bin/busybox", KC_RTPROBE}) != 0) {
+  if (kc::testing::run({"/usr/bin/python3", KC_MKIMAGE, img, kc::testing::kTestImage,
+                        "/usr/bin/busybox", KC_RTPROBE}) != 0) {
     return 1;
   }
   std::ofstream csv(out);
@@ -74,8 +78,8 @@ int main(int argc, char** argv) {
   try {
     ContainerdEnv env(img, top);
     const std::string sock = work.file("shim.sock"), portFile = work.file("shim.port");
-    ChildProcess shim({KC_SHIM_EXE, "--socket", sock, "--runtime-endpoint", env.socket(), "--no-api", "--port", "0",
-                       "--port-file", portFile, "--log-level", "error"});
+    ChildProcess shim({KC_SHIM_EXE, "--socket", sock, "--runtime-endpoint", env.socket(),
+                       "--no-api", "--port", "0", "--port-file", portFile, "--log-level", "error"});
     shim.waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s, "shim");
     CriClient via(kc::grpcx::dialUnix(sock));
     const std::string logDir = work.file("logs");
@@ -89,8 +93,10 @@ int main(int argc, char** argv) {
                {prefix + std::string(kc::api::kRtPeriodField), std::to_string(design->periodUs)},
                {prefix + std::string(kc::api::kRtCpusField), "1"}};
       }
-      const auto pod = CriClient::podConfig("tasks-" + which, top + "/pod-tasks-" + which, ann, logDir);
-      const auto hogPod = CriClient::podConfig("hog-" + which, top + "/pod-hog-" + which, {}, logDir);
+      const auto pod =
+          CriClient::podConfig("tasks-" + which, top + "/pod-tasks-" + which, ann, logDir);
+      const auto hogPod =
+          CriClient::podConfig("hog-" + which, top + "/pod-hog-" + which, {}, logDir);
       std::string sb, hsb, ctr, hog;
       check(via.runPod(pod, sb), "RunPodSandbox");
       check(via.runPod(hogPod, hsb), "RunPodSandbox hog");
@@ -99,20 +105,23 @@ int main(int argc, char** argv) {
       check(via.createContainer(sb, pod, "tasks", ctr, 0, {}, rt ? "" : "0"), "CreateContainer");
       check(via.start(ctr), "StartContainer");
       const int hogSeconds = static_cast<int>(seconds) + 3;
-      check(via.createContainer(hsb, hogPod, "hog", hog, 0,
-                                {"/bin/sh", "-c",
-                                 fmt::format("for i in 1 2; do /rtprobe hog {} & done; wait", hogSeconds)},
-                                "0"),
+      check(via.createContainer(
+                hsb, hogPod, "hog", hog, 0,
+                {"/bin/sh", "-c",
+                 fmt::format("for i in 1 2; do /rtprobe hog {} & done; wait", hogSeconds)},
+                "0"),
             "CreateContainer hog");
       check(via.start(hog), "StartContainer hog");
       std::this_thread::sleep_for(300ms);
       std::string script;
       for (std::size_t i = 0; i < tasks.size(); ++i) {
         const auto n = static_cast<std::uint64_t>(seconds * 1e6 / static_cast<double>(tasks[i].t));
-        script += fmt::format("/rtprobe periodic {} {} {} {} & ", tasks[i].c, tasks[i].t, n, rt ? prios[i] : 0);
+        script += fmt::format("/rtprobe periodic {} {} {} {} & ", tasks[i].c, tasks[i].t, n,
+                              rt ? prios[i] : 0);
       }
       script += "wait";
-      const auto [rc, text] = via.exec(ctr, {"/bin/sh", "-c", script}, static_cast<int>(seconds) + 30);
+      const auto [rc, text] =
+          via.exec(ctr, {"/bin/sh", "-c", script}, static_cast<int>(seconds) + 30);
       if (rc != 0) {
         throw std::runtime_error("task set exited " + std::to_string(rc) + ": " + text);
       }
@@ -139,7 +148,8 @@ int main(int argc, char** argv) {
       for (const auto& [t, m] : misses) {
         total += m;
       }
-      std::cout << fmt::format("{:<12} {} jobs, deadline misses {} (per period:", which, jobs, total);
+      std::cout << fmt::format("{:<12} {} jobs, deadline misses {} (per period:", which, jobs,
+                               total);
       for (const auto& [t, m] : misses) {
         std::cout << fmt::format(" {} us: {}", t, m);
       }
