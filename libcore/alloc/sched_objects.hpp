@@ -23,7 +23,7 @@
 
 namespace kc::alloc {
 
-// The pooled-GPU extended resource (DESIGN.md section 3).
+// The pooled-GPU extended resource (docs/devplugin.md).
 using api::kGpuResource;
 
 // A pod's expected run time in whole seconds (a positive decimal integer), for the queue

@@ -48,7 +48,7 @@ inline kube::GroupVersionResource bridgeJobs() {
 
 // ---- Pooled GPUs
 
-// The extended resource of the device-plugin path (DESIGN.md section 3): pods ask for it in
+// The extended resource of the device-plugin path (docs/devplugin.md): pods ask for it in
 // resources.limits, kubelet advertises it as allocatable.
 inline constexpr std::string_view kGpuResource = "kubecomp.io/gpu";
 // The DRA driver name of the DRA path (docs/dra.md).

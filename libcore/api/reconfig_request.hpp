@@ -1,5 +1,5 @@
 #pragma once
-// The reconfiguration request (DESIGN.md section 3, docs/sched.md "Contract with reconfig-mgr"):
+// The reconfiguration request (docs/sched.md "Contract with reconfig-mgr"):
 // kubecomp-sched writes three annotations on a pod it reserved a node for, in one merge patch,
 // and removes them together; reconfig-mgr reads kubecomp.io/dst-node to move GPUs there, and a
 // kubecomp-sched replica that adopts the request after a restart or failover reads all three.

@@ -1,5 +1,7 @@
 #include "libcore/cli/flags.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -83,6 +85,96 @@ std::optional<int> parse(CLI::App& app, int argc, const char* const* argv, std::
 
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv) {
   return parse(app, argc, argv, std::cout, std::cerr);
+}
+
+using std::chrono::milliseconds;
+
+Result<milliseconds> parseDuration(std::string_view text) {
+  const auto bad = [&](std::string_view why) -> Result<milliseconds> {
+    return makeError(kc::errc::kInvalid, "duration '" + std::string(text) + "' " +
+                                             std::string(why) +
+                                             " (want e.g. 15s, 1500ms, 1m30s, or seconds)");
+  };
+  if (text.empty()) {
+    return bad("is empty");
+  }
+  double totalMs = 0;
+  std::string_view rest = text;
+  bool anyUnit = false;
+  while (!rest.empty()) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+    if (ec != std::errc() || !std::isfinite(value) || value < 0) {
+      return bad("is not a non-negative number");
+    }
+    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+    std::size_t unitLen = 0;
+    while (unitLen < rest.size() && rest[unitLen] >= 'a' && rest[unitLen] <= 'z') {
+      ++unitLen;
+    }
+    const std::string_view unit = rest.substr(0, unitLen);
+    rest.remove_prefix(unitLen);
+    if (unit.empty()) {
+      if (anyUnit || !rest.empty()) {
+        return bad("has a number without a unit");
+      }
+      totalMs += value * 1000;  // plain seconds
+      break;
+    }
+    anyUnit = true;
+    if (unit == "ms") {
+      totalMs += value;
+    } else if (unit == "s") {
+      totalMs += value * 1000;
+    } else if (unit == "m") {
+      totalMs += value * 60'000;
+    } else if (unit == "h") {
+      totalMs += value * 3'600'000;
+    } else {
+      return bad("has an unknown unit");
+    }
+  }
+  if (totalMs > 86'400'000.0) {
+    return bad("is over a day");
+  }
+  return milliseconds(static_cast<std::int64_t>(std::llround(totalMs)));
+}
+
+std::string formatDuration(milliseconds d) {
+  if (d.count() % 1000 == 0) {
+    return std::to_string(d.count() / 1000) + "s";
+  }
+  return std::to_string(d.count()) + "ms";
+}
+
+void addDeprecatedFlag(CLI::App& app, const std::string& oldName, const std::string& newName,
+                       std::function<void(const std::string&)> set, bool takesValue,
+                       std::ostream* warn) {
+  auto warnOnce = [oldName, newName, warn]() {
+    (warn != nullptr ? *warn : std::cerr)
+        << "flag " << oldName << " is deprecated and will be removed in the next release; use "
+        << newName << "\n";
+  };
+  const std::string help = "deprecated: use " + newName;
+  CLI::Option* opt = nullptr;
+  if (takesValue) {
+    opt = app.add_option_function<std::string>(
+        oldName,
+        [set, warnOnce](const std::string& v) {
+          warnOnce();
+          set(v);
+        },
+        help);
+  } else {
+    opt = app.add_flag_function(
+        oldName,
+        [set, warnOnce](std::int64_t) {
+          warnOnce();
+          set("");
+        },
+        help);
+  }
+  opt->group(std::string(kDeprecatedGroup));
 }
 
 }  // namespace kc::cli

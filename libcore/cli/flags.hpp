@@ -8,9 +8,14 @@
 // Environment-variable fallbacks are declared with envFlag so --help shows them as "(env NAME)".
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <optional>
+#include <string>
 #include <string_view>
+
+#include "libcore/base/result.hpp"
 
 namespace kc::cli {
 
@@ -33,5 +38,21 @@ std::optional<std::string> unknownFlag(const CLI::App& app, int argc, const char
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv, std::ostream& out,
                          std::ostream& err);
 std::optional<int> parse(CLI::App& app, int argc, const char* const* argv);  // std::cout, std::cerr
+
+// Help group of the old names.
+inline constexpr std::string_view kDeprecatedGroup = "Deprecated (removed in the next release)";
+
+// "15s", "1500ms", "1m30s", "2h", "0.5s", "15" (seconds). Error "invalid" otherwise (negative,
+// empty, an unknown unit, over a day).
+Result<std::chrono::milliseconds> parseDuration(std::string_view text);
+// 15000 ms -> "15s", 1500 ms -> "1500ms".
+std::string formatDuration(std::chrono::milliseconds d);
+
+// An old flag name kept for one release: it sets what `set` sets and writes
+// "flag OLD is deprecated and will be removed in the next release; use NEW" to `warn` when
+// given. A value-less old flag (a switch) has takesValue false and `set` gets "".
+void addDeprecatedFlag(CLI::App& app, const std::string& oldName, const std::string& newName,
+                       std::function<void(const std::string&)> set, bool takesValue = true,
+                       std::ostream* warn = nullptr);
 
 }  // namespace kc::cli

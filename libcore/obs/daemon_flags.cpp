@@ -25,6 +25,11 @@ CLI::Option* styled(CLI::Option* option, const DaemonFlagStyle& style, std::stri
 void addListenFlags(CLI::App& app, DaemonFlags& flags) {
   const DaemonFlagStyle& s = flags.style;
   styled(app.add_option(s.listenFlag, flags.listen, s.listenHelp), s, "LISTEN");
+  if (s.listenFlag == "--bind-address") {
+    // The daemons' name for it until this release.
+    cli::addDeprecatedFlag(app, "--listen", "--bind-address",
+                           [&flags](const std::string& v) { flags.listen = v; });
+  }
   styled(app.add_option(s.portFlag, flags.port, s.portHelp), s, "PORT");
 }
 

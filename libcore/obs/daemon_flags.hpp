@@ -29,7 +29,7 @@ namespace kc::obs {
 // only /livez /readyz /metrics; the hook servers (bridge-operator, vni-webhook) serve their API
 // on it too, and kubelet-standin keeps kubelet's flag names.
 struct DaemonFlagStyle {
-  std::string listenFlag = "--listen";
+  std::string listenFlag = "--bind-address";  // kube-scheduler's name; --listen is its old one
   std::string listenHelp = "bind address of /livez /readyz /metrics";
   std::string portFlag = "--port";
   std::string portHelp = "HTTP port of /livez /readyz /metrics (0 = ephemeral)";

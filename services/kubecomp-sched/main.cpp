@@ -1,198 +1,22 @@
 // kubecomp-sched: a secondary scheduler for pods with spec.schedulerName kubecomp-sched that
 // places them with the paper's Eq. 1 over GPU pools and asks reconfig-mgr for GPU moves through
-// pod annotations. Thin main: flags -> library -> run.
+// pod annotations. Thin main: command line (command_line.hpp) -> library -> run.
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
-#include "libcore/alloc/policy_registry.hpp"
-#include "libcore/alloc/queue_pass.hpp"
-#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
-#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
+#include "services/kubecomp-sched/command_line.hpp"
 #include "services/kubecomp-sched/scheduler.hpp"
 
-namespace {
-
-std::chrono::milliseconds seconds(double s) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000));
-}
-
-std::string defaultIdentity() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) {
-    host[0] = '\0';
-  }
-  return std::string(host) + "_" + std::to_string(getpid());
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  CLI::App app{
-      "kubecomp-sched: secondary scheduler for pods with spec.schedulerName kubecomp-sched.\n"
-      "Places them with kube-scheduler's filters and the paper's Eq. 1 over the GPU pools\n"
-      "(GPUPool status), binds through pods/binding, and when the chosen node lacks GPUs\n"
-      "reserves it and asks reconfig-mgr for them with the pod annotations\n"
-      "kubecomp.io/dst-node and kubecomp.io/demand (docs/sched.md)."};
-  kc::sched::SchedulerOptions o;
-  std::string kubeconfig;
-  std::string policy(kc::alloc::kDefaultNodePolicy);
-  std::string mode = "composable";
-  // The daemon's queue until now, which the testbed cross-check matched (docs/sched.md); the
-  // simulator's default, fcfs, models the paper's strict queue.
-  std::string queuePolicy(kc::alloc::GreedyBackfillQueuePolicy::kName);
-  double moveSeconds = 36;
-  double slackFactor = kc::alloc::kDefaultSlackFactor;
-  std::int64_t defaultRuntime = 300;
-  double reservationTimeout = 300;
-  double initialBackoff = 1;
-  double maxBackoff = 10;
-  bool leaderElect = true;
-  double leaseDuration = 15;
-  double renewDeadline = 10;
-  double retryPeriod = 2;
-  double qps = 50;
-  std::uint32_t burst = 100;
-  kc::obs::DaemonFlags daemon{.port = 10270};
-  o.lease.ns = "kube-system";
-  o.lease.name = "kubecomp-sched";
-  o.lease.identity = defaultIdentity();
-
-  app.add_option("--kubeconfig", kubeconfig,
-                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
-  app.add_option("--node-policy", policy,
-                 "node scoring policy from the policy registry (eq1, best-fit, least-demand, none)")
-      ->capture_default_str();
-  app.add_option(
-         "--mode", mode,
-         "composable: a node short of GPUs is reserved and reconfig-mgr asked to move them; "
-         "preconfigured: GPUs never move, a pod goes only where its GPUs are attached now "
-         "(the fixed settings of the paper's Fig. 8)")
-      ->check(CLI::IsMember({"composable", "preconfigured"}))
-      ->capture_default_str();
-  app.add_option(
-         "--queue-policy", queuePolicy,
-         "queue policy from the policy registry: backfill (an unschedulable pod backs off, "
-         "later pods are tried), fcfs (strict: a waiting head blocks every later pod), "
-         "easy-backfill (the head gets a reservation; later pods start only if they do not "
-         "delay it), slack-backfill (as easy-backfill, the head may slip by up to its own run "
-         "time)")
-      ->capture_default_str();
-  app.add_option(
-         "--move-seconds", moveSeconds,
-         "easy-/slack-backfill: estimated time reconfig-mgr takes to move one GPU (measured on "
-         "the testbed: 36 s, docs/demo.md)")
-      ->check(CLI::Range(0.0, 3600.0))
-      ->capture_default_str();
-  auto* slackOpt =
-      app.add_option("--slack-factor", slackFactor,
-                     "slack-backfill only: a later pod may delay the queue head by up to this many "
-                     "times the head's own run time (1: the textbook bound; docs/results.md)")
-          ->capture_default_str();
-  app.add_option("--default-runtime-seconds", defaultRuntime,
-                 "easy-/slack-backfill: expected run time of a pod without the annotation "
-                 "kubecomp.io/expected-runtime-seconds or spec.activeDeadlineSeconds")
-      ->check(CLI::Range(std::int64_t{1}, kc::alloc::kMaxExpectedRuntimeSeconds))
-      ->capture_default_str();
-  app.add_option("--reservation-timeout-seconds", reservationTimeout,
-                 "how long a reserved node may take to show the GPUs before the request is "
-                 "dropped and the pod scheduled again")
-      ->check(CLI::Range(1.0, 86400.0))
-      ->capture_default_str();
-  app.add_option("--initial-backoff-seconds", initialBackoff,
-                 "first retry delay of an unschedulable pod (doubles per attempt)")
-      ->check(CLI::Range(0.01, 600.0))
-      ->capture_default_str();
-  app.add_option("--max-backoff-seconds", maxBackoff, "longest retry delay of an unschedulable pod")
-      ->check(CLI::Range(0.01, 3600.0))
-      ->capture_default_str();
-  app.add_option(
-         "--bind-workers", o.bindWorkers,
-         "threads writing binds, annotations and conditions (one pod's writes stay in order)")
-      ->check(CLI::Range(1, 256))
-      ->capture_default_str();
-  app.add_option("--leader-elect", leaderElect,
-                 "elect a leader through a Lease so that only one replica binds")
-      ->capture_default_str();
-  app.add_option("--leader-elect-namespace", o.lease.ns, "namespace of the Lease")
-      ->capture_default_str();
-  app.add_option("--leader-elect-name", o.lease.name, "name of the Lease")->capture_default_str();
-  app.add_option("--identity", o.lease.identity,
-                 "this replica's holder identity (default: host_pid)");
-  app.add_option("--lease-duration-seconds", leaseDuration, "Lease duration")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  app.add_option("--renew-deadline-seconds", renewDeadline,
-                 "leader steps down if not renewed within")
-      ->check(CLI::Range(0.1, 3600.0))
-      ->capture_default_str();
-  app.add_option("--retry-period-seconds", retryPeriod, "Lease renew / acquire period")
-      ->check(CLI::Range(0.01, 3600.0))
-      ->capture_default_str();
-  app.add_option("--kube-api-qps", qps, "client-side rate limit of API requests (0: none)")
-      ->check(CLI::Range(0.0, 1e6))
-      ->capture_default_str();
-  app.add_option("--kube-api-burst", burst, "burst of the client-side rate limit")
-      ->capture_default_str();
-  kc::obs::addServingFlags(app, daemon);
-  kc::obs::addLogFlags(app, daemon);
-  kc::cli::addVersionFlag(app, "kubecomp-sched");
-  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+  auto parsed = kc::sched::parseCommandLine(argc, argv);
+  if (const int* exit = std::get_if<int>(&parsed)) {
     return *exit;
   }
-  if (!kc::obs::setupDaemonLogging("kubecomp-sched", daemon)) {
-    return 2;
-  }
-  auto found = kc::alloc::findNodePolicy(policy);
-  if (!found) {
-    spdlog::critical("--node-policy: {}", found.error().message);
-    return 2;
-  }
-  auto queue = kc::alloc::findQueuePolicy(queuePolicy);
-  if (!queue) {
-    spdlog::critical("--queue-policy: {}", queue.error().message);
-    return 2;
-  }
-  if (auto s = kc::alloc::checkSlackFactor(slackFactor); !s) {
-    spdlog::critical("--slack-factor: {}", s.error().message);
-    return 2;
-  }
-  if (slackOpt->count() > 0 && queue->discipline != kc::alloc::QueueDiscipline::SlackBackfill) {
-    spdlog::critical(
-        "--slack-factor applies to --queue-policy slack-backfill only (queue policy is {})",
-        queuePolicy);
-    return 2;
-  }
-  if (maxBackoff < initialBackoff) {
-    spdlog::critical("--max-backoff-seconds must not be below --initial-backoff-seconds");
-    return 2;
-  }
-  o.cache.placement.policy = *found;
-  o.cache.placement.mode = mode == "preconfigured" ? kc::alloc::Composability::Preconfigured
-                                                   : kc::alloc::Composability::Composable;
-  o.cache.queue = *queue;
-  o.cache.moveTime = seconds(moveSeconds);
-  o.cache.defaultRuntime = std::chrono::seconds(defaultRuntime);
-  o.cache.slackFactor = slackFactor;
-  o.cache.reservationTimeout = seconds(reservationTimeout);
-  o.cache.initialBackoff = seconds(initialBackoff);
-  o.cache.maxBackoff = seconds(maxBackoff);
-  o.leaderElect = leaderElect;
-  o.lease.leaseDuration = seconds(leaseDuration);
-  o.lease.renewDeadline = seconds(renewDeadline);
-  o.lease.retryPeriod = seconds(retryPeriod);
-  o.instance = o.lease.identity;
-
-  kc::kube::KubeClientOptions co;
-  co.qps = qps;
-  co.burst = burst;
-  co.userAgent = "kubecomp-sched/0.1";
-  auto client = kc::kube::setUpClient(kubeconfig, co);
+  const kc::sched::CommandLine& c = std::get<kc::sched::CommandLine>(parsed);
+  auto client = kc::kube::setUpClient(c.kubeconfig, c.client);
   if (!client) {
     spdlog::critical("{}", client.error().message);
     return 2;
@@ -200,22 +24,22 @@ int main(int argc, char** argv) {
 
   kc::obs::Metrics metrics;
   kc::obs::HealthChecks health;
-  kc::sched::Scheduler scheduler(o, **client, &metrics, &health);
+  kc::sched::Scheduler scheduler(c.scheduler, **client, &metrics, &health);
 
-  kc::obs::DaemonHttp http("kubecomp-sched", daemon.listen, daemon.port, health, metrics);
+  kc::obs::DaemonHttp http("kubecomp-sched", c.daemon.listen, c.daemon.port, health, metrics);
   auto bound = http.start();
   if (!bound) {
     return 1;
   }
-  kc::obs::writePortFile(daemon.portFile,
+  kc::obs::writePortFile(c.daemon.portFile,
                          *bound);  // before the informers sync: /readyz tells when ready
   if (auto s = scheduler.start(); !s) {
     spdlog::critical("{}", s.error().message);
     http.stop(std::chrono::milliseconds(0));
     return 2;
   }
-  spdlog::info("kubecomp-sched {} (policy {}, queue {}, {}, health/metrics on port {})",
-               o.lease.identity, policy, queuePolicy, mode, *bound);
+  spdlog::info("kubecomp-sched {} ({}, health/metrics on port {})", c.scheduler.lease.identity,
+               c.summary, *bound);
   return kc::obs::runUntilSignalled(
       {.name = "kubecomp-sched",
        .steps = {&health, [&] { scheduler.stop(); }, [&] { http.stop(); }}});

@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
   app.add_option("--topology", topologyPath, "chassis topology, JSON or YAML (see docs/fabric.md)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--bind", bind, "address to listen on")->capture_default_str();
+  app.add_option("--bind-address", bind, "address to listen on")->capture_default_str();
+  kc::cli::addDeprecatedFlag(app, "--bind", "--bind-address",
+                             [&bind](const std::string& v) { bind = v; });
   app.add_option("--port", port, "port to listen on (0 = ephemeral, printed at start)")
       ->capture_default_str();
   app.add_option("--latency-scale", latencyScale, "multiplies every operation latency; 0 = instant")

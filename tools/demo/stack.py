@@ -169,7 +169,8 @@ class Stack:
         # In the fixed settings reconfig-mgr still writes the inventory the device plugins
         # advertise; it moves nothing because kubecomp-sched asks for nothing.
         argv = [self.bins["reconfig-mgr"], "--kubeconfig", self.kubeconfig, "--port", "0",
-                "--port-file", port_file, "--retry-period-seconds", "0.2", "--lease-namespace", "kube-system"]
+                "--port-file", port_file, "--leader-elect-retry-period", "200ms",
+                "--leader-elect-resource-namespace", "kube-system"]
         argv += self.reconfig_flags
         self.sup.start("reconfig-mgr", argv)
         self.reconfig_metrics_port = int(self.sup.wait_for_file(port_file, "reconfig-mgr"))
@@ -179,7 +180,7 @@ class Stack:
         # Retry delays of unschedulable pods scaled like everything else (kube-scheduler's
         # 1 s and 10 s), so a retry costs the same job time at any --time-scale.
         argv = [self.bins["kubecomp-sched"], "--kubeconfig", self.kubeconfig, "--port", "0",
-                "--port-file", port_file, "--retry-period-seconds", "0.2",
+                "--port-file", port_file, "--leader-elect-retry-period", "200ms",
                 "--initial-backoff-seconds", repr(max(0.01, 1.0 / self.scale)),
                 "--max-backoff-seconds", repr(max(0.01, 10.0 / self.scale)),
                 "--mode", "composable" if self.reconfigure else "preconfigured"] + self.sched_flags

@@ -62,7 +62,7 @@ spec:
             {{- end }}
             # The Lease holder identity: the pod's name.
             - --identity=$(POD_NAME)
-            - --listen=0.0.0.0
+            - --bind-address=0.0.0.0
             - --port={{ $c.metricsPort }}
             - --log-level={{ .root.Values.global.logLevel }}
             - --log-format={{ .root.Values.global.logFormat }}

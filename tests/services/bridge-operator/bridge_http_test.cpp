@@ -53,9 +53,9 @@ kc::net::Response post(kc::net::HttpClient& c, const std::string& path, const st
 TEST_CASE("bridge-operator serves the CompositeController hooks over HTTP", "[bridge]") {
   kc::testing::TempDir dir;
   const std::string portFile = dir.file("port");
-  auto p =
-      startOperator({"--listen", "127.0.0.1", "--port", "0", "--port-file", portFile, "--log-level",
-                     "warn", "--max-pod-restarts", "1", "--max-body-bytes", "65536"});
+  auto p = startOperator({"--bind-address", "127.0.0.1", "--port", "0", "--port-file", portFile,
+                          "--log-level", "warn", "--max-pod-restarts", "1", "--max-body-bytes",
+                          "65536"});
   auto client = clientFor(waitForPort(portFile, p));
 
   // A running job whose pod died: a replacement (attempt 1 of at most 1 restart).

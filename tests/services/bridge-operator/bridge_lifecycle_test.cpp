@@ -235,7 +235,7 @@ struct Cluster {
             .ok());
     const std::string portFile = dir.file("port");
     operatorProcess = std::make_unique<kc::testing::ChildProcess>(std::vector<std::string>{
-        BRIDGE_OPERATOR_BIN, "--listen", "127.0.0.1", "--port", "0", "--port-file", portFile,
+        BRIDGE_OPERATOR_BIN, "--bind-address", "127.0.0.1", "--port", "0", "--port-file", portFile,
         "--log-level", "warn", "--max-pod-restarts", "2"});
     std::uint16_t port = 0;
     operatorProcess->waitUntil(

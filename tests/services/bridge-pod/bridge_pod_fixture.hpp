@@ -27,6 +27,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
 namespace kc::bridge::testing {
@@ -45,17 +46,6 @@ inline bool portOpen(std::uint16_t port) {
   const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0;
   ::close(fd);
   return ok;
-}
-
-inline bool waitFor(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
 }
 
 // npm's s3rver (installed by tools/setup-deps.sh), one bucket configured.
@@ -319,7 +309,8 @@ inline void killedWhileRunning(const Scenario& s, const std::string& name,
   using namespace std::chrono_literals;
   const int opened = s.openSessions();
   auto pod = s.pod(s.api.start(name, spec));
-  REQUIRE(waitFor([&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
+  REQUIRE(kc::testing::eventually(
+      [&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
   s.api.kill(name);
   const auto exit = pod->waitExit(60s);
   REQUIRE(exit.has_value());
@@ -352,14 +343,14 @@ inline std::string crashedTwiceRunsOnce(const Scenario& s, const std::string& na
   const int opened = s.openSessions();
   {
     auto pod = s.pod(env);
-    REQUIRE(waitFor([&] { return s.jobs() == 1; }, 60s));
+    REQUIRE(kc::testing::eventually([&] { return s.jobs() == 1; }, 60s));
     pod->kill(SIGKILL);
   }
   s.api.set(name, {{"id", std::nullopt}, {"status.jobStatus", std::nullopt}});
   std::string adopted;
   {
     auto pod = s.pod(env);
-    REQUIRE(waitFor([&] { return s.api.value(name, "id") != "<absent>"; }, 60s));
+    REQUIRE(kc::testing::eventually([&] { return s.api.value(name, "id") != "<absent>"; }, 60s));
     adopted = s.api.value(name, "id");
     std::this_thread::sleep_for(1500ms);  // a poll or two
     pod->kill(SIGKILL);
@@ -388,7 +379,7 @@ inline void outageRunsOnce(const Scenario& s, const std::string& name, const nlo
   REQUIRE(pod->running());
   CHECK(s.api.value(name, "id") == "<absent>");
   s.up();
-  REQUIRE(waitFor([&] { return s.api.value(name, "id") != "<absent>"; }, 60s));
+  REQUIRE(kc::testing::eventually([&] { return s.api.value(name, "id") != "<absent>"; }, 60s));
   s.down();
   std::this_thread::sleep_for(downWhilePolling);
   REQUIRE(pod->running());
@@ -422,7 +413,8 @@ inline void terminatedLeavesJob(const Scenario& s, const std::string& name,
   const int opened = s.openSessions();
   {
     auto pod = s.pod(env);
-    REQUIRE(waitFor([&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
+    REQUIRE(kc::testing::eventually(
+        [&] { return s.api.value(name, "status.jobStatus") == "RUNNING"; }, 60s));
     pod->kill(SIGTERM);
     const auto exit = pod->waitExit(30s);
     REQUIRE(exit.has_value());

@@ -153,7 +153,8 @@ TEST_CASE("lsf: jobs LSF forgot at once are DONE, KILLED and FAILED through ws/j
   // bkill by an administrator: the pod sent no cancel, the history's <KILL> says KILLED
   env = w.api.start("hist-kill", w.spec("sleep 120\n"));
   pod = w.pod(env);
-  REQUIRE(waitFor([&] { return w.api.value("hist-kill", "status.jobStatus") == "RUNNING"; }, 30s));
+  REQUIRE(kc::testing::eventually(
+      [&] { return w.api.value("hist-kill", "status.jobStatus") == "RUNNING"; }, 30s));
   w.lsf.adminKill(w.api.value("hist-kill", "id"));
   exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());
@@ -170,7 +171,8 @@ TEST_CASE("lsf: a job neither ws/jobs nor ws/jobhistory knows is UNKNOWN and not
   w.lsf.forgetFinishedAfter(0ms);
   auto env = w.api.start("lost", w.spec("sleep 2\n"));
   auto pod = w.pod(env);
-  REQUIRE(waitFor([&] { return w.api.value("lost", "status.jobStatus") == "RUNNING"; }, 30s));
+  REQUIRE(kc::testing::eventually(
+      [&] { return w.api.value("lost", "status.jobStatus") == "RUNNING"; }, 30s));
   w.lsf.forgetHistory(w.api.value("lost", "id"));
   const auto exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());

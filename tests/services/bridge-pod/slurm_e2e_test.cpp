@@ -245,10 +245,11 @@ TEST_CASE(
   auto env = w.api.start("purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n"));
   {
     auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.api.value("purged", "id") != "<absent>"; }, 60s));
+    REQUIRE(
+        kc::testing::eventually([&] { return w.api.value("purged", "id") != "<absent>"; }, 60s));
     pod->kill(SIGKILL);  // nobody watches while the job ends and is purged
   }
-  REQUIRE(waitFor([&] { return w.slurm.jobs().empty(); }, 120s));
+  REQUIRE(kc::testing::eventually([&] { return w.slurm.jobs().empty(); }, 120s));
   auto pod = w.pod(env);
   const auto exit = pod->waitExit(60s);
   REQUIRE(exit.has_value());

@@ -136,10 +136,11 @@ TEST_CASE(
       "purged", w.spec("purged", "#!/bin/sh\necho gone > hello.out\n", w.slurm.url(version)));
   {
     auto pod = w.pod(env);
-    REQUIRE(waitFor([&] { return w.api.value("purged", "id") != "<absent>"; }, 30s));
+    REQUIRE(
+        kc::testing::eventually([&] { return w.api.value("purged", "id") != "<absent>"; }, 30s));
     pod->kill(SIGKILL);
   }
-  REQUIRE(waitFor([&] { return w.slurm.known() == 0; }, 30s));
+  REQUIRE(kc::testing::eventually([&] { return w.slurm.known() == 0; }, 30s));
   auto pod = w.pod(env);
   const auto exit = pod->waitExit(30s);
   REQUIRE(exit.has_value());

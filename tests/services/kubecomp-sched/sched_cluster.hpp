@@ -17,6 +17,7 @@
 #include "services/kubecomp-sched/scheduler.hpp"
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
 namespace kc::testing {
@@ -213,20 +214,6 @@ class SchedCluster {
       }
     }
     return out;
-  }
-
-  // Polls `pred` every 10 ms up to `limit` (the API double has no way to wait on a change of
-  // a derived value; every wait here ends as soon as the state is there).
-  static bool eventually(const std::function<bool()>& pred,
-                         std::chrono::milliseconds limit = std::chrono::seconds(15)) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (pred()) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return pred();
   }
 
   sched::SchedulerOptions options(const std::string& identity = "replica-a") {

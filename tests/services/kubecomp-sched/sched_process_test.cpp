@@ -29,13 +29,13 @@ std::unique_ptr<ChildProcess> startBinary(SchedCluster& c, const std::string& id
                                    c.dir.file("port-" + identity),
                                    "--identity",
                                    identity,
-                                   "--leader-elect-namespace",
+                                   "--leader-elect-resource-namespace",
                                    "team",
-                                   "--lease-duration-seconds",
+                                   "--leader-elect-lease-duration",
                                    "2",
-                                   "--renew-deadline-seconds",
+                                   "--leader-elect-renew-deadline",
                                    "1.5",
-                                   "--retry-period-seconds",
+                                   "--leader-elect-retry-period",
                                    "0.2"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto p = std::make_unique<ChildProcess>(std::move(args));
@@ -89,13 +89,13 @@ TEST_CASE("kubecomp-sched binary: help, bad flags, readiness, metrics, a pod bou
   c.pool("p0", {"n1"}, {{"c0.1", "n1"}});
   auto sched = startBinary(c, "bin-a");
   auto http = healthClient(c, "bin-a");
-  REQUIRE(SchedCluster::eventually([&] {
+  REQUIRE(kc::testing::eventually([&] {
     auto r = http->request("GET", "/readyz");
     return r.ok() && r->status == 200;
   }));
   c.pod("one", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("one") == "n1"; }));
-  REQUIRE(SchedCluster::eventually([&] {
+  REQUIRE(kc::testing::eventually([&] { return c.nodeOf("one") == "n1"; }));
+  REQUIRE(kc::testing::eventually([&] {
     auto m = http->request("GET", "/metrics");
     return m.ok() &&
            m->body.find("kubecomp_sched_schedule_attempts_total{result=\"scheduled\"} 1") !=
@@ -114,14 +114,14 @@ TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process ad
   c.pool("p0", {"n1"}, {{"c0.1", ""}});
   auto first = startBinary(c, "bin-a");
   c.pod("w", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually(
-      [&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
-  REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "Reconfig").empty(); }));
+  REQUIRE(
+      kc::testing::eventually([&] { return c.annotationOf("w", "kubecomp.io/dst-node") == "n1"; }));
+  REQUIRE(kc::testing::eventually([&] { return !c.events("w", "Reconfig").empty(); }));
   first->kill(SIGKILL);
   // The Lease of the killed process must expire (2 s) before the next one leads.
   auto second = startBinary(c, "bin-b");
   auto http = healthClient(c, "bin-b");
-  REQUIRE(SchedCluster::eventually(
+  REQUIRE(kc::testing::eventually(
       [&] {
         auto m = http->request("GET", "/metrics");
         return m.ok() && m->body.find("kubecomp_sched_reservations 1") != std::string::npos;
@@ -133,7 +133,7 @@ TEST_CASE("kubecomp-sched binary: SIGKILL while a pod waits, the next process ad
   CHECK(c.nodeOf("w").empty());
   c.setPoolGpus("p0", {{"c0.1", "n1"}});
   c.setAllocatableGpus("n1", 1);
-  REQUIRE(SchedCluster::eventually([&] { return c.nodeOf("w") == "n1"; }));
+  REQUIRE(kc::testing::eventually([&] { return c.nodeOf("w") == "n1"; }));
   CHECK(second->terminate(10s) == 0);
 }
 
@@ -149,7 +149,7 @@ TEST_CASE(
                                             "--max-backoff-seconds",         "10"};
   auto first = startBinary(c, "bin-a", timeout);
   c.pod("w", {.gpus = 1});
-  REQUIRE(SchedCluster::eventually(
+  REQUIRE(kc::testing::eventually(
       [&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != "<none>"; }));
   const std::string stamp = c.annotationOf("w", "kubecomp.io/reserved-at");
   CHECK(c.annotationOf("w", "kubecomp.io/dst-node") == "n1");
@@ -162,7 +162,7 @@ TEST_CASE(
   // timeout would end 6 s after that, at least 10.5 s after the request; the original ends 6 s
   // after it.
   auto second = startBinary(c, "bin-b", timeout);
-  REQUIRE(SchedCluster::eventually(
+  REQUIRE(kc::testing::eventually(
       [&] { return c.annotationOf("w", "kubecomp.io/reserved-at") != stamp; }, 20s));
   const auto cancelledAt = std::chrono::system_clock::now();
   CHECK(c.annotationOf("w", "kubecomp.io/dst-node") == "<none>");
@@ -172,7 +172,7 @@ TEST_CASE(
   CAPTURE(kc::formatRfc3339(cancelledAt, kc::Rfc3339Precision::kMillis), stamp);
   CHECK(cancelledAt >= deadline - 50ms);
   CHECK(cancelledAt < deadline + 3s);
-  REQUIRE(SchedCluster::eventually([&] { return !c.events("w", "FailedScheduling").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.events("w", "FailedScheduling").empty(); }));
   CHECK(c.events("w", "FailedScheduling").front().first ==
         "node n1 did not show the 1 kubecomp.io/gpu the pod needs within 6s of the reconfiguration "
         "request; "
@@ -221,14 +221,14 @@ TEST_CASE(
     return cond.is_object() ? cond.value("reason", std::string()) : std::string();
   };
   c.pod("big", {.gpus = 2});
-  REQUIRE(SchedCluster::eventually([&] { return reason("big") == "Unschedulable"; }));
+  REQUIRE(kc::testing::eventually([&] { return reason("big") == "Unschedulable"; }));
   c.pod("small", {.gpus = 0});
-  REQUIRE(SchedCluster::eventually([&] { return reason("small") == "WaitingInQueue"; }));
+  REQUIRE(kc::testing::eventually([&] { return reason("small") == "WaitingInQueue"; }));
   CHECK(c.condition("small").value("message", "") ==
         "waiting behind the queue head team/big (it does not fit now); queue policy fcfs starts "
         "pods in order");
   CHECK(c.nodeOf("small").empty());
-  REQUIRE(SchedCluster::eventually([&] {
+  REQUIRE(kc::testing::eventually([&] {
     auto m = http->request("GET", "/metrics");
     return m.ok() &&
            m->body.find("kubecomp_sched_schedule_attempts_total{result=\"queued\"}") !=

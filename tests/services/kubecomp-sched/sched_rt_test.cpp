@@ -50,7 +50,7 @@ TEST_CASE(
   auto s = c.startScheduler(c.options());
 
   c.pod("a", rt(600'000));
-  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("a").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("a").empty(); }));
   CHECK(c.nodeOf("a") == "rt-node");
   // The node says where it put a (core 1, not first-fit's 0): the scheduler counts that.
   REQUIRE(c.client
@@ -58,37 +58,37 @@ TEST_CASE(
                       {{"metadata", {{"annotations", {{"rt.kubecomp.io/assigned", "main=1"}}}}}})
               .ok());
   c.pod("b", rt(600'000));
-  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("b").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("b").empty(); }));
   CHECK(c.nodeOf("b") == "rt-node");
   // Both cores hold 0.6 of 0.95: a 0.4 server fits nowhere, the paper's sum test would say
   // 1.2 + 0.4 <= 1.9.
   c.pod("c", rt(400'000));
-  REQUIRE(SchedCluster::eventually([&] { return c.condition("c").is_object(); }));
+  REQUIRE(kc::testing::eventually([&] { return c.condition("c").is_object(); }));
   CHECK(c.condition("c")["reason"] == "Unschedulable");
   CHECK(c.condition("c")["message"] ==
         "0/2 nodes are available: 1 node(s) are not real-time capable, 1 node(s) had insufficient "
         "real-time "
         "bandwidth.");
-  REQUIRE(SchedCluster::eventually([&] { return !c.events("c", "FailedScheduling").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.events("c", "FailedScheduling").empty(); }));
   // A pod without RT annotations is not the RT filter's business.
   c.pod("web");
-  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("web").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("web").empty(); }));
   // More cpus than the node has RT cores.
   c.pod("wide", rt(1000, 3));
-  REQUIRE(SchedCluster::eventually([&] { return c.condition("wide").is_object(); }));
+  REQUIRE(kc::testing::eventually([&] { return c.condition("wide").is_object(); }));
   CHECK_THAT(c.condition("wide")["message"].get<std::string>(),
              Catch::Contains("1 node(s) had too few real-time cores"));
   // Invalid annotations: the key and what is wrong, on every node.
   PodOpts bad = rt(2'000'000);
   c.pod("bad", bad);
-  REQUIRE(SchedCluster::eventually([&] { return c.condition("bad").is_object(); }));
+  REQUIRE(kc::testing::eventually([&] { return c.condition("bad").is_object(); }));
   const std::string msg = c.condition("bad")["message"];
   CHECK_THAT(msg, Catch::Contains("2 pod's real-time annotations are invalid: "));
   CHECK_THAT(msg, Catch::Contains("runtime exceeds period"));
   CHECK(c.nodeOf("bad").empty());
   // a ends: its core is free again and c is bound on the next retry.
   REQUIRE(c.client->remove(kc::kube::gvr::pods(), "team", "a").ok());
-  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("c").empty(); }, 10s));
+  REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("c").empty(); }, 10s));
   CHECK(c.nodeOf("c") == "rt-node");
 }
 
@@ -99,12 +99,12 @@ TEST_CASE("on an rt-group node the sum over all RT pods is limited too", "[sched
   advertiseRt(c, "n1", "0-3", "rt-group");
   auto s = c.startScheduler(c.options());
   c.pod("a", rt(500'000));
-  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("a").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("a").empty(); }));
   // Three free cores, but mainline cgroup v1 checks 0.5 + 0.5 against the root's 0.95.
   c.pod("b", rt(500'000));
-  REQUIRE(SchedCluster::eventually([&] { return c.condition("b").is_object(); }));
+  REQUIRE(kc::testing::eventually([&] { return c.condition("b").is_object(); }));
   CHECK(c.condition("b")["message"] ==
         "0/1 nodes are available: 1 node(s) had insufficient real-time bandwidth.");
   c.pod("small", rt(400'000));
-  REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf("small").empty(); }));
+  REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("small").empty(); }));
 }

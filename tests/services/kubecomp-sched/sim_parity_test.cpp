@@ -95,7 +95,7 @@ TEST_CASE("the daemon places a pod sequence on the nodes the simulator chooses",
     const std::string name = "job" + std::to_string(i);
     CAPTURE(name, sim[i].node, sim[i].moved.size());
     c.pod(name, {.gpus = requests[i]});
-    REQUIRE(SchedCluster::eventually([&] {
+    REQUIRE(kc::testing::eventually([&] {
       return !c.nodeOf(name).empty() || c.annotationOf(name, "kubecomp.io/dst-node") != "<none>";
     }));
     if (sim[i].moved.empty()) {
@@ -117,7 +117,7 @@ TEST_CASE("the daemon places a pod sequence on the nodes the simulator chooses",
     for (const auto& n : touched) {
       c.setAllocatableGpus(n, attachedCount(n));
     }
-    REQUIRE(SchedCluster::eventually([&] { return !c.nodeOf(name).empty(); }));
+    REQUIRE(kc::testing::eventually([&] { return !c.nodeOf(name).empty(); }));
     CHECK(c.nodeOf(name) == sim[i].node);
   }
 }
@@ -187,7 +187,7 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
     c.pod(name, {.gpus = steps[i].gpus,
                  .annotations = {
                      {"kubecomp.io/expected-runtime-seconds", std::to_string(steps[i].runtimeS)}}});
-    REQUIRE(SchedCluster::eventually([&] {
+    REQUIRE(kc::testing::eventually([&] {
       return !c.nodeOf(name).empty() || reason(name) == "Unschedulable" ||
              reason(name) == "WaitingInQueue";
     }));
@@ -200,7 +200,7 @@ TEST_CASE("easy-backfill: the daemon starts and holds the pods the simulator doe
   }
   // The held pod is retried (backoff 100-400 ms) and held again, with one Event, not one a retry.
   const auto heldBefore = s->cache().queueStats().held;
-  REQUIRE(SchedCluster::eventually([&] { return s->cache().queueStats().held >= heldBefore + 3; }));
+  REQUIRE(kc::testing::eventually([&] { return s->cache().queueStats().held >= heldBefore + 3; }));
   CHECK(c.nodeOf("job3").empty());
   const auto held = c.events("job3", "WaitingInQueue");
   REQUIRE(held.size() == 1);

@@ -34,9 +34,9 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
 
-using kc::kubelet::testing::eventually;
 using kc::kubelet::testing::StandinProcess;
 using kc::kubelet::testing::Watcher;
+using kc::testing::eventually;
 using nlohmann::json;
 using namespace std::chrono_literals;
 

@@ -13,6 +13,7 @@
 
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
+#include "tests/support/wait.hpp"
 
 namespace kc::kubelet::testing {
 
@@ -56,16 +57,7 @@ class Watcher {
   std::condition_variable cv_;
 };
 
-inline bool eventually(const std::function<bool()>& pred,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
+// The suite's one wait helper (tests/support/wait.hpp).
+using kc::testing::eventually;
 
 }  // namespace kc::kubelet::testing

@@ -142,7 +142,7 @@ TEST_CASE("Table III: phase durations against GPUs moved with the simulator's la
     c.bindAndWaitRunning(pod, "dst");
   }
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> sums;
-  REQUIRE(kc::kubelet::testing::eventually(
+  REQUIRE(kc::testing::eventually(
       [&] {
         sums = phaseSums(c.metrics(mgr));
         return sums.count({"reallocation", "4"}) == 1;

@@ -56,7 +56,7 @@ TEST_CASE("reconfig-mgr: --help and bad flags (exit 2)", "[reconfig]") {
         {"--default-runtime-seconds", "0"},
         {"--recompose-cooldown-seconds", "-1"},
         {"--max-attempts", "0"},
-        {"--lease-duration-seconds", "1", "--renew-deadline-seconds", "2"},
+        {"--leader-elect-lease-duration", "1", "--leader-elect-renew-deadline", "2"},
         {"--no-such-flag"}}) {
     std::vector<std::string> args = {RECONFIG_MGR_EXE};
     args.insert(args.end(), bad.begin(), bad.end());
@@ -183,7 +183,7 @@ TEST_CASE("reconfig-mgr: the paper's Fig. 5 - a GPU moves from Host02 to Host01 
     }
   }
   CHECK(reasons == std::set<std::string>{"GPUMoveStarted", "GPUDrained", "GPUMoved"});
-  CHECK(kc::kubelet::testing::eventually(
+  CHECK(kc::testing::eventually(
       [&] {
         return c.metrics(mgr).find(
                    R"(kubecomp_reconfig_phase_seconds_count{gpus="1",phase="reallocation"} 1)") !=

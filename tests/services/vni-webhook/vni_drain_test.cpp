@@ -17,6 +17,7 @@
 #include "tests/services/vni-webhook/loopback_client.hpp"
 #include "tests/services/vni-webhook/webhook_process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/unit/net/raw_socket.hpp"
 
 using kc::testing::TempDir;
@@ -34,19 +35,6 @@ std::int64_t syncVni(LoopbackClient& client, const std::string& job) {
   REQUIRE(r.ok());
   REQUIRE(r->status == 200);
   return json::parse(r->body)["attachments"][0]["spec"]["vni"].get<std::int64_t>();
-}
-
-// Polls `probe` every 5 ms until it returns true or `limit` passes.
-template <typename Probe>
-bool eventually(std::chrono::milliseconds limit, Probe probe) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (probe()) {
-      return true;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
 }
 
 }  // namespace
@@ -78,14 +66,16 @@ TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exi
 
   // Readiness fails at once while requests are still served (the shutdown delay).
   std::string readyBody;
-  CHECK(eventually(1000ms, [&] {
-    auto r = client.request("GET", "/readyz?verbose", "");
-    if (r.ok() && r->status == 503) {
-      readyBody = r->body;
-      return true;
-    }
-    return false;
-  }));
+  CHECK(kc::testing::eventually(
+      [&] {
+        auto r = client.request("GET", "/readyz?verbose", "");
+        if (r.ok() && r->status == 503) {
+          readyBody = r->body;
+          return true;
+        }
+        return false;
+      },
+      1000ms, 5ms));
   CHECK_THAT(readyBody, Catch::Contains("[-]shutdown failed: shutting down (signal SIGTERM)"));
   auto live = client.request("GET", "/livez", "");
   REQUIRE(live.ok());
@@ -94,7 +84,8 @@ TEST_CASE("SIGTERM drains: readiness fails, in-flight requests are answered, exi
   const std::int64_t late = syncVni(lateClient, "late");
 
   // After the delay the listener closes: new connections are refused...
-  CHECK(eventually(5000ms, [&] { return !kc::net::test::RawSocket(port, 1000).connected(); }));
+  CHECK(kc::testing::eventually([&] { return !kc::net::test::RawSocket(port, 1000).connected(); },
+                                5000ms, 5ms));
   // ...but the request in flight is still answered, then its connection closes.
   REQUIRE(inflight.send(body.substr(body.size() / 2)));
   bool closedByPeer = false;
@@ -129,10 +120,12 @@ TEST_CASE("A second SIGTERM during the shutdown delay exits at once with 143", "
   server.signal(SIGTERM);
   // The bound only ends a failing run (readiness flips at once; a loaded machine may be slow
   // to schedule the probe); the 30 s delay leaves room.
-  CHECK(eventually(10000ms, [&] {
-    auto r = client.request("GET", "/readyz", "");
-    return r.ok() && r->status == 503;
-  }));
+  CHECK(kc::testing::eventually(
+      [&] {
+        auto r = client.request("GET", "/readyz", "");
+        return r.ok() && r->status == 503;
+      },
+      10000ms, 5ms));
   server.signal(SIGTERM);
   CHECK(server.waitExit(5000ms) == 128 + SIGTERM);
 }
@@ -179,7 +172,8 @@ TEST_CASE("SIGTERM under load: every request is answered 200 or refused, every 2
     });
   }
   // Signal once the load is really running (bounded wait on a condition, not a fixed sleep).
-  const bool loaded = eventually(20000ms, [&] { return answeredTotal.load() >= 60; });
+  const bool loaded =
+      kc::testing::eventually([&] { return answeredTotal.load() >= 60; }, 20000ms, 5ms);
   server.signal(SIGTERM);
   for (auto& t : clients) {
     t.join();

@@ -28,7 +28,7 @@ class WebhookProcess {
     const std::string portFile = dir_ + "/port";
     std::filesystem::remove(portFile);
     std::vector<std::string> args{VNI_WEBHOOK_BIN,
-                                  "--listen",
+                                  "--bind-address",
                                   "127.0.0.1",
                                   "--port",
                                   "0",

@@ -2,7 +2,9 @@
 """Every binary of the suite answers its command line the same way (libcore/cli/flags.hpp):
 --version prints "<name> <version> (git <revision>)" on stdout and exits 0, --help exits 0 and
 lists --version, an unknown flag exits 2 naming the flag (before any missing required flag),
-and --log-level, where a binary has it, lists its values.
+--log-level, where a binary has it, lists its values, and the flags daemons share have one
+name everywhere (kube-scheduler's): --bind-address, --kubeconfig, the --leader-elect group; an old
+name may remain only in the help's deprecated group.
 Usage: cli_conventions_test.py NAME=PATH...
 """
 import re
@@ -11,6 +13,16 @@ import sys
 
 VERSION = re.compile(r"^(?P<name>\S+) \d+\.\d+\.\d+( \(git ([0-9a-f]{4,40}(-dirty)?|unknown)\))?$")
 BOGUS = "--no-such-flag-for-the-test"
+DEPRECATED = "Deprecated (removed in the next release)"
+# Old names of shared flags: never offered outside the deprecated group.
+OLD_NAMES = ["--listen", "--bind", "--no-leader-elect", "--lease-namespace", "--lease-name",
+             "--leader-elect-namespace", "--leader-elect-name", "--lease-duration-seconds",
+             "--renew-deadline-seconds", "--retry-period-seconds"]
+LEADER_GROUP = ["--leader-elect", "--leader-elect-lease-duration", "--leader-elect-renew-deadline",
+                "--leader-elect-retry-period", "--leader-elect-resource-namespace",
+                "--leader-elect-resource-name"]
+# kubelet-standin keeps kubelet's own names (--address, --healthz-port): it stands in for kubelet.
+KUBELET_NAMES = {"kubelet-standin"}
 
 
 def run(path, *args):
@@ -45,6 +57,17 @@ def main():
         level = re.search(r"--log-level[^\n]*(\n {20,}[^\n]*)?", h.stdout)
         if level and not all(v in level.group(0) for v in ("trace", "debug", "info", "warn", "error")):
             fail(f"--log-level does not list its values: {level.group(0)!r}")
+        current = h.stdout.split(DEPRECATED)[0]
+        offered = set(re.findall(r"(?m)^\s+(?:-\w, ?)?(--[a-z0-9-]+)", current))
+        for old in OLD_NAMES:
+            if old in offered:
+                fail(f"offers the old name {old} outside the deprecated group")
+        if name not in KUBELET_NAMES and ("--address" in offered):
+            fail("offers --address (the shared name is --bind-address)")
+        if any(f.startswith("--leader-elect") for f in offered):
+            missing = [f for f in LEADER_GROUP if f not in offered]
+            if missing:
+                fail(f"has leader election but not the whole group: missing {missing}")
         print(f"{name}: {v.stdout.strip()}")
     for f in failures:
         print("FAIL:", f)

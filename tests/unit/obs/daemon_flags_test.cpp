@@ -86,8 +86,12 @@ TEST_CASE("daemon flags: values from the command line, the daemon's defaults oth
     CHECK(d.flags.logLevel == "info");
     CHECK(d.flags.logFormat == "text");
   }
+  SECTION("the old name --listen still sets the address (deprecated, one release)") {
+    CHECK_FALSE(parse(d.app, {"--listen", "127.0.0.3"}).has_value());
+    CHECK(d.flags.listen == "127.0.0.3");
+  }
   SECTION("all given") {
-    CHECK_FALSE(parse(d.app, {"--listen", "127.0.0.2", "--port", "0", "--port-file", "/tmp/p",
+    CHECK_FALSE(parse(d.app, {"--bind-address", "127.0.0.2", "--port", "0", "--port-file", "/tmp/p",
                               "--own", "x", "--log-level", "debug", "--log-format", "json"})
                     .has_value());
     CHECK(d.flags.listen == "127.0.0.2");
@@ -109,6 +113,7 @@ TEST_CASE("daemon flags: --help exits 0, every bad flag or value exits 2", "[obs
           {{"--port", "65536"}, false, 2, "--port = 65536"},
           {{"--port", "-1"}, false, 2, "--port"},
           {{"--listen"}, false, 2, "--listen"},
+          {{"--bind-address"}, false, 2, "--bind-address"},
           {{"--port-file"}, false, 2, "--port-file"},
           {{"stray"}, false, 2, "stray"},
           // Unchecked, a bad format passes the parse and fails at the logging set-up.
@@ -173,8 +178,9 @@ TEST_CASE("daemon flags: --help shows the style's names, texts and defaults, in 
     DaemonApp d({.port = 9420});
     const std::string help = d.app.help();
     CAPTURE(help);
-    CHECK(help.find("--listen TEXT=0.0.0.0       bind address of /livez /readyz /metrics\n") !=
+    CHECK(help.find("--bind-address TEXT=0.0.0.0 bind address of /livez /readyz /metrics\n") !=
           std::string::npos);
+    CHECK(help.find("--listen TEXT") > help.find("Deprecated (removed in the next release)"));
     CHECK(
         help.find(
             "--port UINT=9420            HTTP port of /livez /readyz /metrics (0 = ephemeral)\n") !=

@@ -1,0 +1,162 @@
+#include "services/reconfig-mgr/command_line.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+
+#include "libcore/cli/flags.hpp"
+#include "libcore/cli/leader_election.hpp"
+
+namespace kc::reconfig {
+namespace {
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+std::string defaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) {
+    host[0] = '\0';
+  }
+  return std::string(host[0] != '\0' ? host : "reconfig-mgr") + "_" + std::to_string(getpid());
+}
+
+}  // namespace
+
+std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* argv) {
+  CLI::App app{
+      "reconfig-mgr: the only client of the PCIe-fabric GPU chassis. For every GPUPool it\n"
+      "reads the chassis inventory into the status (GPUs, node, health, draining, in use by),\n"
+      "and moves GPUs to the node kubecomp-sched chose for a waiting pod (annotation\n"
+      "kubecomp.io/dst-node): drain, wait for the device plugin's withdrawal, detach, attach,\n"
+      "verify, each step journaled in the status. One active replica (Lease).\n"
+      "With --recompose-policy idle-gather it also moves free GPUs in the background while a\n"
+      "pool's fabric is idle (toward the waiting head's node, or gathered for the recent\n"
+      "arrivals' largest request), one at a time, cancelled when a real request needs the fabric."};
+  CommandLine c;
+  ReconfigOptions& o = c.reconfig;
+  o.identity = defaultIdentity();
+  obs::DaemonFlags& daemon = c.daemon;
+  daemon.port = 9420;
+  double drainTimeout = 60;
+  double retryInitial = 0.5;
+  double retryMax = 15;
+  double readTimeout = 15;
+  double moveTimeout = 45;
+  std::uint32_t fabricAttempts = 3;
+  double planMaxAge = 1;
+  std::int64_t defaultRuntime = 300;  // as kubecomp-sched's, the paper's job length
+  std::int64_t recomposeCooldown = 300;
+  cli::LeaderElectionFlags leader{.leaderElect = o.leaderElect,
+                                  .resourceNamespace = o.leaseNamespace,
+                                  .resourceName = o.leaseName,
+                                  .leaseDuration = o.leaseDuration,
+                                  .renewDeadline = o.renewDeadline,
+                                  .retryPeriod = o.retryPeriod};
+
+  app.add_option("--kubeconfig", c.kubeconfig,
+                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--identity", o.identity,
+                 "Lease holder identity and Event source (default: <host>_<pid>)");
+  app.add_option("--scheduler-name", o.schedulerName, "reconfigure for pods of this scheduler")
+      ->capture_default_str();
+  app.add_option("--secret-namespace", o.secretNamespace,
+                 "namespace of a chassis credentialsSecret that names none")
+      ->capture_default_str();
+  app.add_option(
+         "--gpu-policy", o.gpuPolicy,
+         "source GPU choice: unattached-first, alg1 (paper Algorithm 1 as the original), random, "
+         "first-fit")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the random policy")->capture_default_str();
+  app.add_option("--recompose-policy", o.recomposePolicy,
+                 "idle-time recomposition: none (the paper: GPUs move only for a waiting pod) or "
+                 "idle-gather (background moves while a pool's fabric is idle; libcore/alloc, "
+                 "the same code as kubecomp-sim --recompose)")
+      ->capture_default_str();
+  app.add_option("--default-runtime-seconds", defaultRuntime,
+                 "idle-gather: expected run time of a pod without annotation "
+                 "kubecomp.io/expected-runtime-seconds or spec.activeDeadlineSeconds")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{10} * 366 * 24 * 3600))
+      ->capture_default_str();
+  app.add_option("--recompose-cooldown-seconds", recomposeCooldown,
+                 "idle-gather: a GPU a background move placed is not moved again in the "
+                 "background for this long (no back and forth)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400}))
+      ->capture_default_str();
+  app.add_option("--moves-reprobe-seconds", o.movesReprobeSeconds,
+                 "after the fabric refused a move as unsupported (MovesSupported=False), try the "
+                 "next needed move again after this long (0: never)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{604800}))
+      ->capture_default_str();
+  app.add_option(
+         "--drain-timeout-seconds", drainTimeout,
+         "give a move up when the source node's device plugin has not confirmed the GPU withdrawn")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_option("--max-attempts", o.runner.maxAttempts,
+                 "failed tries of one move phase before giving up")
+      ->check(CLI::Range(1u, 100u))
+      ->capture_default_str();
+  app.add_option("--retry-initial-seconds", retryInitial, "first backoff between tries of a phase")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
+  app.add_option("--retry-max-seconds", retryMax, "longest backoff between tries")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--fabric-read-timeout-seconds", readTimeout, "per chassis inventory request")
+      ->check(CLI::Range(0.05, 600.0))
+      ->capture_default_str();
+  app.add_option("--fabric-move-timeout-seconds", moveTimeout, "per chassis attach/detach request")
+      ->check(CLI::Range(0.05, 3600.0))
+      ->capture_default_str();
+  app.add_option("--fabric-attempts", fabricAttempts, "tries of one chassis request (driver level)")
+      ->check(CLI::Range(1u, 20u))
+      ->capture_default_str();
+  app.add_option("--plan-inventory-max-age-seconds", planMaxAge,
+                 "before planning a move, re-read the inventory if the last read is older")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  cli::addLeaderElectionFlags(app, leader, "so that only one replica moves GPUs",
+                              {.leaderElectOff = "--no-leader-elect",
+                               .resourceNamespace = "--lease-namespace",
+                               .resourceName = "--lease-name",
+                               .leaseDuration = "--lease-duration-seconds",
+                               .renewDeadline = "--renew-deadline-seconds",
+                               .retryPeriod = "--retry-period-seconds"});
+  obs::addServingFlags(app, daemon);
+  obs::addLogFlags(app, daemon);
+  cli::addVersionFlag(app, "reconfig-mgr");
+  if (auto exit = obs::parseDaemonArgs(app, argc, argv)) {
+    return *exit;
+  }
+  if (!obs::setupDaemonLogging("reconfig-mgr", daemon)) {
+    return 2;
+  }
+  o.runner.drainTimeout = ms(drainTimeout);
+  o.runner.backoff.initial = ms(retryInitial);
+  o.runner.backoff.max = ms(retryMax);
+  o.callPolicy.readTimeout = ms(readTimeout);
+  o.callPolicy.moveTimeout = ms(moveTimeout);
+  o.callPolicy.attempts = fabricAttempts;
+  o.callPolicy.initialBackoff = std::min(o.callPolicy.initialBackoff, ms(retryInitial));
+  o.planInventoryMaxAge = ms(planMaxAge);
+  o.defaultRuntime = std::chrono::seconds(defaultRuntime);
+  o.recomposeCooldown = std::chrono::seconds(recomposeCooldown);
+  o.leaderElect = leader.leaderElect;
+  o.leaseNamespace = leader.resourceNamespace;
+  o.leaseName = leader.resourceName;
+  o.leaseDuration = leader.leaseDuration;
+  o.renewDeadline = leader.renewDeadline;
+  o.retryPeriod = leader.retryPeriod;
+  if (auto s = reconfig::validate(o); !s) {
+    spdlog::critical("{}", s.error().message);
+    return 2;
+  }
+  return c;
+}
+
+}  // namespace kc::reconfig
