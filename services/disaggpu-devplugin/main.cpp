@@ -1,85 +1,22 @@
 // disaggpu-devplugin: kubelet device plugin (v1beta1) for GPUs re-attached at runtime through
 // a PCIe fabric. Advertises the GPUs the GPUPool status says are attached to this node, never
-// calls the fabric itself. Thin main: flags -> library -> run.
+// calls the fabric itself. Thin main: command line (command_line.hpp) -> library -> run.
 
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
-#include <cstdlib>
-#include <thread>
-
-#include "libcore/cli/flags.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
-#include "libcore/obs/daemon_flags.hpp"
 #include "libcore/obs/health.hpp"
+#include "services/disaggpu-devplugin/command_line.hpp"
 #include "services/disaggpu-devplugin/devplugin.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "disaggpu-devplugin: kubelet device plugin (v1beta1) advertising the composable GPUs that\n"
-      "the GPUPool status shows attached to this node (resource kubecomp.io/gpu). Runs as a\n"
-      "DaemonSet, one per node; reads GPUPools from the API server, in-use devices from\n"
-      "kubelet's PodResources API, and publishes usage on its Node (annotation\n"
-      "kubecomp.io/gpu-usage) for reconfig-mgr."};
-  kc::devplugin::DevPluginOptions o;
-  std::string kubeconfig;
-  kc::obs::DaemonFlags daemon{.port = 9410};
-  double pollSec = 1.0;
-  double stopGraceSec = 2.0;
-  bool noInotify = false;
-  const char* nodeEnv = std::getenv("NODE_NAME");
-  if (nodeEnv != nullptr) {
-    o.nodeName = nodeEnv;
-  }
-  app.add_option("--node-name", o.nodeName, "this node's name (default: $NODE_NAME)");
-  app.add_option("--kubeconfig", kubeconfig,
-                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
-  app.add_option("--device-plugin-dir", o.registrar.pluginDir,
-                 "kubelet's device-plugin directory (our socket and kubelet.sock live here)")
-      ->capture_default_str();
-  app.add_option("--socket-name", o.registrar.socketName,
-                 "our socket's file name in --device-plugin-dir")
-      ->capture_default_str();
-  app.add_option("--kubelet-socket", o.registrar.kubeletSocket,
-                 "kubelet's Registration socket (default: <device-plugin-dir>/kubelet.sock)");
-  app.add_option("--resource-name", o.registrar.resourceName, "extended resource advertised")
-      ->capture_default_str();
-  app.add_option("--pod-resources-socket", o.podResourcesSocket,
-                 "kubelet's PodResources API socket")
-      ->capture_default_str();
-  app.add_option("--pod-resources-interval-seconds", pollSec,
-                 "read PodResources at least this often (and at once on any change)")
-      ->check(CLI::Range(0.05, 3600.0))
-      ->capture_default_str();
-  app.add_flag("--no-inotify", noInotify,
-               "notice kubelet restarts by checking the sockets every 200 ms only");
-  kc::obs::addServingFlags(app, daemon);
-  app.add_option("--stop-grace-seconds", stopGraceSec,
-                 "on SIGTERM, in-flight gRPC calls get this long")
-      ->check(CLI::Range(0.0, 60.0))
-      ->capture_default_str();
-  kc::obs::addLogFlags(app, daemon);
-  kc::cli::addVersionFlag(app, "disaggpu-devplugin");
-  if (auto exit = kc::obs::parseDaemonArgs(app, argc, argv)) {
+  auto parsed = kc::devplugin::parseCommandLine(argc, argv);
+  if (const int* exit = std::get_if<int>(&parsed)) {
     return *exit;
   }
-  if (!kc::obs::setupDaemonLogging("disaggpu-devplugin", daemon)) {
-    return 2;
-  }
-  o.usage.pollInterval = std::chrono::milliseconds(static_cast<std::int64_t>(pollSec * 1000));
-  o.registrar.useInotify = !noInotify;
-  o.registrar.stopGrace = std::chrono::milliseconds(static_cast<std::int64_t>(stopGraceSec * 1000));
-  if (o.nodeName.empty()) {
-    spdlog::critical("no node name: set --node-name or NODE_NAME (fieldRef spec.nodeName)");
-    return 2;
-  }
-  if (auto s = kc::devplugin::validate(o.registrar); !s) {
-    spdlog::critical("{}", s.error().message);
-    return 2;
-  }
-
-  auto client = kc::kube::setUpClient(kubeconfig);
+  const kc::devplugin::CommandLine& c = std::get<kc::devplugin::CommandLine>(parsed);
+  auto client = kc::kube::setUpClient(c.kubeconfig);
   if (!client) {
     spdlog::critical("{}", client.error().message);
     return 2;
@@ -87,9 +24,9 @@ int main(int argc, char** argv) {
 
   kc::obs::Metrics metrics;
   kc::obs::HealthChecks health;
-  kc::devplugin::DevPlugin plugin(o, **client, &metrics, &health);
+  kc::devplugin::DevPlugin plugin(c.plugin, **client, &metrics, &health);
 
-  kc::obs::DaemonHttp http("disaggpu-devplugin", daemon.listen, daemon.port, health, metrics);
+  kc::obs::DaemonHttp http("disaggpu-devplugin", c.daemon.listen, c.daemon.port, health, metrics);
   auto bound = http.start();
   if (!bound) {
     return 1;
@@ -100,11 +37,11 @@ int main(int argc, char** argv) {
     http.stop(std::chrono::milliseconds(0));
     return 1;
   }
-  spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})", o.nodeName,
-               plugin.registrar().socketPath(), *bound);
+  spdlog::info("disaggpu-devplugin for node {} serving {} (health/metrics on port {})",
+               c.plugin.nodeName, plugin.registrar().socketPath(), *bound);
   return kc::obs::runUntilSignalled(
       {.name = "disaggpu-devplugin",
        .steps = {&health, [&] { plugin.stop(); }, [&] { http.stop(); }},
-       .portFile = daemon.portFile,
+       .portFile = c.daemon.portFile,
        .port = *bound});
 }
