@@ -1,0 +1,202 @@
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "libcore/alloc/policy_registry.hpp"
+#include "libcore/alloc/sched_objects.hpp"
+#include "libcore/base/base64.hpp"
+#include "libcore/base/rfc3339.hpp"
+#include "libcore/fabric/h3_driver.hpp"
+#include "libcore/fabric/pool.hpp"
+#include "libcore/fabric/redfish_driver.hpp"
+#include "libcore/obs/health.hpp"
+#include "services/reconfig-mgr/idle_planner.hpp"
+#include "services/reconfig-mgr/move_planner.hpp"
+#include "services/reconfig-mgr/moves_gate.hpp"
+#include "services/reconfig-mgr/pool_view.hpp"
+#include "services/reconfig-mgr/pool_worker.hpp"
+
+namespace kc::reconfig {
+
+using detail::gpusLabel;
+using detail::secondsBuckets;
+using detail::secondsSince;
+
+void PoolWorker::loadFromObject(const json& obj) {
+  auto parsed = parseJournal(obj);
+  for (const auto& p : parsed.problems) {
+    spdlog::warn("pool {}: {}", name_, p);
+  }
+  journal_ = std::move(parsed.journal);
+  quarantine_ = parseQuarantine(obj);
+  lastWrittenMoves_ = journal_.toJson();
+  previousStatus_ = obj.value("status", json::object());
+  if (journal_.active) {
+    spdlog::info("pool {}: resuming move of GPU {} to {} for {} in phase {}", name_,
+                 journal_.active->gpu, journal_.active->toNode, journal_.active->podKey(),
+                 toString(journal_.active->phase));
+  }
+}
+
+Status PoolWorker::buildDriver() {
+  std::vector<std::unique_ptr<fabric::FabricDriver>> drivers;
+  for (const ChassisSpec& c : spec_->chassis) {
+    std::optional<fabric::Credentials> creds;
+    if (!c.secretName.empty()) {
+      auto secret = sh_.client->get(kube::GroupVersionResource{"", "v1", "secrets", true},
+                                    c.secretNamespace, c.secretName);
+      if (!secret) {
+        return makeError(errc::kUnavailable, "chassis " + c.name + ": Secret " + c.secretNamespace +
+                                                 "/" + c.secretName + ": " +
+                                                 secret.error().toError().message);
+      }
+      const json data = secret->value("data", json::object());
+      auto user = base64Decode(data.value("username", std::string()));
+      auto pass = base64Decode(data.value("password", std::string()));
+      if (!user || !pass || user->empty()) {
+        return makeError(errc::kInvalid, "chassis " + c.name + ": Secret " + c.secretNamespace +
+                                             "/" + c.secretName +
+                                             " lacks base64 keys username and password");
+      }
+      creds = fabric::Credentials{*user, *pass};
+    }
+    if (c.driver == "h3") {
+      fabric::H3Options o;
+      o.chassis = c.name;
+      o.baseUrl = c.endpoint;
+      o.gep = c.gep;
+      o.gpuModel = c.gpuModel;
+      o.policy = sh_.opts.callPolicy;
+      o.credentials = creds;
+      auto d = fabric::H3Driver::create(std::move(o));
+      if (!d) {
+        return d.error();
+      }
+      drivers.push_back(std::move(*d));
+    } else {
+      fabric::RedfishOptions o;
+      o.chassis = c.name;
+      o.baseUrl = c.endpoint;
+      o.auth = c.auth == "basic"  ? fabric::RedfishAuth::kBasic
+               : c.auth == "none" ? fabric::RedfishAuth::kNone
+                                  : fabric::RedfishAuth::kSession;
+      o.credentials = creds;
+      o.policy = sh_.opts.callPolicy;
+      auto d = fabric::RedfishDriver::create(std::move(o));
+      if (!d) {
+        return d.error();
+      }
+      drivers.push_back(std::move(*d));
+    }
+  }
+  auto pool = fabric::FabricPool::create(name_, std::move(drivers));
+  if (!pool) {
+    return pool.error();
+  }
+  driver_ = std::move(*pool);
+  driverSpec_ = *spec_;
+  return okStatus();
+}
+
+void PoolWorker::readInventory() {
+  const SteadyTime t0 = clock_.now();
+  auto inv = driver_->inventory();
+  lastRead_ = clock_.now();
+  if (inv) {
+    inventoryRead(*inv);
+    if (sh_.metrics) {
+      sh_.metrics->readsOk.Increment();
+    }
+  } else {
+    inventoryError_ = inv.error().message;
+    spdlog::warn("pool {}: inventory: {}", name_, inv.error().message);
+    if (sh_.metrics) {
+      sh_.metrics->readsFailed.Increment();
+      sh_.metrics->failure("inventory");
+    }
+  }
+  lastReadSeconds_ = secondsSince(t0, lastRead_);
+}
+
+UsageByNode PoolWorker::usageByNode() {
+  UsageByNode out;
+  for (const NodeSpec& n : spec_->nodes) {
+    if (auto u = usage(n.name)) {
+      out.emplace(n.name, std::move(*u));
+    }
+  }
+  return out;
+}
+
+Status PoolWorker::writeStatus(bool journalChange) {
+  auto obj = poolObject();
+  if (!obj) {
+    return makeError(errc::kNotFound, "GPUPool " + name_ + " is gone");
+  }
+  const auto view = currentView();
+  StatusInputs in;
+  in.spec = spec_ ? &*spec_ : nullptr;
+  PoolSpec empty;
+  empty.name = name_;
+  if (!spec_) {
+    in.spec = &empty;
+  }
+  in.view = view ? &*view : nullptr;
+  in.inventoryError = inventoryError_;
+  in.movesUnsupported = movesGate_.unsupported();
+  in.specError = specError_;
+  in.journal = &journal_;
+  in.quarantine = &quarantine_;
+  in.now = clock_.wallNow();
+  in.lastInventoryTime = lastInventoryTime_;
+  in.previousStatus = previousStatus_;
+  json status = renderStatus(in);
+  if (!journalChange && status == previousStatus_) {
+    return okStatus();
+  }
+  json body = *obj;
+  if (!resourceVersion_.empty() &&
+      lastWriteGeneration_ == body["metadata"].value("generation", 0)) {
+    // Our own last write may not have reached the informer yet.
+    body["metadata"]["resourceVersion"] = resourceVersion_;
+  }
+  body["status"] = status;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto r = sh_.client->updateStatus(api::gvr::gpuPools(), "", body);
+    if (r) {
+      previousStatus_ = status;
+      lastWrittenMoves_ = status["moves"];
+      resourceVersion_ = (*r)["metadata"].value("resourceVersion", "");
+      lastWriteGeneration_ = (*r)["metadata"].value("generation", 0);
+      return okStatus();
+    }
+    if (!r.error().isConflict()) {
+      if (sh_.metrics) {
+        sh_.metrics->failure("status_write");
+      }
+      return r.error().toError();
+    }
+    // Someone changed the object. If the journal there is still ours (a spec edit), write
+    // again on the new version; otherwise another writer acts on this pool: stand back.
+    auto fresh = sh_.client->get(api::gvr::gpuPools(), "", name_);
+    if (!fresh) {
+      return fresh.error().toError();
+    }
+    const json theirs = fresh->value("status", json::object()).value("moves", json::array());
+    if (theirs != lastWrittenMoves_) {
+      spdlog::warn("pool {}: the move journal was changed by another writer; reloading it", name_);
+      loadFromObject(*fresh);
+      reload_ = true;
+      return makeError(errc::kConflict, "GPUPool " + name_ + ": journal changed by another writer");
+    }
+    body = *fresh;
+    body["status"] = status;
+  }
+  return makeError(errc::kConflict, "GPUPool " + name_ + ": status kept conflicting");
+}
+
+}  // namespace kc::reconfig
