@@ -21,6 +21,9 @@ class Clock {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
   using WallTime = std::chrono::system_clock::time_point;
+  // So that code holding deadlines can name them as for a std clock (Clock::time_point).
+  using time_point = SteadyTime;
+  using duration = std::chrono::steady_clock::duration;
 
   virtual ~Clock() = default;
 

@@ -42,10 +42,72 @@ std::int64_t gpuOf(const alloc::Resources& r) {
   return r.scalarOr0(alloc::kGpuResource);
 }
 
+// A Pod object as the cache reads it: what the API says (PodInfo's first fields, the
+// scheduler's own state left default) and its status.startTime.
+struct PodObject {
+  PodInfo info;
+  std::optional<std::chrono::system_clock::time_point> startTime;
+};
+
+PodObject readPod(const json& obj, const std::string& ns, const std::string& name) {
+  PodObject out;
+  PodInfo& p = out.info;
+  p.key = ns + "/" + name;
+  p.ns = ns;
+  p.name = name;
+  p.uid = stringAt(obj, "metadata", "uid");
+  p.resourceVersion = stringAt(obj, "metadata", "resourceVersion");
+  if (auto t = parseRfc3339(stringAt(obj, "metadata", "creationTimestamp")); t) {
+    p.created = std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
+  }
+  if (auto t = parseRfc3339(stringAt(obj, "status", "startTime")); t) {
+    out.startTime = *t;
+  }
+  p.deleting = obj.contains("metadata") && obj["metadata"].is_object() &&
+               obj["metadata"].contains("deletionTimestamp") &&
+               !obj["metadata"]["deletionTimestamp"].is_null();
+  p.reconfig = api::reconfigRequestText(obj);
+  auto parsed = alloc::parsePod(obj);
+  if (parsed) {
+    p.ours = parsed->schedulerName == kSchedulerName;
+    p.pod = std::move(*parsed);
+    p.request = alloc::podRequests(p.pod);
+    p.gpus = gpuOf(p.request);
+    return out;
+  }
+  // A pod the API server accepted but we cannot read: it is never placed, and holds nothing.
+  if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
+    p.ours = spec->value("schedulerName", std::string("default-scheduler")) == kSchedulerName;
+  }
+  p.invalid = parsed.error().message;
+  p.pod.ns = ns;
+  p.pod.name = name;
+  p.pod.nodeName = stringAt(obj, "spec", "nodeName");
+  return out;
+}
+
+// The API's fields of `from` into `to`; the scheduler's own state in `to` stays.
+void takeApiFields(PodInfo& to, PodInfo&& from) {
+  to.key = std::move(from.key);
+  to.ns = std::move(from.ns);
+  to.name = std::move(from.name);
+  to.uid = std::move(from.uid);
+  to.resourceVersion = std::move(from.resourceVersion);
+  to.created = from.created;
+  to.ours = from.ours;
+  to.deleting = from.deleting;
+  to.reconfig = std::move(from.reconfig);
+  to.invalid = std::move(from.invalid);
+  to.pod = std::move(from.pod);
+  to.request = std::move(from.request);
+  to.gpus = from.gpus;
+}
+
 }  // namespace
 
 SchedCache::SchedCache(CacheOptions options)
     : opts_(std::move(options)),
+      queue_(opts_.initialBackoff, opts_.maxBackoff),
       queuePass_(opts_.queue.discipline == alloc::QueueDiscipline::SlackBackfill
                      ? alloc::QueueDiscipline::SlackBackfill
                      : alloc::QueueDiscipline::EasyBackfill,
@@ -62,73 +124,29 @@ SchedCache::SchedCache(CacheOptions options)
 json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   json keep = identity(obj);
   const std::string& name = stringAt(obj, "metadata", "name");
-  const std::string& ns = stringAt(obj, "metadata", "namespace");
   if (name.empty()) {
     return keep;  // dropped by the informer (no key)
   }
-  auto parsed = alloc::parsePod(obj);
-  std::string schedulerName;
-  if (parsed) {
-    schedulerName = parsed->schedulerName;
-  } else if (auto s = obj.find("spec"); s != obj.end() && s->is_object()) {
-    schedulerName = s->value("schedulerName", std::string("default-scheduler"));
-  }
-  std::int64_t created = 0;
-  if (auto t = parseRfc3339(stringAt(obj, "metadata", "creationTimestamp")); t) {
-    created = std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
-  }
-  std::optional<std::chrono::system_clock::time_point> startTime;
-  if (auto t = parseRfc3339(stringAt(obj, "status", "startTime")); t) {
-    startTime = *t;
-  }
+  PodObject incoming = readPod(obj, stringAt(obj, "metadata", "namespace"), name);
+  const auto startTime = incoming.startTime;
   const auto wall = startTime ? wallNow() : std::chrono::system_clock::time_point{};
-  const bool deleting = obj.contains("metadata") && obj["metadata"].is_object() &&
-                        obj["metadata"].contains("deletionTimestamp") &&
-                        !obj["metadata"]["deletionTimestamp"].is_null();
 
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string key = ns + "/" + name;
+  const std::string key = incoming.info.key;
   auto& slot = pods_[key];
   const bool fresh = !slot;
   if (fresh) {
     slot = std::make_unique<PodInfo>();
     slot->seq = nextSeq_++;
-    firstSeen_[key] = now;
+    slot->firstSeen = now;
   }
   PodInfo& p = *slot;
   const std::string oldUid = p.uid;
-  p.key = key;
-  p.ns = ns;
-  p.name = name;
-  p.uid = stringAt(obj, "metadata", "uid");
-  p.resourceVersion = stringAt(obj, "metadata", "resourceVersion");
-  p.created = created;
-  p.ours = schedulerName == kSchedulerName;
-  p.deleting = deleting;
-  p.reconfig = api::reconfigRequestText(obj);
-  if (parsed) {
-    p.invalid.clear();
-    p.pod = std::move(*parsed);
-    p.request = alloc::podRequests(p.pod);
-    p.gpus = gpuOf(p.request);
-  } else {
-    // A pod the API server accepted but we cannot read: it is never placed, and holds nothing.
-    p.invalid = parsed.error().message;
-    p.pod = alloc::SchedPod{};
-    p.pod.ns = ns;
-    p.pod.name = name;
-    p.pod.nodeName = stringAt(obj, "spec", "nodeName");
-    p.request = {};
-    p.gpus = 0;
-  }
+  takeApiFields(p, std::move(incoming.info));
   if (!fresh && oldUid != p.uid) {
     // Same name, new object: whatever we did for the old one does not apply.
-    dequeueLocked(key);
-    dropReservationLocked(key);
-    assumed_.erase(key);
-    backoff_.erase(key);
-    waiting_.erase(key);
-    firstSeen_[key] = now;
+    forgetLocked(p);
+    p.firstSeen = now;
     p.started.reset();
   }
   if (startTime) {
@@ -141,40 +159,32 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   if (p.bound()) {
     // Bound (by us or anyone): nothing left to do but to count what it holds. The
     // containers are no longer read.
-    dequeueLocked(key);
-    dropReservationLocked(key);
-    assumed_.erase(key);
-    backoff_.erase(key);
-    waiting_.erase(key);
-    firstSeen_.erase(key);
+    forgetLocked(p);
+    p.firstSeen.reset();
     p.pod.containers.clear();
     p.pod.containers.shrink_to_fit();
     p.pod.initContainers.clear();
     p.pod.initContainers.shrink_to_fit();
   } else if (p.deleting || !p.ours) {
-    dequeueLocked(key);
-    dropReservationLocked(key);
-    backoff_.erase(key);
-    waiting_.erase(key);
+    forgetLocked(p);
   } else if (leading_) {
-    auto r = reservations_.find(key);
-    if (r != reservations_.end()) {
+    if (p.reserved()) {
       if (p.reconfig.dstNode) {
-        r->second.requested = true;  // our own request came back through the watch
-      } else if (r->second.requested) {
+        p.reservation.requested = true;  // our own request came back through the watch
+      } else if (p.reservation.requested) {
         // Someone removed the request: the reservation is cancelled, the pod goes back.
-        dropReservationLocked(key);
+        setHoldLocked(p, PodInfo::Hold::kNone);
         enqueueLocked(p);
       }
-    } else if (!assumed_.contains(key) && !waiting_.contains(key)) {
+    } else if (!p.assumed() && !queue_.waiting(key)) {
       enqueueLocked(p);
     }
     if (!p.reconfig.present()) {
-      clearing_.erase(key);
+      p.clearing = false;
     }
   }
-  refreshContributionLocked(p);
-  if (!reservations_.empty()) {
+  refreshHoldingLocked(p);
+  if (!reservedByOrder_.empty()) {
     reservationsDirty_ = true;
   }
   dirty_ = true;
@@ -184,30 +194,18 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
 
 void SchedCache::removePod(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  dequeueLocked(key);
-  dropReservationLocked(key);
-  assumed_.erase(key);
-  backoff_.erase(key);
-  waiting_.erase(key);
-  firstSeen_.erase(key);
-  clearing_.erase(key);
-  invalidReported_.erase(key);
-  heldReported_.erase(key);
-  if (auto p = pods_.find(key); p != pods_.end() && p->second) {
-    rt_.removePod(p->second->ns, p->second->name);
-  }
-  if (auto c = contributions_.find(key); c != contributions_.end()) {
-    released_ = true;
-    if (!structureDirty_) {
-      if (auto n = nodeIndex_.find(c->second.node); n != nodeIndex_.end()) {
-        alloc::removePodUsage(usage_[n->second], c->second.request);
-        markPoolDirtyForNodeLocked(c->second.node);
-      }
+  PodInfo* p = findLocked(key);
+  if (p != nullptr) {
+    // A pod that held a node (bound, or assumed bound) frees it; a reservation's GPUs are not
+    // a release (as when it is dropped, below).
+    if (!p->reserved() && model_.dropHolding(key)) {
+      released_ = true;
     }
-    contributions_.erase(c);
+    forgetLocked(*p);
+    rt_.removePod(p->ns, p->name);
   }
   pods_.erase(key);
-  reservationsDirty_ = !reservations_.empty();
+  reservationsDirty_ = !reservedByOrder_.empty();
   dirty_ = true;
   cv_.notify_all();
 }
@@ -221,29 +219,12 @@ json SchedCache::ingestNode(const json& obj) {
     // A node we cannot read is treated as absent: nothing is placed on it.
     spdlog::warn("node {}: {}; not scheduling onto it", name, parsed.error().message);
     rt_.removeNode(name);
-    if (nodeMap_.erase(name) > 0) {
-      structureDirty_ = true;
-    }
+    model_.removeNode(name);
   } else {
     rt_.setNode(*parsed);
-    const std::int64_t gpus = gpuOf(parsed->allocatable);
-    auto it = nodeMap_.find(name);
-    if (it == nodeMap_.end()) {
-      nodeMap_.emplace(name, NodeEntry{std::move(*parsed), gpus});
-      structureDirty_ = true;
-    } else {
-      const bool gpusChanged = it->second.allocatableGpus != gpus;
-      it->second.node = std::move(*parsed);
-      it->second.allocatableGpus = gpus;
-      if (!structureDirty_) {
-        nodes_[nodeIndex_.at(name)] = it->second.node;
-        if (gpusChanged) {
-          markPoolDirtyForNodeLocked(name);
-        }
-      }
-    }
+    model_.setNode(name, std::move(*parsed));
   }
-  reservationsDirty_ = !reservations_.empty();
+  reservationsDirty_ = !reservedByOrder_.empty();
   released_ = true;
   dirty_ = true;
   cv_.notify_all();
@@ -253,10 +234,8 @@ json SchedCache::ingestNode(const json& obj) {
 void SchedCache::removeNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   rt_.removeNode(name);
-  if (nodeMap_.erase(name) > 0) {
-    structureDirty_ = true;
-  }
-  reservationsDirty_ = !reservations_.empty();
+  model_.removeNode(name);
+  reservationsDirty_ = !reservedByOrder_.empty();
   dirty_ = true;
   cv_.notify_all();
 }
@@ -264,7 +243,7 @@ void SchedCache::removeNode(const std::string& name) {
 json SchedCache::ingestPool(const json& obj) {
   json keep = identity(obj);
   const std::string& name = stringAt(obj, "metadata", "name");
-  PoolEntry entry;
+  ModelPool entry;
   if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
     if (auto ns = spec->find("nodes"); ns != spec->end() && ns->is_array()) {
       for (const auto& n : *ns) {
@@ -279,7 +258,7 @@ json SchedCache::ingestPool(const json& obj) {
     spdlog::warn("{}", problem);
   }
   for (api::PoolGpu& g : parsed.gpus) {
-    PoolGpu gpu;
+    ModelGpu gpu;
     gpu.id = std::move(g.id);
     gpu.uuid = std::move(g.uuid);
     gpu.model = std::move(g.model);
@@ -295,9 +274,8 @@ json SchedCache::ingestPool(const json& obj) {
     entry.gpus.push_back(std::move(gpu));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  poolMap_[name] = std::move(entry);
-  structureDirty_ = true;
-  reservationsDirty_ = !reservations_.empty();
+  model_.setPool(name, std::move(entry));
+  reservationsDirty_ = !reservedByOrder_.empty();
   released_ = true;
   dirty_ = true;
   cv_.notify_all();
@@ -306,174 +284,45 @@ json SchedCache::ingestPool(const json& obj) {
 
 void SchedCache::removePool(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (poolMap_.erase(name) > 0) {
-    structureDirty_ = true;
-  }
-  reservationsDirty_ = !reservations_.empty();
+  model_.removePool(name);
+  reservationsDirty_ = !reservedByOrder_.empty();
   dirty_ = true;
   cv_.notify_all();
 }
 
-// ---------------------------------------------------------------- the model
+// ---------------------------------------------------------------- one pod's state
 
-void SchedCache::rebuildLocked() {
-  nodes_.clear();
-  nodeIndex_.clear();
-  nodes_.reserve(nodeMap_.size());
-  for (const auto& [name, e] : nodeMap_) {
-    nodeIndex_.emplace(name, nodes_.size());
-    nodes_.push_back(e.node);
-  }
-  state_ = alloc::ClusterState();
-  poolNodes_.assign(poolMap_.size(), {});
-  std::unordered_map<std::string, alloc::PoolIndex> poolOf;
-  alloc::PoolIndex p = 0;
-  for (const auto& [name, pool] : poolMap_) {
-    (void)state_.addPool(name);
-    for (const auto& n : pool.nodes) {
-      if (!poolOf.emplace(n, p).second) {
-        spdlog::warn("node {} is listed by two GPUPools; it belongs to the first by name", n);
-      }
-    }
-    ++p;
-  }
-  for (const auto& [name, e] : nodeMap_) {
-    auto it = poolOf.find(name);
-    const alloc::PoolIndex pool = it == poolOf.end() ? alloc::kNoPool : it->second;
-    auto idx = state_.addNode({name, pool, 0, 0});
-    if (idx && pool != alloc::kNoPool) {
-      poolNodes_[pool].push_back(*idx);
-    }
-  }
-  gpuInvDraining_.clear();
-  gpuReportedUse_.clear();
-  gpuPromised_.clear();
-  p = 0;
-  for (const auto& [name, pool] : poolMap_) {
-    for (const auto& g : pool.gpus) {
-      alloc::GpuSpec spec{g.id, g.uuid, g.model, p, alloc::kNoNode, false, g.healthy, g.draining};
-      bool unusable = false;
-      if (!g.node.empty()) {
-        auto n = nodeIndex_.find(g.node);
-        auto owner = poolOf.find(g.node);
-        if (n != nodeIndex_.end() && owner != poolOf.end() && owner->second == p) {
-          spec.node = static_cast<alloc::NodeIndex>(n->second);
-        } else {
-          // Attached to a node we do not know (yet) or to one outside the pool: not usable.
-          unusable = true;
-          spec.draining = true;
-        }
-      }
-      auto added = state_.addGpu(spec);
-      if (!added) {
-        spdlog::warn("GPUPool {}: GPU {}: {}", name, g.id, added.error().message);
-        continue;
-      }
-      gpuInvDraining_.push_back(g.draining || unusable);
-      gpuReportedUse_.push_back(g.reportedInUse);
-      gpuPromised_.push_back(false);
-    }
-    ++p;
-  }
-  usage_.assign(nodes_.size(), alloc::NodeUsage{});
-  visibleGpus_.assign(nodes_.size(), 0);
-  for (const auto& [key, c] : contributions_) {
-    if (auto n = nodeIndex_.find(c.node); n != nodeIndex_.end()) {
-      alloc::addPodUsage(usage_[n->second], c.request);
-    }
-  }
-  structureDirty_ = false;
-  dirtyPools_.clear();
-  for (alloc::PoolIndex q = 0; q < state_.poolCount(); ++q) {
-    dirtyPools_.insert(q);
-  }
-  // Nodes in no pool: visible GPUs are what kubelet advertises (no pool can add any).
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    if (state_.node(static_cast<alloc::NodeIndex>(n)).pool == alloc::kNoPool) {
-      visibleGpus_[n] = 0;
-    }
-  }
+PodInfo* SchedCache::findLocked(const std::string& key) {
+  auto p = pods_.find(key);
+  return p == pods_.end() ? nullptr : p->second.get();
 }
 
-void SchedCache::ensureFreshLocked() {
-  if (structureDirty_) {
-    rebuildLocked();
-  }
-  for (alloc::PoolIndex p : dirtyPools_) {
-    recomputePoolLocked(p);
-  }
-  dirtyPools_.clear();
-}
-
-void SchedCache::markPoolDirtyForNodeLocked(const std::string& node) {
-  if (structureDirty_) {
+void SchedCache::setHoldLocked(PodInfo& pod, PodInfo::Hold to, const std::string& node,
+                               const Reservation* r) {
+  using Hold = PodInfo::Hold;
+  if (to == Hold::kNone && pod.hold == Hold::kNone) {
     return;
   }
-  auto n = nodeIndex_.find(node);
-  if (n == nodeIndex_.end()) {
-    return;
+  if (pod.hold == Hold::kReserved) {
+    reservedByOrder_.erase(pod.reservation.order);
+  } else if (pod.hold == Hold::kAssumed) {
+    --assumedCount_;
+    pod.assumedNode.clear();
   }
-  const alloc::PoolIndex p = state_.node(static_cast<alloc::NodeIndex>(n->second)).pool;
-  if (p != alloc::kNoPool) {
-    dirtyPools_.insert(p);
+  pod.hold = to;
+  if (to == Hold::kAssumed) {
+    pod.assumedNode = node;
+    ++assumedCount_;
+  } else if (to == Hold::kReserved) {
+    pod.reservation = *r;
+    reservedByOrder_.emplace(r->order, pod.key);
   }
+  refreshHoldingLocked(pod);
 }
 
-void SchedCache::recomputePoolLocked(alloc::PoolIndex p) {
-  // Back to the inventory's flags.
-  for (alloc::GpuIndex g : state_.poolGpus(p)) {
-    if (state_.gpu(g).inUse) {
-      (void)state_.releaseGpu(g);
-    }
-    (void)state_.setGpuDraining(g, gpuInvDraining_[g]);
-    gpuPromised_[g] = false;
-  }
-  std::uint64_t outstanding = 0;
-  for (alloc::NodeIndex n : poolNodes_[p]) {
-    auto& usable = gpuIndexScratch_;
-    usable.clear();
-    for (alloc::GpuIndex g : state_.nodeGpus(n)) {
-      if (state_.gpu(g).free()) {
-        usable.push_back(g);
-      }
-    }
-    // Reported in use first (the device plugin knows which ones the pods have), then id order.
-    std::sort(usable.begin(), usable.end(), [&](alloc::GpuIndex a, alloc::GpuIndex b) {
-      if (gpuReportedUse_[a] != gpuReportedUse_[b]) {
-        return static_cast<bool>(gpuReportedUse_[a]);
-      }
-      return a < b;
-    });
-    const std::int64_t allocatable =
-        std::max<std::int64_t>(0, nodeMap_.find(nodes_[n].name)->second.allocatableGpus);
-    const std::size_t visible =
-        std::min<std::size_t>(usable.size(), static_cast<std::size_t>(allocatable));
-    for (std::size_t i = visible; i < usable.size(); ++i) {
-      (void)state_.setGpuDraining(usable[i], true);  // not advertised by kubelet yet
-    }
-    visibleGpus_[n] = static_cast<std::int64_t>(visible);
-    const std::int64_t held = std::max<std::int64_t>(0, gpuOf(usage_[n].requested));
-    const std::size_t take = std::min<std::size_t>(visible, static_cast<std::size_t>(held));
-    for (std::size_t i = 0; i < take; ++i) {
-      (void)state_.allocateGpu(usable[i]);
-    }
-    outstanding += static_cast<std::uint64_t>(held) - take;
-  }
-  // The reservations' deficits: GPUs reconfig-mgr will bring from elsewhere in the pool, the
-  // unattached ones first. They are no longer free for anyone else.
-  for (int pass = 0; pass < 2 && outstanding > 0; ++pass) {
-    for (alloc::GpuIndex g : state_.poolGpus(p)) {
-      if (outstanding == 0) {
-        break;
-      }
-      const auto& gpu = state_.gpu(g);
-      if (gpu.free() && (pass == 0) == !gpu.attached()) {
-        (void)state_.setGpuDraining(g, true);
-        gpuPromised_[g] = true;
-        --outstanding;
-      }
-    }
-  }
+void SchedCache::forgetLocked(PodInfo& pod) {
+  queue_.forget(pod.key);
+  setHoldLocked(pod, PodInfo::Hold::kNone);
 }
 
 std::string SchedCache::effectiveNodeLocked(const PodInfo& pod) const {
@@ -483,16 +332,16 @@ std::string SchedCache::effectiveNodeLocked(const PodInfo& pod) const {
   if (pod.deleting) {
     return {};
   }
-  if (auto a = assumed_.find(pod.key); a != assumed_.end()) {
-    return a->second;
+  if (pod.assumed()) {
+    return pod.assumedNode;
   }
-  if (auto r = reservations_.find(pod.key); r != reservations_.end()) {
-    return r->second.node;
+  if (pod.reserved()) {
+    return pod.reservation.node;
   }
   return {};
 }
 
-void SchedCache::refreshContributionLocked(PodInfo& pod) {
+void SchedCache::refreshHoldingLocked(PodInfo& pod) {
   const std::string node = effectiveNodeLocked(pod);
   if (pod.pod.rt.realTime() && !node.empty()) {
     alloc::SchedPod held;  // what RT admission reads: identity, node, RT annotations
@@ -504,76 +353,24 @@ void SchedCache::refreshContributionLocked(PodInfo& pod) {
   } else {
     rt_.removePod(pod.ns, pod.name);
   }
-  auto it = contributions_.find(pod.key);
-  if (it != contributions_.end() && it->second.node == node && it->second.request == pod.request) {
-    return;
-  }
-  if (it != contributions_.end()) {
-    if (!structureDirty_) {
-      if (auto n = nodeIndex_.find(it->second.node); n != nodeIndex_.end()) {
-        alloc::removePodUsage(usage_[n->second], it->second.request);
-        markPoolDirtyForNodeLocked(it->second.node);
-      }
-    }
-    contributions_.erase(it);
+  if (model_.setHolding(pod.key, node, pod.request)) {
     // A pod on a node stopped holding it. A dropped reservation is not a release: its own pod
     // must back off (a timed-out request is not asked again at once).
-    released_ = released_ || pod.bound() || assumed_.contains(pod.key);
-  }
-  if (node.empty()) {
-    return;
-  }
-  contributions_.emplace(pod.key, Contribution{node, pod.request});
-  if (!structureDirty_) {
-    if (auto n = nodeIndex_.find(node); n != nodeIndex_.end()) {
-      alloc::addPodUsage(usage_[n->second], pod.request);
-      markPoolDirtyForNodeLocked(node);
-    }
+    released_ = released_ || pod.bound() || pod.assumed();
   }
 }
-
-// ---------------------------------------------------------------- the queue
 
 void SchedCache::enqueueLocked(const PodInfo& pod) {
-  if (queued_.contains(pod.key)) {
-    return;
-  }
-  QueueKey k{pod.created, pod.seq, pod.key};
-  active_.insert(k);
-  queued_.emplace(pod.key, std::move(k));
-}
-
-void SchedCache::dequeueLocked(const std::string& key) {
-  auto it = queued_.find(key);
-  if (it == queued_.end()) {
-    return;
-  }
-  active_.erase(it->second);
-  queued_.erase(it);
-}
-
-void SchedCache::dropReservationLocked(const std::string& key) {
-  if (reservations_.erase(key) == 0) {
-    return;
-  }
-  if (auto p = pods_.find(key); p != pods_.end()) {
-    refreshContributionLocked(*p->second);
-  }
+  queue_.push({pod.created, pod.seq, pod.key});
 }
 
 void SchedCache::backoffLocked(const std::string& key, Clock::time_point now) {
-  dequeueLocked(key);
-  auto p = pods_.find(key);
-  if (p == pods_.end() || !p->second->pending()) {
+  queue_.remove(key);
+  const PodInfo* p = findLocked(key);
+  if (p == nullptr || !p->pending()) {
     return;
   }
-  Backoff& b = backoff_[key];
-  ++b.attempts;
-  const auto delay = std::min<std::chrono::milliseconds>(
-      opts_.maxBackoff,
-      opts_.initialBackoff * (1LL << std::min<std::uint32_t>(b.attempts - 1, 20)));
-  b.until = now + delay;
-  waiting_.insert(key);
+  queue_.backoff(key, now);
 }
 
 void SchedCache::backoff(const std::string& key, Clock::time_point now) {
@@ -582,26 +379,17 @@ void SchedCache::backoff(const std::string& key, Clock::time_point now) {
   dirty_ = true;
 }
 
+// ---------------------------------------------------------------- leadership
+
 void SchedCache::resetQueue(Clock::time_point now) {
   std::lock_guard<std::mutex> lock(mu_);
-  active_.clear();
-  queued_.clear();
-  backoff_.clear();
-  waiting_.clear();
-  assumed_.clear();
-  std::vector<std::string> had;
-  for (const auto& [k, r] : reservations_) {
-    had.push_back(k);
+  queue_.clear();
+  for (auto& [key, p] : pods_) {
+    setHoldLocked(*p, PodInfo::Hold::kNone);
+    p->clearing = false;
+    p->invalidReported.clear();
+    p->heldReported.clear();
   }
-  reservations_.clear();
-  for (const auto& k : had) {
-    if (auto p = pods_.find(k); p != pods_.end()) {
-      refreshContributionLocked(*p->second);
-    }
-  }
-  clearing_.clear();
-  invalidReported_.clear();
-  heldReported_.clear();
   leading_ = true;
   // Requests already on pods (ours before a restart, or the previous leader's) are adopted
   // before any decision, so no pod is placed on GPUs promised to a waiting one. A malformed
@@ -610,7 +398,9 @@ void SchedCache::resetQueue(Clock::time_point now) {
     if (!p->ours || p->bound() || p->deleting) {
       continue;
     }
-    firstSeen_.try_emplace(key, now);
+    if (!p->firstSeen) {
+      p->firstSeen = now;
+    }
     if (p->invalid.empty() && p->reconfig.present()) {
       std::vector<Action> refused;
       adoptReservationLocked(*p, now, &refused);
@@ -618,9 +408,8 @@ void SchedCache::resetQueue(Clock::time_point now) {
         continue;
       }
       // Not adopted: undo what refusing did, the decision will refuse it again and say so.
-      clearing_.erase(key);
-      backoff_.erase(key);
-      waiting_.erase(key);
+      p->clearing = false;
+      queue_.forget(key);
     }
     enqueueLocked(*p);
   }
@@ -631,373 +420,13 @@ void SchedCache::resetQueue(Clock::time_point now) {
 void SchedCache::stopLeading() {
   std::lock_guard<std::mutex> lock(mu_);
   leading_ = false;
-  active_.clear();
-  queued_.clear();
-  backoff_.clear();
-  waiting_.clear();
-  std::vector<std::string> keys;
-  for (const auto& [k, n] : assumed_) {
-    keys.push_back(k);
-  }
-  for (const auto& [k, r] : reservations_) {
-    keys.push_back(k);
-  }
-  assumed_.clear();
-  reservations_.clear();
-  for (const auto& k : keys) {
-    if (auto p = pods_.find(k); p != pods_.end()) {
-      refreshContributionLocked(*p->second);
-    }
+  queue_.clear();
+  for (auto& [key, p] : pods_) {
+    setHoldLocked(*p, PodInfo::Hold::kNone);
   }
 }
 
-Action SchedCache::baseAction(const PodInfo& pod, Action::Kind kind) const {
-  Action a;
-  a.kind = kind;
-  a.key = pod.key;
-  a.ns = pod.ns;
-  a.name = pod.name;
-  a.uid = pod.uid;
-  a.gpus = static_cast<std::uint32_t>(std::max<std::int64_t>(0, pod.gpus));
-  if (auto f = firstSeen_.find(pod.key); f != firstSeen_.end()) {
-    a.firstSeen = f->second;
-  }
-  return a;
-}
-
-void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now,
-                                        std::vector<Action>* out) {
-  auto request = api::parseReconfigRequest(pod.reconfig);
-  if (!request) {
-    Action a = baseAction(pod, Action::Kind::kInvalid);
-    a.message = request.error().message +
-                "; the reconfiguration request is removed and the pod scheduled again";
-    a.clearAnnotations = true;
-    out->push_back(std::move(a));
-    clearing_.insert(pod.key);
-    backoffLocked(pod.key, now);
-    return;
-  }
-  Reservation r;
-  r.node = request->dstNode;
-  r.gpus = static_cast<std::uint32_t>(std::max<std::int64_t>(0, pod.gpus));
-  r.deficit = request->demand;
-  const auto wall = std::chrono::floor<std::chrono::milliseconds>(wallNow());
-  r.reservedAt = wall;
-  if (request->reservedAt) {
-    r.reservedAt = *request->reservedAt;
-    if (r.reservedAt > wall + kReservedAtSkew) {
-      spdlog::warn(
-          "pod {}: annotation {} {} is {} ms ahead of this clock (more than the {} s allowed for "
-          "clock "
-          "skew); its reservation's timeout starts now",
-          pod.key, kReservedAtAnnotation, *pod.reconfig.reservedAt,
-          std::chrono::duration_cast<std::chrono::milliseconds>(r.reservedAt - wall).count(),
-          kReservedAtSkew.count());
-      r.reservedAt = wall;
-    }
-  }
-  // The timeout continues from the request's time: what is left of it on this clock (none, if it
-  // has run out: the next pass cancels the request).
-  r.deadline = now + std::chrono::duration_cast<Clock::duration>(opts_.reservationTimeout -
-                                                                 (wall - r.reservedAt));
-  r.requested = true;
-  r.order = nextOrder_++;
-  reservations_[pod.key] = r;
-  refreshContributionLocked(pod);
-  reservationsDirty_ = true;
-}
-
-std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Reservation& r,
-                                                         Clock::time_point now) {
-  auto cancel = [&](std::string message) {
-    Action a = baseAction(pod, Action::Kind::kCancel);
-    a.node = r.node;
-    a.message = std::move(message);
-    return a;
-  };
-  if (now >= r.deadline) {
-    return cancel(
-        "node " + r.node + " did not show the " + std::to_string(r.gpus) +
-        " kubecomp.io/gpu the pod needs within " +
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::seconds>(opts_.reservationTimeout).count()) +
-        "s of the reconfiguration request; trying again");
-  }
-  auto n = nodeIndex_.find(r.node);
-  if (n == nodeIndex_.end()) {
-    return cancel("node " + r.node + " of the reconfiguration request is gone; trying again");
-  }
-  const std::size_t i = n->second;
-  // The node without this pod's own reservation: does it still pass the filters?
-  alloc::NodeUsage others = usage_[i];
-  alloc::removePodUsage(others, pod.request);
-  // Reservations on the node are served in the order they were made: a later one does not
-  // hold GPUs (or CPU) against this one.
-  for (const auto& [key, other] : reservations_) {
-    if (other.node == r.node && other.order > r.order) {
-      if (auto p = pods_.find(key); p != pods_.end()) {
-        alloc::removePodUsage(others, p->second->request);
-      }
-    }
-  }
-  alloc::FilterOptions filter = opts_.placement.filter;
-  filter.fit.ignoredResources.emplace(alloc::kGpuResource);
-  auto result = alloc::filterNodes(pod.pod, std::span<const alloc::SchedNode>(&nodes_[i], 1),
-                                   std::span<const alloc::NodeUsage>(&others, 1), filter);
-  if (!result || result->feasible.empty()) {
-    return cancel("node " + r.node + " can no longer run the pod (" +
-                  (result ? (result->rejected.empty() ? std::string("?")
-                                                      : result->rejected.front().reasons.front())
-                          : result.error().message) +
-                  "); trying again");
-  }
-  // GPUs: visible on the node minus what the others there hold, counted over accepted models.
-  const std::int64_t othersHeld = gpuOf(others.requested);
-  std::int64_t visible = visibleGpus_[i];
-  if (!pod.pod.gpuModels.acceptsAny()) {
-    std::int64_t accepted = 0;
-    for (alloc::GpuIndex g : state_.nodeGpus(static_cast<alloc::NodeIndex>(i))) {
-      const auto& gpu = state_.gpu(g);
-      // Visible = healthy, not draining in the inventory, advertised (counted in visible).
-      if (gpu.healthy && !gpuInvDraining_[g] && pod.pod.gpuModels.accepts(gpu.model)) {
-        ++accepted;
-      }
-    }
-    visible = std::min(visible, accepted);
-  }
-  if (visible - othersHeld < static_cast<std::int64_t>(r.gpus)) {
-    return std::nullopt;  // still waiting for reconfig-mgr and kubelet
-  }
-  Action a = baseAction(pod, Action::Kind::kBind);
-  a.node = r.node;
-  return a;
-}
-
-std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point now) {
-  if (!pod.invalid.empty()) {
-    // Reported once per distinct problem (our own status write comes back as an update).
-    auto [it, added] = invalidReported_.try_emplace(pod.key, pod.invalid);
-    if (!added && it->second == pod.invalid) {
-      return std::nullopt;
-    }
-    it->second = pod.invalid;
-    Action a = baseAction(pod, Action::Kind::kInvalid);
-    a.message = "pod cannot be scheduled: " + pod.invalid;
-    return a;
-  }
-  invalidReported_.erase(pod.key);
-  if (pod.reconfig.present() && !clearing_.contains(pod.key)) {
-    // A request made earlier (by us before a restart, or by the previous leader): adopt it,
-    // send nothing again.
-    std::vector<Action> out;
-    adoptReservationLocked(pod, now, &out);
-    if (!out.empty()) {
-      return std::move(out.front());
-    }
-    return std::nullopt;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  auto placed = alloc::placePod(pod.pod, nodes_, usage_, state_, opts_.placement);
-  decisions_.total += std::chrono::steady_clock::now() - t0;
-  ++decisions_.decisions;
-  if (!placed) {
-    Action a = baseAction(pod, Action::Kind::kUnschedulable);
-    a.message = placed.error().code == kc::errc::kUnschedulable
-                    ? placed.error().message
-                    : "scheduler error: " + placed.error().message;
-    backoffLocked(pod.key, now);
-    return a;
-  }
-  const std::string& node = nodes_[placed->node].name;
-  if (placed->deficit == 0) {
-    Action a = baseAction(pod, Action::Kind::kBind);
-    a.node = node;
-    assumed_[pod.key] = node;
-    pod.started = now;
-    refreshContributionLocked(pod);
-    return a;
-  }
-  Reservation r;
-  r.node = node;
-  r.gpus = placed->gpus;
-  r.deficit = placed->deficit;
-  r.deadline = now + opts_.reservationTimeout;
-  r.reservedAt = std::chrono::floor<std::chrono::milliseconds>(wallNow());
-  r.requested = false;
-  r.order = nextOrder_++;
-  reservations_[pod.key] = r;
-  refreshContributionLocked(pod);
-  Action a = baseAction(pod, Action::Kind::kReserve);
-  a.node = node;
-  a.deficit = placed->deficit;
-  a.reservedAt = r.reservedAt;
-  return a;
-}
-
-std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
-  std::unique_lock<std::mutex> lock(mu_);
-  dirty_ = false;
-  std::vector<Action> out;
-  if (!leading_) {
-    return out;
-  }
-  ensureFreshLocked();
-  // Backoffs that ran out go back to the queue; after a release, every backing-off pod does
-  // (its attempt count stays, so a pod that still does not fit backs off longer).
-  const bool released = std::exchange(released_, false);
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    auto b = backoff_.find(*it);
-    auto p = pods_.find(*it);
-    if (b == backoff_.end() || p == pods_.end() || !p->second->pending()) {
-      it = waiting_.erase(it);
-      continue;
-    }
-    if (released || b->second.until <= now) {
-      enqueueLocked(*p->second);
-      it = waiting_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // Reservations, oldest first.
-  bool deadlinePassed = false;
-  for (const auto& [k, r] : reservations_) {
-    deadlinePassed = deadlinePassed || r.deadline <= now;
-  }
-  bool reservationBound = false;
-  if (reservationsDirty_ || deadlinePassed) {
-    reservationsDirty_ = false;
-    std::vector<std::pair<std::uint64_t, std::string>> order;
-    for (const auto& [k, r] : reservations_) {
-      order.emplace_back(r.order, k);
-    }
-    std::sort(order.begin(), order.end());
-    for (const auto& [o, key] : order) {
-      auto p = pods_.find(key);
-      auto r = reservations_.find(key);
-      if (p == pods_.end() || r == reservations_.end()) {
-        continue;
-      }
-      ensureFreshLocked();
-      auto a = checkReservationLocked(*p->second, r->second, now);
-      if (!a) {
-        continue;
-      }
-      if (a->kind == Action::Kind::kBind) {
-        reservations_.erase(r);
-        assumed_[key] = a->node;
-        p->second->started = now;
-        reservationBound = true;
-        refreshContributionLocked(*p->second);
-      } else {
-        dropReservationLocked(key);
-        backoffLocked(key, now);
-        clearing_.insert(key);
-      }
-      out.push_back(std::move(*a));
-    }
-  }
-  if (opts_.queue.discipline != alloc::QueueDiscipline::Backfill) {
-    // A head that waited for its GPUs has started: the pods held behind it are retried now.
-    if (reservationBound) {
-      for (const auto& k : waiting_) {
-        if (auto p = pods_.find(k); p != pods_.end()) {
-          enqueueLocked(*p->second);
-        }
-      }
-      waiting_.clear();
-    }
-    if (!active_.empty()) {
-      queuePassLocked(now, out);
-    }
-    if (reservationsDirty_) {
-      dirty_ = true;
-    }
-    return out;
-  }
-  // Then the queue, in FCFS order. The lock is let go between two decisions so that the
-  // informers' updates are not held up behind a whole batch.
-  for (bool first = true; out.size() < max && !active_.empty(); first = false) {
-    if (!first) {
-      lock.unlock();
-      std::this_thread::yield();
-      lock.lock();
-      if (!leading_ || active_.empty()) {
-        break;
-      }
-    }
-    const std::string key = std::get<2>(*active_.begin());
-    dequeueLocked(key);
-    auto p = pods_.find(key);
-    if (p == pods_.end()) {
-      continue;
-    }
-    PodInfo& pod = *p->second;
-    if (!pod.ours || pod.bound() || pod.deleting || reservations_.contains(key) ||
-        assumed_.contains(key)) {
-      continue;
-    }
-    ensureFreshLocked();
-    if (auto a = decideLocked(pod, now)) {
-      out.push_back(std::move(*a));
-    }
-  }
-  if (!active_.empty() || reservationsDirty_) {
-    dirty_ = true;
-  }
-  return out;
-}
-
-Clock::time_point SchedCache::nextWake(Clock::time_point now) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Clock::time_point wake = now + std::chrono::seconds(1);
-  for (const auto& k : waiting_) {
-    if (auto b = backoff_.find(k); b != backoff_.end()) {
-      wake = std::min(wake, b->second.until);
-    }
-  }
-  for (const auto& [k, r] : reservations_) {
-    wake = std::min(wake, r.deadline);
-  }
-  return wake;
-}
-
-bool SchedCache::dirty() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return dirty_;
-}
-
-void SchedCache::bindDone(const std::string& key, bool ok, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (ok) {
-    return;  // the assumption stands until the watch shows the pod bound
-  }
-  if (assumed_.erase(key) > 0) {
-    if (auto p = pods_.find(key); p != pods_.end()) {
-      refreshContributionLocked(*p->second);
-    }
-  }
-  backoffLocked(key, now);
-  dirty_ = true;
-  cv_.notify_all();
-}
-
-void SchedCache::reserveDone(const std::string& key, bool ok, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto r = reservations_.find(key);
-  if (r == reservations_.end()) {
-    return;
-  }
-  if (ok) {
-    r->second.requested = true;
-    return;
-  }
-  dropReservationLocked(key);
-  backoffLocked(key, now);
-  dirty_ = true;
-  cv_.notify_all();
-}
+// ---------------------------------------------------------------- what the loop reads
 
 QueueStats SchedCache::queueStats() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -1013,35 +442,38 @@ CacheStats SchedCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   CacheStats s;
   s.pods = pods_.size();
-  s.nodes = nodeMap_.size();
-  s.pools = poolMap_.size();
-  for (const auto& [n, p] : poolMap_) {
-    s.gpus += p.gpus.size();
-  }
-  s.active = active_.size();
-  s.backoff = waiting_.size();
-  s.reservations = reservations_.size();
-  s.assumed = assumed_.size();
+  s.nodes = model_.nodeCount();
+  s.pools = model_.poolCount();
+  s.gpus = model_.gpuCount();
+  s.active = queue_.activeCount();
+  s.backoff = queue_.waitingCount();
+  s.reservations = reservedByOrder_.size();
+  s.assumed = assumedCount_;
   return s;
 }
 
 std::optional<Reservation> SchedCache::reservation(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto r = reservations_.find(key);
-  if (r == reservations_.end()) {
+  auto p = pods_.find(key);
+  if (p == pods_.end() || !p->second->reserved()) {
     return std::nullopt;
   }
-  return r->second;
+  return p->second->reservation;
 }
 
 std::optional<std::int64_t> SchedCache::freeGpus(const std::string& node) {
   std::lock_guard<std::mutex> lock(mu_);
-  ensureFreshLocked();
-  auto n = nodeIndex_.find(node);
-  if (n == nodeIndex_.end()) {
+  model_.refresh();
+  auto n = model_.indexOf(node);
+  if (!n) {
     return std::nullopt;
   }
-  return state_.node(static_cast<alloc::NodeIndex>(n->second)).freeGpus;
+  return model_.state().node(static_cast<alloc::NodeIndex>(*n)).freeGpus;
+}
+
+bool SchedCache::dirty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dirty_;
 }
 
 void SchedCache::notifyAll() {
@@ -1051,7 +483,7 @@ void SchedCache::notifyAll() {
 
 void SchedCache::waitForWork(Clock::time_point until, const std::atomic<bool>& stop) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, until, [&] { return dirty_ || stop.load(); });
+  clockOr(opts_.clock).waitUntil(lock, cv_, until, [&] { return dirty_ || stop.load(); });
 }
 
 }  // namespace kc::sched

@@ -9,17 +9,12 @@
 // own decisions (assume a bind, reserve a node). Thread-safe: one mutex guards everything; the
 // scheduling loop holds it for one decision, the informer threads for one object.
 //
-// What a node's GPUs look like to a decision (pool model, per pool, recomputed when something
-// in the pool changes):
-//   usable(n)  = GPUs the GPUPool status shows attached to n, healthy, not draining
-//   visible(n) = min(usable(n), status.allocatable["kubecomp.io/gpu"] of n): a GPU kubelet does
-//                not advertise yet cannot run a pod; the rest are marked draining in the model
-//   held(n)    = kubecomp.io/gpu requested by the pods bound to n (or assumed bound) and by
-//                the reservations on n
-//   min(held, visible) GPUs of n are marked in use (those the device plugin reports in use
-//   first); the rest of held, the reservations' outstanding deficit, is taken from the pool's
-//   other free GPUs (unattached first), since reconfig-mgr will move them to n.
-// So a pod may be placed only where the GPUs promised to earlier pods are already counted.
+// Three parts, as kube-scheduler keeps its cache and its queue apart: the cluster
+// (cluster_model.hpp: nodes, pools, what each pod holds, the pool model a decision reads), the
+// queue (scheduling_queue.hpp: FCFS order and backoff) and, here, one record per pod (PodInfo:
+// what the API says of it and what this scheduler is doing with it). A pod's hold on a node
+// (assumed bound, reserved) changes in one function (setHoldLocked), and a pod leaves this
+// scheduler's hands in one function (forgetLocked).
 
 #include <atomic>
 #include <chrono>
@@ -47,6 +42,9 @@
 #include "libcore/alloc/sched_objects.hpp"
 #include "libcore/api/gpupool.hpp"
 #include "libcore/api/reconfig_request.hpp"
+#include "libcore/base/clock.hpp"
+#include "services/kubecomp-sched/cluster_model.hpp"
+#include "services/kubecomp-sched/scheduling_queue.hpp"
 
 namespace kc::sched {
 
@@ -62,7 +60,20 @@ using api::kReservedAtAnnotation;
 // it is (clocks of two machines differ a little); further ahead, the timeout starts at adoption.
 inline constexpr std::chrono::seconds kReservedAtSkew{5};
 
-using Clock = std::chrono::steady_clock;
+// Time: kc::Clock (libcore/base/clock.hpp); every time point here is on its steady clock.
+using kc::Clock;
+
+// A node held for a pod until reconfig-mgr has moved the GPUs.
+struct Reservation {
+  std::string node;
+  std::uint32_t gpus = 0;     // the pod's whole request
+  std::uint32_t deficit = 0;  // GPUs asked for (kubecomp.io/demand)
+  Clock::time_point deadline{};
+  // When the request was made (wall clock, whole milliseconds): kubecomp.io/reserved-at.
+  std::chrono::system_clock::time_point reservedAt{};
+  bool requested = false;   // the annotations are (known to be) on the pod
+  std::uint64_t order = 0;  // reservations on one node are served in this order
+};
 
 // One pod as the cache keeps it.
 struct PodInfo {
@@ -85,21 +96,27 @@ struct PodInfo {
   // bound it, else when it was first seen bound. Read by the queue policies that plan ahead.
   std::optional<Clock::time_point> started;
 
+  // What this scheduler is doing with the pod (the leader's state, kept apart from what the
+  // API says above). Queue membership and backoff are the SchedulingQueue's.
+  enum class Hold {
+    kNone,      // holds no node (queued, backing off, or nothing to do)
+    kAssumed,   // bound by this scheduler: `assumedNode`, until the watch shows it bound
+    kReserved,  // `reservation`'s node, until reconfig-mgr has moved the GPUs
+  };
+  Hold hold = Hold::kNone;
+  std::string assumedNode;
+  Reservation reservation;
+  // When it was first seen wanting a decision (the end-to-end latency metric).
+  std::optional<Clock::time_point> firstSeen;
+  bool clearing = false;        // its request annotations are being removed
+  std::string invalidReported;  // the invalid-pod message sent ("" none)
+  std::string heldReported;     // the queue policy's hold message sent ("" none)
+
   bool bound() const { return !pod.nodeName.empty(); }
   // Ours, unbound, alive and valid: something for this scheduler to do.
   bool pending() const { return ours && !bound() && !deleting && invalid.empty(); }
-};
-
-// A node held for a pod until reconfig-mgr has moved the GPUs.
-struct Reservation {
-  std::string node;
-  std::uint32_t gpus = 0;     // the pod's whole request
-  std::uint32_t deficit = 0;  // GPUs asked for (kubecomp.io/demand)
-  Clock::time_point deadline{};
-  // When the request was made (wall clock, whole milliseconds): kubecomp.io/reserved-at.
-  std::chrono::system_clock::time_point reservedAt{};
-  bool requested = false;   // the annotations are (known to be) on the pod
-  std::uint64_t order = 0;  // reservations on one node are served in this order
+  bool assumed() const { return hold == Hold::kAssumed; }
+  bool reserved() const { return hold == Hold::kReserved; }
 };
 
 // What the scheduling loop does next with one pod.
@@ -142,8 +159,10 @@ struct CacheOptions {
   // slack-backfill: a later pod may delay the head by up to this many times the head's own run
   // time (alloc::QueuePass; 1 is the textbook bound; docs/results.md measures 3 on Workload 4).
   double slackFactor = alloc::kDefaultSlackFactor;
-  // Wall clock, to place status.startTime on the steady clock and to print reserved starts;
-  // empty: std::chrono::system_clock::now.
+  // The clock the cache waits on and reads the wall time from (status.startTime placed on the
+  // steady clock, reserved starts printed); null: the system clock. Not owned.
+  Clock* clock = nullptr;
+  // Tests: the wall clock alone; empty: clock's wallNow.
   std::function<std::chrono::system_clock::time_point()> wallClock{};
   std::chrono::milliseconds reservationTimeout{300'000};
   std::chrono::milliseconds initialBackoff{1000};  // kube-scheduler's podInitialBackoffSeconds
@@ -230,53 +249,28 @@ class SchedCache {
   void stopLeading();
 
  private:
-  struct NodeEntry {
-    alloc::SchedNode node;
-    std::int64_t allocatableGpus = 0;
-  };
-  struct PoolGpu {
-    std::string id;
-    std::string uuid;
-    std::string model;
-    std::string node;  // "" unattached
-    bool healthy = true;
-    bool draining = false;
-    bool reportedInUse = false;
-  };
-  struct PoolEntry {
-    std::vector<std::string> nodes;
-    std::vector<PoolGpu> gpus;
-  };
-  struct Contribution {
-    std::string node;
-    alloc::Resources request;
-  };
-  struct Backoff {
-    std::uint32_t attempts = 0;
-    Clock::time_point until{};
-  };
-
   // All private members below run with mu_ held.
-  void rebuildLocked();
-  void ensureFreshLocked();
-  void recomputePoolLocked(alloc::PoolIndex p);
-  void markPoolDirtyForNodeLocked(const std::string& node);
-  void refreshContributionLocked(PodInfo& pod);
+  // The pod's hold becomes `to` (for kAssumed with `node`, for kReserved with `r`), and what it
+  // holds in the cluster model follows.
+  void setHoldLocked(PodInfo& pod, PodInfo::Hold to, const std::string& node = {},
+                     const Reservation* r = nullptr);
+  // The pod is no longer this scheduler's to decide (bound, deleted, not ours, replaced):
+  // queue entry, backoff, reservation and assumption go.
+  void forgetLocked(PodInfo& pod);
+  void refreshHoldingLocked(PodInfo& pod);
   std::string effectiveNodeLocked(const PodInfo& pod) const;
   void enqueueLocked(const PodInfo& pod);
-  void dequeueLocked(const std::string& key);
-  void dropReservationLocked(const std::string& key);
   void backoffLocked(const std::string& key, Clock::time_point now);
-  std::vector<alloc::GpuIndex> gpuIndexScratch_;
-  std::vector<bool> gpuInvDraining_;  // per GpuIndex: draining in the inventory
-  std::vector<bool> gpuReportedUse_;  // per GpuIndex: inUseBy non-empty
-  std::vector<bool> gpuPromised_;     // per GpuIndex: held for a reservation's outstanding deficit
+  PodInfo* findLocked(const std::string& key);
   void adoptReservationLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>* out);
   Action baseAction(const PodInfo& pod, Action::Kind kind) const;
   // A reservation whose node now shows the GPUs and still passes the filters: kBind. Gone or
   // failing the filters: kCancel. Otherwise nothing.
-  std::optional<Action> checkReservationLocked(PodInfo& pod, Reservation& r, Clock::time_point now);
+  std::optional<Action> checkReservationLocked(PodInfo& pod, Clock::time_point now);
   std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
+  // The reservations, oldest first, through checkReservationLocked (when something changed or
+  // a deadline passed). Returns whether one was bound.
+  bool serveReservationsLocked(Clock::time_point now, std::vector<Action>& out);
 
   // The queue policies other than backfill (sched_queue.cpp): one pass over every pending pod
   // in FCFS order, appending its actions to `out`.
@@ -288,8 +282,9 @@ class SchedCache {
   void easyPassLocked(const std::vector<PodInfo*>& queue, const std::set<std::string>& due,
                       Clock::time_point now, std::vector<Action>& out);
   void buildPlanLocked(Clock::time_point now, QueuePlan& plan);
-  void holdLocked(PodInfo& pod, const std::string& head, const std::string& node,
-                  std::string message, bool due, Clock::time_point now, std::vector<Action>& out);
+  void holdBackLocked(PodInfo& pod, const std::string& head, const std::string& node,
+                      std::string message, bool due, Clock::time_point now,
+                      std::vector<Action>& out);
   void unfitLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>& out);
   std::int64_t runtimeMs(const PodInfo& pod) const;
   std::chrono::system_clock::time_point wallNow() const;
@@ -305,31 +300,12 @@ class SchedCache {
   std::uint64_t nextOrder_ = 0;
 
   std::unordered_map<std::string, std::unique_ptr<PodInfo>> pods_;
-  std::map<std::string, NodeEntry, std::less<>> nodeMap_;
-  std::map<std::string, PoolEntry, std::less<>> poolMap_;
-
-  // The dense views a decision reads (rebuilt when nodes or pools come or go).
-  bool structureDirty_ = true;
-  std::vector<alloc::SchedNode> nodes_;
-  std::vector<alloc::NodeUsage> usage_;
-  std::vector<std::int64_t> visibleGpus_;  // visible(n)
-  std::unordered_map<std::string, std::size_t> nodeIndex_;
-  alloc::ClusterState state_;
-  std::vector<std::vector<alloc::NodeIndex>> poolNodes_;
-  std::set<alloc::PoolIndex> dirtyPools_;
-
-  std::unordered_map<std::string, Contribution> contributions_;  // pod key -> what it holds
-  std::unordered_map<std::string, std::string> assumed_;         // pod key -> node being bound
-  std::unordered_map<std::string, Reservation> reservations_;
-  std::unordered_map<std::string, Clock::time_point> firstSeen_;
-
-  using QueueKey = std::tuple<std::int64_t, std::uint64_t, std::string>;  // created, seq, key
-  std::set<QueueKey> active_;                                             // FCFS
-  std::unordered_map<std::string, QueueKey> queued_;  // pod key -> its entry in active_
-  std::unordered_map<std::string, Backoff> backoff_;  // attempts, and until when it waits
-  std::set<std::string> waiting_;                     // pods in backoff (until > now)
-  std::set<std::string> clearing_;  // pods whose request annotations we are removing
-  std::unordered_map<std::string, std::string> invalidReported_;  // pod key -> message sent
+  ClusterModel model_;
+  SchedulingQueue queue_;
+  // The pods with Hold::kReserved by reservation order (oldest first), and how many are
+  // kAssumed: indexes of the pods' own state, kept by setHoldLocked alone.
+  std::map<std::uint64_t, std::string> reservedByOrder_;
+  std::size_t assumedCount_ = 0;
   bool reservationsDirty_ = false;
   // Something may have freed room (a pod stopped holding a node, a node or pool changed):
   // next() retries every backing-off pod at once, oldest first, instead of when its timer
@@ -342,7 +318,6 @@ class SchedCache {
   // easy- and slack-backfill: the pass (slack keeps its head's bound in it) and what it did.
   alloc::QueuePass queuePass_;
   QueueStats queueStats_;
-  std::unordered_map<std::string, std::string> heldReported_;  // pod key -> hold message sent
 };
 
 }  // namespace kc::sched

@@ -37,7 +37,7 @@ struct SchedCache::QueuePlan {
 };
 
 std::chrono::system_clock::time_point SchedCache::wallNow() const {
-  return opts_.wallClock ? opts_.wallClock() : std::chrono::system_clock::now();
+  return opts_.wallClock ? opts_.wallClock() : clockOr(opts_.clock).wallNow();
 }
 
 std::int64_t SchedCache::runtimeMs(const PodInfo& pod) const {
@@ -52,30 +52,32 @@ std::int64_t SchedCache::runtimeMs(const PodInfo& pod) const {
 // pod starts when its pool's outstanding moves up to its own have landed (moves in one pool
 // are serialised, reservations served in the order they were made, one --move-seconds each).
 void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
-  ensureFreshLocked();
+  model_.refresh();
   const std::int64_t nowMs = msOf(now);
   const std::int64_t moveMs = opts_.moveTime.count();
-  plan.state.assignFrom(state_);  // after the pass's first plan: only what changed is copied
+  const alloc::ClusterState& state = model_.state();
+  const std::size_t nodeCount = model_.nodes().size();
+  plan.state.assignFrom(state);  // after the pass's first plan: only what changed is copied
   plan.running.clear();
-  plan.fabric.busyUntil.assign(state_.poolCount(), nowMs);
-  std::vector<std::vector<const PodInfo*>> placedOn(nodes_.size());
-  std::vector<std::vector<const PodInfo*>> reservedOn(nodes_.size());
-  for (const auto& [key, c] : contributions_) {
-    auto n = nodeIndex_.find(c.node);
-    auto p = pods_.find(key);
-    if (n == nodeIndex_.end() || p == pods_.end() || gpuOf(c.request) <= 0) {
+  plan.fabric.busyUntil.assign(state.poolCount(), nowMs);
+  std::vector<std::vector<const PodInfo*>> placedOn(nodeCount);
+  std::vector<std::vector<const PodInfo*>> reservedOn(nodeCount);
+  for (const auto& [key, h] : model_.holdings()) {
+    auto n = model_.indexOf(h.node);
+    const PodInfo* p = findLocked(key);
+    if (!n || p == nullptr || gpuOf(h.request) <= 0) {
       continue;
     }
-    (reservations_.contains(key) ? reservedOn : placedOn)[n->second].push_back(p->second.get());
+    (p->reserved() ? reservedOn : placedOn)[*n].push_back(p);
   }
   struct Outstanding {
     std::uint64_t order;
     std::size_t running;
     std::int64_t gpus;
   };
-  std::vector<std::vector<Outstanding>> perPool(state_.poolCount());
-  std::vector<std::size_t> promisedNext(state_.poolCount(), 0);
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+  std::vector<std::vector<Outstanding>> perPool(state.poolCount());
+  std::vector<std::size_t> promisedNext(state.poolCount(), 0);
+  for (std::size_t i = 0; i < nodeCount; ++i) {
     const auto n = static_cast<alloc::NodeIndex>(i);
     const alloc::PoolIndex pool = plan.state.node(n).pool;
     if (pool == alloc::kNoPool) {
@@ -104,7 +106,7 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
     }
     auto& reserved = reservedOn[i];
     std::sort(reserved.begin(), reserved.end(), [&](const PodInfo* a, const PodInfo* b) {
-      return reservations_.at(a->key).order < reservations_.at(b->key).order;
+      return a->reservation.order < b->reservation.order;
     });
     for (const PodInfo* p : reserved) {
       alloc::RunningPod r;
@@ -118,7 +120,7 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
       while (static_cast<std::int64_t>(r.gpus.size()) < p->gpus &&
              promisedNext[pool] < poolGpus.size()) {
         const alloc::GpuIndex g = poolGpus[promisedNext[pool]++];
-        if (!gpuPromised_[g]) {
+        if (!model_.promised(g)) {
           continue;
         }
         if (plan.state.setGpuDraining(g, false) && plan.state.detachGpu(g) &&
@@ -127,8 +129,7 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
         }
       }
       r.pod.gpus = static_cast<std::uint32_t>(r.gpus.size());
-      perPool[pool].push_back(
-          Outstanding{reservations_.at(p->key).order, plan.running.size(), outstanding});
+      perPool[pool].push_back(Outstanding{p->reservation.order, plan.running.size(), outstanding});
       r.end = runtimeMs(*p);  // start added below, once the fabric order is known
       plan.running.push_back(std::move(r));
     }
@@ -185,17 +186,17 @@ class SchedCache::PassHost : public alloc::QueueHost {
   alloc::SplitMix64 placementRng() const override { return alloc::SplitMix64(1); }
   Result<bool> start(std::size_t i, bool tested) override {
     PodInfo& p = *queue_[i];
-    if (!tested && c_.waiting_.contains(p.key)) {
+    if (!tested && c_.queue_.waiting(p.key)) {
       return false;  // backing off and nothing was released since it last failed: still unfit
     }
-    c_.waiting_.erase(p.key);
-    c_.dequeueLocked(p.key);
+    c_.queue_.unwait(p.key);
+    c_.queue_.remove(p.key);
     auto a = c_.decideLocked(p, now_);
     if (a) {
       out_.push_back(std::move(*a));
       answered_.insert(p.key);
     }
-    const bool placed = c_.assumed_.contains(p.key) || c_.reservations_.contains(p.key);
+    const bool placed = p.assumed() || p.reserved();
     if (placed) {
       c_.buildPlanLocked(now_, plan_);
     }
@@ -218,18 +219,12 @@ class SchedCache::PassHost : public alloc::QueueHost {
 };
 
 void SchedCache::queuePassLocked(Clock::time_point now, std::vector<Action>& out) {
-  ensureFreshLocked();
+  model_.refresh();
   // Pods due for a decision now (the rest back off); invalid ones are reported and dropped.
-  std::set<std::string> due;
-  for (const auto& entry : active_) {
-    due.insert(std::get<2>(entry));
-  }
-  active_.clear();
-  queued_.clear();
+  const std::set<std::string> due = queue_.takeActive();
   std::vector<PodInfo*> queue;
   for (auto& [key, p] : pods_) {
-    if (!p->ours || p->bound() || p->deleting || reservations_.contains(key) ||
-        assumed_.contains(key)) {
+    if (!p->ours || p->bound() || p->deleting || p->hold != PodInfo::Hold::kNone) {
       continue;
     }
     if (!p->invalid.empty()) {
@@ -240,7 +235,7 @@ void SchedCache::queuePassLocked(Clock::time_point now, std::vector<Action>& out
       }
       continue;
     }
-    if (due.contains(key) || waiting_.contains(key)) {
+    if (due.contains(key) || queue_.waiting(key)) {
       queue.push_back(p.get());
     }
   }
@@ -257,18 +252,17 @@ void SchedCache::queuePassLocked(Clock::time_point now, std::vector<Action>& out
   }
 }
 
-void SchedCache::holdLocked(PodInfo& pod, const std::string& head, const std::string& node,
-                            std::string message, bool due, Clock::time_point now,
-                            std::vector<Action>& out) {
+void SchedCache::holdBackLocked(PodInfo& pod, const std::string& head, const std::string& node,
+                                std::string message, bool due, Clock::time_point now,
+                                std::vector<Action>& out) {
   ++queueStats_.held;
   if (due) {
     backoffLocked(pod.key, now);  // retried on its timer or when something is released
   }
-  auto [it, added] = heldReported_.try_emplace(pod.key, message);
-  if (!added && it->second == message) {
+  if (pod.heldReported == message) {
     return;  // told already
   }
-  it->second = message;
+  pod.heldReported = message;
   Action a = baseAction(pod, Action::Kind::kQueued);
   a.head = head;
   a.node = node;
@@ -279,7 +273,8 @@ void SchedCache::holdLocked(PodInfo& pod, const std::string& head, const std::st
 void SchedCache::unfitLocked(PodInfo& pod, Clock::time_point now, std::vector<Action>& out) {
   // The plan found no room now: placePod gives kube-scheduler's message (it cannot find more
   // room than the pool model; if it does, the pod simply waits for its next turn).
-  auto placed = alloc::placePod(pod.pod, nodes_, usage_, state_, opts_.placement);
+  auto placed =
+      alloc::placePod(pod.pod, model_.nodes(), model_.usage(), model_.state(), opts_.placement);
   backoffLocked(pod.key, now);
   if (placed) {
     return;
@@ -299,45 +294,42 @@ void SchedCache::fcfsPassLocked(const std::vector<PodInfo*>& queue,
   std::string head;
   std::string headNode;
   std::string why;
-  const std::pair<const std::string, Reservation>* oldest = nullptr;
-  for (const auto& entry : reservations_) {
-    if (oldest == nullptr || entry.second.order < oldest->second.order) {
-      oldest = &entry;
+  if (!reservedByOrder_.empty()) {
+    const std::string& oldest = reservedByOrder_.begin()->second;
+    if (const PodInfo* o = findLocked(oldest); o != nullptr) {
+      head = oldest;
+      headNode = o->reservation.node;
+      why = "waiting for " + std::to_string(o->reservation.gpus) + " kubecomp.io/gpu on node " +
+            headNode;
     }
-  }
-  if (oldest != nullptr) {
-    head = oldest->first;
-    headNode = oldest->second.node;
-    why = "waiting for " + std::to_string(oldest->second.gpus) + " kubecomp.io/gpu on node " +
-          headNode;
   }
   for (PodInfo* p : queue) {
     const bool isDue = due.contains(p->key);
     if (!head.empty()) {
-      holdLocked(*p, head, headNode,
-                 "waiting behind the queue head " + head + " (" + why +
-                     "); queue policy fcfs starts pods in order",
-                 isDue, now, out);
+      holdBackLocked(*p, head, headNode,
+                     "waiting behind the queue head " + head + " (" + why +
+                         "); queue policy fcfs starts pods in order",
+                     isDue, now, out);
       continue;
     }
-    heldReported_.erase(p->key);
+    p->heldReported.clear();
     if (!isDue) {
       head = p->key;  // backing off: it did not fit, nothing was released since
       why = "it does not fit now";
       continue;
     }
-    dequeueLocked(p->key);
+    queue_.remove(p->key);
     if (auto a = decideLocked(*p, now)) {
       out.push_back(std::move(*a));
     }
-    if (assumed_.contains(p->key)) {
+    if (p->assumed()) {
       continue;
     }
     head = p->key;
-    if (auto r = reservations_.find(p->key); r != reservations_.end()) {
-      headNode = r->second.node;
-      why =
-          "waiting for " + std::to_string(r->second.gpus) + " kubecomp.io/gpu on node " + headNode;
+    if (p->reserved()) {
+      headNode = p->reservation.node;
+      why = "waiting for " + std::to_string(p->reservation.gpus) + " kubecomp.io/gpu on node " +
+            headNode;
     } else {
       why = "it does not fit now";
     }
@@ -363,8 +355,7 @@ void SchedCache::easyPassLocked(const std::vector<PodInfo*>& queue,
     spdlog::error("queue pass ({}): {}; deciding the due pods without it", opts_.queue.name,
                   pass.error().message);
     for (PodInfo* p : queue) {
-      if (due.contains(p->key) && !host.answered(p->key) && !assumed_.contains(p->key) &&
-          !reservations_.contains(p->key)) {
+      if (due.contains(p->key) && !host.answered(p->key) && !p->assumed() && !p->reserved()) {
         if (auto a = decideLocked(*p, now)) {
           out.push_back(std::move(*a));
         }
@@ -393,14 +384,14 @@ void SchedCache::easyPassLocked(const std::vector<PodInfo*>& queue,
       case alloc::QueueVerdict::kHead:
       case alloc::QueueVerdict::kNeverFits:
       case alloc::QueueVerdict::kAlone:
-        heldReported_.erase(p.key);
+        p.heldReported.clear();
         if (pass->verdicts[i] != alloc::QueueVerdict::kStarted && isDue && !host.answered(p.key)) {
           backoffLocked(p.key, now);
         }
         break;
       case alloc::QueueVerdict::kUnfit:
       case alloc::QueueVerdict::kDominated:
-        heldReported_.erase(p.key);
+        p.heldReported.clear();
         if (isDue && !host.answered(p.key)) {
           unfitLocked(p, now, out);
         }
@@ -414,7 +405,7 @@ void SchedCache::easyPassLocked(const std::vector<PodInfo*>& queue,
                      formatRfc3339(wallNow() + std::chrono::milliseconds(pass->bound - nowMs));
         }
         message += " (queue policy " + std::string(opts_.queue.name) + ")";
-        holdLocked(p, head, headNode, std::move(message), isDue, now, out);
+        holdBackLocked(p, head, headNode, std::move(message), isDue, now, out);
         break;
       }
     }

@@ -138,6 +138,7 @@ std::string nameOf(const json& obj) {
 Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Metrics* metrics,
                      obs::HealthChecks* health)
     : opts_(std::move(options)),
+      clock_(clockOr(opts_.cache.clock)),
       client_(client),
       health_(health),
       cache_(opts_.cache),
@@ -151,7 +152,7 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
   // last state) and then reach onDelete, which removes the entry.
   pods_ = compactInformer(
       client_, kube::gvr::pods(),
-      [this](json&& obj) { return cache_.ingestPod(obj, Clock::now()); },
+      [this](json&& obj) { return cache_.ingestPod(obj, clock_.now()); },
       [this](const json& obj) {
         const auto& m = obj.at("metadata");
         cache_.removePod(m.value("namespace", std::string()) + "/" +
@@ -218,10 +219,10 @@ Status Scheduler::start() {
   pools_->start();
   nodes_->start();
   pods_->start();
-  const auto deadline = std::chrono::steady_clock::now() + opts_.initialSyncWait;
+  const auto deadline = clock_.now() + opts_.initialSyncWait;
   for (auto* inf : {pools_.get(), nodes_.get(), pods_.get()}) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
     if (!inf->waitForSync(std::max(left, std::chrono::milliseconds(0)))) {
       spdlog::warn("informers not synced within {} ms; scheduling waits for them",
                    opts_.initialSyncWait.count());
@@ -275,7 +276,7 @@ void Scheduler::runLoop() {
   loopStop_ = false;
   // Wait for the first LISTs: deciding on a partial cache could over-commit a node.
   while (!loopStop_ && !synced()) {
-    cache_.waitForWork(Clock::now() + std::chrono::milliseconds(50), loopStop_);
+    cache_.waitForWork(clock_.now() + std::chrono::milliseconds(50), loopStop_);
   }
   if (loopStop_) {
     return;
@@ -285,9 +286,9 @@ void Scheduler::runLoop() {
   if (metrics_) {
     metrics_->leader.Set(1);
   }
-  cache_.resetQueue(Clock::now());
+  cache_.resetQueue(clock_.now());
   while (!loopStop_) {
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     auto actions = cache_.next(now, opts_.maxBatch);
     for (auto& a : actions) {
       const std::size_t w = std::hash<std::string>{}(a.key) % work_.size();
@@ -311,7 +312,7 @@ void Scheduler::runLoop() {
                       : 0.0);
     }
     if (actions.empty()) {
-      cache_.waitForWork(cache_.nextWake(Clock::now()), loopStop_);
+      cache_.waitForWork(cache_.nextWake(clock_.now()), loopStop_);
     }
   }
   // Leaving the term: writes already handed to the workers finish; nothing new is decided.
@@ -406,8 +407,7 @@ bool Scheduler::setCondition(const Action& a, const std::string& reason,
                                      {"reason", reason},
                                      {"message", message},
                                      {"lastProbeTime", nullptr},
-                                     {"lastTransitionTime",
-                                      formatRfc3339(std::chrono::system_clock::now())}}})}}}};
+                                     {"lastTransitionTime", formatRfc3339(clock_.wallNow())}}})}}}};
   auto r = client_.patch(kube::gvr::pods(), a.ns, a.name, kube::PatchType::kStrategicMerge, patch,
                          "status");
   if (!r) {
@@ -430,126 +430,119 @@ bool Scheduler::patchRequest(const Action& a, bool set) {
 }
 
 void Scheduler::execute(const Action& a) {
-  const auto now = Clock::now();
   switch (a.kind) {
-    case Action::Kind::kBind: {
-      auto r = client_.bindPod(a.ns, a.name, a.node, a.uid);
-      if (r) {
-        cache_.bindDone(a.key, true, now);
-        if (metrics_) {
-          metrics_->scheduled.Increment();
-          if (a.firstSeen != Clock::time_point{}) {
-            metrics_->e2e.Observe(
-                std::chrono::duration<double>(Clock::now() - a.firstSeen).count());
-          }
-        }
-        {
-          std::lock_guard<std::mutex> lock(condMu_);
-          ++counters_.bound;
-          lastCondition_.erase(a.key);
-          lastQueuedEvent_.erase(a.key);
-        }
-        event(a, "Normal", "Scheduled", "Successfully assigned " + a.key + " to " + a.node);
-      } else {
-        cache_.bindDone(a.key, false, Clock::now());
-        if (metrics_) {
-          metrics_->error.Increment();
-        }
-        {
-          std::lock_guard<std::mutex> lock(condMu_);
-          ++counters_.bindFailures;
-        }
-        if (!r.error().isNotFound()) {
-          event(a, "Warning", "FailedScheduling", "Binding rejected: " + r.error().message);
-        }
-      }
+    case Action::Kind::kBind:
+      executeBind(a);
       return;
+    case Action::Kind::kReserve:
+      executeReserve(a);
+      return;
+    case Action::Kind::kQueued:
+      executeQueued(a);
+      return;
+    case Action::Kind::kUnschedulable:
+    case Action::Kind::kCancel:
+    case Action::Kind::kInvalid:
+      executeRefusal(a);
+      return;
+  }
+}
+
+void Scheduler::executeBind(const Action& a) {
+  const auto now = clock_.now();
+  auto r = client_.bindPod(a.ns, a.name, a.node, a.uid);
+  if (!r) {
+    cache_.bindDone(a.key, false, clock_.now());
+    if (metrics_) {
+      metrics_->error.Increment();
     }
-    case Action::Kind::kUnschedulable: {
-      if (metrics_) {
-        metrics_->unschedulable.Increment();
-      }
-      {
-        std::lock_guard<std::mutex> lock(condMu_);
-        ++counters_.unschedulable;
-      }
-      setCondition(a, "Unschedulable", a.message);
-      event(a, "Warning", "FailedScheduling", a.message);
-      return;
+    {
+      std::lock_guard<std::mutex> lock(condMu_);
+      ++counters_.bindFailures;
     }
-    case Action::Kind::kReserve: {
-      const bool ok = patchRequest(a, true);
-      cache_.reserveDone(a.key, ok, Clock::now());
-      if (!ok) {
-        return;
-      }
-      if (metrics_) {
-        metrics_->reconfig.Increment();
-      }
-      {
-        std::lock_guard<std::mutex> lock(condMu_);
-        ++counters_.reconfigRequests;
-      }
-      const std::string gpus = std::to_string(a.deficit) + " kubecomp.io/gpu";
-      event(a, "Normal", "Reconfig",
-            "Pod " + a.key + " needs reconfiguration: " + gpus + " to attach to node " + a.node);
-      setCondition(a, std::string(kReasonWaitingForReconfig),
-                   "waiting for " + gpus + " to be attached to node " + a.node);
-      return;
+    if (!r.error().isNotFound()) {
+      event(a, "Warning", "FailedScheduling", "Binding rejected: " + r.error().message);
     }
-    case Action::Kind::kCancel: {
-      if (metrics_) {
-        metrics_->cancelled.Increment();
-      }
-      {
-        std::lock_guard<std::mutex> lock(condMu_);
-        ++counters_.cancelled;
-      }
-      patchRequest(a, false);
-      setCondition(a, "Unschedulable", a.message);
-      event(a, "Warning", "FailedScheduling", a.message);
-      return;
-    }
-    case Action::Kind::kQueued: {
-      if (metrics_) {
-        metrics_->queued.Increment();
-      }
-      if (!setCondition(a, std::string(kReasonWaitingInQueue), a.message)) {
-        return;
-      }
-      bool newHead = false;
-      {
-        std::lock_guard<std::mutex> lock(condMu_);
-        ++counters_.queued;
-        std::string& last = lastQueuedEvent_[a.key];
-        // One Event per head (and node) a pod waits behind, not one per changed estimate.
-        newHead = last != a.head + "\n" + a.node;
-        last = a.head + "\n" + a.node;
-        if (lastQueuedEvent_.size() > 100'000) {
-          lastQueuedEvent_.clear();
-        }
-      }
-      if (newHead) {
-        event(a, "Normal", std::string(kReasonWaitingInQueue), a.message);
-      }
-      return;
-    }
-    case Action::Kind::kInvalid: {
-      if (metrics_) {
-        metrics_->invalid.Increment();
-      }
-      {
-        std::lock_guard<std::mutex> lock(condMu_);
-        ++counters_.invalid;
-      }
-      if (a.clearAnnotations) {
-        patchRequest(a, false);
-      }
-      setCondition(a, "Unschedulable", a.message);
-      event(a, "Warning", "FailedScheduling", a.message);
-      return;
+    return;
+  }
+  cache_.bindDone(a.key, true, now);
+  if (metrics_) {
+    metrics_->scheduled.Increment();
+    if (a.firstSeen != Clock::time_point{}) {
+      metrics_->e2e.Observe(std::chrono::duration<double>(clock_.now() - a.firstSeen).count());
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(condMu_);
+    ++counters_.bound;
+    lastCondition_.erase(a.key);
+    lastQueuedEvent_.erase(a.key);
+  }
+  event(a, "Normal", "Scheduled", "Successfully assigned " + a.key + " to " + a.node);
+}
+
+void Scheduler::executeReserve(const Action& a) {
+  const bool ok = patchRequest(a, true);
+  cache_.reserveDone(a.key, ok, clock_.now());
+  if (!ok) {
+    return;
+  }
+  if (metrics_) {
+    metrics_->reconfig.Increment();
+  }
+  {
+    std::lock_guard<std::mutex> lock(condMu_);
+    ++counters_.reconfigRequests;
+  }
+  const std::string gpus = std::to_string(a.deficit) + " kubecomp.io/gpu";
+  event(a, "Normal", "Reconfig",
+        "Pod " + a.key + " needs reconfiguration: " + gpus + " to attach to node " + a.node);
+  setCondition(a, std::string(kReasonWaitingForReconfig),
+               "waiting for " + gpus + " to be attached to node " + a.node);
+}
+
+void Scheduler::executeQueued(const Action& a) {
+  if (metrics_) {
+    metrics_->queued.Increment();
+  }
+  if (!setCondition(a, std::string(kReasonWaitingInQueue), a.message)) {
+    return;
+  }
+  bool newHead = false;
+  {
+    std::lock_guard<std::mutex> lock(condMu_);
+    ++counters_.queued;
+    std::string& last = lastQueuedEvent_[a.key];
+    // One Event per head (and node) a pod waits behind, not one per changed estimate.
+    newHead = last != a.head + "\n" + a.node;
+    last = a.head + "\n" + a.node;
+    if (lastQueuedEvent_.size() > 100'000) {
+      lastQueuedEvent_.clear();
+    }
+  }
+  if (newHead) {
+    event(a, "Normal", std::string(kReasonWaitingInQueue), a.message);
+  }
+}
+
+void Scheduler::executeRefusal(const Action& a) {
+  if (metrics_) {
+    (a.kind == Action::Kind::kUnschedulable ? metrics_->unschedulable
+     : a.kind == Action::Kind::kCancel      ? metrics_->cancelled
+                                            : metrics_->invalid)
+        .Increment();
+  }
+  {
+    std::lock_guard<std::mutex> lock(condMu_);
+    ++(a.kind == Action::Kind::kUnschedulable ? counters_.unschedulable
+       : a.kind == Action::Kind::kCancel      ? counters_.cancelled
+                                              : counters_.invalid);
+  }
+  if (a.kind == Action::Kind::kCancel || (a.kind == Action::Kind::kInvalid && a.clearAnnotations)) {
+    patchRequest(a, false);
+  }
+  setCondition(a, "Unschedulable", a.message);
+  event(a, "Warning", "FailedScheduling", a.message);
 }
 
 }  // namespace kc::sched

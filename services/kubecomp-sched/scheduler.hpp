@@ -39,7 +39,7 @@ inline constexpr std::string_view kReasonWaitingForReconfig = "WaitingForReconfi
 inline constexpr std::string_view kReasonWaitingInQueue = "WaitingInQueue";
 
 struct SchedulerOptions {
-  CacheOptions cache{};
+  CacheOptions cache{};         // cache.clock is the scheduler's clock too
   std::size_t bindWorkers = 8;  // API writers (binds, patches); actions of one pod stay on one
   std::size_t maxBatch = 256;   // actions taken from the cache per loop turn
   bool leaderElect = true;
@@ -84,6 +84,11 @@ class Scheduler {
  private:
   void runLoop();  // the leader's term
   void execute(const Action& a);
+  void executeBind(const Action& a);
+  void executeReserve(const Action& a);
+  void executeQueued(const Action& a);
+  // kUnschedulable, kCancel, kInvalid: the pod is refused (for now) and told why.
+  void executeRefusal(const Action& a);
   // false: the same condition is there already (nothing written).
   bool setCondition(const Action& a, const std::string& reason, const std::string& message);
   void event(const Action& a, const std::string& type, const std::string& reason,
@@ -93,6 +98,7 @@ class Scheduler {
   void eventMain();
 
   SchedulerOptions opts_;
+  Clock& clock_;
   kube::KubeClient& client_;
   obs::HealthChecks* health_;
   std::unique_ptr<Metrics> metrics_;
