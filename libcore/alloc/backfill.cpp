@@ -41,6 +41,20 @@ Result<Reservation> keepsVerdict(Result<Reservation> after, const Reservation& c
   return after;
 }
 
+// The reservation when node selection chose `choice` at `instant`: its start waits for the
+// pool's fabric and the moves of the deficit.
+Result<Reservation> reservationAt(const ClusterState& state, const FabricClock& fabric,
+                                  const PlacementRules& rules, const NodeChoice& choice,
+                                  std::int64_t instant) {
+  const PoolIndex pool = state.node(choice.node).pool;
+  const std::int64_t busy = pool == kNoPool ? instant : fabric.busyUntil[pool];
+  auto start = startAfterMoves(instant, busy, choice.deficit, rules.moveTime);
+  if (!start) {
+    return start.error();
+  }
+  return Reservation{choice.node, *start, instant, choice.deficit};
+}
+
 Status releasePod(ClusterState& state, const RunningPod& r) {
   for (GpuIndex g : r.gpus) {
     if (auto s = state.releaseGpu(g); !s) {
@@ -249,6 +263,40 @@ Status BackfillPlanner::reset(const ClusterState& state, std::span<const Running
   return okStatus();
 }
 
+// The running pods in reserveHead's order (stably by expected end) with `extra`, if any,
+// merged in after every pod ending no later than it.
+class BackfillPlanner::ReleaseOrder {
+ public:
+  ReleaseOrder(std::span<const RunningPod> running, std::span<const std::uint32_t> byEnd,
+               const RunningPod* extra)
+      : pods_(running), order_(byEnd), extra_(extra), extraDone_(extra == nullptr) {}
+
+  // The next pod to release, or null when all have been.
+  const RunningPod* peek() const {
+    const RunningPod* r = next_ < order_.size() ? &pods_[order_[next_]] : nullptr;
+    if (!extraDone_ && (r == nullptr || extra_->end < r->end)) {
+      return extra_;
+    }
+    return r;
+  }
+
+  // Moves past `r`, the pod peek() returned.
+  void pop(const RunningPod* r) {
+    if (r == extra_) {
+      extraDone_ = true;
+    } else {
+      ++next_;
+    }
+  }
+
+ private:
+  std::span<const RunningPod> pods_;
+  std::span<const std::uint32_t> order_;  // indices into pods_, stably sorted by end
+  const RunningPod* extra_;
+  bool extraDone_;
+  std::size_t next_ = 0;
+};
+
 Result<Reservation> BackfillPlanner::reserve(const RunningPod* extra, const FabricClock& fabric,
                                              const PodRequest& head,
                                              const GpuModelFilter& headModels,
@@ -256,103 +304,96 @@ Result<Reservation> BackfillPlanner::reserve(const RunningPod* extra, const Fabr
   const std::size_t mark = scratch_.journalSize();
   touchedPools_.clear();
   touchedNodes_.clear();
-  auto touch = [&](NodeIndex n) {
-    const PoolIndex p = scratch_.node(n).pool;
-    if (p == kNoPool) {
-      if (std::find(touchedNodes_.begin(), touchedNodes_.end(), n) == touchedNodes_.end()) {
-        touchedNodes_.push_back(n);
-      }
-    } else if (touchedPool_[p] == 0) {
-      touchedPool_[p] = 1;
-      touchedPools_.push_back(p);
-    }
-  };
-  // The running pods in reserveHead's order with `extra` appended: after every pod ending no
-  // later than it.
-  std::size_t next = 0;
-  bool extraDone = extra == nullptr;
-  auto peek = [&]() -> const RunningPod* {
-    const RunningPod* r = next < byEnd_.size() ? &running_[byEnd_[next]] : nullptr;
-    if (!extraDone && (r == nullptr || extra->end < r->end)) {
-      return extra;
-    }
-    return r;
-  };
-  auto reservationAt = [&](const NodeChoice& choice, std::int64_t instant) -> Result<Reservation> {
-    const PoolIndex pool = scratch_.node(choice.node).pool;
-    const std::int64_t busy = pool == kNoPool ? instant : fabric.busyUntil[pool];
-    auto start = startAfterMoves(instant, busy, choice.deficit, rules.moveTime);
-    if (!start) {
-      return start.error();
-    }
-    return Reservation{choice.node, *start, instant, choice.deficit};
-  };
-  // Node selection over the touched pools and pool-less nodes only.
-  auto selectTouched = [&](const PodRequest& pod, const GpuModelFilter& models,
-                           const PlacementRules& r) {
-    among_.clear();
-    for (PoolIndex p : touchedPools_) {
-      among_.insert(among_.end(), poolNodes_[p].begin(), poolNodes_[p].end());
-    }
-    among_.insert(among_.end(), touchedNodes_.begin(), touchedNodes_.end());
-    return pod.gpus > 0 && !models.acceptsAny()
-               ? selectNodeForModelsAmong(scratch_, pod, models, r.nodePolicy, r.mode, among_)
-               : selectNodeAmong(scratch_, pod, r.nodePolicy, r.mode, among_);
-  };
-  auto answer = [&]() -> Result<Reservation> {
-    bool whole = true;  // the first try looks at every node
-    std::int64_t instant = now;
-    while (true) {
-      for (const RunningPod* r = peek(); r != nullptr && r->end <= instant; r = peek()) {
-        if (auto s = releasePod(scratch_, *r); !s) {
-          return makeError(kc::errc::kInvalid, "running pod: " + s.error().message);
-        }
-        touch(r->node);
-        if (r == extra) {
-          extraDone = true;
-        } else {
-          ++next;
-        }
-      }
-      Result<NodeChoice> choice = whole ? selectNodeFor(scratch_, head, headModels, rules)
-                                        : selectTouched(head, headModels, rules);
-      for (PoolIndex p : touchedPools_) {
-        touchedPool_[p] = 0;
-      }
-      touchedPools_.clear();
-      touchedNodes_.clear();
-      if (choice) {
-        return reservationAt(*choice, instant);
-      }
-      if (choice.error().code != kc::errc::kUnschedulable) {
-        return choice.error();
-      }
-      const RunningPod* following = peek();
-      if (following == nullptr) {
-        if (!whole) {
-          // reserveHead's answer names what the whole cluster lacks: ask it as reserveHead did.
-          choice = selectNodeFor(scratch_, head, headModels, rules);
-          if (choice) {
-            return reservationAt(*choice, instant);
-          }
-          if (choice.error().code != kc::errc::kUnschedulable) {
-            return choice.error();
-          }
-        }
-        return makeError(kc::errc::kUnschedulable,
-                         "the head does not fit even when every running pod has ended: " +
-                             choice.error().message);
-      }
-      whole = false;
-      instant = std::max(instant, following->end);
-    }
-  };
-  auto out = answer();
+  ReleaseOrder order(running_, byEnd_, extra);
+  auto out = firstReservation(order, fabric, head, headModels, rules, now);
   for (PoolIndex p : touchedPools_) {
     touchedPool_[p] = 0;
   }
   scratch_.rollbackTo(mark);
   return out;
+}
+
+Result<Reservation> BackfillPlanner::firstReservation(
+    ReleaseOrder& order, const FabricClock& fabric, const PodRequest& head,
+    const GpuModelFilter& headModels, const PlacementRules& rules, std::int64_t now) {
+  bool whole = true;  // the first try looks at every node
+  std::int64_t instant = now;
+  while (true) {
+    if (auto s = releaseEndedBy(order, instant); !s) {
+      return s.error();
+    }
+    Result<NodeChoice> choice = whole ? selectNodeFor(scratch_, head, headModels, rules)
+                                      : selectTouched(head, headModels, rules);
+    untouchAll();
+    if (choice) {
+      return reservationAt(scratch_, fabric, rules, *choice, instant);
+    }
+    if (choice.error().code != kc::errc::kUnschedulable) {
+      return choice.error();
+    }
+    const RunningPod* following = order.peek();
+    if (following == nullptr) {
+      if (!whole) {
+        // reserveHead's answer names what the whole cluster lacks: ask it as reserveHead did.
+        choice = selectNodeFor(scratch_, head, headModels, rules);
+        if (choice) {
+          return reservationAt(scratch_, fabric, rules, *choice, instant);
+        }
+        if (choice.error().code != kc::errc::kUnschedulable) {
+          return choice.error();
+        }
+      }
+      return makeError(
+          kc::errc::kUnschedulable,
+          "the head does not fit even when every running pod has ended: " + choice.error().message);
+    }
+    whole = false;
+    instant = std::max(instant, following->end);
+  }
+}
+
+Status BackfillPlanner::releaseEndedBy(ReleaseOrder& order, std::int64_t instant) {
+  for (const RunningPod* r = order.peek(); r != nullptr && r->end <= instant; r = order.peek()) {
+    if (auto s = releasePod(scratch_, *r); !s) {
+      return makeError(kc::errc::kInvalid, "running pod: " + s.error().message);
+    }
+    touch(r->node);
+    order.pop(r);
+  }
+  return okStatus();
+}
+
+void BackfillPlanner::touch(NodeIndex n) {
+  const PoolIndex p = scratch_.node(n).pool;
+  if (p == kNoPool) {
+    if (std::find(touchedNodes_.begin(), touchedNodes_.end(), n) == touchedNodes_.end()) {
+      touchedNodes_.push_back(n);
+    }
+  } else if (touchedPool_[p] == 0) {
+    touchedPool_[p] = 1;
+    touchedPools_.push_back(p);
+  }
+}
+
+void BackfillPlanner::untouchAll() {
+  for (PoolIndex p : touchedPools_) {
+    touchedPool_[p] = 0;
+  }
+  touchedPools_.clear();
+  touchedNodes_.clear();
+}
+
+Result<NodeChoice> BackfillPlanner::selectTouched(const PodRequest& pod,
+                                                  const GpuModelFilter& models,
+                                                  const PlacementRules& rules) {
+  among_.clear();
+  for (PoolIndex p : touchedPools_) {
+    among_.insert(among_.end(), poolNodes_[p].begin(), poolNodes_[p].end());
+  }
+  among_.insert(among_.end(), touchedNodes_.begin(), touchedNodes_.end());
+  return pod.gpus > 0 && !models.acceptsAny()
+             ? selectNodeForModelsAmong(scratch_, pod, models, rules.nodePolicy, rules.mode, among_)
+             : selectNodeAmong(scratch_, pod, rules.nodePolicy, rules.mode, among_);
 }
 
 Result<Reservation> BackfillPlanner::reserveHead(const PodRequest& head,

@@ -181,6 +181,22 @@ class BackfillPlanner {
   Result<Reservation> reserve(const RunningPod* extra, const FabricClock& fabric,
                               const PodRequest& head, const GpuModelFilter& headModels,
                               const PlacementRules& rules, std::int64_t now);
+  // The running pods in release order, plus the extra one (backfill.cpp).
+  class ReleaseOrder;
+  // reserve's search: release the pods ending by each instant in turn (now, then each distinct
+  // end) until node selection finds the head a node.
+  Result<Reservation> firstReservation(ReleaseOrder& order, const FabricClock& fabric,
+                                       const PodRequest& head, const GpuModelFilter& headModels,
+                                       const PlacementRules& rules, std::int64_t now);
+  // Releases on scratch_ every pod in `order` ending by `instant`, touching their nodes.
+  Status releaseEndedBy(ReleaseOrder& order, std::int64_t instant);
+  // Notes that node `n` had resources released: its pool, or itself when pool-less.
+  void touch(NodeIndex n);
+  // Forgets what was touched (after each node selection).
+  void untouchAll();
+  // Node selection over the touched pools and pool-less nodes only.
+  Result<NodeChoice> selectTouched(const PodRequest& pod, const GpuModelFilter& models,
+                                   const PlacementRules& rules);
 
   ClusterState scratch_;
   std::span<const RunningPod> running_;

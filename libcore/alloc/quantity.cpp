@@ -39,19 +39,26 @@ Error bad(std::string_view text, std::string_view why) {
   return makeError(kc::errc::kInvalid, "quantity '" + std::string(text) + "': " + std::string(why));
 }
 
-// ceil(value * 10^scale10 * 2^scale2) for the parsed quantity, times `multiplier`.
-Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
-  std::size_t i = 0;
+// The decimal number at the start of a quantity: mantissa * 10^pow10. Digits past 100 bits
+// are not kept; `dropped` remembers a non-zero fraction digit among them (it still rounds up).
+struct Decimal {
   bool negative = false;
+  i128 mantissa = 0;
+  int pow10 = 0;
+  std::size_t digits = 0;
+  bool dropped = false;
+  std::size_t end = 0;  // index of the first character after the number
+};
+
+Decimal parseDecimal(std::string_view text, int extraPow10) {
+  Decimal d;
+  d.pow10 = extraPow10;
+  std::size_t i = 0;
   if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
-    negative = text[i] == '-';
+    d.negative = text[i] == '-';
     ++i;
   }
-  i128 mantissa = 0;
-  int pow10 = extraPow10;
-  std::size_t digits = 0;
   bool dot = false;
-  bool dropped = false;
   for (; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '.' && !dot) {
@@ -61,64 +68,76 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
     if (!std::isdigit(static_cast<unsigned char>(c))) {
       break;
     }
-    ++digits;
-    if (mantissa < static_cast<i128>(1) << 100) {
-      mantissa = mantissa * 10 + (c - '0');
+    ++d.digits;
+    if (d.mantissa < static_cast<i128>(1) << 100) {
+      d.mantissa = d.mantissa * 10 + (c - '0');
       if (dot) {
-        --pow10;
+        --d.pow10;
       }
     } else if (!dot) {
-      ++pow10;  // more integer digits than we keep: the value is out of range anyway
+      ++d.pow10;  // more integer digits than we keep: the value is out of range anyway
     } else if (c != '0') {
-      dropped = true;  // a fraction digit beyond what we keep: it still rounds up
+      d.dropped = true;  // a fraction digit beyond what we keep: it still rounds up
     }
   }
-  if (digits == 0) {
-    return bad(text, "no digits");
-  }
-  std::string_view rest = text.substr(i);
+  d.end = i;
+  return d;
+}
+
+// What follows the number: 10^pow10 * 2^pow2.
+struct Scale {
+  int pow10 = 0;
   int pow2 = 0;
-  if (!rest.empty() && (rest[0] == 'e' || rest[0] == 'E') && rest.size() > 1 &&
-      (std::isdigit(static_cast<unsigned char>(rest[1])) || rest[1] == '-' || rest[1] == '+')) {
-    std::size_t j = 1;
-    bool expNeg = false;
-    if (rest[j] == '-' || rest[j] == '+') {
-      expNeg = rest[j] == '-';
-      ++j;
-    }
-    int exp = 0;
-    std::size_t expDigits = 0;
-    for (; j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j])); ++j) {
-      exp = exp * 10 + (rest[j] - '0');
-      ++expDigits;
-      if (exp > 1000) {
-        return bad(text, "exponent out of range");
-      }
-    }
-    if (expDigits == 0 || j != rest.size()) {
-      return bad(text, "malformed exponent");
-    }
-    pow10 += expNeg ? -exp : exp;
-  } else if (!rest.empty()) {
-    bool found = false;
-    for (const auto& s : kSuffixes) {
-      if (rest == s.text) {
-        pow10 += s.base10;
-        pow2 = s.base2;
-        found = true;
-        break;
-      }
-    }
-    if (!found) {
-      return bad(text, "unknown suffix '" + std::string(rest) + "'");
+};
+
+bool isExponent(std::string_view rest) {
+  return !rest.empty() && (rest[0] == 'e' || rest[0] == 'E') && rest.size() > 1 &&
+         (std::isdigit(static_cast<unsigned char>(rest[1])) || rest[1] == '-' || rest[1] == '+');
+}
+
+// A decimal exponent ("e3", "E-2"), the whole of `rest`.
+Result<Scale> parseExponent(std::string_view text, std::string_view rest) {
+  std::size_t j = 1;
+  bool expNeg = false;
+  if (rest[j] == '-' || rest[j] == '+') {
+    expNeg = rest[j] == '-';
+    ++j;
+  }
+  int exp = 0;
+  std::size_t expDigits = 0;
+  for (; j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j])); ++j) {
+    exp = exp * 10 + (rest[j] - '0');
+    ++expDigits;
+    if (exp > 1000) {
+      return bad(text, "exponent out of range");
     }
   }
-  if (negative && mantissa != 0) {
-    return bad(text, "negative");
+  if (expDigits == 0 || j != rest.size()) {
+    return bad(text, "malformed exponent");
   }
-  if (mantissa == 0) {
-    return std::int64_t{0};
+  return Scale{expNeg ? -exp : exp, 0};
+}
+
+// An exponent, one of kSuffixes, or nothing.
+Result<Scale> parseScale(std::string_view text, std::string_view rest) {
+  if (isExponent(rest)) {
+    return parseExponent(text, rest);
   }
+  if (rest.empty()) {
+    return Scale{};
+  }
+  for (const auto& s : kSuffixes) {
+    if (rest == s.text) {
+      return Scale{s.base10, s.base2};
+    }
+  }
+  return bad(text, "unknown suffix '" + std::string(rest) + "'");
+}
+
+// ceil(mantissa * 10^pow10 * 2^pow2), or "too large" past kLimit. `dropped`: digits already cut
+// off were not all zero, so the result rounds up even when the division below is exact.
+Result<std::int64_t> scaleRoundingUp(std::string_view text, i128 mantissa, int pow10, int pow2,
+                                     bool dropped) {
   i128 value = mantissa;
   // A binary suffix with a fraction ("943870.39Ti") is divided by 10^digits after the shift,
   // so the shifted value may pass the limit on the way: bound it by what 128 bits hold then.
@@ -147,6 +166,26 @@ Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
     return bad(text, "too large");
   }
   return static_cast<std::int64_t>(value);
+}
+
+// ceil(value * 10^scale10 * 2^scale2) for the parsed quantity, times 10^extraPow10.
+Result<std::int64_t> parseScaled(std::string_view text, int extraPow10) {
+  const Decimal number = parseDecimal(text, extraPow10);
+  if (number.digits == 0) {
+    return bad(text, "no digits");
+  }
+  auto scale = parseScale(text, text.substr(number.end));
+  if (!scale) {
+    return scale.error();
+  }
+  if (number.negative && number.mantissa != 0) {
+    return bad(text, "negative");
+  }
+  if (number.mantissa == 0) {
+    return std::int64_t{0};
+  }
+  return scaleRoundingUp(text, number.mantissa, number.pow10 + scale->pow10, scale->pow2,
+                         number.dropped);
 }
 
 }  // namespace

@@ -28,6 +28,49 @@ bool dominatedBy(const Failed& f, const QueuedPod& q) {
          q.pod.memoryMiB >= f.pod.memoryMiB && q.pod.gpus >= f.pod.gpus;
 }
 
+// The time a candidate is tested as running: its expected run time plus the longest landing
+// still ahead, saturating.
+std::int64_t durationWithLanding(const QueuedPod& q, std::int64_t landing) {
+  std::int64_t duration = 0;
+  if (__builtin_add_overflow(q.duration, landing, &duration)) {
+    duration = INT64_MAX;
+  }
+  return duration;
+}
+
+// A move in flight outside the fabric clock: the head's pool waits for it, and a candidate
+// is tested as if it ran until its end plus the longest landing still ahead (a pod given that
+// GPU starts only when it lands). Moves `reservation` no earlier than its pool's landing and
+// returns that longest landing (0 when none is ahead).
+std::int64_t waitForLanding(const QueueView& view, std::int64_t now, Reservation& reservation) {
+  std::int64_t landing = 0;
+  for (std::size_t p = 0; p < view.landing.size(); ++p) {
+    if (view.landing[p] > now) {
+      landing = std::max(landing, view.landing[p] - now);
+      if (p == view.state->node(reservation.node).pool) {
+        reservation.start = std::max(reservation.start, view.landing[p]);
+      }
+    }
+  }
+  return landing;
+}
+
+// run()'s refusals: a discipline the pass does not run, an invalid slack factor, or a slack
+// factor for a discipline without slack.
+Status checkPassConfig(QueueDiscipline discipline, double slackFactor) {
+  if (discipline != QueueDiscipline::EasyBackfill && discipline != QueueDiscipline::SlackBackfill) {
+    return makeError(kc::errc::kInvalid,
+                     "the queue pass runs easy-backfill and slack-backfill only");
+  }
+  if (auto s = checkSlackFactor(slackFactor); !s) {
+    return s;
+  }
+  if (discipline != QueueDiscipline::SlackBackfill && slackFactor != kDefaultSlackFactor) {
+    return makeError(kc::errc::kInvalid, "a slack factor applies to slack-backfill only");
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 Status checkSlackFactor(double factor) {
@@ -52,23 +95,36 @@ std::int64_t slackFor(std::int64_t duration, double factor) {
 
 Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& rules,
                                        std::int64_t now) {
-  if (discipline_ != QueueDiscipline::EasyBackfill &&
-      discipline_ != QueueDiscipline::SlackBackfill) {
-    return makeError(kc::errc::kInvalid,
-                     "the queue pass runs easy-backfill and slack-backfill only");
-  }
-  if (auto s = checkSlackFactor(slackFactor_); !s) {
+  if (auto s = checkPassConfig(discipline_, slackFactor_); !s) {
     return s.error();
   }
-  if (discipline_ != QueueDiscipline::SlackBackfill && slackFactor_ != kDefaultSlackFactor) {
-    return makeError(kc::errc::kInvalid, "a slack factor applies to slack-backfill only");
-  }
-  const std::size_t n = host.waiting();
   QueuePassResult out;
-  out.verdicts.assign(n, QueueVerdict::kUnfit);
+  out.verdicts.assign(host.waiting(), QueueVerdict::kUnfit);
+  auto reserved = startUntilReserved(host, rules, now, out);
+  if (!reserved) {
+    return reserved.error();
+  }
+  if (!reserved->has_value()) {
+    return out;
+  }
+  Reservation reservation = **reserved;
+  const QueuedPod head = host.queued(*out.head);
+  const std::int64_t landing = waitForLanding(host.view(), now, reservation);
+  out.reservedStarts.push_back(reservation.start);
+  out.reservation = reservation;
+  if (auto s = backfillBehind(host, rules, now, head, landing, out); !s) {
+    return s.error();
+  }
+  return out;
+}
+
+Result<std::optional<Reservation>> QueuePass::startUntilReserved(QueueHost& host,
+                                                                 const PlacementRules& rules,
+                                                                 std::int64_t now,
+                                                                 QueuePassResult& out) {
+  const std::size_t n = out.verdicts.size();
   std::size_t h = 0;
-  std::optional<Reservation> reservation;
-  while (!reservation) {
+  while (true) {
     // 1. FCFS while the head fits.
     for (; h < n; ++h) {
       auto started = host.start(h, false);
@@ -84,7 +140,7 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
       if (h < n) {
         out.verdicts[h] = QueueVerdict::kAlone;
       }
-      return out;
+      return std::optional<Reservation>();
     }
     // 2. The head's reservation.
     const QueuedPod head = host.queued(h);
@@ -97,50 +153,44 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
     }
     auto r = planner_.reserveHead(head.pod, modelsOf(head), rules, now);
     if (r) {
-      reservation = *r;
-    } else if (r.error().code == kc::errc::kUnschedulable) {
-      out.verdicts[h++] = QueueVerdict::kNeverFits;
-    } else {
+      out.head = h;
+      out.verdicts[h] = QueueVerdict::kHead;
+      return std::optional<Reservation>(*r);
+    }
+    if (r.error().code != kc::errc::kUnschedulable) {
       return r.error();
     }
+    out.verdicts[h++] = QueueVerdict::kNeverFits;
   }
-  const QueuedPod head = host.queued(h);
-  out.head = h;
-  out.verdicts[h] = QueueVerdict::kHead;
-  // A move in flight outside the fabric clock: the head's pool waits for it, and a candidate
-  // is tested as if it ran until its end plus the longest landing still ahead (a pod given that
-  // GPU starts only when it lands).
-  std::int64_t landing = 0;
-  {
-    const QueueView view = host.view();
-    for (std::size_t p = 0; p < view.landing.size(); ++p) {
-      if (view.landing[p] > now) {
-        landing = std::max(landing, view.landing[p] - now);
-        if (p == view.state->node(reservation->node).pool) {
-          reservation->start = std::max(reservation->start, view.landing[p]);
-        }
-      }
-    }
-  }
-  out.reservedStarts.push_back(reservation->start);
-  // What a backfilled pod may not delay: easy-backfill, the current reservation;
-  // slack-backfill, the bound fixed at the head's first reservation (plus its slack: its run
-  // time times the slack factor).
-  Reservation bound = *reservation;
+}
+
+Reservation QueuePass::backfillBound(const QueuedPod& head, const Reservation& reservation) {
+  Reservation bound = reservation;
   if (discipline_ == QueueDiscipline::SlackBackfill) {
     if (slackHead_ != head.id) {
       slackHead_ = head.id;
-      if (__builtin_add_overflow(reservation->start, slackFor(head.duration, slackFactor_),
+      if (__builtin_add_overflow(reservation.start, slackFor(head.duration, slackFactor_),
                                  &slackBound_)) {
-        slackBound_ = reservation->start;
+        slackBound_ = reservation.start;
       }
     }
-    bound.start = std::max(reservation->start, slackBound_);
+    bound.start = std::max(reservation.start, slackBound_);
   }
+  return bound;
+}
+
+Status QueuePass::backfillBehind(QueueHost& host, const PlacementRules& rules, std::int64_t now,
+                                 const QueuedPod& head, std::int64_t landing,
+                                 QueuePassResult& out) {
+  Reservation& reservation = *out.reservation;
+  // What a backfilled pod may not delay: easy-backfill, the current reservation;
+  // slack-backfill, the bound fixed at the head's first reservation (plus its slack: its run
+  // time times the slack factor).
+  Reservation bound = backfillBound(head, reservation);
   // 3. Later pods, oldest first.
   std::vector<Failed> failed;
   bool planned = true;  // planner_ holds the host's view (until the next start)
-  for (std::size_t i = h + 1; i < n; ++i) {
+  for (std::size_t i = *out.head + 1; i < out.verdicts.size(); ++i) {
     const QueuedPod q = host.queued(i);
     if (std::any_of(failed.begin(), failed.end(),
                     [&](const Failed& f) { return dominatedBy(f, q); })) {
@@ -151,16 +201,13 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
     if (!planned) {
       const QueueView view = host.view();
       if (auto s = planner_.reset(*view.state, view.running, view.fabric); !s) {
-        return s.error();
+        return s;
       }
       planned = true;
     }
-    std::int64_t duration = 0;
-    if (__builtin_add_overflow(q.duration, landing, &duration)) {
-      duration = INT64_MAX;
-    }
-    auto keeps = planner_.backfillKeeps(bound, head.pod, modelsOf(head), q.pod, modelsOf(q),
-                                        duration, rules, host.placementRng(), now);
+    auto keeps =
+        planner_.backfillKeeps(bound, head.pod, modelsOf(head), q.pod, modelsOf(q),
+                               durationWithLanding(q, landing), rules, host.placementRng(), now);
     if (!keeps) {
       if (keeps.error().code == kc::errc::kUnschedulable) {
         failed.push_back(Failed{q.pod, modelsOf(q).acceptsAny(), q.modelsKey});
@@ -183,17 +230,16 @@ Result<QueuePassResult> QueuePass::run(QueueHost& host, const PlacementRules& ru
     }
     out.verdicts[i] = QueueVerdict::kStarted;
     ++out.backfilled;
-    if (keeps->start != reservation->start) {
+    if (keeps->start != reservation.start) {
       out.reservedStarts.push_back(keeps->start);
     }
-    *reservation = *keeps;
+    reservation = *keeps;
     if (discipline_ == QueueDiscipline::EasyBackfill) {
       bound = *keeps;
     }
   }
-  out.reservation = reservation;
   out.bound = bound.start;
-  return out;
+  return okStatus();
 }
 
 }  // namespace kc::alloc

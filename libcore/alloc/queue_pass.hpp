@@ -114,6 +114,20 @@ class QueuePass {
   Result<QueuePassResult> run(QueueHost& host, const PlacementRules& rules, std::int64_t now);
 
  private:
+  // Steps 1 and 2: FCFS while the head fits, then the head's reservation, passing over heads
+  // that never fit. nullopt: the pass is over (fewer than two pods left waiting); otherwise
+  // out.head names the head.
+  Result<std::optional<Reservation>> startUntilReserved(QueueHost& host,
+                                                        const PlacementRules& rules,
+                                                        std::int64_t now, QueuePassResult& out);
+  // What a backfilled pod may not delay, given the head's current reservation (slack-backfill
+  // fixes its bound when `head` first becomes the head).
+  Reservation backfillBound(const QueuedPod& head, const Reservation& reservation);
+  // Step 3: the pods behind out.head, oldest first, against out.reservation (updated as pods
+  // start); sets out.bound.
+  Status backfillBehind(QueueHost& host, const PlacementRules& rules, std::int64_t now,
+                        const QueuedPod& head, std::int64_t landing, QueuePassResult& out);
+
   QueueDiscipline discipline_;
   double slackFactor_;
   BackfillPlanner planner_;  // the head's reservation and the backfill tests (kept for storage)

@@ -443,8 +443,36 @@ std::string_view taintEffectName(TaintEffect e) {
   return "?";
 }
 
-Result<SchedPod> parsePod(const nlohmann::json& pod) {
-  SchedPod out;
+namespace {
+
+// The pod's scheduling annotations: the GPU models it accepts and its expected run time.
+Status applyPodAnnotations(const StringMap& annotations, SchedPod& out) {
+  if (auto it = annotations.find(kGpuModelsAnnotation); it != annotations.end()) {
+    auto models = GpuModelFilter::parse(it->second, kGpuModelsAnnotationSeparator);
+    if (!models) {
+      return invalid("metadata.annotations[" + std::string(kGpuModelsAnnotation) + "]",
+                     models.error().message);
+    }
+    out.gpuModels = std::move(*models);
+  }
+  if (auto it = annotations.find(kExpectedRuntimeAnnotation); it != annotations.end()) {
+    std::int64_t seconds = 0;
+    const std::string& text = it->second;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || seconds <= 0 ||
+        seconds > kMaxExpectedRuntimeSeconds) {
+      return invalid("metadata.annotations[" + std::string(kExpectedRuntimeAnnotation) + "]",
+                     "'" + text + "' is not a whole number of seconds in 1.." +
+                         std::to_string(kMaxExpectedRuntimeSeconds));
+    }
+    out.expectedRuntimeSeconds = seconds;
+  }
+  return okStatus();
+}
+
+// metadata: name, namespace, uid and annotations. Returns the annotations, which the RT spec
+// reads once the containers are known.
+Result<StringMap> parsePodMetadata(const json& pod, SchedPod& out) {
   const json* metadata = nullptr;
   if (auto s = parseMetadataName(pod, out.name, metadata); !s) {
     return s.error();
@@ -460,31 +488,15 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
   if (!annotations) {
     return annotations.error();
   }
-  if (auto it = annotations->find(kGpuModelsAnnotation); it != annotations->end()) {
-    auto models = GpuModelFilter::parse(it->second, kGpuModelsAnnotationSeparator);
-    if (!models) {
-      return invalid("metadata.annotations[" + std::string(kGpuModelsAnnotation) + "]",
-                     models.error().message);
-    }
-    out.gpuModels = std::move(*models);
-  }
-  if (auto it = annotations->find(kExpectedRuntimeAnnotation); it != annotations->end()) {
-    std::int64_t seconds = 0;
-    const std::string& text = it->second;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || seconds <= 0 ||
-        seconds > kMaxExpectedRuntimeSeconds) {
-      return invalid("metadata.annotations[" + std::string(kExpectedRuntimeAnnotation) + "]",
-                     "'" + text + "' is not a whole number of seconds in 1.." +
-                         std::to_string(kMaxExpectedRuntimeSeconds));
-    }
-    out.expectedRuntimeSeconds = seconds;
-  }
-
-  const json& spec = member(pod, "spec");
-  if (auto s = expectObject(spec, "spec"); !s) {
+  if (auto s = applyPodAnnotations(*annotations, out); !s) {
     return s.error();
   }
+  return annotations;
+}
+
+// spec.schedulerName, spec.nodeName and spec.activeDeadlineSeconds (the expected run time when
+// no annotation gives one).
+Status parsePodScheduling(const json& spec, SchedPod& out) {
   auto scheduler = optionalString(spec, "schedulerName", "spec.schedulerName");
   auto nodeName = optionalString(spec, "nodeName", "spec.nodeName");
   if (!scheduler || !nodeName) {
@@ -501,7 +513,11 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
           std::min(deadline.get<std::int64_t>(), kMaxExpectedRuntimeSeconds);
     }
   }
+  return okStatus();
+}
 
+// spec.containers (at least one), spec.initContainers and spec.overhead.
+Status parsePodContainers(const json& spec, SchedPod& out) {
   auto containers = parseContainers(member(spec, "containers"), "spec.containers", false);
   if (!containers) {
     return containers.error();
@@ -519,7 +535,11 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
       !s) {
     return s.error();
   }
+  return okStatus();
+}
 
+// Where the pod may run: spec.nodeSelector, required node affinity and tolerations.
+Status parsePodPlacement(const json& spec, SchedPod& out) {
   auto selector = stringMap(member(spec, "nodeSelector"), "spec.nodeSelector");
   if (!selector) {
     return selector.error();
@@ -535,27 +555,58 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
     return tolerations.error();
   }
   out.tolerations = std::move(*tolerations);
+  return okStatus();
+}
+
+// status.phase; a pod without status (not yet created) has none.
+Status parsePodPhase(const json& pod, SchedPod& out) {
   const json& status = member(pod, "status");
-  if (!status.is_null()) {
-    if (auto st = expectObject(status, "status"); !st) {
-      return st.error();
-    }
-    auto phase = optionalString(status, "phase", "status.phase");
-    if (!phase) {
-      return phase.error();
-    }
-    out.phase = *phase;
+  if (status.is_null()) {
+    return okStatus();
   }
-  {
-    std::vector<std::string> initNames, names;
-    for (const auto& c : out.initContainers) {
-      initNames.push_back(c.name);
-    }
-    for (const auto& c : out.containers) {
-      names.push_back(c.name);
-    }
-    out.rt = rtPodSpec(*annotations, initNames, names);
+  if (auto st = expectObject(status, "status"); !st) {
+    return st.error();
   }
+  auto phase = optionalString(status, "phase", "status.phase");
+  if (!phase) {
+    return phase.error();
+  }
+  out.phase = *phase;
+  return okStatus();
+}
+
+}  // namespace
+
+Result<SchedPod> parsePod(const nlohmann::json& pod) {
+  SchedPod out;
+  auto annotations = parsePodMetadata(pod, out);
+  if (!annotations) {
+    return annotations.error();
+  }
+  const json& spec = member(pod, "spec");
+  if (auto s = expectObject(spec, "spec"); !s) {
+    return s.error();
+  }
+  if (auto s = parsePodScheduling(spec, out); !s) {
+    return s.error();
+  }
+  if (auto s = parsePodContainers(spec, out); !s) {
+    return s.error();
+  }
+  if (auto s = parsePodPlacement(spec, out); !s) {
+    return s.error();
+  }
+  if (auto s = parsePodPhase(pod, out); !s) {
+    return s.error();
+  }
+  std::vector<std::string> initNames, names;
+  for (const auto& c : out.initContainers) {
+    initNames.push_back(c.name);
+  }
+  for (const auto& c : out.containers) {
+    names.push_back(c.name);
+  }
+  out.rt = rtPodSpec(*annotations, initNames, names);
   return out;
 }
 

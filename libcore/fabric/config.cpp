@@ -68,8 +68,10 @@ Result<std::int64_t> scalarInt(const YAML::Node& node, const std::string& where,
                  std::to_string(max) + "]");
 }
 
-Result<ChassisConfig> parseChassis(const YAML::Node& node, std::size_t index) {
-  std::string where = "chassis[" + std::to_string(index) + "]";
+// name and dialect, read before the other keys: their messages name the chassis, and some
+// keys apply to one dialect only.
+Result<ChassisConfig> parseChassisIdentity(const YAML::Node& node, std::size_t index) {
+  const std::string where = "chassis[" + std::to_string(index) + "]";
   if (!node.IsMap()) {
     return invalid(where + " must be a mapping");
   }
@@ -84,96 +86,119 @@ Result<ChassisConfig> parseChassis(const YAML::Node& node, std::size_t index) {
   if (!isDnsLabel(c.name)) {
     return invalid(where + ".name must be a DNS label (lower-case letters, digits, '-')");
   }
-  where = "chassis " + c.name;
   if (auto n = node["dialect"]; n) {
-    auto v = scalarString(n, where + ": dialect");
+    auto v = scalarString(n, "chassis " + c.name + ": dialect");
     if (!v) {
       return v.error();
     }
     c.dialect = *v;
   }
   if (c.dialect != "h3" && c.dialect != "redfish") {
-    return invalid(where + ": dialect must be h3 or redfish");
+    return invalid("chassis " + c.name + ": dialect must be h3 or redfish");
   }
-  bool sawAuth = false;
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    const YAML::Node& value = kv.second;
-    const std::string at = where + ": " + key;
-    if (key == "name" || key == "dialect") {
-      continue;
-    }
-    if (key == "url") {
-      auto v = scalarString(value, at);
-      if (!v) {
-        return v.error();
-      }
-      c.url = *v;
-    } else if (key == "gpuModel" || key == "gep") {
-      if (c.dialect != "h3") {
-        return invalid(at + " applies to the h3 dialect only");
-      }
-      auto v = scalarString(value, at);
-      if (!v) {
-        return v.error();
-      }
-      (key == "gep" ? c.gep : c.gpuModel) = *v;
-    } else if (key == "auth") {
-      if (c.dialect != "redfish") {
-        return invalid(at + " applies to the redfish dialect only");
-      }
-      auto v = scalarString(value, at);
-      if (!v) {
-        return v.error();
-      }
-      if (*v == "session") {
-        c.auth = RedfishAuth::kSession;
-      } else if (*v == "basic") {
-        c.auth = RedfishAuth::kBasic;
-      } else if (*v == "none") {
-        c.auth = RedfishAuth::kNone;
-      } else {
-        return invalid(at + " must be session, basic or none");
-      }
-      sawAuth = true;
-    } else if (key == "credentialsFile" || key == "caFile") {
-      auto v = scalarString(value, at);
-      if (!v) {
-        return v.error();
-      }
-      (key == "caFile" ? c.caFile : c.credentialsFile) = *v;
-    } else if (key == "insecureSkipVerify") {
-      auto v = scalarBool(value, at);
-      if (!v) {
-        return v.error();
-      }
-      c.insecureSkipVerify = *v;
-    } else if (key == "readTimeoutMs" || key == "moveTimeoutMs" || key == "initialBackoffMs" ||
-               key == "maxBackoffMs") {
-      auto v = scalarInt(value, at, key.find("Backoff") != std::string::npos ? 0 : 1, 3'600'000);
-      if (!v) {
-        return v.error();
-      }
-      const Millis ms{*v};
-      if (key == "readTimeoutMs") {
-        c.policy.readTimeout = ms;
-      } else if (key == "moveTimeoutMs") {
-        c.policy.moveTimeout = ms;
-      } else if (key == "initialBackoffMs") {
-        c.policy.initialBackoff = ms;
-      } else {
-        c.policy.maxBackoff = ms;
-      }
-    } else if (key == "attempts") {
-      auto v = scalarInt(value, at, 1, 100);
-      if (!v) {
-        return v.error();
-      }
-      c.policy.attempts = static_cast<std::uint32_t>(*v);
-    } else {
-      return invalid(where + ": unknown key '" + key + "'");
-    }
+  return c;
+}
+
+Result<RedfishAuth> parseRedfishAuth(const YAML::Node& value, const std::string& at) {
+  auto v = scalarString(value, at);
+  if (!v) {
+    return v.error();
   }
+  if (*v == "session") {
+    return RedfishAuth::kSession;
+  }
+  if (*v == "basic") {
+    return RedfishAuth::kBasic;
+  }
+  if (*v == "none") {
+    return RedfishAuth::kNone;
+  }
+  return invalid(at + " must be session, basic or none");
+}
+
+bool isCallPolicyKey(const std::string& key) {
+  return key == "readTimeoutMs" || key == "moveTimeoutMs" || key == "initialBackoffMs" ||
+         key == "maxBackoffMs" || key == "attempts";
+}
+
+// One of the isCallPolicyKey keys: timeouts and backoffs in ms (a backoff may be 0), attempts.
+Status parseCallPolicyKey(CallPolicy& policy, const std::string& key, const YAML::Node& value,
+                          const std::string& at) {
+  if (key == "attempts") {
+    auto v = scalarInt(value, at, 1, 100);
+    if (!v) {
+      return v.error();
+    }
+    policy.attempts = static_cast<std::uint32_t>(*v);
+    return okStatus();
+  }
+  auto v = scalarInt(value, at, key.find("Backoff") != std::string::npos ? 0 : 1, 3'600'000);
+  if (!v) {
+    return v.error();
+  }
+  const Millis ms{*v};
+  if (key == "readTimeoutMs") {
+    policy.readTimeout = ms;
+  } else if (key == "moveTimeoutMs") {
+    policy.moveTimeout = ms;
+  } else if (key == "initialBackoffMs") {
+    policy.initialBackoff = ms;
+  } else {
+    policy.maxBackoff = ms;
+  }
+  return okStatus();
+}
+
+// One key of a chassis entry other than name and dialect; `where` names the chassis.
+Status parseChassisKey(ChassisConfig& c, const std::string& key, const YAML::Node& value,
+                       const std::string& where) {
+  const std::string at = where + ": " + key;
+  if (key == "url") {
+    auto v = scalarString(value, at);
+    if (!v) {
+      return v.error();
+    }
+    c.url = *v;
+  } else if (key == "gpuModel" || key == "gep") {
+    if (c.dialect != "h3") {
+      return invalid(at + " applies to the h3 dialect only");
+    }
+    auto v = scalarString(value, at);
+    if (!v) {
+      return v.error();
+    }
+    (key == "gep" ? c.gep : c.gpuModel) = *v;
+  } else if (key == "auth") {
+    if (c.dialect != "redfish") {
+      return invalid(at + " applies to the redfish dialect only");
+    }
+    auto v = parseRedfishAuth(value, at);
+    if (!v) {
+      return v.error();
+    }
+    c.auth = *v;
+  } else if (key == "credentialsFile" || key == "caFile") {
+    auto v = scalarString(value, at);
+    if (!v) {
+      return v.error();
+    }
+    (key == "caFile" ? c.caFile : c.credentialsFile) = *v;
+  } else if (key == "insecureSkipVerify") {
+    auto v = scalarBool(value, at);
+    if (!v) {
+      return v.error();
+    }
+    c.insecureSkipVerify = *v;
+  } else if (isCallPolicyKey(key)) {
+    return parseCallPolicyKey(c.policy, key, value, at);
+  } else {
+    return invalid(where + ": unknown key '" + key + "'");
+  }
+  return okStatus();
+}
+
+// Checks across keys, once all are read. `sawAuth`: the entry set auth explicitly.
+Status checkChassis(const ChassisConfig& c, const std::string& where, bool sawAuth) {
   if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0) {
     return invalid(where + ": url must start with http:// or https://");
   }
@@ -184,6 +209,29 @@ Result<ChassisConfig> parseChassis(const YAML::Node& node, std::size_t index) {
     return invalid(where + ": redfish auth " +
                    (sawAuth ? std::string("session/basic") : "session") +
                    " needs credentialsFile (or auth: none)");
+  }
+  return okStatus();
+}
+
+Result<ChassisConfig> parseChassis(const YAML::Node& node, std::size_t index) {
+  auto c = parseChassisIdentity(node, index);
+  if (!c) {
+    return c.error();
+  }
+  const std::string where = "chassis " + c->name;
+  bool sawAuth = false;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "name" || key == "dialect") {
+      continue;
+    }
+    if (auto s = parseChassisKey(*c, key, kv.second, where); !s) {
+      return s.error();
+    }
+    sawAuth = sawAuth || key == "auth";
+  }
+  if (auto s = checkChassis(*c, where, sawAuth); !s) {
+    return s.error();
   }
   return c;
 }

@@ -33,6 +33,7 @@
 #include "libcore/fabric/credentials.hpp"
 #include "libcore/fabric/driver.hpp"
 #include "libcore/fabric/redfish_codec.hpp"
+#include "libcore/fabric/verified_move.hpp"
 #include "libcore/net/http_client.hpp"
 
 namespace kc::fabric {
@@ -112,10 +113,26 @@ class RedfishDriver final : public FabricDriver {
   Result<Ok> discover();
   Result<View> readView();  // readViewOnce, re-discovering the links once on a 404
   Result<View> readViewOnce();
+  // The steps of readViewOnce (redfish_view.cpp).
+  Result<Ok> loadSystem(View& view, const std::string& link);
+  Result<Ok> loadBlock(View& view, const std::string& link);
+  Result<std::optional<redfish::Processor>> gpuProcessorOf(const redfish::ResourceBlock& block);
+  Result<Ok> readAttachments(View& view);
+  static Result<Ok> assignGpuHosts(View& view);
   Result<std::string> localIdOf(const std::string& gpuId) const;
+  // A move and its steps (redfish_move.cpp).
   Result<MoveReport> move(const std::string& gpuId, const std::optional<std::string>& host);
+  Result<bool> moveNeeded(const View& view, const GpuInfo& gpu, const std::string& gpuId,
+                          const std::optional<std::string>& host) const;
   Result<MovePlan> planMove(const View& view, const std::string& localId,
                             const std::optional<std::string>& host) const;
+  Result<MovePlan> planAttach(const View& view, const std::string& localId,
+                              const std::string& host) const;
+  Result<MovePlan> planDetach(const View& view, const std::string& localId) const;
+  Result<MoveClaim> sendMove(const View& view, const std::string& localId,
+                             const std::optional<std::string>& host, const std::string& verb);
+  Result<Observed> observeMove(View& view, const std::string& gpuId, const std::string& localId,
+                               const std::optional<std::string>& host, const std::string& verb);
   Result<std::vector<std::string>> readCollection(const std::string& link, const std::string& what,
                                                   std::optional<std::string>* compositionTarget);
 

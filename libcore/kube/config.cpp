@@ -64,6 +64,196 @@ kc::Result<std::string> pemFrom(const YAML::Node& n, const char* dataKey, const 
   return std::string{};
 }
 
+// Kubeconfig files merged like kubectl: for clusters, users and contexts the first file that
+// defines a name wins; the first non-empty current-context wins.
+struct MergedKubeconfig {
+  std::map<std::string, Named> clusters;
+  std::map<std::string, Named> users;
+  std::map<std::string, Named> contexts;
+  std::string currentContext;
+  int loaded = 0;       // files read
+  std::string sources;  // their paths, ':'-separated, for messages
+};
+
+// The entries of `root[listKey]` (each {name, <bodyKey>: {...}}) not yet in `into`.
+kc::Status collectNamed(const YAML::Node& root, const std::string& path, const std::string& dir,
+                        const char* listKey, const char* bodyKey,
+                        std::map<std::string, Named>& into) {
+  const YAML::Node list = root[listKey];
+  if (!list || list.IsNull()) {
+    return kc::okStatus();
+  }
+  if (!list.IsSequence()) {
+    return kc::makeError(kc::errc::kInvalid,
+                         "kubeconfig '" + path + "': '" + listKey + "' is not a list");
+  }
+  for (const auto& entry : list) {
+    std::string name = entry.IsMap() ? scalar(entry, "name") : "";
+    if (name.empty()) {
+      return kc::makeError(kc::errc::kInvalid,
+                           "kubeconfig '" + path + "': an entry of '" + listKey + "' has no name");
+    }
+    YAML::Node body = entry[bodyKey];
+    if (body && !body.IsMap() && !body.IsNull()) {
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + listKey + " '" +
+                                                   name + "' is malformed");
+    }
+    into.emplace(name, Named{body ? body : YAML::Node(YAML::NodeType::Map), dir});  // first wins
+  }
+  return kc::okStatus();
+}
+
+// Merges the kubeconfig at `path` into `merged`; a file that cannot be read is skipped.
+kc::Status mergeKubeconfigFile(const std::string& path, MergedKubeconfig& merged) {
+  auto text = readWholeFile(path);
+  if (!text) {
+    return kc::okStatus();  // kubectl skips missing entries of an explicit list
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + e.what());
+  }
+  ++merged.loaded;
+  merged.sources += (merged.sources.empty() ? "" : ":") + path;
+  if (!root || root.IsNull()) {
+    return kc::okStatus();  // an empty file is a valid, empty config
+  }
+  if (!root.IsMap()) {
+    return kc::makeError(kc::errc::kInvalid,
+                         "kubeconfig '" + path + "': top level is not a mapping");
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  try {
+    for (auto [listKey, bodyKey, into] : {std::tuple{"clusters", "cluster", &merged.clusters},
+                                          std::tuple{"users", "user", &merged.users},
+                                          std::tuple{"contexts", "context", &merged.contexts}}) {
+      if (auto st = collectNamed(root, path, dir, listKey, bodyKey, *into); !st) {
+        return st;
+      }
+    }
+    if (merged.currentContext.empty()) {
+      merged.currentContext = scalar(root, "current-context");
+    }
+  } catch (const YAML::Exception& e) {
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + e.what());
+  }
+  return kc::okStatus();
+}
+
+// Every readable file of `paths` merged; none readable is an error.
+kc::Result<MergedKubeconfig> mergeKubeconfigs(const std::vector<std::string>& paths) {
+  MergedKubeconfig merged;
+  for (const auto& path : paths) {
+    if (auto st = mergeKubeconfigFile(path, merged); !st) {
+      return st.error();
+    }
+  }
+  if (merged.loaded == 0) {
+    std::string list;
+    for (const auto& p : paths) {
+      list += (list.empty() ? "" : ", ") + p;
+    }
+    return kc::makeError(kc::errc::kNotFound, "no readable kubeconfig (tried: " +
+                                                  (list.empty() ? "nothing" : list) + ")");
+  }
+  return merged;
+}
+
+// The cluster's server (an http(s) URL, trailing slashes dropped) and TLS settings into `cfg`.
+// May throw YAML::Exception.
+kc::Status applyCluster(const std::string& clusterName, const Named& cluster, ClusterConfig& cfg) {
+  const YAML::Node& cl = cluster.body;
+  cfg.server = scalar(cl, "server");
+  if (cfg.server.empty()) {
+    return kc::makeError(kc::errc::kInvalid,
+                         "kubeconfig: cluster '" + clusterName + "' has no server");
+  }
+  if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName + "' server '" +
+                                                 cfg.server + "' is not an http(s) URL");
+  }
+  while (cfg.server.size() > 8 && cfg.server.back() == '/') {
+    cfg.server.pop_back();
+  }
+  auto ca =
+      pemFrom(cl, "certificate-authority-data", "certificate-authority", cluster.dir, "cluster");
+  if (!ca) {
+    return ca.error();
+  }
+  cfg.caPem = std::move(ca).value();
+  if (const YAML::Node v = cl["insecure-skip-tls-verify"]; v && v.IsScalar()) {
+    cfg.insecureSkipTlsVerify = v.as<bool>();
+  }
+  cfg.tlsServerName = scalar(cl, "tls-server-name");
+  return kc::okStatus();
+}
+
+// The user's credentials into `cfg`: client certificate and key, token, token file, basic auth.
+// exec and auth-provider credentials are refused, not ignored.
+kc::Status applyUser(const std::string& userName, const Named& user, ClusterConfig& cfg) {
+  const YAML::Node& u = user.body;
+  if (u["exec"] || u["auth-provider"]) {
+    return kc::makeError(kc::errc::kInvalid,
+                         "kubeconfig: user '" + userName +
+                             "' uses exec/auth-provider credentials, which this client does not "
+                             "run; use a token, tokenFile or client certificate");
+  }
+  auto cert = pemFrom(u, "client-certificate-data", "client-certificate", user.dir, "user");
+  if (!cert) {
+    return cert.error();
+  }
+  auto key = pemFrom(u, "client-key-data", "client-key", user.dir, "user");
+  if (!key) {
+    return key.error();
+  }
+  if (cert->empty() != key->empty()) {
+    return kc::makeError(
+        kc::errc::kInvalid,
+        "kubeconfig: user '" + userName + "' has a client certificate without key or vice versa");
+  }
+  cfg.clientCertPem = std::move(cert).value();
+  cfg.clientKeyPem = std::move(key).value();
+  cfg.token = scalar(u, "token");
+  cfg.tokenFile = resolveAgainst(scalar(u, "tokenFile"), user.dir);
+  cfg.username = scalar(u, "username");
+  cfg.password = scalar(u, "password");
+  return kc::okStatus();
+}
+
+// The config of context `ctxName` (body `ctx`): its cluster, its user if it names one, its
+// namespace. May throw YAML::Exception.
+kc::Result<ClusterConfig> configForContext(const MergedKubeconfig& merged,
+                                           const std::string& ctxName, const YAML::Node& ctx) {
+  const std::string clusterName = scalar(ctx, "cluster");
+  const std::string userName = scalar(ctx, "user");
+  auto clIt = merged.clusters.find(clusterName);
+  if (clIt == merged.clusters.end()) {
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName +
+                                                 "' names unknown cluster '" + clusterName + "'");
+  }
+  ClusterConfig cfg;
+  cfg.source = merged.sources;
+  if (auto st = applyCluster(clusterName, clIt->second, cfg); !st) {
+    return st.error();
+  }
+  if (!userName.empty()) {
+    auto uIt = merged.users.find(userName);
+    if (uIt == merged.users.end()) {
+      return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName +
+                                                   "' names unknown user '" + userName + "'");
+    }
+    if (auto st = applyUser(userName, uIt->second, cfg); !st) {
+      return st.error();
+    }
+  }
+  if (std::string ns = scalar(ctx, "namespace"); !ns.empty()) {
+    cfg.defaultNamespace = ns;
+  }
+  return cfg;
+}
+
 }  // namespace
 
 EnvLookup processEnv() {
@@ -111,166 +301,22 @@ std::vector<std::string> kubeconfigPaths(const EnvLookup& env) {
 
 kc::Result<ClusterConfig> loadKubeconfig(const std::vector<std::string>& paths,
                                          const std::string& contextOverride) {
-  std::map<std::string, Named> clusters;
-  std::map<std::string, Named> users;
-  std::map<std::string, Named> contexts;
-  std::string currentContext;
-  int loaded = 0;
-  std::string sources;
-  for (const auto& path : paths) {
-    auto text = readWholeFile(path);
-    if (!text) {
-      continue;  // kubectl skips missing entries of an explicit list
-    }
-    YAML::Node root;
-    try {
-      root = YAML::Load(*text);
-    } catch (const YAML::Exception& e) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + e.what());
-    }
-    ++loaded;
-    sources += (sources.empty() ? "" : ":") + path;
-    if (!root || root.IsNull()) {
-      continue;  // an empty file is a valid, empty config
-    }
-    if (!root.IsMap()) {
-      return kc::makeError(kc::errc::kInvalid,
-                           "kubeconfig '" + path + "': top level is not a mapping");
-    }
-    const std::string dir = std::filesystem::path(path).parent_path().string();
-    auto collect = [&](const char* listKey, const char* bodyKey,
-                       std::map<std::string, Named>& into) -> kc::Status {
-      const YAML::Node list = root[listKey];
-      if (!list || list.IsNull()) {
-        return kc::okStatus();
-      }
-      if (!list.IsSequence()) {
-        return kc::makeError(kc::errc::kInvalid,
-                             "kubeconfig '" + path + "': '" + listKey + "' is not a list");
-      }
-      for (const auto& entry : list) {
-        std::string name = entry.IsMap() ? scalar(entry, "name") : "";
-        if (name.empty()) {
-          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': an entry of '" +
-                                                       listKey + "' has no name");
-        }
-        YAML::Node body = entry[bodyKey];
-        if (body && !body.IsMap() && !body.IsNull()) {
-          return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + listKey + " '" +
-                                                       name + "' is malformed");
-        }
-        into.emplace(name,
-                     Named{body ? body : YAML::Node(YAML::NodeType::Map), dir});  // first wins
-      }
-      return kc::okStatus();
-    };
-    try {
-      for (auto [listKey, bodyKey, into] :
-           {std::tuple{"clusters", "cluster", &clusters}, std::tuple{"users", "user", &users},
-            std::tuple{"contexts", "context", &contexts}}) {
-        if (auto st = collect(listKey, bodyKey, *into); !st) {
-          return st.error();
-        }
-      }
-      if (currentContext.empty()) {
-        currentContext = scalar(root, "current-context");
-      }
-    } catch (const YAML::Exception& e) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig '" + path + "': " + e.what());
-    }
+  auto merged = mergeKubeconfigs(paths);
+  if (!merged) {
+    return merged.error();
   }
-  if (loaded == 0) {
-    std::string list;
-    for (const auto& p : paths) {
-      list += (list.empty() ? "" : ", ") + p;
-    }
-    return kc::makeError(kc::errc::kNotFound, "no readable kubeconfig (tried: " +
-                                                  (list.empty() ? "nothing" : list) + ")");
-  }
-  const std::string ctxName = contextOverride.empty() ? currentContext : contextOverride;
+  const std::string ctxName = contextOverride.empty() ? merged->currentContext : contextOverride;
   if (ctxName.empty()) {
-    return kc::makeError(kc::errc::kInvalid,
-                         "kubeconfig " + sources + ": no current-context and none requested");
+    return kc::makeError(kc::errc::kInvalid, "kubeconfig " + merged->sources +
+                                                 ": no current-context and none requested");
   }
-  auto ctxIt = contexts.find(ctxName);
-  if (ctxIt == contexts.end()) {
+  auto ctxIt = merged->contexts.find(ctxName);
+  if (ctxIt == merged->contexts.end()) {
     return kc::makeError(kc::errc::kInvalid,
-                         "kubeconfig " + sources + ": context '" + ctxName + "' not found");
+                         "kubeconfig " + merged->sources + ": context '" + ctxName + "' not found");
   }
   try {
-    const YAML::Node& ctx = ctxIt->second.body;
-    const std::string clusterName = scalar(ctx, "cluster");
-    const std::string userName = scalar(ctx, "user");
-    auto clIt = clusters.find(clusterName);
-    if (clIt == clusters.end()) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName +
-                                                   "' names unknown cluster '" + clusterName + "'");
-    }
-    ClusterConfig cfg;
-    cfg.source = sources;
-    const YAML::Node& cl = clIt->second.body;
-    cfg.server = scalar(cl, "server");
-    if (cfg.server.empty()) {
-      return kc::makeError(kc::errc::kInvalid,
-                           "kubeconfig: cluster '" + clusterName + "' has no server");
-    }
-    if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-      return kc::makeError(kc::errc::kInvalid, "kubeconfig: cluster '" + clusterName +
-                                                   "' server '" + cfg.server +
-                                                   "' is not an http(s) URL");
-    }
-    while (cfg.server.size() > 8 && cfg.server.back() == '/') {
-      cfg.server.pop_back();
-    }
-    auto ca = pemFrom(cl, "certificate-authority-data", "certificate-authority", clIt->second.dir,
-                      "cluster");
-    if (!ca) {
-      return ca.error();
-    }
-    cfg.caPem = std::move(ca).value();
-    if (const YAML::Node v = cl["insecure-skip-tls-verify"]; v && v.IsScalar()) {
-      cfg.insecureSkipTlsVerify = v.as<bool>();
-    }
-    cfg.tlsServerName = scalar(cl, "tls-server-name");
-    if (!userName.empty()) {
-      auto uIt = users.find(userName);
-      if (uIt == users.end()) {
-        return kc::makeError(kc::errc::kInvalid, "kubeconfig: context '" + ctxName +
-                                                     "' names unknown user '" + userName + "'");
-      }
-      const YAML::Node& u = uIt->second.body;
-      if (u["exec"] || u["auth-provider"]) {
-        return kc::makeError(
-            kc::errc::kInvalid,
-            "kubeconfig: user '" + userName +
-                "' uses exec/auth-provider credentials, which this client does not run; "
-                "use a token, tokenFile or client certificate");
-      }
-      auto cert =
-          pemFrom(u, "client-certificate-data", "client-certificate", uIt->second.dir, "user");
-      if (!cert) {
-        return cert.error();
-      }
-      auto key = pemFrom(u, "client-key-data", "client-key", uIt->second.dir, "user");
-      if (!key) {
-        return key.error();
-      }
-      if (cert->empty() != key->empty()) {
-        return kc::makeError(kc::errc::kInvalid,
-                             "kubeconfig: user '" + userName +
-                                 "' has a client certificate without key or vice versa");
-      }
-      cfg.clientCertPem = std::move(cert).value();
-      cfg.clientKeyPem = std::move(key).value();
-      cfg.token = scalar(u, "token");
-      cfg.tokenFile = resolveAgainst(scalar(u, "tokenFile"), uIt->second.dir);
-      cfg.username = scalar(u, "username");
-      cfg.password = scalar(u, "password");
-    }
-    if (std::string ns = scalar(ctx, "namespace"); !ns.empty()) {
-      cfg.defaultNamespace = ns;
-    }
-    return cfg;
+    return configForContext(*merged, ctxName, ctxIt->second.body);
   } catch (const YAML::Exception& e) {
     return kc::makeError(kc::errc::kInvalid, std::string("kubeconfig: ") + e.what());
   }

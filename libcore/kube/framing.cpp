@@ -35,6 +35,96 @@ kc::Status ListBodyParser::fail(std::string msg) {
   return kc::makeError(kc::errc::kInvalid, "list body: " + msg);
 }
 
+void ListBodyParser::scanStringByte(char c) {
+  if (escape_) {
+    escape_ = false;
+  } else if (c == '\\') {
+    escape_ = true;
+  } else if (c == '"') {
+    inString_ = false;
+    if (collectingKey_) {
+      collectingKey_ = false;
+    }
+  } else if (collectingKey_) {
+    lastKey_.push_back(c);
+  }
+}
+
+kc::Result<ListBodyParser::Boundary> ListBodyParser::scanStructuralByte(char c) {
+  const bool betweenItems = inItems_ && !inItem_ && depth_ == 2;
+  switch (c) {
+    case '"':
+      if (betweenItems) {
+        return fail("an element of items is not an object").error();
+      }
+      inString_ = true;
+      if (depth_ == 1 && !inItems_) {
+        // A string at the top level is either a key or a scalar value; a value resets
+        // lastKey_ on the following ',' anyway, so collecting it is harmless.
+        collectingKey_ = true;
+        lastKey_.clear();
+      }
+      return Boundary::kNone;
+    case '{':
+    case '[':
+      if (depth_ == 0) {
+        if (c != '{') {
+          return fail("top level is not an object").error();
+        }
+        sawTopLevel_ = true;
+      }
+      if (betweenItems && c != '{') {
+        return fail("an element of items is not an object").error();
+      }
+      if (betweenItems) {
+        itemDepth_ = depth_ + 1;
+      }
+      ++depth_;
+      if (depth_ == 2 && c == '[' && lastKey_ == "items") {
+        inItems_ = true;
+      }
+      return betweenItems ? Boundary::kItemOpens : Boundary::kNone;
+    case '}':
+    case ']':
+      if (depth_ == 0) {
+        return fail("unbalanced brackets").error();
+      }
+      --depth_;
+      if (inItem_ && depth_ + 1 == itemDepth_) {
+        return Boundary::kItemCloses;
+      }
+      if (inItems_ && depth_ == 1) {
+        inItems_ = false;
+      }
+      return Boundary::kNone;
+    case ',':
+      if (depth_ == 1) {
+        lastKey_.clear();
+      }
+      // Separator between items: dropped, so the skeleton keeps "items":[].
+      return betweenItems ? Boundary::kItemSeparator : Boundary::kNone;
+    default:
+      if (betweenItems && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+        return fail("an element of items is not an object").error();
+      }
+      return Boundary::kNone;
+  }
+}
+
+kc::Status ListBodyParser::emitItem() {
+  ++items_;
+  auto parsed = nlohmann::json::parse(item_, nullptr, /*allow_exceptions=*/false);
+  item_.clear();
+  if (parsed.is_discarded()) {
+    return fail("item " + std::to_string(items_) + " is not valid JSON");
+  }
+  if (auto st = onItem_(std::move(parsed)); !st) {
+    failed_ = true;
+    return st;
+  }
+  return kc::okStatus();
+}
+
 kc::Status ListBodyParser::feed(std::string_view chunk) {
   if (failed_) {
     return kc::makeError(kc::errc::kInvalid, "list body: parser already failed");
@@ -51,92 +141,30 @@ kc::Status ListBodyParser::feed(std::string_view chunk) {
   for (std::size_t i = 0; i < chunk.size(); ++i) {
     const char c = chunk[i];
     if (inString_) {
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
-        inString_ = false;
-        if (collectingKey_) {
-          collectingKey_ = false;
-        }
-      } else if (collectingKey_) {
-        lastKey_.push_back(c);
-      }
+      scanStringByte(c);
       continue;
     }
-    switch (c) {
-      case '"':
-        if (inItems_ && !inItem_ && depth_ == 2) {
-          return fail("an element of items is not an object");
-        }
-        inString_ = true;
-        if (depth_ == 1 && !inItems_) {
-          // A string at the top level is either a key or a scalar value; a value resets
-          // lastKey_ on the following ',' anyway, so collecting it is harmless.
-          collectingKey_ = true;
-          lastKey_.clear();
+    auto boundary = scanStructuralByte(c);
+    if (!boundary) {
+      return boundary.error();
+    }
+    switch (*boundary) {
+      case Boundary::kNone:
+        break;
+      case Boundary::kItemOpens:
+        flush(i);
+        inItem_ = true;
+        break;
+      case Boundary::kItemCloses:
+        flush(i + 1);
+        inItem_ = false;
+        if (auto st = emitItem(); !st) {
+          return st;
         }
         break;
-      case '{':
-      case '[':
-        if (depth_ == 0) {
-          if (c != '{') {
-            return fail("top level is not an object");
-          }
-          sawTopLevel_ = true;
-        }
-        if (inItems_ && !inItem_ && depth_ == 2) {
-          if (c != '{') {
-            return fail("an element of items is not an object");
-          }
-          flush(i);
-          inItem_ = true;
-          itemDepth_ = depth_ + 1;
-        }
-        ++depth_;
-        if (depth_ == 2 && c == '[' && lastKey_ == "items") {
-          inItems_ = true;
-        }
-        break;
-      case '}':
-      case ']':
-        if (depth_ == 0) {
-          return fail("unbalanced brackets");
-        }
-        --depth_;
-        if (inItem_ && depth_ + 1 == itemDepth_) {
-          flush(i + 1);
-          inItem_ = false;
-          ++items_;
-          auto parsed = nlohmann::json::parse(item_, nullptr, /*allow_exceptions=*/false);
-          item_.clear();
-          if (parsed.is_discarded()) {
-            return fail("item " + std::to_string(items_) + " is not valid JSON");
-          }
-          if (auto st = onItem_(std::move(parsed)); !st) {
-            failed_ = true;
-            return st;
-          }
-        } else if (inItems_ && depth_ == 1) {
-          inItems_ = false;
-        }
-        break;
-      case ',':
-        if (depth_ == 1) {
-          lastKey_.clear();
-        }
-        if (inItems_ && !inItem_ && depth_ == 2) {
-          // Separator between items: dropped, so the skeleton keeps "items":[].
-          flush(i);
-          segStart = i + 1;
-        }
-        break;
-      default:
-        if (inItems_ && !inItem_ && depth_ == 2 && c != ' ' && c != '\n' && c != '\r' &&
-            c != '\t') {
-          return fail("an element of items is not an object");
-        }
+      case Boundary::kItemSeparator:
+        flush(i);
+        segStart = i + 1;
         break;
     }
   }

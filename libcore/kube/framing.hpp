@@ -7,6 +7,7 @@
 //   text nor a DOM of the whole list is ever held.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,7 +47,20 @@ class ListBodyParser {
   std::size_t itemCount() const { return items_; }
 
  private:
+  // What a byte outside strings means for where the bytes go.
+  enum class Boundary : std::uint8_t {
+    kNone,
+    kItemOpens,      // an element of items starts at this byte
+    kItemCloses,     // the element ends with this byte
+    kItemSeparator,  // the ',' between two elements (dropped)
+  };
+
   kc::Status fail(std::string msg);
+  void scanStringByte(char c);
+  // Updates nesting and key state; errors when the body is not a list object.
+  kc::Result<Boundary> scanStructuralByte(char c);
+  // Parses the completed item_ and hands it to onItem_.
+  kc::Status emitItem();
 
   ItemFn onItem_;
   std::string skeleton_;  // every byte outside the items array's elements

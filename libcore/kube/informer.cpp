@@ -215,7 +215,7 @@ void Informer::run() {
   }
 }
 
-bool Informer::watchOnce(bool& needList) {
+ListOptions Informer::watchOptions() const {
   ListOptions wo;
   wo.labelSelector = opts_.labelSelector;
   wo.fieldSelector = opts_.fieldSelector;
@@ -224,74 +224,52 @@ bool Informer::watchOnce(bool& needList) {
   const double r = std::clamp(opts_.rand01(), 0.0, 1.0);
   wo.timeoutSeconds =
       static_cast<int>(static_cast<double>(opts_.minWatchTimeout.count()) * (1.0 + r));
-  auto token = std::make_unique<net::CancelToken>();
-  net::CancelToken* raw = token.get();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      return false;
+  return wo;
+}
+
+bool Informer::onWatchEvent(WatchEvent&& ev, WatchOutcome& outcome) {
+  if (ev.type == "ERROR") {
+    ApiError e = statusFromJson(ev.object);
+    if (e.isExpired()) {
+      outcome.expired = true;
+    } else {
+      outcome.eventError = std::move(e);
     }
-    cancel_ = std::move(token);
-    ++stats_.watches;
-  }
-  const auto started = clock_.now();
-  std::uint64_t applied = 0;
-  bool expired = false;
-  std::optional<ApiError> eventError;
-  auto st = source_.watch(
-      wo,
-      [&](WatchEvent&& ev) {
-        if (ev.type == "ERROR") {
-          ApiError e = statusFromJson(ev.object);
-          if (e.isExpired()) {
-            expired = true;
-          } else {
-            eventError = std::move(e);
-          }
-          return false;
-        }
-        std::string rv = objectResourceVersion(ev.object);
-        if (ev.type == "BOOKMARK") {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (!rv.empty()) {
-            rv_ = std::move(rv);
-          }
-          ++stats_.bookmarks;
-          return true;
-        }
-        const bool upsert = ev.type == "ADDED" || ev.type == "MODIFIED";
-        if (!upsert && ev.type != "DELETED") {
-          return true;  // unknown event types are ignored, as client-go does
-        }
-        std::optional<Notification> n;
-        if (auto obj = admit(std::move(ev.object))) {
-          n = upsert ? store_.add(std::move(obj)) : store_.remove(std::move(obj));
-        }
-        ++applied;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (!rv.empty()) {
-            rv_ = std::move(rv);
-          }
-          ++stats_.eventsApplied;
-        }
-        if (n) {
-          dispatch(*n);
-        }
-        return !stopping_.load();
-      },
-      raw,
-      // Backstop for a dead connection: the server ends the stream after timeoutSeconds, so
-      // silence longer than that (+30 s) means nobody is on the other end any more.
-      std::chrono::seconds(*wo.timeoutSeconds + 30));
-  if (stopping_) {
     return false;
   }
-  if (!st && st.error().isExpired()) {
-    expired = true;
+  std::string rv = objectResourceVersion(ev.object);
+  if (ev.type == "BOOKMARK") {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rv.empty()) {
+      rv_ = std::move(rv);
+    }
+    ++stats_.bookmarks;
+    return true;
   }
-  const bool healthy = applied > 0 || clock_.now() - started >= opts_.healthyWatch;
-  if (expired) {
+  const bool upsert = ev.type == "ADDED" || ev.type == "MODIFIED";
+  if (!upsert && ev.type != "DELETED") {
+    return true;  // unknown event types are ignored, as client-go does
+  }
+  std::optional<Notification> n;
+  if (auto obj = admit(std::move(ev.object))) {
+    n = upsert ? store_.add(std::move(obj)) : store_.remove(std::move(obj));
+  }
+  ++outcome.applied;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rv.empty()) {
+      rv_ = std::move(rv);
+    }
+    ++stats_.eventsApplied;
+  }
+  if (n) {
+    dispatch(*n);
+  }
+  return !stopping_.load();
+}
+
+bool Informer::afterWatch(const WatchOutcome& outcome, bool failed, bool healthy, bool& needList) {
+  if (outcome.expired) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.expired;
@@ -305,7 +283,7 @@ bool Informer::watchOnce(bool& needList) {
     }
     return sleepFor(backoff_.next());
   }
-  if (!st || eventError) {
+  if (failed || outcome.eventError) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.watchErrors;
@@ -321,6 +299,35 @@ bool Informer::watchOnce(bool& needList) {
     return true;
   }
   return sleepFor(backoff_.next());
+}
+
+bool Informer::watchOnce(bool& needList) {
+  const ListOptions wo = watchOptions();
+  auto token = std::make_unique<net::CancelToken>();
+  net::CancelToken* raw = token.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      return false;
+    }
+    cancel_ = std::move(token);
+    ++stats_.watches;
+  }
+  const auto started = clock_.now();
+  WatchOutcome outcome;
+  auto st = source_.watch(
+      wo, [&](WatchEvent&& ev) { return onWatchEvent(std::move(ev), outcome); }, raw,
+      // Backstop for a dead connection: the server ends the stream after timeoutSeconds, so
+      // silence longer than that (+30 s) means nobody is on the other end any more.
+      std::chrono::seconds(*wo.timeoutSeconds + 30));
+  if (stopping_) {
+    return false;
+  }
+  if (!st && st.error().isExpired()) {
+    outcome.expired = true;
+  }
+  const bool healthy = outcome.applied > 0 || clock_.now() - started >= opts_.healthyWatch;
+  return afterWatch(outcome, !st, healthy, needList);
 }
 
 }  // namespace kc::kube

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,8 +100,19 @@ class Informer {
   Stats stats() const;
 
  private:
+  // What one watch delivered, for deciding what comes next.
+  struct WatchOutcome {
+    std::uint64_t applied = 0;           // ADDED/MODIFIED/DELETED events
+    bool expired = false;                // 410 (HTTP or ERROR event): LIST again
+    std::optional<ApiError> eventError;  // any other ERROR event
+  };
+
   void run();
-  bool watchOnce(bool& needList);         // false: stopping
+  bool watchOnce(bool& needList);  // false: stopping
+  ListOptions watchOptions() const;
+  bool onWatchEvent(WatchEvent&& ev, WatchOutcome& outcome);  // false: end the watch
+  // Relist and backoff once a watch ended (`failed`: it ended with an error). False: stopping.
+  bool afterWatch(const WatchOutcome& outcome, bool failed, bool healthy, bool& needList);
   ObjectPtr admit(nlohmann::json&& obj);  // transform + share; null if dropped
   bool relist();                          // false: stopping or failed (caller backs off)
   void dispatch(const Notification& n);

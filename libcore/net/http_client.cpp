@@ -9,7 +9,6 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <limits>
@@ -17,6 +16,8 @@
 #include <vector>
 
 #include "libcore/net/detail/asio.hpp"
+#include "libcore/net/http_client_connection.hpp"
+#include "libcore/net/http_client_redirect.hpp"
 
 namespace kc::net {
 
@@ -53,116 +54,6 @@ constexpr std::uint32_t kHeaderLimit = 256 * 1024;
 // the optional, and any Content-Length is greater than an empty optional (always body_limit).
 constexpr std::uint64_t kNoBodyLimit = std::numeric_limits<std::uint64_t>::max();
 
-struct Connection {
-  explicit Connection(asio::ssl::context* ssl) : timer(ioc) {
-    if (ssl != nullptr) {
-      tls.emplace(ioc, *ssl);
-    } else {
-      plain.emplace(ioc);
-    }
-  }
-
-  tcp::socket& socket() { return tls ? tls->next_layer() : *plain; }
-  void close() {
-    error_code ec;
-    socket().shutdown(tcp::socket::shutdown_both, ec);
-    socket().close(ec);
-  }
-
-  // A pooled connection the server may have closed meanwhile: peek without blocking.
-  bool stillUsable() {
-    if (!socket().is_open()) {
-      return false;
-    }
-    char byte = 0;
-    const auto n = ::recv(socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-  }
-
-  asio::io_context ioc{1};
-  asio::steady_timer timer;
-  std::optional<tcp::socket> plain;
-  std::optional<asio::ssl::stream<tcp::socket>> tls;
-  beast::flat_buffer buffer;
-  bool reused = false;
-};
-
-// Routes CancelToken::cancel() to one connection for the guard's lifetime: the hook posts a
-// socket close onto the connection's io_context, which the calling thread is running.
-class HookGuard {
- public:
-  HookGuard(CancelToken* token, Connection& c) : token_(token) {
-    if (token_ != nullptr) {
-      token_->setHook([conn = &c] { asio::post(conn->ioc, [conn] { conn->close(); }); });
-    }
-  }
-  ~HookGuard() { clear(); }
-  HookGuard(const HookGuard&) = delete;
-  HookGuard& operator=(const HookGuard&) = delete;
-  void clear() {
-    if (token_ != nullptr) {
-      token_->clearHook();
-      token_ = nullptr;
-    }
-  }
-
- private:
-  CancelToken* token_;
-};
-
-struct OpResult {
-  error_code ec;
-  bool timedOut = false;
-};
-
-// Runs one asynchronous operation to completion on the calling thread, closing the socket if
-// `deadline` passes first.
-template <class Initiate>
-OpResult runOp(Connection& c, std::optional<Clock::time_point> deadline, Initiate&& initiate) {
-  OpResult r;
-  bool done = false;
-  bool timerPending = false;
-  initiate([&](error_code ec, auto&&...) {
-    r.ec = ec;
-    done = true;
-  });
-  if (deadline) {
-    timerPending = true;
-    c.timer.expires_at(*deadline);
-    c.timer.async_wait([&](error_code ec) {
-      timerPending = false;
-      if (!ec && !done) {
-        r.timedOut = true;
-        c.close();
-      }
-    });
-  }
-  c.ioc.restart();
-  while (!done) {
-    if (c.ioc.run_one() == 0) {
-      r.ec = asio::error::interrupted;  // cannot happen with an operation pending; be safe
-      break;
-    }
-  }
-  if (timerPending) {
-    c.timer.cancel();
-    while (timerPending) {
-      if (c.ioc.run_one() == 0) {
-        break;
-      }
-    }
-  }
-  return r;
-}
-
-template <class F>
-decltype(auto) withStream(Connection& c, F&& f) {
-  if (c.tls) {
-    return f(*c.tls);
-  }
-  return f(*c.plain);
-}
-
 bool isIpLiteral(const std::string& host) {
   error_code ec;
   asio::ip::make_address(host, ec);
@@ -172,117 +63,6 @@ bool isIpLiteral(const std::string& host) {
 bool idempotent(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE" ||
          method == "OPTIONS";
-}
-
-bool isRedirect(unsigned status) {
-  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
-}
-
-bool startsWithNoCase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
-}
-
-// RFC 3986 5.2.4: removes "." and ".." segments from an absolute path.
-std::string removeDotSegments(std::string_view path) {
-  std::vector<std::string_view> out;
-  std::size_t pos = 1;  // path starts with '/'
-  bool trailingSlash = false;
-  while (pos <= path.size()) {
-    const auto next = path.find('/', pos);
-    const auto seg =
-        path.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos);
-    trailingSlash = next == std::string_view::npos && (seg == "." || seg == "..");
-    if (seg == "..") {
-      if (!out.empty()) {
-        out.pop_back();
-      }
-    } else if (seg != ".") {
-      out.push_back(seg);
-    }
-    if (next == std::string_view::npos) {
-      break;
-    }
-    pos = next + 1;
-  }
-  std::string joined;
-  for (const auto& seg : out) {
-    joined += "/";
-    joined += seg;
-  }
-  if (joined.empty() || trailingSlash) {
-    joined += "/";
-  }
-  return joined;
-}
-
-// The request-target a Location header points to, relative to the request `target` sent to
-// `origin`. Errors: "redirect" for another origin, "protocol" for a malformed Location.
-Result<std::string> redirectTarget(const Url& origin, std::string_view target,
-                                   std::string_view location) {
-  while (!location.empty() && (location.front() == ' ' || location.front() == '\t')) {
-    location.remove_prefix(1);
-  }
-  while (!location.empty() && (location.back() == ' ' || location.back() == '\t')) {
-    location.remove_suffix(1);
-  }
-  if (const auto hash = location.find('#'); hash != std::string_view::npos) {
-    location = location.substr(0, hash);  // fragments are never sent
-  }
-  for (const char ch : location) {
-    if (static_cast<unsigned char>(ch) <= 0x20 || ch == 0x7f) {
-      return makeError(kc::errc::kProtocol,
-                       "malformed Location header in a redirect from " + origin.authority());
-    }
-  }
-  if (location.empty()) {
-    return makeError(kc::errc::kProtocol,
-                     "empty Location header in a redirect from " + origin.authority());
-  }
-  std::string absolute;  // "scheme://authority/path?query" when the Location names an origin
-  if (startsWithNoCase(location, "http://") || startsWithNoCase(location, "https://")) {
-    absolute = std::string(location);
-  } else if (location.rfind("//", 0) == 0) {
-    absolute = origin.scheme + ":" + std::string(location);
-  }
-  std::string pathAndQuery;
-  if (!absolute.empty()) {
-    const auto authStart = absolute.find("://") + 3;
-    const auto pathStart = absolute.find_first_of("/?", authStart);
-    auto there = parseUrl(absolute.substr(0, pathStart));
-    if (!there) {
-      return makeError(kc::errc::kProtocol, "malformed Location '" +
-                                                std::string(location).substr(0, 200) +
-                                                "' in a redirect from " + origin.authority());
-    }
-    if (!iequals(there->scheme, origin.scheme) || !iequals(there->host, origin.host) ||
-        there->port != origin.port) {
-      return makeError(kc::errc::kRedirect,
-                       "redirect from " + origin.scheme + "://" + origin.authority() +
-                           " to another origin (" + there->scheme + "://" + there->authority() +
-                           ") refused: only same-origin redirects are followed; if the service "
-                           "really lives there, configure that URL");
-    }
-    pathAndQuery = pathStart == std::string::npos ? "/" : absolute.substr(pathStart);
-    if (pathAndQuery.front() == '?') {
-      pathAndQuery = "/" + pathAndQuery;
-    }
-  } else if (location.front() == '/') {
-    pathAndQuery = std::string(location);
-  } else {
-    // Relative reference: resolved against the directory of the current path.
-    const std::string_view current = target.substr(0, target.find('?'));
-    if (location.front() == '?') {
-      pathAndQuery = std::string(current) + std::string(location);
-    } else {
-      pathAndQuery = std::string(current.substr(0, current.rfind('/') + 1)) + std::string(location);
-    }
-  }
-  const auto q = pathAndQuery.find('?');
-  std::string out = removeDotSegments(std::string_view(pathAndQuery).substr(0, q));
-  if (q != std::string::npos) {
-    out += pathAndQuery.substr(q);
-  }
-  return out;
 }
 
 bool headerSafe(const Header& h) {

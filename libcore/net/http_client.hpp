@@ -1,6 +1,6 @@
 #pragma once
 // HttpClient: blocking HTTP/1.1 client (optionally TLS) on Boost.Beast, used by the Kubernetes
-// client, fabric drivers and bridge backends. Beast/Asio stay inside http_client.cpp.
+// client, fabric drivers and bridge backends. Beast/Asio stay inside the http_client*.cpp units.
 //
 // - Thread-safe: any number of threads may call request()/stream() on one client at once;
 //   each call uses its own pooled connection (keep-alive reuse when `keepAlive`).

@@ -1,7 +1,7 @@
 #pragma once
 // HttpServer: HTTP/1.1 server (optionally TLS) on Boost.Beast, used by every daemon for
 // /livez /readyz /metrics, by the webhooks, the chassis simulator and the Kubernetes API test
-// double. Beast/Asio stay inside http_server.cpp (pimpl).
+// double. Beast/Asio stay inside the http_server*.cpp units (pimpl).
 //
 // Threading model
 // - `ioThreads` threads run one io_context. Each connection is served on its own strand, so

@@ -166,57 +166,45 @@ std::string normalizedPath(std::string_view path) {
   return out;
 }
 
-}  // namespace
-
-std::string sha256Hex(std::string_view bytes) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
-    throw std::runtime_error("sigv4: SHA-256 unavailable in OpenSSL");
-  }
-  return hex(digest.data(), length);
+// A credential scope part (region, service, access key id): non-empty, printable, no '/'.
+bool validScopePart(std::string_view part) {
+  return !part.empty() && std::all_of(part.begin(), part.end(),
+                                      [](char c) { return c > ' ' && c < 0x7f && c != '/'; });
 }
 
-std::string amzDate(std::chrono::sys_seconds time) {
-  const auto day = std::chrono::floor<std::chrono::days>(time);
-  const std::chrono::year_month_day date{day};
-  const std::chrono::hh_mm_ss clock{time - day};
-  char text[32];
-  std::snprintf(text, sizeof text, "%04d%02u%02uT%02d%02d%02dZ", static_cast<int>(date.year()),
-                static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
-                static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
-                static_cast<int>(clock.seconds().count()));
-  return text;
-}
-
-Result<Signed> sign(const Request& request, const Credentials& credentials, std::string_view region,
-                    std::string_view service, std::string_view date, const Options& options) {
+// The checks of sign()'s arguments that need no hashing, in the order sign() reports them.
+Status checkSigningInput(const Request& request, const Credentials& credentials,
+                         std::string_view region, std::string_view service, std::string_view date) {
   if (!isToken(request.method)) {
     return invalid("method '" + request.method + "' is not an HTTP token");
   }
   if (request.path.empty() || request.path.front() != '/') {
     return invalid("path must start with '/'");
   }
-  auto scopePart = [](std::string_view part) {
-    return !part.empty() && std::all_of(part.begin(), part.end(),
-                                        [](char c) { return c > ' ' && c < 0x7f && c != '/'; });
-  };
-  if (!scopePart(region) || !scopePart(service)) {
+  if (!validScopePart(region) || !validScopePart(service)) {
     return invalid("region and service must be non-empty, printable and without '/'");
   }
-  if (!scopePart(credentials.accessKeyId) || credentials.secretAccessKey.empty()) {
+  if (!validScopePart(credentials.accessKeyId) || credentials.secretAccessKey.empty()) {
     return invalid("access key id and secret access key are required");
   }
   if (!validAmzDate(date)) {
     return invalid("time '" + std::string(date) + "' is not a UTC x-amz-date (YYYYMMDDTHHMMSSZ)");
   }
-  const std::string payloadHash =
-      request.payloadHash ? *request.payloadHash : sha256Hex(request.payload);
+  return okStatus();
+}
+
+// The payload's hash as signed: the override if given (checked), else the body's SHA-256.
+Result<std::string> payloadHashOf(const Request& request) {
+  std::string payloadHash = request.payloadHash ? *request.payloadHash : sha256Hex(request.payload);
   if (payloadHash != kUnsignedPayload && !isHexSha256(payloadHash)) {
     return invalid("payload hash must be lower-case hex SHA-256 or UNSIGNED-PAYLOAD");
   }
+  return payloadHash;
+}
 
-  // The headers the signer adds, each also signed.
+// The headers the signer adds, each also signed.
+HeaderList signerHeaders(std::string_view date, const std::string& payloadHash,
+                         const Credentials& credentials, const Options& options) {
   HeaderList added{{"x-amz-date", std::string(date)}};
   if (options.contentSha256Header) {
     added.emplace_back("x-amz-content-sha256", payloadHash);
@@ -224,11 +212,21 @@ Result<Signed> sign(const Request& request, const Credentials& credentials, std:
   if (!credentials.sessionToken.empty()) {
     added.emplace_back("x-amz-security-token", credentials.sessionToken);
   }
+  return added;
+}
 
-  // Canonical headers: lower-case names in byte order, values trimmed and joined by ','.
+struct CanonicalHeaders {
+  std::string text;         // "name:value\n" per header
+  std::string signedNames;  // the names joined by ';'
+};
+
+// Canonical headers: lower-case names in byte order, values trimmed and joined by ','. The
+// caller's headers (a host header required; one the signer adds must have its value) plus
+// `added`.
+Result<CanonicalHeaders> canonicalHeaders(const HeaderList& headers, const HeaderList& added) {
   std::map<std::string, std::string> canonical;
   bool hasHost = false;
-  for (const auto& [name, value] : request.headers) {
+  for (const auto& [name, value] : headers) {
     if (!isToken(name)) {
       return invalid("header name '" + name + "' is not an HTTP token");
     }
@@ -256,48 +254,95 @@ Result<Signed> sign(const Request& request, const Credentials& credentials, std:
   for (const auto& [name, value] : added) {
     canonical.emplace(name, value);
   }
-
-  std::string canonicalHeaders;
-  std::string signedHeaders;
+  CanonicalHeaders out;
   for (const auto& [name, value] : canonical) {
-    canonicalHeaders += name + ':' + value + '\n';
-    signedHeaders += (signedHeaders.empty() ? "" : ";") + name;
+    out.text += name + ':' + value + '\n';
+    out.signedNames += (out.signedNames.empty() ? "" : ";") + name;
   }
+  return out;
+}
 
-  // Canonical query: each key and value encoded, pairs sorted by encoded key, then value.
+// Canonical query: each key and value encoded, pairs sorted by encoded key, then value.
+std::string canonicalQuery(const std::vector<std::pair<std::string, std::string>>& decoded) {
   std::vector<std::pair<std::string, std::string>> query;
-  query.reserve(request.query.size());
-  for (const auto& [key, value] : request.query) {
+  query.reserve(decoded.size());
+  for (const auto& [key, value] : decoded) {
     query.emplace_back(percentEncode(key), percentEncode(value));
   }
   std::sort(query.begin(), query.end());
-  std::string canonicalQuery;
+  std::string out;
   for (const auto& [key, value] : query) {
-    canonicalQuery += (canonicalQuery.empty() ? "" : "&") + key + '=' + value;
+    out += (out.empty() ? "" : "&") + key + '=' + value;
+  }
+  return out;
+}
+
+// Signing key: HMAC chain over date, region, service and the terminator.
+Mac signingKey(const std::string& secretAccessKey, std::string_view day, std::string_view region,
+               std::string_view service) {
+  const Mac dateKey = hmacSha256("AWS4" + secretAccessKey, day);
+  const Mac regionKey = hmacSha256(asView(dateKey), region);
+  const Mac serviceKey = hmacSha256(asView(regionKey), service);
+  return hmacSha256(asView(serviceKey), "aws4_request");
+}
+
+}  // namespace
+
+std::string sha256Hex(std::string_view bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
+    throw std::runtime_error("sigv4: SHA-256 unavailable in OpenSSL");
+  }
+  return hex(digest.data(), length);
+}
+
+std::string amzDate(std::chrono::sys_seconds time) {
+  const auto day = std::chrono::floor<std::chrono::days>(time);
+  const std::chrono::year_month_day date{day};
+  const std::chrono::hh_mm_ss clock{time - day};
+  char text[32];
+  std::snprintf(text, sizeof text, "%04d%02u%02uT%02d%02d%02dZ", static_cast<int>(date.year()),
+                static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
+                static_cast<int>(clock.seconds().count()));
+  return text;
+}
+
+Result<Signed> sign(const Request& request, const Credentials& credentials, std::string_view region,
+                    std::string_view service, std::string_view date, const Options& options) {
+  if (auto s = checkSigningInput(request, credentials, region, service, date); !s) {
+    return s.error();
+  }
+  auto payloadHash = payloadHashOf(request);
+  if (!payloadHash) {
+    return payloadHash.error();
+  }
+  HeaderList added = signerHeaders(date, *payloadHash, credentials, options);
+  auto headers = canonicalHeaders(request.headers, added);
+  if (!headers) {
+    return headers.error();
   }
 
   Signed out;
   out.canonicalUri = options.pathStyle == PathStyle::kS3 ? encodePathKeepingSlashes(request.path)
                                                          : normalizedPath(request.path);
-  out.canonicalRequest = request.method + '\n' + out.canonicalUri + '\n' + canonicalQuery + '\n' +
-                         canonicalHeaders + '\n' + signedHeaders + '\n' + payloadHash;
+  out.canonicalRequest = request.method + '\n' + out.canonicalUri + '\n' +
+                         canonicalQuery(request.query) + '\n' + headers->text + '\n' +
+                         headers->signedNames + '\n' + *payloadHash;
 
   const std::string day(date.substr(0, 8));
   const std::string scope =
       day + '/' + std::string(region) + '/' + std::string(service) + "/aws4_request";
   out.stringToSign = std::string(kAlgorithm) + '\n' + std::string(date) + '\n' + scope + '\n' +
                      sha256Hex(out.canonicalRequest);
-
-  // Signing key: HMAC chain over date, region, service and the terminator.
-  const Mac dateKey = hmacSha256("AWS4" + credentials.secretAccessKey, day);
-  const Mac regionKey = hmacSha256(asView(dateKey), region);
-  const Mac serviceKey = hmacSha256(asView(regionKey), service);
-  const Mac signingKey = hmacSha256(asView(serviceKey), "aws4_request");
-  const Mac signature = hmacSha256(asView(signingKey), out.stringToSign);
+  const Mac key = signingKey(credentials.secretAccessKey, day, region, service);
+  const Mac signature = hmacSha256(asView(key), out.stringToSign);
   out.signature = hex(signature.data(), signature.size());
 
   out.authorization = std::string(kAlgorithm) + " Credential=" + credentials.accessKeyId + '/' +
-                      scope + ", SignedHeaders=" + signedHeaders + ", Signature=" + out.signature;
+                      scope + ", SignedHeaders=" + headers->signedNames +
+                      ", Signature=" + out.signature;
   out.headersToAdd = std::move(added);
   out.headersToAdd.emplace_back("Authorization", out.authorization);
   return out;

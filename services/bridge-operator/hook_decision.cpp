@@ -271,28 +271,25 @@ std::string rbacName(const std::string& job) {
   return job + "-bridge";
 }
 
-Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
-  auto doc = metacontroller::parseBody(body);
-  if (!doc) {
-    return doc.error();
-  }
-  HookRequest r;
-  r.kind = kind;
-  if (const json* f = member(*doc, "finalizing"); f != nullptr && !f->is_null()) {
+namespace {
+
+// The hook the request is for: `requested`, or finalize when the body says "finalizing" (one
+// URL may serve both hooks).
+Result<HookKind> hookKindOf(HookKind requested, const json& doc) {
+  if (const json* f = member(doc, "finalizing"); f != nullptr && !f->is_null()) {
     if (!f->is_boolean()) {
       return invalid("finalizing must be a boolean");
     }
     if (f->get<bool>()) {
-      r.kind = HookKind::kFinalize;  // one URL may serve both hooks
+      return HookKind::kFinalize;
     }
   }
-  auto version = metacontroller::declaredHookVersion(*doc, hookName(r.kind));
-  if (!version) {
-    return version.error();
-  }
-  r.version = *version;
+  return requested;
+}
 
-  const json* parent = member(*doc, "parent");
+// The parent BridgeJob: its identity from metadata, spec and status as observed.
+Result<ObservedJob> readParent(const json& doc) {
+  const json* parent = member(doc, "parent");
   if (parent == nullptr || !parent->is_object()) {
     return invalid("hook request has no \"parent\" object");
   }
@@ -319,52 +316,64 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
     return invalid("parent.metadata.name is longer than " + std::to_string(kMaxJobName) +
                    " characters (the bridge pod's name would not be valid)");
   }
-  r.job.name = *name;
-  r.job.ns = *ns;
-  r.job.uid = *uid;
+  ObservedJob job;
+  job.name = *name;
+  job.ns = *ns;
+  job.uid = *uid;
   const json* del = member(*meta, "deletionTimestamp");
-  r.job.deleting = del != nullptr && !del->is_null();
+  job.deleting = del != nullptr && !del->is_null();
   if (const json* spec = member(*parent, "spec"); spec != nullptr) {
-    r.job.spec = *spec;
+    job.spec = *spec;
   }
   if (const json* status = member(*parent, "status"); status != nullptr && status->is_object()) {
-    r.job.status = *status;
+    job.status = *status;
   }
+  return job;
+}
 
-  auto configMaps = groupObjects(*doc, "children", metacontroller::groupKey("ConfigMap", "v1"));
+// The data of the job's own ConfigMap among the children (nullopt when there is none).
+Result<std::optional<std::map<std::string, std::string>>> readOwnConfigMap(const json& doc,
+                                                                           const std::string& job) {
+  auto configMaps = groupObjects(doc, "children", metacontroller::groupKey("ConfigMap", "v1"));
   if (!configMaps) {
     return configMaps.error();
   }
+  std::optional<std::map<std::string, std::string>> own;
   for (const json* cm : *configMaps) {
     const json& m = (*cm)["metadata"];
-    if (optionalString(m, "name") != configMapName(r.job.name)) {
+    if (optionalString(m, "name") != configMapName(job)) {
       continue;  // not ours: Metacontroller deletes children we do not return
     }
     std::map<std::string, std::string> data;
     if (const json* d = member(*cm, "data"); d != nullptr && !d->is_null()) {
       if (!d->is_object()) {
-        return invalid("children ConfigMap " + configMapName(r.job.name) +
-                       ": data must be an object");
+        return invalid("children ConfigMap " + configMapName(job) + ": data must be an object");
       }
       for (const auto& [k, v] : d->items()) {
         if (!v.is_string()) {
-          return invalid("children ConfigMap " + configMapName(r.job.name) + ": data[" +
-                         json(k).dump() + "] is not a string");
+          return invalid("children ConfigMap " + configMapName(job) + ": data[" + json(k).dump() +
+                         "] is not a string");
         }
         data.emplace(k, v.get<std::string>());
       }
     }
-    r.configMap = std::move(data);
+    own = std::move(data);
   }
-  auto pods = groupObjects(*doc, "children", metacontroller::groupKey("Pod", "v1"));
+  return own;
+}
+
+// The job's bridge pods among the children (named "<job>-bridge-<n>"), by attempt.
+Result<std::vector<ObservedPod>> readBridgePods(const json& doc, const std::string& job) {
+  auto pods = groupObjects(doc, "children", metacontroller::groupKey("Pod", "v1"));
   if (!pods) {
     return pods.error();
   }
+  std::vector<ObservedPod> out;
   for (const json* pod : *pods) {
     const json& m = (*pod)["metadata"];
     ObservedPod p;
     p.name = optionalString(m, "name");
-    auto attempt = attemptOf(r.job.name, p.name);
+    auto attempt = attemptOf(job, p.name);
     if (!attempt) {
       continue;
     }
@@ -374,138 +383,178 @@ Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
     if (const json* st = member(*pod, "status"); st != nullptr) {
       p.phase = optionalString(*st, "phase");
     }
-    r.pods.push_back(std::move(p));
+    out.push_back(std::move(p));
   }
-  std::sort(r.pods.begin(), r.pods.end(),
+  std::sort(out.begin(), out.end(),
             [](const ObservedPod& a, const ObservedPod& b) { return a.attempt < b.attempt; });
+  return out;
+}
+
+}  // namespace
+
+Result<HookRequest> parseHookRequest(HookKind kind, const std::string& body) {
+  auto doc = metacontroller::parseBody(body);
+  if (!doc) {
+    return doc.error();
+  }
+  HookRequest r;
+  auto actualKind = hookKindOf(kind, *doc);
+  if (!actualKind) {
+    return actualKind.error();
+  }
+  r.kind = *actualKind;
+  auto version = metacontroller::declaredHookVersion(*doc, hookName(r.kind));
+  if (!version) {
+    return version.error();
+  }
+  r.version = *version;
+  auto job = readParent(*doc);
+  if (!job) {
+    return job.error();
+  }
+  r.job = std::move(*job);
+  auto configMap = readOwnConfigMap(*doc, r.job.name);
+  if (!configMap) {
+    return configMap.error();
+  }
+  r.configMap = std::move(*configMap);
+  auto pods = readBridgePods(*doc, r.job.name);
+  if (!pods) {
+    return pods.error();
+  }
+  r.pods = std::move(*pods);
   return r;
 }
 
-Desired decide(const HookRequest& request, const DecisionConfig& config,
-               std::chrono::system_clock::time_point now) {
-  const ObservedJob& job = request.job;
-  const bool finalizing = request.kind == HookKind::kFinalize;
-  Desired out;
+namespace {
 
-  // Parameters: frozen in the ConfigMap once the job started; from the spec before that.
-  auto fromSpec = parseSpec(job.spec);
+// The job's parameters and, when its ConfigMap's could not be read, why (`note`).
+struct ChosenParameters {
   std::optional<JobParameters> params;
-  std::string paramsNote;
-  if (request.configMap) {
-    if (auto fromMap = parametersFromData(*request.configMap)) {
-      params = *fromMap;
+  std::string note;
+};
+
+// Parameters: frozen in the ConfigMap once the job started; from the spec before that.
+ChosenParameters chooseParameters(
+    const std::optional<std::map<std::string, std::string>>& configMap,
+    const Result<JobParameters>& fromSpec) {
+  ChosenParameters chosen;
+  if (configMap) {
+    if (auto fromMap = parametersFromData(*configMap)) {
+      chosen.params = *fromMap;
     } else if (fromSpec) {
-      params = *fromSpec;
-      paramsNote = fromMap.error().message + "; rewritten from the spec";
+      chosen.params = *fromSpec;
+      chosen.note = fromMap.error().message + "; rewritten from the spec";
     } else {
-      paramsNote = fromMap.error().message;
+      chosen.note = fromMap.error().message;
     }
   } else if (fromSpec) {
-    params = *fromSpec;
+    chosen.params = *fromSpec;
   }
+  return chosen;
+}
 
-  const PodReport report = readReport(request.configMap);
-  const bool terminal = report.status && isTerminal(*report.status);
-  const std::int32_t prevAttempts = previousAttempts(job.status);
-  const bool started = request.configMap.has_value() || !request.pods.empty() || prevAttempts > 0;
+// Where the job stands: the pod's report, the attempts and whether the current one is over.
+struct Progress {
+  PodReport report;
+  bool terminal = false;          // the pod reported a terminal job status
+  std::int32_t prevAttempts = 0;  // attempts the last status counted
+  bool started = false;           // a ConfigMap, a pod or a counted attempt exists
+  std::int32_t current = 0;       // the attempt whose pod should exist
+  bool exhausted = false;         // its pod stopped and no restart is left
+  bool podLive = false;           // some pod has not stopped
+};
+
+const ObservedPod* observedPod(const std::vector<ObservedPod>& pods, std::int32_t attempt) {
+  for (const ObservedPod& p : pods) {
+    if (p.attempt == attempt) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+Progress readProgress(const HookRequest& request, std::int32_t maxPodRestarts) {
+  Progress progress;
+  progress.report = readReport(request.configMap);
+  progress.terminal = progress.report.status && isTerminal(*progress.report.status);
+  progress.prevAttempts = previousAttempts(request.job.status);
+  progress.started =
+      request.configMap.has_value() || !request.pods.empty() || progress.prevAttempts > 0;
 
   // Which attempt is current, and whether it has to be replaced.
-  std::int32_t current = std::max<std::int32_t>(0, prevAttempts - 1);
+  progress.current = std::max<std::int32_t>(0, progress.prevAttempts - 1);
   if (!request.pods.empty()) {
-    current = std::max(current, request.pods.back().attempt);
+    progress.current = std::max(progress.current, request.pods.back().attempt);
   }
-  auto observed = [&](std::int32_t attempt) -> const ObservedPod* {
-    for (const ObservedPod& p : request.pods) {
-      if (p.attempt == attempt) {
-        return &p;
-      }
-    }
-    return nullptr;
-  };
-  bool exhausted = false;
-  if (!terminal) {
-    if (const ObservedPod* pod = observed(current); pod != nullptr && pod->stopped()) {
-      if (current < config.maxPodRestarts) {
-        ++current;
+  if (!progress.terminal) {
+    if (const ObservedPod* pod = observedPod(request.pods, progress.current);
+        pod != nullptr && pod->stopped()) {
+      if (progress.current < maxPodRestarts) {
+        ++progress.current;
       } else {
-        exhausted = true;
+        progress.exhausted = true;
       }
     }
   }
-  const bool podLive = std::any_of(request.pods.begin(), request.pods.end(),
-                                   [](const ObservedPod& p) { return !p.stopped(); });
+  progress.podLive = std::any_of(request.pods.begin(), request.pods.end(),
+                                 [](const ObservedPod& p) { return !p.stopped(); });
+  return progress;
+}
 
-  // Children.
-  bool wantChildren = true;
-  if (finalizing) {
-    if (!started || exhausted || (terminal && !podLive)) {
-      out.finalized = true;
-      wantChildren = false;
-    } else {
-      out.finalized = false;
-      out.resyncAfterSeconds = config.finalizeResyncSec;
+// The ConfigMap, the RBAC objects, the pods of earlier attempts (kept for their logs) and the
+// current attempt's pod while it exists or may still be started.
+std::vector<json> renderChildren(const HookRequest& request, const JobParameters& params,
+                                 const Progress& progress, bool kill,
+                                 const DecisionConfig& config) {
+  const ObservedJob& job = request.job;
+  std::vector<json> children;
+  children.push_back(configMapObject(job, params, kill));
+  for (json& o : rbacObjects(job)) {
+    children.push_back(std::move(o));
+  }
+  for (const ObservedPod& p : request.pods) {
+    if (p.attempt < progress.current) {
+      children.push_back(podObject(job, params, p.attempt, config));  // kept for logs
     }
   }
-  if (wantChildren && !params && started) {
-    // Nothing can be rendered (ConfigMap and spec both unusable). Refusing leaves every child
-    // as it is (Metacontroller applies nothing on an error) instead of deleting a running pod.
-    out.refusal =
-        makeError(kc::errc::kUnprocessable, "BridgeJob " + job.ns + "/" + job.name +
-                                                ": cannot render its children: " + paramsNote +
-                                                "; spec: " + fromSpec.error().message);
-    return out;
+  const bool currentObserved = observedPod(request.pods, progress.current) != nullptr;
+  if (currentObserved || (!progress.terminal && !progress.exhausted)) {
+    children.push_back(podObject(job, params, progress.current, config));
   }
-  const bool kill = killRequested(job.spec) || finalizing;
-  std::int32_t podsStarted = 0;
-  if (wantChildren && params) {
-    out.children.push_back(configMapObject(job, *params, kill));
-    for (json& o : rbacObjects(job)) {
-      out.children.push_back(std::move(o));
-    }
-    for (const ObservedPod& p : request.pods) {
-      if (p.attempt < current) {
-        out.children.push_back(podObject(job, *params, p.attempt, config));  // kept for logs
-      }
-    }
-    const bool currentObserved = observed(current) != nullptr;
-    if (currentObserved || (!terminal && !exhausted)) {
-      out.children.push_back(podObject(job, *params, current, config));
-    }
-    podsStarted = current + 1;
-  } else if (started) {
-    podsStarted = std::max<std::int32_t>(prevAttempts, request.pods.empty() ? 0 : current + 1);
-  }
+  return children;
+}
 
-  // Status.
-  json status = json::object();
-  std::optional<JobStatus> jobStatus = report.status;
-  std::string message = report.message;
+// The job status to show: the pod's, else the last one known; FAILED once restarts run out.
+std::optional<JobStatus> shownJobStatus(const Progress& progress, const json& previous) {
+  std::optional<JobStatus> jobStatus = progress.report.status;
   if (!jobStatus) {
-    if (auto prev = parseJobStatus(optionalString(job.status, "jobStatus"))) {
+    if (auto prev = parseJobStatus(optionalString(previous, "jobStatus"))) {
       jobStatus = prev;  // keep what was known while the pod reports nothing usable
     }
   }
+  if (progress.exhausted) {
+    jobStatus = JobStatus::kFailed;
+  }
+  return jobStatus;
+}
+
+// The status message: the pod's, overridden in turn by an unknown reported status, exhausted
+// restarts and an invalid spec before the start; bad times only when nothing else is said.
+std::string statusMessage(const Progress& progress, const Result<JobParameters>& fromSpec) {
+  const PodReport& report = progress.report;
+  std::string message = report.message;
   if (!report.unknownStatus.empty()) {
     message = "bridge pod reported an unknown job status " + json(report.unknownStatus).dump();
   }
-  if (exhausted) {
-    jobStatus = JobStatus::kFailed;
-    message = "bridge pod stopped " + std::to_string(current + 1) +
+  if (progress.exhausted) {
+    message = "bridge pod stopped " + std::to_string(progress.current + 1) +
               " times before the job reached a terminal state; giving up" +
               (report.remoteId.empty() ? std::string()
                                        : " (remote job " + report.remoteId + " may still exist)");
   }
-  if (!fromSpec && !started) {
+  if (!fromSpec && !progress.started) {
     message = fromSpec.error().message;
-  }
-  if (jobStatus) {
-    status["jobStatus"] = jobStatusName(*jobStatus);
-  }
-  if (!report.remoteId.empty()) {
-    status["remoteJobId"] = report.remoteId;
-  }
-  for (const auto& [field, value] : report.times) {
-    status[field] = value;
   }
   if (!report.badTimes.empty() && message.empty()) {
     std::string keys;
@@ -514,32 +563,105 @@ Desired decide(const HookRequest& request, const DecisionConfig& config,
     }
     message = "bridge pod wrote times that are not RFC 3339 (ignored): " + keys;
   }
-  if (!message.empty()) {
-    status["message"] = message;
-  }
-  status["attempts"] = podsStarted;
+  return message;
+}
+
+json statusConditions(const json& previous, const Progress& progress,
+                      const Result<JobParameters>& fromSpec, const std::string& paramsNote,
+                      const std::optional<JobStatus>& jobStatus,
+                      std::chrono::system_clock::time_point now) {
+  const bool started = progress.started;
+  const std::string& remoteId = progress.report.remoteId;
   json conditions = json::array();
   if (fromSpec) {
-    conditions.push_back(condition(job.status, "SpecValid", true, "Valid", "", now));
+    conditions.push_back(condition(previous, "SpecValid", true, "Valid", "", now));
   } else {
     conditions.push_back(
-        condition(job.status, "SpecValid", false, started ? "InvalidSpecIgnored" : "InvalidSpec",
+        condition(previous, "SpecValid", false, started ? "InvalidSpecIgnored" : "InvalidSpec",
                   fromSpec.error().message +
                       (started ? " (the job keeps the parameters it started with)" : ""),
                   now));
   }
   if (!paramsNote.empty()) {
     conditions.push_back(
-        condition(job.status, "ParametersReadable", false, "ConfigMapEdited", paramsNote, now));
+        condition(previous, "ParametersReadable", false, "ConfigMapEdited", paramsNote, now));
   }
-  conditions.push_back(condition(job.status, "Submitted", !report.remoteId.empty(),
-                                 report.remoteId.empty() ? "NoRemoteJob" : "RemoteJobKnown", "",
-                                 now));
-  const bool finished = (jobStatus && isTerminal(*jobStatus)) || exhausted;
-  conditions.push_back(condition(job.status, "Finished", finished,
+  conditions.push_back(condition(previous, "Submitted", !remoteId.empty(),
+                                 remoteId.empty() ? "NoRemoteJob" : "RemoteJobKnown", "", now));
+  const bool finished = (jobStatus && isTerminal(*jobStatus)) || progress.exhausted;
+  conditions.push_back(condition(previous, "Finished", finished,
                                  finished ? reasonOf(*jobStatus) : "NotFinished", "", now));
-  status["conditions"] = std::move(conditions);
-  out.status = std::move(status);
+  return conditions;
+}
+
+// The BridgeJob's whole .status.
+json renderStatus(const ObservedJob& job, const Progress& progress,
+                  const Result<JobParameters>& fromSpec, const std::string& paramsNote,
+                  std::int32_t podsStarted, std::chrono::system_clock::time_point now) {
+  json status = json::object();
+  const std::optional<JobStatus> jobStatus = shownJobStatus(progress, job.status);
+  const std::string message = statusMessage(progress, fromSpec);
+  if (jobStatus) {
+    status["jobStatus"] = jobStatusName(*jobStatus);
+  }
+  if (!progress.report.remoteId.empty()) {
+    status["remoteJobId"] = progress.report.remoteId;
+  }
+  for (const auto& [field, value] : progress.report.times) {
+    status[field] = value;
+  }
+  if (!message.empty()) {
+    status["message"] = message;
+  }
+  status["attempts"] = podsStarted;
+  status["conditions"] =
+      statusConditions(job.status, progress, fromSpec, paramsNote, jobStatus, now);
+  return status;
+}
+
+}  // namespace
+
+Desired decide(const HookRequest& request, const DecisionConfig& config,
+               std::chrono::system_clock::time_point now) {
+  const ObservedJob& job = request.job;
+  const bool finalizing = request.kind == HookKind::kFinalize;
+  Desired out;
+
+  const auto fromSpec = parseSpec(job.spec);
+  const ChosenParameters chosen = chooseParameters(request.configMap, fromSpec);
+  const Progress progress = readProgress(request, config.maxPodRestarts);
+
+  // Children.
+  bool wantChildren = true;
+  if (finalizing) {
+    if (!progress.started || progress.exhausted || (progress.terminal && !progress.podLive)) {
+      out.finalized = true;
+      wantChildren = false;
+    } else {
+      out.finalized = false;
+      out.resyncAfterSeconds = config.finalizeResyncSec;
+    }
+  }
+  if (wantChildren && !chosen.params && progress.started) {
+    // Nothing can be rendered (ConfigMap and spec both unusable). Refusing leaves every child
+    // as it is (Metacontroller applies nothing on an error) instead of deleting a running pod.
+    out.refusal =
+        makeError(kc::errc::kUnprocessable, "BridgeJob " + job.ns + "/" + job.name +
+                                                ": cannot render its children: " + chosen.note +
+                                                "; spec: " + fromSpec.error().message);
+    return out;
+  }
+  const bool kill = killRequested(job.spec) || finalizing;
+  std::int32_t podsStarted = 0;
+  if (wantChildren && chosen.params) {
+    out.children = renderChildren(request, *chosen.params, progress, kill, config);
+    podsStarted = progress.current + 1;
+  } else if (progress.started) {
+    podsStarted = std::max<std::int32_t>(progress.prevAttempts,
+                                         request.pods.empty() ? 0 : progress.current + 1);
+  }
+
+  out.status = renderStatus(job, progress, fromSpec, chosen.note, podsStarted, now);
   return out;
 }
 

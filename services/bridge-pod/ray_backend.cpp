@@ -54,24 +54,140 @@ std::optional<JobStatus> mapRayStatus(std::string_view s) {
   return std::nullopt;
 }
 
-Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workingDir) {
-  json body{{"submission_id", raySubmissionId(ctx.uid)},
-            {"metadata",
-             {{"bridgejob-uid", ctx.uid}, {"bridgejob", ctx.jobNamespace + "/" + ctx.jobName}}}};
-  json env = json::object();
+namespace {
+
+// The entrypoint: the command itself (scriptLocation "remote"), else the inline Python script,
+// passed in BRIDGE_SCRIPT of `env` and run from there.
+Status setEntrypoint(const JobContext& ctx, json& body, json& env) {
   if (ctx.params.scriptLocation == "remote") {
     if (ctx.script.empty()) {
       return makeError(errc::kInvalid, "jobscript: the entrypoint command is empty");
     }
     body["entrypoint"] = ctx.script;
-  } else {
-    if (ctx.script.empty()) {
-      return makeError(errc::kInvalid, "jobscript: the script is empty");
+    return okStatus();
+  }
+  if (ctx.script.empty()) {
+    return makeError(errc::kInvalid, "jobscript: the script is empty");
+  }
+  env["BRIDGE_SCRIPT"] = ctx.script;
+  body["entrypoint"] =
+      "python -c 'import os; exec(compile(os.environ[\"BRIDGE_SCRIPT\"], \"script.py\", "
+      "\"exec\"))'";
+  return okStatus();
+}
+
+// scriptmetadata.pip ({name: version}, "" for any version) as runtime_env.pip requirements.
+Result<json> pipRequirements(const json& pip) {
+  if (!pip.is_object()) {
+    return makeError(errc::kInvalid, "scriptmetadata.pip must be an object of name: version");
+  }
+  json requirements = json::array();
+  for (const auto& [name, version] : pip.items()) {
+    if (!version.is_string()) {
+      return makeError(errc::kInvalid, "scriptmetadata.pip." + name + " must be a version string");
     }
-    env["BRIDGE_SCRIPT"] = ctx.script;
-    body["entrypoint"] =
-        "python -c 'import os; exec(compile(os.environ[\"BRIDGE_SCRIPT\"], \"script.py\", "
-        "\"exec\"))'";
+    requirements.push_back(
+        version.get<std::string>().empty() ? name : name + "==" + version.get<std::string>());
+  }
+  return requirements;
+}
+
+// scriptmetadata.env ({name: value}) into `env`; BRIDGE_ names are the bridge's own.
+Status addScriptEnv(const json& vars, json& env) {
+  if (!vars.is_object()) {
+    return makeError(errc::kInvalid, "scriptmetadata.env must be an object of strings");
+  }
+  for (const auto& [name, value] : vars.items()) {
+    if (!value.is_string()) {
+      return makeError(errc::kInvalid, "scriptmetadata.env." + name + " must be a string");
+    }
+    if (name.rfind("BRIDGE_", 0) == 0) {
+      return makeError(errc::kInvalid,
+                       "scriptmetadata.env." + name + ": BRIDGE_ names are reserved");
+    }
+    env[name] = value;
+  }
+  return okStatus();
+}
+
+// The scriptmetadata object (keys pip and env) into the runtime environment and `env`.
+Status addScriptMetadata(const std::string& metadata, json& runtimeEnv, json& env) {
+  auto m = parseObject("scriptmetadata", metadata);
+  if (!m.ok()) {
+    return m.error();
+  }
+  for (const auto& [k, v] : m->items()) {
+    if (k == "pip") {
+      auto pip = pipRequirements(v);
+      if (!pip.ok()) {
+        return pip.error();
+      }
+      runtimeEnv["pip"] = *pip;
+    } else if (k == "env") {
+      if (auto s = addScriptEnv(v, env); !s.ok()) {
+        return s.error();
+      }
+    } else {
+      return makeError(errc::kInvalid, "scriptmetadata." + k + " is not known (pip, env)");
+    }
+  }
+  return okStatus();
+}
+
+// Why value `v` cannot be Ray job field `key` (jobproperties.<key>), or nullopt.
+std::optional<std::string> rayJobFieldProblem(const std::string& key, const json& v) {
+  if (key == "entrypoint_num_cpus" || key == "entrypoint_num_gpus") {
+    if (!v.is_number() || v.get<double>() < 0) {
+      return "jobproperties." + key + " must be a number >= 0";
+    }
+    return std::nullopt;
+  }
+  if (key == "entrypoint_memory") {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+      return "jobproperties.entrypoint_memory must be an integer >= 0 (bytes)";
+    }
+    return std::nullopt;
+  }
+  if (key == "entrypoint_resources") {
+    if (!v.is_object()) {
+      return "jobproperties.entrypoint_resources must be an object of numbers";
+    }
+    for (const auto& [r, n] : v.items()) {
+      if (!n.is_number()) {
+        return "jobproperties.entrypoint_resources." + r + " must be a number";
+      }
+    }
+    return std::nullopt;
+  }
+  return "jobproperties." + key +
+         " is not a Ray job field (entrypoint_num_cpus, entrypoint_num_gpus, entrypoint_memory, "
+         "entrypoint_resources)";
+}
+
+// The jobproperties object (Ray's entrypoint_* fields) into the body.
+Status addJobProperties(const std::string& properties, json& body) {
+  auto props = parseObject("jobproperties", properties);
+  if (!props.ok()) {
+    return props.error();
+  }
+  for (const auto& [k, v] : props->items()) {
+    if (auto problem = rayJobFieldProblem(k, v)) {
+      return makeError(errc::kInvalid, *problem);
+    }
+    body[k] = v;
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workingDir) {
+  json body{{"submission_id", raySubmissionId(ctx.uid)},
+            {"metadata",
+             {{"bridgejob-uid", ctx.uid}, {"bridgejob", ctx.jobNamespace + "/" + ctx.jobName}}}};
+  json env = json::object();
+  if (auto s = setEntrypoint(ctx, body, env); !s.ok()) {
+    return s.error();
   }
   if (!ctx.jobParametersJson.empty()) {
     auto p = parseObject("jobparameters", ctx.jobParametersJson);
@@ -82,42 +198,8 @@ Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workin
   }
   json runtimeEnv = json::object();
   if (!ctx.scriptMetadata.empty()) {
-    auto m = parseObject("scriptmetadata", ctx.scriptMetadata);
-    if (!m.ok()) {
-      return m.error();
-    }
-    for (const auto& [k, v] : m->items()) {
-      if (k == "pip") {
-        if (!v.is_object()) {
-          return makeError(errc::kInvalid, "scriptmetadata.pip must be an object of name: version");
-        }
-        json pip = json::array();
-        for (const auto& [name, version] : v.items()) {
-          if (!version.is_string()) {
-            return makeError(errc::kInvalid,
-                             "scriptmetadata.pip." + name + " must be a version string");
-          }
-          pip.push_back(
-              version.get<std::string>().empty() ? name : name + "==" + version.get<std::string>());
-        }
-        runtimeEnv["pip"] = pip;
-      } else if (k == "env") {
-        if (!v.is_object()) {
-          return makeError(errc::kInvalid, "scriptmetadata.env must be an object of strings");
-        }
-        for (const auto& [name, value] : v.items()) {
-          if (!value.is_string()) {
-            return makeError(errc::kInvalid, "scriptmetadata.env." + name + " must be a string");
-          }
-          if (name.rfind("BRIDGE_", 0) == 0) {
-            return makeError(errc::kInvalid,
-                             "scriptmetadata.env." + name + ": BRIDGE_ names are reserved");
-          }
-          env[name] = value;
-        }
-      } else {
-        return makeError(errc::kInvalid, "scriptmetadata." + k + " is not known (pip, env)");
-      }
+    if (auto s = addScriptMetadata(ctx.scriptMetadata, runtimeEnv, env); !s.ok()) {
+      return s.error();
     }
   }
   if (!env.empty()) {
@@ -130,38 +212,8 @@ Result<json> buildRaySubmitBody(const JobContext& ctx, const std::string& workin
     body["runtime_env"] = runtimeEnv;
   }
   if (!ctx.params.jobProperties.empty()) {
-    auto props = parseObject("jobproperties", ctx.params.jobProperties);
-    if (!props.ok()) {
-      return props.error();
-    }
-    for (const auto& [k, v] : props->items()) {
-      if (k == "entrypoint_num_cpus" || k == "entrypoint_num_gpus") {
-        if (!v.is_number() || v.get<double>() < 0) {
-          return makeError(errc::kInvalid, "jobproperties." + k + " must be a number >= 0");
-        }
-      } else if (k == "entrypoint_memory") {
-        if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
-          return makeError(errc::kInvalid,
-                           "jobproperties.entrypoint_memory must be an integer >= 0 (bytes)");
-        }
-      } else if (k == "entrypoint_resources") {
-        if (!v.is_object()) {
-          return makeError(errc::kInvalid,
-                           "jobproperties.entrypoint_resources must be an object of numbers");
-        }
-        for (const auto& [r, n] : v.items()) {
-          if (!n.is_number()) {
-            return makeError(errc::kInvalid,
-                             "jobproperties.entrypoint_resources." + r + " must be a number");
-          }
-        }
-      } else {
-        return makeError(errc::kInvalid,
-                         "jobproperties." + k +
-                             " is not a Ray job field (entrypoint_num_cpus, entrypoint_num_gpus, "
-                             "entrypoint_memory, entrypoint_resources)");
-      }
-      body[k] = v;
+    if (auto s = addJobProperties(ctx.params.jobProperties, body); !s.ok()) {
+      return s.error();
     }
   }
   return body;

@@ -12,6 +12,29 @@
 namespace kc::reconfig {
 namespace {
 
+constexpr const char* kDescription =
+    "reconfig-mgr: the only client of the PCIe-fabric GPU chassis. For every GPUPool it\n"
+    "reads the chassis inventory into the status (GPUs, node, health, draining, in use by),\n"
+    "and moves GPUs to the node kubecomp-sched chose for a waiting pod (annotation\n"
+    "kubecomp.io/dst-node): drain, wait for the device plugin's withdrawal, detach, attach,\n"
+    "verify, each step journaled in the status. One active replica (Lease).\n"
+    "With --recompose-policy idle-gather it also moves free GPUs in the background while a\n"
+    "pool's fabric is idle (toward the waiting head's node, or gathered for the recent\n"
+    "arrivals' largest request), one at a time, cancelled when a real request needs the fabric.";
+
+// Flag values as typed (seconds as doubles, counts), before they become ReconfigOptions.
+struct RawFlags {
+  double drainTimeout = 60;
+  double retryInitial = 0.5;
+  double retryMax = 15;
+  double readTimeout = 15;
+  double moveTimeout = 45;
+  std::uint32_t fabricAttempts = 3;
+  double planMaxAge = 1;
+  std::int64_t defaultRuntime = 300;  // as kubecomp-sched's, the paper's job length
+  std::int64_t recomposeCooldown = 300;
+};
+
 std::chrono::milliseconds ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
@@ -24,39 +47,9 @@ std::string defaultIdentity() {
   return std::string(host[0] != '\0' ? host : "reconfig-mgr") + "_" + std::to_string(getpid());
 }
 
-}  // namespace
-
-std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* argv) {
-  CLI::App app{
-      "reconfig-mgr: the only client of the PCIe-fabric GPU chassis. For every GPUPool it\n"
-      "reads the chassis inventory into the status (GPUs, node, health, draining, in use by),\n"
-      "and moves GPUs to the node kubecomp-sched chose for a waiting pod (annotation\n"
-      "kubecomp.io/dst-node): drain, wait for the device plugin's withdrawal, detach, attach,\n"
-      "verify, each step journaled in the status. One active replica (Lease).\n"
-      "With --recompose-policy idle-gather it also moves free GPUs in the background while a\n"
-      "pool's fabric is idle (toward the waiting head's node, or gathered for the recent\n"
-      "arrivals' largest request), one at a time, cancelled when a real request needs the fabric."};
-  CommandLine c;
+// Which cluster, which pods and whose credentials.
+void addClusterFlags(CLI::App& app, CommandLine& c) {
   ReconfigOptions& o = c.reconfig;
-  o.identity = defaultIdentity();
-  obs::DaemonFlags& daemon = c.daemon;
-  daemon.port = 9420;
-  double drainTimeout = 60;
-  double retryInitial = 0.5;
-  double retryMax = 15;
-  double readTimeout = 15;
-  double moveTimeout = 45;
-  std::uint32_t fabricAttempts = 3;
-  double planMaxAge = 1;
-  std::int64_t defaultRuntime = 300;  // as kubecomp-sched's, the paper's job length
-  std::int64_t recomposeCooldown = 300;
-  cli::LeaderElectionFlags leader{.leaderElect = o.leaderElect,
-                                  .resourceNamespace = o.leaseNamespace,
-                                  .resourceName = o.leaseName,
-                                  .leaseDuration = o.leaseDuration,
-                                  .renewDeadline = o.renewDeadline,
-                                  .retryPeriod = o.retryPeriod};
-
   app.add_option("--kubeconfig", c.kubeconfig,
                  "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
   app.add_option("--identity", o.identity,
@@ -66,6 +59,10 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   app.add_option("--secret-namespace", o.secretNamespace,
                  "namespace of a chassis credentialsSecret that names none")
       ->capture_default_str();
+}
+
+// Which GPUs move, and when besides a waiting pod's request.
+void addPolicyFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
   app.add_option(
          "--gpu-policy", o.gpuPolicy,
          "source GPU choice: unattached-first, alg1 (paper Algorithm 1 as the original), random, "
@@ -77,12 +74,12 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
                  "idle-gather (background moves while a pool's fabric is idle; libcore/alloc, "
                  "the same code as kubecomp-sim --recompose)")
       ->capture_default_str();
-  app.add_option("--default-runtime-seconds", defaultRuntime,
+  app.add_option("--default-runtime-seconds", raw.defaultRuntime,
                  "idle-gather: expected run time of a pod without annotation "
                  "kubecomp.io/expected-runtime-seconds or spec.activeDeadlineSeconds")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{10} * 366 * 24 * 3600))
       ->capture_default_str();
-  app.add_option("--recompose-cooldown-seconds", recomposeCooldown,
+  app.add_option("--recompose-cooldown-seconds", raw.recomposeCooldown,
                  "idle-gather: a GPU a background move placed is not moved again in the "
                  "background for this long (no back and forth)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{86400}))
@@ -92,8 +89,12 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
                  "next needed move again after this long (0: never)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{604800}))
       ->capture_default_str();
+}
+
+// How one move's phases are waited for and retried.
+void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
   app.add_option(
-         "--drain-timeout-seconds", drainTimeout,
+         "--drain-timeout-seconds", raw.drainTimeout,
          "give a move up when the source node's device plugin has not confirmed the GPU withdrawn")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
@@ -101,25 +102,35 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
                  "failed tries of one move phase before giving up")
       ->check(CLI::Range(1u, 100u))
       ->capture_default_str();
-  app.add_option("--retry-initial-seconds", retryInitial, "first backoff between tries of a phase")
+  app.add_option("--retry-initial-seconds", raw.retryInitial,
+                 "first backoff between tries of a phase")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
-  app.add_option("--retry-max-seconds", retryMax, "longest backoff between tries")
+  app.add_option("--retry-max-seconds", raw.retryMax, "longest backoff between tries")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
-  app.add_option("--fabric-read-timeout-seconds", readTimeout, "per chassis inventory request")
+}
+
+// The chassis requests: timeouts, tries and how fresh an inventory a plan needs.
+void addFabricFlags(CLI::App& app, RawFlags& raw) {
+  app.add_option("--fabric-read-timeout-seconds", raw.readTimeout, "per chassis inventory request")
       ->check(CLI::Range(0.05, 600.0))
       ->capture_default_str();
-  app.add_option("--fabric-move-timeout-seconds", moveTimeout, "per chassis attach/detach request")
+  app.add_option("--fabric-move-timeout-seconds", raw.moveTimeout,
+                 "per chassis attach/detach request")
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();
-  app.add_option("--fabric-attempts", fabricAttempts, "tries of one chassis request (driver level)")
+  app.add_option("--fabric-attempts", raw.fabricAttempts,
+                 "tries of one chassis request (driver level)")
       ->check(CLI::Range(1u, 20u))
       ->capture_default_str();
-  app.add_option("--plan-inventory-max-age-seconds", planMaxAge,
+  app.add_option("--plan-inventory-max-age-seconds", raw.planMaxAge,
                  "before planning a move, re-read the inventory if the last read is older")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+}
+
+void addLeaderFlags(CLI::App& app, cli::LeaderElectionFlags& leader) {
   cli::addLeaderElectionFlags(app, leader, "so that only one replica moves GPUs",
                               {.leaderElectOff = "--no-leader-elect",
                                .resourceNamespace = "--lease-namespace",
@@ -127,6 +138,51 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
                                .leaseDuration = "--lease-duration-seconds",
                                .renewDeadline = "--renew-deadline-seconds",
                                .retryPeriod = "--retry-period-seconds"});
+}
+
+// The parsed flag values into the options (durations, the leader-election group).
+void applyFlags(const RawFlags& raw, const cli::LeaderElectionFlags& leader, ReconfigOptions& o) {
+  o.runner.drainTimeout = ms(raw.drainTimeout);
+  o.runner.backoff.initial = ms(raw.retryInitial);
+  o.runner.backoff.max = ms(raw.retryMax);
+  o.callPolicy.readTimeout = ms(raw.readTimeout);
+  o.callPolicy.moveTimeout = ms(raw.moveTimeout);
+  o.callPolicy.attempts = raw.fabricAttempts;
+  o.callPolicy.initialBackoff = std::min(o.callPolicy.initialBackoff, ms(raw.retryInitial));
+  o.planInventoryMaxAge = ms(raw.planMaxAge);
+  o.defaultRuntime = std::chrono::seconds(raw.defaultRuntime);
+  o.recomposeCooldown = std::chrono::seconds(raw.recomposeCooldown);
+  o.leaderElect = leader.leaderElect;
+  o.leaseNamespace = leader.resourceNamespace;
+  o.leaseName = leader.resourceName;
+  o.leaseDuration = leader.leaseDuration;
+  o.renewDeadline = leader.renewDeadline;
+  o.retryPeriod = leader.retryPeriod;
+}
+
+}  // namespace
+
+std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* argv) {
+  CLI::App app{kDescription};
+  CommandLine c;
+  ReconfigOptions& o = c.reconfig;
+  o.identity = defaultIdentity();
+  obs::DaemonFlags& daemon = c.daemon;
+  daemon.port = 9420;
+  RawFlags raw;
+  cli::LeaderElectionFlags leader{.leaderElect = o.leaderElect,
+                                  .resourceNamespace = o.leaseNamespace,
+                                  .resourceName = o.leaseName,
+                                  .leaseDuration = o.leaseDuration,
+                                  .renewDeadline = o.renewDeadline,
+                                  .retryPeriod = o.retryPeriod};
+
+  // The order of the groups is the order of --help.
+  addClusterFlags(app, c);
+  addPolicyFlags(app, o, raw);
+  addMoveFlags(app, o, raw);
+  addFabricFlags(app, raw);
+  addLeaderFlags(app, leader);
   obs::addServingFlags(app, daemon);
   obs::addLogFlags(app, daemon);
   cli::addVersionFlag(app, "reconfig-mgr");
@@ -136,22 +192,7 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   if (!obs::setupDaemonLogging("reconfig-mgr", daemon)) {
     return 2;
   }
-  o.runner.drainTimeout = ms(drainTimeout);
-  o.runner.backoff.initial = ms(retryInitial);
-  o.runner.backoff.max = ms(retryMax);
-  o.callPolicy.readTimeout = ms(readTimeout);
-  o.callPolicy.moveTimeout = ms(moveTimeout);
-  o.callPolicy.attempts = fabricAttempts;
-  o.callPolicy.initialBackoff = std::min(o.callPolicy.initialBackoff, ms(retryInitial));
-  o.planInventoryMaxAge = ms(planMaxAge);
-  o.defaultRuntime = std::chrono::seconds(defaultRuntime);
-  o.recomposeCooldown = std::chrono::seconds(recomposeCooldown);
-  o.leaderElect = leader.leaderElect;
-  o.leaseNamespace = leader.resourceNamespace;
-  o.leaseName = leader.resourceName;
-  o.leaseDuration = leader.leaseDuration;
-  o.renewDeadline = leader.renewDeadline;
-  o.retryPeriod = leader.retryPeriod;
+  applyFlags(raw, leader, o);
   if (auto s = reconfig::validate(o); !s) {
     spdlog::critical("{}", s.error().message);
     return 2;

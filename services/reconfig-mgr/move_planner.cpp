@@ -124,14 +124,34 @@ Result<PodInfo> parsePodInfo(const json& pod) {
   return out;
 }
 
-PlanResult planMoves(const PlanInputs& in) {
-  PlanResult out;
-  const PoolSpec& spec = *in.spec;
-  const PoolView& view = *in.view;
-  const std::optional<Move>& active = *in.active;
+namespace {
 
-  // Claims on each node's free GPUs, first by bound pods not yet using their GPUs.
-  std::set<std::string> claimed;
+// Claims up to `count` free GPUs on `node` (view order) into `claimed`; their ids are added to
+// `taken` when given. Returns how many it claimed.
+std::int64_t claimFreeOn(const PoolView& view, std::set<std::string>& claimed,
+                         const std::string& node, std::int64_t count,
+                         const alloc::GpuModelFilter& models,
+                         std::vector<std::string>* taken = nullptr) {
+  std::int64_t got = 0;
+  for (const GpuView& g : view.gpus) {
+    if (got >= count) {
+      break;
+    }
+    if (g.node == node && g.free() && claimed.count(g.info.id) == 0 &&
+        models.accepts(g.info.model)) {
+      claimed.insert(g.info.id);
+      if (taken != nullptr) {
+        taken->push_back(g.info.id);
+      }
+      ++got;
+    }
+  }
+  return got;
+}
+
+// The first claims on each node's free GPUs: those bound pods will use but do not use yet.
+void claimForBoundPods(const PoolSpec& spec, const PoolView& view, const std::vector<PodInfo>& pods,
+                       std::set<std::string>& claimed) {
   std::map<std::string, std::int64_t> boundNeed;  // node -> GPUs bound pods still need
   std::map<std::string, std::int64_t> inUseOnNode;
   for (const GpuView& g : view.gpus) {
@@ -139,118 +159,139 @@ PlanResult planMoves(const PlanInputs& in) {
       ++inUseOnNode[g.node];
     }
   }
-  std::vector<const PodInfo*> waiting;
-  for (const PodInfo& p : *in.pods) {
+  for (const PodInfo& p : pods) {
     if (p.holdsNode() && spec.hasNode(p.nodeName)) {
       boundNeed[p.nodeName] += p.gpus;
-    } else if (p.waiting() && spec.hasNode(p.dstNode) && p.gpus > 0) {
-      waiting.push_back(&p);
     }
   }
-  // Claims up to `count` free GPUs on `node`; their ids are added to `taken` when given.
-  auto claimFreeOn = [&](const std::string& node, std::int64_t count,
-                         const alloc::GpuModelFilter& models,
-                         std::vector<std::string>* taken = nullptr) {
-    std::int64_t got = 0;
-    for (const GpuView& g : view.gpus) {
-      if (got >= count) {
-        break;
-      }
-      if (g.node == node && g.free() && claimed.count(g.info.id) == 0 &&
-          models.accepts(g.info.model)) {
-        claimed.insert(g.info.id);
-        if (taken != nullptr) {
-          taken->push_back(g.info.id);
-        }
-        ++got;
-      }
-    }
-    return got;
-  };
   for (const auto& [node, need] : boundNeed) {
     const std::int64_t outstanding = need - inUseOnNode[node];
     if (outstanding > 0) {
-      claimFreeOn(node, outstanding, alloc::GpuModelFilter{});
+      claimFreeOn(view, claimed, node, outstanding, alloc::GpuModelFilter{});
     }
   }
+}
 
+// The pods waiting for GPUs on a node of the pool, oldest first (FCFS).
+std::vector<const PodInfo*> waitingPods(const PoolSpec& spec, const std::vector<PodInfo>& pods) {
+  std::vector<const PodInfo*> waiting;
+  for (const PodInfo& p : pods) {
+    if (p.holdsNode() && spec.hasNode(p.nodeName)) {
+      continue;  // bound here: claimed for by claimForBoundPods
+    }
+    if (p.waiting() && spec.hasNode(p.dstNode) && p.gpus > 0) {
+      waiting.push_back(&p);
+    }
+  }
   std::sort(waiting.begin(), waiting.end(), [](const PodInfo* a, const PodInfo* b) {
     return std::tie(a->created, a->ns, a->name) < std::tie(b->created, b->ns, b->name);
   });
-  for (const PodInfo* p : waiting) {
-    PodPlan plan;
-    plan.pod = p->key();
-    plan.uid = p->uid;
-    plan.node = p->dstNode;
-    plan.request = p->gpus;
-    // GPUs the node's device plugin already reports in use by this very pod: it has been bound
-    // and started, and the pod watch has not caught up with the usage report yet (two watches,
-    // no order between them). They are its own, not a deficit.
-    std::int64_t own = 0;
-    for (const GpuView& g : view.gpus) {
-      if (g.node == p->dstNode &&
-          std::find(g.inUseBy.begin(), g.inUseBy.end(), p->key()) != g.inUseBy.end()) {
-        ++own;
-      }
+  return waiting;
+}
+
+// GPUs the node's device plugin already reports in use by this very pod: it has been bound
+// and started, and the pod watch has not caught up with the usage report yet (two watches,
+// no order between them). They are its own, not a deficit.
+std::int64_t gpusInUseBy(const PoolView& view, const PodInfo& p) {
+  std::int64_t own = 0;
+  for (const GpuView& g : view.gpus) {
+    if (g.node == p.dstNode &&
+        std::find(g.inUseBy.begin(), g.inUseBy.end(), p.key()) != g.inUseBy.end()) {
+      ++own;
     }
-    std::vector<std::string> onNode;
-    std::int64_t have =
-        own + claimFreeOn(p->dstNode, std::max<std::int64_t>(0, p->gpus - own), p->models, &onNode);
+  }
+  return own;
+}
+
+// The sources for a pod's deficit on its destination, chosen by the policy among the GPUs no
+// claim holds; `plan` becomes kMoving (sources claimed) or kInsufficient (with the reason).
+void chooseSources(const PlanInputs& in, const PodInfo& p, std::set<std::string>& claimed,
+                   PodPlan& plan) {
+  auto st = poolModel(*in.spec, *in.view, claimed);
+  if (!st) {
+    plan.verdict = PodPlan::Verdict::kInsufficient;
+    plan.reason = "pool model: " + st.error().message;
+    return;
+  }
+  const auto target = st->findNode(p.dstNode);
+  auto chosen = alloc::chooseGpus(*st, *target, static_cast<std::uint32_t>(plan.deficit), in.policy,
+                                  in.rng, p.models);
+  if (!chosen) {
+    plan.verdict = PodPlan::Verdict::kInsufficient;
+    plan.reason = "pool " + in.spec->name + " cannot supply " + std::to_string(plan.deficit) +
+                  " more GPU(s)" +
+                  (p.models.acceptsAny() ? std::string() : " of model " + p.models.toString(',')) +
+                  " to " + p.dstNode + ": " + chosen.error().message;
+    return;
+  }
+  plan.verdict = PodPlan::Verdict::kMoving;
+  for (alloc::GpuIndex gi : *chosen) {
+    plan.sources.push_back(st->gpu(gi).id);
+    claimed.insert(st->gpu(gi).id);
+  }
+}
+
+// One waiting pod's plan: the free GPUs on its destination claimed for it, and sources for
+// what is missing. `claimed` gains what the pod holds after planning.
+PodPlan planWaitingPod(const PlanInputs& in, const PodInfo& p, std::set<std::string>& claimed) {
+  const std::optional<Move>& active = *in.active;
+  PodPlan plan;
+  plan.pod = p.key();
+  plan.uid = p.uid;
+  plan.node = p.dstNode;
+  plan.request = p.gpus;
+  const std::int64_t own = gpusInUseBy(*in.view, p);
+  std::vector<std::string> onNode;
+  std::int64_t have = own + claimFreeOn(*in.view, claimed, p.dstNode,
+                                        std::max<std::int64_t>(0, p.gpus - own), p.models, &onNode);
+  if (active && active->active() && active->podKey() == p.key() && active->toNode == p.dstNode) {
+    ++have;  // the GPU in flight is for this pod
+  }
+  plan.deficit = std::max<std::int64_t>(0, p.gpus - have);
+  if (plan.deficit == 0) {
+    plan.verdict = PodPlan::Verdict::kSatisfied;
+    return plan;
+  }
+  chooseSources(in, p, claimed, plan);
+  if (plan.verdict == PodPlan::Verdict::kInsufficient) {
     // A pod the pool cannot serve in full holds nothing: later pods may use those GPUs.
-    auto release = [&] {
-      for (const auto& id : onNode) {
-        claimed.erase(id);
-      }
-    };
-    if (active && active->active() && active->podKey() == p->key() &&
-        active->toNode == p->dstNode) {
-      ++have;  // the GPU in flight is for this pod
+    for (const auto& id : onNode) {
+      claimed.erase(id);
     }
-    plan.deficit = std::max<std::int64_t>(0, p->gpus - have);
-    if (plan.deficit == 0) {
-      plan.verdict = PodPlan::Verdict::kSatisfied;
-      out.pods.push_back(std::move(plan));
-      continue;
-    }
-    auto st = poolModel(spec, view, claimed);
-    if (!st) {
-      release();
-      plan.verdict = PodPlan::Verdict::kInsufficient;
-      plan.reason = "pool model: " + st.error().message;
-      out.pods.push_back(std::move(plan));
-      continue;
-    }
-    const auto target = st->findNode(p->dstNode);
-    auto chosen = alloc::chooseGpus(*st, *target, static_cast<std::uint32_t>(plan.deficit),
-                                    in.policy, in.rng, p->models);
-    if (!chosen) {
-      release();
-      plan.verdict = PodPlan::Verdict::kInsufficient;
-      plan.reason =
-          "pool " + spec.name + " cannot supply " + std::to_string(plan.deficit) + " more GPU(s)" +
-          (p->models.acceptsAny() ? std::string() : " of model " + p->models.toString(',')) +
-          " to " + p->dstNode + ": " + chosen.error().message;
-      out.pods.push_back(std::move(plan));
-      continue;
-    }
-    plan.verdict = PodPlan::Verdict::kMoving;
-    for (alloc::GpuIndex gi : *chosen) {
-      plan.sources.push_back(st->gpu(gi).id);
-      claimed.insert(st->gpu(gi).id);
-    }
-    if (!out.next && !(active && active->active())) {
-      const GpuView* g = view.find(plan.sources.front());
-      Move m;
-      m.gpu = g->info.id;
-      m.fromNode = g->attached() ? g->node : "";
-      m.fromHost = g->attached() ? *g->info.hostPort : "";
-      m.toNode = p->dstNode;
-      m.toHost = spec.poolHostOf(p->dstNode, g->info.id).value_or("");
-      m.podNamespace = p->ns;
-      m.podName = p->name;
-      m.podUid = p->uid;
-      m.phase = g->attached() ? MovePhase::kDraining : MovePhase::kAttaching;
-      out.next = std::move(m);
+  }
+  return plan;
+}
+
+// The move of GPU `source` to the pod's destination, for that pod.
+Move demandMove(const PoolSpec& spec, const PoolView& view, const PodInfo& p,
+                const std::string& source) {
+  const GpuView* g = view.find(source);
+  Move m;
+  m.gpu = g->info.id;
+  m.fromNode = g->attached() ? g->node : "";
+  m.fromHost = g->attached() ? *g->info.hostPort : "";
+  m.toNode = p.dstNode;
+  m.toHost = spec.poolHostOf(p.dstNode, g->info.id).value_or("");
+  m.podNamespace = p.ns;
+  m.podName = p.name;
+  m.podUid = p.uid;
+  m.phase = g->attached() ? MovePhase::kDraining : MovePhase::kAttaching;
+  return m;
+}
+
+}  // namespace
+
+PlanResult planMoves(const PlanInputs& in) {
+  PlanResult out;
+  const std::optional<Move>& active = *in.active;
+  // Claims on each node's free GPUs, first by bound pods not yet using their GPUs, then by
+  // waiting pods in FCFS order.
+  std::set<std::string> claimed;
+  claimForBoundPods(*in.spec, *in.view, *in.pods, claimed);
+  for (const PodInfo* p : waitingPods(*in.spec, *in.pods)) {
+    PodPlan plan = planWaitingPod(in, *p, claimed);
+    if (plan.verdict == PodPlan::Verdict::kMoving && !out.next && !(active && active->active())) {
+      out.next = demandMove(*in.spec, *in.view, *p, plan.sources.front());
     }
     out.pods.push_back(std::move(plan));
   }

@@ -75,6 +75,211 @@ bool PoolSpec::hasNode(std::string_view node) const {
   return false;
 }
 
+namespace {
+
+// A chassis entry's fields as written (defaults filled in), not yet checked.
+Result<ChassisSpec> readChassisFields(const json& c, const std::string& at) {
+  ChassisSpec cs;
+  auto n = str(c, "name", at, true);
+  auto d = str(c, "driver", at, true);
+  auto e = str(c, "endpoint", at, true);
+  auto m = str(c, "gpuModel", at, false);
+  auto gep = str(c, "gep", at, false, "0");
+  auto auth = str(c, "auth", at, false, "session");
+  for (const auto* r : {&n, &d, &e, &m, &gep, &auth}) {
+    if (!*r) {
+      return r->error();
+    }
+  }
+  cs.name = *n;
+  cs.driver = *d;
+  cs.endpoint = *e;
+  cs.gpuModel = *m;
+  cs.gep = *gep;
+  cs.auth = *auth;
+  return cs;
+}
+
+// Name, driver and auth of a chassis; `names` (the chassis seen so far) gains its name.
+Status checkChassis(const ChassisSpec& cs, const std::string& at, std::set<std::string>& names) {
+  if (!fabric::isValidChassisName(cs.name)) {
+    return makeError(errc::kInvalid, at + ".name '" + cs.name + "' is not a DNS label");
+  }
+  if (!names.insert(cs.name).second) {
+    return makeError(errc::kInvalid, at + ".name '" + cs.name + "' is repeated");
+  }
+  if (cs.driver != "h3" && cs.driver != "redfish") {
+    return makeError(errc::kInvalid, at + ".driver '" + cs.driver + "' is not h3 or redfish");
+  }
+  if (cs.auth != "session" && cs.auth != "basic" && cs.auth != "none") {
+    return makeError(errc::kInvalid, at + ".auth '" + cs.auth + "' is not session, basic or none");
+  }
+  return okStatus();
+}
+
+// The optional credentialsSecret {name, namespace} of a chassis into `cs`.
+Status readCredentialsSecret(const json& c, const std::string& at,
+                             std::string_view defaultSecretNamespace, ChassisSpec& cs) {
+  const auto s = c.find("credentialsSecret");
+  if (s == c.end() || s->is_null()) {
+    return okStatus();
+  }
+  if (!s->is_object()) {
+    return makeError(errc::kInvalid, at + ".credentialsSecret is not an object");
+  }
+  auto sn = str(*s, "name", at + ".credentialsSecret", true);
+  auto sns =
+      str(*s, "namespace", at + ".credentialsSecret", false, std::string(defaultSecretNamespace));
+  if (!sn) {
+    return sn.error();
+  }
+  if (!sns) {
+    return sns.error();
+  }
+  cs.secretName = *sn;
+  cs.secretNamespace = *sns;
+  return okStatus();
+}
+
+// spec.chassis: a non-empty array of chassis with distinct names.
+Result<std::vector<ChassisSpec>> parseChassisList(const json& spec, const std::string& where,
+                                                  std::string_view defaultSecretNamespace) {
+  const auto chassis = spec.find("chassis");
+  if (chassis == spec.end() || !chassis->is_array() || chassis->empty()) {
+    return makeError(errc::kInvalid, where + ".chassis must be a non-empty array");
+  }
+  std::vector<ChassisSpec> out;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < chassis->size(); ++i) {
+    const json& c = (*chassis)[i];
+    const std::string at = where + ".chassis[" + std::to_string(i) + "]";
+    if (!c.is_object()) {
+      return makeError(errc::kInvalid, at + " is not an object");
+    }
+    auto cs = readChassisFields(c, at);
+    if (!cs) {
+      return cs.error();
+    }
+    if (auto s = checkChassis(*cs, at, names); !s) {
+      return s.error();
+    }
+    if (auto s = readCredentialsSecret(c, at, defaultSecretNamespace, *cs); !s) {
+      return s.error();
+    }
+    out.push_back(std::move(*cs));
+  }
+  return out;
+}
+
+// A node's chassisHostPorts (per-chassis host ports overriding hostPort) into `ns`; every key
+// must name a chassis of the pool.
+Status readChassisHostPorts(const json& n, const std::string& at,
+                            const std::set<std::string>& chassisNames, NodeSpec& ns) {
+  const auto m = n.find("chassisHostPorts");
+  if (m == n.end() || m->is_null()) {
+    return okStatus();
+  }
+  if (!m->is_object()) {
+    return makeError(errc::kInvalid, at + ".chassisHostPorts is not an object");
+  }
+  for (const auto& [k, v] : m->items()) {
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      return makeError(errc::kInvalid,
+                       at + ".chassisHostPorts." + k + " is not a non-empty string");
+    }
+    if (chassisNames.count(k) == 0) {
+      return makeError(errc::kInvalid, at + ".chassisHostPorts names unknown chassis '" + k + "'");
+    }
+    ns.chassisHostPorts[k] = v.get<std::string>();
+  }
+  return okStatus();
+}
+
+// One spec.nodes entry; `nodeNames` (the nodes seen so far) gains its name.
+Result<NodeSpec> parseNode(const json& n, const std::string& at,
+                           const std::set<std::string>& chassisNames,
+                           std::set<std::string>& nodeNames) {
+  if (!n.is_object()) {
+    return makeError(errc::kInvalid, at + " is not an object");
+  }
+  NodeSpec ns;
+  auto nn = str(n, "name", at, true);
+  auto hp = str(n, "hostPort", at, true);
+  if (!nn) {
+    return nn.error();
+  }
+  if (!hp) {
+    return hp.error();
+  }
+  ns.name = *nn;
+  ns.hostPort = *hp;
+  if (ns.name.empty() || ns.hostPort.empty()) {
+    return makeError(errc::kInvalid, at + ": name and hostPort must not be empty");
+  }
+  if (!nodeNames.insert(ns.name).second) {
+    return makeError(errc::kInvalid, at + ".name '" + ns.name + "' is repeated");
+  }
+  if (auto s = readChassisHostPorts(n, at, chassisNames, ns); !s) {
+    return s.error();
+  }
+  return ns;
+}
+
+// spec.nodes: a non-empty array of nodes with distinct names.
+Result<std::vector<NodeSpec>> parseNodeList(const json& spec, const std::string& where,
+                                            const std::vector<ChassisSpec>& chassis) {
+  const auto nodes = spec.find("nodes");
+  if (nodes == spec.end() || !nodes->is_array() || nodes->empty()) {
+    return makeError(errc::kInvalid, where + ".nodes must be a non-empty array");
+  }
+  std::set<std::string> chassisNames;
+  for (const ChassisSpec& c : chassis) {
+    chassisNames.insert(c.name);
+  }
+  std::vector<NodeSpec> out;
+  std::set<std::string> nodeNames;
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    auto ns = parseNode((*nodes)[i], where + ".nodes[" + std::to_string(i) + "]", chassisNames,
+                        nodeNames);
+    if (!ns) {
+      return ns.error();
+    }
+    out.push_back(std::move(*ns));
+  }
+  return out;
+}
+
+// Two nodes on one host port of one chassis would make a GPU's node ambiguous.
+Status checkHostsDistinct(const PoolSpec& pool, const std::string& where) {
+  std::map<std::string, std::string> hostOwner;  // "<chassis>/<host>" -> node
+  for (const ChassisSpec& c : pool.chassis) {
+    for (const NodeSpec& n : pool.nodes) {
+      const std::string key = c.name + "/" + *pool.hostOf(n.name, c.name);
+      auto [it, fresh] = hostOwner.emplace(key, n.name);
+      if (!fresh) {
+        return makeError(errc::kInvalid,
+                         where + ".nodes: " + it->second + " and " + n.name + " share host " + key);
+      }
+    }
+  }
+  return okStatus();
+}
+
+// spec.pollIntervalSeconds, when set, into `pool`.
+Status readPollInterval(const json& spec, const std::string& where, PoolSpec& pool) {
+  const auto p = spec.find("pollIntervalSeconds");
+  if (p == spec.end() || p->is_null()) {
+    return okStatus();
+  }
+  if (!p->is_number_integer() || p->get<std::int64_t>() < 1 || p->get<std::int64_t>() > 3600) {
+    return makeError(errc::kInvalid, where + ".pollIntervalSeconds must be an integer in 1..3600");
+  }
+  pool.pollIntervalSeconds = static_cast<std::uint32_t>(p->get<std::int64_t>());
+  return okStatus();
+}
+
+}  // namespace
+
 Result<PoolSpec> parsePoolSpec(const json& pool, std::string_view defaultSecretNamespace) {
   if (!pool.is_object() || !pool.contains("metadata") || !pool["metadata"].is_object()) {
     return makeError(errc::kInvalid, "GPUPool: no metadata");
@@ -94,130 +299,21 @@ Result<PoolSpec> parsePoolSpec(const json& pool, std::string_view defaultSecretN
   if (spec == pool.end() || !spec->is_object()) {
     return makeError(errc::kInvalid, where + " is missing");
   }
-  const auto chassis = spec->find("chassis");
-  if (chassis == spec->end() || !chassis->is_array() || chassis->empty()) {
-    return makeError(errc::kInvalid, where + ".chassis must be a non-empty array");
+  auto chassis = parseChassisList(*spec, where, defaultSecretNamespace);
+  if (!chassis) {
+    return chassis.error();
   }
-  std::set<std::string> chassisNames;
-  for (std::size_t i = 0; i < chassis->size(); ++i) {
-    const json& c = (*chassis)[i];
-    const std::string at = where + ".chassis[" + std::to_string(i) + "]";
-    if (!c.is_object()) {
-      return makeError(errc::kInvalid, at + " is not an object");
-    }
-    ChassisSpec cs;
-    auto n = str(c, "name", at, true);
-    auto d = str(c, "driver", at, true);
-    auto e = str(c, "endpoint", at, true);
-    auto m = str(c, "gpuModel", at, false);
-    auto gep = str(c, "gep", at, false, "0");
-    auto auth = str(c, "auth", at, false, "session");
-    for (const auto* r : {&n, &d, &e, &m, &gep, &auth}) {
-      if (!*r) {
-        return r->error();
-      }
-    }
-    cs.name = *n;
-    cs.driver = *d;
-    cs.endpoint = *e;
-    cs.gpuModel = *m;
-    cs.gep = *gep;
-    cs.auth = *auth;
-    if (!fabric::isValidChassisName(cs.name)) {
-      return makeError(errc::kInvalid, at + ".name '" + cs.name + "' is not a DNS label");
-    }
-    if (!chassisNames.insert(cs.name).second) {
-      return makeError(errc::kInvalid, at + ".name '" + cs.name + "' is repeated");
-    }
-    if (cs.driver != "h3" && cs.driver != "redfish") {
-      return makeError(errc::kInvalid, at + ".driver '" + cs.driver + "' is not h3 or redfish");
-    }
-    if (cs.auth != "session" && cs.auth != "basic" && cs.auth != "none") {
-      return makeError(errc::kInvalid,
-                       at + ".auth '" + cs.auth + "' is not session, basic or none");
-    }
-    if (const auto s = c.find("credentialsSecret"); s != c.end() && !s->is_null()) {
-      if (!s->is_object()) {
-        return makeError(errc::kInvalid, at + ".credentialsSecret is not an object");
-      }
-      auto sn = str(*s, "name", at + ".credentialsSecret", true);
-      auto sns = str(*s, "namespace", at + ".credentialsSecret", false,
-                     std::string(defaultSecretNamespace));
-      if (!sn) {
-        return sn.error();
-      }
-      if (!sns) {
-        return sns.error();
-      }
-      cs.secretName = *sn;
-      cs.secretNamespace = *sns;
-    }
-    out.chassis.push_back(std::move(cs));
+  out.chassis = std::move(*chassis);
+  auto nodes = parseNodeList(*spec, where, out.chassis);
+  if (!nodes) {
+    return nodes.error();
   }
-  const auto nodes = spec->find("nodes");
-  if (nodes == spec->end() || !nodes->is_array() || nodes->empty()) {
-    return makeError(errc::kInvalid, where + ".nodes must be a non-empty array");
+  out.nodes = std::move(*nodes);
+  if (auto s = checkHostsDistinct(out, where); !s) {
+    return s.error();
   }
-  std::set<std::string> nodeNames;
-  std::map<std::string, std::string> hostOwner;  // "<chassis>/<host>" -> node
-  for (std::size_t i = 0; i < nodes->size(); ++i) {
-    const json& n = (*nodes)[i];
-    const std::string at = where + ".nodes[" + std::to_string(i) + "]";
-    if (!n.is_object()) {
-      return makeError(errc::kInvalid, at + " is not an object");
-    }
-    NodeSpec ns;
-    auto nn = str(n, "name", at, true);
-    auto hp = str(n, "hostPort", at, true);
-    if (!nn) {
-      return nn.error();
-    }
-    if (!hp) {
-      return hp.error();
-    }
-    ns.name = *nn;
-    ns.hostPort = *hp;
-    if (ns.name.empty() || ns.hostPort.empty()) {
-      return makeError(errc::kInvalid, at + ": name and hostPort must not be empty");
-    }
-    if (!nodeNames.insert(ns.name).second) {
-      return makeError(errc::kInvalid, at + ".name '" + ns.name + "' is repeated");
-    }
-    if (const auto m = n.find("chassisHostPorts"); m != n.end() && !m->is_null()) {
-      if (!m->is_object()) {
-        return makeError(errc::kInvalid, at + ".chassisHostPorts is not an object");
-      }
-      for (const auto& [k, v] : m->items()) {
-        if (!v.is_string() || v.get<std::string>().empty()) {
-          return makeError(errc::kInvalid,
-                           at + ".chassisHostPorts." + k + " is not a non-empty string");
-        }
-        if (chassisNames.count(k) == 0) {
-          return makeError(errc::kInvalid,
-                           at + ".chassisHostPorts names unknown chassis '" + k + "'");
-        }
-        ns.chassisHostPorts[k] = v.get<std::string>();
-      }
-    }
-    out.nodes.push_back(std::move(ns));
-  }
-  // Two nodes on one host port of one chassis would make a GPU's node ambiguous.
-  for (const ChassisSpec& c : out.chassis) {
-    for (const NodeSpec& n : out.nodes) {
-      const std::string key = c.name + "/" + *out.hostOf(n.name, c.name);
-      auto [it, fresh] = hostOwner.emplace(key, n.name);
-      if (!fresh) {
-        return makeError(errc::kInvalid,
-                         where + ".nodes: " + it->second + " and " + n.name + " share host " + key);
-      }
-    }
-  }
-  if (const auto p = spec->find("pollIntervalSeconds"); p != spec->end() && !p->is_null()) {
-    if (!p->is_number_integer() || p->get<std::int64_t>() < 1 || p->get<std::int64_t>() > 3600) {
-      return makeError(errc::kInvalid,
-                       where + ".pollIntervalSeconds must be an integer in 1..3600");
-    }
-    out.pollIntervalSeconds = static_cast<std::uint32_t>(p->get<std::int64_t>());
+  if (auto s = readPollInterval(*spec, where, out); !s) {
+    return s.error();
   }
   return out;
 }

@@ -1,0 +1,217 @@
+// RedfishDriver: reading the service into a View (systems, ResourceBlocks, who holds which
+// GPU), for inventory() and for planning and verifying moves.
+
+#include "libcore/fabric/redfish_driver.hpp"
+
+namespace kc::fabric {
+namespace {
+
+bool healthy(const std::optional<std::string>& health) {
+  return !health || *health == "OK";
+}
+
+// The pool's view of a GPU ResourceBlock and its GPU Processor.
+GpuInfo gpuInfoOf(const std::string& chassis, const redfish::ResourceBlock& block,
+                  const redfish::Processor& gpuProc) {
+  GpuInfo gpu;
+  gpu.chassis = chassis;
+  gpu.localId = block.id;
+  gpu.id = makeGpuId(chassis, block.id);
+  // Redfish UUIDs are bare; NVIDIA_VISIBLE_DEVICES and nvidia-smi use "GPU-<uuid>".
+  gpu.uuid = gpuProc.uuid.empty() || gpuProc.uuid.rfind("GPU-", 0) == 0 ? gpuProc.uuid
+                                                                        : "GPU-" + gpuProc.uuid;
+  gpu.model = gpuProc.model;
+  const bool stateBad =
+      block.compositionState == "Failed" || block.compositionState == "Unavailable" ||
+      (block.state && (*block.state == "Absent" || *block.state == "UnavailableOffline"));
+  if (!healthy(block.health) || !healthy(gpuProc.health) || stateBad) {
+    gpu.health = GpuHealth::kUnhealthy;
+    gpu.healthDetail = "ResourceBlock health " + block.health.value_or("-") + ", GPU health " +
+                       gpuProc.health.value_or("-") + ", CompositionState " +
+                       block.compositionState;
+  }
+  return gpu;
+}
+
+}  // namespace
+
+Result<RedfishDriver::View> RedfishDriver::readView() {
+  auto view = readViewOnce();
+  if (!view && view.error().code == errc::kNotFound) {
+    // A link we cached may have moved (service restarted, re-cabled): discover again once.
+    root_.reset();
+    blocksLink_.clear();
+    view = readViewOnce();
+  }
+  return view;
+}
+
+Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
+  auto found = discover();
+  if (!found) {
+    return found.error();
+  }
+  View view;
+  std::optional<std::string> systemsTarget;
+  auto systemLinks = readCollection(root_->systems, "Redfish Systems collection", &systemsTarget);
+  if (!systemLinks) {
+    return systemLinks.error();
+  }
+  view.compositionTarget = systemsTarget ? systemsTarget : zoneCompositionTarget_;
+  for (const auto& link : *systemLinks) {
+    if (auto r = loadSystem(view, link); !r) {
+      return r.error();
+    }
+  }
+  auto blockLinks = readCollection(blocksLink_, "Redfish ResourceBlocks collection", nullptr);
+  if (!blockLinks) {
+    return blockLinks.error();
+  }
+  for (const auto& link : *blockLinks) {
+    if (auto r = loadBlock(view, link); !r) {
+      return r.error();
+    }
+  }
+  if (auto r = readAttachments(view); !r) {
+    return r.error();
+  }
+  if (auto r = assignGpuHosts(view); !r) {
+    return r.error();
+  }
+  return view;
+}
+
+Result<Ok> RedfishDriver::loadSystem(View& view, const std::string& link) {
+  auto reply = getOk(link);
+  if (!reply) {
+    return reply.error();
+  }
+  auto sys = redfish::parseComputerSystem(reply->body);
+  if (!sys) {
+    return sys.error();
+  }
+  if (view.systemIdToLink.count(sys->id) && view.systemIdToLink[sys->id] != link) {
+    return makeError(errc::kProtocol, "two ComputerSystems share the Id " + sys->id);
+  }
+  view.systemIdToLink[sys->id] = link;
+  // The ETag header wins; some services only put it in the body as @odata.etag.
+  auto etag = reply->etag ? reply->etag : sys->etag;
+  view.systems[link] = System{std::move(*sys), std::move(etag)};
+  return Ok{};
+}
+
+// The first GPU Processor of a non-compute block, if any.
+Result<std::optional<redfish::Processor>> RedfishDriver::gpuProcessorOf(
+    const redfish::ResourceBlock& block) {
+  for (const auto& procLink : block.processors) {
+    auto procReply = getOk(procLink);
+    if (!procReply) {
+      return procReply.error();
+    }
+    auto proc = redfish::parseProcessor(procReply->body);
+    if (!proc) {
+      return proc.error();
+    }
+    if (proc->processorType == "GPU") {
+      // One GPU per block is the composable-GPU norm; the block moves as a unit.
+      return std::optional<redfish::Processor>(std::move(*proc));
+    }
+  }
+  return std::optional<redfish::Processor>();
+}
+
+// A GPU block or a Compute block (a host) into view.blocks; other blocks are skipped.
+Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link) {
+  auto reply = getOk(link);
+  if (!reply) {
+    return reply.error();
+  }
+  auto block = redfish::parseResourceBlock(reply->body);
+  if (!block) {
+    return block.error();
+  }
+  Block entry;
+  entry.link = link;
+  entry.etag = reply->etag ? reply->etag : block->etag;
+  std::optional<redfish::Processor> gpuProc;
+  if (!block->isCompute()) {
+    auto proc = gpuProcessorOf(*block);
+    if (!proc) {
+      return proc.error();
+    }
+    gpuProc = std::move(*proc);
+  }
+  if (gpuProc) {
+    entry.gpuBlock = true;
+    entry.gpu = gpuInfoOf(options_.chassis, *block, *gpuProc);
+  } else if (!block->isCompute()) {
+    return Ok{};  // memory, storage or network blocks are not ours
+  } else {
+    view.computeHosts = true;
+  }
+  entry.systemLinks.insert(block->systems.begin(), block->systems.end());
+  const std::string id = block->id;
+  view.blockLinkToId[link] = id;
+  view.blockLinkToId[block->odataId] = id;
+  entry.block = std::move(*block);
+  if (!view.blocks.emplace(id, std::move(entry)).second) {
+    return makeError(errc::kProtocol, "two ResourceBlocks share the Id " + id);
+  }
+  return Ok{};
+}
+
+// Attachment from both sides: a block names its systems, a system names its blocks. Systems a
+// block names that the Systems collection did not list are read too.
+Result<Ok> RedfishDriver::readAttachments(View& view) {
+  for (auto& [id, block] : view.blocks) {
+    for (const auto& sysLink : block.systemLinks) {
+      if (!view.systems.count(sysLink)) {
+        if (auto r = loadSystem(view, sysLink); !r) {
+          return r.error();
+        }
+      }
+    }
+  }
+  for (const auto& [sysLink, sys] : view.systems) {
+    for (const auto& blockLink : sys.system.resourceBlocks) {
+      const auto it = view.blockLinkToId.find(blockLink);
+      if (it != view.blockLinkToId.end()) {
+        view.blocks[it->second].systemLinks.insert(sysLink);
+      }
+    }
+  }
+  return Ok{};
+}
+
+// Each GPU block's system and host: the system's Id, or with Compute blocks the compute block
+// composed into the same system.
+Result<Ok> RedfishDriver::assignGpuHosts(View& view) {
+  for (auto& [id, block] : view.blocks) {
+    if (!block.gpuBlock) {
+      continue;
+    }
+    if (block.systemLinks.size() > 1) {
+      return makeError(errc::kProtocol, "ResourceBlock " + id + " is composed into " +
+                                            std::to_string(block.systemLinks.size()) +
+                                            " systems; shared GPU blocks are not supported");
+    }
+    if (block.systemLinks.empty()) {
+      continue;
+    }
+    const std::string& sysLink = *block.systemLinks.begin();
+    block.systemLink = sysLink;
+    block.gpu.hostPort = view.systems[sysLink].system.id;
+    if (view.computeHosts) {
+      // The host is the compute block composed into the same system.
+      for (const auto& [otherId, other] : view.blocks) {
+        if (!other.gpuBlock && other.systemLinks.count(sysLink)) {
+          block.gpu.hostPort = otherId;
+          break;
+        }
+      }
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace kc::fabric
