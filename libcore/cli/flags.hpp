@@ -19,6 +19,11 @@
 
 namespace kc::cli {
 
+// --kubeconfig as every binary that talks to an API server describes it (the loader,
+// libcore/kube/config.hpp, falls back in this order).
+inline constexpr const char* kKubeconfigHelp =
+    "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)";
+
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;

@@ -23,13 +23,8 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   double pollSec = 1.0;
   double stopGraceSec = 2.0;
   bool noInotify = false;
-  const char* nodeEnv = std::getenv("NODE_NAME");
-  if (nodeEnv != nullptr) {
-    o.nodeName = nodeEnv;
-  }
-  app.add_option("--node-name", o.nodeName, "this node's name (default: $NODE_NAME)");
-  app.add_option("--kubeconfig", c.kubeconfig,
-                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--node-name", o.nodeName, "this node's name")->envname("NODE_NAME");
+  app.add_option("--kubeconfig", c.kubeconfig, cli::kKubeconfigHelp);
   app.add_option("--device-plugin-dir", o.registrar.pluginDir,
                  "kubelet's device-plugin directory (our socket and kubelet.sock live here)")
       ->capture_default_str();

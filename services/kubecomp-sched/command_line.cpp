@@ -189,8 +189,7 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   c.daemon.port = 10270;
   c.scheduler.lease.identity = defaultIdentity();
 
-  app.add_option("--kubeconfig", c.kubeconfig,
-                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--kubeconfig", c.kubeconfig, cli::kKubeconfigHelp);
   addPolicyFlags(app, f);
   addTimingFlags(app, f, c.scheduler);
   addClusterFlags(app, f, c);

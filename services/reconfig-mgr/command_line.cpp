@@ -50,8 +50,7 @@ std::string defaultIdentity() {
 // Which cluster, which pods and whose credentials.
 void addClusterFlags(CLI::App& app, CommandLine& c) {
   ReconfigOptions& o = c.reconfig;
-  app.add_option("--kubeconfig", c.kubeconfig,
-                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--kubeconfig", c.kubeconfig, cli::kKubeconfigHelp);
   app.add_option("--identity", o.identity,
                  "Lease holder identity and Event source (default: <host>_<pid>)");
   app.add_option("--scheduler-name", o.schedulerName, "reconfigure for pods of this scheduler")

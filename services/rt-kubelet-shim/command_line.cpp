@@ -39,9 +39,6 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   daemon.port = 9420;
   double stopGraceSec = 5.0;
   double connectSec = 10.0;
-  if (const char* n = std::getenv("NODE_NAME"); n != nullptr) {
-    o.nodeName = n;
-  }
   app.add_option("--socket", socket, "our CRI socket (kubelet's --container-runtime-endpoint)")
       ->capture_default_str();
   app.add_option("--runtime-endpoint", runtime, "the real runtime's CRI socket")
@@ -54,9 +51,8 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
       ->capture_default_str();
   app.add_option("--cgroup-cpuset-root", cg.cpusetRoot, "cgroup v1 cpuset controller mount")
       ->capture_default_str();
-  app.add_option("--node-name", o.nodeName, "this node's name (default: $NODE_NAME)");
-  app.add_option("--kubeconfig", c.kubeconfig,
-                 "kubeconfig file (default: in-cluster config, else $KUBECONFIG / ~/.kube/config)");
+  app.add_option("--node-name", o.nodeName, "this node's name")->envname("NODE_NAME");
+  app.add_option("--kubeconfig", c.kubeconfig, cli::kKubeconfigHelp);
   app.add_flag("--no-api", c.noApi, "publish nothing to the API server (node-local use, tests)");
   app.add_option("--runtime-connect-seconds", connectSec, "wait this long for the runtime at start")
       ->check(CLI::Range(0.1, 600.0))

@@ -76,8 +76,7 @@ int main(int argc, char** argv) {
   app.add_option("--hostname-override,--node-name", o.nodeName,
                  "name of the Node this process plays")
       ->required();
-  app.add_option("--kubeconfig", kubeconfig,
-                 "kubeconfig of the API server (default: in-cluster, $KUBECONFIG, ~/.kube/config)");
+  app.add_option("--kubeconfig", kubeconfig, kc::cli::kKubeconfigHelp);
   app.add_option("--device-plugin-dir", o.devicePluginDir,
                  "device plugin socket directory (kubelet.sock is served here)")
       ->capture_default_str();

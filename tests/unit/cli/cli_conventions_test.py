@@ -4,7 +4,9 @@
 lists --version, an unknown flag exits 2 naming the flag (before any missing required flag),
 --log-level, where a binary has it, lists its values, and the flags daemons share have one
 name everywhere (kube-scheduler's): --bind-address, --kubeconfig, the --leader-elect group; an old
-name may remain only in the help's deprecated group.
+name may remain only in the help's deprecated group. An environment-variable fallback is shown
+the one way CLI11 writes it, "(Env:NAME)", and the flags every binary shares (--kubeconfig,
+--log-level, --version, --help) are described the same way in every --help.
 Usage: cli_conventions_test.py NAME=PATH...
 """
 import re
@@ -23,6 +25,22 @@ LEADER_GROUP = ["--leader-elect", "--leader-elect-lease-duration", "--leader-ele
                 "--leader-elect-resource-name"]
 # kubelet-standin keeps kubelet's own names (--address, --healthz-port): it stands in for kubelet.
 KUBELET_NAMES = {"kubelet-standin"}
+# Flags whose description must read the same in every binary that has them.
+SHARED_DESCRIPTIONS = ["--kubeconfig", "--log-level", "--version", "--help"]
+
+
+def description(help_text, flag):
+    """The description of `flag` in CLI11's --help layout (continuation lines joined)."""
+    m = re.search(r"(?m)^\s+(?:-\w, ?)?" + re.escape(flag) + r"(?=[\s,=]|$)[^\n]*(\n {20,}[^\n]*)*",
+                  help_text)
+    if not m:
+        return None
+    text = re.sub(r"\s+", " ", m.group(0)).strip()
+    # Drop the flag, its value type, default and environment variable (each binary has its own):
+    # what is left is the description.
+    text = re.sub(r"^(?:-\w, ?)?" + re.escape(flag) + r"(?: [A-Z:]+(?:\[[^]]*\])?)? ?", "", text)
+    text = re.sub(r"^=\S+ ?", "", text)
+    return re.sub(r"\(Env:[A-Z0-9_]+\) ?", "", text).strip()
 
 
 def run(path, *args):
@@ -32,6 +50,7 @@ def run(path, *args):
 
 def main():
     failures = []
+    shared = {}  # flag -> description -> binaries
     binaries = [a.split("=", 1) for a in sys.argv[1:]]
     if not binaries:
         print("usage: cli_conventions_test.py NAME=PATH...")
@@ -68,7 +87,21 @@ def main():
             missing = [f for f in LEADER_GROUP if f not in offered]
             if missing:
                 fail(f"has leader election but not the whole group: missing {missing}")
+        # Environment fallbacks: shown as CLI11 shows them, never as a "default: $NAME" of its
+        # own ($KUBECONFIG is the kubeconfig loader's lookup, described with --kubeconfig).
+        for var in re.findall(r"default:? \$([A-Z_]+)", h.stdout):
+            if var != "KUBECONFIG":
+                fail(f"describes the environment fallback ${var} by hand (use envname: (Env:{var}))")
+        if name.endswith("kubecomp-demo") is False:
+            for flag in SHARED_DESCRIPTIONS:
+                d = description(h.stdout, flag)
+                if d is not None:
+                    shared.setdefault(flag, {}).setdefault(d, []).append(name)
         print(f"{name}: {v.stdout.strip()}")
+    for flag, variants in shared.items():
+        if len(variants) > 1:
+            listed = "; ".join(f"{d!r} ({', '.join(b)})" for d, b in variants.items())
+            failures.append(f"{flag} is described {len(variants)} ways: {listed}")
     for f in failures:
         print("FAIL:", f)
     print(f"{len(binaries)} binaries, {len(failures)} failures")
