@@ -42,10 +42,11 @@ HookReply handleHook(HookKind kind, const std::string& body, const DecisionConfi
   return {200, renderResponse(desired)};
 }
 
-BridgeHttpFrontend::BridgeHttpFrontend(DecisionConfig config, Clock clock, obs::Metrics& metrics,
-                                       obs::HealthChecks& health, net::ServerOptions options)
+BridgeHttpFrontend::BridgeHttpFrontend(DecisionConfig config, kc::Clock& clock,
+                                       obs::Metrics& metrics, obs::HealthChecks& health,
+                                       net::ServerOptions options)
     : config_(std::move(config)),
-      clock_(std::move(clock)),
+      clock_(clock),
       instruments_(std::make_unique<Instruments>(metrics.registry())),
       server_(std::move(options)) {
   Instruments* ins = instruments_.get();
@@ -55,9 +56,9 @@ BridgeHttpFrontend::BridgeHttpFrontend(DecisionConfig config, Clock clock, obs::
         {{"hook", hook}}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001,
                                                                   0.0025, 0.005, 0.01, 0.05, 0.1});
     server_.route("POST", "/" + hook, [this, ins, kind, hook, histogram](const net::Request& req) {
-      const auto started = std::chrono::steady_clock::now();
-      HookReply reply = handleHook(kind, req.body, config_, clock_());
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+      const auto started = clock_.now();
+      HookReply reply = handleHook(kind, req.body, config_, clock_.wallNow());
+      const std::chrono::duration<double> took = clock_.now() - started;
       histogram->Observe(took.count());
       ins->requests.Add({{"hook", hook}, {"code", std::to_string(reply.status)}}).Increment();
       if (reply.status == 200) {

@@ -5,9 +5,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 
+#include "libcore/base/clock.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/net/http_server.hpp"
 #include "services/bridge-operator/hook_decision.hpp"
@@ -30,9 +30,9 @@ HookReply handleHook(HookKind kind, const std::string& body, const DecisionConfi
 
 class BridgeHttpFrontend {
  public:
-  using Clock = std::function<std::chrono::system_clock::time_point()>;
-  // `metrics` and `health` must outlive the frontend.
-  BridgeHttpFrontend(DecisionConfig config, Clock clock, obs::Metrics& metrics,
+  // `clock` stamps condition transitions (wallNow) and times requests (now); it, `metrics` and
+  // `health` must outlive the frontend.
+  BridgeHttpFrontend(DecisionConfig config, kc::Clock& clock, obs::Metrics& metrics,
                      obs::HealthChecks& health, net::ServerOptions options);
   ~BridgeHttpFrontend();
   BridgeHttpFrontend(const BridgeHttpFrontend&) = delete;
@@ -45,7 +45,7 @@ class BridgeHttpFrontend {
  private:
   struct Instruments;
   const DecisionConfig config_;
-  Clock clock_;
+  kc::Clock& clock_;
   std::unique_ptr<Instruments> instruments_;
   net::HttpServer server_;
 };

@@ -4,8 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
-
+#include "libcore/base/clock.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "services/bridge-operator/command_line.hpp"
@@ -19,8 +18,7 @@ int main(int argc, char** argv) {
   const kc::bridge::CommandLine& c = std::get<kc::bridge::CommandLine>(parsed);
   kc::obs::Metrics metrics;
   kc::obs::HealthChecks health;
-  kc::bridge::BridgeHttpFrontend frontend(
-      c.decision, [] { return std::chrono::system_clock::now(); }, metrics, health, c.server);
+  kc::bridge::BridgeHttpFrontend frontend(c.decision, kc::systemClock(), metrics, health, c.server);
   auto bound = frontend.start();
   if (!bound) {
     spdlog::critical("cannot serve: {}", bound.error().message);
@@ -32,7 +30,7 @@ int main(int argc, char** argv) {
                                      .steps = {.health = &health,
                                                .drain =
                                                    [&] {
-                                                     std::this_thread::sleep_for(c.shutdownDelay);
+                                                     kc::systemClock().sleepFor(c.shutdownDelay);
                                                      frontend.stop(c.drain);
                                                    }},
                                      .portFile = c.daemon.portFile,

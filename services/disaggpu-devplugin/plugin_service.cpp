@@ -147,6 +147,15 @@ void DevicePluginService::bump() {
     ++tick_;
   }
   tickCv_.notify_all();
+  std::lock_guard lock(listenerMu_);
+  if (changeListener_) {
+    changeListener_();
+  }
+}
+
+void DevicePluginService::setChangeListener(std::function<void()> listener) {
+  std::lock_guard lock(listenerMu_);
+  changeListener_ = std::move(listener);
 }
 
 std::uint64_t DevicePluginService::changeTick() const {

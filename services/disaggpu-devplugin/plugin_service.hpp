@@ -66,9 +66,14 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   std::set<std::string> allocatedSince(std::uint64_t after) const;
 
   // Monotonic change counter (inventory, delivery, allocation, stream open/close) and a wait
-  // for it to pass `seen`: what the usage reporter sleeps on instead of polling.
+  // for it to pass `seen` (real time; for callers that own no condition variable).
   std::uint64_t changeTick() const;
   bool waitForChange(std::uint64_t seen, std::chrono::milliseconds timeout) const;
+  // Called on the changing thread after every changeTick() increment, with no lock of the
+  // service held: the usage reporter notifies the condition variable it waits on through its
+  // kc::Clock, so a change wakes it without polling. One listener; setting another (or null)
+  // returns only once no call of the previous one is running, so its owner may then go away.
+  void setChangeListener(std::function<void()> listener);
 
   // Ends every open stream with OK (the server is stopping). New streams are refused after.
   void finishAll();
@@ -118,6 +123,9 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   mutable std::mutex tickMu_;  // guards tick_ (with tickCv_)
   mutable std::condition_variable tickCv_;
   std::uint64_t tick_ = 0;
+
+  std::mutex listenerMu_;  // guards changeListener_, held while it runs
+  std::function<void()> changeListener_;
 };
 
 }  // namespace kc::devplugin

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -90,6 +91,7 @@ Status validate(const RegistrarOptions& o) {
 
 Registrar::Registrar(RegistrarOptions options, grpc::Service& service, RegistrarHooks hooks)
     : opts_(std::move(options)),
+      clock_(kc::clockOr(opts_.clock)),
       service_(service),
       hooks_(std::move(hooks)),
       server_(grpcx::UnixServerOptions{opts_.pluginDir + "/" + opts_.socketName}) {
@@ -116,29 +118,44 @@ Status Registrar::start() {
   if (auto s = server_.start(); !s) {
     return s;
   }
-  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (opts_.useInotify) {
+    wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     inotifyFd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (inotifyFd_ >= 0 && ::inotify_add_watch(inotifyFd_, opts_.pluginDir.c_str(),
-                                               IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-                                                   IN_DELETE_SELF) < 0) {
+    if (wakeFd_ < 0 || inotifyFd_ < 0 ||
+        ::inotify_add_watch(inotifyFd_, opts_.pluginDir.c_str(),
+                            IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF) <
+            0) {
       spdlog::warn("inotify on {} unavailable; checking the sockets every {} ms", opts_.pluginDir,
                    opts_.checkInterval.count());
-      ::close(inotifyFd_);
-      inotifyFd_ = -1;
+      for (int* fd : {&inotifyFd_, &wakeFd_}) {
+        if (*fd >= 0) {
+          ::close(*fd);
+          *fd = -1;
+        }
+      }
     }
+  }
+  if (inotifyFd_ >= 0) {
+    watcher_ = std::thread([this] { watchDirectory(); });
   }
   thread_ = std::thread([this] { loop(); });
   return okStatus();
 }
 
 void Registrar::stop() {
-  if (stopping_.exchange(true)) {
-    return;
+  {
+    std::lock_guard lock(waitMu_);
+    if (stopping_.exchange(true)) {
+      return;
+    }
   }
+  wake_.notify_all();
   if (wakeFd_ >= 0) {
     const std::uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(wakeFd_, &one, sizeof one);
+  }
+  if (watcher_.joinable()) {
+    watcher_.join();
   }
   if (thread_.joinable()) {
     thread_.join();
@@ -186,16 +203,40 @@ Status Registrar::registerOnce() {
   return grpcx::toResult(stub->Register(&ctx, req, &reply), "Register with kubelet");
 }
 
-void Registrar::waitForChange(std::chrono::milliseconds timeout) {
+// Blocks in poll() with no timeout (the clock owns every deadline); stop() ends it through
+// the eventfd.
+void Registrar::watchDirectory() {
   pollfd fds[2] = {{wakeFd_, POLLIN, 0}, {inotifyFd_, POLLIN, 0}};
-  const nfds_t n = inotifyFd_ >= 0 ? 2 : 1;
-  if (::poll(fds, n, static_cast<int>(timeout.count())) > 0 && n == 2 &&
-      (fds[1].revents & POLLIN) != 0) {
-    // Which file changed does not matter: the loop re-checks both sockets by stat.
-    char buf[4096];
-    while (::read(inotifyFd_, buf, sizeof buf) > 0) {
+  while (!stopping_) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      spdlog::warn("poll on the inotify descriptor failed; checking the sockets every {} ms",
+                   opts_.checkInterval.count());
+      return;
+    }
+    if ((fds[0].revents & POLLIN) != 0) {
+      return;
+    }
+    if ((fds[1].revents & POLLIN) != 0) {
+      // Which file changed does not matter: the loop re-checks both sockets by stat.
+      char buf[4096];
+      while (::read(inotifyFd_, buf, sizeof buf) > 0) {
+      }
+      {
+        std::lock_guard lock(waitMu_);
+        dirChanged_ = true;
+      }
+      wake_.notify_all();
     }
   }
+}
+
+void Registrar::waitForChange(kc::Clock::time_point deadline) {
+  std::unique_lock lock(waitMu_);
+  clock_.waitUntil(lock, wake_, deadline, [this] { return stopping_.load() || dirChanged_; });
+  dirChanged_ = false;
 }
 
 void Registrar::loop() {
@@ -204,7 +245,7 @@ void Registrar::loop() {
   // Refused or failed registrations back off with the one kc::Backoff (doubling from
   // retryMin to retryMax, 20% jitter so a node's plugins do not retry in step).
   kc::Backoff backoff(kc::BackoffParams{opts_.retryMin, opts_.retryMax, 2.0, 0.2});
-  auto nextAttempt = std::chrono::steady_clock::now();
+  auto nextAttempt = clock_.now();
   while (!stopping_) {
     // 1. Our socket deleted (kubelet restart) or replaced: serve on a fresh one.
     if (!server_.socketPresent()) {
@@ -219,7 +260,7 @@ void Registrar::loop() {
           hooks_.onServerRestarted();
         }
       }
-      nextAttempt = std::chrono::steady_clock::now();
+      nextAttempt = clock_.now();
       backoff.reset();
     }
     // 2. A new kubelet.sock (kubelet restarted, perhaps without deleting ours): register again.
@@ -229,12 +270,11 @@ void Registrar::loop() {
     if (registered_ && (!kubeletUp || dev != kubeletDev || ino != kubeletIno)) {
       spdlog::info("kubelet socket changed; registering again");
       registered_ = false;
-      nextAttempt = std::chrono::steady_clock::now();
+      nextAttempt = clock_.now();
       backoff.reset();
     }
     // 3. Register when needed and due.
-    if (!registered_ && server_.running() && kubeletUp &&
-        std::chrono::steady_clock::now() >= nextAttempt) {
+    if (!registered_ && server_.running() && kubeletUp && clock_.now() >= nextAttempt) {
       if (auto s = registerOnce(); s) {
         registered_ = true;
         ++registrations_;
@@ -260,16 +300,17 @@ void Registrar::loop() {
         if (hooks_.onRegisterFailed) {
           hooks_.onRegisterFailed(s.error());
         }
-        nextAttempt = std::chrono::steady_clock::now() + retry;
+        nextAttempt = clock_.now() + retry;
       }
     }
-    auto wait = opts_.checkInterval;
+    const auto now = clock_.now();
+    auto deadline = now + opts_.checkInterval;
     if (!registered_ && kubeletUp) {
-      const auto untilRetry = std::chrono::duration_cast<std::chrono::milliseconds>(
-          nextAttempt - std::chrono::steady_clock::now());
-      wait = std::clamp(untilRetry, std::chrono::milliseconds(1), opts_.checkInterval);
+      // At least 1 ms: a retry that is due while the server cannot serve must not spin.
+      deadline = std::clamp<kc::Clock::time_point>(nextAttempt, now + std::chrono::milliseconds(1),
+                                                   deadline);
     }
-    waitForChange(wait);
+    waitForChange(deadline);
   }
 }
 

@@ -5,11 +5,16 @@
 // every socket in the directory and creates a new kubelet.sock; we notice either through
 // inotify at once, and through a cheap stat of both sockets every `checkInterval` where
 // inotify is unavailable (some overlay and network filesystems), so well within 1 s.
+//
+// The loop reads time and waits through the kc::Clock of its options: it sleeps on a condition
+// variable until the next check or retry is due, woken early by stop() and by a small thread
+// that blocks on the inotify descriptor. Tests pass a FakeClock and move the retries by hand.
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +23,7 @@
 #include <thread>
 
 #include "libcore/api/names.hpp"
+#include "libcore/base/clock.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/grpc/unix_server.hpp"
 
@@ -38,6 +44,7 @@ struct RegistrarOptions {
   std::chrono::milliseconds retryMax{5000};
   bool useInotify = true;
   std::chrono::milliseconds stopGrace{2000};  // in-flight calls on SIGTERM
+  kc::Clock* clock = nullptr;                 // not owned; null: kc::systemClock()
 };
 
 // Validates the options (absolute dir that exists, socket name a plain file name, resource
@@ -73,21 +80,28 @@ class Registrar {
 
  private:
   void loop();
+  void watchDirectory();
   Status registerOnce();
   bool kubeletSocketIdentity(dev_t& dev, ino_t& ino) const;
-  void waitForChange(std::chrono::milliseconds timeout);
+  // Until `deadline` on the clock, a change in the directory (inotify) or stop().
+  void waitForChange(kc::Clock::time_point deadline);
 
   RegistrarOptions opts_;
+  kc::Clock& clock_;
   grpc::Service& service_;
   RegistrarHooks hooks_;
   grpcx::UnixServer server_;
   std::atomic<bool> registered_{false};
   std::atomic<std::uint64_t> registrations_{0};
   std::atomic<std::uint64_t> restarts_{0};
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopping_{false};  // set under waitMu_, so the loop's wait cannot miss it
   int inotifyFd_ = -1;
-  int wakeFd_ = -1;  // eventfd: stop() wakes the loop
+  int wakeFd_ = -1;  // eventfd: stop() wakes the directory watcher out of poll()
   std::thread thread_;
+  std::thread watcher_;  // only with inotify: turns its events into dirChanged_
+  std::mutex waitMu_;    // guards dirChanged_ (with wake_)
+  std::condition_variable wake_;
+  bool dirChanged_ = false;
   mutable std::mutex mu_;  // guards lastError_
   std::string lastError_;
 };

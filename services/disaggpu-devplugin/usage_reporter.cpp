@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "libcore/grpc/channel.hpp"
@@ -78,6 +77,7 @@ UsageReporter::UsageReporter(UsageReporterOptions options, DevicePluginService& 
                              PodResourcesSource& source, UsagePublisher& publisher,
                              std::function<bool()> registered)
     : opts_(std::move(options)),
+      clock_(kc::clockOr(opts_.clock)),
       service_(service),
       source_(source),
       publisher_(publisher),
@@ -170,13 +170,24 @@ std::string UsageReporter::lastError() const {
 }
 
 void UsageReporter::start() {
+  service_.setChangeListener([this] {
+    // The tick moved under the service's own mutex; taking waitMu_ before the notify keeps it
+    // from falling between the loop's check of the tick and its wait.
+    std::lock_guard lock(waitMu_);
+    wake_.notify_all();
+  });
   thread_ = std::thread([this] { loop(); });
 }
 
 void UsageReporter::stop() {
-  stopping_ = true;
+  {
+    std::lock_guard lock(waitMu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
   if (thread_.joinable()) {
     thread_.join();
+    service_.setChangeListener(nullptr);  // waits out a call in flight: `this` may go after
   }
 }
 
@@ -185,20 +196,15 @@ void UsageReporter::loop() {
     const std::uint64_t tick = service_.changeTick();
     runOnce();
     const bool failed = !lastError().empty();
-    // Sleep until something changes (inventory, a delivery, an Allocate) or the poll interval
-    // passes; in slices, so stop() is prompt. After a failure (API server or kubelet not
-    // answering) wait the retry interval whatever changes: each change would otherwise be
-    // one more failing call.
-    const auto until =
-        std::chrono::steady_clock::now() + (failed ? opts_.retryInterval : opts_.pollInterval);
-    while (!stopping_ && std::chrono::steady_clock::now() < until) {
-      if (failed) {
-        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-            std::chrono::milliseconds(100), until - std::chrono::steady_clock::now()));
-      } else if (service_.waitForChange(tick, std::chrono::milliseconds(100))) {
-        break;
-      }
-    }
+    // Wait until something changes (inventory, a delivery, an Allocate) or the poll interval
+    // passes. After a failure (API server or kubelet not answering) wait the retry interval
+    // whatever changes: each change would otherwise be one more failing call.
+    const kc::Clock::time_point deadline =
+        clock_.now() + (failed ? opts_.retryInterval : opts_.pollInterval);
+    std::unique_lock lock(waitMu_);
+    clock_.waitUntil(lock, wake_, deadline, [&] {
+      return stopping_.load() || (!failed && service_.changeTick() != tick);
+    });
   }
 }
 

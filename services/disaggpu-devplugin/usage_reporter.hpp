@@ -8,9 +8,14 @@
 // sent a list without it and (2) the PodResources read behind `inUse` started after that.
 // reconfig-mgr detaches a GPU only when it is withdrawn and not in use: a pod admitted in the
 // window before kubelet saw the withdrawal is always seen.
+//
+// The loop waits through the kc::Clock of its options on a condition variable that stop() and
+// the service's change listener notify: a change wakes it at once, the poll and retry
+// intervals are deadlines on the clock (a FakeClock in tests).
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "libcore/base/clock.hpp"
 #include "libcore/base/result.hpp"
 #include "services/disaggpu-devplugin/device_state.hpp"
 
@@ -52,7 +58,8 @@ std::unique_ptr<PodResourcesSource> makePodResourcesClient(std::string socketPat
 struct UsageReporterOptions {
   std::string resourceName{api::kGpuResource};
   std::chrono::milliseconds pollInterval{1000};   // PodResources read without any change
-  std::chrono::milliseconds retryInterval{1000};  // after a failed publish
+  std::chrono::milliseconds retryInterval{1000};  // after a failed read or publish
+  kc::Clock* clock = nullptr;                     // not owned; null: kc::systemClock()
 };
 
 class UsageReporter {
@@ -64,6 +71,7 @@ class UsageReporter {
   UsageReporter(const UsageReporter&) = delete;
   UsageReporter& operator=(const UsageReporter&) = delete;
 
+  // start() takes the service's change listener (one per service) until stop().
   void start();
   void stop();
 
@@ -89,12 +97,15 @@ class UsageReporter {
   void loop();
 
   UsageReporterOptions opts_;
+  kc::Clock& clock_;
   DevicePluginService& service_;
   PodResourcesSource& source_;
   UsagePublisher& publisher_;
   std::function<bool()> registered_;
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopping_{false};  // set under waitMu_, so the loop's wait cannot miss it
   std::thread thread_;
+  std::mutex waitMu_;  // what the loop waits under (with wake_); see loop()
+  std::condition_variable wake_;
   std::uint64_t previousSeq_ = 0;  // allocation sequence at the start of the previous round
   mutable std::mutex mu_;          // guards published_, lastError_
   std::optional<UsageReport> published_;

@@ -17,6 +17,7 @@
 #include "services/disaggpu-devplugin/usage_reporter.hpp"
 #include "tests/services/disaggpu-devplugin/fake_kubelet.hpp"
 #include "tests/services/disaggpu-devplugin/pool_builder.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -339,6 +340,75 @@ TEST_CASE("a refused registration is retried and reported, then succeeds", "[dev
   CHECK(reg.lastError().empty());
 }
 
+TEST_CASE("a refused registration is retried exactly after the backoff on the clock",
+          "[devplugin]") {
+  kc::testing::FakeClock clock;
+  FakeKubeletDir k;
+  k.registration.refuse("resource name kubecomp.io/gpu is already registered");
+  k.startKubelet();
+  DevicePluginService service;
+  auto o = k.options(true);
+  o.retryMin = 300ms;
+  o.retryMax = 300ms;  // the jitter is capped at the maximum: every retry is exactly 300 ms
+  o.checkInterval = 10s;
+  o.clock = &clock;
+  kc::devplugin::Registrar reg(o, service);
+  REQUIRE(reg.start().ok());
+  REQUIRE(k.registration.waitForMoreThan(0, 5s));
+  REQUIRE(clock.awaitWaiters(1));
+  CHECK(clock.nextWaitLeft() == 300ms);
+  clock.advance(299ms);
+  CHECK(clock.nextWaitLeft() == 1ms);  // the same wait goes on: no attempt before the backoff
+  CHECK(k.registration.count() == 1);
+
+  std::size_t asked = clock.requestedWaits().size();
+  clock.advance(1ms);
+  REQUIRE(k.registration.waitForMoreThan(1, 5s));
+  REQUIRE(clock.awaitWait(asked + 1));
+  CHECK(clock.nextWaitLeft() == 300ms);
+  CHECK_FALSE(reg.registered());
+
+  // kubelet accepts now: registered on the next retry, then only the socket check is due.
+  k.registration.refuse("");
+  asked = clock.requestedWaits().size();
+  clock.advance(300ms);
+  REQUIRE(k.registration.waitForMoreThan(2, 5s));
+  REQUIRE(clock.awaitWait(asked + 1));
+  CHECK(reg.registered());
+  CHECK(reg.lastError().empty());
+  CHECK(clock.nextWaitLeft() == 10s);
+
+  // stop() ends the wait at once: no clock time passes.
+  reg.stop();
+  CHECK(clock.waiters() == 0);
+  CHECK(k.registration.count() == 3);
+}
+
+TEST_CASE("without inotify a kubelet restart is noticed at the next check on the clock",
+          "[devplugin]") {
+  kc::testing::FakeClock clock;
+  FakeKubeletDir k;
+  k.startKubelet();
+  DevicePluginService service;
+  auto o = k.options(false);
+  o.checkInterval = 200ms;
+  o.clock = &clock;
+  kc::devplugin::Registrar reg(o, service);
+  REQUIRE(reg.start().ok());
+  REQUIRE(k.registration.waitForMoreThan(0, 5s));
+  REQUIRE(clock.awaitWaiters(1));
+  CHECK(clock.nextWaitLeft() == 200ms);
+
+  k.restartKubelet();  // both sockets gone, a new kubelet.sock: only a stat can tell
+  clock.advance(199ms);
+  CHECK(clock.nextWaitLeft() == 1ms);
+  CHECK(k.registration.count() == 1);
+  CHECK(reg.serverRestarts() == 0);
+  clock.advance(1ms);
+  REQUIRE(k.registration.waitForMoreThan(1, 5s));
+  CHECK(reg.serverRestarts() == 1);
+}
+
 TEST_CASE("registrar options are validated", "[devplugin]") {
   kc::testing::TempDir dir;
   kc::devplugin::RegistrarOptions o;
@@ -385,9 +455,12 @@ bool waitDelivered(const DevicePluginService& service) {
   return false;
 }
 
+// Not locked: a test that runs the reporter's thread touches them only while that thread
+// waits on the FakeClock (the clock's mutex orders the accesses).
 class FakeUse final : public kc::devplugin::PodResourcesSource {
  public:
   kc::Result<kc::devplugin::DeviceUse> devicesInUse(const std::string&) override {
+    ++calls;
     if (hook) {
       hook();
     }
@@ -399,15 +472,20 @@ class FakeUse final : public kc::devplugin::PodResourcesSource {
   kc::devplugin::DeviceUse use;
   bool fail = false;
   std::function<void()> hook;
+  int calls = 0;
 };
 
 class FakePublisher final : public kc::devplugin::UsagePublisher {
  public:
   kc::Status publish(const kc::devplugin::UsageReport& r) override {
+    if (fail) {
+      return kc::makeError("unavailable", "API server unreachable");
+    }
     reports.push_back(r);
     return kc::okStatus();
   }
-  std::vector<kc::devplugin::UsageReport> reports;
+  std::vector<kc::devplugin::UsageReport> reports;  // the published ones
+  bool fail = false;
 };
 
 }  // namespace
@@ -454,6 +532,65 @@ TEST_CASE(
   r = reporter.runOnce();
   CHECK(r.withdrawn == std::vector<std::string>{"c0.2"});
   CHECK(r.inUse.empty());
+}
+
+TEST_CASE(
+    "the reporter reads again after the poll interval on the clock, at once on a change, and "
+    "after the retry interval when publishing failed",
+    "[devplugin]") {
+  kc::testing::FakeClock clock;
+  DevicePluginService service;
+  service.setInventory(inventory(PoolBuilder("a").gpu("c0.1", "n1")));
+  FakeUse use;
+  FakePublisher pub;
+  kc::devplugin::UsageReporterOptions o;
+  o.pollInterval = 1000ms;
+  o.retryInterval = 250ms;
+  o.clock = &clock;
+  kc::devplugin::UsageReporter reporter(o, service, use, pub, [] { return true; });
+  reporter.start();
+  REQUIRE(clock.awaitWait(1));
+  CHECK(use.calls == 1);
+  CHECK(pub.reports.size() == 1);
+  CHECK(clock.nextWaitLeft() == 1000ms);
+  clock.advance(999ms);
+  CHECK(clock.nextWaitLeft() == 1ms);  // the same wait goes on: no read before the interval
+  CHECK(use.calls == 1);
+  clock.advance(1ms);
+  REQUIRE(clock.awaitWait(2));
+  CHECK(use.calls == 2);
+  CHECK(clock.nextWaitLeft() == 1000ms);
+
+  // An inventory change wakes the reporter with no clock time passing.
+  service.setInventory(inventory(PoolBuilder("a").gpu("c0.1", "n1").gpu("c0.2", "n1")));
+  REQUIRE(clock.awaitWait(3));
+  CHECK(use.calls == 3);
+  REQUIRE(pub.reports.size() == 2);
+  CHECK(pub.reports.back().advertised == std::vector<std::string>{"c0.1", "c0.2"});
+
+  // Publishing fails: the next round comes after the retry interval, changes do not hurry it.
+  pub.fail = true;
+  service.setInventory(inventory(PoolBuilder("a").gpu("c0.2", "n1")));
+  REQUIRE(clock.awaitWait(4));
+  CHECK(use.calls == 4);
+  CHECK(reporter.lastError().find("API server unreachable") != std::string::npos);
+  CHECK(clock.nextWaitLeft() == 250ms);
+  service.setInventory(inventory(PoolBuilder("a").gpu("c0.3", "n1")));
+  clock.advance(249ms);
+  CHECK(clock.nextWaitLeft() == 1ms);
+  CHECK(use.calls == 4);
+  pub.fail = false;
+  clock.advance(1ms);
+  REQUIRE(clock.awaitWait(5));
+  CHECK(use.calls == 5);
+  REQUIRE(pub.reports.size() == 3);
+  CHECK(pub.reports.back().advertised == std::vector<std::string>{"c0.3"});
+  CHECK(reporter.lastError().empty());
+  CHECK(clock.nextWaitLeft() == 1000ms);
+
+  // stop() ends the wait at once: no clock time passes.
+  reporter.stop();
+  CHECK(clock.waiters() == 0);
 }
 
 TEST_CASE("withdrawal is not confirmed while a stream has not received the list", "[devplugin]") {
