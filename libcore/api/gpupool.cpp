@@ -176,4 +176,16 @@ PoolGpus parsePoolGpus(const json& pool) {
   return out;
 }
 
+bool servesDevicePlugin(const nlohmann::json& pool) {
+  if (!pool.is_object()) {
+    return true;
+  }
+  const auto spec = pool.find("spec");
+  if (spec == pool.end() || !spec->is_object()) {
+    return true;
+  }
+  const auto path = spec->find("allocationPath");
+  return path == spec->end() || !path->is_string() || *path != kPathDra;
+}
+
 }  // namespace kc::api

@@ -55,4 +55,9 @@ struct PoolGpus {
 // writer always sets it). Never throws.
 PoolGpus parsePoolGpus(const nlohmann::json& pool);
 
+// Whether a GPUPool object offers its GPUs through the device-plugin path: spec.allocationPath
+// absent or anything but "DRA" (reconfig-mgr refuses other values and then publishes no
+// ResourceSlices, so a GPU is offered on one path only, whatever the spec says).
+bool servesDevicePlugin(const nlohmann::json& pool);
+
 }  // namespace kc::api

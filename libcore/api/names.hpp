@@ -40,6 +40,13 @@ inline kube::GroupVersionResource gpuPools() {
 inline kube::GroupVersionResource vnis() {
   return {std::string(kGroup), "v1", std::string(kVniResource), true};
 }
+// resource.k8s.io/v1 (Dynamic Resource Allocation; docs/dra.md).
+inline kube::GroupVersionResource resourceSlices() {
+  return {"resource.k8s.io", "v1", "resourceslices", false};
+}
+inline kube::GroupVersionResource resourceClaims() {
+  return {"resource.k8s.io", "v1", "resourceclaims", true};
+}
 inline kube::GroupVersionResource bridgeJobs() {
   return {std::string(kBridgeGroup), std::string(kBridgeJobVersion),
           std::string(kBridgeJobResource), true};
@@ -53,6 +60,10 @@ inline kube::GroupVersionResource bridgeJobs() {
 inline constexpr std::string_view kGpuResource = "kubecomp.io/gpu";
 // The DRA driver name of the DRA path (docs/dra.md).
 inline constexpr std::string_view kDraDriverName = "gpu.kubecomp.io";
+// GPUPool spec.allocationPath: which path offers the pool's GPUs to pods (docs/dra.md). One
+// path per pool, so a GPU is never offered on both.
+inline constexpr std::string_view kPathDevicePlugin = "DevicePlugin";  // the default
+inline constexpr std::string_view kPathDra = "DRA";
 // spec.schedulerName of the pods kubecomp-sched places.
 inline constexpr std::string_view kSchedulerName = "kubecomp-sched";
 

@@ -44,6 +44,9 @@ NodeInventory nodeInventory(const std::vector<json>& pools, std::string_view nod
   std::map<std::string, NodeGpu> byId;
   std::set<std::string> duplicated;
   for (const json& pool : pools) {
+    if (!api::servesDevicePlugin(pool)) {
+      continue;  // its GPUs are offered through DRA (docs/dra.md), never on both paths
+    }
     api::PoolGpus parsed = api::parsePoolGpus(pool);
     inv.problems.insert(inv.problems.end(), parsed.problems.begin(), parsed.problems.end());
     for (api::PoolGpu& g : parsed.gpus) {

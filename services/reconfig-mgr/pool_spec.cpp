@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "libcore/api/names.hpp"
 #include "libcore/fabric/types.hpp"
 
 namespace kc::reconfig {
@@ -265,6 +266,21 @@ Status checkHostsDistinct(const PoolSpec& pool, const std::string& where) {
   return okStatus();
 }
 
+// spec.allocationPath, when set, into `pool`.
+Status readAllocationPath(const json& spec, const std::string& where, PoolSpec& pool) {
+  const auto p = spec.find("allocationPath");
+  if (p == spec.end() || p->is_null()) {
+    return okStatus();
+  }
+  if (!p->is_string() || (*p != api::kPathDevicePlugin && *p != api::kPathDra)) {
+    return makeError(errc::kInvalid, where + ".allocationPath must be " +
+                                         std::string(api::kPathDevicePlugin) + " or " +
+                                         std::string(api::kPathDra));
+  }
+  pool.dra = *p == api::kPathDra;
+  return okStatus();
+}
+
 // spec.pollIntervalSeconds, when set, into `pool`.
 Status readPollInterval(const json& spec, const std::string& where, PoolSpec& pool) {
   const auto p = spec.find("pollIntervalSeconds");
@@ -310,6 +326,9 @@ Result<PoolSpec> parsePoolSpec(const json& pool, std::string_view defaultSecretN
   }
   out.nodes = std::move(*nodes);
   if (auto s = checkHostsDistinct(out, where); !s) {
+    return s.error();
+  }
+  if (auto s = readAllocationPath(*spec, where, out); !s) {
     return s.error();
   }
   if (auto s = readPollInterval(*spec, where, out); !s) {

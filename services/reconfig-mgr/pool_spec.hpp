@@ -43,6 +43,7 @@ struct PoolSpec {
   std::vector<ChassisSpec> chassis;
   std::vector<NodeSpec> nodes;
   std::uint32_t pollIntervalSeconds = 30;
+  bool dra = false;  // spec.allocationPath DRA: reconfig-mgr publishes ResourceSlices
 
   // The node's host on `chassis` (chassisHostPorts, else hostPort); nullopt for a node not in
   // the pool.

@@ -172,6 +172,7 @@ void PoolWorker::run() {
     }
     auto obj = poolObject();
     if (!obj) {
+      syncSlices(json::object(), true);
       break;  // the GPUPool is gone
     }
     if (!loaded || reload_) {

@@ -26,6 +26,7 @@
 #include "services/reconfig-mgr/moves_gate.hpp"
 #include "services/reconfig-mgr/pool_view.hpp"
 #include "services/reconfig-mgr/reconfig_shared.hpp"
+#include "services/reconfig-mgr/slice_publisher.hpp"
 
 namespace kc::reconfig {
 
@@ -40,7 +41,8 @@ class PoolWorker final : public MoveEnv {
         clock_(sh_.client->clock()),
         runner_(*this, clock_, sh_.opts.runner),
         rng_(sh_.opts.seed),
-        movesGate_(std::chrono::seconds(sh_.opts.movesReprobeSeconds)) {}
+        movesGate_(std::chrono::seconds(sh_.opts.movesReprobeSeconds)),
+        slices_(*sh_.client, name_) {}
   ~PoolWorker() override { stop(); }
 
   void start() {
@@ -134,6 +136,11 @@ class PoolWorker final : public MoveEnv {
   // journal step and must land (optimistic concurrency on the object's resourceVersion).
   Status writeStatus(bool journalChange);
 
+  // The DRA path: the pool's ResourceSlices follow `status` (status.gpus) and the spec's nodes
+  // and allocationPath (slice_publisher.hpp); nothing is sent while those stay the same. A pool
+  // that is gone (`gone`) has its slices removed.
+  void syncSlices(const json& status, bool gone = false);
+
   // Every kubecomp-sched pod, parsed once per resourceVersion (the loop runs on every change
   // of any pod, node or pool; re-parsing thousands of pods each time would dominate).
   std::vector<PodInfo> kubecompPods();
@@ -198,6 +205,8 @@ class PoolWorker final : public MoveEnv {
   json lastWrittenMoves_ = json::array();
   std::string resourceVersion_;
   std::int64_t lastWriteGeneration_ = 0;
+  SlicePublisher slices_;
+  json lastSliceInputs_;  // what the slices were last made to match (null: not yet)
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;

@@ -156,6 +156,7 @@ Status PoolWorker::writeStatus(bool journalChange) {
   in.previousStatus = previousStatus_;
   json status = renderStatus(in);
   if (!journalChange && status == previousStatus_) {
+    syncSlices(status);
     return okStatus();
   }
   json body = *obj;
@@ -172,6 +173,7 @@ Status PoolWorker::writeStatus(bool journalChange) {
       lastWrittenMoves_ = status["moves"];
       resourceVersion_ = (*r)["metadata"].value("resourceVersion", "");
       lastWriteGeneration_ = (*r)["metadata"].value("generation", 0);
+      syncSlices(status);
       return okStatus();
     }
     if (!r.error().isConflict()) {
@@ -197,6 +199,33 @@ Status PoolWorker::writeStatus(bool journalChange) {
     body["status"] = status;
   }
   return makeError(errc::kConflict, "GPUPool " + name_ + ": status kept conflicting");
+}
+
+void PoolWorker::syncSlices(const json& status, bool gone) {
+  const bool dra = !gone && spec_ && spec_->dra;
+  std::vector<std::string> nodes;
+  if (spec_ && !gone) {
+    for (const NodeSpec& n : spec_->nodes) {
+      nodes.push_back(n.name);
+    }
+  }
+  json inputs{{"dra", dra}, {"nodes", nodes}, {"gpus", status.value("gpus", json::array())}};
+  if (inputs == lastSliceInputs_) {
+    return;
+  }
+  const auto gpus = api::parsePoolGpus(json{{"metadata", {{"name", name_}}}, {"status", status}});
+  auto r = slices_.sync(dra, nodes, gpus.gpus);
+  if (!r) {
+    spdlog::warn("pool {}: ResourceSlices: {}", name_, r.error().message);
+    if (sh_.metrics) {
+      sh_.metrics->failure("slice_publish");
+    }
+    return;  // tried again on the next status render
+  }
+  lastSliceInputs_ = std::move(inputs);
+  if (*r) {
+    spdlog::info("pool {}: ResourceSlices {}", name_, dra ? "published" : "removed");
+  }
 }
 
 }  // namespace kc::reconfig

@@ -49,6 +49,17 @@ TEST_CASE("inventory keeps only this node's GPUs, sorted, across pools", "[devpl
   CHECK(inv.find("d0.2") == nullptr);  // unattached
 }
 
+TEST_CASE("a pool on the DRA path is not advertised: a GPU is offered on one path only",
+          "[devplugin][dra]") {
+  auto a = PoolBuilder("pool-a").gpu("c0.1", "n1").json();
+  auto b = PoolBuilder("pool-b").gpu("d0.1", "n1").json();
+  b["spec"]["allocationPath"] = "DRA";
+  CHECK(ids(kc::devplugin::nodeInventory({a, b}, "n1")) == std::vector<std::string>{"c0.1"});
+  b["spec"]["allocationPath"] = "DevicePlugin";
+  CHECK(ids(kc::devplugin::nodeInventory({a, b}, "n1")) ==
+        std::vector<std::string>{"c0.1", "d0.1"});
+}
+
 TEST_CASE("malformed status entries are reported, never advertised healthy", "[devplugin]") {
   using nlohmann::json;
   // (entry, kept?, healthy if kept, a problem reported?)

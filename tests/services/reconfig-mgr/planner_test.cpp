@@ -109,6 +109,11 @@ TEST_CASE("pool spec: hosts per chassis and strict errors", "[reconfig]") {
   REQUIRE(spec);
   CHECK(spec->generation == 3);
   CHECK(spec->pollIntervalSeconds == 30);
+  CHECK_FALSE(spec->dra);  // allocationPath defaults to DevicePlugin
+  pool["spec"]["allocationPath"] = "DRA";
+  CHECK(kc::reconfig::parsePoolSpec(pool, "kubecomp")->dra);
+  pool["spec"]["allocationPath"] = "DevicePlugin";
+  CHECK_FALSE(kc::reconfig::parsePoolSpec(pool, "kubecomp")->dra);
   CHECK(spec->chassis[1].secretNamespace == "kubecomp");
   CHECK(spec->hostOf("n2", "c1") == "sys-2");
   CHECK(spec->hostOf("n2", "c0") == "2");
@@ -128,6 +133,7 @@ TEST_CASE("pool spec: hosts per chassis and strict errors", "[reconfig]") {
        [](json& p) { p["spec"]["nodes"][0]["chassisHostPorts"] = {{"zz", "1"}}; },
        "unknown chassis"},
       {"poll 0", [](json& p) { p["spec"]["pollIntervalSeconds"] = 0; }, "pollIntervalSeconds"},
+      {"unknown path", [](json& p) { p["spec"]["allocationPath"] = "Both"; }, "allocationPath"},
       {"hostPort number", [](json& p) { p["spec"]["nodes"][0]["hostPort"] = 1; }, "hostPort"},
   }));
   CAPTURE(what);
