@@ -132,13 +132,18 @@ std::string draDeviceName(std::string_view gpuId) {
 std::vector<ResourceSlice> buildPoolSlices(std::string_view gpuPool,
                                            const std::vector<std::string>& nodes,
                                            const std::vector<PoolGpu>& gpus,
-                                           std::int64_t generation) {
+                                           std::int64_t generation,
+                                           const std::set<std::string>& heldInFabric) {
   if (nodes.empty()) {
     return {};  // a GPUPool connecting no node offers nothing anywhere
   }
   std::map<std::string, std::vector<SliceDevice>, std::less<>> local;
   std::vector<SliceDevice> fabric;
   for (const PoolGpu& g : gpus) {
+    if (heldInFabric.contains(g.id)) {
+      fabric.push_back(deviceOf(g, gpuPool, true));  // where its claim's allocation names it
+      continue;
+    }
     if (!g.healthy || g.draining) {
       continue;  // withheld until usable
     }

@@ -77,7 +77,13 @@ TEST_CASE("DRA slices: every usable GPU of a pool appears exactly once, where th
   for (int round = 0; round < 300; ++round) {
     const RandomPool p = randomPool(rng);
     const std::int64_t generation = static_cast<std::int64_t>(rng() % 100);
-    const auto slices = buildPoolSlices("pool-a", p.nodes, p.gpus, generation);
+    std::set<std::string> held;  // GPUs some claim holds from the fabric pool
+    for (const PoolGpu& g : p.gpus) {
+      if (rng() % 10 == 0) {
+        held.insert(g.id);
+      }
+    }
+    const auto slices = buildPoolSlices("pool-a", p.nodes, p.gpus, generation, held);
     std::map<std::string, int> seen;  // GPU id -> times published
     std::map<std::string, std::vector<const ResourceSlice*>> byPool;
     std::set<std::string> sliceNames;
@@ -98,8 +104,9 @@ TEST_CASE("DRA slices: every usable GPU of a pool appears exactly once, where th
         CHECK(d.uuid == gpu->uuid);
         CHECK(d.model == gpu->model);
         CHECK(d.chassis == gpu->chassis);
-        if (gpu->node.empty()) {
-          // Fabric: attached on demand, only to a node the pool connects.
+        if (gpu->node.empty() || held.contains(gpu->id)) {
+          // Fabric: attached on demand, only to a node the pool connects; a held GPU stays
+          // where its claim's allocation names it.
           CHECK(d.bindsToNode);
           CHECK(s.nodeName.empty());
           CHECK(s.nodes == p.nodes);
@@ -118,7 +125,7 @@ TEST_CASE("DRA slices: every usable GPU of a pool appears exactly once, where th
     }
     for (const PoolGpu& g : p.gpus) {
       CAPTURE(round, g.id, g.node, g.healthy, g.draining);
-      CHECK(seen[g.id] == (usable(g, p.nodes) ? 1 : 0));
+      CHECK(seen[g.id] == (held.contains(g.id) || usable(g, p.nodes) ? 1 : 0));
     }
     for (const auto& [pool, members] : byPool) {
       CAPTURE(round, pool);
@@ -161,6 +168,27 @@ TEST_CASE("DRA slices: the objects carry resource.k8s.io/v1's field names", "[ap
   CHECK(d["bindingConditions"] == json::array({"gpu.kubecomp.io/attached"}));
   CHECK(d["bindingFailureConditions"] == json::array({"gpu.kubecomp.io/attach-failed"}));
   CHECK_FALSE(d["attributes"].contains("uuid"));  // unknown uuid: no attribute
+}
+
+TEST_CASE("DRA slices: a GPU a claim holds from the fabric pool stays there once attached",
+          "[api][dra]") {
+  // Attached to n1 for the claim (and, say, marked unhealthy since): still the fabric device
+  // the allocation names, never also in n1's pool where it would look free.
+  PoolGpu held = gpu("c0.7", "c0", "n1");
+  held.healthy = false;
+  const PoolGpu other = gpu("c0.8", "c0", "n1");
+  const auto slices = buildPoolSlices("p", {"n1"}, {held, other}, 1, {"c0.7"});
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[0].poolName == "p/n1");
+  REQUIRE(slices[0].devices.size() == 1);
+  CHECK(slices[0].devices[0].id == "c0.8");
+  CHECK(slices[1].poolName == "p");
+  REQUIRE(slices[1].devices.size() == 1);
+  CHECK(slices[1].devices[0].id == "c0.7");
+  CHECK(slices[1].devices[0].bindsToNode);
+  // Let go: it appears on its node (healthy) or nowhere (unhealthy).
+  const auto released = buildPoolSlices("p", {"n1"}, {held, other}, 2);
+  CHECK(released[1].devices.empty());
 }
 
 TEST_CASE("DRA slices: a pool connecting no node offers nothing", "[api][dra]") {
