@@ -1,6 +1,7 @@
 // kube-apiserver-double: an in-memory Kubernetes API server TEST DOUBLE.
 // For tests and the local demo only. Not for production: no persistence, no admission,
-// no controllers, no RBAC. See docs/apiserver-double.md.
+// no RBAC, and of the controllers only PodDisruptionBudget status and the resourceclaim
+// controller. See docs/apiserver-double.md.
 
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "kube-apiserver-double: an in-memory Kubernetes API server TEST DOUBLE for tests and local "
       "demos.\n"
-      "NOT FOR PRODUCTION: state lives in memory only; no admission, RBAC or controllers.",
+      "NOT FOR PRODUCTION: memory only; no admission, no RBAC, two in-process controllers.",
       "kube-apiserver-double"};
   app.add_option("--bind-address", o.bindAddress, "Address to listen on")->capture_default_str();
   app.add_option("--port", o.port, "Port (0 = pick a free one; see --kubeconfig-out)")

@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "libcore/base/base64.hpp"
+#include "tools/kube-apiserver-double/dra_validation.hpp"
 #include "tools/kube-apiserver-double/store_internal.hpp"
 
 namespace kc::apiserver {
@@ -143,6 +144,56 @@ void normalizeSecret(json& secret) {
   if (!secret.contains("type") || !secret["type"].is_string() ||
       secret["type"].get<std::string>().empty()) {
     secret["type"] = "Opaque";
+  }
+}
+
+void admitOnCreate(const ResourceInfo& res, const std::string& name, json& body) {
+  if (res.group.empty() && res.resource == "pods") {
+    if (!body.contains("spec") || !body["spec"].is_object() ||
+        !body["spec"].contains("containers") || !body["spec"]["containers"].is_array() ||
+        body["spec"]["containers"].empty()) {
+      throw invalid("", "Pod", name, "spec.containers", "Required value");
+    }
+    defaultPod(body);
+  } else if (res.group.empty() && res.resource == "namespaces") {
+    body["spec"] = {{"finalizers", {"kubernetes"}}};
+    body["status"] = {{"phase", "Active"}};
+    body["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+  } else if (res.group == "apps" && res.resource == "deployments") {
+    defaultDeployment(body);
+  } else if (res.group.empty() && res.resource == "secrets") {
+    normalizeSecret(body);
+  } else if (res.group == "policy" && res.resource == "poddisruptionbudgets") {
+    validatePdb(name, body);
+  } else if (res.group == dra::kGroup) {
+    dra::applyDefaults(res.resource, body);
+    dra::admit(res.resource, name, body, nullptr, false);
+  }
+}
+
+void admitOnUpdate(const ResourceInfo& res, const std::string& name, const json& oldObj, json& next,
+                   bool statusUpdate) {
+  if (res.group.empty() && res.resource == "pods") {
+    auto nodeOf = [](const json& o) {
+      return o.contains("spec") ? str(o["spec"], "nodeName") : std::string();
+    };
+    if (nodeOf(next) != nodeOf(oldObj)) {
+      throw invalid(
+          "", "Pod", name, "spec",
+          "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
+          "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` "
+          "(only "
+          "additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to "
+          "be set "
+          "to 1 if it was previously negative)");
+    }
+  }
+  if (res.group.empty() && res.resource == "secrets") {
+    normalizeSecret(next);
+  }
+  if (res.group == dra::kGroup) {
+    dra::applyDefaults(res.resource, next);
+    dra::admit(res.resource, name, next, &oldObj, statusUpdate);
   }
 }
 

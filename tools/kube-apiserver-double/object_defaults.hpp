@@ -7,6 +7,8 @@
 
 namespace kc::apiserver {
 
+struct ResourceInfo;
+
 bool isDnsSubdomain(const std::string& s);
 bool isDnsLabel(const std::string& s);
 extern const char* const kSubdomainMsg;
@@ -22,5 +24,13 @@ void defaultDeployment(nlohmann::json& deployment);
 // shared key) and dropped, type defaulted to Opaque. A stringData value that is not a string
 // is refused by the caller's validation.
 void normalizeSecret(nlohmann::json& secret);
+
+// Everything above and the per-kind checks (PodDisruptionBudget, resource.k8s.io), as the store
+// applies them to a new object (CRDs aside: the store accepts those itself) ...
+void admitOnCreate(const ResourceInfo& res, const std::string& name, nlohmann::json& body);
+// ... and to an update, once `next` holds what the update may not change (metadata the server
+// owns, the stored status or spec). Both throw the 422 (or 400) ApiError.
+void admitOnUpdate(const ResourceInfo& res, const std::string& name, const nlohmann::json& oldObj,
+                   nlohmann::json& next, bool statusUpdate);
 
 }  // namespace kc::apiserver

@@ -5,6 +5,7 @@
 
 #include "libcore/base/base64.hpp"
 #include "libcore/base/rfc3339.hpp"
+#include "tools/kube-apiserver-double/dra_validation.hpp"
 #include "tools/kube-apiserver-double/object_defaults.hpp"
 #include "tools/kube-apiserver-double/store_internal.hpp"
 
@@ -404,6 +405,9 @@ ObjectPtr ObjectStore::commit(const ResourceInfo& res, const std::string& key, O
   if (res.namespaced && (tableKey == "/pods" || tableKey == "policy/poddisruptionbudgets")) {
     reconcileBudgetsLocked(result->ns);
   }
+  if (res.namespaced && (tableKey == "/pods" || res.group == dra::kGroup)) {
+    reconcileResourceClaimsLocked(tableKey, result, ev->type == Event::Type::kDeleted);
+  }
   return result;
 }
 
@@ -502,7 +506,7 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   meta.erase("deletionTimestamp");
   meta.erase("deletionGracePeriodSeconds");
   meta.erase("resourceVersion");
-  if (res.hasStatus || res.custom) {
+  if (res.hasStatus || res.custom || res.tracksGeneration) {
     meta["generation"] = 1;
   } else {
     meta.erase("generation");
@@ -510,26 +514,10 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   if (res.hasStatus && res.resource != "nodes") {
     body.erase("status");
   }
-  // Type-specific defaulting and validation (the parts our clients observe).
-  if (res.group.empty() && res.resource == "pods") {
-    if (!body.contains("spec") || !body["spec"].is_object() ||
-        !body["spec"].contains("containers") || !body["spec"]["containers"].is_array() ||
-        body["spec"]["containers"].empty()) {
-      throw invalid("", "Pod", name, "spec.containers", "Required value");
-    }
-    defaultPod(body);
-  } else if (res.group.empty() && res.resource == "namespaces") {
-    body["spec"] = {{"finalizers", {"kubernetes"}}};
-    body["status"] = {{"phase", "Active"}};
-    meta["labels"]["kubernetes.io/metadata.name"] = name;
-  } else if (res.group == "apps" && res.resource == "deployments") {
-    defaultDeployment(body);
-  } else if (res.group.empty() && res.resource == "secrets") {
-    normalizeSecret(body);
-  } else if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
+  if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     acceptCrdLocked(res, name, body);
-  } else if (res.group == "policy" && res.resource == "poddisruptionbudgets") {
-    validatePdb(name, body);
+  } else {
+    admitOnCreate(res, name, body);
   }
   ObjectPtr created = commit(res, key, nullptr, std::move(body));
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
@@ -623,21 +611,6 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current,
         next.erase("status");
       }
     }
-    if (res.group.empty() && res.resource == "pods") {
-      auto nodeOf = [](const json& o) {
-        return o.contains("spec") ? str(o["spec"], "nodeName") : std::string();
-      };
-      if (nodeOf(next) != nodeOf(oldObj)) {
-        throw invalid(
-            "", "Pod", current->name, "spec",
-            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`, "
-            "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` "
-            "(only "
-            "additions to existing tolerations), `spec.terminationGracePeriodSeconds` (allow it to "
-            "be set "
-            "to 1 if it was previously negative)");
-      }
-    }
     if (hasDeletionTimestamp(oldObj)) {
       for (const auto& f : finalizersOf(next)) {
         auto old = finalizersOf(oldObj);
@@ -651,9 +624,8 @@ ObjectPtr ObjectStore::updateLocked(const ResourceInfo& res, ObjectPtr current,
       }
     }
   }
-  if (res.group.empty() && res.resource == "secrets") {
-    normalizeSecret(next);
-  }
+  // Before the no-op check: defaulting makes a re-sent object equal to the stored one.
+  admitOnUpdate(res, current->name, oldObj, next, sub == Subresource::kStatus);
   next["kind"] = oldObj.value("kind", res.kind);
   next["apiVersion"] = oldObj.value("apiVersion", res.apiVersion(res.versions.front()));
   next["metadata"]["resourceVersion"] = oldMeta.value("resourceVersion", "");

@@ -14,8 +14,9 @@
 // One class, several translation units by concern: object_store.cpp (reads, LIST, commit,
 // create/update), store_watch.cpp (WATCH), store_delete.cpp (DELETE, finalizers, GC,
 // namespaces), store_crd.cpp (CRDs), store_pods.cpp (pods/binding), store_disruption.cpp
-// (PodDisruptionBudget status, pods/eviction);
-// object_defaults.cpp holds per-kind validation and defaulting.
+// (PodDisruptionBudget status, pods/eviction), store_resourceclaims.cpp (the resourceclaim
+// controller); object_defaults.cpp and dra_validation.hpp hold per-kind validation and
+// defaulting.
 
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,10 @@
 #include "tools/kube-apiserver-double/selectors.hpp"
 
 namespace kc::apiserver {
+
+namespace claimctl {
+struct ClaimWorld;
+}
 
 // One immutable version of an object.
 struct StoredObject {
@@ -204,6 +209,7 @@ class ObjectStore {
   std::unordered_map<std::string, std::set<std::pair<std::string, std::string>>> dependents_;
   std::mt19937_64 rng_;
   bool reconcilingBudgets_ = false;  // reconcileBudgetsLocked is writing budget statuses
+  bool reconcilingClaims_ = false;   // the resourceclaim controller is writing
 
   Table& table(const std::string& key);
   const Table* findTable(const std::string& key) const;
@@ -231,6 +237,14 @@ class ObjectStore {
   void reconcileBudgetsLocked(const std::string& ns);
   std::vector<ObjectPtr> inNamespaceLocked(const std::string& tableKey,
                                            const std::string& ns) const;
+  // The resourceclaim controller (store_resourceclaims.cpp), run after a write of a pod,
+  // ResourceClaim or ResourceClaimTemplate (`changed`, its final state when `deleted`).
+  void reconcileResourceClaimsLocked(const std::string& tableKey, const ObjectPtr& changed,
+                                     bool deleted);
+  claimctl::ClaimWorld claimWorldLocked(const std::string& ns) const;
+  void syncPodClaimsLocked(const std::string& ns, const std::string& podName);
+  void syncClaimLocked(const std::string& ns, const std::string& name);
+  void recordClaimEventLocked(const ObjectPtr& pod, const std::string& message);
   void onNamespaceTerminating(const std::string& ns);
   void maybeFinishNamespace(const std::string& ns);
   void maybeFinishForeground(ObjectPtr removed);

@@ -25,6 +25,29 @@ ResourceInfo builtin(std::string group, std::string version, std::string resourc
   return r;
 }
 
+// resource.k8s.io/v1 (Dynamic Resource Allocation, GA in Kubernetes 1.34): no short names or
+// categories upstream; every DELETE answers with the object; DeviceClass and ResourceSlice
+// bump metadata.generation on spec changes; only ResourceSlice offers field selectors beyond
+// metadata (spec.nodeName, spec.driver).
+void addDynamicResourceAllocation(ResourceRegistry& reg) {
+  auto classes =
+      builtin("resource.k8s.io", "v1", "deviceclasses", "deviceclass", "DeviceClass", false);
+  classes.tracksGeneration = true;
+  auto slices =
+      builtin("resource.k8s.io", "v1", "resourceslices", "resourceslice", "ResourceSlice", false);
+  slices.tracksGeneration = true;
+  slices.fieldLabels = {"spec.nodeName", "spec.driver"};
+  auto claims =
+      builtin("resource.k8s.io", "v1", "resourceclaims", "resourceclaim", "ResourceClaim", true);
+  claims.hasStatus = true;
+  auto templates = builtin("resource.k8s.io", "v1", "resourceclaimtemplates",
+                           "resourceclaimtemplate", "ResourceClaimTemplate", true);
+  for (auto* r : {&classes, &slices, &claims, &templates}) {
+    r->returnDeletedObject = true;
+    reg.add(*r);
+  }
+}
+
 }  // namespace
 
 bool ResourceInfo::servesVersion(const std::string& v) const {
@@ -122,6 +145,7 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
                   "ClusterRoleBinding", false));
   reg.add(builtin("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass",
                   false, {"pc"}));
+  addDynamicResourceAllocation(reg);
   auto crd =
       builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
               "CustomResourceDefinition", false, {"crd", "crds"});

@@ -25,6 +25,7 @@ struct ResourceInfo {
   bool hasEviction = false;          // pods/eviction (policy/v1 Eviction)
   bool custom = false;               // defined by a CRD: no strategic merge patch
   bool returnDeletedObject = false;  // DELETE answers with the object (pods) instead of a Status
+  bool tracksGeneration = false;     // metadata.generation without a status subresource
   std::vector<std::string> shortNames;
   std::vector<std::string> categories;
   // Field selector labels beyond metadata.name / metadata.namespace.
@@ -41,7 +42,8 @@ struct ResourceInfo {
 class ResourceRegistry {
  public:
   // The built-in resources (core/v1, apps/v1, batch/v1, coordination.k8s.io/v1,
-  // events.k8s.io/v1, policy/v1, apiextensions.k8s.io/v1).
+  // events.k8s.io/v1, policy/v1, rbac, scheduling.k8s.io/v1, resource.k8s.io/v1,
+  // apiextensions.k8s.io/v1).
   static ResourceRegistry withBuiltins();
 
   void add(ResourceInfo info);

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "libcore/base/rfc3339.hpp"
+#include "tools/kube-apiserver-double/dra_printers.hpp"
 #include "tools/kube-apiserver-double/event_conversion.hpp"
 #include "tools/kube-apiserver-double/json_access.hpp"
 
@@ -404,98 +405,6 @@ const char* kAgeDoc = "Time since the object was created (metadata.creationTimes
 
 }  // namespace
 
-Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path) {
-  auto bad = [&] {
-    return makeError(kc::errc::kInvalid, "must be a simple json path starting with .");
-  };
-  if (path.empty() || path[0] != '.') {
-    return bad();
-  }
-  std::vector<std::string> steps;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    if (path[i] == '.') {
-      ++i;
-      std::string key;
-      while (i < path.size() && path[i] != '.' && path[i] != '[') {
-        if (path[i] == '\\' && i + 1 < path.size()) {
-          ++i;
-        } else if (path[i] == '*' || path[i] == '{' || path[i] == '}' || path[i] == '@' ||
-                   path[i] == '?') {
-          return bad();
-        }
-        key += path[i++];
-      }
-      if (key.empty()) {
-        return bad();
-      }
-      steps.push_back(key);
-    } else if (path[i] == '[') {
-      std::size_t close = path.find(']', i);
-      if (close == std::string::npos || close == i + 1) {
-        return bad();
-      }
-      std::string inner = path.substr(i + 1, close - i - 1);
-      if (std::all_of(inner.begin(), inner.end(),
-                      [](unsigned char c) { return std::isdigit(c); })) {
-        steps.push_back("#" + inner);
-      } else if (inner.size() >= 2 && (inner.front() == '\'' || inner.front() == '"') &&
-                 inner.back() == inner.front()) {
-        steps.push_back(inner.substr(1, inner.size() - 2));
-      } else {
-        return bad();
-      }
-      i = close + 1;
-    } else {
-      return bad();
-    }
-  }
-  return steps;
-}
-
-Result<PrinterColumn> parsePrinterColumn(const nlohmann::json& c, const std::string& fieldPath) {
-  auto err = [&](const std::string& f, const std::string& msg) {
-    return makeError(kc::errc::kInvalid, fieldPath + "." + f + ": " + msg);
-  };
-  if (!c.is_object()) {
-    return makeError(kc::errc::kInvalid, fieldPath + ": Invalid value: must be an object");
-  }
-  PrinterColumn p;
-  p.name = text(c, "name");
-  p.type = text(c, "type");
-  p.format = text(c, "format");
-  p.description = text(c, "description");
-  p.jsonPath = text(c, "jsonPath");
-  if (field(c, "priority").is_number_integer()) {
-    p.priority = field(c, "priority").get<std::int32_t>();
-  }
-  if (p.name.empty()) {
-    return err("name", "Required value");
-  }
-  static const std::set<std::string> kTypes = {"integer", "number", "string", "boolean", "date"};
-  if (p.type.empty()) {
-    return err("type", "Required value");
-  }
-  if (!kTypes.count(p.type)) {
-    return err(
-        "type",
-        "Unsupported value: " + json(p.type).dump() +
-            ": supported values: \"boolean\", \"date\", \"integer\", \"number\", \"string\"");
-  }
-  if (p.priority < 0) {
-    return err("priority", "Invalid value: " + std::to_string(p.priority) +
-                               ": must be greater than or equal to 0");
-  }
-  if (p.jsonPath.empty()) {
-    return err("jsonPath", "Required value");
-  }
-  if (!parseSimpleJsonPath(p.jsonPath)) {
-    return err("jsonPath", "Invalid value: " + json(p.jsonPath).dump() +
-                               ": must be a simple json path starting with .");
-  }
-  return p;
-}
-
 std::string humanDuration(std::chrono::system_clock::duration d) {
   using namespace std::chrono;
   const std::int64_t seconds = duration_cast<std::chrono::seconds>(d).count();
@@ -560,12 +469,18 @@ TableConvertor::TableConvertor(std::string group, std::string resource,
     printer_ = Printer::kEvent;
   } else if (group == "policy" && resource == "poddisruptionbudgets") {
     printer_ = Printer::kPdb;
+  } else if (group == "resource.k8s.io" && dra::hasPrinter(resource)) {
+    printer_ = Printer::kDra;
+    resource_ = std::move(resource);
   } else {
     printer_ = Printer::kDefault;
   }
 }
 
 nlohmann::json TableConvertor::columnDefinitions() const {
+  if (printer_ == Printer::kDra) {
+    return dra::columnDefinitions(resource_);
+  }
   if (printer_ == Printer::kEvent) {
     // The one printer whose NAME column is last (and wide only).
     return json::array(
@@ -613,6 +528,7 @@ nlohmann::json TableConvertor::columnDefinitions() const {
       cols.push_back(column("Age", "string", kAgeDoc));
       break;
     case Printer::kEvent:
+    case Printer::kDra:
       break;
     case Printer::kPdb:
       cols.push_back(column("Min Available", "string", "spec.minAvailable"));
@@ -653,6 +569,8 @@ nlohmann::json TableConvertor::cells(const nlohmann::json& object,
               age(field(meta, "creationTimestamp"), now)};
     case Printer::kEvent:
       return eventCells(object, now);
+    case Printer::kDra:
+      return dra::cells(resource_, object, now);
     case Printer::kPdb: {
       auto intOrPercent = [&](const char* key) {
         const json& v = field(field(object, "spec"), key);

@@ -5,7 +5,7 @@
 // OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME), namespaces (NAME STATUS AGE),
 // poddisruptionbudgets (NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE), events of
 // both groups (LAST SEEN TYPE REASON OBJECT MESSAGE; wide: SUBOBJECT SOURCE FIRST SEEN COUNT
-// NAME), a CRD's
+// NAME), resource.k8s.io/v1 (dra_printers.hpp), a CRD's
 // additionalPrinterColumns (after NAME; AGE when it declares none), and NAME / Created At for
 // every other kind, as the real server's default convertor.
 
@@ -29,7 +29,7 @@ struct PrinterColumn {
   std::string jsonPath;  // the simple JSONPath subset: .a.b, .a[0].b, .a['k.x'], escaped \.
 };
 
-// Parses a simple JSONPath (".spec.replicas", ".status.conditions[0].type",
+// (printer_columns.cpp) Parses a simple JSONPath (".spec.replicas", ".status.conditions[0].type",
 // ".metadata.labels.app\.kubernetes\.io/name", ".metadata.annotations['a.b/c']") into its
 // steps: object keys and array indexes ("#<n>" marks an index). Errors carry code "invalid".
 Result<std::vector<std::string>> parseSimpleJsonPath(const std::string& path);
@@ -63,11 +63,12 @@ class TableConvertor {
                      const TableRequest& request) const;
 
  private:
-  enum class Printer { kPod, kNode, kNamespace, kPdb, kEvent, kCustom, kDefault };
+  enum class Printer { kPod, kNode, kNamespace, kPdb, kEvent, kDra, kCustom, kDefault };
   nlohmann::json cells(const nlohmann::json& object,
                        std::chrono::system_clock::time_point now) const;
 
   Printer printer_;
+  std::string resource_;  // kDra: which resource.k8s.io printer
   std::vector<PrinterColumn> custom_;
   std::vector<std::vector<std::string>> customPaths_;
 };

@@ -3,7 +3,9 @@
 # get -w seeing a change, patch (strategic, merge, json), delete blocked by a finalizer,
 # describe, server-side Table columns (CRD printer columns, pods, nodes), kubectl drain through
 # pods/eviction and a PodDisruptionBudget, events written through core/v1 and events.k8s.io/v1
-# shown by kubectl events and describe, and authentication.
+# shown by kubectl events and describe, resource.k8s.io/v1 (a DeviceClass, a claim template, the
+# claim the double's resourceclaim controller makes for a pod, slices and their columns), and
+# authentication.
 # Works with kubectl 1.20 (Debian) and newer.
 # Usage: kubectl_fidelity.sh <path to kube-apiserver-double>
 set -euo pipefail
@@ -358,6 +360,103 @@ grep -qx 'assigned via core v1' "$TMP/out" || fail "events.k8s.io list misses th
 grep -qx 'attached falcon-0.3 via events.k8s.io' "$TMP/out" || fail "events.k8s.io list: $(cat "$TMP/out")"
 k delete events.events.k8s.io p1.scheduled >/dev/null
 if k get event p1.scheduled >/dev/null 2>&1; then fail "event deleted through events.k8s.io still in core/v1"; fi
+
+step "resource.k8s.io/v1 (DRA): discovery, a template-generated claim, slices and their columns"
+k api-resources --api-group=resource.k8s.io -o name >"$TMP/out" || fail "api-resources: $(cat "$TMP/out")"
+for r in deviceclasses resourceclaims resourceclaimtemplates resourceslices; do
+  grep -qx "$r.resource.k8s.io" "$TMP/out" || fail "api-resources misses $r: $(cat "$TMP/out")"
+done
+# kubectl 1.20 knows none of these kinds (nor the pod's resourceClaims): it maps them through
+# discovery and sends the objects as written.
+cat >"$TMP/dra.yaml" <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.kubecomp.io}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.kubecomp.io"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.kubecomp.io}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+  containers:
+  - name: c
+    image: busybox:1.36
+    resources: {claims: [{name: gpu}]}
+YAML
+k apply -f "$TMP/dra.yaml" >"$TMP/out" 2>&1 || fail "apply the DRA objects: $(cat "$TMP/out")"
+grep -qx "deviceclass.resource.k8s.io/gpu.kubecomp.io created" "$TMP/out" || fail "deviceclass: $(cat "$TMP/out")"
+grep -qx "resourceclaimtemplate.resource.k8s.io/one-gpu created" "$TMP/out" || fail "template: $(cat "$TMP/out")"
+grep -qx "pod/trainer created" "$TMP/out" || fail "pod: $(cat "$TMP/out")"
+# The double's resourceclaim controller made the claim from the template (synchronously).
+k get resourceclaims >"$TMP/out"
+head -1 "$TMP/out" | grep -qE '^NAME +STATE +AGE$' || fail "resourceclaim columns: $(cat "$TMP/out")"
+grep -qE '^trainer-gpu-[a-z0-9]{5} +pending +[0-9]+s$' "$TMP/out" || fail "generated claim row: $(cat "$TMP/out")"
+[ "$(wc -l <"$TMP/out")" = 2 ] || fail "one claim expected: $(cat "$TMP/out")"
+CLAIM="$(k get resourceclaims -o jsonpath='{.items[0].metadata.name}')"
+[ "$(k get pod trainer -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}')" = "$CLAIM" ] \
+  || fail "pod status does not name the claim $CLAIM"
+[ "$(k get resourceclaim "$CLAIM" -o jsonpath='{.metadata.ownerReferences[0].name}')" = trainer ] \
+  || fail "claim not owned by the pod"
+cat >"$TMP/slices.yaml" <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpu-node-1-gpu.kubecomp.io}
+spec:
+  driver: gpu.kubecomp.io
+  nodeName: gpu-node-1
+  pool: {name: gpu-node-1, generation: 0, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes:
+      model: {string: H100}
+      gpu.kubecomp.io/index: {int: 0}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: fabric}
+spec:
+  driver: gpu.kubecomp.io
+  allNodes: true
+  pool: {name: fabric, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: fgpu-0
+    bindsToNode: true
+    bindingConditions: [gpu.kubecomp.io/attached]
+    bindingFailureConditions: [gpu.kubecomp.io/attach-failed]
+YAML
+k apply -f "$TMP/slices.yaml" >"$TMP/out" 2>&1 || fail "apply the slices: $(cat "$TMP/out")"
+k get resourceslices,resourceclaims >"$TMP/out"
+grep -qE '^NAME +NODE +DRIVER +POOL +AGE$' "$TMP/out" || fail "resourceslice columns: $(cat "$TMP/out")"
+grep -qE '^resourceslice.resource.k8s.io/gpu-node-1-gpu.kubecomp.io +gpu-node-1 +gpu.kubecomp.io +gpu-node-1 +[0-9]+s$' \
+  "$TMP/out" || fail "node-local slice row: $(cat "$TMP/out")"
+grep -qE '^resourceslice.resource.k8s.io/fabric +gpu.kubecomp.io +fabric +[0-9]+s$' "$TMP/out" \
+  || fail "fabric slice row (no node): $(cat "$TMP/out")"
+grep -qE '^NAME +STATE +AGE$' "$TMP/out" || fail "claim columns next to the slices: $(cat "$TMP/out")"
+grep -qE "^resourceclaim.resource.k8s.io/$CLAIM +pending +[0-9]+s$" "$TMP/out" || fail "claim row: $(cat "$TMP/out")"
+k get resourceslices --field-selector spec.nodeName=gpu-node-1 -o name >"$TMP/out"
+[ "$(cat "$TMP/out")" = "resourceslice.resource.k8s.io/gpu-node-1-gpu.kubecomp.io" ] \
+  || fail "field selector spec.nodeName: $(cat "$TMP/out")"
+sed -i 's|bindingConditions: \[gpu.kubecomp.io/attached\]|bindingConditions: [a.io/1, a.io/2, a.io/3, a.io/4, a.io/5]|' \
+  "$TMP/slices.yaml"
+if k apply -f "$TMP/slices.yaml" >"$TMP/out" 2>&1; then fail "5 binding conditions accepted"; fi
+grep -q 'spec.devices\[0\].bindingConditions: Too many: 5: must have at most 4 items' "$TMP/out" \
+  || fail "binding conditions refusal: $(cat "$TMP/out")"
+k delete pod trainer >/dev/null
+k get resourceclaims -o name >"$TMP/out"
+[ ! -s "$TMP/out" ] || fail "the generated claim outlived its pod: $(cat "$TMP/out")"
 
 step "kubectl delete"
 k delete deploy web | grep -q 'deployment.apps "web" deleted' || fail "delete deploy"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Debian's python3-kubernetes (the official Python client) against the API test double:
 list, watch from a resourceVersion, 410 after compaction, create + bind a pod, optimistic
-concurrency, leases, events and custom objects.
+concurrency, leases, events, custom objects and resource.k8s.io/v1 (Dynamic Resource Allocation,
+through the client's dynamic client: Debian's client predates ResourceV1Api).
 
 Usage: python_client_fidelity.py <path to kube-apiserver-double>
 """
@@ -17,7 +18,7 @@ import urllib3
 
 try:
     import kubernetes
-    from kubernetes import client, config, watch
+    from kubernetes import client, config, dynamic, watch
     from kubernetes.client.rest import ApiException
 except ImportError:
     print("python3-kubernetes is not installed (tools/setup-deps.sh installs it)")
@@ -263,6 +264,8 @@ def run(kubeconfig):
     expect(policy.read_namespaced_pod_disruption_budget("evict-pdb", ns).status.disruptions_allowed == 0,
            "PDB status after the eviction")
 
+    check_dra(api_client, ns, os.path.dirname(kubeconfig))
+
     # --- finalizer blocks deletion; ownerReferences garbage collection
     cm = v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="owner")))
     v1.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(
@@ -274,6 +277,83 @@ def run(kubeconfig):
         expect(False, "dependent must be garbage collected")
     except ApiException as e:
         expect(e.status == 404, "dependent garbage-collected after its owner")
+
+
+def check_dra(api_client, ns, tmp):
+    """resource.k8s.io/v1: discovery, a claim generated for a pod from its template, the
+    status subresource, a slice field selector, a 422 and the claim going with its pod."""
+    if hasattr(client, "ResourceV1Api"):
+        print("python3-kubernetes %s has ResourceV1Api; DRA checked through the dynamic client all the same"
+              % kubernetes.__version__)
+    else:
+        print("python3-kubernetes %s has no ResourceV1Api: DRA checked through its dynamic client"
+              % kubernetes.__version__)
+    # The discovery cache goes to the test's temporary directory, not a shared /tmp file.
+    dyn = dynamic.DynamicClient(api_client, cache_file=os.path.join(tmp, "discovery.json"))
+    res = {kind: dyn.resources.get(api_version="resource.k8s.io/v1", kind=kind)
+           for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")}
+    pods = dyn.resources.get(api_version="v1", kind="Pod")
+    expect([res[k].namespaced for k in sorted(res)] == [False, True, True, False],
+           "DRA resources and their scopes found through discovery")
+
+    res["DeviceClass"].create(body={
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.kubecomp.io"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.kubecomp.io"'}}]}})
+    res["ResourceClaimTemplate"].create(namespace=ns, body={
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "one-gpu"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.kubecomp.io"}}]}}}})
+    rv = res["ResourceClaim"].get(namespace=ns).metadata.resourceVersion
+    # The typed V1PodSpec of this client has no resourceClaims: the pod goes as a dict.
+    pod = pods.create(namespace=ns, body={
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpu-pod"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                 "containers": [{"name": "c", "image": "busybox:1.36", "resources": {"claims": [{"name": "gpu"}]}}]}})
+    events = []
+    for ev in dyn.watch(res["ResourceClaim"], namespace=ns, resource_version=rv, timeout=5):
+        events.append((ev["type"], ev["object"].metadata.name))
+        break
+    claims = res["ResourceClaim"].get(namespace=ns).items
+    expect(len(claims) == 1 and claims[0].metadata.name.startswith("gpu-pod-gpu-"), "one claim generated for the pod")
+    claim = claims[0]
+    expect(events == [("ADDED", claim.metadata.name)], "watch sees the generated claim: %s" % events)
+    owner = claim.metadata.ownerReferences[0]
+    expect(owner.kind == "Pod" and owner.uid == pod.metadata.uid and owner.controller and owner.blockOwnerDeletion,
+           "the claim is controlled by the pod")
+    expect(claim.metadata.annotations["resource.kubernetes.io/pod-claim-name"] == "gpu", "pod-claim-name annotation")
+    expect(claim.spec.devices.requests[0].exactly.allocationMode == "ExactCount" and
+           claim.spec.devices.requests[0].exactly.count == 1, "v1 defaults on the claim")
+    statuses = pods.get(namespace=ns, name="gpu-pod").status.resourceClaimStatuses
+    expect([(s.name, s.resourceClaimName) for s in statuses] == [("gpu", claim.metadata.name)],
+           "pod status records the claim")
+
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": "gpu.kubecomp.io", "pool": "node-1",
+                                           "device": "gpu-0"}]}}
+    res["ResourceClaim"].status.patch(namespace=ns, name=claim.metadata.name, content_type="application/merge-patch+json",
+                                      body={"status": {"allocation": allocation}})
+    got = res["ResourceClaim"].get(namespace=ns, name=claim.metadata.name)
+    expect(got.status.allocation.devices.results[0].device == "gpu-0", "claim status written through /status")
+
+    res["ResourceSlice"].create(body={
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "node-1-gpus"},
+        "spec": {"driver": "gpu.kubecomp.io", "nodeName": "node-1",
+                 "pool": {"name": "node-1", "generation": 0, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "H100"}}}]}})
+    on_node = res["ResourceSlice"].get(field_selector="spec.nodeName=node-1").items
+    elsewhere = res["ResourceSlice"].get(field_selector="spec.nodeName=node-2").items
+    expect([s.metadata.name for s in on_node] == ["node-1-gpus"] and not elsewhere, "slices by spec.nodeName")
+    try:
+        res["ResourceSlice"].create(body={
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "bad"},
+            "spec": {"driver": "gpu.kubecomp.io", "allNodes": True, "nodeName": "node-1",
+                     "pool": {"name": "p", "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}})
+        expect(False, "a slice with two node selections must be refused")
+    except ApiException as e:
+        status = json.loads(e.body)
+        expect(e.status == 422 and status["reason"] == "Invalid" and status["details"]["causes"][0]["field"] == "spec",
+               "invalid slice is a 422 naming the field")
+
+    pods.delete(namespace=ns, name="gpu-pod")
+    expect(not res["ResourceClaim"].get(namespace=ns).items, "the generated claim went with its pod")
 
 
 if __name__ == "__main__":
