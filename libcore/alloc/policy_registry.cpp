@@ -52,6 +52,38 @@ constexpr std::array kRecomposePolicies{
     recomposeEntry<IdleGatherRecomposePolicy>(),
 };
 
+constexpr std::array kBaselineNodePolicies{
+    nodeEntry<LeastAllocatedNodePolicy>(),
+};
+
+constexpr std::array kBaselineGpuPolicies{
+    gpuEntry<FirstFitLocalGpuPolicy>(false),
+};
+
+template <typename P>
+constexpr OfferPolicy offerEntry() {
+  return OfferPolicy{P::kName, P::kDescription, P::kOffer};
+}
+
+constexpr std::array kOfferPolicies{
+    offerEntry<PoolOfferPolicy>(),
+    offerEntry<LocalOrUnattachedOfferPolicy>(),
+};
+
+template <typename P>
+constexpr ReturnPolicy returnEntry() {
+  return ReturnPolicy{P::kName, P::kDescription, P::kKind};
+}
+
+constexpr std::array kReturnPolicies{
+    returnEntry<KeepReturnPolicy>(),
+    returnEntry<IdleTimeoutReturnPolicy>(),
+};
+
+constexpr std::array kPolicyPresets{
+    StockDraPreset::kPreset,
+};
+
 template <typename Table>
 std::string knownNames(const Table& table) {
   std::string names;
@@ -73,6 +105,21 @@ Result<Policy> findByName(const Table& table, const char* kind, std::string_view
   return makeError(kc::errc::kNotFound, "unknown " + std::string(kind) + " policy '" +
                                             std::string(name) + "' (known: " + knownNames(table) +
                                             ")");
+}
+
+// The main table first, then the baselines; the error lists both.
+template <typename Policy, typename Main, typename Baselines>
+Result<Policy> findInEither(const Main& main, const Baselines& baselines, const char* kind,
+                            std::string_view name) {
+  if (auto p = findByName<Policy>(main, kind, name)) {
+    return p;
+  }
+  if (auto p = findByName<Policy>(baselines, kind, name)) {
+    return p;
+  }
+  return makeError(kc::errc::kNotFound, "unknown " + std::string(kind) + " policy '" +
+                                            std::string(name) + "' (known: " + knownNames(main) +
+                                            "; baselines: " + knownNames(baselines) + ")");
 }
 
 }  // namespace
@@ -106,6 +153,46 @@ Result<QueuePolicy> findQueuePolicy(std::string_view name) {
 
 Result<RecomposePolicy> findRecomposePolicy(std::string_view name) {
   return findByName<RecomposePolicy>(kRecomposePolicies, "recomposition", name);
+}
+
+std::span<const NodePolicy> baselineNodePolicies() {
+  return kBaselineNodePolicies;
+}
+
+std::span<const GpuPolicy> baselineGpuPolicies() {
+  return kBaselineGpuPolicies;
+}
+
+Result<NodePolicy> findNodeOrBaselinePolicy(std::string_view name) {
+  return findInEither<NodePolicy>(kNodePolicies, kBaselineNodePolicies, "node", name);
+}
+
+Result<GpuPolicy> findGpuOrBaselinePolicy(std::string_view name) {
+  return findInEither<GpuPolicy>(kGpuPolicies, kBaselineGpuPolicies, "GPU", name);
+}
+
+std::span<const OfferPolicy> offerPolicies() {
+  return kOfferPolicies;
+}
+
+std::span<const ReturnPolicy> returnPolicies() {
+  return kReturnPolicies;
+}
+
+Result<OfferPolicy> findOfferPolicy(std::string_view name) {
+  return findByName<OfferPolicy>(kOfferPolicies, "device offer", name);
+}
+
+Result<ReturnPolicy> findReturnPolicy(std::string_view name) {
+  return findByName<ReturnPolicy>(kReturnPolicies, "idle return", name);
+}
+
+std::span<const PolicyPreset> policyPresets() {
+  return kPolicyPresets;
+}
+
+Result<PolicyPreset> findPolicyPreset(std::string_view name) {
+  return findByName<PolicyPreset>(kPolicyPresets, "preset", name);
 }
 
 }  // namespace kc::alloc

@@ -11,9 +11,13 @@
 #include <string_view>
 
 #include "libcore/alloc/backfill.hpp"
+#include "libcore/alloc/device_offer.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/idle_recompose.hpp"
+#include "libcore/alloc/idle_timeout.hpp"
+#include "libcore/alloc/least_allocated.hpp"
 #include "libcore/alloc/node_score.hpp"
+#include "libcore/alloc/stock_dra.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {
@@ -37,5 +41,27 @@ Result<NodePolicy> findNodePolicy(std::string_view name);
 Result<GpuPolicy> findGpuPolicy(std::string_view name);
 Result<QueuePolicy> findQueuePolicy(std::string_view name);
 Result<RecomposePolicy> findRecomposePolicy(std::string_view name);
+
+// Baselines: what a cluster WITHOUT KubeComp does, to compare against (least_allocated.hpp,
+// device_offer.hpp, idle_timeout.hpp, stock_dra.hpp). Their node and GPU policies are kept out
+// of nodePolicies() and gpuPolicies(), which list what kubecomp-sched and reconfig-mgr offer
+// and find; a simulator or benchmark looks up both tables with the *OrBaseline finders.
+std::span<const NodePolicy> baselineNodePolicies();
+std::span<const GpuPolicy> baselineGpuPolicies();
+Result<NodePolicy> findNodeOrBaselinePolicy(std::string_view name);
+Result<GpuPolicy> findGpuOrBaselinePolicy(std::string_view name);
+
+// Which free GPUs a node is offered ("pool": ours, the default) and what happens to an idle
+// attached GPU ("keep": ours, the default).
+inline constexpr std::string_view kDefaultOfferPolicy = PoolOfferPolicy::kName;
+inline constexpr std::string_view kDefaultReturnPolicy = KeepReturnPolicy::kName;
+std::span<const OfferPolicy> offerPolicies();
+std::span<const ReturnPolicy> returnPolicies();
+Result<OfferPolicy> findOfferPolicy(std::string_view name);
+Result<ReturnPolicy> findReturnPolicy(std::string_view name);
+
+// Named combinations of the policies above (stock-dra). Each part is a registered name.
+std::span<const PolicyPreset> policyPresets();
+Result<PolicyPreset> findPolicyPreset(std::string_view name);
 
 }  // namespace kc::alloc

@@ -21,6 +21,7 @@
 #include "libcore/cli/flags.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
 #include "tools/kubecomp-sim/engine.hpp"
+#include "tools/kubecomp-sim/policy_flags.hpp"
 #include "tools/kubecomp-sim/report.hpp"
 #include "tools/kubecomp-sim/trace_reader.hpp"
 #include "tools/kubecomp-sim/workload.hpp"
@@ -52,42 +53,13 @@ struct Options {
   std::string gpuModel;
   double nodeCpu = 192;
   std::int64_t nodeMemoryMib = 1 << 20;
-  // behaviour
-  std::string mode = "composable";
-  std::string nodePolicy{alloc::kDefaultNodePolicy};
-  std::string gpuPolicy{alloc::kDefaultGpuPolicy};
-  std::uint64_t policySeed = 1;
-  double moveTimeS = static_cast<double>(kDefaultMoveTime) / kMsPerSecond;
-  std::string queue = "fcfs";
-  std::string recompose{alloc::kDefaultRecomposePolicy};
-  double slackFactor = alloc::kDefaultSlackFactor;
+  PolicyFlags behaviour;  // policy_flags.hpp
   // output
   std::string jobsOut;
   std::string summaryOut = "-";
   bool progress = false;
   bool quiet = false;
-  bool listPolicies = false;
 };
-
-std::string policyList() {
-  std::string s = "node policies:\n";
-  for (const auto& p : alloc::nodePolicies()) {
-    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
-  }
-  s += "GPU policies:\n";
-  for (const auto& p : alloc::gpuPolicies()) {
-    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
-  }
-  s += "queue policies:\n";
-  for (const auto& p : alloc::queuePolicies()) {
-    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
-  }
-  s += "recomposition policies:\n";
-  for (const auto& p : alloc::recomposePolicies()) {
-    s += "  " + std::string(p.name) + "  " + std::string(p.description) + "\n";
-  }
-  return s;
-}
 
 // Every flag that sizes memory or time is bounded, with the limit in the message.
 Status inRange(const char* flag, double value, double min, double max) {
@@ -128,7 +100,6 @@ Status checkFlags(const Options& o) {
            inRange("--node-cpu", o.nodeCpu, 0.001, 1e9),
            inRange("--node-memory-mib", o.nodeMemoryMib, 0, std::int64_t{1} << 50),
            inRange("--nodes-per-pool", o.nodesPerPool, 0, static_cast<std::int64_t>(kMaxNodes)),
-           inRange("--move-time-s", o.moveTimeS, 0, 1e6),
        }) {
     if (!s) {
       return s;
@@ -409,50 +380,7 @@ int runUnguarded(int argc, char** argv) {
       ->capture_default_str()
       ->group(cl);
 
-  auto* be = "Behaviour";
-  app.add_option("--mode", o.mode,
-                 "composable (GPUs move on demand) or preconfigured (fixed attachment)")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option("--node-policy", o.nodePolicy,
-                 "node selection policy from the libcore/alloc registry (see --list-policies)")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option("--gpu-policy", o.gpuPolicy,
-                 "GPU candidate policy from the libcore/alloc registry (see --list-policies)")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option("--policy-seed", o.policySeed, "seed of the random GPU policy")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option("--move-time-s", o.moveTimeS,
-                 "seconds to move one GPU between nodes (serialised per pool); default = midpoint "
-                 "of the measured 17-22 s; 0 allowed")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option(
-         "--queue", o.queue,
-         "queue policy: fcfs (the paper), backfill (greedy, beyond the paper), easy-backfill "
-         "(beyond the paper: the head gets a reservation counting its GPU moves, later "
-         "jobs start only if they do not delay it) or slack-backfill (beyond the paper: "
-         "as easy-backfill, but the head may slip by up to its own run time)")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option("--slack-factor", o.slackFactor,
-                 "slack-backfill: the head may slip by up to this many of its own run times (a "
-                 "bound fixed when it became the head; textbook relaxed backfill's slack factor; "
-                 "0..1000, other queues must keep 1)")
-      ->capture_default_str()
-      ->group(be);
-  app.add_option("--recompose", o.recompose,
-                 "idle-time recomposition: none (the paper: GPUs move only for a placement) or "
-                 "idle-gather (beyond the paper: free GPUs move in the background, while the "
-                 "fabric is idle, toward the waiting head's node or the recent arrivals' largest "
-                 "request; composable mode)")
-      ->capture_default_str()
-      ->group(be);
-  app.add_flag("--list-policies", o.listPolicies, "print the registered policies and exit")
-      ->group(be);
+  addPolicyFlags(app, o.behaviour);
 
   auto* out = "Output";
   app.add_option("--jobs-out", o.jobsOut,
@@ -470,7 +398,7 @@ int runUnguarded(int argc, char** argv) {
   if (auto exit = kc::cli::parse(app, argc, argv)) {
     return *exit;
   }
-  if (o.listPolicies) {
+  if (o.behaviour.listPolicies) {
     std::cout << policyList();
     return 0;
   }
@@ -478,44 +406,11 @@ int runUnguarded(int argc, char** argv) {
   if (auto s = checkFlags(o); !s) {
     return fail(s.error().message);
   }
-  SimConfig config = defaultSimConfig();
-  auto np = alloc::findNodePolicy(o.nodePolicy);
-  if (!np) {
-    return fail(np.error().message);
+  auto built = buildPolicyConfig(app, o.behaviour);
+  if (!built) {
+    return fail(built.error().message);
   }
-  auto gp = alloc::findGpuPolicy(o.gpuPolicy);
-  if (!gp) {
-    return fail(gp.error().message);
-  }
-  config.nodePolicy = *np;
-  config.gpuPolicy = *gp;
-  config.seed = o.policySeed;
-  if (o.mode == "composable") {
-    config.mode = alloc::Composability::Composable;
-  } else if (o.mode == "preconfigured") {
-    config.mode = alloc::Composability::Preconfigured;
-  } else {
-    return fail("--mode must be 'composable' or 'preconfigured'");
-  }
-  auto qp = alloc::findQueuePolicy(o.queue);
-  if (!qp) {
-    return fail(qp.error().message);
-  }
-  config.queue = qp->discipline;
-  if (auto s = alloc::checkSlackFactor(o.slackFactor); !s) {
-    return fail("--slack-factor: " + s.error().message);
-  }
-  if (o.slackFactor != alloc::kDefaultSlackFactor &&
-      config.queue != QueueDiscipline::SlackBackfill) {
-    return fail("--slack-factor applies to --queue slack-backfill only");
-  }
-  config.slackFactor = o.slackFactor;
-  auto rp = alloc::findRecomposePolicy(o.recompose);
-  if (!rp) {
-    return fail(rp.error().message);
-  }
-  config.recompose = rp->kind;
-  config.moveTime = static_cast<SimMs>(std::llround(o.moveTimeS * kMsPerSecond));
+  SimConfig config = std::move(*built);
 
   auto cluster = loadCluster(o);
   if (!cluster) {
@@ -546,17 +441,9 @@ int runUnguarded(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   nlohmann::json j = summaryJson(trace->trace, *result);
-  j["config"] = {{"mode", o.mode},
-                 {"node_policy", o.nodePolicy},
-                 {"gpu_policy", o.gpuPolicy},
-                 {"queue", o.queue},
-                 {"recompose", o.recompose},
-                 {"move_time_s", o.moveTimeS},
-                 {"nodes", static_cast<std::uint64_t>(cluster->nodeCount())},
-                 {"pools", static_cast<std::uint64_t>(cluster->poolCount())}};
-  if (o.slackFactor != alloc::kDefaultSlackFactor) {
-    j["config"]["slack_factor"] = o.slackFactor;  // only when given: default outputs unchanged
-  }
+  j["config"] = policyConfigJson(o.behaviour, config);
+  j["config"]["nodes"] = static_cast<std::uint64_t>(cluster->nodeCount());
+  j["config"]["pools"] = static_cast<std::uint64_t>(cluster->poolCount());
   j["trace"] = statsJson(trace->stats);
   j["wall_s"] = wall;
   // Files only now, after a successful run, each complete or not at all.

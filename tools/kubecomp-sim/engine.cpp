@@ -8,9 +8,14 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "libcore/alloc/device_offer.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/queue_pass.hpp"
 #include "libcore/alloc/rng.hpp"
+#include "tools/kubecomp-sim/idle_return.hpp"
+#include "tools/kubecomp-sim/runnable_check.hpp"
+#include "tools/kubecomp-sim/sim_input.hpp"
+#include "tools/kubecomp-sim/usage_accumulator.hpp"
 
 namespace kc::sim {
 namespace {
@@ -19,10 +24,15 @@ Error internal(const std::string& what, const Error& cause) {
   return makeError(kc::errc::kInternal, "simulator: " + what + ": " + cause.message);
 }
 
+// Event kinds, in the order they are handled at one instant.
+constexpr std::uint8_t kStart = 0;          // job `job` starts using its GPUs
+constexpr std::uint8_t kEnd = 1;            // job `job` ends (frees resources)
+constexpr std::uint8_t kLanding = 2;        // pool `job`'s background move lands (recomposition)
+constexpr std::uint8_t kIdleCheck = 3;      // GPU `job` may have been idle for the idle timeout
+constexpr std::uint8_t kReturnLanding = 4;  // idle return `job` (IdleReturns id) is done
+
 struct Event {
   SimMs time;
-  // 0: a job starts using its GPUs, 1: a job ends (frees resources), 2: a background move of
-  // pool `job` lands (idle-time recomposition)
   std::uint8_t kind;
   std::uint32_t job;
   bool operator>(const Event& o) const {
@@ -30,174 +40,10 @@ struct Event {
   }
 };
 
-// Accumulates UsageRecord as simulated time advances.
-class UsageAccumulator {
- public:
-  explicit UsageAccumulator(std::uint64_t totalGpus) { rec_.histogramMs.assign(totalGpus + 1, 0); }
-
-  void start(SimMs origin) {
-    rec_.origin = origin;
-    last_ = origin;
-    started_ = true;
-  }
-  bool started() const { return started_; }
-
-  // Accounts [last, t) at the current level, then moves to t. Times are at most kMaxSimMs
-  // (the engine checks), so spans fit; the GPU-ms products are checked.
-  Status advance(SimMs t) {
-    if (!started_ || t <= last_) {
-      return okStatus();
-    }
-    rec_.histogramMs[used_] += t - last_;
-    if (used_ > 0) {
-      fitBuckets(t);
-      SimMs from = last_;
-      while (from < t) {
-        const auto b = static_cast<std::size_t>((from - rec_.origin) / rec_.bucketMs);
-        const SimMs bucketEnd = rec_.origin + static_cast<SimMs>(b + 1) * rec_.bucketMs;
-        const SimMs to = std::min(t, bucketEnd);
-        if (rec_.bucketGpuMs.size() <= b) {
-          rec_.bucketGpuMs.resize(b + 1, 0);
-        }
-        SimMs gpuMs = 0;
-        if (__builtin_mul_overflow(to - from, static_cast<SimMs>(used_), &gpuMs) ||
-            __builtin_add_overflow(rec_.bucketGpuMs[b], gpuMs, &rec_.bucketGpuMs[b])) {
-          return makeError(kc::errc::kInvalid,
-                           "GPU-time of the utilisation series overflows int64 ms "
-                           "(the trace spans too long for this many GPUs)");
-        }
-        from = to;
-      }
-    }
-    last_ = t;
-    return okStatus();
-  }
-  void add(std::uint32_t gpus) { used_ += gpus; }
-  void remove(std::uint32_t gpus) { used_ -= gpus; }
-
-  Result<UsageRecord> finish(SimMs end) {
-    if (auto st = advance(end); !st) {
-      return st.error();
-    }
-    if (!started_) {
-      return std::move(rec_);
-    }
-    // An idle tail (no GPU in use) was not coarsened by advance(): keep the bucket bound.
-    fitBuckets(end);
-    const SimMs span = std::max(end, rec_.origin) - rec_.origin;
-    const auto buckets =
-        static_cast<std::size_t>(span / rec_.bucketMs + (span % rec_.bucketMs != 0 ? 1 : 0));
-    rec_.bucketGpuMs.resize(std::max(rec_.bucketGpuMs.size(), buckets), 0);
-    return std::move(rec_);
-  }
-
- private:
-  // Coarsens until [origin, t) fits kMaxBuckets buckets. Written without multiplying, so it
-  // cannot overflow and ends: bucketMs only grows to ceil(span / kMaxBuckets).
-  void fitBuckets(SimMs t) {
-    const SimMs span = t - rec_.origin;
-    const auto max = static_cast<SimMs>(UsageRecord::kMaxBuckets);
-    const SimMs needed = span / max + (span % max != 0 ? 1 : 0);
-    while (rec_.bucketMs < needed) {
-      coarsen();
-    }
-  }
-
-  void coarsen() {
-    std::vector<SimMs>& b = rec_.bucketGpuMs;
-    for (std::size_t i = 0; i < b.size(); i += 2) {
-      b[i / 2] = b[i] + (i + 1 < b.size() ? b[i + 1] : 0);
-    }
-    b.resize((b.size() + 1) / 2);
-    rec_.bucketMs *= 2;
-  }
-
-  UsageRecord rec_;
-  SimMs last_ = 0;
-  std::uint64_t used_ = 0;
-  bool started_ = false;
-};
-
-// Whether a request could run on the EMPTY cluster: some node type with enough CPU, memory
-// and reachable GPUs of an accepted model (its pool's healthy GPUs when composable, its own
-// when preconfigured). One table of node types per GPU model filter, built when first needed.
-class RunnableCheck {
- public:
-  RunnableCheck(const alloc::ClusterState& s, alloc::Composability mode) : state_(s), mode_(mode) {}
-
-  bool runnable(const alloc::PodRequest& pod, std::uint32_t filter,
-                const alloc::GpuModelFilter& models) {
-    const Key key{pod.cpuMilli, pod.memoryMiB, pod.gpus, filter};
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      return it->second;
-    }
-    if (types_.size() <= filter) {
-      types_.resize(filter + 1);
-    }
-    if (!types_[filter]) {
-      types_[filter] = nodeTypes(models);
-    }
-    bool ok = false;
-    for (const auto& [cpu, mem, gpus] : *types_[filter]) {
-      if (pod.cpuMilli <= cpu && pod.memoryMiB <= mem && pod.gpus <= gpus) {
-        ok = true;
-        break;
-      }
-    }
-    cache_.emplace(key, ok);
-    return ok;
-  }
-
- private:
-  using Types = std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>;
-
-  Types nodeTypes(const alloc::GpuModelFilter& models) const {
-    const alloc::ClusterState& s = state_;
-    std::vector<std::uint64_t> poolHealthy(s.poolCount(), 0);
-    std::vector<std::uint64_t> nodeHealthy(s.nodeCount(), 0);
-    for (alloc::GpuIndex g = 0; g < s.gpuCount(); ++g) {
-      const auto& gpu = s.gpu(g);
-      if (!gpu.healthy || !models.accepts(gpu.model)) {
-        continue;
-      }
-      ++poolHealthy[gpu.pool];
-      if (gpu.attached()) {
-        ++nodeHealthy[gpu.node];
-      }
-    }
-    std::set<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> types;
-    for (alloc::NodeIndex n = 0; n < s.nodeCount(); ++n) {
-      const auto& node = s.node(n);
-      if (!node.schedulable) {
-        continue;
-      }
-      std::uint64_t gpus = 0;
-      if (mode_ == alloc::Composability::Composable) {
-        gpus = node.pool == alloc::kNoPool ? 0 : poolHealthy[node.pool];
-      } else {
-        gpus = nodeHealthy[n];
-      }
-      types.emplace(node.cpuMilliCapacity, node.memoryMiBCapacity, gpus);
-    }
-    return Types(types.begin(), types.end());
-  }
-
-  struct Key {
-    std::uint64_t cpu, mem, gpus;
-    std::uint32_t filter;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
-      return std::hash<std::uint64_t>()(k.cpu * 1'000'003ULL ^ k.mem * 7919ULL ^ k.gpus ^
-                                        (std::uint64_t{k.filter} << 40));
-    }
-  };
-  const alloc::ClusterState& state_;  // the empty cluster (the engine's copy is mutated)
-  alloc::Composability mode_;
-  std::vector<std::optional<Types>> types_;  // per filter index
-  std::unordered_map<Key, bool, KeyHash> cache_;
-};
+bool idleReturnsOn(const SimConfig& c) {
+  return c.idleReturn == alloc::ReturnKind::IdleTimeout &&
+         c.mode == alloc::Composability::Composable;
+}
 
 class Engine {
  public:
@@ -212,6 +58,7 @@ class Engine {
         poolBusyUntil_(cluster.poolCount(), 0),
         inflight_(cluster.poolCount()),
         gpuLands_(cluster.gpuCount(), 0),
+        returns_(idleReturnsOn(config) ? cluster.gpuCount() : 0, config.idleTimeout),
         easyPass_(config.queue == QueueDiscipline::SlackBackfill ? QueueDiscipline::SlackBackfill
                                                                  : QueueDiscipline::EasyBackfill,
                   config.queue == QueueDiscipline::SlackBackfill ? config.slackFactor
@@ -229,25 +76,24 @@ class Engine {
 
   Result<SimResult> run() {
     const auto& jobs = trace_.jobs;
-    const std::uint64_t total = jobs.size();
-    const std::uint64_t progressEvery = std::max<std::uint64_t>(1, total / 20);
+    progressEvery_ = std::max<std::uint64_t>(1, jobs.size() / 20);
     std::size_t nextArrival = 0;
     SimMs lastEnd = jobs.empty() ? 0 : jobs.front().arrival;
     if (!jobs.empty()) {
       usage_.start(jobs.front().arrival);
+      startIdleClocks(jobs.front().arrival);
     }
-    std::uint64_t finished = 0;
     while (nextArrival < jobs.size() || !events_.empty()) {
       SimMs now = events_.empty() ? jobs[nextArrival].arrival : events_.top().time;
       if (nextArrival < jobs.size()) {
         now = std::min(now, jobs[nextArrival].arrival);
       }
-      // An instant with only background landings changes no usage: not advancing to it keeps
-      // the usage record within [first arrival, last end] when a move lands after the last end.
-      const bool onlyLandings = !events_.empty() && events_.top().time == now &&
-                                events_.top().kind == 2 &&
-                                (nextArrival == jobs.size() || jobs[nextArrival].arrival != now);
-      if (!onlyLandings) {
+      // An instant with only background events (landings, idle checks) changes no usage: not
+      // advancing to it keeps the usage record within [first arrival, last end].
+      const bool onlyBackground = !events_.empty() && events_.top().time == now &&
+                                  events_.top().kind >= kLanding &&
+                                  (nextArrival == jobs.size() || jobs[nextArrival].arrival != now);
+      if (!onlyBackground) {
         if (auto st = usage_.advance(now); !st) {
           return st.error();
         }
@@ -256,60 +102,29 @@ class Engine {
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
         events_.pop();
-        if (e.kind == 2) {
-          landed(e.job);
-          continue;
-        }
-        const Job& job = jobs[e.job];
-        if (e.kind == 0) {
-          usage_.add(job.gpus);
+        if (e.kind == kStart) {
+          usage_.add(jobs[e.job].gpus);
           --startsPending_;
-          continue;
-        }
-        usage_.remove(job.gpus);
-        for (alloc::GpuIndex g : runningGpus_[e.job]) {
-          if (auto s = state_.releaseGpu(g); !s) {
-            return internal("releaseGpu", s.error());
+        } else if (e.kind == kEnd) {
+          if (auto s = endJob(e.job, now); !s) {
+            return s.error();
           }
-        }
-        running_.erase(e.job);
-        runningGpus_[e.job].clear();
-        runningGpus_[e.job].shrink_to_fit();
-        if (auto s =
-                state_.release(result_.jobs[e.job].node, static_cast<std::uint64_t>(job.cpuMilli),
-                               static_cast<std::uint64_t>(job.memoryMib));
-            !s) {
-          return internal("release", s.error());
-        }
-        released = true;
-        lastEnd = std::max(lastEnd, now);
-        ++finished;
-        if (config_.progress && finished % progressEvery == 0) {
-          config_.progress(finished, total);
+          released = true;
+          lastEnd = std::max(lastEnd, now);
+        } else if (e.kind == kLanding) {
+          landed(e.job);
+        } else if (e.kind == kIdleCheck) {
+          due_.push_back(e.job);
+        } else {
+          returnLanded(e.job);
+          released = true;  // a GPU is back in the pool: a stock node may be offered it now
         }
       }
       if (released) {
         failedHead_ = kNone;
       }
       while (nextArrival < jobs.size() && jobs[nextArrival].arrival == now) {
-        const Job& job = jobs[nextArrival];
-        const std::uint32_t f = job.gpuSpec;
-        if (config_.recompose != alloc::RecomposeKind::None && f == 0 && job.gpus > 0) {
-          recent_.push_back(podOf(job));
-          if (recent_.size() > alloc::kRecentArrivals) {
-            recent_.pop_front();
-          }
-        }
-        if (runnable_.runnable(podOf(job), f, filters_[f])) {
-          queue_.push_back(static_cast<std::uint32_t>(nextArrival));
-        } else {
-          ++result_.rejected;
-          if (!filters_[f].acceptsAny() && runnable_.runnable(podOf(job), 0, filters_[0])) {
-            ++result_.rejectedGpuModel;
-          }
-          ++finished;
-        }
-        ++nextArrival;
+        arrive(static_cast<std::uint32_t>(nextArrival++));
       }
       if (auto s = schedule(now); !s) {
         return s.error();
@@ -317,9 +132,17 @@ class Engine {
       if (auto s = recompose(now, nextArrival < jobs.size()); !s) {
         return s.error();
       }
+      if (auto s = returnIdle(now, nextArrival < jobs.size()); !s) {
+        return s.error();
+      }
     }
     if (config_.progress) {
-      config_.progress(finished, total);
+      config_.progress(finished_, jobs.size());
+    }
+    if (!queue_.empty()) {
+      return makeError(kc::errc::kInternal, "simulator: job '" + jobs[queue_.front()].id +
+                                                "' was still waiting when nothing was left to "
+                                                "happen");
     }
     auto usage = usage_.finish(lastEnd);
     if (!usage) {
@@ -332,44 +155,11 @@ class Engine {
   // Checks the trace and config, and parses the trace's gpu_spec texts once each (a job's
   // filter is filters_[job.gpuSpec]).
   Status validate() {
-    filters_.clear();
-    for (const std::string& spec : trace_.gpuSpecs) {
-      auto f = alloc::GpuModelFilter::parse(spec, alloc::kGpuSpecSeparator);
-      if (!f) {
-        return makeError(kc::errc::kInvalid, "gpu_spec: " + f.error().message);
-      }
-      filters_.push_back(std::move(*f));
+    auto filters = checkSimInput(trace_, config_);
+    if (!filters) {
+      return filters.error();
     }
-    if (filters_.empty() || !filters_[0].acceptsAny()) {
-      return makeError(kc::errc::kInvalid, "the trace's gpu_spec 0 must be empty (any GPU)");
-    }
-    for (std::size_t i = 0; i < trace_.jobs.size(); ++i) {
-      const Job& j = trace_.jobs[i];
-      if (j.gpuSpec >= filters_.size()) {
-        return makeError(kc::errc::kInvalid, "job '" + j.id + "' refers to gpu_spec " +
-                                                 std::to_string(j.gpuSpec) + " of " +
-                                                 std::to_string(filters_.size()));
-      }
-      if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
-        return makeError(kc::errc::kInvalid, "job '" + j.id + "' has a negative time or request");
-      }
-      if (j.arrival > kMaxTraceMs || j.duration > kMaxTraceMs) {
-        return makeError(kc::errc::kInvalid, "job '" + j.id +
-                                                 "': arrival or duration above the limit of " +
-                                                 std::to_string(kMaxTraceSeconds) + " s");
-      }
-      if (i > 0 && j.arrival < trace_.jobs[i - 1].arrival) {
-        return makeError(kc::errc::kInvalid,
-                         "trace is not sorted by arrival at job '" + j.id + "'");
-      }
-    }
-    if (config_.gpuPolicy.rank == nullptr || config_.nodePolicy.compare == nullptr) {
-      return makeError(kc::errc::kInvalid, "node and GPU policies must be set");
-    }
-    if (config_.moveTime < 0 || config_.moveTime > kMaxTraceMs) {
-      return makeError(kc::errc::kInvalid,
-                       "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
-    }
+    filters_ = std::move(*filters);
     return okStatus();
   }
 
@@ -385,6 +175,116 @@ class Engine {
   static alloc::PodRequest podOf(const Job& j) {
     return alloc::PodRequest{static_cast<std::uint64_t>(j.cpuMilli),
                              static_cast<std::uint64_t>(j.memoryMib), j.gpus};
+  }
+
+  // A job ends: its GPUs and CPU/memory are free again, its GPUs idle where they are.
+  Status endJob(std::uint32_t j, SimMs now) {
+    const Job& job = trace_.jobs[j];
+    usage_.remove(job.gpus);
+    for (alloc::GpuIndex g : runningGpus_[j]) {
+      if (auto s = state_.releaseGpu(g); !s) {
+        return internal("releaseGpu", s.error());
+      }
+      becameIdle(g, now);
+    }
+    running_.erase(j);
+    runningGpus_[j].clear();
+    runningGpus_[j].shrink_to_fit();
+    if (auto s = state_.release(result_.jobs[j].node, static_cast<std::uint64_t>(job.cpuMilli),
+                                static_cast<std::uint64_t>(job.memoryMib));
+        !s) {
+      return internal("release", s.error());
+    }
+    countFinished();
+    return okStatus();
+  }
+
+  // A job arrives: queued, or rejected when it could not run even on the empty cluster.
+  void arrive(std::uint32_t j) {
+    const Job& job = trace_.jobs[j];
+    const std::uint32_t f = job.gpuSpec;
+    if (config_.recompose != alloc::RecomposeKind::None && f == 0 && job.gpus > 0) {
+      recent_.push_back(podOf(job));
+      if (recent_.size() > alloc::kRecentArrivals) {
+        recent_.pop_front();
+      }
+    }
+    if (runnable_.runnable(podOf(job), f, filters_[f])) {
+      queue_.push_back(j);
+      return;
+    }
+    ++result_.rejected;
+    if (!filters_[f].acceptsAny() && runnable_.runnable(podOf(job), 0, filters_[0])) {
+      ++result_.rejectedGpuModel;
+    }
+    countFinished();
+  }
+
+  void countFinished() {
+    ++finished_;
+    if (config_.progress && finished_ % progressEvery_ == 0) {
+      config_.progress(finished_, trace_.jobs.size());
+    }
+  }
+
+  // GPU g is free where it is from `since` on: under idle-timeout, check it then + timeout.
+  void becameIdle(alloc::GpuIndex g, SimMs since) {
+    if (auto due = returns_.idleFrom(g, since)) {
+      events_.push(Event{*due, kIdleCheck, g});
+    }
+  }
+
+  // The GPUs attached at the start are idle from the first arrival on.
+  void startIdleClocks(SimMs origin) {
+    for (alloc::GpuIndex g = 0; g < state_.gpuCount(); ++g) {
+      if (state_.gpu(g).attached() && state_.gpu(g).free()) {
+        becameIdle(g, origin);
+      }
+    }
+  }
+
+  // Idle-timeout returns (after the scheduling pass): each GPU checked now that is still idle
+  // since its check was set is detached, the detach queued on its pool's fabric. Nothing is
+  // returned once no job is to arrive and none waits (no pod could use it).
+  Status returnIdle(SimMs now, bool arrivalsLeft) {
+    if (!returns_.enabled()) {
+      return okStatus();
+    }
+    const bool waiting = !queue_.empty() || startsPending_ > 0;
+    if (waiting) {
+      returns_.podsWaiting();
+    }
+    std::vector<alloc::GpuIndex> due;
+    due.swap(due_);
+    if (!arrivalsLeft && queue_.empty()) {
+      return okStatus();
+    }
+    for (alloc::GpuIndex g : due) {
+      if (!returns_.expired(state_, g, now)) {
+        continue;  // used (or moved) since: a later check is set if it idles again
+      }
+      const alloc::PoolIndex pool = state_.gpu(g).pool;
+      SimMs lands = 0;
+      if (__builtin_add_overflow(std::max(now, poolBusyUntil_[pool]), config_.returnTime, &lands) ||
+          lands > kMaxSimMs) {
+        continue;  // it could not land within the simulated-time limit: it stays
+      }
+      if (auto s = state_.detachGpu(g); !s) {
+        return internal("detachGpu (idle return)", s.error());
+      }
+      poolBusyUntil_[pool] = lands;
+      gpuLands_[g] = lands;
+      events_.push(Event{lands, kReturnLanding, returns_.start(waiting)});
+    }
+    return okStatus();
+  }
+
+  void returnLanded(std::uint32_t id) {
+    ++result_.idleReturns;
+    ++result_.gpusMoved;
+    if (returns_.land(id)) {
+      ++result_.gpusMovedWhileWaiting;
+    }
   }
 
   Status schedule(SimMs now) {
@@ -586,7 +486,8 @@ class Engine {
       poolBusyUntil_[pool] = lands;
       gpuLands_[m.gpu] = lands;
       inflight_[pool] = InFlight{true, waiting, lands};
-      events_.push(Event{lands, 2, pool});
+      events_.push(Event{lands, kLanding, pool});
+      becameIdle(m.gpu, lands);
     }
     return okStatus();
   }
@@ -608,6 +509,10 @@ class Engine {
   // on a busy multi-pool cluster. Tested against selectNode in both places.
   Result<alloc::NodeChoice> chooseNode(const alloc::PodRequest& pod,
                                        const alloc::GpuModelFilter& models) {
+    if (config_.offer != alloc::DeviceOffer::Pool) {  // stock DRA: one pass over every node
+      return alloc::selectNodeOffered(state_, pod, models, config_.nodePolicy, config_.mode,
+                                      config_.offer);
+    }
     if (pod.gpus == 0) {
       return alloc::selectNode(state_, pod, config_.nodePolicy, config_.mode);
     }
@@ -726,12 +631,12 @@ class Engine {
     out.node = node;
     out.gpusMoved = choice->deficit;
     if (ready > now) {
-      events_.push(Event{ready, 0, j});
+      events_.push(Event{ready, kStart, j});
       ++startsPending_;
     } else {
       usage_.add(job.gpus);
     }
-    events_.push(Event{out.end, 1, j});
+    events_.push(Event{out.end, kEnd, j});
     return true;
   }
 
@@ -753,6 +658,8 @@ class Engine {
   };
   std::vector<InFlight> inflight_;
   std::vector<SimMs> gpuLands_;
+  IdleReturns returns_;               // idle-timeout only
+  std::vector<alloc::GpuIndex> due_;  // GPUs whose idle check is due now
   std::deque<alloc::PodRequest> recent_;
   std::uint64_t startsPending_ = 0;
   std::vector<std::vector<alloc::GpuIndex>> runningGpus_;
@@ -762,6 +669,8 @@ class Engine {
   std::deque<std::uint32_t> queue_;
   std::set<std::uint32_t> running_;  // easy-backfill only: jobs placed and not ended
   std::uint32_t failedHead_ = kNone;
+  std::uint64_t finished_ = 0;  // jobs ended or rejected
+  std::uint64_t progressEvery_ = 1;
   alloc::QueuePass easyPass_;  // easy- and slack-backfill (slack keeps its head's bound)
   std::vector<alloc::GpuModelFilter> filters_;  // per Trace::gpuSpecs entry; [0] accepts any
   SimResult result_;

@@ -35,6 +35,28 @@
 // takes `moveTime`; the job starts when its last GPU arrives. The moved GPUs are the job's from
 // the decision on. Preconfigured mode: GPUs never move.
 //
+// DRA path (docs/results.md, "DRA path: stock-dra vs the pool policy"; the `stock-dra` preset,
+// libcore/alloc/stock_dra.hpp). Two settings model a stock cluster (Kubernetes DRA + CoHDI):
+//   offer local-or-unattached  (alloc::selectNodeOffered) a node is offered its own free GPUs
+//                              and its pool's unattached ones only; a GPU idle on another node
+//                              is not offered until it is returned. FCFS or greedy backfill,
+//                              no recomposition: the other queue passes and the planner reason
+//                              over the whole pool's free GPUs.
+//   idle return idle-timeout   (alloc::idleExpired) a GPU attached to a node and idle for
+//                              SimConfig::idleTimeout is detached back to its pool at that
+//                              instant (after the scheduling pass, so a pod arriving at the same
+//                              instant may still take it). The detach uses the pool's fabric
+//                              for SimConfig::returnTime (serialised with the moves) and
+//                              counts as one GPU moved (SimResult::idleReturns), paid while a
+//                              pod waited when some job was queued or waiting for GPUs at any
+//                              event during its flight. Attaching a returned GPU later is a move
+//                              like any other (the full move time, as for every unattached GPU
+//                              here). Initially attached GPUs are idle from the first arrival.
+//                              Once no job is left to arrive and none waits, nothing more is
+//                              returned (no pod could use it: counting those would only pad
+//                              the baseline's moves).
+// The defaults (pool, keep) are ours and leave every earlier result unchanged.
+//
 // A job that could not run even on the empty cluster (e.g. 8 GPUs on a 4+4 preconfigured
 // cluster) is rejected at arrival and counted; it never blocks the queue. The paper reports
 // such jobs as failing to complete.
@@ -45,6 +67,8 @@
 #include <vector>
 
 #include "libcore/alloc/backfill.hpp"
+#include "libcore/alloc/device_offer.hpp"
+#include "libcore/alloc/idle_timeout.hpp"
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/alloc/pool_model.hpp"
@@ -59,6 +83,8 @@ using QueueDiscipline = alloc::QueueDiscipline;
 // Measured on the H3 Falcon 4005 (reference logs): one GPU's reconfiguration takes 17-22 s end
 // to end (unassign 5-8 s + assign 8-16 s); we take the midpoint.
 inline constexpr SimMs kDefaultMoveTime = 19'500;
+// An idle return is a detach alone: the unassign part, 5-8 s; its midpoint.
+inline constexpr SimMs kDefaultReturnTime = 6'500;
 
 struct SimConfig {
   alloc::Composability mode = alloc::Composability::Composable;
@@ -70,6 +96,11 @@ struct SimConfig {
   alloc::RecomposeKind recompose = alloc::RecomposeKind::None;
   // slack-backfill: the head may slip by up to this many of its own run times (queue_pass.hpp).
   double slackFactor = alloc::kDefaultSlackFactor;
+  // DRA path (above): which free GPUs a node is offered, and what happens to an idle one.
+  alloc::DeviceOffer offer = alloc::DeviceOffer::Pool;
+  alloc::ReturnKind idleReturn = alloc::ReturnKind::Keep;
+  SimMs idleTimeout = alloc::kDefaultIdleTimeoutMs;  // idle-timeout only
+  SimMs returnTime = kDefaultReturnTime;             // fabric time of one idle return
   // Called with (jobs finished, jobs total) now and then during long runs; may be empty.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
   // Called at each placement with (job index, node, GPUs moved to it, GPUs the job runs on);
@@ -113,13 +144,16 @@ struct SimResult {
   std::uint64_t gpusMoved = 0;  // every GPU move: for placements and in the background
   std::uint64_t jobsWithMoves = 0;
   // GPU moves paid while a pod waited: every move made for a placement (the job waits for it)
-  // and every background move during whose flight some job was queued or waiting for its GPUs.
+  // and every background move or idle return during whose flight some job was queued or
+  // waiting for its GPUs.
   // gpusMoved - gpusMovedWhileWaiting moves were made while nothing waited.
   std::uint64_t gpusMovedWhileWaiting = 0;
   std::uint64_t idleMoves = 0;  // background moves (idle-time recomposition), landed
   // Placements that waited for a background move in flight (its pool's fabric or a GPU it got):
   // each time, the rest of that pool's background plan was cancelled.
   std::uint64_t idleMovesInterrupted = 0;
+  // Idle-timeout returns (GPUs detached back to the pool), landed; each is one of gpusMoved.
+  std::uint64_t idleReturns = 0;
   std::uint64_t rejected = 0;
   // Of `rejected`: jobs whose gpu_spec no GPU can serve (they would run without it: no pool or
   // node offers enough healthy GPUs of an accepted model).
@@ -130,7 +164,9 @@ struct SimResult {
 // Runs the trace to the end on a copy of `cluster`. A job with a gpuSpec runs only on GPUs of
 // an accepted model (alloc::GpuModelFilter of its Trace::gpuSpecs text, parsed with '|').
 // Errors: "invalid" (trace not sorted by arrival, negative duration, a gpu_spec that does not
-// parse or an index past Trace::gpuSpecs, a policy that needs a generator without one), or an
+// parse or an index past Trace::gpuSpecs, a policy that needs a generator without one, the
+// local-or-unattached offer without idle-timeout returns or with another queue or
+// recomposition), or an
 // internal inconsistency reported by the pool model (a bug: the message says which call failed).
 Result<SimResult> simulate(const alloc::ClusterState& cluster, const Trace& trace,
                            const SimConfig& config);

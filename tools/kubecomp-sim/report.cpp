@@ -115,6 +115,7 @@ nlohmann::json summaryJson(const Trace& trace, const SimResult& result) {
   j["gpus_moved_nothing_waiting"] = s.gpusMoved - s.gpusMovedWhileWaiting;
   j["idle_moves"] = s.idleMoves;
   j["idle_moves_interrupted"] = result.idleMovesInterrupted;
+  j["idle_returns"] = result.idleReturns;  // of gpus_moved: idle-timeout detaches to the pool
   j["placement_attempts"] = result.placementAttempts;
   const UsageRecord& u = result.usage;
   std::vector<double> series;
