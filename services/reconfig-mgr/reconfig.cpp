@@ -22,6 +22,7 @@
 #include "services/reconfig-mgr/pool_view.hpp"
 #include "services/reconfig-mgr/pool_worker.hpp"
 #include "services/reconfig-mgr/reconfig_shared.hpp"
+#include "services/reconfig-mgr/slice_publisher.hpp"
 
 namespace kc::reconfig {
 
@@ -142,10 +143,18 @@ void ReconfigManager::lead() {
     }
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (names.count(it->first) == 0 || it->second->exited()) {
+        const bool gone = names.count(it->first) == 0;
+        const std::string name = it->first;
         auto w = std::move(it->second);
         it = workers_.erase(it);
         lock.unlock();
         w->stop();
+        if (gone) {
+          // A deleted GPUPool offers nothing: its ResourceSlices go with it (docs/dra.md).
+          if (auto r = SlicePublisher(*shared_->client, name).sync(false, {}, {}); !r) {
+            spdlog::warn("pool {}: removing its ResourceSlices: {}", name, r.error().message);
+          }
+        }
         lock.lock();
       } else {
         ++it;

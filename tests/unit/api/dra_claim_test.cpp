@@ -65,7 +65,7 @@ TEST_CASE("DRA claims: an allocation as kube-scheduler writes it reads back whol
   CHECK(kc::api::toJson(*c->allocation) == json::parse(kAllocatedClaim)["status"]["allocation"]);
 }
 
-TEST_CASE("DRA claims: a one-node hostname selector names the node too; others name none",
+TEST_CASE("DRA claims: a one-node hostname selector names the node too, others name none",
           "[api][dra]") {
   json c = json::parse(kAllocatedClaim);
   auto& selector = c["status"]["allocation"]["nodeSelector"];
