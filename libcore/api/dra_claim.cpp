@@ -2,29 +2,19 @@
 
 #include <algorithm>
 
+#include "libcore/api/json_read.hpp"
 #include "libcore/base/error_codes.hpp"
 
 namespace kc::api {
 
+using detail::member;
+using detail::text;
 using nlohmann::json;
 
 namespace {
 
 Error invalid(const std::string& claim, const std::string& what) {
   return makeError(errc::kInvalid, "ResourceClaim " + claim + ": " + what);
-}
-
-const json* member(const json& obj, const char* key) {
-  if (!obj.is_object()) {
-    return nullptr;
-  }
-  auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string text(const json& obj, const char* key) {
-  const json* v = member(obj, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 const json& emptyArray() {

@@ -5,8 +5,12 @@
 #include <cstdio>
 #include <map>
 
+#include "libcore/api/json_read.hpp"
+
 namespace kc::api {
 
+using detail::member;
+using detail::text;
 using nlohmann::json;
 
 namespace {
@@ -203,19 +207,6 @@ namespace {
 
 Error invalid(std::string_view name, const std::string& what) {
   return makeError(errc::kInvalid, "ResourceSlice " + std::string(name) + ": " + what);
-}
-
-const json* member(const json& obj, const char* key) {
-  if (!obj.is_object()) {
-    return nullptr;
-  }
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-std::string text(const json& obj, const char* key) {
-  const json* v = member(obj, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
 }
 
 std::string stringAttribute(const json& attributes, const char* name) {

@@ -1,17 +1,10 @@
 #include "libcore/api/vni.hpp"
 
+#include "libcore/api/json_read.hpp"
+
 namespace kc::api {
 
 using nlohmann::json;
-
-namespace {
-
-std::string stringAt(const json& obj, const char* key) {
-  const auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
 
 std::string vniObjectName(const std::string& ownerUid) {
   return "vni-" + ownerUid;
@@ -32,10 +25,10 @@ VniObject parseVniObject(const json& object) {
     return o;
   }
   if (const auto m = object.find("metadata"); m != object.end() && m->is_object()) {
-    o.name = stringAt(*m, "name");
-    o.ns = stringAt(*m, "namespace");
+    o.name = detail::text(*m, "name");
+    o.ns = detail::text(*m, "namespace");
     if (const auto l = m->find("labels"); l != m->end() && l->is_object()) {
-      o.ownerUid = stringAt(*l, std::string(kVniOwnerUidLabel).c_str());
+      o.ownerUid = detail::text(*l, std::string(kVniOwnerUidLabel).c_str());
     }
   }
   if (const auto s = object.find("spec"); s != object.end() && s->is_object()) {
