@@ -138,7 +138,7 @@ class PoolWorker final : public MoveEnv {
 
   // The DRA path: the pool's ResourceSlices follow `status` (status.gpus) and the spec's nodes
   // and allocationPath (slice_publisher.hpp); nothing is sent while those stay the same. A pool
-  // that is gone (`gone`) has its slices removed.
+  // that is gone (`gone`) has its slices removed; one whose spec cannot be read keeps them.
   void syncSlices(const json& status, bool gone = false);
 
   // Every kubecomp-sched pod, parsed once per resourceVersion (the loop runs on every change

@@ -202,7 +202,10 @@ Status PoolWorker::writeStatus(bool journalChange) {
 }
 
 void PoolWorker::syncSlices(const json& status, bool gone) {
-  const bool dra = !gone && spec_ && spec_->dra;
+  if (!gone && !spec_) {
+    return;  // a spec that cannot be read changes nothing: what was published stays
+  }
+  const bool dra = !gone && spec_->dra;
   std::vector<std::string> nodes;
   if (spec_ && !gone) {
     for (const NodeSpec& n : spec_->nodes) {

@@ -88,6 +88,20 @@ TEST_CASE("reconfig-mgr: a DRA pool's GPUs are ResourceSlices, not device-plugin
   // The device plugins withdraw the pool: a GPU is offered on one path only.
   CHECK(kc::testing::eventually([&] { return c.allocatable("host01") == 0; }, 30s));
 
+  // A spec reconfig-mgr cannot read (an API server that does not check the CRD's enum) changes
+  // nothing: the pool reports the error and what was published stays.
+  setPath(c, "Both");
+  REQUIRE(c.poolUntil([](const json& st) {
+    for (const auto& cond : st.value("conditions", json::array())) {
+      if (cond.value("type", "") == "SpecValid" && cond.value("status", "") == "False") {
+        return true;
+      }
+    }
+    return false;
+  }));
+  // The status and the slices are written in the same pass: give a removal time to show.
+  CHECK_FALSE(kc::testing::eventually([&] { return published(c).ids.size() != 3; }, 3s));
+
   // Back to the device plugin: the slices go, kubelet advertises the GPUs again.
   setPath(c, "DevicePlugin");
   CHECK(kc::testing::eventually([&] { return published(c).ids.empty(); }, 30s));
