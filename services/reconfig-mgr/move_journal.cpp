@@ -58,7 +58,15 @@ bool finished(MovePhase phase) {
 }
 
 std::string_view toString(MoveKind kind) {
-  return kind == MoveKind::kBackground ? "Background" : "Demand";
+  switch (kind) {
+    case MoveKind::kBackground:
+      return "Background";
+    case MoveKind::kClaim:
+      return "Claim";
+    case MoveKind::kDemand:
+      break;
+  }
+  return "Demand";
 }
 
 json toJson(const Move& m) {
@@ -82,6 +90,12 @@ json toJson(const Move& m) {
     j["pod"] = "";
     j["reason"] = m.reason;
   }
+  if (m.forClaim()) {
+    j["kind"] = std::string(toString(m.kind));
+    j["pod"] = "";
+    j["claim"] = m.claimKey();
+    j["claimUID"] = m.claimUid;
+  }
   if (m.cancelled) {
     j["cancelled"] = true;
   }
@@ -96,6 +110,7 @@ Result<Move> parseMove(const json& j) {
   std::string pod;
   std::string phase;
   std::string kind;
+  std::string claim;
   for (const auto& [key, out, required] :
        std::initializer_list<std::tuple<const char*, std::string*, bool>>{
            {"gpu", &m.gpu, true},
@@ -110,17 +125,32 @@ Result<Move> parseMove(const json& j) {
            {"phaseSince", &m.phaseSince, false},
            {"message", &m.message, false},
            {"kind", &kind, false},
-           {"reason", &m.reason, false}}) {
+           {"reason", &m.reason, false},
+           {"claim", &claim, false},
+           {"claimUID", &m.claimUid, false}}) {
     if (auto s = readString(j, key, *out, required); !s) {
       return s.error();
     }
   }
   if (kind == "Background") {
     m.kind = MoveKind::kBackground;
+  } else if (kind == "Claim") {
+    m.kind = MoveKind::kClaim;
   } else if (!kind.empty() && kind != "Demand") {
     return makeError(errc::kInvalid, "move record: unknown kind '" + kind + "'");
   }
-  if (m.background()) {
+  if (m.forClaim()) {
+    const auto slash = claim.find('/');
+    if (!pod.empty() || !m.podUid.empty() || slash == std::string::npos || slash == 0 ||
+        slash + 1 == claim.size()) {
+      return makeError(errc::kInvalid,
+                       "move record: a claim move names no pod and a namespace/name claim");
+    }
+    m.claimNamespace = claim.substr(0, slash);
+    m.claimName = claim.substr(slash + 1);
+  } else if (!claim.empty() || !m.claimUid.empty()) {
+    return makeError(errc::kInvalid, "move record: only a claim move names a claim");
+  } else if (m.background()) {
     if (!pod.empty() || !m.podUid.empty()) {
       return makeError(errc::kInvalid, "move record: a background move names no pod");
     }

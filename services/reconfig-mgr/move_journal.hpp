@@ -14,7 +14,10 @@
 //
 // A move is for a waiting pod (kind Demand, the paper's reconfiguration) or a background move
 // of idle-time recomposition (kind Background, no pod; idle_planner.hpp): same phases, same
-// journal, cancelled while still Draining when a real request needs the pool's fabric.
+// journal, cancelled while still Draining when a real request needs the pool's fabric. A move
+// of kind Claim attaches a DRA claim's allocated fabric device to the claim's node (docs/dra.md
+// "Attach"); it names the claim instead of a pod, and is cancelled while still Draining when
+// the claim no longer waits for it.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -45,6 +48,7 @@ bool finished(MovePhase phase);
 enum class MoveKind : std::uint8_t {
   kDemand,      // for the pod that waits for it (kubecomp.io/dst-node)
   kBackground,  // idle-time recomposition: no pod waits, cancelled when one needs the fabric
+  kClaim,       // the DRA attach controller: a ResourceClaim's allocated fabric device
 };
 std::string_view toString(MoveKind kind);
 
@@ -57,6 +61,9 @@ struct Move {
   std::string podNamespace;  // the pending pod the move is for ("" for a background move)
   std::string podName;
   std::string podUid;
+  std::string claimNamespace;  // kind Claim: the ResourceClaim the move is for (no pod)
+  std::string claimName;
+  std::string claimUid;
   MoveKind kind = MoveKind::kDemand;
   std::string reason;      // background: why the planner chose it, for people
   bool cancelled = false;  // Failed because it was no longer wanted while Draining
@@ -71,6 +78,8 @@ struct Move {
 
   bool active() const { return !finished(phase); }
   bool background() const { return kind == MoveKind::kBackground; }
+  bool forClaim() const { return kind == MoveKind::kClaim; }
+  std::string claimKey() const { return claimNamespace + "/" + claimName; }
   std::string podKey() const { return podNamespace + "/" + podName; }
   friend bool operator==(const Move&, const Move&) = default;
 };

@@ -31,7 +31,9 @@ class MoveEnv {
   virtual fabric::FabricDriver& fabric() = 0;
   // The latest usage report of `node`'s device plugin; nullopt when none can be read.
   virtual std::optional<api::UsageReport> usage(const std::string& node) = 0;
-  // The move's pod still exists (same UID), is unbound and still asks for move.toNode.
+  // The move's pod still exists (same UID), is unbound and still asks for move.toNode; for a
+  // claim move: the claim still exists (same UID), allocated that device for move.toNode, and
+  // still waits for its binding conditions.
   virtual bool podWaiting(const Move& move) = 0;
   // A background move (no pod) still Draining: why it is no longer wanted (a real request
   // needs the pool's fabric, a pod may need the GPU), or nullopt to go on. Asked instead of

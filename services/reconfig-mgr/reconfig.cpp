@@ -100,6 +100,7 @@ ReconfigManager::ReconfigManager(ReconfigOptions options, kube::KubeClient& clie
   shared_->pools = &pools_->store();
   shared_->nodes = &nodes_->store();
   shared_->pods = &pods_->store();
+  claims_ = informer(api::gvr::resourceClaims(), "");
 
   if (health_ != nullptr) {
     health_->addReadinessCheck("informers", [this]() -> Status {
@@ -134,6 +135,9 @@ void ReconfigManager::lead() {
   pools_->waitForSync(std::chrono::seconds(30));
   nodes_->waitForSync(std::chrono::seconds(30));
   pods_->waitForSync(std::chrono::seconds(30));
+  if (claimsStarted_) {
+    claims_->waitForSync(std::chrono::seconds(30));
+  }
   std::unique_lock lock(mu_);
   while (!stopLeading_) {
     changed_ = false;
@@ -196,6 +200,7 @@ Status ReconfigManager::start() {
   pools_->start();
   nodes_->start();
   pods_->start();
+  startClaims();
   if (!opts_.leaderElect) {
     direct_ = std::thread([this] { lead(); });
     return okStatus();
@@ -253,6 +258,29 @@ void ReconfigManager::stop() {
   pools_->stop();
   nodes_->stop();
   pods_->stop();
+  if (claimsStarted_) {
+    claims_->stop();
+  }
+}
+
+void ReconfigManager::startClaims() {
+  // One probe: without resource.k8s.io/v1 there is no DRA path, no informer and no error spam.
+  kube::ListOptions probe;
+  probe.limit = 1;
+  auto r = client_.list(api::gvr::resourceClaims(), "", probe);
+  if (!r) {
+    if (r.error().isNotFound()) {
+      spdlog::info("the API server serves no resource.k8s.io/v1 ResourceClaims: no attach "
+                   "controller");
+    } else {
+      spdlog::warn("probing resource.k8s.io/v1 ResourceClaims: {}; no attach controller",
+                   r.error().toError().message);
+    }
+    return;
+  }
+  claims_->start();
+  claimsStarted_ = true;
+  shared_->claims = &claims_->store();
 }
 
 }  // namespace kc::reconfig

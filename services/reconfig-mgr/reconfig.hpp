@@ -87,6 +87,7 @@ class ReconfigManager {
 
  private:
   void lead();  // runs while leading: keeps one worker per GPUPool
+  void startClaims();  // probes resource.k8s.io/v1, starts the claims informer when served
   void wakeAll();
 
   ReconfigOptions opts_;
@@ -97,6 +98,10 @@ class ReconfigManager {
   std::unique_ptr<kube::Informer> pools_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
+  // ResourceClaims (the DRA attach controller), started only when the API server serves
+  // resource.k8s.io/v1.
+  std::unique_ptr<kube::Informer> claims_;
+  bool claimsStarted_ = false;
   std::unique_ptr<kube::LeaderElector> elector_;
   std::thread direct_;  // the lead() thread without leader election
   std::atomic<bool> leading_{false};

@@ -123,6 +123,8 @@ struct ReconfigManager::Shared {
   const kube::Store* pools = nullptr;
   const kube::Store* nodes = nullptr;
   const kube::Store* pods = nullptr;
+  // ResourceClaims of all namespaces; null when the API server serves no resource.k8s.io/v1.
+  const kube::Store* claims = nullptr;
 };
 
 }  // namespace kc::reconfig

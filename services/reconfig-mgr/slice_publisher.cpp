@@ -28,7 +28,8 @@ bool sameContent(api::ResourceSlice a, const api::ResourceSlice& b) {
 }  // namespace
 
 Result<bool> SlicePublisher::sync(bool dra, const std::vector<std::string>& nodes,
-                                  const std::vector<api::PoolGpu>& gpus) {
+                                  const std::vector<api::PoolGpu>& gpus,
+                                  const std::set<std::string>& heldInFabric) {
   kube::ListOptions opts;
   opts.labelSelector = std::string(api::kSlicePoolLabel) + "=" + gpuPool_;
   auto listed = client_.listAll(api::gvr::resourceSlices(), "", opts);
@@ -56,7 +57,7 @@ Result<bool> SlicePublisher::sync(bool dra, const std::vector<std::string>& node
     existing[name] =
         Existing{std::move(item), parsed ? std::optional(std::move(*parsed)) : std::nullopt};
   }
-  auto desired = dra ? api::buildPoolSlices(gpuPool_, nodes, gpus, generation)
+  auto desired = dra ? api::buildPoolSlices(gpuPool_, nodes, gpus, generation, heldInFabric)
                      : std::vector<api::ResourceSlice>{};
   bool same = desired.size() == existing.size();
   for (const auto& s : desired) {

@@ -6,6 +6,7 @@
 // the new generation are written first and leftovers deleted last, so a consumer that reads in
 // between sees the old or the new pool whole (consumers ignore older generations).
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,11 @@ class SlicePublisher {
 
   // Makes the pool's slices match `gpus` on `nodes` when `dra`, or removes them all when not
   // (the pool serves the device-plugin path, or is gone). Idempotent: nothing is written when
-  // the slices match already. Returns whether something was written.
+  // the slices match already. Returns whether something was written. `heldInFabric`: the GPU
+  // ids a ResourceClaim's allocation holds in the pool's fabric pool (api::buildPoolSlices).
   Result<bool> sync(bool dra, const std::vector<std::string>& nodes,
-                    const std::vector<api::PoolGpu>& gpus);
+                    const std::vector<api::PoolGpu>& gpus,
+                    const std::set<std::string>& heldInFabric = {});
 
  private:
   kube::KubeClient& client_;
