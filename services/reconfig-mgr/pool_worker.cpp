@@ -49,6 +49,9 @@ std::optional<api::UsageReport> PoolWorker::usage(const std::string& node) {
 }
 
 bool PoolWorker::podWaiting(const Move& m) {
+  if (m.forClaim()) {
+    return claimWaiting(m);
+  }
   auto obj = sh_.pods->get(m.podNamespace, m.podName);
   if (!obj) {
     return false;
@@ -96,7 +99,7 @@ void PoolWorker::phaseEnded(const Move& m, MovePhase phase, double seconds) {
     sh_.metrics->movePhases.Add({{"phase", std::string(toString(phase))}}, secondsBuckets())
         .Observe(seconds);
   }
-  if (m.background()) {
+  if (m.background() || m.forClaim()) {
     return;  // no pod request to time
   }
   auto& t = timing(m.podKey());
@@ -121,7 +124,10 @@ void PoolWorker::moveFinished(const Move& m) {
     }
   }
   spdlog::info("pool {}: move of GPU {} to {} for {}: {} ({})", name_, m.gpu, m.toNode,
-               m.background() ? std::string("the background") : m.podKey(), toString(m.phase),
+               m.background() ? std::string("the background")
+               : m.forClaim() ? "claim " + m.claimKey()
+                              : m.podKey(),
+               toString(m.phase),
                m.message);
   if (ok && movesGate_.moved() == MovesGate::Transition::kSupported) {
     spdlog::info("pool {}: the fabric moved GPU {} after a refusal: moves are supported again",
@@ -129,6 +135,12 @@ void PoolWorker::moveFinished(const Move& m) {
     poolEvent(false, "MovesSupported",
               "the fabric moved GPU " + m.gpu + " to " + m.toNode +
                   " after refusing moves as unsupported; moves go on");
+  }
+  if (m.forClaim()) {
+    if (!ok && !m.cancelled) {
+      claimMoveFailed(m);  // on success the next wake reports Attached (nextAttachStep)
+    }
+    return;
   }
   if (m.background()) {
     if (!ok && !cancelledInBackground && spec_) {
@@ -218,6 +230,7 @@ void PoolWorker::run() {
       readInventory();
     }
     SteadyTime wakeAt = lastRead_ + poll;
+    driveClaims();  // claims first: reports, and the next attach when no move is in flight
     // The move in flight, as far as it can go now.
     for (int i = 0; i < 64 && !stoppingNow(); ++i) {
       auto out = runner_.step(journal_);
@@ -231,7 +244,10 @@ void PoolWorker::run() {
       // Idle: plan the next move, and run it if one started.
       const auto pods = kubecompPods();
       trackRequests(pods);
-      planAndStart(pods);
+      driveClaims();
+      if (!journal_.active) {
+        planAndStart(pods);
+      }
       if (!journal_.active) {
         break;
       }

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "libcore/alloc/idle_recompose.hpp"
+#include "libcore/api/dra_binding.hpp"
+#include "libcore/api/dra_claim.hpp"
 #include "libcore/base/clock.hpp"
 #include "libcore/base/rfc3339.hpp"
 #include "services/reconfig-mgr/idle_planner.hpp"
@@ -63,6 +65,10 @@ class PoolWorker final : public MoveEnv {
   }
   void event(const Move& m, bool warning, const std::string& reason,
              const std::string& message) override {
+    if (m.forClaim()) {
+      claimEvent(m, warning, reason, message);
+      return;
+    }
     if (m.background()) {
       poolEvent(warning, reason,
                 reason == "GPUMoveStarted" ? message + " (background: " + m.reason + ")" : message);
@@ -140,6 +146,30 @@ class PoolWorker final : public MoveEnv {
   // and allocationPath (slice_publisher.hpp); nothing is sent while those stay the same. A pool
   // that is gone (`gone`) has its slices removed; one whose spec cannot be read keeps them.
   void syncSlices(const json& status, bool gone = false);
+
+  // The attach controller (pool_worker_claims.cpp, docs/dra.md "Attach").
+  // Claims whose allocation holds a device of this pool's fabric pool.
+  std::vector<api::Claim> fabricClaims();
+  // The GPU ids (of `gpus`) those claims hold in the fabric pool.
+  std::set<std::string> heldInFabric(const std::vector<api::PoolGpu>& gpus);
+  // status.gpus as last rendered.
+  std::vector<api::PoolGpu> statusGpus() const;
+  // For every such claim's device, api::nextAttachStep: report a condition, or start the move
+  // (kind Claim) when none is in flight. Only on a DRA pool with the claims informer running.
+  void driveClaims();
+  void startClaimMove(const api::Claim& claim, const api::AttachStep& step);
+  void reportClaim(const api::Claim& claim, const api::ClaimDevice& device,
+                   const api::AttachStep& step);
+  // Sets `condition` on the claim's device through the status subresource (observedGeneration
+  // the claim's generation; one re-read and retry on a conflict).
+  Status setClaimCondition(const std::string& ns, const std::string& name, const std::string& uid,
+                           const api::ClaimDevice& device, api::ClaimCondition condition);
+  // podWaiting for a claim move: same UID, allocated that device for move.toNode, waiting.
+  bool claimWaiting(const Move& m);
+  // A claim move that failed (not cancelled): attach-failed=True, reason AttachFailed.
+  void claimMoveFailed(const Move& m);
+  void claimEvent(const Move& m, bool warning, const std::string& reason,
+                  const std::string& message);
 
   // Every kubecomp-sched pod, parsed once per resourceVersion (the loop runs on every change
   // of any pod, node or pool; re-parsing thousands of pods each time would dominate).

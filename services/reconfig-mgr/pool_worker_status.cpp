@@ -212,12 +212,16 @@ void PoolWorker::syncSlices(const json& status, bool gone) {
       nodes.push_back(n.name);
     }
   }
-  json inputs{{"dra", dra}, {"nodes", nodes}, {"gpus", status.value("gpus", json::array())}};
+  const auto gpus = api::parsePoolGpus(json{{"metadata", {{"name", name_}}}, {"status", status}});
+  const std::set<std::string> held = dra ? heldInFabric(gpus.gpus) : std::set<std::string>{};
+  json inputs{{"dra", dra},
+              {"nodes", nodes},
+              {"gpus", status.value("gpus", json::array())},
+              {"held", held}};
   if (inputs == lastSliceInputs_) {
     return;
   }
-  const auto gpus = api::parsePoolGpus(json{{"metadata", {{"name", name_}}}, {"status", status}});
-  auto r = slices_.sync(dra, nodes, gpus.gpus);
+  auto r = slices_.sync(dra, nodes, gpus.gpus, held);
   if (!r) {
     spdlog::warn("pool {}: ResourceSlices: {}", name_, r.error().message);
     if (sh_.metrics) {

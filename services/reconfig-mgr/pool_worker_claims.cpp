@@ -1,0 +1,249 @@
+// The DRA path's attach controller (docs/dra.md "Attach"): for every ResourceClaim whose
+// allocation holds a device of this pool's fabric pool, api::nextAttachStep decides what
+// happens next: report the binding condition (attached / attach-failed) on the claim's
+// status.devices, or move the GPU to the claim's node with the journaled move (kind Claim).
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "libcore/api/dra_binding.hpp"
+#include "libcore/api/dra_claim.hpp"
+#include "libcore/api/dra_slice.hpp"
+#include "libcore/api/names.hpp"
+#include "libcore/base/rfc3339.hpp"
+#include "services/reconfig-mgr/pool_worker.hpp"
+
+namespace kc::reconfig {
+
+namespace {
+
+// Whether `d` is a device of GPUPool `pool`'s fabric pool.
+bool inFabricPool(const api::ClaimDevice& d, const std::string& pool) {
+  return d.driver == api::kDraDriverName && d.pool == pool;
+}
+
+}  // namespace
+
+std::vector<api::Claim> PoolWorker::fabricClaims() {
+  std::vector<api::Claim> out;
+  if (sh_.claims == nullptr) {
+    return out;
+  }
+  for (const auto& obj : sh_.claims->list()) {
+    auto c = api::parseClaim(*obj);
+    if (!c || !c->allocation) {
+      continue;
+    }
+    for (const auto& d : c->allocation->results) {
+      if (inFabricPool(d, name_)) {
+        out.push_back(std::move(*c));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::set<std::string> PoolWorker::heldInFabric(const std::vector<api::PoolGpu>& gpus) {
+  std::set<std::string> out;
+  std::map<std::string, std::string> byDevice;
+  for (const auto& g : gpus) {
+    byDevice.emplace(api::draDeviceName(g.id), g.id);
+  }
+  for (const auto& c : fabricClaims()) {
+    for (const auto& d : c.allocation->results) {
+      if (auto it = byDevice.find(d.device); inFabricPool(d, name_) && it != byDevice.end()) {
+        out.insert(it->second);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<api::PoolGpu> PoolWorker::statusGpus() const {
+  return api::parsePoolGpus(json{{"metadata", {{"name", name_}}}, {"status", previousStatus_}})
+      .gpus;
+}
+
+Status PoolWorker::setClaimCondition(const std::string& ns, const std::string& name,
+                                     const std::string& uid, const api::ClaimDevice& device,
+                                     api::ClaimCondition condition) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    json obj;
+    if (attempt == 0) {
+      auto cached = sh_.claims->get(ns, name);
+      if (!cached) {
+        return makeError(errc::kNotFound, "claim " + ns + "/" + name + " is gone");
+      }
+      obj = *cached;
+    } else {
+      auto fresh = sh_.client->get(api::gvr::resourceClaims(), ns, name);
+      if (!fresh) {
+        return fresh.error().toError();
+      }
+      obj = *fresh;
+    }
+    auto claim = api::parseClaim(obj);
+    if (!claim) {
+      return claim.error();
+    }
+    if (!uid.empty() && claim->uid != uid) {
+      return makeError(errc::kNotFound, "claim " + ns + "/" + name + " was replaced");
+    }
+    const auto* have = claim->condition(device, condition.type);
+    if (have != nullptr && have->status == condition.status &&
+        have->observedGeneration == claim->generation) {
+      return okStatus();  // written already (the informer was behind)
+    }
+    condition.observedGeneration = claim->generation;
+    const auto devices = api::withDeviceCondition(claim->devices, device, condition);
+    json list = json::array();
+    for (const auto& d : devices) {
+      list.push_back(api::toJson(d));
+    }
+    obj["status"]["devices"] = std::move(list);
+    auto r = sh_.client->updateStatus(api::gvr::resourceClaims(), ns, obj);
+    if (r) {
+      spdlog::info("pool {}: claim {}/{} device {}: {}={} ({})", name_, ns, name, device.device,
+                   condition.type, condition.status, condition.reason);
+      return okStatus();
+    }
+    if (!r.error().isConflict()) {
+      return r.error().toError();
+    }
+  }
+  return makeError(errc::kConflict, "claim " + ns + "/" + name + ": status kept conflicting");
+}
+
+void PoolWorker::reportClaim(const api::Claim& claim, const api::ClaimDevice& device,
+                             const api::AttachStep& step) {
+  api::ClaimCondition cond;
+  const bool ok = step.kind == api::AttachStep::Kind::kReportAttached;
+  cond.type = std::string(ok ? api::kAttachedCondition : api::kAttachFailedCondition);
+  cond.status = "True";
+  cond.reason = step.reason.empty() ? (ok ? "Attached" : "AttachFailed") : step.reason;
+  cond.message = step.message;
+  cond.lastTransitionTime = formatRfc3339(clock_.wallNow());
+  if (auto s = setClaimCondition(claim.ns, claim.name, claim.uid, device, cond); !s) {
+    spdlog::warn("pool {}: claim {}/{}: writing {}: {}", name_, claim.ns, claim.name, cond.type,
+                 s.error().message);
+  }
+}
+
+void PoolWorker::startClaimMove(const api::Claim& claim, const api::AttachStep& step) {
+  const auto view = currentView();
+  if (!view || !spec_ || !movesGate_.allows(clock_.now())) {
+    return;
+  }
+  const GpuView* g = view->find(step.gpuId);
+  const auto toHost = spec_->poolHostOf(step.node, step.gpuId);
+  if (g == nullptr || !toHost) {
+    return;  // not in the inventory yet, or no host of the node on its chassis
+  }
+  Move m;
+  m.kind = MoveKind::kClaim;
+  m.gpu = step.gpuId;
+  m.fromNode = g->attached() ? g->node : "";
+  m.fromHost = g->attached() ? *g->info.hostPort : "";
+  m.toNode = step.node;
+  m.toHost = *toHost;
+  m.claimNamespace = claim.ns;
+  m.claimName = claim.name;
+  m.claimUid = claim.uid;
+  m.phase = g->attached() ? MovePhase::kDraining : MovePhase::kAttaching;
+  if (auto s = runner_.start(journal_, m); !s) {
+    spdlog::warn("pool {}: cannot start the attach of GPU {} for claim {}: {}", name_, m.gpu,
+                 m.claimKey(), s.error().message);
+  }
+}
+
+void PoolWorker::driveClaims() {
+  if (sh_.claims == nullptr || !spec_ || !spec_->dra) {
+    return;
+  }
+  const auto gpus = statusGpus();
+  for (const auto& claim : fabricClaims()) {
+    for (const auto& d : claim.allocation->results) {
+      if (!inFabricPool(d, name_)) {
+        continue;
+      }
+      const auto step = api::nextAttachStep(claim, d, name_, gpus);
+      switch (step.kind) {
+        case api::AttachStep::Kind::kReportAttached:
+        case api::AttachStep::Kind::kReportFailed:
+          reportClaim(claim, d, step);
+          break;
+        case api::AttachStep::Kind::kAttach:
+          if (!journal_.active) {
+            startClaimMove(claim, step);
+          }
+          break;
+        case api::AttachStep::Kind::kNothing:
+          break;
+      }
+    }
+  }
+}
+
+bool PoolWorker::claimWaiting(const Move& m) {
+  if (sh_.claims == nullptr) {
+    return false;
+  }
+  auto obj = sh_.claims->get(m.claimNamespace, m.claimName);
+  if (!obj) {
+    return false;
+  }
+  auto c = api::parseClaim(*obj);
+  if (!c || c->uid != m.claimUid || c->deleting || !c->allocation ||
+      c->allocation->nodeName != m.toNode) {
+    return false;
+  }
+  const std::string device = api::draDeviceName(m.gpu);
+  for (const auto& d : c->allocation->results) {
+    if (inFabricPool(d, name_) && d.device == device) {
+      return api::bindingState(*c, d) == api::BindingState::kWaiting;
+    }
+  }
+  return false;
+}
+
+void PoolWorker::claimMoveFailed(const Move& m) {
+  if (sh_.claims == nullptr) {
+    return;
+  }
+  auto obj = sh_.claims->get(m.claimNamespace, m.claimName);
+  if (!obj) {
+    return;
+  }
+  auto c = api::parseClaim(*obj);
+  if (!c || c->uid != m.claimUid || !c->allocation) {
+    return;
+  }
+  const std::string device = api::draDeviceName(m.gpu);
+  for (const auto& d : c->allocation->results) {
+    if (inFabricPool(d, name_) && d.device == device) {
+      api::AttachStep step;
+      step.kind = api::AttachStep::Kind::kReportFailed;
+      step.reason = "AttachFailed";
+      step.message = m.message;
+      reportClaim(*c, d, step);
+      return;
+    }
+  }
+}
+
+void PoolWorker::claimEvent(const Move& m, bool warning, const std::string& reason,
+                            const std::string& message) {
+  kube::ObjectReference ref;
+  ref.kind = "ResourceClaim";
+  ref.apiVersion = "resource.k8s.io/v1";
+  ref.ns = m.claimNamespace;
+  ref.name = m.claimName;
+  ref.uid = m.claimUid;
+  auto r = sh_.recorder->record(ref, warning ? "Warning" : "Normal", reason, message);
+  if (!r) {
+    spdlog::debug("event {} on claim {}: {}", reason, m.claimKey(), r.error().toError().message);
+  }
+}
+
+}  // namespace kc::reconfig
