@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "libcore/api/dra_claim.hpp"
 #include "libcore/api/dra_slice.hpp"
 #include "tests/services/reconfig-mgr/cluster.hpp"
 #include "tests/support/wait.hpp"
@@ -112,4 +113,120 @@ TEST_CASE("reconfig-mgr: a DRA pool's GPUs are ResourceSlices, not device-plugin
   REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
   REQUIRE(c.client().remove(kc::api::gvr::gpuPools(), "", "pool-a"));
   CHECK(kc::testing::eventually([&] { return published(c).ids.empty(); }, 30s));
+}
+
+namespace {
+
+// A ResourceClaim for one GPU of class gpu.kubecomp.io, allocated by hand the way kube-scheduler
+// writes it: device `gpuId` of pool-a's fabric pool for `node`, reserved for pod `pod`.
+void allocateClaim(SimCluster& c, const std::string& name, const std::string& gpuId,
+                   const std::string& node, const std::string& pod) {
+  const json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", name}, {"namespace", "default"}}},
+      {"spec",
+       {{"devices",
+         {{"requests", json::array({{{"name", "gpu"},
+                                     {"exactly", {{"deviceClassName", "gpu.kubecomp.io"}}}}})}}}}}};
+  auto created = c.client().create(kc::api::gvr::resourceClaims(), "default", claim);
+  REQUIRE(created);
+  kc::api::ClaimDevice d;
+  d.request = "gpu";
+  d.driver = "gpu.kubecomp.io";
+  d.pool = "pool-a";
+  d.device = kc::api::draDeviceName(gpuId);
+  d.bindingConditions = {std::string(kc::api::kAttachedCondition)};
+  d.bindingFailureConditions = {std::string(kc::api::kAttachFailedCondition)};
+  kc::api::ClaimAllocation a;
+  a.results = {d};
+  a.nodeName = node;
+  a.allocationTimestamp = "2026-01-01T00:00:00Z";
+  json body = *created;
+  body["status"] = {{"allocation", kc::api::toJson(a)},
+                    {"reservedFor", json::array({{{"resource", "pods"},
+                                                  {"name", pod},
+                                                  {"uid", "uid-" + pod}}})}};
+  REQUIRE(c.client().updateStatus(kc::api::gvr::resourceClaims(), "default", body));
+}
+
+// The claim's condition `type` on its only device (null when not set).
+json claimCondition(SimCluster& c, const std::string& name, std::string_view type) {
+  auto obj = c.client().get(kc::api::gvr::resourceClaims(), "default", name);
+  if (!obj) {
+    return nullptr;
+  }
+  for (const auto& d : obj->value("status", json::object()).value("devices", json::array())) {
+    for (const auto& cond : d.value("conditions", json::array())) {
+      if (cond.value("type", "") == type) {
+        json out = cond;
+        out["claimGeneration"] = (*obj)["metadata"].value("generation", 0);
+        return out;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool poolShows(SimCluster& c, const std::string& gpu, const std::string& node) {
+  for (const auto& g : c.poolStatus().value("gpus", json::array())) {
+    if (g.value("id", "") == gpu) {
+      return g.value("node", "") == node;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("reconfig-mgr: the attach controller attaches a claim's fabric GPU to its node",
+          "[reconfig][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids["pool-a"].size() == 1; }, 30s));
+
+  allocateClaim(c, "claim-1", "c0.04", "host02", "pod-1");
+  // The unattached GPU is attached to the claim's node.
+  CHECK(kc::testing::eventually([&] { return c.simGpus()["c0.04"] == "host02"; }, 60s));
+  CHECK(kc::testing::eventually([&] { return poolShows(c, "c0.04", "host02"); }, 30s));
+  // The claim's binding condition turns True, for the claim's generation.
+  REQUIRE(kc::testing::eventually(
+      [&] { return !claimCondition(c, "claim-1", kc::api::kAttachedCondition).is_null(); }, 30s));
+  const json cond = claimCondition(c, "claim-1", kc::api::kAttachedCondition);
+  CAPTURE(cond);
+  CHECK(cond["status"] == "True");
+  CHECK(cond["observedGeneration"] == cond["claimGeneration"]);
+  CHECK_FALSE(cond.value("lastTransitionTime", "").empty());
+  CHECK(claimCondition(c, "claim-1", kc::api::kAttachFailedCondition).is_null());
+  // While the claim holds it, the GPU stays in the fabric pool (its identity does not change).
+  const Published p = published(c);
+  CAPTURE(p.ids);
+  CHECK(p.ids.at("pool-a") == std::vector<std::string>{"c0.04"});
+  CHECK(p.ids["pool-a/host02"] == std::vector<std::string>{"c0.03"});
+  const json moves = c.poolStatus().value("moves", json::array());
+  REQUIRE_FALSE(moves.empty());
+  CHECK(moves[0]["kind"] == "Claim");
+  CHECK(moves[0]["claim"] == "default/claim-1");
+  CHECK(moves[0]["phase"] == "Succeeded");
+}
+
+TEST_CASE("reconfig-mgr: a claim allocated a GPU the pool does not have fails to attach",
+          "[reconfig][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids["pool-a"].size() == 1; }, 30s));
+
+  allocateClaim(c, "claim-2", "c0.99", "host02", "pod-2");
+  REQUIRE(kc::testing::eventually(
+      [&] { return !claimCondition(c, "claim-2", kc::api::kAttachFailedCondition).is_null(); },
+      30s));
+  const json cond = claimCondition(c, "claim-2", kc::api::kAttachFailedCondition);
+  CAPTURE(cond);
+  CHECK(cond["status"] == "True");
+  CHECK(cond["reason"] == "DeviceGone");
+  CHECK(cond["observedGeneration"] == cond["claimGeneration"]);
+  CHECK(claimCondition(c, "claim-2", kc::api::kAttachedCondition).is_null());
+  CHECK(c.simGpus()["c0.04"] == "");  // nothing moved
 }
