@@ -186,8 +186,7 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
   } else if (!env_.podWaiting(m)) {
     return finish(journal, MovePhase::kFailed,
                   "cancelled: " + (m.forClaim() ? "claim " + m.claimKey() : "pod " + m.podKey()) +
-                      " no longer waits for " + m.toNode +
-                      "; GPU left on " + m.fromNode,
+                      " no longer waits for " + m.toNode + "; GPU left on " + m.fromNode,
                   true)
                ? progressed
                : waitUntil(notBefore_);

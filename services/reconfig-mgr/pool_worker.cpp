@@ -127,8 +127,7 @@ void PoolWorker::moveFinished(const Move& m) {
                m.background() ? std::string("the background")
                : m.forClaim() ? "claim " + m.claimKey()
                               : m.podKey(),
-               toString(m.phase),
-               m.message);
+               toString(m.phase), m.message);
   if (ok && movesGate_.moved() == MovesGate::Transition::kSupported) {
     spdlog::info("pool {}: the fabric moved GPU {} after a refusal: moves are supported again",
                  name_, m.gpu);

@@ -270,8 +270,9 @@ void ReconfigManager::startClaims() {
   auto r = client_.list(api::gvr::resourceClaims(), "", probe);
   if (!r) {
     if (r.error().isNotFound()) {
-      spdlog::info("the API server serves no resource.k8s.io/v1 ResourceClaims: no attach "
-                   "controller");
+      spdlog::info(
+          "the API server serves no resource.k8s.io/v1 ResourceClaims: no attach "
+          "controller");
     } else {
       spdlog::warn("probing resource.k8s.io/v1 ResourceClaims: {}; no attach controller",
                    r.error().toError().message);

@@ -86,7 +86,7 @@ class ReconfigManager {
   struct Shared;
 
  private:
-  void lead();  // runs while leading: keeps one worker per GPUPool
+  void lead();         // runs while leading: keeps one worker per GPUPool
   void startClaims();  // probes resource.k8s.io/v1, starts the claims informer when served
   void wakeAll();
 

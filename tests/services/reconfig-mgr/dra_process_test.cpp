@@ -143,10 +143,9 @@ void allocateClaim(SimCluster& c, const std::string& name, const std::string& gp
   a.nodeName = node;
   a.allocationTimestamp = "2026-01-01T00:00:00Z";
   json body = *created;
-  body["status"] = {{"allocation", kc::api::toJson(a)},
-                    {"reservedFor", json::array({{{"resource", "pods"},
-                                                  {"name", pod},
-                                                  {"uid", "uid-" + pod}}})}};
+  body["status"] = {
+      {"allocation", kc::api::toJson(a)},
+      {"reservedFor", json::array({{{"resource", "pods"}, {"name", pod}, {"uid", "uid-" + pod}}})}};
   REQUIRE(c.client().updateStatus(kc::api::gvr::resourceClaims(), "default", body));
 }
 
@@ -200,7 +199,7 @@ TEST_CASE("reconfig-mgr: the attach controller attaches a claim's fabric GPU to 
   CHECK_FALSE(cond.value("lastTransitionTime", "").empty());
   CHECK(claimCondition(c, "claim-1", kc::api::kAttachFailedCondition).is_null());
   // While the claim holds it, the GPU stays in the fabric pool (its identity does not change).
-  const Published p = published(c);
+  Published p = published(c);
   CAPTURE(p.ids);
   CHECK(p.ids.at("pool-a") == std::vector<std::string>{"c0.04"});
   CHECK(p.ids["pool-a/host02"] == std::vector<std::string>{"c0.03"});

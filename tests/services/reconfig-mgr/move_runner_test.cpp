@@ -501,3 +501,32 @@ TEST_CASE("moves gate: interval 0 never probes again, a reset (the chassis list 
   CHECK(gate.reset() == T::kNone);
   CHECK(gate.allows(t0));
 }
+
+TEST_CASE("move journal: a claim move round-trips and names a claim, not a pod", "[reconfig]") {
+  Move m;
+  m.kind = kc::reconfig::MoveKind::kClaim;
+  m.gpu = "c0.4";
+  m.toNode = "node-1";
+  m.toHost = "c0/h1";
+  m.claimNamespace = "default";
+  m.claimName = "claim-1";
+  m.claimUid = "uid-1";
+  m.phase = kc::reconfig::MovePhase::kAttaching;
+  const json j = kc::reconfig::toJson(m);
+  CHECK(j["kind"] == "Claim");
+  CHECK(j["claim"] == "default/claim-1");
+  CHECK(j["pod"] == "");
+  auto back = kc::reconfig::parseMove(j);
+  REQUIRE(back);
+  CHECK(*back == m);
+  json bad = j;
+  bad["claim"] = "claim-1";  // not namespace/name
+  CHECK_FALSE(kc::reconfig::parseMove(bad));
+  bad = j;
+  bad["pod"] = "default/p";  // a claim move names no pod
+  CHECK_FALSE(kc::reconfig::parseMove(bad));
+  json demand = j;
+  demand.erase("kind");
+  demand["pod"] = "default/p";
+  CHECK_FALSE(kc::reconfig::parseMove(demand));  // only a claim move names a claim
+}
