@@ -62,6 +62,7 @@ struct SimGpu {
   std::string gid;
   std::string node;
   std::string model = "V100";
+  bool healthy = true;  // false: the chassis reports it unhealthy from the start
 };
 
 struct ClusterSpec {
@@ -445,6 +446,9 @@ class SimCluster {
         json gj = {{"gid", g.gid}, {"uuid", uuid}, {"model", g.model}};
         if (!g.node.empty()) {
           gj["host"] = portOfNode(g.node);
+        }
+        if (!g.healthy) {
+          gj["healthy"] = false;
         }
         c["gpus"].push_back(gj);
         ++n;

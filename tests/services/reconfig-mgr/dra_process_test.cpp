@@ -229,3 +229,36 @@ TEST_CASE("reconfig-mgr: a claim allocated a GPU the pool does not have fails to
   CHECK(claimCondition(c, "claim-2", kc::api::kAttachedCondition).is_null());
   CHECK(c.simGpus()["c0.04"] == "");  // nothing moved
 }
+
+TEST_CASE("reconfig-mgr: a claim allocated an unhealthy GPU fails to attach, nothing moves",
+          "[reconfig][dra][e2e]") {
+  ClusterSpec s = small();
+  s.chassis["c0"][3].healthy = false;  // c0.04, unattached
+  SimCluster c(s);
+  c.startManager();
+  setPath(c, "DRA");
+  REQUIRE(c.poolUntil([](const json& st) {
+    for (const auto& g : st.value("gpus", json::array())) {
+      if (g.value("id", "") == "c0.04") {
+        return g.value("health", "") == "Unhealthy";
+      }
+    }
+    return false;
+  }));
+
+  allocateClaim(c, "claim-3", "c0.04", "host02", "pod-3");
+  REQUIRE(kc::testing::eventually(
+      [&] { return !claimCondition(c, "claim-3", kc::api::kAttachFailedCondition).is_null(); },
+      30s));
+  const json cond = claimCondition(c, "claim-3", kc::api::kAttachFailedCondition);
+  CAPTURE(cond);
+  CHECK(cond["status"] == "True");
+  CHECK(cond["reason"] == "Unhealthy");
+  CHECK(cond["observedGeneration"] == cond["claimGeneration"]);
+  CHECK(claimCondition(c, "claim-3", kc::api::kAttachedCondition).is_null());
+  CHECK(c.simGpus()["c0.04"] == "");
+  CHECK(c.poolStatus().value("moves", json::array()).empty());
+  // The claim holds it: it stays in the fabric pool, unhealthy or not.
+  CHECK(kc::testing::eventually(
+      [&] { return published(c).ids["pool-a"] == std::vector<std::string>{"c0.04"}; }, 30s));
+}
