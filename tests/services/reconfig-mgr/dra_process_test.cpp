@@ -262,3 +262,29 @@ TEST_CASE("reconfig-mgr: a claim allocated an unhealthy GPU fails to attach, not
   CHECK(kc::testing::eventually(
       [&] { return published(c).ids["pool-a"] == std::vector<std::string>{"c0.04"}; }, 30s));
 }
+
+TEST_CASE("reconfig-mgr: a claim deleted while its GPU drains cancels the attach",
+          "[reconfig][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  REQUIRE(kc::testing::eventually([&] { return c.allocatable("host01") == 0; }, 30s));
+  // host01's plugin stops: its last report never confirms a new withdrawal, the move drains.
+  c.stopPlugin("host01");
+
+  allocateClaim(c, "claim-4", "c0.01", "host02", "pod-4");
+  auto first = [&] {
+    const json moves = c.poolStatus().value("moves", json::array());
+    return moves.empty() ? json::object() : moves[0];
+  };
+  REQUIRE(kc::testing::eventually(
+      [&] { return first().value("phase", "") == "Draining" && first()["kind"] == "Claim"; }, 30s));
+  REQUIRE(c.client().remove(kc::api::gvr::resourceClaims(), "default", "claim-4"));
+  REQUIRE(kc::testing::eventually([&] { return first().value("phase", "") == "Failed"; }, 30s));
+  const json m = first();
+  CAPTURE(m);
+  CHECK(m.value("cancelled", false));
+  CHECK(m["claim"] == "default/claim-4");
+  CHECK(c.simGpus()["c0.01"] == "host01");  // left where it was
+}
