@@ -135,7 +135,9 @@ class PoolWorker final : public MoveEnv {
     if (!inventory_ || !spec_) {
       return std::nullopt;
     }
-    return buildView(*spec_, *inventory_, usageByNode(), journal_, quarantine_);
+    auto view = buildView(*spec_, *inventory_, usageByNode(), journal_, quarantine_);
+    markClaimHolders(view);
+    return view;
   }
 
   // Renders and writes the status when it changed. `journalChange`: the write records a
@@ -152,6 +154,10 @@ class PoolWorker final : public MoveEnv {
   std::vector<api::Claim> fabricClaims();
   // The GPU ids (of `gpus`) those claims hold in the fabric pool.
   std::set<std::string> heldInFabric(const std::vector<api::PoolGpu>& gpus);
+  // Every GPU some ResourceClaim's allocation holds, in this pool's fabric pool or one of its
+  // node pools, counts as in use ("ResourceClaim <ns>/<name>" in inUseBy): neither planner moves
+  // a GPU a claim holds, wherever the allocator took it from.
+  void markClaimHolders(PoolView& view);
   // status.gpus as last rendered.
   std::vector<api::PoolGpu> statusGpus() const;
   // For every such claim's device, api::nextAttachStep: report a condition, or start the move

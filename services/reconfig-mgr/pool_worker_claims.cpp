@@ -4,6 +4,8 @@
 // status.devices, or move the GPU to the claim's node with the journaled move (kind Claim).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "libcore/api/dra_binding.hpp"
@@ -58,6 +60,36 @@ std::set<std::string> PoolWorker::heldInFabric(const std::vector<api::PoolGpu>& 
     }
   }
   return out;
+}
+
+void PoolWorker::markClaimHolders(PoolView& view) {
+  if (sh_.claims == nullptr || !spec_ || !spec_->dra) {
+    return;
+  }
+  std::map<std::string, GpuView*> byDevice;
+  for (auto& g : view.gpus) {
+    byDevice.emplace(api::draDeviceName(g.info.id), &g);
+  }
+  const std::string nodePoolPrefix = name_ + "/";
+  for (const auto& obj : sh_.claims->list()) {
+    auto c = api::parseClaim(*obj);
+    if (!c || !c->allocation) {
+      continue;
+    }
+    for (const auto& d : c->allocation->results) {
+      const bool ours = d.driver == api::kDraDriverName &&
+                        (d.pool == name_ || d.pool.rfind(nodePoolPrefix, 0) == 0);
+      auto it = byDevice.find(d.device);
+      if (!ours || it == byDevice.end()) {
+        continue;
+      }
+      const std::string holder = "ResourceClaim " + c->ns + "/" + c->name;
+      auto& users = it->second->inUseBy;
+      if (std::find(users.begin(), users.end(), holder) == users.end()) {
+        users.push_back(holder);
+      }
+    }
+  }
 }
 
 std::vector<api::PoolGpu> PoolWorker::statusGpus() const {

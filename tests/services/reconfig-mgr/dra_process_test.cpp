@@ -208,6 +208,18 @@ TEST_CASE("reconfig-mgr: the attach controller attaches a claim's fabric GPU to 
   CHECK(moves[0]["kind"] == "Claim");
   CHECK(moves[0]["claim"] == "default/claim-1");
   CHECK(moves[0]["phase"] == "Succeeded");
+  // The claim's GPU counts as in use: no planner moves it while the claim holds it.
+  CHECK(kc::testing::eventually(
+      [&] {
+        for (const auto& g : c.poolStatus().value("gpus", json::array())) {
+          if (g.value("id", "") == "c0.04") {
+            return g.value("inUseBy", json::array()) ==
+                   json::array({"ResourceClaim default/claim-1"});
+          }
+        }
+        return false;
+      },
+      30s));
 }
 
 TEST_CASE("reconfig-mgr: a claim allocated a GPU the pool does not have fails to attach",
