@@ -20,6 +20,10 @@ AttachStep failed(std::string reason, std::string message) {
 
 }  // namespace
 
+std::string claimHolder(std::string_view ns, std::string_view name) {
+  return "ResourceClaim " + std::string(ns) + "/" + std::string(name);
+}
+
 BindingState bindingState(const Claim& claim, const ClaimDevice& device) {
   if (device.bindingConditions.empty()) {
     return BindingState::kNone;
@@ -61,7 +65,10 @@ AttachStep nextAttachStep(const Claim& claim, const ClaimDevice& device, std::st
     return AttachStep{AttachStep::Kind::kReportAttached, gpu->id, node, "Attached",
                       "GPU " + gpu->id + " is attached to node " + node};
   }
-  if (!gpu->node.empty() && gpu->node != node && !gpu->inUseBy.empty()) {
+  const std::string self = claimHolder(claim.ns, claim.name);
+  const bool usedByOthers = std::any_of(gpu->inUseBy.begin(), gpu->inUseBy.end(),
+                                        [&](const std::string& u) { return u != self; });
+  if (!gpu->node.empty() && gpu->node != node && usedByOthers) {
     return failed("InUseElsewhere", "GPU " + gpu->id + " is in use on node " + gpu->node);
   }
   return AttachStep{AttachStep::Kind::kAttach, gpu->id, node, "", ""};

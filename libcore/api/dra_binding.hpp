@@ -40,12 +40,17 @@ struct AttachStep {
   friend bool operator==(const AttachStep&, const AttachStep&) = default;
 };
 
+// How a GPUPool's status.gpus[].inUseBy names a ResourceClaim that holds the GPU (reconfig-mgr
+// lists claim holders beside the pods the node reports).
+std::string claimHolder(std::string_view ns, std::string_view name);
+
 // For one allocation result of `claim` in the fabric pool of GPUPool `gpuPool`, whose GPUs are
 // `gpus` (status.gpus now):
 //   ours with binding conditions, allocated for a node, not deleted, not decided yet, and
 //   the GPU  healthy and attached to that node, not draining   -> kReportAttached
 //            unattached, or attached elsewhere and idle          -> kAttach to the node
 //            unhealthy, gone, or in use on another node          -> kReportFailed (why)
+//            (in use: by anything but the claim itself, claimHolder)
 //   an allocation without a node for a bindsToNode device        -> kReportFailed
 AttachStep nextAttachStep(const Claim& claim, const ClaimDevice& device, std::string_view gpuPool,
                           const std::vector<PoolGpu>& gpus);

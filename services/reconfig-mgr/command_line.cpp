@@ -25,6 +25,7 @@ constexpr const char* kDescription =
 // Flag values as typed (seconds as doubles, counts), before they become ReconfigOptions.
 struct RawFlags {
   double drainTimeout = 60;
+  double draDrainSettle = 0.5;
   double retryInitial = 0.5;
   double retryMax = 15;
   double readTimeout = 15;
@@ -97,6 +98,11 @@ void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
          "give a move up when the source node's device plugin has not confirmed the GPU withdrawn")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
+  app.add_option("--dra-drain-settle-seconds", raw.draDrainSettle,
+                 "on a DRA pool, how long the published ResourceSlices must have withheld a GPU "
+                 "before its drain counts as done (allocations made just before reach the claims)")
+      ->check(CLI::Range(0.0, 600.0))
+      ->capture_default_str();
   app.add_option("--max-attempts", o.runner.maxAttempts,
                  "failed tries of one move phase before giving up")
       ->check(CLI::Range(1u, 100u))
@@ -142,6 +148,7 @@ void addLeaderFlags(CLI::App& app, cli::LeaderElectionFlags& leader) {
 // The parsed flag values into the options (durations, the leader-election group).
 void applyFlags(const RawFlags& raw, const cli::LeaderElectionFlags& leader, ReconfigOptions& o) {
   o.runner.drainTimeout = ms(raw.drainTimeout);
+  o.draDrainSettle = ms(raw.draDrainSettle);
   o.runner.backoff.initial = ms(raw.retryInitial);
   o.runner.backoff.max = ms(raw.retryMax);
   o.callPolicy.readTimeout = ms(raw.readTimeout);

@@ -81,6 +81,12 @@ struct Move {
   bool forClaim() const { return kind == MoveKind::kClaim; }
   std::string claimKey() const { return claimNamespace + "/" + claimName; }
   std::string podKey() const { return podNamespace + "/" + podName; }
+  // Who the move is for, in words: "the background", "claim <ns>/<name>" or "<ns>/<pod>".
+  std::string requester() const {
+    return background() ? std::string("the background")
+           : forClaim() ? "claim " + claimKey()
+                        : podKey();
+  }
   friend bool operator==(const Move&, const Move&) = default;
 };
 

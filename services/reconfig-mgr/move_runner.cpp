@@ -128,7 +128,7 @@ Status MoveRunner::start(Journal& journal, Move move) {
   move.attempts = 0;
   if (move.phase == MovePhase::kDraining) {
     // A withdrawal left over from an earlier drain of this GPU proves nothing about this one.
-    if (auto u = env_.usage(move.fromNode); u && contains(u->withdrawn, move.gpu)) {
+    if (auto u = env_.drainUsage(move); u && contains(u->withdrawn, move.gpu)) {
       move.staleWithdrawn = true;
     }
   }
@@ -191,7 +191,7 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
                ? progressed
                : waitUntil(notBefore_);
   }
-  const auto usage = env_.usage(m.fromNode);
+  const auto usage = env_.drainUsage(m);
   if (usage) {
     const auto inUse = usage->inUse.find(m.gpu);
     if (inUse != usage->inUse.end() && !inUse->second.empty()) {

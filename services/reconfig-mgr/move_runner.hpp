@@ -31,6 +31,12 @@ class MoveEnv {
   virtual fabric::FabricDriver& fabric() = 0;
   // The latest usage report of `node`'s device plugin; nullopt when none can be read.
   virtual std::optional<api::UsageReport> usage(const std::string& node) = 0;
+  // What the drain of `move` reads: whether the GPU is withdrawn from new users and unused on
+  // move.fromNode. By default the node's device-plugin usage report; a DRA pool answers from
+  // its published slices and the claims (PoolWorker::drainUsage).
+  virtual std::optional<api::UsageReport> drainUsage(const Move& move) {
+    return usage(move.fromNode);
+  }
   // The move's pod still exists (same UID), is unbound and still asks for move.toNode; for a
   // claim move: the claim still exists (same UID), allocated that device for move.toNode, and
   // still waits for its binding conditions.

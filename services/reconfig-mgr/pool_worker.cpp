@@ -124,10 +124,7 @@ void PoolWorker::moveFinished(const Move& m) {
     }
   }
   spdlog::info("pool {}: move of GPU {} to {} for {}: {} ({})", name_, m.gpu, m.toNode,
-               m.background() ? std::string("the background")
-               : m.forClaim() ? "claim " + m.claimKey()
-                              : m.podKey(),
-               toString(m.phase), m.message);
+               m.requester(), toString(m.phase), m.message);
   if (ok && movesGate_.moved() == MovesGate::Transition::kSupported) {
     spdlog::info("pool {}: the fabric moved GPU {} after a refusal: moves are supported again",
                  name_, m.gpu);

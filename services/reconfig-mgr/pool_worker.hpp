@@ -57,6 +57,7 @@ class PoolWorker final : public MoveEnv {
   // MoveEnv
   fabric::FabricDriver& fabric() override { return *driver_; }
   std::optional<api::UsageReport> usage(const std::string& node) override;
+  std::optional<api::UsageReport> drainUsage(const Move& m) override;
   bool podWaiting(const Move& m) override;
   std::optional<std::string> cancelBackground(const Move& m) override;
   Status persist(const Journal& journal) override {
@@ -243,6 +244,8 @@ class PoolWorker final : public MoveEnv {
   std::int64_t lastWriteGeneration_ = 0;
   SlicePublisher slices_;
   json lastSliceInputs_;  // what the slices were last made to match (null: not yet)
+  // DRA drain: the GPU and when the published slices first withheld it (drainUsage).
+  std::pair<std::string, SteadyTime> draWithheldSince_;
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;

@@ -83,13 +83,55 @@ void PoolWorker::markClaimHolders(PoolView& view) {
       if (!ours || it == byDevice.end()) {
         continue;
       }
-      const std::string holder = "ResourceClaim " + c->ns + "/" + c->name;
+      const std::string holder = api::claimHolder(c->ns, c->name);
       auto& users = it->second->inUseBy;
       if (std::find(users.begin(), users.end(), holder) == users.end()) {
         users.push_back(holder);
       }
     }
   }
+}
+
+std::optional<api::UsageReport> PoolWorker::drainUsage(const Move& m) {
+  if (!spec_ || !spec_->dra) {
+    return usage(m.fromNode);
+  }
+  // A DRA pool's GPU is withdrawn once the slices published after the move started withhold it
+  // (draining), and a moment has passed for an allocation made from the slice before to reach
+  // the claims informer; it is in use while a claim other than the move's own holds it, or a
+  // pod of the device-plugin path (a pool migrating between paths) still runs on it.
+  api::UsageReport out;
+  if (auto u = usage(m.fromNode)) {
+    if (auto it = u->inUse.find(m.gpu); it != u->inUse.end()) {
+      out.inUse[m.gpu] = it->second;
+    }
+  }
+  if (auto view = currentView()) {
+    if (const GpuView* g = view->find(m.gpu)) {
+      const std::string self = m.forClaim() ? api::claimHolder(m.claimNamespace, m.claimName) : "";
+      for (const auto& holder : g->inUseBy) {
+        if (holder.rfind("ResourceClaim ", 0) == 0 && holder != self) {
+          out.inUse[m.gpu].push_back(holder);
+        }
+      }
+    }
+  }
+  bool withheld = false;
+  for (const auto& g : lastSliceInputs_.value("gpus", json::array())) {
+    if (g.value("id", "") == m.gpu) {
+      withheld = g.value("draining", false);
+    }
+  }
+  const SteadyTime now = clock_.now();
+  if (!withheld) {
+    draWithheldSince_ = {};
+  } else if (draWithheldSince_.first != m.gpu) {
+    draWithheldSince_ = {m.gpu, now};
+  }
+  if (withheld && now - draWithheldSince_.second >= sh_.opts.draDrainSettle) {
+    out.withdrawn.push_back(m.gpu);
+  }
+  return out;
 }
 
 std::vector<api::PoolGpu> PoolWorker::statusGpus() const {

@@ -37,7 +37,7 @@ void PoolWorker::loadFromObject(const json& obj) {
   previousStatus_ = obj.value("status", json::object());
   if (journal_.active) {
     spdlog::info("pool {}: resuming move of GPU {} to {} for {} in phase {}", name_,
-                 journal_.active->gpu, journal_.active->toNode, journal_.active->podKey(),
+                 journal_.active->gpu, journal_.active->toNode, journal_.active->requester(),
                  toString(journal_.active->phase));
   }
 }

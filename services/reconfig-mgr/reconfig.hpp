@@ -53,6 +53,8 @@ struct ReconfigOptions {
   fabric::CallPolicy callPolicy;  // every chassis request
   // A plan uses an inventory read at most this long ago (else it reads first).
   std::chrono::milliseconds planInventoryMaxAge{1000};
+  // DRA drain: how long the slices must have withheld a GPU before it counts as withdrawn.
+  std::chrono::milliseconds draDrainSettle{500};
   bool leaderElect = true;
   std::string leaseNamespace = "kubecomp";
   std::string leaseName = "reconfig-mgr";

@@ -278,12 +278,10 @@ TEST_CASE("reconfig-mgr: a claim allocated an unhealthy GPU fails to attach, not
 TEST_CASE("reconfig-mgr: a claim deleted while its GPU drains cancels the attach",
           "[reconfig][dra][e2e]") {
   SimCluster c(small());
-  c.startManager();
+  c.startManager({"--dra-drain-settle-seconds", "60"});  // the drain lasts: time to delete
   setPath(c, "DRA");
   REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
   REQUIRE(kc::testing::eventually([&] { return c.allocatable("host01") == 0; }, 30s));
-  // host01's plugin stops: its last report never confirms a new withdrawal, the move drains.
-  c.stopPlugin("host01");
 
   allocateClaim(c, "claim-4", "c0.01", "host02", "pod-4");
   auto first = [&] {
@@ -299,4 +297,72 @@ TEST_CASE("reconfig-mgr: a claim deleted while its GPU drains cancels the attach
   CHECK(m.value("cancelled", false));
   CHECK(m["claim"] == "default/claim-4");
   CHECK(c.simGpus()["c0.01"] == "host01");  // left where it was
+}
+
+TEST_CASE("reconfig-mgr: a fabric that refuses the attach fails the claim, nothing is lost",
+          "[reconfig][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids["pool-a"].size() == 1; }, 30s));
+  c.fault({{"chassis", "c0"}, {"op", "assign"}, {"kind", "fail"}, {"gpu", "04"}, {"times", -1}});
+
+  allocateClaim(c, "claim-5", "c0.04", "host02", "pod-5");
+  REQUIRE(kc::testing::eventually(
+      [&] { return !claimCondition(c, "claim-5", kc::api::kAttachFailedCondition).is_null(); },
+      60s));
+  const json cond = claimCondition(c, "claim-5", kc::api::kAttachFailedCondition);
+  CAPTURE(cond);
+  CHECK(cond["status"] == "True");
+  CHECK(cond["reason"] == "AttachFailed");
+  CHECK_FALSE(cond.value("message", "").empty());
+  CHECK(claimCondition(c, "claim-5", kc::api::kAttachedCondition).is_null());
+  c.clearFaults();
+  c.invariants();
+  CHECK(c.simGpus()["c0.04"] == "");
+  // Decided: the controller does not try again for this allocation.
+  const auto movesNow = c.poolStatus().value("moves", json::array()).size();
+  CHECK_FALSE(kc::testing::eventually(
+      [&] { return c.poolStatus().value("moves", json::array()).size() != movesNow; }, 3s));
+}
+
+TEST_CASE("reconfig-mgr: killed in the middle of a claim's move, the next leader finishes it",
+          "[reconfig][dra][e2e]") {
+  struct Case {
+    std::string gpu;    // allocated from the fabric pool
+    std::string op;     // the chassis operation that hangs
+    std::string phase;  // the journal phase the kill comes in
+  };
+  const auto which = GENERATE(as<std::string>{}, "Detaching", "Attaching");
+  CAPTURE(which);
+  const std::map<std::string, Case> cases = {
+      {"Detaching", {"c0.02", "unassign", "Detaching"}},
+      {"Attaching", {"c0.04", "assign", "Attaching"}},
+  };
+  const Case& k = cases.at(which);
+  SimCluster c(small());
+  const int first = c.startManager();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  REQUIRE(kc::testing::eventually([&] { return c.allocatable("host01") == 0; }, 30s));
+  c.fault({{"chassis", "c0"},
+           {"op", k.op},
+           {"kind", "hang"},
+           {"hangMs", 3000},
+           {"gpu", k.gpu.substr(3)},
+           {"times", 1}});
+
+  allocateClaim(c, "claim-6", k.gpu, "host02", "pod-6");
+  REQUIRE(c.poolUntil([&](const json& st) {
+    const json moves = st.value("moves", json::array());
+    return !moves.empty() && moves[0].value("phase", "") == k.phase;
+  }));
+  c.killManager(first);
+  c.startManager();
+  CHECK(kc::testing::eventually([&] { return c.simGpus()[k.gpu] == "host02"; }, 60s));
+  REQUIRE(kc::testing::eventually(
+      [&] { return !claimCondition(c, "claim-6", kc::api::kAttachedCondition).is_null(); }, 60s));
+  CHECK(claimCondition(c, "claim-6", kc::api::kAttachedCondition)["status"] == "True");
+  CHECK(claimCondition(c, "claim-6", kc::api::kAttachFailedCondition).is_null());
+  c.invariants();
 }

@@ -79,6 +79,10 @@ TEST_CASE("DRA binding: the attach controller's next step", "[api][dra]") {
   };
   PoolGpu busyElsewhere = gpu("c0.7", "node-1");
   busyElsewhere.inUseBy = {"ml/other"};
+  PoolGpu heldByItself = gpu("c0.7", "node-1");
+  heldByItself.inUseBy = {kc::api::claimHolder("ml", "train-gpu")};
+  PoolGpu heldByOther = gpu("c0.7", "node-1");
+  heldByOther.inUseBy = {kc::api::claimHolder("ml", "train-gpu"), kc::api::claimHolder("ml", "x")};
   PoolGpu draining = gpu("c0.7", "node-2");
   draining.draining = true;
   PoolGpu sick = gpu("c0.7", "", false);
@@ -89,6 +93,8 @@ TEST_CASE("DRA binding: the attach controller's next step", "[api][dra]") {
       {"attached where allocated: report", {gpu("c0.7", "node-2")}, K::kReportAttached, "Attached"},
       {"draining on the node: not usable yet, attach", {draining}, K::kAttach, ""},
       {"in use on another node", {busyElsewhere}, K::kReportFailed, "InUseElsewhere"},
+      {"held by the claim itself only: move it", {heldByItself}, K::kAttach, ""},
+      {"held by another claim too", {heldByOther}, K::kReportFailed, "InUseElsewhere"},
       {"unhealthy", {sick}, K::kReportFailed, "Unhealthy"},
       {"gone from the pool", {gpu("c0.8")}, K::kReportFailed, "DeviceGone"},
   };
