@@ -72,6 +72,10 @@ Resources podRequests(const SchedPod& pod) {
   }
   maxInto(regular, initMax);
   addTo(regular, pod.overhead);
+  if (pod.claimGpus > 0) {
+    auto& gpus = regular.scalar[std::string(kGpuResource)];
+    gpus = satAdd(gpus, pod.claimGpus);
+  }
   return regular;
 }
 

@@ -555,6 +555,8 @@ Status parsePodPlacement(const json& spec, SchedPod& out) {
     return tolerations.error();
   }
   out.tolerations = std::move(*tolerations);
+  const json& claims = member(spec, "resourceClaims");
+  out.usesClaims = claims.is_array() && !claims.empty();
   return okStatus();
 }
 

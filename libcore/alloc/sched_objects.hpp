@@ -113,6 +113,12 @@ struct SchedPod {
   RtPodSpec rt{};              // annotations rt.kubecomp.io/* (rt_pod.hpp)
   // kExpectedRuntimeAnnotation, else spec.activeDeadlineSeconds; nullopt when neither is set.
   std::optional<std::int64_t> expectedRuntimeSeconds{};
+  // The DRA path: the pod names ResourceClaims (spec.resourceClaims). The GPUs its claims of
+  // driver gpu.kubecomp.io ask for are filled in by the scheduler from the claims (parsePod
+  // leaves 0) and count in podRequests as kubecomp.io/gpu, so the pool policy places the pod
+  // like one that asks them in its limits.
+  bool usesClaims = false;
+  std::int64_t claimGpus = 0;
 };
 
 struct SchedNode {

@@ -43,8 +43,11 @@ BindingState bindingState(const Claim& claim, const ClaimDevice& device) {
 
 AttachStep nextAttachStep(const Claim& claim, const ClaimDevice& device, std::string_view gpuPool,
                           const std::vector<PoolGpu>& gpus) {
-  if (device.driver != kDraDriverName || device.pool != gpuPool || claim.deleting ||
-      !claim.allocation || bindingState(claim, device) != BindingState::kWaiting) {
+  const bool ourPool = device.pool == gpuPool ||
+                       (device.pool.size() > gpuPool.size() && device.pool.starts_with(gpuPool) &&
+                        device.pool[gpuPool.size()] == '/');
+  if (device.driver != kDraDriverName || !ourPool || claim.deleting || !claim.allocation ||
+      bindingState(claim, device) != BindingState::kWaiting) {
     return {};
   }
   const std::string& node = claim.allocation->nodeName;

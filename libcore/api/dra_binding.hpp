@@ -44,7 +44,8 @@ struct AttachStep {
 // lists claim holders beside the pods the node reports).
 std::string claimHolder(std::string_view ns, std::string_view name);
 
-// For one allocation result of `claim` in the fabric pool of GPUPool `gpuPool`, whose GPUs are
+// For one allocation result of `claim` in a DRA pool of GPUPool `gpuPool` (its fabric pool, or
+// a node's pool when the allocator took a GPU idle on one node for another), whose GPUs are
 // `gpus` (status.gpus now):
 //   ours with binding conditions, allocated for a node, not deleted, not decided yet, and
 //   the GPU  healthy and attached to that node, not draining   -> kReportAttached

@@ -1,6 +1,8 @@
 #include "libcore/api/dra_claim.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "libcore/api/json_read.hpp"
 #include "libcore/base/error_codes.hpp"
@@ -126,6 +128,119 @@ const ClaimCondition* Claim::condition(const ClaimDevice& d, std::string_view ty
   return it == s->conditions.end() ? nullptr : &*it;
 }
 
+namespace {
+
+// resource.k8s.io/v1 DeviceRequestsMaxSize and DeviceSelectorsMaxSize.
+constexpr std::size_t kMaxRequests = 32;
+constexpr std::size_t kMaxSelectors = 32;
+
+Result<ClaimRequest> parseRequest(const json& r, const std::string& claim) {
+  ClaimRequest out;
+  out.name = text(r, "name");
+  if (out.name.empty()) {
+    return invalid(claim, "spec.devices.requests[] without a name");
+  }
+  const json* exactly = member(r, "exactly");
+  if (exactly == nullptr) {
+    out.unsupported = member(r, "firstAvailable") != nullptr
+                          ? "request " + out.name + " lists firstAvailable alternatives"
+                          : "request " + out.name + " has no exactly";
+    return out;
+  }
+  out.deviceClassName = text(*exactly, "deviceClassName");
+  const std::string mode = text(*exactly, "allocationMode");
+  if (!mode.empty() && mode != "ExactCount" && mode != "All") {
+    return invalid(claim, "request " + out.name + ": allocationMode " + mode);
+  }
+  out.all = mode == "All";
+  if (const json* n = member(*exactly, "count"); n != nullptr) {
+    if (!n->is_number_integer() || n->get<std::int64_t>() < 1 || n->get<std::int64_t>() > 128) {
+      return invalid(claim, "request " + out.name + ": count must be 1..128");
+    }
+    out.count = n->get<std::int64_t>();
+  }
+  const json& selectors = arrayAt(*exactly, "selectors");
+  if (selectors.size() > kMaxSelectors) {
+    return invalid(claim, "request " + out.name + " has more than 32 selectors");
+  }
+  for (const json& s : selectors) {
+    const json* cel = member(s, "cel");
+    const std::string expr = cel != nullptr ? text(*cel, "expression") : std::string();
+    if (expr.empty()) {
+      return invalid(claim, "request " + out.name + ": a selector without cel.expression");
+    }
+    out.selectors.push_back(expr);
+  }
+  if (const json* admin = member(*exactly, "adminAccess"); admin != nullptr && *admin == true) {
+    out.unsupported = "request " + out.name + " asks adminAccess";
+  } else if (member(*exactly, "capacity") != nullptr) {
+    out.unsupported = "request " + out.name + " asks device capacity";
+  } else if (!arrayAt(*exactly, "tolerations").empty()) {
+    out.unsupported = "request " + out.name + " lists tolerations";
+  }
+  return out;
+}
+
+Status parseSpec(const json& object, Claim& c, const std::string& id) {
+  const json* spec = member(object, "spec");
+  const json* devices = spec != nullptr ? member(*spec, "devices") : nullptr;
+  if (devices == nullptr) {
+    return okStatus();
+  }
+  const json& requests = arrayAt(*devices, "requests");
+  if (requests.size() > kMaxRequests) {
+    return invalid(id, "spec.devices.requests has more than 32 entries");
+  }
+  for (const json& r : requests) {
+    auto req = parseRequest(r, id);
+    if (!req) {
+      return req.error();
+    }
+    c.requests.push_back(std::move(*req));
+  }
+  if (!arrayAt(*devices, "constraints").empty()) {
+    c.specUnsupported = "spec.devices.constraints (matchAttribute) are not applied";
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Result<std::vector<PodClaimRef>> podClaimRefs(const json& pod) {
+  std::vector<PodClaimRef> out;
+  const json* spec = member(pod, "spec");
+  if (spec == nullptr) {
+    return out;
+  }
+  std::map<std::string, std::string> created;
+  if (const json* status = member(pod, "status")) {
+    for (const json& s : arrayAt(*status, "resourceClaimStatuses")) {
+      created[text(s, "name")] = text(s, "resourceClaimName");
+    }
+  }
+  std::set<std::string> seen;
+  for (const json& e : arrayAt(*spec, "resourceClaims")) {
+    PodClaimRef ref;
+    ref.name = text(e, "name");
+    const std::string claim = text(e, "resourceClaimName");
+    const std::string tmpl = text(e, "resourceClaimTemplateName");
+    if (ref.name.empty() || !seen.insert(ref.name).second) {
+      return makeError(errc::kInvalid,
+                       "spec.resourceClaims: an entry without a name, or a "
+                       "name twice");
+    }
+    if (claim.empty() == tmpl.empty()) {
+      return makeError(errc::kInvalid, "spec.resourceClaims[" + ref.name +
+                                           "]: exactly one of resourceClaimName and "
+                                           "resourceClaimTemplateName must be set");
+    }
+    ref.fromTemplate = !tmpl.empty();
+    ref.claimName = ref.fromTemplate ? created[ref.name] : claim;
+    out.push_back(std::move(ref));
+  }
+  return out;
+}
+
 Result<Claim> parseClaim(const json& object) {
   Claim c;
   const json* meta = member(object, "metadata");
@@ -139,7 +254,11 @@ Result<Claim> parseClaim(const json& object) {
     c.generation = g->get<std::int64_t>();
   }
   c.deleting = member(*meta, "deletionTimestamp") != nullptr;
+  c.resourceVersion = text(*meta, "resourceVersion");
   const std::string id = c.ns + "/" + c.name;
+  if (auto s = parseSpec(object, c, id); !s) {
+    return s.error();
+  }
   const json* status = member(object, "status");
   if (status == nullptr) {
     return c;

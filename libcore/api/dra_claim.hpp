@@ -76,6 +76,32 @@ struct ClaimConsumer {
   friend bool operator==(const ClaimConsumer&, const ClaimConsumer&) = default;
 };
 
+// spec.devices.requests[] as far as an allocator of ours reads it: an `exactly` request of a
+// DeviceClass, by count or all, narrowed by CEL selectors.
+struct ClaimRequest {
+  std::string name;
+  std::string deviceClassName;
+  bool all = false;                    // allocationMode All (else ExactCount)
+  std::int64_t count = 1;              // ExactCount: how many (the API's default is 1)
+  std::vector<std::string> selectors;  // selectors[].cel.expression, all must hold
+  // Why an allocator of ours does not serve it ("" it does): firstAvailable alternatives,
+  // adminAccess, capacity requests, tolerations.
+  std::string unsupported;
+};
+
+// A pod's entry of spec.resourceClaims, with the claim it names: resourceClaimName, or for a
+// resourceClaimTemplateName the claim the resourceclaim controller created for the pod
+// (status.resourceClaimStatuses; "" until it has).
+struct PodClaimRef {
+  std::string name;       // the entry's name (what containers' resources.claims refer to)
+  std::string claimName;  // "" not created yet
+  bool fromTemplate = false;
+};
+
+// The pod's claims in spec order. Error "invalid" naming the field when an entry names neither
+// or both of a claim and a template, or a name twice. A pod without spec.resourceClaims: empty.
+Result<std::vector<PodClaimRef>> podClaimRefs(const nlohmann::json& pod);
+
 struct Claim {
   std::string ns;
   std::string name;
@@ -85,6 +111,11 @@ struct Claim {
   std::optional<ClaimAllocation> allocation;
   std::vector<ClaimConsumer> reservedFor;
   std::vector<ClaimDeviceStatus> devices;
+  std::vector<ClaimRequest> requests;  // spec.devices.requests
+  // Why an allocator of ours does not serve the claim as a whole ("" it does): constraints or
+  // config it does not apply.
+  std::string specUnsupported;
+  std::string resourceVersion;
 
   // The device status entry of one allocated device, if any.
   const ClaimDeviceStatus* deviceStatus(const ClaimDevice& d) const;

@@ -136,16 +136,23 @@ std::string draDeviceName(std::string_view gpuId) {
 std::vector<ResourceSlice> buildPoolSlices(std::string_view gpuPool,
                                            const std::vector<std::string>& nodes,
                                            const std::vector<PoolGpu>& gpus,
-                                           std::int64_t generation,
-                                           const std::set<std::string>& heldInFabric) {
+                                           std::int64_t generation, const HeldDevices& held) {
   if (nodes.empty()) {
     return {};  // a GPUPool connecting no node offers nothing anywhere
   }
   std::map<std::string, std::vector<SliceDevice>, std::less<>> local;
   std::vector<SliceDevice> fabric;
   for (const PoolGpu& g : gpus) {
-    if (heldInFabric.contains(g.id)) {
-      fabric.push_back(deviceOf(g, gpuPool, true));  // where its claim's allocation names it
+    if (auto h = held.find(g.id); h != held.end()) {
+      // Where its claim's allocation names it.
+      const std::string prefix = std::string(gpuPool) + "/";
+      const std::string node =
+          h->second.rfind(prefix, 0) == 0 ? h->second.substr(prefix.size()) : std::string();
+      if (!node.empty() && std::find(nodes.begin(), nodes.end(), node) != nodes.end()) {
+        local[node].push_back(deviceOf(g, gpuPool, false));
+      } else {
+        fabric.push_back(deviceOf(g, gpuPool, true));
+      }
       continue;
     }
     if (!g.healthy || g.draining) {

@@ -13,14 +13,16 @@
 //                                                 failure condition gpu.kubecomp.io/attach-failed
 //   unhealthy or draining, or attached to a    -> withheld (published again once usable)
 //   host no node of the pool has
-//   allocated to a claim from the fabric pool  -> stays in the fabric pool, attached or not,
-//                                                 until the claim lets it go
+//   allocated to a claim                       -> stays in the DRA pool the allocation names
+//                                                 (fabric or a node's), attached or not,
+//                                                 healthy or not, until the claim lets it go
 // The last rule keeps a device's identity (driver, pool, device) stable while a claim holds
 // it: the scheduler tracks allocated devices by that identity, so a GPU republished in its
 // node's pool right after the attach would look free there and could be allocated twice.
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -82,13 +84,14 @@ std::string draDeviceName(std::string_view gpuId);
 // order. `nodes` are the GPUPool's nodes (spec.nodes). A pool with nothing to offer in its
 // fabric part still publishes an empty fabric slice, so that an update that empties it replaces
 // what was there.
-// `heldInFabric`: the GPU ids some ResourceClaim's allocation holds in the fabric pool
-// (pool "<gpuPool>"); they stay there, healthy or not, attached or not.
+// `held`: GPU id -> the DRA pool some ResourceClaim's allocation names it in ("<gpuPool>" or
+// "<gpuPool>/<node>"); it stays there, healthy or not, attached or not (a node pool of a node
+// the GPUPool no longer has: the fabric pool).
+using HeldDevices = std::map<std::string, std::string>;
 std::vector<ResourceSlice> buildPoolSlices(std::string_view gpuPool,
                                            const std::vector<std::string>& nodes,
                                            const std::vector<PoolGpu>& gpus,
-                                           std::int64_t generation,
-                                           const std::set<std::string>& heldInFabric = {});
+                                           std::int64_t generation, const HeldDevices& held = {});
 
 // The ResourceSlice object (apiVersion resource.k8s.io/v1, kind ResourceSlice).
 nlohmann::json toJson(const ResourceSlice& slice);

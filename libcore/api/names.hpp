@@ -47,6 +47,9 @@ inline kube::GroupVersionResource resourceSlices() {
 inline kube::GroupVersionResource resourceClaims() {
   return {"resource.k8s.io", "v1", "resourceclaims", true};
 }
+inline kube::GroupVersionResource deviceClasses() {
+  return {"resource.k8s.io", "v1", "deviceclasses", false};
+}
 inline kube::GroupVersionResource bridgeJobs() {
   return {std::string(kBridgeGroup), std::string(kBridgeJobVersion),
           std::string(kBridgeJobResource), true};

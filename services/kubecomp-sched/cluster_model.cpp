@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <tuple>
+
+#include "libcore/api/dra_slice.hpp"
 
 namespace kc::sched {
 namespace {
@@ -139,8 +142,10 @@ void ClusterModel::rebuild() {
   poolNodes_.assign(poolMap_.size(), {});
   std::unordered_map<std::string, alloc::PoolIndex> poolOf;
   alloc::PoolIndex p = 0;
+  poolDra_.clear();
   for (const auto& [name, pool] : poolMap_) {
     (void)state_.addPool(name);
+    poolDra_.push_back(pool.dra);
     for (const auto& n : pool.nodes) {
       if (!poolOf.emplace(n, p).second) {
         spdlog::warn("node {} is listed by two GPUPools; it belongs to the first by name", n);
@@ -240,8 +245,12 @@ void ClusterModel::recomputePool(alloc::PoolIndex p) {
       }
       return a < b;
     });
+    // A DRA pool's GPUs are published as ResourceSlices, not advertised by kubelet: every
+    // usable one is visible.
     const std::int64_t allocatable =
-        std::max<std::int64_t>(0, nodeMap_.find(nodes_[n].name)->second.allocatableGpus);
+        poolDra_[p]
+            ? static_cast<std::int64_t>(usable.size())
+            : std::max<std::int64_t>(0, nodeMap_.find(nodes_[n].name)->second.allocatableGpus);
     const std::size_t visible =
         std::min<std::size_t>(usable.size(), static_cast<std::size_t>(allocatable));
     for (std::size_t i = visible; i < usable.size(); ++i) {
@@ -270,6 +279,80 @@ void ClusterModel::recomputePool(alloc::PoolIndex p) {
       }
     }
   }
+}
+
+bool ClusterModel::draNode(const std::string& node) const {
+  for (const auto& [name, pool] : poolMap_) {
+    if (std::find(pool.nodes.begin(), pool.nodes.end(), node) != pool.nodes.end()) {
+      return pool.dra;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+DraCandidate candidateOf(const std::string& gpuPool, const ModelGpu& g, std::string pool) {
+  return DraCandidate{.gpuId = g.id,
+                      .gpuPool = gpuPool,
+                      .model = g.model,
+                      .uuid = g.uuid,
+                      .chassis = g.chassis,
+                      .node = g.node,
+                      .pool = std::move(pool),
+                      .device = api::draDeviceName(g.id)};
+}
+
+}  // namespace
+
+void ClusterModel::draCandidates(const std::string& node, std::vector<DraCandidate>* local,
+                                 std::vector<DraCandidate>* remote) const {
+  for (const auto& [name, pool] : poolMap_) {
+    if (!pool.dra || std::find(pool.nodes.begin(), pool.nodes.end(), node) == pool.nodes.end()) {
+      continue;
+    }
+    std::map<std::string, int> idleOn;
+    std::vector<const ModelGpu*> idle;
+    for (const ModelGpu& g : pool.gpus) {
+      if (!g.healthy || g.draining) {
+        continue;
+      }
+      if (g.node == node) {
+        local->push_back(candidateOf(name, g, name + "/" + node));
+      } else if (g.node.empty()) {
+        remote->push_back(candidateOf(name, g, name));
+      } else if (!g.reportedInUse &&
+                 std::find(pool.nodes.begin(), pool.nodes.end(), g.node) != pool.nodes.end()) {
+        ++idleOn[g.node];
+        idle.push_back(&g);
+      }
+    }
+    // Idle on other nodes after the unattached ones: fragments (fewest idle on their node)
+    // first, a node's together, then id (the unattached-first GPU policy's order).
+    std::stable_sort(idle.begin(), idle.end(), [&](const ModelGpu* a, const ModelGpu* b) {
+      return std::tie(idleOn[a->node], a->node, a->id) < std::tie(idleOn[b->node], b->node, b->id);
+    });
+    for (const ModelGpu* g : idle) {
+      remote->push_back(candidateOf(name, *g, name + "/" + g->node));
+    }
+    return;
+  }
+}
+
+std::vector<DraCandidate> ClusterModel::draProbes() const {
+  std::vector<DraCandidate> out;
+  for (const auto& [name, pool] : poolMap_) {
+    if (!pool.dra) {
+      continue;
+    }
+    std::set<std::string> models;
+    for (const ModelGpu& g : pool.gpus) {
+      if (models.insert(g.model).second) {
+        out.push_back(candidateOf(name, g, name));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace kc::sched

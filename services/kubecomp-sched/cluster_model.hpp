@@ -29,6 +29,7 @@
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/sched_objects.hpp"
+#include "services/kubecomp-sched/dra_state.hpp"
 
 namespace kc::sched {
 
@@ -41,10 +42,12 @@ struct ModelGpu {
   bool healthy = true;
   bool draining = false;
   bool reportedInUse = false;
+  std::string chassis;
 };
 
 // One GPUPool: the nodes it connects and its inventory.
 struct ModelPool {
+  bool dra = false;  // spec.allocationPath DRA: ResourceSlices, not the device plugin
   std::vector<std::string> nodes;
   std::vector<ModelGpu> gpus;
 };
@@ -86,6 +89,16 @@ class ClusterModel {
   // Per GpuIndex: held for a reservation's outstanding deficit (moved to its node in the plan).
   bool promised(alloc::GpuIndex g) const { return gpuPromised_[g]; }
 
+  // The DRA path. The GPUPool whose nodes include `node` serves DRA (else the device plugin).
+  bool draNode(const std::string& node) const;
+  // The devices a DRA pod placed on `node` may get (dra_state.hpp): the node's own usable GPUs
+  // (`local`), then the pool's other free ones (`remote`): unattached first, then those idle on
+  // another node, fewest idle there first (the unattached-first GPU policy's order); and one
+  // probe device per GPU model of every DRA pool (`probes`).
+  void draCandidates(const std::string& node, std::vector<DraCandidate>* local,
+                     std::vector<DraCandidate>* remote) const;
+  std::vector<DraCandidate> draProbes() const;
+
   std::size_t nodeCount() const { return nodeMap_.size(); }
   std::size_t poolCount() const { return poolMap_.size(); }
   std::size_t gpuCount() const;
@@ -118,6 +131,7 @@ class ClusterModel {
   std::vector<bool> gpuInvDraining_;
   std::vector<bool> gpuReportedUse_;  // per GpuIndex: inUseBy non-empty
   std::vector<bool> gpuPromised_;
+  std::vector<bool> poolDra_;  // per PoolIndex
 };
 
 }  // namespace kc::sched

@@ -46,6 +46,7 @@ struct RawFlags {
   CLI::Option* slackOpt = nullptr;
   std::int64_t defaultRuntime = 300;
   double reservationTimeout = 300;
+  double bindingTimeout = 600;
   double initialBackoff = 1;
   double maxBackoff = 10;
   cli::LeaderElectionFlags leader{.resourceNamespace = "kube-system",
@@ -92,6 +93,12 @@ void addPolicyFlags(CLI::App& app, RawFlags& f) {
 
 // Timing of retries and reservations, and the bind writers.
 void addTimingFlags(CLI::App& app, RawFlags& f, SchedulerOptions& o) {
+  app.add_option("--binding-timeout-seconds", f.bindingTimeout,
+                 "DRA: how long a pod waits for its devices' binding conditions before the "
+                 "allocation is cleared and the pod scheduled again (kube-scheduler's "
+                 "bindingTimeout)")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--reservation-timeout-seconds", f.reservationTimeout,
                  "how long a reserved node may take to show the GPUs before the request is "
                  "dropped and the pod scheduled again")
@@ -166,6 +173,7 @@ bool applyFlags(const RawFlags& f, CommandLine& c) {
   o.cache.defaultRuntime = std::chrono::seconds(f.defaultRuntime);
   o.cache.slackFactor = f.slackFactor;
   o.cache.reservationTimeout = seconds(f.reservationTimeout);
+  o.cache.bindingTimeout = seconds(f.bindingTimeout);
   o.cache.initialBackoff = seconds(f.initialBackoff);
   o.cache.maxBackoff = seconds(f.maxBackoff);
   o.leaderElect = f.leader.leaderElect;

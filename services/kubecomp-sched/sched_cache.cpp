@@ -25,8 +25,10 @@ const std::string& stringAt(const json& obj, const char* a, const char* b) {
   return ib != ia->end() && ib->is_string() ? ib->get_ref<const std::string&>() : empty;
 }
 
+}  // namespace
+
 // What the informer's store keeps of every object: its identity.
-json identity(const json& obj) {
+json detail::storeIdentity(const json& obj) {
   json meta = json::object();
   if (auto m = obj.find("metadata"); m != obj.end() && m->is_object()) {
     for (const char* k : {"name", "namespace", "uid", "resourceVersion"}) {
@@ -37,6 +39,8 @@ json identity(const json& obj) {
   }
   return json{{"metadata", std::move(meta)}};
 }
+
+namespace {
 
 std::int64_t gpuOf(const alloc::Resources& r) {
   return r.scalarOr0(alloc::kGpuResource);
@@ -73,6 +77,14 @@ PodObject readPod(const json& obj, const std::string& ns, const std::string& nam
     p.pod = std::move(*parsed);
     p.request = alloc::podRequests(p.pod);
     p.gpus = gpuOf(p.request);
+    if (p.pod.usesClaims) {
+      auto refs = api::podClaimRefs(obj);
+      if (refs) {
+        p.claimRefs = std::move(*refs);
+      } else {
+        p.invalid = refs.error().message;
+      }
+    }
     return out;
   }
   // A pod the API server accepted but we cannot read: it is never placed, and holds nothing.
@@ -101,6 +113,7 @@ void takeApiFields(PodInfo& to, PodInfo&& from) {
   to.pod = std::move(from.pod);
   to.request = std::move(from.request);
   to.gpus = from.gpus;
+  to.claimRefs = std::move(from.claimRefs);
 }
 
 }  // namespace
@@ -117,12 +130,25 @@ SchedCache::SchedCache(CacheOptions options)
   if (!opts_.placement.filter.rt) {
     opts_.placement.filter.rt = rt_.hook();
   }
+  // One path per pool: a pod asking GPUs in its limits goes to device-plugin pools, one whose
+  // claims ask them to DRA pools (docs/dra.md). Runs with mu_ held, as every decision does.
+  opts_.placement.filter.rt = [this, rt = std::move(opts_.placement.filter.rt)](
+                                  const alloc::SchedPod& pod, const alloc::Resources& request,
+                                  const alloc::SchedNode& node,
+                                  const alloc::NodeUsage& usage) -> alloc::FilterReasons {
+    if (request.scalarOr0(alloc::kGpuResource) > 0 && model_.draNode(node.name) != pod.usesClaims) {
+      return {pod.usesClaims ? "node's GPUs are offered by the device plugin, not through DRA"
+                             : "node's GPUs are offered through DRA (ResourceClaims), not the "
+                               "device plugin"};
+    }
+    return rt ? rt(pod, request, node, usage) : alloc::FilterReasons{};
+  };
 }
 
 // ---------------------------------------------------------------- informer side
 
 json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
-  json keep = identity(obj);
+  json keep = detail::storeIdentity(obj);
   const std::string& name = stringAt(obj, "metadata", "name");
   if (name.empty()) {
     return keep;  // dropped by the informer (no key)
@@ -143,6 +169,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   PodInfo& p = *slot;
   const std::string oldUid = p.uid;
   takeApiFields(p, std::move(incoming.info));
+  applyClaimGpusLocked(p);
   if (!fresh && oldUid != p.uid) {
     // Same name, new object: whatever we did for the old one does not apply.
     forgetLocked(p);
@@ -179,8 +206,8 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
     } else if (!p.assumed() && !queue_.waiting(key)) {
       enqueueLocked(p);
     }
-    if (!p.reconfig.present()) {
-      p.clearing = false;
+    if (!p.reconfig.present() && !p.pod.usesClaims) {
+      p.clearing = false;  // a DRA pod's clearing ends when its claims show no allocation
     }
   }
   refreshHoldingLocked(p);
@@ -211,7 +238,7 @@ void SchedCache::removePod(const std::string& key) {
 }
 
 json SchedCache::ingestNode(const json& obj) {
-  json keep = identity(obj);
+  json keep = detail::storeIdentity(obj);
   auto parsed = alloc::parseNode(obj);
   const std::string& name = stringAt(obj, "metadata", "name");
   std::lock_guard<std::mutex> lock(mu_);
@@ -241,9 +268,10 @@ void SchedCache::removeNode(const std::string& name) {
 }
 
 json SchedCache::ingestPool(const json& obj) {
-  json keep = identity(obj);
+  json keep = detail::storeIdentity(obj);
   const std::string& name = stringAt(obj, "metadata", "name");
   ModelPool entry;
+  entry.dra = !api::servesDevicePlugin(obj);
   if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
     if (auto ns = spec->find("nodes"); ns != spec->end() && ns->is_array()) {
       for (const auto& n : *ns) {
@@ -271,6 +299,7 @@ json SchedCache::ingestPool(const json& obj) {
     gpu.healthy = g.healthy;
     gpu.draining = g.draining;
     gpu.reportedInUse = !g.inUseBy.empty();
+    gpu.chassis = std::move(g.chassis);
     entry.gpus.push_back(std::move(gpu));
   }
   std::lock_guard<std::mutex> lock(mu_);

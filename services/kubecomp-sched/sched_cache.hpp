@@ -40,10 +40,12 @@
 #include "libcore/alloc/queue_pass.hpp"
 #include "libcore/alloc/rt_filter.hpp"
 #include "libcore/alloc/sched_objects.hpp"
+#include "libcore/api/dra_claim.hpp"
 #include "libcore/api/gpupool.hpp"
 #include "libcore/api/reconfig_request.hpp"
 #include "libcore/base/clock.hpp"
 #include "services/kubecomp-sched/cluster_model.hpp"
+#include "services/kubecomp-sched/dra_state.hpp"
 #include "services/kubecomp-sched/scheduling_queue.hpp"
 
 namespace kc::sched {
@@ -62,6 +64,12 @@ inline constexpr std::chrono::seconds kReservedAtSkew{5};
 
 // Time: kc::Clock (libcore/base/clock.hpp); every time point here is on its steady clock.
 using kc::Clock;
+
+namespace detail {
+// What the informers' stores keep of every object: metadata name, namespace, uid and
+// resourceVersion.
+nlohmann::json storeIdentity(const nlohmann::json& obj);
+}  // namespace detail
 
 // A node held for a pod until reconfig-mgr has moved the GPUs.
 struct Reservation {
@@ -95,6 +103,10 @@ struct PodInfo {
   // When it started running: status.startTime (on the steady clock), else when this scheduler
   // bound it, else when it was first seen bound. Read by the queue policies that plan ahead.
   std::optional<Clock::time_point> started;
+  // The DRA path (pod.usesClaims): the claims spec.resourceClaims names, and the devices this
+  // scheduler chose for them (kept while it holds the pod; docs/dra.md "kubecomp-sched").
+  std::vector<api::PodClaimRef> claimRefs;
+  std::vector<DraPick> draPicks;
 
   // What this scheduler is doing with the pod (the leader's state, kept apart from what the
   // API says above). Queue membership and backoff are the SchedulingQueue's.
@@ -129,6 +141,8 @@ struct Action {
     kCancel,         // clear the annotations, FailedScheduling (message); requeued
     kInvalid,        // bad pod or annotation: FailedScheduling (message), nothing bound
     kQueued,         // held back by the queue policy behind the head (head, node, message)
+    kAllocate,       // DRA: write the claims' allocations (picks) for node; bind at once when
+                     // no device has binding conditions (bindNow), else wait for them
   };
   Kind kind = Kind::kUnschedulable;
   std::string key;
@@ -143,6 +157,11 @@ struct Action {
   bool clearAnnotations = false;  // kInvalid of a bad annotation: remove them too
   std::string head;               // kQueued: the pod it waits behind ("ns/name")
   Clock::time_point firstSeen{};  // for the end-to-end latency metric
+  // DRA: the devices to allocate (kAllocate), the claims whose allocation to clear (kCancel,
+  // kUnschedulable of a partly allocated pod: "ns/name"), and whether to bind right after.
+  std::vector<DraPick> picks;
+  std::vector<std::string> clearClaims;
+  bool bindNow = false;
 };
 
 struct CacheOptions {
@@ -165,6 +184,9 @@ struct CacheOptions {
   // Tests: the wall clock alone; empty: clock's wallNow.
   std::function<std::chrono::system_clock::time_point()> wallClock{};
   std::chrono::milliseconds reservationTimeout{300'000};
+  // DRA: how long a pod waits for its devices' binding conditions before the allocation is
+  // cleared and the pod tried again (kube-scheduler's bindingTimeout, 10 minutes).
+  std::chrono::milliseconds bindingTimeout{600'000};
   std::chrono::milliseconds initialBackoff{1000};  // kube-scheduler's podInitialBackoffSeconds
   std::chrono::milliseconds maxBackoff{10'000};    // and podMaxBackoffSeconds
 };
@@ -201,6 +223,11 @@ class SchedCache {
   void removeNode(const std::string& name);
   nlohmann::json ingestPool(const nlohmann::json& pool);
   void removePool(const std::string& name);
+  // The DRA path (sched_dra.cpp): ResourceClaims and DeviceClasses. `key` "ns/name" / name.
+  nlohmann::json ingestClaim(const nlohmann::json& claim);
+  void removeClaim(const std::string& key);
+  nlohmann::json ingestDeviceClass(const nlohmann::json& deviceClass);
+  void removeDeviceClass(const std::string& name);
 
   // Scheduling side (the leader's loop).
   // Forgets the queue and the in-memory reservation deadlines and rebuilds both from the cache:
@@ -224,6 +251,9 @@ class SchedCache {
   void bindDone(const std::string& key, bool ok, Clock::time_point now);
   // kReserve written (ok) or not (the reservation is dropped and the pod requeued).
   void reserveDone(const std::string& key, bool ok, Clock::time_point now);
+  // kAllocate written (ok: the pod waits for its binding conditions, or was bound) or not (the
+  // pod is requeued; the executor has cleared what it wrote).
+  void allocateDone(const std::string& key, bool ok, Clock::time_point now);
   // Unschedulable / cancelled / failed pods go to the backoff queue.
   void backoff(const std::string& key, Clock::time_point now);
 
@@ -268,6 +298,18 @@ class SchedCache {
   // failing the filters: kCancel. Otherwise nothing.
   std::optional<Action> checkReservationLocked(PodInfo& pod, Clock::time_point now);
   std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
+  // The DRA path (sched_dra.cpp): a pod that names ResourceClaims, decided; its reservation
+  // (waiting for the binding conditions) checked; its claims' GPUs counted in its request.
+  std::optional<Action> decideDraLocked(PodInfo& pod, Clock::time_point now);
+  std::optional<Action> checkDraReservationLocked(PodInfo& pod, Clock::time_point now);
+  // Claims allocated for the pod before (by this scheduler before a restart, or the previous
+  // leader): a reservation waiting for the binding conditions, timed from the allocation.
+  void adoptDraAllocationLocked(PodInfo& pod, const DraDemand& d, Clock::time_point now);
+  void applyClaimGpusLocked(PodInfo& pod);
+  std::set<std::string> draTakenLocked() const;
+  // A DRA pod's refusal: the condition message, and backoff.
+  Action draRefusalLocked(PodInfo& pod, Action::Kind kind, std::string message,
+                          Clock::time_point now);
   // The reservations, oldest first, through checkReservationLocked (when something changed or
   // a deadline passed). Returns whether one was bound.
   bool serveReservationsLocked(Clock::time_point now, std::vector<Action>& out);
@@ -293,6 +335,7 @@ class SchedCache {
   // rt-kubelet-shim keeps it; its hook is the placement's FilterOptions::rt.
   alloc::RtAdmission rt_;
   CacheOptions opts_;
+  DraState dra_;
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   bool dirty_ = true;

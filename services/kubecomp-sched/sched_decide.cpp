@@ -75,6 +75,9 @@ void SchedCache::adoptReservationLocked(PodInfo& pod, Clock::time_point now,
 }
 
 std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Clock::time_point now) {
+  if (pod.pod.usesClaims) {
+    return checkDraReservationLocked(pod, now);
+  }
   const Reservation& r = pod.reservation;
   auto cancel = [&](std::string message) {
     Action a = baseAction(pod, Action::Kind::kCancel);
@@ -154,6 +157,9 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
     return a;
   }
   pod.invalidReported.clear();
+  if (pod.pod.usesClaims) {
+    return decideDraLocked(pod, now);
+  }
   if (pod.reconfig.present() && !pod.clearing) {
     // A request made earlier (by us before a restart, or by the previous leader): adopt it,
     // send nothing again.

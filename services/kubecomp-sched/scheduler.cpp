@@ -164,6 +164,17 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
   pools_ = compactInformer(
       client_, api::gvr::gpuPools(), [this](json&& obj) { return cache_.ingestPool(obj); },
       [this](const json& obj) { cache_.removePool(nameOf(obj)); });
+  claims_ = compactInformer(
+      client_, api::gvr::resourceClaims(), [this](json&& obj) { return cache_.ingestClaim(obj); },
+      [this](const json& obj) {
+        const auto& m = obj.at("metadata");
+        cache_.removeClaim(m.value("namespace", std::string()) + "/" +
+                           m.value("name", std::string()));
+      });
+  classes_ = compactInformer(
+      client_, api::gvr::deviceClasses(),
+      [this](json&& obj) { return cache_.ingestDeviceClass(obj); },
+      [this](const json& obj) { cache_.removeDeviceClass(nameOf(obj)); });
   if (health_ != nullptr) {
     health_->addReadinessCheck("informers", [this]() -> Status {
       if (synced()) {
@@ -218,9 +229,15 @@ Status Scheduler::start() {
   eventThread_ = std::thread([this] { eventMain(); });
   pools_->start();
   nodes_->start();
+  startDra();
   pods_->start();
   const auto deadline = clock_.now() + opts_.initialSyncWait;
-  for (auto* inf : {pools_.get(), nodes_.get(), pods_.get()}) {
+  std::vector<kube::Informer*> informers = {pools_.get(), nodes_.get(), pods_.get()};
+  if (draServed_) {
+    informers.push_back(claims_.get());
+    informers.push_back(classes_.get());
+  }
+  for (auto* inf : informers) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
     if (!inf->waitForSync(std::max(left, std::chrono::milliseconds(0)))) {
@@ -266,6 +283,10 @@ void Scheduler::stop() {
   pods_->stop();
   nodes_->stop();
   pools_->stop();
+  if (draServed_) {
+    claims_->stop();
+    classes_->stop();
+  }
 }
 
 void Scheduler::runLoop() {
@@ -440,6 +461,9 @@ void Scheduler::execute(const Action& a) {
     case Action::Kind::kQueued:
       executeQueued(a);
       return;
+    case Action::Kind::kAllocate:
+      executeAllocate(a);
+      return;
     case Action::Kind::kUnschedulable:
     case Action::Kind::kCancel:
     case Action::Kind::kInvalid:
@@ -487,18 +511,26 @@ void Scheduler::executeReserve(const Action& a) {
   if (!ok) {
     return;
   }
-  if (metrics_) {
-    metrics_->reconfig.Increment();
-  }
-  {
-    std::lock_guard<std::mutex> lock(condMu_);
-    ++counters_.reconfigRequests;
-  }
+  noteReconfigRequest();
   const std::string gpus = std::to_string(a.deficit) + " kubecomp.io/gpu";
   event(a, "Normal", "Reconfig",
         "Pod " + a.key + " needs reconfiguration: " + gpus + " to attach to node " + a.node);
   setCondition(a, std::string(kReasonWaitingForReconfig),
                "waiting for " + gpus + " to be attached to node " + a.node);
+}
+
+void Scheduler::noteReconfigRequest() {
+  if (metrics_) {
+    metrics_->reconfig.Increment();
+  }
+  std::lock_guard<std::mutex> lock(condMu_);
+  ++counters_.reconfigRequests;
+}
+
+void Scheduler::noteError() {
+  if (metrics_) {
+    metrics_->error.Increment();
+  }
 }
 
 void Scheduler::executeQueued(const Action& a) {
@@ -538,7 +570,10 @@ void Scheduler::executeRefusal(const Action& a) {
        : a.kind == Action::Kind::kCancel      ? counters_.cancelled
                                               : counters_.invalid);
   }
-  if (a.kind == Action::Kind::kCancel || (a.kind == Action::Kind::kInvalid && a.clearAnnotations)) {
+  if (!a.clearClaims.empty()) {
+    clearAllocations(a);
+  } else if (a.kind == Action::Kind::kCancel ||
+             (a.kind == Action::Kind::kInvalid && a.clearAnnotations)) {
     patchRequest(a, false);
   }
   setCondition(a, "Unschedulable", a.message);

@@ -87,6 +87,16 @@ class Scheduler {
   void executeBind(const Action& a);
   void executeReserve(const Action& a);
   void executeQueued(const Action& a);
+  // The DRA path (scheduler_dra.cpp): the ResourceClaims and DeviceClasses informers when the
+  // API serves resource.k8s.io/v1; allocations written and cleared as kube-scheduler does.
+  void startDra();
+  void noteReconfigRequest();  // a request for GPU moves made (metric and counter)
+  void noteError();            // an API write failed (metric)
+  void executeAllocate(const Action& a);
+  Status writeAllocation(const Action& a, const std::string& claim,
+                         const std::vector<DraPick>& picks);
+  Status clearAllocation(const Action& a, const std::string& claim);
+  void clearAllocations(const Action& a);
   // kUnschedulable, kCancel, kInvalid: the pod is refused (for now) and told why.
   void executeRefusal(const Action& a);
   // false: the same condition is there already (nothing written).
@@ -107,6 +117,9 @@ class Scheduler {
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pools_;
+  std::unique_ptr<kube::Informer> claims_;
+  std::unique_ptr<kube::Informer> classes_;
+  bool draServed_ = false;  // resource.k8s.io/v1 answered at start
   std::unique_ptr<kube::LeaderElector> elector_;
   std::thread loop_;  // without leader election
   std::atomic<bool> leading_{false};

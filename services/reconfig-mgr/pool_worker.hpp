@@ -151,10 +151,10 @@ class PoolWorker final : public MoveEnv {
   void syncSlices(const json& status, bool gone = false);
 
   // The attach controller (pool_worker_claims.cpp, docs/dra.md "Attach").
-  // Claims whose allocation holds a device of this pool's fabric pool.
-  std::vector<api::Claim> fabricClaims();
-  // The GPU ids (of `gpus`) those claims hold in the fabric pool.
-  std::set<std::string> heldInFabric(const std::vector<api::PoolGpu>& gpus);
+  // Claims whose allocation holds a device of one of this GPUPool's DRA pools.
+  std::vector<api::Claim> poolClaims();
+  // The GPUs (of `gpus`) those claims hold, and in which DRA pool.
+  api::HeldDevices heldDevices(const std::vector<api::PoolGpu>& gpus);
   // Every GPU some ResourceClaim's allocation holds, in this pool's fabric pool or one of its
   // node pools, counts as in use ("ResourceClaim <ns>/<name>" in inUseBy): neither planner moves
   // a GPU a claim holds, wherever the allocator took it from.

@@ -19,14 +19,16 @@ namespace kc::reconfig {
 
 namespace {
 
-// Whether `d` is a device of GPUPool `pool`'s fabric pool.
-bool inFabricPool(const api::ClaimDevice& d, const std::string& pool) {
-  return d.driver == api::kDraDriverName && d.pool == pool;
+// Whether `d` is a device of one of GPUPool `pool`'s DRA pools ("<pool>" or "<pool>/<node>").
+bool inOurPools(const api::ClaimDevice& d, const std::string& pool) {
+  return d.driver == api::kDraDriverName &&
+         (d.pool == pool ||
+          (d.pool.size() > pool.size() && d.pool.starts_with(pool) && d.pool[pool.size()] == '/'));
 }
 
 }  // namespace
 
-std::vector<api::Claim> PoolWorker::fabricClaims() {
+std::vector<api::Claim> PoolWorker::poolClaims() {
   std::vector<api::Claim> out;
   if (sh_.claims == nullptr) {
     return out;
@@ -37,7 +39,7 @@ std::vector<api::Claim> PoolWorker::fabricClaims() {
       continue;
     }
     for (const auto& d : c->allocation->results) {
-      if (inFabricPool(d, name_)) {
+      if (inOurPools(d, name_)) {
         out.push_back(std::move(*c));
         break;
       }
@@ -46,16 +48,16 @@ std::vector<api::Claim> PoolWorker::fabricClaims() {
   return out;
 }
 
-std::set<std::string> PoolWorker::heldInFabric(const std::vector<api::PoolGpu>& gpus) {
-  std::set<std::string> out;
+api::HeldDevices PoolWorker::heldDevices(const std::vector<api::PoolGpu>& gpus) {
+  api::HeldDevices out;
   std::map<std::string, std::string> byDevice;
   for (const auto& g : gpus) {
     byDevice.emplace(api::draDeviceName(g.id), g.id);
   }
-  for (const auto& c : fabricClaims()) {
+  for (const auto& c : poolClaims()) {
     for (const auto& d : c.allocation->results) {
-      if (auto it = byDevice.find(d.device); inFabricPool(d, name_) && it != byDevice.end()) {
-        out.insert(it->second);
+      if (auto it = byDevice.find(d.device); inOurPools(d, name_) && it != byDevice.end()) {
+        out.emplace(it->second, d.pool);
       }
     }
   }
@@ -236,9 +238,9 @@ void PoolWorker::driveClaims() {
     return;
   }
   const auto gpus = statusGpus();
-  for (const auto& claim : fabricClaims()) {
+  for (const auto& claim : poolClaims()) {
     for (const auto& d : claim.allocation->results) {
-      if (!inFabricPool(d, name_)) {
+      if (!inOurPools(d, name_)) {
         continue;
       }
       const auto step = api::nextAttachStep(claim, d, name_, gpus);
@@ -274,7 +276,7 @@ bool PoolWorker::claimWaiting(const Move& m) {
   }
   const std::string device = api::draDeviceName(m.gpu);
   for (const auto& d : c->allocation->results) {
-    if (inFabricPool(d, name_) && d.device == device) {
+    if (inOurPools(d, name_) && d.device == device) {
       return api::bindingState(*c, d) == api::BindingState::kWaiting;
     }
   }
@@ -295,7 +297,7 @@ void PoolWorker::claimMoveFailed(const Move& m) {
   }
   const std::string device = api::draDeviceName(m.gpu);
   for (const auto& d : c->allocation->results) {
-    if (inFabricPool(d, name_) && d.device == device) {
+    if (inOurPools(d, name_) && d.device == device) {
       api::AttachStep step;
       step.kind = api::AttachStep::Kind::kReportFailed;
       step.reason = "AttachFailed";

@@ -213,7 +213,7 @@ void PoolWorker::syncSlices(const json& status, bool gone) {
     }
   }
   const auto gpus = api::parsePoolGpus(json{{"metadata", {{"name", name_}}}, {"status", status}});
-  const std::set<std::string> held = dra ? heldInFabric(gpus.gpus) : std::set<std::string>{};
+  const api::HeldDevices held = dra ? heldDevices(gpus.gpus) : api::HeldDevices{};
   json inputs{{"dra", dra},
               {"nodes", nodes},
               {"gpus", status.value("gpus", json::array())},

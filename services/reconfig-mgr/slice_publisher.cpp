@@ -29,7 +29,7 @@ bool sameContent(api::ResourceSlice a, const api::ResourceSlice& b) {
 
 Result<bool> SlicePublisher::sync(bool dra, const std::vector<std::string>& nodes,
                                   const std::vector<api::PoolGpu>& gpus,
-                                  const std::set<std::string>& heldInFabric) {
+                                  const api::HeldDevices& held) {
   kube::ListOptions opts;
   opts.labelSelector = std::string(api::kSlicePoolLabel) + "=" + gpuPool_;
   auto listed = client_.listAll(api::gvr::resourceSlices(), "", opts);
@@ -57,7 +57,7 @@ Result<bool> SlicePublisher::sync(bool dra, const std::vector<std::string>& node
     existing[name] =
         Existing{std::move(item), parsed ? std::optional(std::move(*parsed)) : std::nullopt};
   }
-  auto desired = dra ? api::buildPoolSlices(gpuPool_, nodes, gpus, generation, heldInFabric)
+  auto desired = dra ? api::buildPoolSlices(gpuPool_, nodes, gpus, generation, held)
                      : std::vector<api::ResourceSlice>{};
   bool same = desired.size() == existing.size();
   for (const auto& s : desired) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "libcore/api/dra_slice.hpp"
 #include "libcore/api/gpupool.hpp"
 #include "libcore/base/result.hpp"
 #include "libcore/kube/client.hpp"
@@ -23,11 +24,10 @@ class SlicePublisher {
 
   // Makes the pool's slices match `gpus` on `nodes` when `dra`, or removes them all when not
   // (the pool serves the device-plugin path, or is gone). Idempotent: nothing is written when
-  // the slices match already. Returns whether something was written. `heldInFabric`: the GPU
-  // ids a ResourceClaim's allocation holds in the pool's fabric pool (api::buildPoolSlices).
+  // the slices match already. Returns whether something was written. `held`: the GPUs a
+  // ResourceClaim's allocation holds, and in which DRA pool (api::buildPoolSlices).
   Result<bool> sync(bool dra, const std::vector<std::string>& nodes,
-                    const std::vector<api::PoolGpu>& gpus,
-                    const std::set<std::string>& heldInFabric = {});
+                    const std::vector<api::PoolGpu>& gpus, const api::HeldDevices& held = {});
 
  private:
   kube::KubeClient& client_;

@@ -366,3 +366,168 @@ TEST_CASE("reconfig-mgr: killed in the middle of a claim's move, the next leader
   CHECK(claimCondition(c, "claim-6", kc::api::kAttachFailedCondition).is_null());
   c.invariants();
 }
+
+// ---- kubecomp-sched on the DRA path (docs/dra.md "kubecomp-sched")
+
+namespace {
+
+void createDeviceClass(SimCluster& c, const std::string& name, const std::string& driver) {
+  const json cls = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "DeviceClass"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"selectors",
+         json::array({{{"cel", {{"expression", "device.driver == \"" + driver + "\""}}}}})}}}};
+  REQUIRE(c.client().create(kc::api::gvr::deviceClasses(), "", cls));
+}
+
+void createTemplate(SimCluster& c, const std::string& name, const std::string& cls, int count) {
+  const json t = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceClaimTemplate"},
+                  {"metadata", {{"name", name}, {"namespace", "default"}}},
+                  {"spec",
+                   {{"spec",
+                     {{"devices",
+                       {{"requests", json::array({{{"name", "gpus"},
+                                                   {"exactly",
+                                                    {{"deviceClassName", cls},
+                                                     {"allocationMode", "ExactCount"},
+                                                     {"count", count}}}}})}}}}}}}};
+  REQUIRE(
+      c.client().create({"resource.k8s.io", "v1", "resourceclaimtemplates", true}, "default", t));
+}
+
+// A pod of kubecomp-sched whose GPUs come from a claim made from `tmpl`.
+void createClaimPod(SimCluster& c, const std::string& name, const std::string& tmpl) {
+  const json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "default"}}},
+      {"spec",
+       {{"schedulerName", "kubecomp-sched"},
+        {"resourceClaims", json::array({{{"name", "gpus"}, {"resourceClaimTemplateName", tmpl}}})},
+        {"containers",
+         json::array({{{"name", "main"},
+                       {"image", "cuda"},
+                       {"resources", {{"claims", json::array({{{"name", "gpus"}}})}}}}})}}}};
+  REQUIRE(c.client().create(kc::kube::gvr::pods(), "default", pod));
+}
+
+json getPod(SimCluster& c, const std::string& name) {
+  auto p = c.client().get(kc::kube::gvr::pods(), "default", name);
+  return p ? *p : json::object();
+}
+
+// The claim the resourceclaim controller made for the pod ("" none yet).
+std::string podClaim(SimCluster& c, const std::string& pod) {
+  for (const auto& s : getPod(c, pod)
+                           .value("status", json::object())
+                           .value("resourceClaimStatuses", json::array())) {
+    return s.value("resourceClaimName", "");
+  }
+  return "";
+}
+
+std::string podCondition(SimCluster& c, const std::string& pod) {
+  for (const auto& cond :
+       getPod(c, pod).value("status", json::object()).value("conditions", json::array())) {
+    if (cond.value("type", "") == "PodScheduled") {
+      return cond.value("reason", "") + ": " + cond.value("message", "");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("kubecomp-sched: a pod's claim from a template is allocated, attached, and bound",
+          "[reconfig][sched][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  c.startScheduler();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+  createTemplate(c, "three-gpus", "gpu.kubecomp.io", 3);
+
+  // No node has 3; host01 has 2 and the pool 1 unattached: Eq. 1 picks host01, one move.
+  createClaimPod(c, "train", "three-gpus");
+  REQUIRE(kc::testing::eventually([&] { return !podClaim(c, "train").empty(); }, 30s));
+  const std::string claim = podClaim(c, "train");
+  const bool bound = kc::testing::eventually(
+      [&] { return getPod(c, "train")["spec"].value("nodeName", "") == "host01"; }, 60s);
+  CAPTURE(podCondition(c, "train"));
+  REQUIRE(bound);
+  CHECK(c.simGpus()["c0.04"] == "host01");
+  auto obj = c.client().get(kc::api::gvr::resourceClaims(), "default", claim);
+  REQUIRE(obj);
+  auto parsed = kc::api::parseClaim(*obj);
+  REQUIRE(parsed);
+  REQUIRE(parsed->allocation);
+  CHECK(parsed->allocation->nodeName == "host01");
+  CHECK_FALSE(parsed->allocation->allocationTimestamp.empty());
+  REQUIRE(parsed->allocation->results.size() == 3);
+  std::map<std::string, std::string> pools;
+  for (const auto& d : parsed->allocation->results) {
+    pools[d.device] = d.pool;
+    CHECK(d.driver == "gpu.kubecomp.io");
+    CHECK(d.request == "gpus");
+    // Only the device that had to be attached carries the binding conditions.
+    CHECK(d.bindingConditions.empty() == (d.pool == "pool-a/host01"));
+  }
+  CHECK(pools["c0-04-d4c00c44"] == "pool-a");
+  REQUIRE(parsed->reservedFor.size() == 1);
+  CHECK(parsed->reservedFor[0].name == "train");
+  CHECK(claimCondition(c, claim, kc::api::kAttachedCondition)["status"] == "True");
+  c.invariants();
+}
+
+TEST_CASE("kubecomp-sched: a pod with a claim of another driver stays Pending, saying why",
+          "[reconfig][sched][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  c.startScheduler();
+  setPath(c, "DRA");
+  createDeviceClass(c, "nic.example.com", "nic.example.com");
+  createTemplate(c, "one-nic", "nic.example.com", 1);
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  createClaimPod(c, "nic-user", "one-nic");
+  REQUIRE(kc::testing::eventually(
+      [&] { return podCondition(c, "nic-user").find("nic.example.com") != std::string::npos; },
+      30s));
+  CHECK_THAT(podCondition(c, "nic-user"),
+             Catch::Contains("Unschedulable") && Catch::Contains("driver gpu.kubecomp.io"));
+  CHECK(getPod(c, "nic-user")["spec"].value("nodeName", "").empty());
+}
+
+TEST_CASE("kubecomp-sched: an attach that fails clears the allocation and the pod goes elsewhere",
+          "[reconfig][sched][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  c.startScheduler();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+  createTemplate(c, "two-gpus", "gpu.kubecomp.io", 2);
+  // host02 has 1: a 2-GPU pod there needs c0.04 attached; the chassis refuses. host01 (2 local)
+  // is taken first by a pod that runs there.
+  c.fault({{"chassis", "c0"}, {"op", "assign"}, {"kind", "fail"}, {"gpu", "04"}, {"times", -1}});
+  createClaimPod(c, "first", "two-gpus");
+  REQUIRE(kc::testing::eventually(
+      [&] { return getPod(c, "first")["spec"].value("nodeName", "") == "host01"; }, 60s));
+  createClaimPod(c, "second", "two-gpus");
+  // Placed on host02 with c0.04 from the pool; the attach fails; the allocation is cleared and
+  // the pod is scheduled again (and fails again, the pool having nothing else): never bound.
+  REQUIRE(kc::testing::eventually(
+      [&] { return podCondition(c, "second").find("failed to bind") != std::string::npos; }, 60s));
+  CHECK(getPod(c, "second")["spec"].value("nodeName", "").empty());
+  // host01's pod ends: its GPUs come free on host01, and the second pod lands there.
+  REQUIRE(c.client().remove(kc::kube::gvr::pods(), "default", "first"));
+  const bool landed = kc::testing::eventually(
+      [&] { return getPod(c, "second")["spec"].value("nodeName", "") == "host01"; }, 60s);
+  CAPTURE(podCondition(c, "second"));
+  CHECK(landed);
+  c.clearFaults();
+  c.invariants({"c0.04"});
+}

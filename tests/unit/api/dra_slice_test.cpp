@@ -77,12 +77,18 @@ TEST_CASE("DRA slices: every usable GPU of a pool appears exactly once, where th
   for (int round = 0; round < 300; ++round) {
     const RandomPool p = randomPool(rng);
     const std::int64_t generation = static_cast<std::int64_t>(rng() % 100);
-    std::set<std::string> held;  // GPUs some claim holds from the fabric pool
+    kc::api::HeldDevices held;  // GPUs some claim holds: from the fabric pool or a node's
     for (const PoolGpu& g : p.gpus) {
       if (rng() % 10 == 0) {
-        held.insert(g.id);
+        held[g.id] = "pool-a";
+      } else if (rng() % 10 == 0 && !p.nodes.empty()) {
+        held[g.id] = "pool-a/" + p.nodes[rng() % p.nodes.size()];
       }
     }
+    auto heldAt = [&](const std::string& id) {
+      auto h = held.find(id);
+      return h == held.end() ? std::string() : h->second;
+    };
     const auto slices = buildPoolSlices("pool-a", p.nodes, p.gpus, generation, held);
     std::map<std::string, int> seen;  // GPU id -> times published
     std::map<std::string, std::vector<const ResourceSlice*>> byPool;
@@ -104,7 +110,11 @@ TEST_CASE("DRA slices: every usable GPU of a pool appears exactly once, where th
         CHECK(d.uuid == gpu->uuid);
         CHECK(d.model == gpu->model);
         CHECK(d.chassis == gpu->chassis);
-        if (gpu->node.empty() || held.contains(gpu->id)) {
+        if (!heldAt(gpu->id).empty()) {
+          // Held: where its claim's allocation names it, whatever happened to it since.
+          CHECK(s.poolName == heldAt(gpu->id));
+          CHECK(d.bindsToNode == (heldAt(gpu->id) == "pool-a"));
+        } else if (gpu->node.empty()) {
           // Fabric: attached on demand, only to a node the pool connects; a held GPU stays
           // where its claim's allocation names it.
           CHECK(d.bindsToNode);
@@ -177,7 +187,7 @@ TEST_CASE("DRA slices: a GPU a claim holds from the fabric pool stays there once
   PoolGpu held = gpu("c0.7", "c0", "n1");
   held.healthy = false;
   const PoolGpu other = gpu("c0.8", "c0", "n1");
-  const auto slices = buildPoolSlices("p", {"n1"}, {held, other}, 1, {"c0.7"});
+  const auto slices = buildPoolSlices("p", {"n1"}, {held, other}, 1, {{"c0.7", "p"}});
   REQUIRE(slices.size() == 2);
   CHECK(slices[0].poolName == "p/n1");
   REQUIRE(slices[0].devices.size() == 1);
@@ -189,6 +199,24 @@ TEST_CASE("DRA slices: a GPU a claim holds from the fabric pool stays there once
   // Let go: it appears on its node (healthy) or nowhere (unhealthy).
   const auto released = buildPoolSlices("p", {"n1"}, {held, other}, 2);
   CHECK(released[1].devices.empty());
+}
+
+TEST_CASE("DRA slices: a GPU a claim holds from a node's pool stays there once moved",
+          "[api][dra]") {
+  // Idle on n1, allocated from n1's pool to a pod on n2 (the pool policy's choice), attached
+  // to n2 since: still n1's device for as long as the claim holds it.
+  const PoolGpu moved = gpu("c0.7", "c0", "n2");
+  const auto slices = buildPoolSlices("p", {"n1", "n2"}, {moved}, 1, {{"c0.7", "p/n1"}});
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[0].poolName == "p/n1");
+  REQUIRE(slices[0].devices.size() == 1);
+  CHECK_FALSE(slices[0].devices[0].bindsToNode);
+  CHECK(slices[1].devices.empty());
+  // A node pool of a node the GPUPool no longer has: the fabric pool keeps it.
+  const auto gone = buildPoolSlices("p", {"n2"}, {moved}, 2, {{"c0.7", "p/n1"}});
+  REQUIRE(gone.size() == 1);
+  CHECK(gone[0].poolName == "p");
+  CHECK(gone[0].devices.size() == 1);
 }
 
 TEST_CASE("DRA slices: a pool connecting no node offers nothing", "[api][dra]") {
