@@ -56,6 +56,7 @@ TOGGLED_OBJECT = {
     "gpuPooling.reconfig.enabled": ("Deployment", "reconfig-mgr"),
     "gpuPooling.devplugin.enabled": ("DaemonSet", "disaggpu-devplugin"),
     "gpuPooling.samplePool.enabled": ("GPUPool", "gpupool"),
+    "gpuPooling.dra.enabled": ("DeviceClass", "dra-deviceclass"),
     "vni.enabled": ("Deployment", "vni-webhook"),
     "bridge.enabled": ("Deployment", "bridge-operator"),
     "rt.shim.enabled": ("DaemonSet", "rt-kubelet-shim"),
