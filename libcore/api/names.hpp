@@ -63,6 +63,8 @@ inline kube::GroupVersionResource bridgeJobs() {
 inline constexpr std::string_view kGpuResource = "kubecomp.io/gpu";
 // The DRA driver name of the DRA path (docs/dra.md).
 inline constexpr std::string_view kDraDriverName = "gpu.kubecomp.io";
+// The DeviceClass the chart ships (selector: the driver), which pods' claims name.
+inline constexpr std::string_view kDraDeviceClassName = "gpu.kubecomp.io";
 // GPUPool spec.allocationPath: which path offers the pool's GPUs to pods (docs/dra.md). One
 // path per pool, so a GPU is never offered on both.
 inline constexpr std::string_view kPathDevicePlugin = "DevicePlugin";  // the default

@@ -42,13 +42,16 @@ void ClusterModel::removeNode(const std::string& name) {
 }
 
 void ClusterModel::setPool(const std::string& name, ModelPool pool) {
+  pool.nodeSet.insert(pool.nodes.begin(), pool.nodes.end());
   poolMap_[name] = std::move(pool);
   structureDirty_ = true;
+  probes_.reset();
 }
 
 void ClusterModel::removePool(const std::string& name) {
   if (poolMap_.erase(name) > 0) {
     structureDirty_ = true;
+    probes_.reset();
   }
 }
 
@@ -283,7 +286,7 @@ void ClusterModel::recomputePool(alloc::PoolIndex p) {
 
 bool ClusterModel::draNode(const std::string& node) const {
   for (const auto& [name, pool] : poolMap_) {
-    if (std::find(pool.nodes.begin(), pool.nodes.end(), node) != pool.nodes.end()) {
+    if (pool.nodeSet.count(node) != 0) {
       return pool.dra;
     }
   }
@@ -308,7 +311,7 @@ DraCandidate candidateOf(const std::string& gpuPool, const ModelGpu& g, std::str
 void ClusterModel::draCandidates(const std::string& node, std::vector<DraCandidate>* local,
                                  std::vector<DraCandidate>* remote) const {
   for (const auto& [name, pool] : poolMap_) {
-    if (!pool.dra || std::find(pool.nodes.begin(), pool.nodes.end(), node) == pool.nodes.end()) {
+    if (!pool.dra || pool.nodeSet.count(node) == 0) {
       continue;
     }
     std::map<std::string, int> idleOn;
@@ -321,8 +324,7 @@ void ClusterModel::draCandidates(const std::string& node, std::vector<DraCandida
         local->push_back(candidateOf(name, g, name + "/" + node));
       } else if (g.node.empty()) {
         remote->push_back(candidateOf(name, g, name));
-      } else if (!g.reportedInUse &&
-                 std::find(pool.nodes.begin(), pool.nodes.end(), g.node) != pool.nodes.end()) {
+      } else if (!g.reportedInUse && pool.nodeSet.count(g.node) != 0) {
         ++idleOn[g.node];
         idle.push_back(&g);
       }
@@ -339,8 +341,11 @@ void ClusterModel::draCandidates(const std::string& node, std::vector<DraCandida
   }
 }
 
-std::vector<DraCandidate> ClusterModel::draProbes() const {
-  std::vector<DraCandidate> out;
+const std::vector<DraCandidate>& ClusterModel::draProbes() const {
+  if (probes_) {
+    return *probes_;
+  }
+  auto& out = probes_.emplace();
   for (const auto& [name, pool] : poolMap_) {
     if (!pool.dra) {
       continue;

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "libcore/alloc/pod_fit.hpp"
@@ -49,6 +50,7 @@ struct ModelGpu {
 struct ModelPool {
   bool dra = false;  // spec.allocationPath DRA: ResourceSlices, not the device plugin
   std::vector<std::string> nodes;
+  std::unordered_set<std::string> nodeSet;  // the same, for lookups (setPool fills it)
   std::vector<ModelGpu> gpus;
 };
 
@@ -97,7 +99,7 @@ class ClusterModel {
   // probe device per GPU model of every DRA pool (`probes`).
   void draCandidates(const std::string& node, std::vector<DraCandidate>* local,
                      std::vector<DraCandidate>* remote) const;
-  std::vector<DraCandidate> draProbes() const;
+  const std::vector<DraCandidate>& draProbes() const;  // kept until a pool changes
 
   std::size_t nodeCount() const { return nodeMap_.size(); }
   std::size_t poolCount() const { return poolMap_.size(); }
@@ -132,6 +134,7 @@ class ClusterModel {
   std::vector<bool> gpuReportedUse_;  // per GpuIndex: inUseBy non-empty
   std::vector<bool> gpuPromised_;
   std::vector<bool> poolDra_;  // per PoolIndex
+  mutable std::optional<std::vector<DraCandidate>> probes_;
 };
 
 }  // namespace kc::sched

@@ -205,12 +205,12 @@ DraDemand DraState::demand(const std::string& ns, const std::string& podUid,
   return out;
 }
 
-Result<std::vector<DraPick>> DraState::pick(const std::vector<api::Claim>& claims,
-                                            const std::vector<DraCandidate>& local,
-                                            const std::vector<DraCandidate>& remote,
-                                            const std::set<std::string>& taken) const {
+Result<std::vector<DraPick>> DraState::pick(
+    const std::vector<api::Claim>& claims, const std::vector<DraCandidate>& local,
+    const std::vector<DraCandidate>& remote,
+    const std::function<bool(const std::string&)>& taken) const {
   std::vector<DraPick> out;
-  std::set<std::string> used = taken;
+  std::set<std::string> used;  // by this pod's earlier requests
   for (const api::Claim& c : claims) {
     for (const api::ClaimRequest& r : c.requests) {
       auto cls = classes_.find(r.deviceClassName);
@@ -223,7 +223,7 @@ Result<std::vector<DraPick>> DraState::pick(const std::vector<api::Claim>& claim
             break;
           }
           const std::string key = deviceKey(d.pool, d.device);
-          if (used.count(key) != 0 || allocated(d.pool, d.device)) {
+          if (used.count(key) != 0 || taken(key) || allocated(d.pool, d.device)) {
             continue;
           }
           std::string why;

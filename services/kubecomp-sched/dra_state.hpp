@@ -10,6 +10,7 @@
 // GPUs in the GPU policy's order (with the binding conditions the attach controller answers).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -79,13 +80,14 @@ class DraState {
 
   // Devices for `claims` on `node`: each request's count from `local` (the node's own free
   // devices) first, then `remote` (the pool's other free devices, in the GPU policy's order),
-  // every one matching its class's and request's selectors. Devices in `taken` are skipped.
+  // every one matching its class's and request's selectors. Devices `taken` says are taken
+  // (by deviceKey) are skipped.
   // Errors: kUnschedulable (not enough matching devices), kUnsupported (a selector outside the
   // CEL subset, quoting it), kInvalid (a selector that does not compile).
   Result<std::vector<DraPick>> pick(const std::vector<api::Claim>& claims,
                                     const std::vector<DraCandidate>& local,
                                     const std::vector<DraCandidate>& remote,
-                                    const std::set<std::string>& taken) const;
+                                    const std::function<bool(const std::string&)>& taken) const;
 
  private:
   struct Class {

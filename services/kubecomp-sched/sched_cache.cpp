@@ -332,6 +332,18 @@ void SchedCache::setHoldLocked(PodInfo& pod, PodInfo::Hold to, const std::string
   if (to == Hold::kNone && pod.hold == Hold::kNone) {
     return;
   }
+  for (const std::string& k : pod.heldDevices) {
+    if (auto it = draInflight_.find(k); it != draInflight_.end() && --it->second <= 0) {
+      draInflight_.erase(it);
+    }
+  }
+  pod.heldDevices.clear();
+  if (to != Hold::kNone) {
+    for (const DraPick& p : pod.draPicks) {
+      pod.heldDevices.push_back(deviceKey(p.device.pool, p.device.device));
+      ++draInflight_[pod.heldDevices.back()];
+    }
+  }
   if (pod.hold == Hold::kReserved) {
     reservedByOrder_.erase(pod.reservation.order);
   } else if (pod.hold == Hold::kAssumed) {

@@ -107,6 +107,7 @@ struct PodInfo {
   // scheduler chose for them (kept while it holds the pod; docs/dra.md "kubecomp-sched").
   std::vector<api::PodClaimRef> claimRefs;
   std::vector<DraPick> draPicks;
+  std::vector<std::string> heldDevices;  // deviceKey of the picks counted in draInflight_
 
   // What this scheduler is doing with the pod (the leader's state, kept apart from what the
   // API says above). Queue membership and backoff are the SchedulingQueue's.
@@ -306,7 +307,6 @@ class SchedCache {
   // leader): a reservation waiting for the binding conditions, timed from the allocation.
   void adoptDraAllocationLocked(PodInfo& pod, const DraDemand& d, Clock::time_point now);
   void applyClaimGpusLocked(PodInfo& pod);
-  std::set<std::string> draTakenLocked() const;
   // A DRA pod's refusal: the condition message, and backoff.
   Action draRefusalLocked(PodInfo& pod, Action::Kind kind, std::string message,
                           Clock::time_point now);
@@ -336,6 +336,9 @@ class SchedCache {
   alloc::RtAdmission rt_;
   CacheOptions opts_;
   DraState dra_;
+  // Devices (deviceKey) the pods this scheduler holds were given, whose allocation the claims
+  // informer may not show yet: kept by setHoldLocked alone.
+  std::unordered_map<std::string, int> draInflight_;
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   bool dirty_ = true;

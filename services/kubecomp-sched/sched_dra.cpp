@@ -108,20 +108,6 @@ void SchedCache::applyClaimGpusLocked(PodInfo& pod) {
   pod.gpus = pod.request.scalarOr0(alloc::kGpuResource);
 }
 
-std::set<std::string> SchedCache::draTakenLocked() const {
-  // Devices this scheduler chose for the pods it holds, whose allocation the claims informer
-  // may not show yet.
-  std::set<std::string> out;
-  for (const auto& [key, p] : pods_) {
-    if (p->hold != PodInfo::Hold::kNone) {
-      for (const DraPick& d : p->draPicks) {
-        out.insert(deviceKey(d.device.pool, d.device.device));
-      }
-    }
-  }
-  return out;
-}
-
 Action SchedCache::draRefusalLocked(PodInfo& pod, Action::Kind kind, std::string message,
                                     Clock::time_point now) {
   Action a = baseAction(pod, kind);
@@ -206,7 +192,8 @@ std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_poin
   std::optional<Result<std::vector<DraPick>>> picks;
   if (placed) {
     model_.draCandidates(model_.nodes()[placed->node].name, &local, &remote);
-    picks = dra_.pick(d.claims, local, remote, draTakenLocked());
+    picks = dra_.pick(d.claims, local, remote,
+                      [this](const std::string& key) { return draInflight_.count(key) != 0; });
   }
   decisions_.total += clock.now() - t0;
   ++decisions_.decisions;

@@ -165,6 +165,9 @@ class PoolWorker final : public MoveEnv {
   // (kind Claim) when none is in flight. Only on a DRA pool with the claims informer running.
   void driveClaims();
   void startClaimMove(const api::Claim& claim, const api::AttachStep& step);
+  // The claim, read afresh from the API server, still has the same allocation and `device`
+  // still waits for its binding conditions.
+  bool stillWaiting(const api::Claim& claim, const api::ClaimDevice& device);
   void reportClaim(const api::Claim& claim, const api::ClaimDevice& device,
                    const api::AttachStep& step);
   // Sets `condition` on the claim's device through the status subresource (observedGeneration

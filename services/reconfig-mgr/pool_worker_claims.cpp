@@ -206,6 +206,20 @@ void PoolWorker::reportClaim(const api::Claim& claim, const api::ClaimDevice& de
   }
 }
 
+bool PoolWorker::stillWaiting(const api::Claim& claim, const api::ClaimDevice& device) {
+  // The claims informer may lag our own condition writes (a failed attach just reported): a move
+  // starts only on the API server's word that the device still waits, for the same allocation.
+  auto fresh = sh_.client->get(api::gvr::resourceClaims(), claim.ns, claim.name);
+  if (!fresh) {
+    return false;
+  }
+  auto c = api::parseClaim(*fresh);
+  if (!c || c->uid != claim.uid || !c->allocation || c->allocation != claim.allocation) {
+    return false;
+  }
+  return api::bindingState(*c, device) == api::BindingState::kWaiting;
+}
+
 void PoolWorker::startClaimMove(const api::Claim& claim, const api::AttachStep& step) {
   const auto view = currentView();
   if (!view || !spec_ || !movesGate_.allows(clock_.now())) {
@@ -250,7 +264,7 @@ void PoolWorker::driveClaims() {
           reportClaim(claim, d, step);
           break;
         case api::AttachStep::Kind::kAttach:
-          if (!journal_.active) {
+          if (!journal_.active && stillWaiting(claim, d)) {
             startClaimMove(claim, step);
           }
           break;

@@ -509,8 +509,10 @@ Plan ChassisModel::plan(std::string_view chassis, Op op, std::string_view gid) {
         Millis{static_cast<std::int64_t>(static_cast<double>(dist(rng_)) * latencies_.scale)};
   }
   for (auto it = faults_.begin(); it != faults_.end(); ++it) {
+    // An operation on the whole chassis (the inventory: no GPU) matches a fault that names a
+    // GPU: the name says which GPU the fault acts on (lose_gpu).
     if (it->op != op || (!it->chassis.empty() && it->chassis != chassis) ||
-        (it->gpu && *it->gpu != gid)) {
+        (it->gpu && !gid.empty() && *it->gpu != gid)) {
       continue;
     }
     plan.fault = *it;

@@ -8,6 +8,7 @@
 #include "libcore/api/dra_claim.hpp"
 #include "libcore/api/dra_slice.hpp"
 #include "tests/services/reconfig-mgr/cluster.hpp"
+#include "tests/support/dra_objects.hpp"
 #include "tests/support/wait.hpp"
 
 using kc::reconfig::testing::ClusterSpec;
@@ -121,31 +122,11 @@ namespace {
 // writes it: device `gpuId` of pool-a's fabric pool for `node`, reserved for pod `pod`.
 void allocateClaim(SimCluster& c, const std::string& name, const std::string& gpuId,
                    const std::string& node, const std::string& pod) {
-  const json claim = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", name}, {"namespace", "default"}}},
-      {"spec",
-       {{"devices",
-         {{"requests", json::array({{{"name", "gpu"},
-                                     {"exactly", {{"deviceClassName", "gpu.kubecomp.io"}}}}})}}}}}};
-  auto created = c.client().create(kc::api::gvr::resourceClaims(), "default", claim);
+  auto created = c.client().create(kc::api::gvr::resourceClaims(), "default",
+                                   kc::testing::oneGpuClaim(name, "default"));
   REQUIRE(created);
-  kc::api::ClaimDevice d;
-  d.request = "gpu";
-  d.driver = "gpu.kubecomp.io";
-  d.pool = "pool-a";
-  d.device = kc::api::draDeviceName(gpuId);
-  d.bindingConditions = {std::string(kc::api::kAttachedCondition)};
-  d.bindingFailureConditions = {std::string(kc::api::kAttachFailedCondition)};
-  kc::api::ClaimAllocation a;
-  a.results = {d};
-  a.nodeName = node;
-  a.allocationTimestamp = "2026-01-01T00:00:00Z";
   json body = *created;
-  body["status"] = {
-      {"allocation", kc::api::toJson(a)},
-      {"reservedFor", json::array({{{"resource", "pods"}, {"name", pod}, {"uid", "uid-" + pod}}})}};
+  body["status"] = kc::testing::fabricAllocationStatus("pool-a", gpuId, node, pod);
   REQUIRE(c.client().updateStatus(kc::api::gvr::resourceClaims(), "default", body));
 }
 
@@ -429,6 +410,21 @@ std::string podClaim(SimCluster& c, const std::string& pod) {
   return "";
 }
 
+// The messages of the pod's Events, one per line (they stay; a condition is overwritten).
+std::string podEvents(SimCluster& c, const std::string& pod) {
+  std::string out;
+  auto list = c.client().listAll(kc::kube::gvr::events(), "default");
+  if (!list) {
+    return out;
+  }
+  for (const auto& e : list->items) {
+    if (e.value("involvedObject", json::object()).value("name", "") == pod) {
+      out += e.value("message", "") + "\n";
+    }
+  }
+  return out;
+}
+
 std::string podCondition(SimCluster& c, const std::string& pod) {
   for (const auto& cond :
        getPod(c, pod).value("status", json::object()).value("conditions", json::array())) {
@@ -520,7 +516,7 @@ TEST_CASE("kubecomp-sched: an attach that fails clears the allocation and the po
   // Placed on host02 with c0.04 from the pool; the attach fails; the allocation is cleared and
   // the pod is scheduled again (and fails again, the pool having nothing else): never bound.
   REQUIRE(kc::testing::eventually(
-      [&] { return podCondition(c, "second").find("failed to bind") != std::string::npos; }, 60s));
+      [&] { return podEvents(c, "second").find("failed to bind") != std::string::npos; }, 60s));
   CHECK(getPod(c, "second")["spec"].value("nodeName", "").empty());
   // host01's pod ends: its GPUs come free on host01, and the second pod lands there.
   REQUIRE(c.client().remove(kc::kube::gvr::pods(), "default", "first"));

@@ -32,12 +32,15 @@
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
+#include "tools/bench/bench_util.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using kc::testing::GpuOpts;
 using kc::testing::ListAndWatchReader;
 using kc::testing::PoolBuilder;
+
+using kc::bench::percentile;
 
 namespace {
 
@@ -46,15 +49,6 @@ const kc::kube::GroupVersionResource kPools = kc::api::gvr::gpuPools();
 // Thrown, not exit(): the API double child is stopped by its destructor on the way out.
 [[noreturn]] void die(const std::string& what) {
   throw std::runtime_error(what);
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) {
-    die("no samples");
-  }
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // Change i of the run: 8 GPUs on node n1; GPU (i % 8) unhealthy on odd rounds, GPU

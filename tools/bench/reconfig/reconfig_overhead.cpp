@@ -9,6 +9,7 @@
 
 #include "libcore/api/names.hpp"
 #include "tests/services/reconfig-mgr/cluster.hpp"
+#include "tools/bench/bench_util.hpp"
 
 namespace kc::bench {
 
@@ -21,15 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms(Clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) {
-    throw std::runtime_error("reconfig overhead: no samples");
-  }
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 double r1(double v) {

@@ -54,12 +54,16 @@
 #include "tests/support/manifests.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/unit/kube/double_process.hpp"
+#include "tools/bench/bench_util.hpp"
 #include "tools/bench/reconfig/reconfig_overhead.hpp"
 #include "tools/bench/sched/queue_pass_bench.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+
+using kc::bench::parallel;
+using kc::bench::percentile;
 
 namespace {
 
@@ -71,15 +75,6 @@ constexpr double kAnchorPodsPerS = 680;
 
 [[noreturn]] void die(const std::string& what) {
   throw std::runtime_error(what);
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) {
-    die("no samples");
-  }
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 std::string nodeName(int i) {
@@ -131,22 +126,6 @@ json pod(int i) {
              {{{"name", "main"},
                {"image", "registry.local/train:1"},
                {"resources", {{"requests", res}, {"limits", res}}}}}}}}};
-}
-
-// Runs f(i) for i in [0, n) on `threads` threads.
-void parallel(int n, int threads, const std::function<void(int)>& f) {
-  std::atomic<int> next{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&] {
-      for (int i = next++; i < n; i = next++) {
-        f(i);
-      }
-    });
-  }
-  for (auto& t : ts) {
-    t.join();
-  }
 }
 
 // VmRSS and VmHWM of a process, MiB.
