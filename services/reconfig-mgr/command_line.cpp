@@ -26,6 +26,7 @@ constexpr const char* kDescription =
 struct RawFlags {
   double drainTimeout = 60;
   double draDrainSettle = 0.5;
+  double attachHoldoff = 300;
   double retryInitial = 0.5;
   double retryMax = 15;
   double readTimeout = 15;
@@ -103,6 +104,11 @@ void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
                  "before its drain counts as done (allocations made just before reach the claims)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
+  app.add_option("--attach-failure-holdoff-seconds", raw.attachHoldoff,
+                 "on a DRA pool, how long a GPU whose attach for a claim failed is withheld from "
+                 "the ResourceSlices (shown Unhealthy), so no allocator picks it again at once")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--max-attempts", o.runner.maxAttempts,
                  "failed tries of one move phase before giving up")
       ->check(CLI::Range(1u, 100u))
@@ -149,6 +155,7 @@ void addLeaderFlags(CLI::App& app, cli::LeaderElectionFlags& leader) {
 void applyFlags(const RawFlags& raw, const cli::LeaderElectionFlags& leader, ReconfigOptions& o) {
   o.runner.drainTimeout = ms(raw.drainTimeout);
   o.draDrainSettle = ms(raw.draDrainSettle);
+  o.attachFailureHoldoff = ms(raw.attachHoldoff);
   o.runner.backoff.initial = ms(raw.retryInitial);
   o.runner.backoff.max = ms(raw.retryMax);
   o.callPolicy.readTimeout = ms(raw.readTimeout);

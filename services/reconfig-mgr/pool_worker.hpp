@@ -138,6 +138,7 @@ class PoolWorker final : public MoveEnv {
     }
     auto view = buildView(*spec_, *inventory_, usageByNode(), journal_, quarantine_);
     markClaimHolders(view);
+    markAttachFailures(view);
     return view;
   }
 
@@ -159,6 +160,9 @@ class PoolWorker final : public MoveEnv {
   // node pools, counts as in use ("ResourceClaim <ns>/<name>" in inUseBy): neither planner moves
   // a GPU a claim holds, wherever the allocator took it from.
   void markClaimHolders(PoolView& view);
+  // A GPU whose attach for a claim failed is shown Unhealthy (so withheld from the slices, and
+  // no allocator picks it again at once) for --attach-failure-holdoff-seconds.
+  void markAttachFailures(PoolView& view);
   // status.gpus as last rendered.
   std::vector<api::PoolGpu> statusGpus() const;
   // For every such claim's device, api::nextAttachStep: report a condition, or start the move
@@ -249,6 +253,8 @@ class PoolWorker final : public MoveEnv {
   json lastSliceInputs_;  // what the slices were last made to match (null: not yet)
   // DRA drain: the GPU and when the published slices first withheld it (drainUsage).
   std::pair<std::string, SteadyTime> draWithheldSince_;
+  // GPU id -> until when it is withheld after a failed attach, and why.
+  std::map<std::string, std::pair<SteadyTime, std::string>> attachFailed_;
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;

@@ -297,7 +297,23 @@ bool PoolWorker::claimWaiting(const Move& m) {
   return false;
 }
 
+void PoolWorker::markAttachFailures(PoolView& view) {
+  const SteadyTime now = clock_.now();
+  for (auto it = attachFailed_.begin(); it != attachFailed_.end();) {
+    it = it->second.first <= now ? attachFailed_.erase(it) : std::next(it);
+  }
+  for (auto& g : view.gpus) {
+    if (auto f = attachFailed_.find(g.info.id); f != attachFailed_.end() && g.healthy) {
+      g.healthy = false;
+      g.healthDetail = "withheld after a failed attach: " + f->second.second;
+    }
+  }
+}
+
 void PoolWorker::claimMoveFailed(const Move& m) {
+  if (spec_ && spec_->dra && sh_.opts.attachFailureHoldoff.count() > 0) {
+    attachFailed_[m.gpu] = {clock_.now() + sh_.opts.attachFailureHoldoff, m.message};
+  }
   if (sh_.claims == nullptr) {
     return;
   }

@@ -55,6 +55,8 @@ struct ReconfigOptions {
   std::chrono::milliseconds planInventoryMaxAge{1000};
   // DRA drain: how long the slices must have withheld a GPU before it counts as withdrawn.
   std::chrono::milliseconds draDrainSettle{500};
+  // DRA: a GPU whose attach for a claim failed is withheld (shown Unhealthy) this long.
+  std::chrono::milliseconds attachFailureHoldoff{300'000};
   bool leaderElect = true;
   std::string leaseNamespace = "kubecomp";
   std::string leaseName = "reconfig-mgr";

@@ -298,6 +298,19 @@ TEST_CASE("reconfig-mgr: a fabric that refuses the attach fails the claim, nothi
   CHECK(cond["reason"] == "AttachFailed");
   CHECK_FALSE(cond.value("message", "").empty());
   CHECK(claimCondition(c, "claim-5", kc::api::kAttachedCondition).is_null());
+  // The GPU is shown Unhealthy for the hold-off, so no allocator picks it again at once; the
+  // claim still holds it, so it stays where the allocation names it until let go.
+  CHECK(c.poolUntil([](const json& st) {
+    for (const auto& g : st.value("gpus", json::array())) {
+      if (g.value("id", "") == "c0.04") {
+        return g.value("health", "") == "Unhealthy" &&
+               g.value("healthDetail", "").find("failed attach") != std::string::npos;
+      }
+    }
+    return false;
+  }));
+  REQUIRE(c.client().remove(kc::api::gvr::resourceClaims(), "default", "claim-5"));
+  CHECK(kc::testing::eventually([&] { return published(c).ids["pool-a"].empty(); }, 30s));
   c.clearFaults();
   c.invariants();
   CHECK(c.simGpus()["c0.04"] == "");
