@@ -168,6 +168,26 @@ void PoolWorker::poolEvent(bool warning, const std::string& reason, const std::s
 }
 
 void PoolWorker::run() {
+  // An unexpected exception (a bug: the parsers return errors) must not take the daemon and
+  // every other pool down: it is logged, the worker reloads its journal from the GPUPool, and
+  // starts over after a pause. The journal is what was persisted, so nothing is lost.
+  while (!stoppingNow()) {
+    try {
+      loop();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("pool {}: internal error, the worker starts over in 1 s: {}", name_, e.what());
+      if (sh_.metrics) {
+        sh_.metrics->failure("internal");
+      }
+      reload_ = true;
+      waitUntil(clock_.now() + std::chrono::seconds(1));
+    }
+  }
+  exited_ = true;
+}
+
+void PoolWorker::loop() {
   const std::string where = "pool " + name_;
   bool loaded = false;
   while (true) {
@@ -254,7 +274,6 @@ void PoolWorker::run() {
     (void)writeStatus(false);
     waitUntil(wakeAt);
   }
-  exited_ = true;
 }
 
 void PoolWorker::stop() {

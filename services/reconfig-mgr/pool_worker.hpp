@@ -208,7 +208,8 @@ class PoolWorker final : public MoveEnv {
   // again after every landing and every change of pods, nodes or inventory (each wake).
   void startBackground(const std::vector<PodInfo>& pods);
 
-  void run();
+  void run();  // loop() with the internal-error guard
+  void loop();
 
   bool stoppingNow() {
     std::lock_guard lock(mu_);

@@ -119,8 +119,12 @@ std::optional<api::UsageReport> PoolWorker::drainUsage(const Move& m) {
     }
   }
   bool withheld = false;
-  for (const auto& g : lastSliceInputs_.value("gpus", json::array())) {
-    if (g.value("id", "") == m.gpu) {
+  // Nothing published by this process yet (a replica that resumed the move): not withheld yet.
+  const json* published = lastSliceInputs_.is_object() && lastSliceInputs_.contains("gpus")
+                              ? &lastSliceInputs_["gpus"]
+                              : nullptr;
+  for (const auto& g : published != nullptr ? *published : json::array()) {
+    if (g.is_object() && g.value("id", "") == m.gpu) {
       withheld = g.value("draining", false);
     }
   }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "libcore/api/dra_binding.hpp"
 #include "libcore/api/dra_claim.hpp"
 #include "libcore/api/dra_slice.hpp"
 #include "tests/services/reconfig-mgr/cluster.hpp"
@@ -159,6 +160,40 @@ bool poolShows(SimCluster& c, const std::string& gpu, const std::string& node) {
 
 }  // namespace
 
+namespace {
+
+// The DRA invariants against the chassis' true state, after a scenario: no device held by two
+// claims (a GPU keeps its device name in every DRA pool of its GPUPool), and every device whose
+// binding conditions are all True is attached, on the chassis, to the node its claim names.
+void claimInvariants(SimCluster& c) {
+  auto list = c.client().listAll(kc::api::gvr::resourceClaims(), "");
+  REQUIRE(list);
+  const auto truth = c.simGpus();
+  std::map<std::string, std::string> idOf;  // device name -> GPU id
+  for (const auto& [id, node] : truth) {
+    idOf[kc::api::draDeviceName(id)] = id;
+  }
+  std::map<std::string, std::string> holder;
+  for (const json& obj : list->items) {
+    auto claim = kc::api::parseClaim(obj);
+    REQUIRE(claim);
+    if (!claim->allocation) {
+      continue;
+    }
+    for (const auto& d : claim->allocation->results) {
+      const std::string key = d.pool.substr(0, d.pool.find('/')) + "/" + d.device;
+      CAPTURE(claim->name, key);
+      CHECK(holder.emplace(key, claim->name).second);  // never two claims on one GPU
+      if (kc::api::bindingState(*claim, d) == kc::api::BindingState::kAttached &&
+          idOf.count(d.device) != 0) {
+        CHECK(truth.at(idOf[d.device]) == claim->allocation->nodeName);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("reconfig-mgr: the attach controller attaches a claim's fabric GPU to its node",
           "[reconfig][dra][e2e]") {
   SimCluster c(small());
@@ -189,6 +224,7 @@ TEST_CASE("reconfig-mgr: the attach controller attaches a claim's fabric GPU to 
   CHECK(moves[0]["kind"] == "Claim");
   CHECK(moves[0]["claim"] == "default/claim-1");
   CHECK(moves[0]["phase"] == "Succeeded");
+  claimInvariants(c);
   // The claim's GPU counts as in use: no planner moves it while the claim holds it.
   CHECK(kc::testing::eventually(
       [&] {
@@ -313,6 +349,7 @@ TEST_CASE("reconfig-mgr: a fabric that refuses the attach fails the claim, nothi
   CHECK(kc::testing::eventually([&] { return published(c).ids["pool-a"].empty(); }, 30s));
   c.clearFaults();
   c.invariants();
+  claimInvariants(c);
   CHECK(c.simGpus()["c0.04"] == "");
   // Decided: the controller does not try again for this allocation.
   const auto movesNow = c.poolStatus().value("moves", json::array()).size();
@@ -324,27 +361,32 @@ TEST_CASE("reconfig-mgr: killed in the middle of a claim's move, the next leader
           "[reconfig][dra][e2e]") {
   struct Case {
     std::string gpu;    // allocated from the fabric pool
-    std::string op;     // the chassis operation that hangs
+    std::string op;     // the chassis operation that hangs ("" none)
     std::string phase;  // the journal phase the kill comes in
   };
-  const auto which = GENERATE(as<std::string>{}, "Detaching", "Attaching");
+  const auto which = GENERATE(as<std::string>{}, "Draining", "Detaching", "Attaching");
   CAPTURE(which);
   const std::map<std::string, Case> cases = {
+      {"Draining", {"c0.02", "", "Draining"}},
       {"Detaching", {"c0.02", "unassign", "Detaching"}},
       {"Attaching", {"c0.04", "assign", "Attaching"}},
   };
   const Case& k = cases.at(which);
   SimCluster c(small());
-  const int first = c.startManager();
+  // Draining: the first replica's drain would last a minute; it is killed in it.
+  const int first =
+      k.op.empty() ? c.startManager({"--dra-drain-settle-seconds", "60"}) : c.startManager();
   setPath(c, "DRA");
   REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
   REQUIRE(kc::testing::eventually([&] { return c.allocatable("host01") == 0; }, 30s));
-  c.fault({{"chassis", "c0"},
-           {"op", k.op},
-           {"kind", "hang"},
-           {"hangMs", 3000},
-           {"gpu", k.gpu.substr(3)},
-           {"times", 1}});
+  if (!k.op.empty()) {
+    c.fault({{"chassis", "c0"},
+             {"op", k.op},
+             {"kind", "hang"},
+             {"hangMs", 3000},
+             {"gpu", k.gpu.substr(3)},
+             {"times", 1}});
+  }
 
   allocateClaim(c, "claim-6", k.gpu, "host02", "pod-6");
   REQUIRE(c.poolUntil([&](const json& st) {
@@ -359,6 +401,7 @@ TEST_CASE("reconfig-mgr: killed in the middle of a claim's move, the next leader
   CHECK(claimCondition(c, "claim-6", kc::api::kAttachedCondition)["status"] == "True");
   CHECK(claimCondition(c, "claim-6", kc::api::kAttachFailedCondition).is_null());
   c.invariants();
+  claimInvariants(c);
 }
 
 // ---- kubecomp-sched on the DRA path (docs/dra.md "kubecomp-sched")
@@ -490,6 +533,7 @@ TEST_CASE("kubecomp-sched: a pod's claim from a template is allocated, attached,
   CHECK(parsed->reservedFor[0].name == "train");
   CHECK(claimCondition(c, claim, kc::api::kAttachedCondition)["status"] == "True");
   c.invariants();
+  claimInvariants(c);
 }
 
 TEST_CASE("kubecomp-sched: a pod with a claim of another driver stays Pending, saying why",
@@ -539,4 +583,5 @@ TEST_CASE("kubecomp-sched: an attach that fails clears the allocation and the po
   CHECK(landed);
   c.clearFaults();
   c.invariants({"c0.04"});
+  claimInvariants(c);
 }
