@@ -43,11 +43,8 @@ BindingState bindingState(const Claim& claim, const ClaimDevice& device) {
 
 AttachStep nextAttachStep(const Claim& claim, const ClaimDevice& device, std::string_view gpuPool,
                           const std::vector<PoolGpu>& gpus) {
-  const bool ourPool = device.pool == gpuPool ||
-                       (device.pool.size() > gpuPool.size() && device.pool.starts_with(gpuPool) &&
-                        device.pool[gpuPool.size()] == '/');
-  if (device.driver != kDraDriverName || !ourPool || claim.deleting || !claim.allocation ||
-      bindingState(claim, device) != BindingState::kWaiting) {
+  if (device.driver != kDraDriverName || !isDraPoolOf(device.pool, gpuPool) || claim.deleting ||
+      !claim.allocation || bindingState(claim, device) != BindingState::kWaiting) {
     return {};
   }
   const std::string& node = claim.allocation->nodeName;

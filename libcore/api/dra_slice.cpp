@@ -112,6 +112,18 @@ json deviceJson(const SliceDevice& d) {
 
 }  // namespace
 
+DraPoolName splitDraPool(std::string_view pool) {
+  const std::size_t slash = pool.find('/');
+  if (slash == std::string_view::npos) {
+    return DraPoolName{std::string(pool), ""};
+  }
+  return DraPoolName{std::string(pool.substr(0, slash)), std::string(pool.substr(slash + 1))};
+}
+
+bool isDraPoolOf(std::string_view pool, std::string_view gpuPool) {
+  return !gpuPool.empty() && splitDraPool(pool).gpuPool == gpuPool;
+}
+
 std::string draDeviceName(std::string_view gpuId) {
   if (isDnsLabel(gpuId)) {
     return std::string(gpuId);

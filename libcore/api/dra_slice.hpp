@@ -78,6 +78,18 @@ struct ResourceSlice {
 // a name and a GPU keeps its name whatever else is in the pool.
 std::string draDeviceName(std::string_view gpuId);
 
+// What a DRA pool name of our driver stands for: the GPUPool's fabric pool "<gpuPool>" (node
+// "") or its pool on one node "<gpuPool>/<node>". GPUPool and node names never hold '/'.
+struct DraPoolName {
+  std::string gpuPool;
+  std::string node;
+  friend bool operator==(const DraPoolName&, const DraPoolName&) = default;
+};
+DraPoolName splitDraPool(std::string_view pool);
+// True when `pool` is one of GPUPool `gpuPool`'s DRA pools (its fabric pool or a node's). The
+// one rule every reader uses to tell which GPUPool an allocated device belongs to.
+bool isDraPoolOf(std::string_view pool, std::string_view gpuPool);
+
 // Where every GPU of one GPUPool appears (the table above), as slices of at most
 // kMaxDevicesPerSlice devices, every slice of one DRA pool with the same `generation` and
 // resourceSliceCount. Node-local pools in node order, then the fabric pool; devices in GPU

@@ -31,11 +31,17 @@ json toJson(const UsageReport& report) {
   for (const auto& [id, pods] : report.inUse) {
     inUse[id] = pods;
   }
-  return json{{"pool", report.pool},
-              {"advertised", report.advertised},
-              {"withdrawn", report.withdrawn},
-              {"inUse", inUse},
-              {"registered", report.registered}};
+  json out{{"pool", report.pool},
+           {"advertised", report.advertised},
+           {"withdrawn", report.withdrawn},
+           {"inUse", inUse},
+           {"registered", report.registered}};
+  if (report.hostChecked) {  // absent otherwise: an older reader sees the report it knows
+    out["hostChecked"] = true;
+    out["hostVisible"] = report.hostVisible;
+    out["notVisible"] = report.notVisible;
+  }
+  return out;
 }
 
 std::string serialize(const UsageReport& report) {
@@ -59,7 +65,8 @@ Result<UsageReport> parseUsageReport(std::string_view text) {
     r.pool = it->get<std::string>();
   }
   for (auto [key, field] :
-       {std::pair{"advertised", &r.advertised}, std::pair{"withdrawn", &r.withdrawn}}) {
+       {std::pair{"advertised", &r.advertised}, std::pair{"withdrawn", &r.withdrawn},
+        std::pair{"hostVisible", &r.hostVisible}}) {
     if (const auto it = doc.find(key); it != doc.end()) {
       auto list = stringArray(*it, std::string("'") + key + "'");
       if (!list) {
@@ -81,11 +88,27 @@ Result<UsageReport> parseUsageReport(std::string_view text) {
       r.inUse[id] = std::move(*list);
     }
   }
-  if (const auto it = doc.find("registered"); it != doc.end()) {
-    if (!it->is_boolean()) {
-      return makeError(kc::errc::kInvalid, "usage report: 'registered' is not a boolean");
+  for (auto [key, field] :
+       {std::pair{"registered", &r.registered}, std::pair{"hostChecked", &r.hostChecked}}) {
+    if (const auto it = doc.find(key); it != doc.end()) {
+      if (!it->is_boolean()) {
+        return makeError(kc::errc::kInvalid,
+                         std::string("usage report: '") + key + "' is not a boolean");
+      }
+      *field = it->get<bool>();
     }
-    r.registered = it->get<bool>();
+  }
+  if (const auto it = doc.find("notVisible"); it != doc.end()) {
+    if (!it->is_object()) {
+      return makeError(kc::errc::kInvalid, "usage report: 'notVisible' is not an object");
+    }
+    for (const auto& [id, why] : it->items()) {
+      if (!why.is_string()) {
+        return makeError(kc::errc::kInvalid,
+                         "usage report: notVisible['" + id + "'] is not a string");
+      }
+      r.notVisible[id] = why.get<std::string>();
+    }
   }
   return r;
 }

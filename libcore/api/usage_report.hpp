@@ -30,6 +30,15 @@ struct UsageReport {
   std::map<std::string, std::vector<std::string>>
       inUse;                // id -> ["namespace/pod" or kAllocatingPod, ...]
   bool registered = false;  // kubelet accepted the plugin's registration
+  // The node judges its GPUs by its own host view (sysfs, /proc/driver/nvidia): a GPU is
+  // offered to pods only when the GPUPool says it is attached here AND the host sees it, usable,
+  // with the same UUID. False (a plugin before the host view, or one run with
+  // --host-check=false): `hostVisible` and `notVisible` say nothing, and reconfig-mgr verifies
+  // a move by the fabric alone.
+  bool hostChecked = false;
+  std::vector<std::string> hostVisible;  // ids attached here that the host sees usable, sorted
+  // Ids attached here (GPUPool) that the host does not see usable -> why, for people.
+  std::map<std::string, std::string> notVisible;
 
   friend bool operator==(const UsageReport&, const UsageReport&) = default;
 };

@@ -12,7 +12,7 @@ std::string deviceKey(const std::string& pool, const std::string& device) {
   // The GPUPool part of the DRA pool: a GPU keeps its device name in every DRA pool of its
   // GPUPool, so an allocation that names it in another of them (the fabric pool, before the
   // attach) still holds it.
-  return pool.substr(0, pool.find('/')) + "\n" + device;
+  return api::splitDraPool(pool).gpuPool + "\n" + device;
 }
 
 cel::Device celDevice(const DraCandidate& c) {

@@ -21,9 +21,7 @@ namespace {
 
 // Whether `d` is a device of one of GPUPool `pool`'s DRA pools ("<pool>" or "<pool>/<node>").
 bool inOurPools(const api::ClaimDevice& d, const std::string& pool) {
-  return d.driver == api::kDraDriverName &&
-         (d.pool == pool ||
-          (d.pool.size() > pool.size() && d.pool.starts_with(pool) && d.pool[pool.size()] == '/'));
+  return d.driver == api::kDraDriverName && api::isDraPoolOf(d.pool, pool);
 }
 
 }  // namespace
@@ -72,17 +70,14 @@ void PoolWorker::markClaimHolders(PoolView& view) {
   for (auto& g : view.gpus) {
     byDevice.emplace(api::draDeviceName(g.info.id), &g);
   }
-  const std::string nodePoolPrefix = name_ + "/";
   for (const auto& obj : sh_.claims->list()) {
     auto c = api::parseClaim(*obj);
     if (!c || !c->allocation) {
       continue;
     }
     for (const auto& d : c->allocation->results) {
-      const bool ours = d.driver == api::kDraDriverName &&
-                        (d.pool == name_ || d.pool.rfind(nodePoolPrefix, 0) == 0);
       auto it = byDevice.find(d.device);
-      if (!ours || it == byDevice.end()) {
+      if (!inOurPools(d, name_) || it == byDevice.end()) {
         continue;
       }
       const std::string holder = api::claimHolder(c->ns, c->name);

@@ -298,3 +298,21 @@ TEST_CASE("DRA slices: corrupted slice documents never crash the reader", "[api]
     }
   }
 }
+
+TEST_CASE("a DRA pool name tells its GPUPool and node; one rule for every reader", "[dra]") {
+  auto [pool, gpuPool, node, ofPoolA] =
+      GENERATE(table<std::string, std::string, std::string, bool>({
+          {"pool-a", "pool-a", "", true},
+          {"pool-a/n1", "pool-a", "n1", true},
+          {"pool-ab", "pool-ab", "", false},  // a longer GPUPool name is another pool
+          {"pool-ab/n1", "pool-ab", "n1", false},
+          {"pool", "pool", "", false},  // a prefix of the name is another pool too
+          {"", "", "", false},
+      }));
+  CAPTURE(pool);
+  const kc::api::DraPoolName split = kc::api::splitDraPool(pool);
+  CHECK(split.gpuPool == gpuPool);
+  CHECK(split.node == node);
+  CHECK(kc::api::isDraPoolOf(pool, "pool-a") == ofPoolA);
+  CHECK_FALSE(kc::api::isDraPoolOf(pool, ""));
+}

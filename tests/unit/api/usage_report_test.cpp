@@ -31,6 +31,10 @@ TEST_CASE("usage report round-trips and rejects what is not one", "[api]") {
       {R"({"inUse":[]})", "inUse"},
       {R"({"inUse":{"a":"ns/p"}})", "inUse"},
       {R"({"registered":"yes"})", "registered"},
+      {R"({"hostChecked":1})", "hostChecked"},
+      {R"({"hostVisible":{}})", "hostVisible"},
+      {R"({"notVisible":["c0.1"]})", "notVisible"},
+      {R"({"notVisible":{"c0.1":false}})", "notVisible"},
       {std::string(40, '[') + std::string(40, ']'), "deeper"},
       {R"({"pool":")" + std::string(300 * 1024, 'x') + R"("})", "over the limit"},
   }));
@@ -39,6 +43,29 @@ TEST_CASE("usage report round-trips and rejects what is not one", "[api]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == "invalid");
   CHECK(bad.error().message.find(field) != std::string::npos);
+}
+
+TEST_CASE("usage report: the host view's fields round-trip and are absent when unchecked",
+          "[api]") {
+  kc::api::UsageReport r;
+  r.advertised = {"c0.1"};
+  r.hostChecked = true;
+  r.hostVisible = {"c0.1"};
+  r.notVisible = {{"c0.2", "not on the PCI bus"}};
+  const auto written = nlohmann::json::parse(kc::api::serialize(r));
+  CHECK(written["hostChecked"] == true);
+  CHECK(written["hostVisible"] == nlohmann::json::array({"c0.1"}));
+  CHECK(written["notVisible"]["c0.2"] == "not on the PCI bus");
+  auto back = kc::api::parseUsageReport(written.dump());
+  REQUIRE(back.ok());
+  CHECK(*back == r);
+  // A report without the host view keeps the shape older readers know.
+  r.hostChecked = false;
+  r.hostVisible.clear();
+  r.notVisible.clear();
+  const auto old = nlohmann::json::parse(kc::api::serialize(r));
+  CHECK_FALSE(old.contains("hostChecked"));
+  CHECK_FALSE(old.contains("notVisible"));
 }
 
 TEST_CASE("usage report: every field is optional and unknown fields are ignored", "[api]") {
