@@ -12,7 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev libsqlitecpp-dev libsqlite3-dev sqlite3
   libfmt-dev catch2 libspdlog-dev libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev libzip-dev
   # real peers and tools used by tests and benchmarks
-  python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy wrk curl openssl procps
+  python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy python3-jsonschema wrk curl openssl procps
   # the formatting check of the test command (tools/check-format.sh): Debian's clang-format 14
   clang-format
   # bridge: a real single-node Slurm (slurmctld, slurmd, slurmrestd 22.05, munge, the JWT auth plugin) for the bridge pod's tests

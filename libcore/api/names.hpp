@@ -69,6 +69,14 @@ inline constexpr std::string_view kDraDeviceClassName = "gpu.kubecomp.io";
 // path per pool, so a GPU is never offered on both.
 inline constexpr std::string_view kPathDevicePlugin = "DevicePlugin";  // the default
 inline constexpr std::string_view kPathDra = "DRA";
+// The environment a container with pooled GPUs gets, from the device plugin's Allocate and from
+// the CDI specs of libcore/cdi: the GPUs' UUIDs (GPU-...) and their pool GPU ids, comma-joined in
+// the order of the request.
+inline constexpr std::string_view kVisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES";
+inline constexpr std::string_view kGpuIdsEnv = "KUBECOMP_GPU_IDS";
+// The kind of the CDI specs the node agent writes (libcore/cdi): devices are named
+// "kubecomp.io/gpu=<name>" in AllocateResponse.cdi_devices and in DRA's NodePrepareResources.
+inline constexpr std::string_view kCdiKind = kGpuResource;
 // spec.schedulerName of the pods kubecomp-sched places.
 inline constexpr std::string_view kSchedulerName = "kubecomp-sched";
 
