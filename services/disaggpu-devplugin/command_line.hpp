@@ -7,11 +7,16 @@
 
 #include "libcore/obs/daemon_flags.hpp"
 #include "services/disaggpu-devplugin/devplugin.hpp"
+#include "services/disaggpu-devplugin/dra_node.hpp"
 
 namespace kc::devplugin {
 
 struct CommandLine {
+  // "device-plugin" (kubelet's device plugin API, resource kubecomp.io/gpu) or "dra" (kubelet's
+  // DRA plugin API for driver gpu.kubecomp.io). One node runs one of them.
+  std::string mode = "device-plugin";
   DevPluginOptions plugin;
+  DraNodeOptions dra;
   std::string kubeconfig;
   obs::DaemonFlags daemon;
 };

@@ -1,9 +1,13 @@
 #include "services/disaggpu-devplugin/device_state.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <utility>
+
+#include "libcore/api/names.hpp"
+#include "libcore/cdi/cdi_spec.hpp"
 
 namespace kc::devplugin {
 namespace {
@@ -90,8 +94,8 @@ NodeInventory nodeInventory(const std::vector<json>& pools, std::string_view nod
 std::vector<Advertised> advertisedDevices(const NodeInventory& inventory) {
   std::vector<Advertised> out;
   for (const NodeGpu& g : inventory.gpus) {
-    if (!g.draining) {
-      out.push_back({g.id, g.healthy});
+    if (!g.draining && !g.hidden) {
+      out.push_back({g.id, g.healthy, g.numaNode});
     }
   }
   return out;
@@ -107,8 +111,13 @@ std::vector<std::string> drainingIds(const NodeInventory& inventory) {
   return out;
 }
 
+std::string nodeCdiName(std::string_view gpuId) {
+  return cdi::cdiDeviceName(gpuId);
+}
+
 Result<std::vector<ContainerAllocation>> planAllocation(
-    const NodeInventory& inventory, const std::vector<std::vector<std::string>>& containers) {
+    const NodeInventory& inventory, const std::vector<std::vector<std::string>>& containers,
+    DeviceListStrategy strategy) {
   if (containers.empty()) {
     return makeError(kc::errc::kInvalid, "Allocate: no container requests");
   }
@@ -131,6 +140,11 @@ Result<std::vector<ContainerAllocation>> planAllocation(
         return makeError(kc::errc::kNotFound,
                          "Allocate: device " + id + " is being withdrawn (draining for a move)");
       }
+      if (gpu->hidden) {
+        return makeError(
+            kc::errc::kNotFound,
+            "Allocate: device " + id + " is not visible on this host (" + gpu->detail + ")");
+      }
       if (!gpu->healthy) {
         return makeError(kc::errc::kFailedPrecondition,
                          "Allocate: device " + id + " is unhealthy" +
@@ -141,8 +155,13 @@ Result<std::vector<ContainerAllocation>> planAllocation(
   std::vector<ContainerAllocation> out;
   for (const auto& ids : containers) {
     ContainerAllocation a;
-    a.envs["NVIDIA_VISIBLE_DEVICES"] = joinIds(ids, inventory.gpus, true);
-    a.envs["KUBECOMP_GPU_IDS"] = joinIds(ids, inventory.gpus, false);
+    a.envs[std::string(api::kVisibleDevicesEnv)] = joinIds(ids, inventory.gpus, true);
+    a.envs[std::string(api::kGpuIdsEnv)] = joinIds(ids, inventory.gpus, false);
+    if (strategy == DeviceListStrategy::kCdiCri) {
+      for (const std::string& id : ids) {
+        a.cdiDevices.push_back(cdi::qualifiedName(nodeCdiName(id)));
+      }
+    }
     out.push_back(std::move(a));
   }
   return out;
@@ -180,42 +199,46 @@ std::vector<std::string> preferredAllocation(const NodeInventory& inventory,
   for (auto& [chassis, ids] : groups) {
     std::sort(ids.begin(), ids.end());
   }
-  const auto takeFrom = [&](std::vector<std::string>& ids) {
-    while (out.size() < want && !ids.empty()) {
-      out.push_back(ids.front());
-      ids.erase(ids.begin());
+  // A group is taken from its front: `next` counts what is gone, so nothing is erased.
+  std::map<std::string, std::size_t> next;
+  const auto left = [&](const std::string& chassis) {
+    return groups[chassis].size() - next[chassis];
+  };
+  const auto takeFrom = [&](const std::string& chassis) {
+    const std::vector<std::string>& ids = groups[chassis];
+    std::size_t& i = next[chassis];
+    while (out.size() < want && i < ids.size()) {
+      out.push_back(ids[i++]);
     }
   };
   // 1. The must-include GPUs' chassis first.
   for (const std::string& chassis : preferredChassis) {
-    if (auto it = groups.find(chassis); it != groups.end()) {
-      takeFrom(it->second);
+    if (groups.count(chassis) != 0) {
+      takeFrom(chassis);
     }
   }
-  while (out.size() < want) {
+  // Non-empty groups by (ids left, chassis): the smallest group that can supply the rest is
+  // the first at or above `need`, the largest the first of the last size. Same choice as a
+  // scan of every group per step (ties go to the first chassis by name), in O(log groups).
+  std::set<std::pair<std::size_t, std::string>> bySize;
+  for (const auto& [chassis, ids] : groups) {
+    if (left(chassis) != 0) {
+      bySize.emplace(left(chassis), chassis);
+    }
+  }
+  while (out.size() < want && !bySize.empty()) {
     const std::size_t need = want - out.size();
     // 2. The smallest group that can supply the rest alone; 3. else the largest group.
-    std::string bestFit;
-    std::size_t bestFitSize = 0;
-    std::string largest;
-    std::size_t largestSize = 0;
-    for (const auto& [chassis, ids] : groups) {
-      if (ids.empty()) {
-        continue;
-      }
-      if (ids.size() >= need && (bestFitSize == 0 || ids.size() < bestFitSize)) {
-        bestFit = chassis;
-        bestFitSize = ids.size();
-      }
-      if (ids.size() > largestSize) {
-        largest = chassis;
-        largestSize = ids.size();
-      }
+    auto pick = bySize.lower_bound({need, std::string()});
+    if (pick == bySize.end()) {
+      pick = bySize.lower_bound({std::prev(bySize.end())->first, std::string()});
     }
-    if (bestFitSize == 0 && largestSize == 0) {
-      break;  // available is short
+    const std::string chassis = pick->second;
+    bySize.erase(pick);
+    takeFrom(chassis);
+    if (left(chassis) != 0) {
+      bySize.emplace(left(chassis), chassis);
     }
-    takeFrom(groups[bestFitSize != 0 ? bestFit : largest]);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,13 @@ struct NodeGpu {
   bool healthy = true;
   bool draining = false;
   std::string detail;  // why unhealthy, for people
+  // What the host says (host_check.hpp; all unset when the node does not check its host).
+  bool hostChecked = false;
+  bool hostVisible = false;  // the host sees it usable with this UUID
+  bool hidden = false;       // not offered at all: attached per the pool, never seen here
+  std::string bdf;
+  std::optional<std::int32_t> minor;  // /dev/nvidia<minor>
+  std::int32_t numaNode = -1;         // -1: unknown
 
   friend bool operator==(const NodeGpu&, const NodeGpu&) = default;
 };
@@ -40,6 +48,7 @@ struct NodeGpu {
 struct NodeInventory {
   std::vector<NodeGpu> gpus;
   std::vector<std::string> problems;
+  bool hostChecked = false;  // applyHostView judged it (host_check.hpp)
 
   const NodeGpu* find(std::string_view id) const;
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
@@ -55,18 +64,28 @@ NodeInventory nodeInventory(const std::vector<nlohmann::json>& pools, std::strin
 struct Advertised {
   std::string id;
   bool healthy = true;
+  std::int32_t numaNode = -1;  // Device.topology for kubelet's Topology Manager; -1 none
   friend bool operator==(const Advertised&, const Advertised&) = default;
 };
 
-// What kubelet should see: attached and not draining (a draining GPU is withdrawn first, so
-// kubelet stops giving it to new pods before anything detaches it), sorted by id.
+// What kubelet should see: attached, not draining (a draining GPU is withdrawn first, so
+// kubelet stops giving it to new pods before anything detaches it) and not hidden (attached per
+// the pool but never seen on this host), sorted by id.
 std::vector<Advertised> advertisedDevices(const NodeInventory& inventory);
 // Ids of this node's draining GPUs, sorted.
 std::vector<std::string> drainingIds(const NodeInventory& inventory);
 
+// How Allocate names the devices to the runtime, as NVIDIA's device plugin's
+// --device-list-strategy names it: `envvar` (the env below, read by the NVIDIA container
+// toolkit) or `cdi-cri` (also the CDI names of the devices in AllocateResponse.cdi_devices:
+// kubelet >= 1.28 passes them in the CRI request and a CDI-enabled runtime injects the device
+// nodes from the node's spec).
+enum class DeviceListStrategy { kEnvvar, kCdiCri };
+
 // What Allocate returns for one container.
 struct ContainerAllocation {
   std::map<std::string, std::string> envs;  // NVIDIA_VISIBLE_DEVICES, KUBECOMP_GPU_IDS
+  std::vector<std::string> cdiDevices;      // cdi-cri: "kubecomp.io/gpu=<name>" per device
   friend bool operator==(const ContainerAllocation&, const ContainerAllocation&) = default;
 };
 
@@ -74,7 +93,10 @@ struct ContainerAllocation {
 // healthy, and appear once in the whole request. Error "invalid" (empty request, repeated id)
 // or "not_found" (unknown or withdrawn id) naming the id; nothing is allocated then.
 Result<std::vector<ContainerAllocation>> planAllocation(
-    const NodeInventory& inventory, const std::vector<std::vector<std::string>>& containers);
+    const NodeInventory& inventory, const std::vector<std::vector<std::string>>& containers,
+    DeviceListStrategy strategy = DeviceListStrategy::kEnvvar);
+// The CDI device name of a GPU in the node's spec (cdi-cri).
+std::string nodeCdiName(std::string_view gpuId);
 
 // GetPreferredAllocation for one container: `size` ids out of `available`, including every id
 // of `mustInclude`. Prefers GPUs of one chassis: first the chassis of the must-include GPUs,

@@ -5,9 +5,27 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include <set>
+
+#include "libcore/cdi/cdi_spec.hpp"
 #include "libcore/obs/health.hpp"
+#include "services/disaggpu-devplugin/host_check.hpp"
 
 namespace kc::devplugin {
+
+namespace {
+
+// The tag of the node's CDI spec file (kubecomp.io-gpu_node.json).
+constexpr std::string_view kNodeCdiTag = "node";
+
+nlohmann::json nodeSpecWithoutEnv(nlohmann::json spec) {
+  for (auto& d : spec["devices"]) {
+    d["containerEdits"].erase("env");
+  }
+  return spec;
+}
+
+}  // namespace
 
 Status NodeAnnotationPublisher::publish(const UsageReport& report) {
   const nlohmann::json patch = {
@@ -92,7 +110,13 @@ DevPlugin::DevPlugin(DevPluginOptions options, kube::KubeClient& client, obs::Me
     hooks.onStreamOpened = [m] { m->streams.Increment(); };
     hooks.onStreamClosed = [m] { m->streams.Decrement(); };
   }
-  service_ = std::make_unique<DevicePluginService>(std::move(hooks));
+  service_ = std::make_unique<DevicePluginService>(std::move(hooks), opts_.strategy);
+  if (opts_.hostCheck) {
+    host_ = std::make_unique<HostMonitor>(opts_.host, [this] { recompute(); });
+  }
+  if (opts_.strategy == DeviceListStrategy::kCdiCri) {
+    cdiDir_ = std::make_unique<cdi::SpecDir>(opts_.cdiDir);
+  }
 
   kube::InformerOptions io;
   io.resource = api::gvr::gpuPools();
@@ -142,7 +166,34 @@ bool DevPlugin::synced() const {
   return informer_->hasSynced();
 }
 
+void DevPlugin::writeNodeCdiSpec(const NodeInventory& inventory) {
+  // One spec for every GPU the host sees usable here; kubelet passes the names Allocate gave to
+  // the runtime, which reads the spec when the container is created. The env stays in the
+  // Allocate answer (per container: a per-device env of one name would keep only one GPU).
+  std::vector<cdi::CdiGpu> gpus;
+  for (const NodeGpu& g : inventory.gpus) {
+    if (g.hostVisible && g.minor) {
+      gpus.push_back(cdi::CdiGpu{nodeCdiName(g.id), g.id, g.uuid, *g.minor});
+    }
+  }
+  Status s = okStatus();
+  if (gpus.empty()) {
+    s = cdiDir_->remove(kNodeCdiTag);
+  } else {
+    cdi::SpecOptions so;
+    so.devRoot = opts_.host.roots.dev;
+    so.controlNodes = cdi::presentControlNodes(opts_.host.roots.dev);
+    s = cdiDir_->write(kNodeCdiTag, nodeSpecWithoutEnv(cdi::buildSpec(gpus, so, false)));
+  }
+  const std::string err = s ? std::string() : s.error().message;
+  if (err != lastCdiError_ && !err.empty()) {
+    spdlog::error("CDI spec in {}: {}", cdiDir_->dir(), err);
+  }
+  lastCdiError_ = err;
+}
+
 void DevPlugin::recompute() {
+  std::lock_guard lock(recomputeMu_);
   std::vector<nlohmann::json> pools;
   for (const kube::ObjectPtr& p : informer_->store().list()) {
     pools.push_back(*p);
@@ -150,6 +201,16 @@ void DevPlugin::recompute() {
   NodeInventory inv = nodeInventory(pools, opts_.nodeName);
   for (const std::string& problem : inv.problems) {
     spdlog::warn("{}", problem);
+  }
+  if (host_) {
+    std::set<std::string> before;
+    for (const Advertised& a : service_->advertised()) {
+      before.insert(a.id);
+    }
+    applyHostView(inv, host_->view(), before);
+  }
+  if (cdiDir_) {
+    writeNodeCdiSpec(inv);
   }
   if (metrics_) {
     double healthy = 0;
@@ -183,6 +244,9 @@ Status DevPlugin::start() {
     return s;
   }
   started_ = true;
+  if (host_) {
+    host_->start();
+  }
   informer_->start();
   if (!informer_->waitForSync(opts_.initialSyncWait)) {
     spdlog::warn("no GPUPool list within {} ms; registering with no devices for now",
@@ -204,6 +268,9 @@ void DevPlugin::stop() {
   reporter_->stop();
   registrar_->stop();  // ends the streams first (beforeServerStop), then the server
   informer_->stop();
+  if (host_) {
+    host_->stop();
+  }
 }
 
 }  // namespace kc::devplugin

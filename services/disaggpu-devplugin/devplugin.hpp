@@ -6,12 +6,15 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
+#include "libcore/cdi/cdi_store.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
+#include "services/disaggpu-devplugin/host_monitor.hpp"
 #include "services/disaggpu-devplugin/plugin_service.hpp"
 #include "services/disaggpu-devplugin/registrar.hpp"
 #include "services/disaggpu-devplugin/usage_reporter.hpp"
@@ -32,6 +35,12 @@ struct DevPluginOptions {
   // How long start() waits for the first GPUPool LIST before registering anyway (kubelet then
   // sees no devices until the list arrives; readiness stays false meanwhile).
   std::chrono::milliseconds initialSyncWait{10'000};
+  // Judge the GPUPool's word by the host view (host_check.hpp). Off only for development
+  // control planes whose nodes have no GPUs (--host-check=false).
+  bool hostCheck = true;
+  HostMonitorOptions host;
+  DeviceListStrategy strategy = DeviceListStrategy::kEnvvar;
+  std::string cdiDir = "/var/run/cdi";  // cdi-cri: the node's spec is written here
 };
 
 // Publishes the report as the Node annotation kUsageAnnotation (JSON merge patch).
@@ -71,6 +80,7 @@ class DevPlugin {
 
  private:
   void recompute();
+  void writeNodeCdiSpec(const NodeInventory& inventory);
 
   DevPluginOptions opts_;
   kube::KubeClient& client_;
@@ -82,6 +92,10 @@ class DevPlugin {
   std::unique_ptr<PodResourcesSource> podResources_;
   std::unique_ptr<NodeAnnotationPublisher> publisher_;
   std::unique_ptr<UsageReporter> reporter_;
+  std::unique_ptr<HostMonitor> host_;
+  std::unique_ptr<cdi::SpecDir> cdiDir_;
+  std::mutex recomputeMu_;    // the informer and the host monitor both recompute
+  std::string lastCdiError_;  // guarded by recomputeMu_
   bool started_ = false;
   bool stopped_ = false;
 };

@@ -4,11 +4,39 @@
 
 #include <spdlog/spdlog.h>
 
+#include "libcore/api/names.hpp"
 #include "libcore/kube/client_setup.hpp"
 #include "libcore/obs/daemon.hpp"
 #include "libcore/obs/health.hpp"
 #include "services/disaggpu-devplugin/command_line.hpp"
 #include "services/disaggpu-devplugin/devplugin.hpp"
+#include "services/disaggpu-devplugin/dra_node.hpp"
+
+namespace {
+
+int runDraMode(const kc::devplugin::CommandLine& c, kc::kube::KubeClient& client,
+               kc::obs::Metrics& metrics, kc::obs::HealthChecks& health) {
+  kc::devplugin::DraNode node(c.dra, client, &metrics, &health);
+  kc::obs::DaemonHttp http("disaggpu-devplugin", c.daemon.listen, c.daemon.port, health, metrics);
+  auto bound = http.start();
+  if (!bound) {
+    return 1;
+  }
+  if (auto s = node.start(); !s) {
+    spdlog::critical("{}", s.error().message);
+    http.stop(std::chrono::milliseconds(0));
+    return 1;
+  }
+  spdlog::info("disaggpu-devplugin (DRA driver {}) for node {}: {} registered at {}",
+               kc::api::kDraDriverName, c.dra.nodeName, node.draSocket(),
+               node.registrationSocket());
+  return kc::obs::runUntilSignalled({.name = "disaggpu-devplugin",
+                                     .steps = {&health, [&] { node.stop(); }, [&] { http.stop(); }},
+                                     .portFile = c.daemon.portFile,
+                                     .port = *bound});
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   auto parsed = kc::devplugin::parseCommandLine(argc, argv);
@@ -24,6 +52,9 @@ int main(int argc, char** argv) {
 
   kc::obs::Metrics metrics;
   kc::obs::HealthChecks health;
+  if (c.mode == "dra") {
+    return runDraMode(c, **client, metrics, health);
+  }
   kc::devplugin::DevPlugin plugin(c.plugin, **client, &metrics, &health);
 
   kc::obs::DaemonHttp http("disaggpu-devplugin", c.daemon.listen, c.daemon.port, health, metrics);

@@ -107,6 +107,9 @@ class DevicePluginService::Stream final
       auto* dev = message_.add_devices();
       dev->set_id(d.id);
       dev->set_health(std::string(d.healthy ? api::kHealthy : api::kUnhealthy));
+      if (d.numaNode >= 0) {
+        dev->mutable_topology()->add_nodes()->set_id(d.numaNode);
+      }
     }
     writingVersion_ = next->version;
     writing_ = true;
@@ -127,8 +130,10 @@ class DevicePluginService::Stream final
   std::atomic<std::uint64_t> delivered_{0};
 };
 
-DevicePluginService::DevicePluginService(ServiceHooks hooks)
-    : hooks_(std::move(hooks)), snapshot_(std::make_shared<const Snapshot>()) {}
+DevicePluginService::DevicePluginService(ServiceHooks hooks, DeviceListStrategy strategy)
+    : hooks_(std::move(hooks)),
+      strategy_(strategy),
+      snapshot_(std::make_shared<const Snapshot>()) {}
 
 DevicePluginService::~DevicePluginService() = default;
 
@@ -331,7 +336,7 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(grpc::CallbackServerCont
     // Decide and record under one lock: a withdrawal cannot slip between the check and the
     // record that the usage report reads.
     std::lock_guard lock(stateMu_);
-    auto plan = planAllocation(inventory_, containers);
+    auto plan = planAllocation(inventory_, containers, strategy_);
     if (!plan) {
       status = grpcx::toStatus(plan.error());
     } else {
@@ -339,6 +344,9 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(grpc::CallbackServerCont
         auto* out = reply->add_container_responses();
         for (const auto& [k, v] : a.envs) {
           (*out->mutable_envs())[k] = v;
+        }
+        for (const std::string& name : a.cdiDevices) {
+          out->add_cdi_devices()->set_name(name);
         }
       }
       std::vector<std::string> ids;

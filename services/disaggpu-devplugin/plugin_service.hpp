@@ -34,7 +34,8 @@ struct ServiceHooks {
 
 class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService {
  public:
-  explicit DevicePluginService(ServiceHooks hooks = {});
+  explicit DevicePluginService(ServiceHooks hooks = {},
+                               DeviceListStrategy strategy = DeviceListStrategy::kEnvvar);
   ~DevicePluginService() override;
   DevicePluginService(const DevicePluginService&) = delete;
   DevicePluginService& operator=(const DevicePluginService&) = delete;
@@ -108,6 +109,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::CallbackService 
   void removeStream(Stream* stream);
 
   ServiceHooks hooks_;
+  DeviceListStrategy strategy_;
 
   mutable std::mutex stateMu_;  // guards inventory_, snapshot_, allocations_, allocSeq_
   NodeInventory inventory_;

@@ -9,6 +9,7 @@
 #include "libcore/grpc/channel.hpp"
 #include "libcore/grpc/status.hpp"
 #include "podresources/v1/api.grpc.pb.h"
+#include "services/disaggpu-devplugin/host_check.hpp"
 #include "services/disaggpu-devplugin/plugin_service.hpp"
 
 namespace kc::devplugin {
@@ -114,6 +115,12 @@ UsageReport UsageReporter::decide(const Reading& r, const std::optional<UsageRep
     out.withdrawn = drainingIds(r.inventory);
   }
   out.registered = r.registered;
+  if (r.inventory.hostChecked) {
+    HostVerdicts v = hostVerdicts(r.inventory);
+    out.hostChecked = true;
+    out.hostVisible = std::move(v.visible);
+    out.notVisible = std::move(v.notVisible);
+  }
   return out;
 }
 

@@ -161,7 +161,9 @@ class Stack:
             self.bins["disaggpu-devplugin"], "--node-name", name, "--kubeconfig", self.kubeconfig,
             "--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock,
             "--pod-resources-interval-seconds", "0.05", "--port", "0",
-            "--port-file", os.path.join(d, "devplugin.port")])
+            "--port-file", os.path.join(d, "devplugin.port"),
+            # the simulated nodes have no GPUs: the pool's word is all there is
+            "--host-check=false"])
         self.sup.wait_for_file(os.path.join(d, "devplugin.port"), f"disaggpu-devplugin-{name}")
 
     def _start_reconfig(self):

@@ -225,3 +225,55 @@ TEST_CASE("preferred allocation: properties over random requests", "[devplugin]"
     }
   }
 }
+
+TEST_CASE("preferred allocation of 45k out of 90k ids: the expected ids", "[devplugin]") {
+  // Chassis a: 60,000 GPUs, b: 20,000, c: 10,000; ids zero-padded so that name order is number
+  // order. The seed's algorithm erased from the front of a vector: seconds at this size
+  // (bench_devplugin's preferred_90k_seed_ms).
+  const auto id = [](const char* chassis, int i) {
+    std::string n = std::to_string(i);
+    return std::string(chassis) + "." + std::string(5 - n.size(), '0') + n;
+  };
+  const auto range = [&](const char* chassis, int from, int to, const std::string& except = "") {
+    std::vector<std::string> out;
+    for (int i = from; i < to; ++i) {
+      if (id(chassis, i) != except) {
+        out.push_back(id(chassis, i));
+      }
+    }
+    return out;
+  };
+  PoolBuilder p("pool-big");
+  std::vector<std::string> available;
+  for (const auto& [chassis, n] :
+       std::vector<std::pair<const char*, int>>{{"a", 60'000}, {"b", 20'000}, {"c", 10'000}}) {
+    for (const std::string& gpu : range(chassis, 0, n)) {
+      p.gpu(gpu, "n1");
+      available.push_back(gpu);
+    }
+  }
+  std::shuffle(available.begin(), available.end(), std::mt19937(11));
+  const NodeInventory inv = kc::devplugin::nodeInventory({p.json()}, "n1");
+  REQUIRE(inv.gpus.size() == 90'000);
+  using V = std::vector<std::string>;
+  const auto concat = [](std::initializer_list<V> parts) {
+    V out;
+    for (const V& part : parts) {
+      out.insert(out.end(), part.begin(), part.end());
+    }
+    return out;
+  };
+
+  SECTION("must-include ids first, then their chassis whole, then the best fit for the rest") {
+    const V must{"b.00007", "c.09999"};
+    const V got = kc::devplugin::preferredAllocation(inv, available, must, 45'000);
+    REQUIRE(got.size() == 45'000);
+    CHECK(V(got.begin(), got.begin() + 2) == must);
+    CHECK(got == concat({must, range("b", 0, 20'000, "b.00007"), range("c", 0, 10'000, "c.09999"),
+                         range("a", 0, 15'000)}));
+  }
+  SECTION("no group fits: largest groups first, then the best fit") {
+    const V got = kc::devplugin::preferredAllocation(inv, available, {}, 85'000);
+    CHECK(got == concat({range("a", 0, 60'000), range("b", 0, 20'000), range("c", 0, 5'000)}));
+  }
+}

@@ -140,6 +140,12 @@ std::vector<std::string> pluginArgs(const Cluster& c, std::vector<std::string> e
                                    c.dir.file("port"),
                                    "--log-level",
                                    "warn"};
+  // These cases are about the GPUPool's word; the host view's have their own (a fake host).
+  if (std::find_if(extra.begin(), extra.end(), [](const std::string& a) {
+        return a.starts_with("--host-check");
+      }) == extra.end()) {
+    args.emplace_back("--host-check=false");
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

@@ -101,7 +101,7 @@ TEST_CASE(
       {DISAGGPU_DEVPLUGIN_EXE, "--node-name", "n1", "--kubeconfig", api.kubeconfigPath(),
        "--device-plugin-dir", standin.pluginDir(), "--pod-resources-socket",
        standin.podResourcesSocket(), "--pod-resources-interval-seconds", "0.1", "--port", "0",
-       "--port-file", pluginPortFile});
+       "--port-file", pluginPortFile, "--host-check=false"});
   plugin.waitUntil([&] { return kc::testing::readPortFile(pluginPortFile).has_value(); }, 20s,
                    "disaggpu-devplugin's port file");
 

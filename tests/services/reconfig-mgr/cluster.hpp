@@ -481,7 +481,9 @@ class SimCluster {
     plugins_[node] = std::make_unique<kc::testing::ChildProcess>(std::vector<std::string>{
         DISAGGPU_DEVPLUGIN_EXE, "--node-name", node, "--kubeconfig", api_->kubeconfigPath(),
         "--device-plugin-dir", s.pluginDir(), "--pod-resources-socket", s.podResourcesSocket(),
-        "--pod-resources-interval-seconds", "0.1", "--port", "0", "--port-file", portFile});
+        "--pod-resources-interval-seconds", "0.1", "--port", "0", "--port-file", portFile,
+        // The simulated nodes have no GPUs: the pool's word is all there is.
+        "--host-check=false"});
     plugins_[node]->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s,
                               "devplugin port file");
   }
