@@ -57,7 +57,7 @@ void applyHostView(NodeInventory& inventory, const node::HostView& view,
 HostVerdicts hostVerdicts(const NodeInventory& inventory) {
   HostVerdicts out;
   for (const NodeGpu& g : inventory.gpus) {
-    if (g.draining || !g.hostChecked) {
+    if (!g.hostChecked) {
       continue;
     }
     if (g.hostVisible) {

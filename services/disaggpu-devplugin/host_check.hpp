@@ -27,7 +27,8 @@ namespace kc::devplugin {
 void applyHostView(NodeInventory& inventory, const node::HostView& view,
                    const std::set<std::string>& advertisedBefore);
 
-// The report fields of the host view: ids seen, ids not seen -> why. Only GPUs not draining.
+// The report fields of the host view: ids seen, ids not seen -> why. Draining GPUs too: a GPU
+// in a move is draining until reconfig-mgr has verified it, which needs the destination's word.
 struct HostVerdicts {
   std::vector<std::string> visible;
   std::map<std::string, std::string> notVisible;

@@ -26,6 +26,7 @@ constexpr const char* kDescription =
 struct RawFlags {
   double drainTimeout = 60;
   double draDrainSettle = 0.5;
+  double nodeConfirmTimeout = 120;
   double attachHoldoff = 300;
   double retryInitial = 0.5;
   double retryMax = 15;
@@ -99,6 +100,11 @@ void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
          "give a move up when the source node's device plugin has not confirmed the GPU withdrawn")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
+  app.add_option("--node-confirm-timeout-seconds", raw.nodeConfirmTimeout,
+                 "give a move up when the destination node's agent, which checks its own host, "
+                 "has not seen the attached GPU (hot-add, driver) within this long")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
   app.add_option("--dra-drain-settle-seconds", raw.draDrainSettle,
                  "on a DRA pool, how long the published ResourceSlices must have withheld a GPU "
                  "before its drain counts as done (allocations made just before reach the claims)")
@@ -154,6 +160,7 @@ void addLeaderFlags(CLI::App& app, cli::LeaderElectionFlags& leader) {
 // The parsed flag values into the options (durations, the leader-election group).
 void applyFlags(const RawFlags& raw, const cli::LeaderElectionFlags& leader, ReconfigOptions& o) {
   o.runner.drainTimeout = ms(raw.drainTimeout);
+  o.runner.nodeConfirmTimeout = ms(raw.nodeConfirmTimeout);
   o.draDrainSettle = ms(raw.draDrainSettle);
   o.attachFailureHoldoff = ms(raw.attachHoldoff);
   o.runner.backoff.initial = ms(raw.retryInitial);

@@ -366,6 +366,9 @@ MoveRunner::Outcome MoveRunner::attach(Journal& journal) {
 MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
   const Move m = *journal.active;
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  if (fabricVerified_ == m.gpu + "@" + m.phaseSince) {
+    return confirmByNode(journal);
+  }
   auto inv = env_.fabric().inventory();
   if (!inv) {
     if (!retryLater(journal, "verify: inventory: " + inv.error().message)) {
@@ -381,10 +384,7 @@ MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
                : waitUntil(notBefore_);
   }
   if (g->hostPort == m.toHost) {
-    return finish(journal, MovePhase::kSucceeded,
-                  "attached to " + m.toNode + " and verified by re-reading")
-               ? progressed
-               : waitUntil(notBefore_);
+    return confirmByNode(journal);
   }
   if (g->hostPort) {
     return finish(
@@ -406,6 +406,34 @@ MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
     notBefore_ = clock_.now() + opts_.backoff.base(again.attempts - 1);
   }
   return waitUntil(notBefore_);
+}
+
+MoveRunner::Outcome MoveRunner::confirmByNode(Journal& journal) {
+  const Move m = *journal.active;
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  // A node agent that judges its GPUs by its own host view must have seen the GPU; one that
+  // does not (an older plugin, --host-check=false) or no report at all: the fabric's word.
+  const auto usage = env_.usage(m.toNode);
+  if (!usage || !usage->hostChecked || contains(usage->hostVisible, m.gpu)) {
+    const std::string how =
+        usage && usage->hostChecked ? " by re-reading and by the node's host" : " by re-reading";
+    return finish(journal, MovePhase::kSucceeded, "attached to " + m.toNode + " and verified" + how)
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  auto since = parseRfc3339(m.phaseSince);
+  if (since && clock_.wallNow() - *since > opts_.nodeConfirmTimeout) {
+    const auto why = usage->notVisible.find(m.gpu);
+    return finish(journal, MovePhase::kFailed,
+                  "attached at the chassis, but node " + m.toNode + " does not see GPU " + m.gpu +
+                      " after " + std::to_string(opts_.nodeConfirmTimeout.count() / 1000) + " s" +
+                      (why != usage->notVisible.end() ? " (" + why->second + ")" : "") +
+                      "; left attached, not offered to pods")
+               ? progressed
+               : waitUntil(notBefore_);
+  }
+  fabricVerified_ = m.gpu + "@" + m.phaseSince;
+  return waitUntil(clock_.now() + opts_.drainPoll);
 }
 
 MoveRunner::Outcome MoveRunner::rollBack(Journal& journal) {

@@ -65,7 +65,10 @@ class MoveEnv {
 struct MoveRunnerOptions {
   std::chrono::milliseconds drainTimeout{60'000};  // Draining longer than this gives up
   std::chrono::milliseconds drainPoll{500};  // re-check of the usage report (events wake earlier)
-  std::uint32_t maxAttempts = 5;             // failed tries of one phase before giving up
+  // Verifying: how long the destination node may take to see the attached GPU on its own host
+  // (PCIe hot-add, enumeration, the NVIDIA driver) when its node agent checks its host.
+  std::chrono::milliseconds nodeConfirmTimeout{120'000};
+  std::uint32_t maxAttempts = 5;  // failed tries of one phase before giving up
   BackoffParams backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(15'000), 2.0,
                         0.0};
 };
@@ -110,12 +113,17 @@ class MoveRunner {
   Outcome detach(Journal& journal);
   Outcome attach(Journal& journal);
   Outcome verify(Journal& journal);
+  // The chassis shows the GPU on the destination: wait for the destination node's host view.
+  Outcome confirmByNode(Journal& journal);
   Outcome rollBack(Journal& journal);
 
   MoveEnv& env_;
   kc::Clock& clock_;
   MoveRunnerOptions opts_;
-  std::chrono::steady_clock::time_point notBefore_{};   // backoff of the move in flight
+  std::chrono::steady_clock::time_point notBefore_{};  // backoff of the move in flight
+  // The Verifying move whose fabric side is verified and which waits only for the destination
+  // node (gpu + phase start): the chassis is not re-read while the node catches up.
+  std::string fabricVerified_;
   std::chrono::steady_clock::time_point phaseStart_{};  // steady time the current phase began here
   std::string phaseOf_;                                 // gpu + phase the two times above belong to
 };

@@ -530,3 +530,55 @@ TEST_CASE("move journal: a claim move round-trips and names a claim, not a pod",
   demand["pod"] = "default/p";
   CHECK_FALSE(kc::reconfig::parseMove(demand));  // only a claim move names a claim
 }
+
+TEST_CASE("move runner: Verifying waits for the destination node to see the GPU on its host",
+          "[reconfig]") {
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("5");
+  TestEnv env(chassis);
+  kc::testing::FakeClock clock;
+  kc::reconfig::MoveRunnerOptions opts;
+  opts.nodeConfirmTimeout = std::chrono::seconds(10);
+  MoveRunner runner(env, clock, opts);
+  // The destination's agent checks its host and does not see the GPU yet (hot-add pending).
+  kc::api::UsageReport dest = report({});
+  dest.hostChecked = true;
+  dest.notVisible = {{"c0.5", "host: no GPU with UUID GPU-x on this host's PCI bus"}};
+  env.reports["node-48"] = dest;
+  Journal j;
+  REQUIRE(runner.start(j, moveOf("c0.5", "", "48")));
+  auto out = run(runner, j);
+  CHECK(out.kind == MoveRunner::Outcome::Kind::kWaiting);
+  REQUIRE(j.active);
+  CHECK(j.active->phase == MovePhase::kVerifying);
+  const auto reads = std::count(env.log.begin(), env.log.end(), "inventory");
+  // Waiting for the node does not read the chassis again.
+  clock.advance(std::chrono::seconds(1));
+  run(runner, j);
+  CHECK(std::count(env.log.begin(), env.log.end(), "inventory") == reads);
+  REQUIRE(j.active);
+
+  SECTION("the node sees it: verified") {
+    env.reports["node-48"].hostVisible = {"c0.5"};
+    env.reports["node-48"].notVisible.clear();
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kSucceeded);
+    CHECK(j.history[0].message.find("host") != std::string::npos);
+  }
+  SECTION("never: the move fails with the node's reason, the GPU stays attached") {
+    clock.advance(std::chrono::seconds(11));
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(j.history[0].message.find("does not see GPU c0.5") != std::string::npos);
+    CHECK(j.history[0].message.find("PCI bus") != std::string::npos);
+    CHECK(hostOf(chassis, "c0.5") == std::optional<std::string>("48"));
+  }
+  SECTION("a node agent without the host check: the fabric's word is enough") {
+    env.reports["node-48"].hostChecked = false;
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kSucceeded);
+  }
+}
