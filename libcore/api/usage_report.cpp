@@ -40,6 +40,7 @@ json toJson(const UsageReport& report) {
     out["hostChecked"] = true;
     out["hostVisible"] = report.hostVisible;
     out["notVisible"] = report.notVisible;
+    out["removeBlocked"] = report.removeBlocked;
   }
   return out;
 }
@@ -98,16 +99,20 @@ Result<UsageReport> parseUsageReport(std::string_view text) {
       *field = it->get<bool>();
     }
   }
-  if (const auto it = doc.find("notVisible"); it != doc.end()) {
-    if (!it->is_object()) {
-      return makeError(kc::errc::kInvalid, "usage report: 'notVisible' is not an object");
-    }
-    for (const auto& [id, why] : it->items()) {
-      if (!why.is_string()) {
+  for (auto [key, field] :
+       {std::pair{"notVisible", &r.notVisible}, std::pair{"removeBlocked", &r.removeBlocked}}) {
+    if (const auto it = doc.find(key); it != doc.end()) {
+      if (!it->is_object()) {
         return makeError(kc::errc::kInvalid,
-                         "usage report: notVisible['" + id + "'] is not a string");
+                         std::string("usage report: '") + key + "' is not an object");
       }
-      r.notVisible[id] = why.get<std::string>();
+      for (const auto& [id, why] : it->items()) {
+        if (!why.is_string()) {
+          return makeError(kc::errc::kInvalid,
+                           std::string("usage report: ") + key + "['" + id + "'] is not a string");
+        }
+        (*field)[id] = why.get<std::string>();
+      }
     }
   }
   return r;

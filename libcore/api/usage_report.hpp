@@ -39,6 +39,10 @@ struct UsageReport {
   std::vector<std::string> hostVisible;  // ids attached here that the host sees usable, sorted
   // Ids attached here (GPUPool) that the host does not see usable -> why, for people.
   std::map<std::string, std::string> notVisible;
+  // Draining GPUs the node hot-removes before the fabric detaches them (node agent run with
+  // --hot-remove) but cannot yet -> why ("held open by pid 4242 (python3)"). Such a GPU is not
+  // in `withdrawn` until it is gone from the host.
+  std::map<std::string, std::string> removeBlocked;
 
   friend bool operator==(const UsageReport&, const UsageReport&) = default;
 };

@@ -429,7 +429,8 @@ Result<std::vector<CdiGpu>> parseOurSpec(const json& spec) {
     if (Status applied = applyClaimEnv(*gpus, *specEdits.env); !applied) {
       return std::move(applied).error();
     }
-  } else if (withEnv != gpus->size()) {
+  } else if (withEnv != 0 && withEnv != gpus->size()) {
+    // None at all is a spec whose env comes from elsewhere (the device plugin's Allocate).
     return invalid("devices[].containerEdits.env", "missing on some device (and no spec env)");
   }
   return gpus;

@@ -27,7 +27,17 @@ void addModeFlags(CLI::App& app, CommandLine& c) {
 }
 
 // The host view and how devices are named to the runtime (both modes).
-void addHostFlags(CLI::App& app, DevPluginOptions& o, double& hostScanSec, std::string& strategy) {
+void addHostFlags(CLI::App& app, DevPluginOptions& o, double& hostScanSec, double& rescanSec,
+                  std::string& strategy) {
+  app.add_flag("--hot-remove", o.hostActions.hotRemove,
+               "remove a drained, unused GPU from the PCI bus before reconfig-mgr detaches it "
+               "(never one whose device node a process holds open; needs hostPID and "
+               "CAP_SYS_PTRACE to see every process, and a writable /sys)");
+  app.add_option("--rescan-after-seconds", rescanSec,
+                 "rescan the PCI bus when a GPU the GPUPool says is attached here has not shown "
+                 "on the host for this long (0: never; needs a writable /sys)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--host-check", o.hostCheck,
                  "offer a GPU only when this host sees it (sysfs, /proc/driver/nvidia) with the "
                  "UUID the GPUPool names; false only on development nodes without GPUs")
@@ -92,7 +102,8 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
                "notice kubelet restarts by checking the sockets every 200 ms only");
   double hostScanSec = 1.0;
   std::string strategy = "envvar";
-  addHostFlags(app, o, hostScanSec, strategy);
+  double rescanSec = 0;
+  addHostFlags(app, o, hostScanSec, rescanSec, strategy);
   obs::addServingFlags(app, daemon);
   app.add_option("--stop-grace-seconds", stopGraceSec,
                  "on SIGTERM, in-flight gRPC calls get this long")
@@ -108,7 +119,13 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   }
   o.usage.pollInterval = std::chrono::milliseconds(static_cast<std::int64_t>(pollSec * 1000));
   o.host.interval = std::chrono::milliseconds(static_cast<std::int64_t>(hostScanSec * 1000));
+  o.hostActions.rescanAfter =
+      std::chrono::milliseconds(static_cast<std::int64_t>(rescanSec * 1000));
   o.strategy = strategy == "cdi-cri" ? DeviceListStrategy::kCdiCri : DeviceListStrategy::kEnvvar;
+  if ((o.hostActions.hotRemove || o.hostActions.rescanAfter.count() > 0) && !o.hostCheck) {
+    spdlog::critical("--hot-remove and --rescan-after-seconds need --host-check=true");
+    return 2;
+  }
   if (o.strategy == DeviceListStrategy::kCdiCri && !o.hostCheck) {
     spdlog::critical("--device-list-strategy cdi-cri needs --host-check=true (device minors)");
     return 2;
@@ -122,6 +139,7 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   if (c.mode == "dra") {
     c.dra.nodeName = o.nodeName;
     c.dra.host = o.host;
+    c.dra.hostActions = o.hostActions;
     c.dra.cdiDir = o.cdiDir;
     c.dra.stopGrace = o.registrar.stopGrace;
     if (!o.hostCheck) {

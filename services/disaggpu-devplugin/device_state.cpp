@@ -43,13 +43,13 @@ const NodeGpu* NodeInventory::find(std::string_view id) const {
   return it != gpus.end() && it->id == id ? &*it : nullptr;
 }
 
-NodeInventory nodeInventory(const std::vector<json>& pools, std::string_view node) {
+NodeInventory nodeInventory(const std::vector<json>& pools, std::string_view node, PoolPath path) {
   NodeInventory inv;
   std::map<std::string, NodeGpu> byId;
   std::set<std::string> duplicated;
   for (const json& pool : pools) {
-    if (!api::servesDevicePlugin(pool)) {
-      continue;  // its GPUs are offered through DRA (docs/dra.md), never on both paths
+    if (api::servesDevicePlugin(pool) != (path == PoolPath::kDevicePlugin)) {
+      continue;  // offered through the other path (docs/dra.md), never on both
     }
     api::PoolGpus parsed = api::parsePoolGpus(pool);
     inv.problems.insert(inv.problems.end(), parsed.problems.begin(), parsed.problems.end());

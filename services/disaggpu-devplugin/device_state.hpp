@@ -54,11 +54,16 @@ struct NodeInventory {
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
 };
 
-// Reads `status.gpus` of every GPUPool object and keeps the GPUs attached to `node`.
+// Which GPUPools a mode serves: spec.allocationPath DevicePlugin (the default) or DRA. A GPU is
+// offered on one path only.
+enum class PoolPath { kDevicePlugin, kDra };
+
+// Reads `status.gpus` of every GPUPool object of `path` and keeps the GPUs attached to `node`.
 // Entries without a usable id are dropped; an entry without a UUID or with an unknown health
 // value is kept as Unhealthy (kubelet must not hand it out); the same id in two pools drops
 // both (a device ID must be unique on the node).
-NodeInventory nodeInventory(const std::vector<nlohmann::json>& pools, std::string_view node);
+NodeInventory nodeInventory(const std::vector<nlohmann::json>& pools, std::string_view node,
+                            PoolPath path = PoolPath::kDevicePlugin);
 
 // One entry of a ListAndWatch response.
 struct Advertised {

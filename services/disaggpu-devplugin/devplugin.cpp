@@ -18,6 +18,19 @@ namespace {
 // The tag of the node's CDI spec file (kubecomp.io-gpu_node.json).
 constexpr std::string_view kNodeCdiTag = "node";
 
+// The withdrawn GPUs nothing uses (the report lists withdrawn GPUs in use too: reconfig-mgr
+// reads both).
+std::set<std::string> withdrawable(const UsageReport& report) {
+  std::set<std::string> out;
+  for (const std::string& id : report.withdrawn) {
+    auto it = report.inUse.find(id);
+    if (it == report.inUse.end() || it->second.empty()) {
+      out.insert(id);
+    }
+  }
+  return out;
+}
+
 nlohmann::json nodeSpecWithoutEnv(nlohmann::json spec) {
   for (auto& d : spec["devices"]) {
     d["containerEdits"].erase("env");
@@ -137,6 +150,17 @@ DevPlugin::DevPlugin(DevPluginOptions options, kube::KubeClient& client, obs::Me
   podResources_ = makePodResourcesClient(opts_.podResourcesSocket, opts_.podResourcesTimeout);
   publisher_ = std::make_unique<NodeAnnotationPublisher>(client_, opts_.nodeName);
   opts_.usage.resourceName = opts_.registrar.resourceName;
+  if (host_) {
+    actions_ = std::make_unique<HostActions>(
+        opts_.hostActions, opts_.host.roots,
+        opts_.usage.clock != nullptr ? *opts_.usage.clock : kc::systemClock());
+    opts_.usage.adjust = [this](UsageReport& report, const NodeInventory& inventory) {
+      actions_->rescanIfDue(inventory);
+      if (actions_->hotRemove()) {
+        applyHotRemove(report, inventory, actions_->removeDrained(inventory, withdrawable(report)));
+      }
+    };
+  }
   reporter_ = std::make_unique<UsageReporter>(opts_.usage, *service_, *podResources_, *publisher_,
                                               [this] { return registrar_->registered(); });
 

@@ -14,6 +14,7 @@
 #include "libcore/cdi/cdi_store.hpp"
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
+#include "services/disaggpu-devplugin/host_actions.hpp"
 #include "services/disaggpu-devplugin/host_monitor.hpp"
 #include "services/disaggpu-devplugin/plugin_service.hpp"
 #include "services/disaggpu-devplugin/registrar.hpp"
@@ -39,6 +40,7 @@ struct DevPluginOptions {
   // control planes whose nodes have no GPUs (--host-check=false).
   bool hostCheck = true;
   HostMonitorOptions host;
+  HostActionOptions hostActions;
   DeviceListStrategy strategy = DeviceListStrategy::kEnvvar;
   std::string cdiDir = "/var/run/cdi";  // cdi-cri: the node's spec is written here
 };
@@ -93,6 +95,7 @@ class DevPlugin {
   std::unique_ptr<NodeAnnotationPublisher> publisher_;
   std::unique_ptr<UsageReporter> reporter_;
   std::unique_ptr<HostMonitor> host_;
+  std::unique_ptr<HostActions> actions_;
   std::unique_ptr<cdi::SpecDir> cdiDir_;
   std::mutex recomputeMu_;    // the informer and the host monitor both recompute
   std::string lastCdiError_;  // guarded by recomputeMu_

@@ -88,6 +88,7 @@ DraNode::DraNode(DraNodeOptions options, kube::KubeClient& client, obs::Metrics*
   h.onDelete = [this](const kube::ObjectPtr&) { recompute(); };
   informer_->addHandler(std::move(h));
   host_ = std::make_unique<HostMonitor>(opts_.host, [this] { recompute(); });
+  actions_ = std::make_unique<HostActions>(opts_.hostActions, opts_.host.roots, kc::systemClock());
 
   DraDriverOptions d;
   d.nodeName = opts_.nodeName;
@@ -144,7 +145,7 @@ void DraNode::recompute() {
   for (const kube::ObjectPtr& p : informer_->store().list()) {
     pools.push_back(*p);
   }
-  NodeInventory inv = nodeInventory(pools, opts_.nodeName);
+  NodeInventory inv = nodeInventory(pools, opts_.nodeName, PoolPath::kDra);
   {
     std::lock_guard lock(mu_);
     std::set<std::string> before;
@@ -208,8 +209,14 @@ void DraNode::superviseSockets() {
 }
 
 void DraNode::publishIfChanged() {
-  api::UsageReport report =
-      draUsageReport(inventory(), driver_->prepared(), registration_->registered());
+  const NodeInventory inv = inventory();
+  api::UsageReport report = draUsageReport(inv, driver_->prepared(), registration_->registered());
+  actions_->rescanIfDue(inv);
+  if (actions_->hotRemove()) {
+    // draUsageReport lists in `withdrawn` only the draining GPUs no prepared claim holds.
+    const std::set<std::string> free(report.withdrawn.begin(), report.withdrawn.end());
+    applyHotRemove(report, inv, actions_->removeDrained(inv, free));
+  }
   {
     std::lock_guard lock(mu_);
     if (published_ && *published_ == report) {

@@ -20,6 +20,7 @@
 #include "libcore/kube/client.hpp"
 #include "libcore/kube/informer.hpp"
 #include "services/disaggpu-devplugin/dra_services.hpp"
+#include "services/disaggpu-devplugin/host_actions.hpp"
 #include "services/disaggpu-devplugin/host_monitor.hpp"
 
 namespace kc::obs {
@@ -38,6 +39,7 @@ struct DraNodeOptions {
   std::string pluginDir = "/var/lib/kubelet/plugins/gpu.kubecomp.io";
   std::string cdiDir = "/var/run/cdi";
   HostMonitorOptions host;
+  HostActionOptions hostActions;
   std::chrono::milliseconds checkInterval{500};  // sockets present? report changed?
   std::chrono::milliseconds stopGrace{2000};
   std::chrono::milliseconds initialSyncWait{10'000};
@@ -79,6 +81,7 @@ class DraNode {
   std::unique_ptr<ApiClaims> claims_;
   std::unique_ptr<kube::Informer> informer_;
   std::unique_ptr<HostMonitor> host_;
+  std::unique_ptr<HostActions> actions_;
   std::unique_ptr<DraDriver> driver_;
   std::unique_ptr<DraServiceV1> v1_;
   std::unique_ptr<DraServiceV1beta1> v1beta1_;

@@ -22,6 +22,18 @@ const node::HostGpu* anyWithUuid(const node::HostView& view, const std::string& 
   return it == view.gpus.end() ? nullptr : &*it;
 }
 
+// NVIDIA functions on the bus whose UUID the host cannot tell (driver unbound: the
+// /proc/driver/nvidia entry goes with it), one of which may be the GPU looked for.
+std::string unidentified(const node::HostView& view) {
+  std::string out;
+  for (const node::HostGpu& h : view.gpus) {
+    if (h.uuid.empty()) {
+      out += (out.empty() ? "" : ", ") + h.bdf + " (" + h.reason + ")";
+    }
+  }
+  return out.empty() ? "" : "; NVIDIA function(s) not identified: " + out;
+}
+
 }  // namespace
 
 void applyHostView(NodeInventory& inventory, const node::HostView& view,
@@ -49,7 +61,8 @@ void applyHostView(NodeInventory& inventory, const node::HostView& view,
       markUnhealthy(g, "host: " + h->bdf + " " + h->reason);
       continue;
     }
-    markUnhealthy(g, "host: no GPU with UUID " + g.uuid + " on this host's PCI bus");
+    markUnhealthy(
+        g, "host: no GPU with UUID " + g.uuid + " on this host's PCI bus" + unidentified(view));
     g.hidden = advertisedBefore.count(g.id) == 0;
   }
 }

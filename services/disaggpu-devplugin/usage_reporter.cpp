@@ -150,6 +150,9 @@ UsageReport UsageReporter::runOnce() {
     }
   }
   UsageReport report = decide(r, previous);
+  if (opts_.adjust) {
+    opts_.adjust(report, r.inventory);
+  }
   if (!previous || *previous != report) {
     if (auto s = publisher_.publish(report); s) {
       std::lock_guard lock(mu_);

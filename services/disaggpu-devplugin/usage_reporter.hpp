@@ -60,6 +60,9 @@ struct UsageReporterOptions {
   std::chrono::milliseconds pollInterval{1000};   // PodResources read without any change
   std::chrono::milliseconds retryInterval{1000};  // after a failed read or publish
   kc::Clock* clock = nullptr;                     // not owned; null: kc::systemClock()
+  // Called on every decided report before it is compared and published (the host actions:
+  // hot-remove before withdrawal, rescan).
+  std::function<void(UsageReport&, const NodeInventory&)> adjust;
 };
 
 class UsageReporter {

@@ -219,12 +219,27 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
       return progressed;
     }
   }
+  // The source node hot-removes the GPU before its detach and cannot yet: the move says why.
+  std::string blocked;
+  if (usage) {
+    if (auto it = usage->removeBlocked.find(m.gpu); it != usage->removeBlocked.end()) {
+      blocked = "not hot-removed from " + m.fromNode + ": " + it->second;
+    }
+  }
+  if (!blocked.empty() && journal.active->message != "waiting: " + blocked) {
+    Move next = m;
+    next.message = "waiting: " + blocked;
+    if (commit(journal, next)) {
+      env_.event(next, true, "GPUHeldOpen", next.message);
+    }
+  }
   auto since = parseRfc3339(m.phaseSince);
   if (since && clock_.wallNow() - *since > opts_.drainTimeout) {
     return finish(journal, MovePhase::kFailed,
                   "the device plugin on " + m.fromNode + " did not confirm GPU " + m.gpu +
                       " withdrawn within " + std::to_string(opts_.drainTimeout.count() / 1000) +
-                      " s; GPU left on " + m.fromNode)
+                      " s" + (blocked.empty() ? "" : " (" + blocked + ")") + "; GPU left on " +
+                      m.fromNode)
                ? progressed
                : waitUntil(notBefore_);
   }

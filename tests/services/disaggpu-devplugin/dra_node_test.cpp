@@ -18,13 +18,17 @@
 #include "libcore/api/names.hpp"
 #include "libcore/cdi/cdi_spec.hpp"
 #include "libcore/cdi/cdi_store.hpp"
+#include "libcore/node/fake_host.hpp"
+#include "libcore/node/host_scan.hpp"
 #include "services/disaggpu-devplugin/device_state.hpp"
 #include "services/disaggpu-devplugin/dra_checkpoint.hpp"
 #include "services/disaggpu-devplugin/dra_driver.hpp"
 #include "services/disaggpu-devplugin/dra_prepare.hpp"
+#include "services/disaggpu-devplugin/host_actions.hpp"
 #include "services/disaggpu-devplugin/host_check.hpp"
 #include "tests/services/disaggpu-devplugin/pool_builder.hpp"
 #include "tests/support/dra_objects.hpp"
+#include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
@@ -109,6 +113,21 @@ TEST_CASE("host view: a GPU is offered only when the host sees it with the pool'
   CHECK(hidden.error().code == "not_found");
   CHECK_FALSE(kc::devplugin::planAllocation(inv, {{"c0.2"}}).ok());
   CHECK(kc::devplugin::planAllocation(inv, {{"c0.1"}}).ok());
+}
+
+TEST_CASE("each mode serves the GPUPools of its allocation path only", "[devplugin][dra]") {
+  GpuOpts a;
+  a.uuid = kUuidA;
+  json dpPool = PoolBuilder("pool-dp").gpu("c0.1", "n1", a).json();
+  json draPool = PoolBuilder("pool-dra").gpu("c1.1", "n1").json();
+  draPool["spec"]["allocationPath"] = std::string(kc::api::kPathDra);
+  const auto dp = kc::devplugin::nodeInventory({dpPool, draPool}, "n1");
+  const auto dra =
+      kc::devplugin::nodeInventory({dpPool, draPool}, "n1", kc::devplugin::PoolPath::kDra);
+  REQUIRE(dp.gpus.size() == 1);
+  CHECK(dp.gpus[0].id == "c0.1");
+  REQUIRE(dra.gpus.size() == 1);
+  CHECK(dra.gpus[0].id == "c1.1");
 }
 
 TEST_CASE("host view: a GPU that fell off the bus turns Unhealthy, and Healthy when back",
@@ -360,4 +379,95 @@ TEST_CASE("DRA usage report: prepared claims hold their GPUs, a free draining GP
   CHECK(r.hostVisible == std::vector<std::string>{"c0.1", "c0.2"});  // draining ones too
   CHECK(r.notVisible.count("c0.3") == 1);
   CHECK(r.registered);
+}
+
+namespace {
+
+kc::node::HostRoots rootsIn(const kc::testing::TempDir& dir) {
+  return kc::node::HostRoots{dir.file("sys"), dir.file("proc"), dir.file("dev")};
+}
+
+// c0.2 draining and withdrawable; the host (a fake tree) shows all three GPUs.
+NodeInventory drainingOnHost(const kc::node::HostRoots& roots) {
+  GpuOpts draining;
+  draining.draining = true;
+  NodeInventory inv = poolInventory(draining);
+  kc::devplugin::applyHostView(inv, kc::node::scanHost(roots), {});
+  return inv;
+}
+
+}  // namespace
+
+TEST_CASE("hot-remove: a drained GPU leaves the bus before its detach, never while held open",
+          "[devplugin][dra]") {
+  kc::testing::TempDir dir;
+  const auto roots = rootsIn(dir);
+  kc::node::FakeHostTree tree(roots);
+  REQUIRE(tree.addGpu({"0000:3b:00.0", kUuidA, 0}).ok());
+  REQUIRE(tree.addGpu({"0000:5e:00.0", kUuidB, 1}).ok());
+  REQUIRE(tree.addGpu({"0000:86:00.0", kUuidC, 2}).ok());
+  kc::testing::FakeClock clock;
+  kc::devplugin::HostActions actions({.hotRemove = true}, roots, clock);
+
+  // Held open by a process: not removed, the report says why, not withdrawn.
+  REQUIRE(tree.holdOpen(4242, "python3", "/dev/nvidia1").ok());
+  NodeInventory inv = drainingOnHost(roots);
+  auto blocked = actions.removeDrained(inv, {"c0.2"});
+  REQUIRE(blocked.count("c0.2") == 1);
+  CHECK(blocked["c0.2"].find("pid 4242 (python3)") != std::string::npos);
+  CHECK(tree.takeRemoveRequests().empty());
+  kc::api::UsageReport r;
+  r.withdrawn = {"c0.2"};
+  kc::devplugin::applyHotRemove(r, inv, blocked);
+  CHECK(r.withdrawn.empty());
+  CHECK(r.removeBlocked.count("c0.2") == 1);
+
+  // Released: removed through sysfs; withdrawn only once the host no longer shows it.
+  REQUIRE(tree.release(4242).ok());
+  blocked = actions.removeDrained(inv, {"c0.2"});
+  CHECK(blocked.empty());
+  CHECK(tree.takeRemoveRequests() == std::vector<std::string>{"0000:5e:00.0"});
+  r.withdrawn = {"c0.2"};
+  kc::devplugin::applyHotRemove(r, inv, blocked);
+  CHECK(r.withdrawn.empty());                    // the scan still shows it
+  REQUIRE(tree.removeGpu("0000:5e:00.0").ok());  // what the kernel does on the write
+  inv = drainingOnHost(roots);
+  r.withdrawn = {"c0.2"};
+  kc::devplugin::applyHotRemove(r, inv, actions.removeDrained(inv, {"c0.2"}));
+  CHECK(r.withdrawn == std::vector<std::string>{"c0.2"});
+  CHECK(r.removeBlocked.empty());
+  CHECK(tree.takeRemoveRequests().empty());  // gone: nothing written again
+  // Without --hot-remove nothing is ever written.
+  kc::devplugin::HostActions off({}, roots, clock);
+  CHECK(off.removeDrained(drainingOnHost(roots), {"c0.1"}).empty());
+  CHECK(tree.takeRemoveRequests().empty());
+}
+
+TEST_CASE("rescan: a GPU attached per the pool but missing from the host, once per period",
+          "[devplugin][dra]") {
+  kc::testing::TempDir dir;
+  const auto roots = rootsIn(dir);
+  kc::node::FakeHostTree tree(roots);
+  REQUIRE(tree.addGpu({"0000:3b:00.0", kUuidA, 0}).ok());
+  REQUIRE(tree.addGpu({"0000:5e:00.0", kUuidB, 1}).ok());
+  kc::testing::FakeClock clock;
+  kc::devplugin::HostActions actions({.rescanAfter = std::chrono::seconds(5)}, roots, clock);
+  NodeInventory inv = poolInventory();  // c0.3 attached per the pool, not on the host
+  kc::devplugin::applyHostView(inv, kc::node::scanHost(roots), {});
+  CHECK_FALSE(actions.rescanIfDue(inv));  // just noticed
+  clock.advance(std::chrono::seconds(4));
+  CHECK_FALSE(actions.rescanIfDue(inv));
+  clock.advance(std::chrono::seconds(2));
+  CHECK(actions.rescanIfDue(inv));
+  CHECK(tree.takeRescanRequest());
+  clock.advance(std::chrono::seconds(1));
+  CHECK_FALSE(actions.rescanIfDue(inv));  // at most once per period
+  clock.advance(std::chrono::seconds(5));
+  CHECK(actions.rescanIfDue(inv));
+  // Once the host shows it, no more rescans.
+  REQUIRE(tree.addGpu({"0000:86:00.0", kUuidC, 2}).ok());
+  NodeInventory all = poolInventory();
+  kc::devplugin::applyHostView(all, kc::node::scanHost(roots), {});
+  clock.advance(std::chrono::seconds(60));
+  CHECK_FALSE(actions.rescanIfDue(all));
 }

@@ -582,3 +582,45 @@ TEST_CASE("move runner: Verifying waits for the destination node to see the GPU 
     CHECK(j.history[0].phase == MovePhase::kSucceeded);
   }
 }
+
+TEST_CASE("move runner: a GPU held open on its source node waits, and the move says why",
+          "[reconfig]") {
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("5", "0");
+  TestEnv env(chassis);
+  kc::testing::FakeClock clock;
+  kc::reconfig::MoveRunnerOptions opts;
+  opts.drainTimeout = std::chrono::seconds(10);
+  MoveRunner runner(env, clock, opts);
+  // The source node hot-removes before the detach; a process holds the GPU's device node.
+  kc::api::UsageReport src = report({});
+  src.hostChecked = true;
+  src.removeBlocked = {{"c0.5", "/dev/nvidia0 held open by pid 4242 (python3)"}};
+  env.reports["node-0"] = src;
+  Journal j;
+  REQUIRE(runner.start(j, moveOf("c0.5", "0", "48")));
+  run(runner, j);
+  REQUIRE(j.active);
+  CHECK(j.active->phase == MovePhase::kDraining);
+  CHECK(j.active->message.find("pid 4242 (python3)") != std::string::npos);
+  CHECK(std::count(env.events.begin(), env.events.end(), "W GPUHeldOpen") == 1);
+  run(runner, j);  // the same reason again: no second event
+  CHECK(std::count(env.events.begin(), env.events.end(), "W GPUHeldOpen") == 1);
+  CHECK(hostOf(chassis, "c0.5") == std::optional<std::string>("0"));  // never detached
+
+  SECTION("released and removed: withdrawn, the move goes on") {
+    env.reports["node-0"].removeBlocked.clear();
+    env.reports["node-0"].withdrawn = {"c0.5"};
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kSucceeded);
+  }
+  SECTION("held past the drain timeout: the move fails naming the holder, the GPU stays") {
+    clock.advance(std::chrono::seconds(11));
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(j.history[0].phase == MovePhase::kFailed);
+    CHECK(j.history[0].message.find("pid 4242") != std::string::npos);
+    CHECK(hostOf(chassis, "c0.5") == std::optional<std::string>("0"));
+  }
+}

@@ -299,7 +299,7 @@ TEST_CASE("DRA slices: corrupted slice documents never crash the reader", "[api]
   }
 }
 
-TEST_CASE("a DRA pool name tells its GPUPool and node; one rule for every reader", "[dra]") {
+TEST_CASE("a DRA pool name tells its GPUPool and node, one rule for every reader", "[dra]") {
   auto [pool, gpuPool, node, ofPoolA] =
       GENERATE(table<std::string, std::string, std::string, bool>({
           {"pool-a", "pool-a", "", true},

@@ -35,6 +35,7 @@ TEST_CASE("usage report round-trips and rejects what is not one", "[api]") {
       {R"({"hostVisible":{}})", "hostVisible"},
       {R"({"notVisible":["c0.1"]})", "notVisible"},
       {R"({"notVisible":{"c0.1":false}})", "notVisible"},
+      {R"({"removeBlocked":{"c0.1":1}})", "removeBlocked"},
       {std::string(40, '[') + std::string(40, ']'), "deeper"},
       {R"({"pool":")" + std::string(300 * 1024, 'x') + R"("})", "over the limit"},
   }));
@@ -52,6 +53,7 @@ TEST_CASE("usage report: the host view's fields round-trip and are absent when u
   r.hostChecked = true;
   r.hostVisible = {"c0.1"};
   r.notVisible = {{"c0.2", "not on the PCI bus"}};
+  r.removeBlocked = {{"c0.3", "held open by pid 42 (python3)"}};
   const auto written = nlohmann::json::parse(kc::api::serialize(r));
   CHECK(written["hostChecked"] == true);
   CHECK(written["hostVisible"] == nlohmann::json::array({"c0.1"}));

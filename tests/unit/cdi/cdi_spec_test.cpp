@@ -311,6 +311,24 @@ TEST_CASE("parseOurSpec: a claim's env must list one value per device", "[cdi]")
   CHECK_THAT(bad.error().message, Catch::Contains("containerEdits.env"));
 }
 
+TEST_CASE("parseOurSpec: a spec with no env at all is ours, one with env on some devices is not",
+          "[cdi]") {
+  // The device plugin's node spec (cdi-cri): the env comes with Allocate, per container.
+  json spec = kc::cdi::buildSpec(twoGpus(), kc::cdi::SpecOptions{}, false);
+  for (auto& d : spec["devices"]) {
+    d["containerEdits"].erase("env");
+  }
+  auto ok = kc::cdi::parseOurSpec(spec);
+  REQUIRE(ok.ok());
+  REQUIRE(ok->size() == 2);
+  CHECK((*ok)[0].uuid.empty());
+  spec["devices"][0]["containerEdits"]["env"] =
+      json::array({"NVIDIA_VISIBLE_DEVICES=GPU-x", "KUBECOMP_GPU_IDS=c0.1"});
+  auto bad = kc::cdi::parseOurSpec(spec);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.error().message, Catch::Contains("missing on some device"));
+}
+
 TEST_CASE("SpecDir: write, rewrite, remove, tags", "[cdi]") {
   kc::testing::TempDir tmp;
   const std::string dir = tmp.file("run/cdi");  // absent: created on the first write
