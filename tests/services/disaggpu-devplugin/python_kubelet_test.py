@@ -8,8 +8,14 @@ compiled from our proto/ files by protoc (--python_out) at test time, and the gR
 bound by their full names ('/v1beta1.DevicePlugin/Allocate'), so a package, service, method or
 field number that differs from kubelet's breaks this test. Debian's python3-kubernetes sets up
 the cluster side (GPUPool CRD from the chart, a Node, the pool's status) on the API test double.
+The node's host (sysfs, /proc/driver/nvidia, /dev) is written by kubecomp-fake-host: the plugin
+offers what the host sees, with its NUMA nodes, and turns a GPU the host loses Unhealthy. It runs
+with --device-list-strategy cdi-cri: the node's CDI spec is validated by Debian's
+python3-jsonschema against the CDI project's schema (../shared/peers/cdi/schema, through
+tests/unit/cdi/validate_cdi.py; only that part is skipped when the peer is absent).
 
-usage: python_kubelet_test.py APISERVER_DOUBLE DEVPLUGIN PROTOC PROTO_DIR SOURCE_DIR
+usage: python_kubelet_test.py APISERVER_DOUBLE DEVPLUGIN PROTOC PROTO_DIR SOURCE_DIR FAKE_HOST
+                              PEERS_DIR
 """
 
 import concurrent.futures
@@ -30,6 +36,13 @@ import kubernetes
 import yaml
 
 CHECKS = []
+# The node's GPUs on the fake host: id -> (uuid, bdf, minor, NUMA node). Minors and NUMA nodes
+# are not in id order, so a plugin that numbers by position is caught.
+HOST_GPUS = {
+    "c0.1": ("GPU-aaaaaaaa-0000-0000-0000-000000000001", "0000:3b:00.0", 3, 0),
+    "c1.1": ("GPU-aaaaaaaa-0000-0000-0000-000000000002", "0000:5e:00.0", 0, 1),
+    "c0.2": ("GPU-aaaaaaaa-0000-0000-0000-000000000003", "0000:86:00.0", 5, 1),
+}
 
 
 def check(cond, what):
@@ -118,6 +131,74 @@ def check_descriptors(dp, pr):
                   f"service {service} has {', '.join(methods)}")
 
 
+def fake_host(exe, root, *args):
+    run = subprocess.run([exe, "--root", root, *args], capture_output=True, text=True, timeout=30)
+    if run.returncode != 0:
+        raise AssertionError(f"kubecomp-fake-host {' '.join(args)}: exit {run.returncode}: "
+                             f"{run.stderr.strip()}")
+    return run.stdout
+
+
+def cdi_validator(source_dir, peers):
+    """refusal(spec) -> None or why, by the CDI project's schema; None when the peer is absent."""
+    schema_dir = os.path.join(peers, "cdi", "schema")
+    if not all(os.path.isfile(os.path.join(schema_dir, f)) for f in ("schema.json", "defs.json")):
+        print(f"skip the CDI schema checks: peer absent: {schema_dir} (the CDI project's schema)",
+              flush=True)
+        return None
+    sys.path.insert(0, os.path.join(source_dir, "tests/unit/cdi"))
+    validate_cdi = importlib.import_module("validate_cdi")
+    import jsonschema
+    import pathlib
+    validator = validate_cdi.make_validator(jsonschema, pathlib.Path(schema_dir))
+    return lambda spec: validate_cdi.refusal(validator, spec)
+
+
+def ids(devices):
+    """(id, health) of a ListAndWatch list as the reader keeps it."""
+    return [(i, h) for i, h, _ in devices]
+
+
+def next_list(updates, pred, what, limit=5.0):
+    """The first list from ListAndWatch (refusals resend lists) for which pred holds."""
+    deadline = time.monotonic() + limit
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out after {limit} s waiting for ListAndWatch: {what}")
+        try:
+            got = updates.get(timeout=left)
+        except queue.Empty:
+            continue
+        if got and got[0] == "ended":
+            raise AssertionError(f"ListAndWatch ended waiting for {what}")
+        if pred(dict((i, h) for i, h, _ in got)):
+            return got
+
+
+def check_node_spec(path, host_root, refusal, want_ids, cdi_names):
+    """The node's CDI spec (cdi-cri): one device per GPU the host sees, its node from the host."""
+    check(os.path.isfile(path), f"cdi-cri: the node's CDI spec {os.path.basename(path)} written")
+    with open(path) as f:
+        spec = json.load(f)
+    if refusal is not None:
+        why = refusal(spec)
+        check(why is None, f"cdi-cri: the node's spec is a valid CDI spec ({why or 'schema.json'})")
+    devices = {d["name"]: d for d in spec.get("devices", [])}
+    check(spec.get("kind") == "kubecomp.io/gpu" and sorted(devices) == sorted(want_ids),
+          f"cdi-cri: spec kind kubecomp.io/gpu with devices {sorted(want_ids)} ({sorted(devices)})")
+    for gpu_id in want_ids:
+        minor = HOST_GPUS[gpu_id][2]
+        edits = devices[gpu_id]["containerEdits"]
+        nodes = [(n["path"], n.get("hostPath")) for n in edits["deviceNodes"]]
+        check(nodes == [(f"/dev/nvidia{minor}", f"{host_root}/dev/nvidia{minor}")],
+              f"cdi-cri: {gpu_id} is the host's /dev/nvidia{minor} ({nodes})")
+    for name in cdi_names:
+        kind, _, device = name.partition("=")
+        check(kind == "kubecomp.io/gpu" and device in devices,
+              f"cdi-cri: Allocate's {name} is a device of the spec")
+
+
 def start_double(exe, work):
     kubeconfig = os.path.join(work, "kubeconfig")
     proc = subprocess.Popen([exe, "--port", "0", "--kubeconfig-out", kubeconfig,
@@ -204,13 +285,14 @@ def pool_status(gpus):
 
 
 def main():
-    double_exe, plugin_exe, protoc, proto_dir, source_dir = sys.argv[1:6]
+    double_exe, plugin_exe, protoc, proto_dir, source_dir, fake_exe, peers = sys.argv[1:8]
     work = tempfile.mkdtemp(prefix="kc-pykubelet-")
     procs = []
     kubelet = None
     try:
         dp, pr = compile_protos(protoc, proto_dir, os.path.join(work, "gen"))
         check_descriptors(dp, pr)
+        refusal = cdi_validator(source_dir, peers)
         api, kubeconfig = start_double(double_exe, work)
         procs.append(api)
 
@@ -243,6 +325,15 @@ def main():
 
         plugin_dir = os.path.join(work, "device-plugins")
         os.mkdir(plugin_dir)
+        # The node's host sees the three GPUs the pool attaches to n1, by the same UUIDs.
+        host = os.path.join(work, "host")
+        fake_host(fake_exe, host, "init")
+        for gpu_id, (uuid, bdf, minor, numa) in HOST_GPUS.items():
+            fake_host(fake_exe, host, "add", "--bdf", bdf, "--uuid", uuid, "--minor", str(minor),
+                      "--numa", str(numa))
+        cdi_dir = os.path.join(work, "cdi")
+        os.mkdir(cdi_dir)
+        node_spec = os.path.join(cdi_dir, "kubecomp.io-gpu_node.json")
         pr_sock = os.path.join(work, "pod-resources.sock")
         kubelet = Kubelet(dp, pr, plugin_dir, pr_sock)
         kubelet.in_use = [("default", "train", "main", ["c1.1"])]
@@ -251,7 +342,10 @@ def main():
                                    "--device-plugin-dir", plugin_dir,
                                    "--pod-resources-socket", pr_sock,
                                    "--pod-resources-interval-seconds", "0.1",
-                                   "--host-check=false",
+                                   "--sysfs-root", host + "/sys", "--procfs-root", host + "/proc",
+                                   "--dev-root", host + "/dev",
+                                   "--host-scan-interval-seconds", "0.1",
+                                   "--device-list-strategy", "cdi-cri", "--cdi-spec-dir", cdi_dir,
                                    "--port", "0", "--log-level", os.environ.get("KC_LOG", "warn")])
         procs.append(plugin)
 
@@ -275,14 +369,17 @@ def main():
         def read_stream():
             try:
                 for resp in stream:
-                    updates.put(sorted((d.ID, d.health) for d in resp.devices))
+                    updates.put(sorted((d.ID, d.health, tuple(n.ID for n in d.topology.nodes))
+                                       for d in resp.devices))
                 updates.put(("ended", grpc.StatusCode.OK))
             except grpc.RpcError as e:
                 updates.put(("ended", e.code()))
         threading.Thread(target=read_stream, daemon=True).start()
         first = updates.get(timeout=10)
-        check(first == [("c0.1", "Healthy"), ("c0.2", "Healthy"), ("c1.1", "Healthy")],
+        check(ids(first) == [("c0.1", "Healthy"), ("c0.2", "Healthy"), ("c1.1", "Healthy")],
               "ListAndWatch: the node's three GPUs, healthy")
+        check({i: numa for i, _, numa in first} == {"c0.1": (0,), "c0.2": (1,), "c1.1": (1,)},
+              f"ListAndWatch: topology NUMA node ids from the host ({first})")
 
         pref = pc.preferred(dp.PreferredAllocationRequest(container_requests=[
             dp.ContainerPreferredAllocationRequest(
@@ -298,6 +395,10 @@ def main():
               "GPU-aaaaaaaa-0000-0000-0000-000000000003,GPU-aaaaaaaa-0000-0000-0000-000000000001",
               "Allocate: NVIDIA_VISIBLE_DEVICES holds the UUIDs in request order")
         check(envs.get("KUBECOMP_GPU_IDS") == "c0.2,c0.1", "Allocate: KUBECOMP_GPU_IDS")
+        cdi_names = [d.name for d in alloc.container_responses[0].cdi_devices]
+        check(cdi_names == ["kubecomp.io/gpu=c0.2", "kubecomp.io/gpu=c0.1"],
+              f"Allocate (cdi-cri): cdi_devices kubecomp.io/gpu=<name> in request order "
+              f"({cdi_names})")
 
         for bad, code in (("c0.3", grpc.StatusCode.NOT_FOUND), ("nope", grpc.StatusCode.NOT_FOUND)):
             try:
@@ -328,10 +429,47 @@ def main():
         custom.patch_cluster_custom_object_status(
             "kubecomp.io", "v1alpha1", "gpupools", "pool-a", {"status": pool_status(gpus)})
         nxt = updates.get(timeout=10)
-        check(nxt == [("c0.1", "Healthy"), ("c1.1", "Healthy")], "ListAndWatch: draining c0.2 withdrawn")
-        wait_for(lambda: (u := usage()) and "c0.2" in u.get("withdrawn", []),
-                 "the Node usage annotation to confirm c0.2 withdrawn")
+        check(ids(nxt) == [("c0.1", "Healthy"), ("c1.1", "Healthy")],
+              "ListAndWatch: draining c0.2 withdrawn")
+        rep = wait_for(lambda: (u := usage()) and "c0.2" in u.get("withdrawn", []) and u,
+                       "the Node usage annotation to confirm c0.2 withdrawn")
         check(True, "usage annotation: c0.2 confirmed withdrawn")
+
+        # The host's word, on the Node and in ListAndWatch, without a plugin restart.
+        check(rep.get("hostChecked") is True and
+              sorted(rep.get("hostVisible", [])) == ["c0.1", "c0.2", "c1.1"] and
+              not rep.get("notVisible"),
+              f"usage annotation: hostChecked, the three GPUs hostVisible ({rep})")
+        fake_host(fake_exe, host, "unbind", "--bdf", HOST_GPUS["c0.1"][1])
+        next_list(updates, lambda d: d.get("c0.1") == "Unhealthy" and d.get("c1.1") == "Healthy",
+                  "c0.1 Unhealthy once unbound")
+        check(True, "ListAndWatch: c0.1 unbound from its driver -> Unhealthy")
+        try:
+            pc.allocate(dp.AllocateRequest(container_requests=[
+                dp.ContainerAllocateRequest(devices_ids=["c0.1"])]), timeout=5)
+            check(False, "Allocate of the unbound c0.1 refused")
+        except grpc.RpcError as e:
+            check(e.code() == grpc.StatusCode.FAILED_PRECONDITION and "c0.1" in e.details(),
+                  f"Allocate of the unbound c0.1: FAILED_PRECONDITION ({e.details()})")
+        rep = wait_for(lambda: (u := usage()) and "c0.1" in u.get("notVisible", {}) and u,
+                       "the usage annotation to show c0.1 not visible")
+        check("c0.1" not in rep.get("hostVisible", []), "usage annotation: c0.1 in notVisible")
+        fake_host(fake_exe, host, "bind", "--bdf", HOST_GPUS["c0.1"][1])
+        next_list(updates, lambda d: d.get("c0.1") == "Healthy", "c0.1 Healthy once bound again")
+        check(True, "ListAndWatch: c0.1 bound again -> Healthy")
+        fake_host(fake_exe, host, "remove", "--bdf", HOST_GPUS["c1.1"][1])
+        got = next_list(updates, lambda d: d.get("c1.1") == "Unhealthy",
+                        "c1.1 Unhealthy once gone from the bus")
+        check(ids(got) == [("c0.1", "Healthy"), ("c1.1", "Unhealthy")],
+              "ListAndWatch: c1.1 removed from the bus -> still listed, Unhealthy")
+        rep = wait_for(lambda: (u := usage()) and "c1.1" in u.get("notVisible", {}) and
+                       "c0.1" in u.get("hostVisible", []) and u,
+                       "the usage annotation to show c1.1 not visible, c0.1 visible again")
+        check(sorted(rep["hostVisible"]) == ["c0.1", "c0.2"] and
+              list(rep["notVisible"]) == ["c1.1"],
+              f"usage annotation: hostVisible c0.1, c0.2; notVisible c1.1 ({rep})")
+        # The node's CDI spec follows the host: c1.1 gone, the others as Allocate named them.
+        check_node_spec(node_spec, host, refusal, ["c0.1", "c0.2"], cdi_names)
 
         # SIGTERM: the stream ends, the socket goes, exit 0.
         plugin.send_signal(signal.SIGTERM)
