@@ -2,15 +2,68 @@
 // DMTF Redfish dialects from one in-memory model. Thin main: flags, build, run.
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "libcore/cli/flags.hpp"
 #include "libcore/fabric/credentials.hpp"
 #include "libcore/obs/shutdown.hpp"
+#include "tools/chassis-sim/host_trees.hpp"
 #include "tools/chassis-sim/model.hpp"
 #include "tools/chassis-sim/server.hpp"
+
+namespace {
+
+struct HostTreeFlags {
+  std::string root;
+  std::int64_t visibleDelayMs = 300;
+  bool needsRescan = false;
+};
+
+void addHostTreeFlags(CLI::App& app, HostTreeFlags& f) {
+  auto* root =
+      app.add_option("--host-root", f.root,
+                     "also play the hosts' side: a sysfs/procfs/dev tree per host at\n"
+                     "DIR/<system>/{sys,proc,dev} (<system> as in the topology; the demo names\n"
+                     "systems after the Kubernetes nodes) showing the GPUs attached to it; the\n"
+                     "topology's n-th GPU (from 0, all chassis in file order) is at BDF\n"
+                     "0000:<0x10+n>:00.0 with minor n. Acts on a node agent's writes to\n"
+                     "bus/pci/rescan and bus/pci/devices/<bdf>/remove (docs/fabric.md)")
+          ->option_text("DIR");
+  app.add_option("--host-visible-delay-ms", f.visibleDelayMs,
+                 "an attached GPU appears in its host's tree this long after the attach (PCIe\n"
+                 "hot-add and driver probe), times --latency-scale; a detached one goes at once")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{3'600'000}))
+      ->capture_default_str()
+      ->needs(root);
+  app.add_flag("--host-needs-rescan", f.needsRescan,
+               "an attached GPU appears only after its host's agent writes bus/pci/rescan (a\n"
+               "kernel that missed the hot-add)")
+      ->needs(root);
+}
+
+// Starts the host trees when --host-root is given; null otherwise.
+kc::Result<std::shared_ptr<kc::chassis_sim::HostTrees>> startHostTrees(
+    kc::chassis_sim::ChassisModel& model, const HostTreeFlags& f, double latencyScale) {
+  if (f.root.empty()) {
+    return std::shared_ptr<kc::chassis_sim::HostTrees>();
+  }
+  kc::chassis_sim::HostTreeOptions options;
+  options.root = f.root;
+  options.visibleDelay = kc::chassis_sim::Millis{
+      static_cast<std::int64_t>(static_cast<double>(f.visibleDelayMs) * latencyScale)};
+  options.needsRescan = f.needsRescan;
+  options.onError = [](const std::string& message) {
+    std::cerr << "chassis-sim: host tree: " << message << std::endl;
+  };
+  return kc::chassis_sim::attachHostTrees(model, std::move(options));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -19,7 +72,8 @@ int main(int argc, char** argv) {
       "model loaded from --topology, with per-operation latency (defaults: the measured H3\n"
       "figures, inventory 3-4 s, unassign 5-8 s, assign 8-16 s, times --latency-scale) and\n"
       "fault injection through the control API (GET /sim/v1/state, POST|DELETE /sim/v1/faults,\n"
-      "DELETE /sim/v1/sessions).\n"
+      "DELETE /sim/v1/sessions). With --host-root it also plays the hosts' PCIe side (fake\n"
+      "sysfs/procfs trees a node agent reads).\n"
       "It PERSISTS NOTHING: every start begins from the topology file and all state is lost\n"
       "on exit."};
   std::string topologyPath;
@@ -32,6 +86,7 @@ int main(int argc, char** argv) {
   std::string credentialsFile;
   std::uint64_t seed = 1;
   unsigned ioThreads = 2;
+  HostTreeFlags hostTrees;
   app.add_option("--topology", topologyPath, "chassis topology, JSON or YAML (see docs/fabric.md)")
       ->required()
       ->check(CLI::ExistingFile);
@@ -63,6 +118,7 @@ int main(int argc, char** argv) {
   app.add_option("--io-threads", ioThreads, "HTTP io threads")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
+  addHostTreeFlags(app, hostTrees);
   kc::cli::addVersionFlag(app, "chassis-sim");
   if (auto exit = kc::cli::parse(app, argc, argv)) {
     return *exit;
@@ -93,6 +149,11 @@ int main(int argc, char** argv) {
     options.credentials = *creds;
   }
   auto model = std::make_shared<kc::chassis_sim::ChassisModel>(*topology, seed);
+  auto trees = startHostTrees(*model, hostTrees, latencyScale);
+  if (!trees) {
+    std::cerr << "chassis-sim: " << trees.error().message << "\n";
+    return 1;
+  }
   kc::chassis_sim::SimServer server(model, options);
   auto bound = server.start();
   if (!bound) {
@@ -106,6 +167,10 @@ int main(int argc, char** argv) {
   for (const auto& name : model->chassisNames()) {
     std::cout << "  chassis " << name << ": " << server.chassisUrl(name) << "\n";
   }
+  for (const auto& system : *trees ? (*trees)->systems() : std::vector<std::string>{}) {
+    std::cout << "  host " << system << ": " << hostTrees.root << "/" << system
+              << "/{sys,proc,dev}\n";
+  }
   std::cout << std::flush;
 
   kc::obs::ShutdownHandler shutdown({nullptr, {}, [&server] { server.stop(); }});
@@ -114,6 +179,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   shutdown.wait();
+  if (*trees) {
+    (*trees)->stop();
+  }
   std::cout << "chassis-sim stopped (" << shutdown.reason() << ")\n";
   return 0;
 }

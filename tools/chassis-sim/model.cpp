@@ -554,6 +554,7 @@ Status ChassisModel::assign(std::string_view chassis, std::string_view gid, std:
       ++h.version;
     }
   }
+  changed(*ch, *gpu);
   return okStatus();
 }
 
@@ -582,6 +583,7 @@ Status ChassisModel::unassign(std::string_view chassis, std::string_view gid,
   }
   gpu->host.reset();
   ++gpu->version;
+  changed(*ch, *gpu);
   return okStatus();
 }
 
@@ -592,9 +594,24 @@ Status ChassisModel::loseGpu(std::string_view chassis, std::string_view gid) {
   if (!gpu) {
     return makeError(kc::errc::kNotFound, "no device " + std::string(gid));
   }
+  const bool wasHealthy = gpu->healthy;
   gpu->healthy = false;
   ++gpu->version;
+  if (wasHealthy) {
+    changed(*ch, *gpu);
+  }
   return okStatus();
+}
+
+void ChassisModel::setChangeListener(GpuChangeListener listener) {
+  std::lock_guard lock(mutex_);
+  listener_ = std::move(listener);
+}
+
+void ChassisModel::changed(const Chassis& chassis, const Gpu& gpu) {
+  if (listener_) {
+    listener_(GpuChange{chassis.name, gpu.gid, gpu.host, gpu.healthy});
+  }
 }
 
 void ChassisModel::count(std::string_view chassis, std::string_view what) {

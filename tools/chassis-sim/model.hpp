@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -132,6 +133,15 @@ struct Topology {
 Result<Topology> parseTopology(std::string_view text);
 Result<Topology> loadTopology(const std::string& path);
 
+// One GPU's attachment and health as a state change of the model left them.
+struct GpuChange {
+  std::string chassis;
+  std::string gid;
+  std::optional<std::uint32_t> host;  // attached host port after the change
+  bool healthy = true;
+};
+using GpuChangeListener = std::function<void(const GpuChange&)>;
+
 // The outcome the server should produce for one incoming operation.
 struct Plan {
   Millis delay{0};
@@ -157,6 +167,11 @@ class ChassisModel {
   Status unassign(std::string_view chassis, std::string_view gid,
                   std::optional<std::uint32_t> fromPort = {});
   Status loseGpu(std::string_view chassis, std::string_view gid);
+  // Told of every change assign, unassign and loseGpu make (not of calls that change nothing),
+  // in the order they happen and before the call returns, so before the reply goes out: the
+  // hosts' side of a move (host_trees.hpp) follows the chassis. Called with the model's lock
+  // held: the listener must not call back into the model. Empty: nobody is told.
+  void setChangeListener(GpuChangeListener listener);
   void count(std::string_view chassis, std::string_view what);
 
   // Copy of one chassis' true state.
@@ -181,6 +196,7 @@ class ChassisModel {
 
  private:
   Chassis* find(std::string_view name);
+  void changed(const Chassis& chassis, const Gpu& gpu);  // with mutex_ held
 
   Topology initial_;
   mutable std::mutex mutex_;  // guards everything below
@@ -190,6 +206,7 @@ class ChassisModel {
   std::mt19937_64 rng_;
   std::map<std::string, std::pair<std::string, std::string>> sessions_;  // id -> (token, user)
   std::uint64_t sessionCounter_ = 0;
+  GpuChangeListener listener_;
 };
 
 }  // namespace kc::chassis_sim

@@ -148,3 +148,25 @@ TEST_CASE("sim model: bad fault requests are refused", "[fabric][sim-model]") {
     CHECK_FALSE(parseFault(nlohmann::json::parse(bad)).ok());
   }
 }
+
+TEST_CASE("sim model: the change listener hears every change, in order, and no no-op",
+          "[fabric][sim-model]") {
+  ChassisModel m(topo());
+  std::vector<std::string> heard;
+  m.setChangeListener([&heard](const GpuChange& c) {
+    heard.push_back(c.chassis + "/" + c.gid + "@" + (c.host ? std::to_string(*c.host) : "-") +
+                    (c.healthy ? "" : "!"));
+  });
+  REQUIRE(m.assign("falcon-a", "001300", 48).ok());  // already there: no change
+  REQUIRE(m.unassign("falcon-a", "000C00").ok());    // not attached: no change
+  REQUIRE(m.unassign("falcon-a", "001300").ok());
+  REQUIRE(m.assign("falcon-a", "000C00", 0).ok());
+  CHECK_FALSE(m.assign("falcon-a", "001300", 99).ok());  // refused: no change
+  REQUIRE(m.loseGpu("falcon-a", "000C00").ok());
+  REQUIRE(m.loseGpu("falcon-a", "000C00").ok());  // lost already
+  CHECK(heard ==
+        std::vector<std::string>{"falcon-a/001300@-", "falcon-a/000C00@0", "falcon-a/000C00@0!"});
+  m.setChangeListener(nullptr);
+  REQUIRE(m.unassign("falcon-a", "000C00").ok());
+  CHECK(heard.size() == 3);
+}
