@@ -26,8 +26,10 @@ constexpr const char* kDescription =
     "\"runs\" admitted pods for the seconds in annotation kubecomp.io/run-seconds divided by "
     "--time-scale\n"
     "(absent: until deleted) with real phases and conditions; serves PodResources v1 on\n"
-    "--pod-resources-socket. SIGHUP (or POST /debug/simulate-restart with "
-    "--enable-debugging-handlers)\n"
+    "--pod-resources-socket; watches --plugins-registry-dir for DRA plugins and calls their\n"
+    "NodePrepareResources before a pod with ResourceClaims starts (NodeUnprepareResources after "
+    "it ends).\n"
+    "SIGHUP (or POST /debug/simulate-restart with --enable-debugging-handlers)\n"
     "simulates a kubelet restart: plugin sockets deleted, plugins must register again.";
 
 // The flags' values as given, before they are checked and converted into StandinOptions.
@@ -35,6 +37,8 @@ struct RawFlags {
   std::string statusFreq = "10s";
   std::string reportFreq = "5m";
   std::string stopGrace = "5m";
+  std::string draCallTimeout = "45s";
+  std::string draRetryPeriod = "10s";
   int leaseDuration = 40;
   std::string cpu = "8";
   std::string memory = "32Gi";
@@ -69,7 +73,9 @@ int applyFlags(const RawFlags& f, StandinOptions& o) {
   for (auto [flag, text, out] :
        {std::tuple{"--node-status-update-frequency", &f.statusFreq, &o.nodeStatusUpdateFrequency},
         std::tuple{"--node-status-report-frequency", &f.reportFreq, &o.nodeStatusReportFrequency},
-        std::tuple{"--device-plugin-stop-grace", &f.stopGrace, &o.endpointStopGrace}}) {
+        std::tuple{"--device-plugin-stop-grace", &f.stopGrace, &o.endpointStopGrace},
+        std::tuple{"--dra-call-timeout", &f.draCallTimeout, &o.draCallTimeout},
+        std::tuple{"--dra-retry-period", &f.draRetryPeriod, &o.draRetryPeriod}}) {
     if (auto err = parseDuration(flag, *text, *out); !err.empty()) {
       return usage(err);
     }
@@ -95,7 +101,11 @@ int applyFlags(const RawFlags& f, StandinOptions& o) {
     return usage("--register-with-taints: " + taintList.error().message);
   }
   o.taints = *taintList;
-  for (const auto* p : {&o.devicePluginDir, &o.podResourcesSocket, &o.rootDir}) {
+  for (const auto* p :
+       {&o.devicePluginDir, &o.podResourcesSocket, &o.rootDir, &o.pluginsRegistryDir}) {
+    if (p == &o.pluginsRegistryDir && p->empty()) {
+      continue;  // <root-dir>/plugins_registry
+    }
     if (p->empty() || p->front() != '/') {
       return usage("'" + *p + "' is not an absolute path");
     }
@@ -130,7 +140,17 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
       ->capture_default_str();
   app.add_option("--pod-resources-socket", o.podResourcesSocket, "PodResources v1 socket")
       ->capture_default_str();
-  app.add_option("--root-dir", o.rootDir, "state directory (device assignment checkpoint)")
+  app.add_option("--root-dir", o.rootDir,
+                 "state directory (device assignment and DRA claim checkpoints)")
+      ->capture_default_str();
+  app.add_option("--plugins-registry-dir", o.pluginsRegistryDir,
+                 "where DRA plugins create their registration sockets (plugin watcher; default: "
+                 "<root-dir>/plugins_registry, as kubelet)");
+  app.add_option("--dra-call-timeout", f.draCallTimeout,
+                 "deadline of NodePrepareResources / NodeUnprepareResources (kubelet: 45s)")
+      ->capture_default_str();
+  app.add_option("--dra-retry-period", f.draRetryPeriod,
+                 "how often a pod whose claims could not be prepared or unprepared is tried again")
       ->capture_default_str();
   app.add_option("--node-ip", o.nodeIp,
                  "InternalIP address reported for the node and hostIP of its pods")

@@ -74,6 +74,31 @@ std::string goGrpcErrorText(int code, const std::string& message) {
   return "rpc error: code = " + goCodeName(code) + " desc = " + message;
 }
 
+std::uint64_t checkpointChecksum(const std::string& data) {
+  return fnv1a(data);
+}
+
+Status writeFileAtomically(const std::string& path, const std::string& body) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = fd >= 0;
+  if (ok) {
+    std::size_t off = 0;
+    while (ok && off < body.size()) {
+      const ssize_t n = ::write(fd, body.data() + off, body.size() - off);
+      ok = n > 0;
+      off += n > 0 ? static_cast<std::size_t>(n) : 0;
+    }
+    ok = ok && ::fsync(fd) == 0;
+    ::close(fd);
+  }
+  // rename() makes the new state appear whole or not at all.
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return makeError(kc::errc::kUnavailable, "cannot write " + path);
+  }
+  return okStatus();
+}
+
 DeviceManager::DeviceManager(DeviceManagerOptions options) : opts_(std::move(options)) {}
 
 DeviceManager::~DeviceManager() {
@@ -162,22 +187,7 @@ void DeviceManager::writeCheckpointLocked() {
   }
   nlohmann::json doc = {
       {"kind", kCheckpointKind}, {"version", 1}, {"data", data}, {"checksum", fnv1a(data.dump())}};
-  const std::string tmp = opts_.checkpointPath + ".tmp";
-  const std::string body = doc.dump(1) + "\n";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  bool ok = fd >= 0;
-  if (ok) {
-    std::size_t off = 0;
-    while (ok && off < body.size()) {
-      const ssize_t n = ::write(fd, body.data() + off, body.size() - off);
-      ok = n > 0;
-      off += n > 0 ? static_cast<std::size_t>(n) : 0;
-    }
-    ok = ok && ::fsync(fd) == 0;
-    ::close(fd);
-  }
-  // rename() makes the new state appear whole or not at all.
-  if (!ok || std::rename(tmp.c_str(), opts_.checkpointPath.c_str()) != 0) {
+  if (!writeFileAtomically(opts_.checkpointPath, doc.dump(1) + "\n")) {
     spdlog::error("cannot write device checkpoint {}", opts_.checkpointPath);
   }
 }

@@ -61,6 +61,11 @@ struct ResourceCounts {
 // puts that text into its admission and registration messages.
 std::string goGrpcErrorText(int code, const std::string& message);
 
+// The checksum of the stand-in's checkpoint files (FNV-1a, 64 bits, of the data's text).
+std::uint64_t checkpointChecksum(const std::string& data);
+// Writes `body` to `path` so that it appears whole or not at all (temp file, fsync, rename).
+Status writeFileAtomically(const std::string& path, const std::string& body);
+
 class DeviceManager {
  public:
   explicit DeviceManager(DeviceManagerOptions options);

@@ -28,6 +28,30 @@ void PodResourcesService::fill(const ActivePod& pod, v1::PodResources* out) cons
         d->add_device_ids(id);
       }
     }
+    if (dra_ == nullptr) {
+      continue;
+    }
+    auto claims = pod.claimsByContainer.find(container);
+    if (claims == pod.claimsByContainer.end()) {
+      continue;
+    }
+    for (const auto& name : claims->second) {
+      auto claim = dra_->claim(pod.ns, name);
+      if (!claim) {
+        continue;  // kubelet logs "unable to get information for ResourceClaim" and skips
+      }
+      auto* dr = c->add_dynamic_resources();
+      dr->set_claim_name(claim->name);
+      dr->set_claim_namespace(claim->ns);
+      for (const auto& [driver, devices] : claim->drivers) {
+        for (const auto& device : devices) {
+          auto* res = dr->add_claim_resources();
+          for (const auto& id : device.cdiDeviceIds) {
+            res->add_cdi_devices()->set_name(id);
+          }
+        }
+      }
+    }
   }
 }
 

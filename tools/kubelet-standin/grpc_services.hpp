@@ -4,12 +4,14 @@
 // read which devices each running container holds).
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "tools/kubelet-standin/device_manager.hpp"
+#include "tools/kubelet-standin/dra_manager.hpp"
 
 namespace kc::kubelet {
 
@@ -33,12 +35,18 @@ struct ActivePod {
   std::string name;
   std::string uid;
   std::vector<std::string> containers;  // sidecar init containers, then containers (as listed)
+  std::map<std::string, std::vector<std::string>> claimsByContainer;  // ResourceClaim names
 };
 
+// List and Get fill each container's dynamic_resources from the DRA claim cache, as kubelet's
+// GetContainerClaimInfos: one entry per claim the container names in resources.claims, one
+// claim_resources entry per prepared device with its CDI ids.
 class PodResourcesService final : public v1::PodResourcesLister::CallbackService {
  public:
-  PodResourcesService(DeviceManager& devices, std::function<std::vector<ActivePod>()> activePods)
-      : devices_(devices), activePods_(std::move(activePods)) {}
+  // `dra` (may be null): the claim cache, for each container's dynamic_resources.
+  PodResourcesService(DeviceManager& devices, std::function<std::vector<ActivePod>()> activePods,
+                      const DraManager* dra = nullptr)
+      : devices_(devices), activePods_(std::move(activePods)), dra_(dra) {}
 
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
                                  const v1::ListPodResourcesRequest* request,
@@ -57,6 +65,7 @@ class PodResourcesService final : public v1::PodResourcesLister::CallbackService
   void fill(const ActivePod& pod, v1::PodResources* out) const;
   DeviceManager& devices_;
   std::function<std::vector<ActivePod>()> activePods_;
+  const DraManager* dra_;
 };
 
 }  // namespace kc::kubelet

@@ -140,6 +140,10 @@ std::string checkpointPath(const StandinOptions& o) {
   return (fs::path(o.rootDir) / "kubelet-standin-device-checkpoint.json").string();
 }
 
+std::string draCheckpointPath(const StandinOptions& o) {
+  return (fs::path(o.rootDir) / "dra_manager_state").string();
+}
+
 KubeletStandin::KubeletStandin(kube::KubeClient& client, StandinOptions options,
                                obs::Metrics* metrics)
     : client_(client), opts_(std::move(options)), metrics_(metrics) {
@@ -148,6 +152,7 @@ KubeletStandin::KubeletStandin(kube::KubeClient& client, StandinOptions options,
   d.checkpointPath = checkpointPath(opts_);
   d.stopGrace = opts_.endpointStopGrace;
   devices_ = std::make_unique<DeviceManager>(d);
+  dra_ = makeDraSide();
   counters_ = std::make_unique<Counters>(metrics_ ? metrics_->sharedRegistry()
                                                   : std::make_shared<prometheus::Registry>());
   events_ = std::make_unique<kube::EventRecorder>(client_, "kubelet", opts_.nodeName);
@@ -155,6 +160,7 @@ KubeletStandin::KubeletStandin(kube::KubeClient& client, StandinOptions options,
 
 KubeletStandin::~KubeletStandin() {
   stop();
+  dra_->stop();  // also after a start() that failed half-way: its worker calls back into us
 }
 
 std::string KubeletStandin::registrationSocket() const {
@@ -195,6 +201,9 @@ Status KubeletStandin::start() {
   if (auto st = devices_->restore(); !st) {
     return st;
   }
+  if (auto st = dra_->restore(); !st) {
+    return st;
+  }
   removePluginSockets();  // kubelet on start: plugins see their socket go and re-register
   {
     std::lock_guard lock(restartMu_);
@@ -202,7 +211,8 @@ Status KubeletStandin::start() {
       return st;
     }
   }
-  podResources_ = std::make_unique<PodResourcesService>(*devices_, [this] { return activePods(); });
+  podResources_ = std::make_unique<PodResourcesService>(
+      *devices_, [this] { return activePods(); }, &dra_->manager());
   grpcx::UnixServerOptions pr;
   pr.path = opts_.podResourcesSocket;
   podResourcesServer_ = std::make_unique<grpcx::UnixServer>(pr);
@@ -225,6 +235,9 @@ Status KubeletStandin::start() {
   nodeInformer_ = std::make_unique<kube::Informer>(client_, no);
   nodeInformer_->start();
   podInformer_->start();
+  if (auto st = dra_->start(); !st) {
+    return st;
+  }
   {
     std::lock_guard lock(mu_);
     started_ = true;
@@ -263,6 +276,7 @@ void KubeletStandin::stop() {
     podResourcesServer_->stop(std::chrono::milliseconds(500));
   }
   devices_->forgetPlugins();
+  dra_->stop();
 }
 
 Status KubeletStandin::simulateRestart() {
@@ -273,6 +287,7 @@ Status KubeletStandin::simulateRestart() {
   }
   devices_->forgetPlugins();
   removePluginSockets();
+  dra_->simulateRestart();  // DRA plugins are asked again (their sockets stay)
   counters_->restarts->Increment();
   return serveRegistration();
 }
@@ -303,7 +318,7 @@ std::vector<ActivePod> KubeletStandin::activePods() const {
   std::vector<ActivePod> out;
   for (const auto& [key, r] : pods_) {
     if (r.phase == PodPhase::kRunning) {
-      out.push_back({r.ns, r.name, r.uid, r.containers});
+      out.push_back({r.ns, r.name, r.uid, r.containers, r.claimsByContainer});
     }
   }
   return out;
@@ -346,7 +361,8 @@ nlohmann::json KubeletStandin::debugState() const {
             {"registrationsRefused", st.registrationsRefused},
             {"listUpdates", st.listUpdates},
             {"allocateCalls", st.allocateCalls},
-            {"allocateFailures", st.allocateFailures}}}};
+            {"allocateFailures", st.allocateFailures}}},
+          {"dra", dra_->debugState()}};
 }
 
 nlohmann::json KubeletStandin::currentNode() const {
@@ -425,6 +441,7 @@ void KubeletStandin::runSync() {
         }
       }
       devices_->retainOnly(uids);
+      dra_->manager().retainOnly(uids);
       retained = true;
     }
     // Admit in creation order, as kubelet sorts its pod additions.
@@ -464,7 +481,7 @@ void KubeletStandin::syncPod(const std::string& key) {
   if (!objPtr) {
     if (rec) {
       // Gone from the API (deleted at once): the pod stops, its devices are freed.
-      devices_->release(rec->uid);
+      releasePod(rec->uid);
       std::lock_guard lock(mu_);
       pods_.erase(key);
       spdlog::info("pod {} deleted; {}", key,
@@ -476,7 +493,7 @@ void KubeletStandin::syncPod(const std::string& key) {
   const auto& meta = field(pod, "metadata");
   const std::string uid = str(meta, "uid");
   if (rec && rec->uid != uid) {
-    devices_->release(rec->uid);  // a new pod under an old name: the old one is gone
+    releasePod(rec->uid);  // a new pod under an old name: the old one is gone
     std::lock_guard lock(mu_);
     pods_.erase(key);
     rec.reset();
@@ -486,6 +503,8 @@ void KubeletStandin::syncPod(const std::string& key) {
   if (rec) {
     if (deleting) {
       stopPod(key, pod, true);
+    } else if (rec->phase == PodPhase::kPreparing) {
+      syncPreparing(key, pod);
     }
     return;
   }
@@ -495,7 +514,7 @@ void KubeletStandin::syncPod(const std::string& key) {
     r.name = str(meta, "name");
     r.uid = uid;
     r.phase = PodPhase::kTerminated;
-    devices_->release(uid);
+    releasePod(uid);
     {
       std::lock_guard lock(mu_);
       pods_[key] = r;
@@ -602,13 +621,35 @@ void KubeletStandin::admit(const nlohmann::json& pod) {
   r.containers = listedContainers(pod);
   r.startTime = nowTime();
   r.podIp = field(pod, "spec").value("hostNetwork", false) ? opts_.nodeIp : podIpFor(r.uid);
+  // Pods with ResourceClaims start only once the DRA plugins prepared them (standin_dra.cpp).
+  r.phase = usesResourceClaims(pod) ? PodPhase::kPreparing : PodPhase::kRunning;
   {
     std::lock_guard lock(mu_);
     pods_[key] = r;
   }
   counters_->admitted->Increment();
+  if (r.phase == PodPhase::kPreparing) {
+    waitForClaims(key, pod);
+    return;
+  }
+  startContainers(key, pod);
+}
+
+void KubeletStandin::startContainers(const std::string& key, const nlohmann::json& pod) {
+  PodRecord r;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pods_.find(key);
+    if (it == pods_.end()) {
+      return;
+    }
+    it->second.phase = PodPhase::kRunning;
+    it->second.claimsByContainer = containerClaims(pod);
+    r = it->second;
+  }
+  const auto run = runSeconds(pod).valueOr(std::nullopt);  // checked at admission
   PodRunTimes t;
-  t.now = r.startTime;
+  t.now = nowTime();
   t.startTime = r.startTime;
   if (auto st = patchPodStatus(pod, creatingStatus(pod, opts_.nodeIp, r.podIp, t)); !st) {
     spdlog::warn("pod {}: cannot write status: {}", key, st.error().message);
@@ -616,8 +657,8 @@ void KubeletStandin::admit(const nlohmann::json& pod) {
   t.now = nowTime();
   t.startedAt = t.now;
   std::optional<Clock::time_point> finishAt;
-  if (*run) {
-    finishAt = Clock::now() + scaled(**run, opts_.timeScale);
+  if (run) {
+    finishAt = Clock::now() + scaled(*run, opts_.timeScale);
   }
   {
     std::lock_guard lock(mu_);
@@ -629,8 +670,8 @@ void KubeletStandin::admit(const nlohmann::json& pod) {
     spdlog::warn("pod {}: cannot write status: {}", key, st.error().message);
   }
   spdlog::info("pod {} admitted and running{}", key,
-               *run ? " for " + std::to_string(**run / opts_.timeScale) + " s"
-                    : std::string(" until deleted"));
+               run ? " for " + std::to_string(*run / opts_.timeScale) + " s"
+                   : std::string(" until deleted"));
 }
 
 void KubeletStandin::resume(const nlohmann::json& pod) {
@@ -644,6 +685,7 @@ void KubeletStandin::resume(const nlohmann::json& pod) {
   r.uid = str(meta, "uid");
   r.requests = podRequests(pod).valueOr({});
   r.containers = listedContainers(pod);
+  r.claimsByContainer = containerClaims(pod);  // prepared before the restart (checkpoint)
   const auto& status = field(pod, "status");
   r.startTime = str(status, "startTime");
   r.podIp = str(status, "podIP");
@@ -693,7 +735,7 @@ void KubeletStandin::completeDue() {
       it->second.phase = PodPhase::kTerminated;
       r = it->second;
     }
-    devices_->release(r.uid);
+    releasePod(r.uid);
     counters_->completed->Increment();
     if (!obj) {
       continue;
@@ -725,7 +767,7 @@ void KubeletStandin::stopPod(const std::string& key, const nlohmann::json& pod, 
     it->second.phase = PodPhase::kTerminated;
     r = it->second;
   }
-  devices_->release(r.uid);
+  releasePod(r.uid);
   if (wasRunning) {
     // The simulated workload exits on SIGTERM at once, with the shell's status for it.
     counters_->stopped->Increment();

@@ -2,12 +2,14 @@
 // KubeletStandin: a TEST DOUBLE of kubelet for one simulated node, covering what the KubeComp
 // daemons touch: the Node object and its heartbeat Lease, the device-plugin Registration
 // service and the plugins' ListAndWatch/Allocate, pod admission, simulated pod runs with real
-// phases and conditions, and the PodResources API. It runs no containers.
+// phases and conditions, kubelet's DRA side (plugin watcher, NodePrepareResources before a pod
+// starts, NodeUnprepareResources after it ends) and the PodResources API. It runs no containers.
 //
 // Threads: the pod informer's thread only queues pod keys; one sync thread admits, starts,
 // completes and stops pods, posts the node status every nodeStatusUpdateFrequency and renews
 // the Lease (so every API write for pods and the node comes from one place, in order);
-// gRPC's threads serve Registration and PodResources.
+// gRPC's threads serve Registration and PodResources; the DRA side has a plugin-watcher thread
+// and a worker that makes the DRA plugin calls (dra_side.hpp).
 
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +27,7 @@
 #include "libcore/base/result.hpp"
 #include "tools/kubelet-standin/admission.hpp"
 #include "tools/kubelet-standin/device_manager.hpp"
+#include "tools/kubelet-standin/dra_side.hpp"
 #include "tools/kubelet-standin/grpc_services.hpp"
 
 namespace kc::kube {
@@ -47,7 +50,12 @@ struct StandinOptions {
   std::string nodeName;
   std::string devicePluginDir = "/var/lib/kubelet/device-plugins";
   std::string podResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
-  std::string rootDir = "/var/lib/kubelet";  // holds the device checkpoint
+  std::string rootDir = "/var/lib/kubelet";  // holds the device and DRA checkpoints
+  // Where DRA plugins register; "" = <rootDir>/plugins_registry, as kubelet derives it.
+  std::string pluginsRegistryDir;
+  std::chrono::milliseconds draCallTimeout{std::chrono::seconds(45)};  // NodePrepareResources...
+  // A pod whose claims could not be prepared (or unprepared) is tried again this often.
+  std::chrono::milliseconds draRetryPeriod{std::chrono::seconds(10)};
   std::string nodeIp = "127.0.0.1";
   std::chrono::milliseconds nodeStatusUpdateFrequency{std::chrono::seconds(10)};
   // Without a change the status is still posted this often (kubelet: 5 min with leases).
@@ -65,6 +73,8 @@ struct StandinOptions {
 
 // Path of the device checkpoint under rootDir.
 std::string checkpointPath(const StandinOptions& o);
+// Path of the DRA claim checkpoint under rootDir (kubelet's dra_manager_state).
+std::string draCheckpointPath(const StandinOptions& o);
 
 class KubeletStandin {
  public:
@@ -97,7 +107,9 @@ class KubeletStandin {
   void requestNodeStatusSync();
 
  private:
-  enum class PodPhase { kRunning, kTerminated };
+  // kPreparing: admitted, waiting for its ResourceClaims to be prepared (containers not
+  // started).
+  enum class PodPhase { kPreparing, kRunning, kTerminated };
   struct PodRecord {
     std::string ns;
     std::string name;
@@ -109,6 +121,7 @@ class KubeletStandin {
     std::string startTime;
     std::string startedAt;
     std::string podIp;
+    std::map<std::string, std::vector<std::string>> claimsByContainer;  // for PodResources
   };
 
   void runSync();
@@ -117,6 +130,14 @@ class KubeletStandin {
   void admit(const nlohmann::json& pod);
   void reject(const nlohmann::json& pod, const Rejection& rejection);
   void resume(const nlohmann::json& pod);
+  void startContainers(const std::string& key, const nlohmann::json& pod);
+  // The DRA side (standin_dra.cpp): built with callbacks into this object; an admitted pod
+  // with claims waits in kPreparing until they are prepared, then starts.
+  std::unique_ptr<DraSide> makeDraSide();
+  void waitForClaims(const std::string& key, const nlohmann::json& pod);
+  void syncPreparing(const std::string& key, const nlohmann::json& pod);
+  void releasePod(const std::string& uid);
+  void prepareFailed(const nlohmann::json& pod, const std::string& error);
   void completeDue();
   void stopPod(const std::string& key, const nlohmann::json& pod, bool deleteAfter);
   Status patchPodStatus(const nlohmann::json& pod, const nlohmann::json& status);
@@ -132,6 +153,7 @@ class KubeletStandin {
   StandinOptions opts_;
   obs::Metrics* metrics_;
   std::unique_ptr<DeviceManager> devices_;
+  std::unique_ptr<DraSide> dra_;
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<PodResourcesService> podResources_;
   std::unique_ptr<grpcx::UnixServer> registrationServer_;

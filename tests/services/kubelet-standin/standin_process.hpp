@@ -7,8 +7,8 @@
 // The command line it runs:
 //   kubelet-standin --node-name <node> --kubeconfig <kubeconfig>
 //     --device-plugin-dir <dir>/dp --pod-resources-socket <dir>/pr/kubelet.sock
-//     --root-dir <dir>/root --healthz-port 0 --port-file <dir>/port
-//     --enable-debugging-handlers [extra args...]
+//     --root-dir <dir>/root --plugins-registry-dir <dir>/plugins_registry
+//     --healthz-port 0 --port-file <dir>/port --enable-debugging-handlers [extra args...]
 
 #include <chrono>
 #include <filesystem>
@@ -41,6 +41,7 @@ class StandinProcess {
   std::string kubeletSocket() const { return pluginDir() + "/kubelet.sock"; }
   std::string podResourcesSocket() const { return dir_ + "/pr/kubelet.sock"; }
   std::string rootDir() const { return dir_ + "/root"; }
+  std::string pluginsRegistryDir() const { return dir_ + "/plugins_registry"; }
   int port() const { return port_; }
 
   // Starts the process (again, after stop()) and waits for its port file (20 s limit).
@@ -58,6 +59,8 @@ class StandinProcess {
                                      podResourcesSocket(),
                                      "--root-dir",
                                      rootDir(),
+                                     "--plugins-registry-dir",
+                                     pluginsRegistryDir(),
                                      "--healthz-port",
                                      "0",
                                      "--port-file",

@@ -762,6 +762,10 @@ TEST_CASE("bad flags: a clear message and exit status 2", "[devplugin]") {
       {{"--node-name", "n1", "--device-plugin-dir", "relative/dir"},
        "'relative/dir' is not an absolute path"},
       {{"--node-name", "n1", "--register-with-taints", "k=v:Sometimes"}, "--register-with-taints"},
+      {{"--node-name", "n1", "--plugins-registry-dir", "registry"},
+       "'registry' is not an absolute path"},
+      {{"--node-name", "n1", "--dra-call-timeout", "45"}, "--dra-call-timeout: "},
+      {{"--node-name", "n1", "--dra-retry-period", "0s"}, "--dra-retry-period: must be positive"},
   };
   for (const auto& row : rows) {
     std::vector<std::string> argv = {KUBELET_STANDIN_EXE};
