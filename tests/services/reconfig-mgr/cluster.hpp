@@ -76,6 +76,13 @@ struct ClusterSpec {
   // a node's host is its ComputerSystem Id, which is the node name here).
   std::string dialect = "h3";
   std::string statusSyncPeriod = "100ms";  // the stand-ins' node status sync
+  // The node agents judge their GPUs by a host view: chassis-sim writes each node's sysfs and
+  // procfs under <dir>/hosts/<node> (--host-root) and the plugins read them. Off: the plugins
+  // run with --host-check=false.
+  bool hostView = false;
+  int hostVisibleDelayMs = 300;          // chassis-sim: hot-add time after an attach
+  bool hostNeedsRescan = false;          // chassis-sim: an attached GPU shows only after a rescan
+  std::vector<std::string> pluginFlags;  // more disaggpu-devplugin flags (--hot-remove, ...)
 };
 
 class SimCluster {
@@ -117,6 +124,8 @@ class SimCluster {
   kubelet::testing::Watcher& pools() { return *poolsW_; }
   kubelet::testing::StandinProcess& standin(const std::string& node) { return *standins_.at(node); }
   const std::string& dir() const { return dirStr_; }
+  // Where chassis-sim keeps `node`'s host tree (spec.hostView): <root>/{sys,proc,dev}.
+  std::string hostRoot(const std::string& node) const { return dirStr_ + "/hosts/" + node; }
 
   // Starts a reconfig-mgr replica; returns its id. Extra flags are appended.
   int startManager(std::vector<std::string> extra = {}) {
@@ -465,6 +474,13 @@ class SimCluster {
     if (spec_.dialect == "redfish") {
       args.insert(args.end(), {"--basic-auth", "operator:s3cret"});
     }
+    if (spec_.hostView) {
+      args.insert(args.end(), {"--host-root", dirStr_ + "/hosts", "--host-visible-delay-ms",
+                               std::to_string(spec_.hostVisibleDelayMs)});
+      if (spec_.hostNeedsRescan) {
+        args.emplace_back("--host-needs-rescan");
+      }
+    }
     sim_ = std::make_unique<kc::testing::ChildProcess>(std::move(args),
                                                        kc::testing::ChildOutput::kCapture);
     const auto line = sim_->readLine(20s);
@@ -478,12 +494,30 @@ class SimCluster {
   void startPlugin(const std::string& node) {
     const std::string portFile = dir_.file("plugin-port-" + node);
     auto& s = *standins_.at(node);
-    plugins_[node] = std::make_unique<kc::testing::ChildProcess>(std::vector<std::string>{
-        DISAGGPU_DEVPLUGIN_EXE, "--node-name", node, "--kubeconfig", api_->kubeconfigPath(),
-        "--device-plugin-dir", s.pluginDir(), "--pod-resources-socket", s.podResourcesSocket(),
-        "--pod-resources-interval-seconds", "0.1", "--port", "0", "--port-file", portFile,
-        // The simulated nodes have no GPUs: the pool's word is all there is.
-        "--host-check=false"});
+    std::vector<std::string> args = {DISAGGPU_DEVPLUGIN_EXE,
+                                     "--node-name",
+                                     node,
+                                     "--kubeconfig",
+                                     api_->kubeconfigPath(),
+                                     "--device-plugin-dir",
+                                     s.pluginDir(),
+                                     "--pod-resources-socket",
+                                     s.podResourcesSocket(),
+                                     "--pod-resources-interval-seconds",
+                                     "0.1",
+                                     "--port",
+                                     "0",
+                                     "--port-file",
+                                     portFile};
+    if (spec_.hostView) {
+      const std::string root = hostRoot(node);
+      args.insert(args.end(), {"--sysfs-root", root + "/sys", "--procfs-root", root + "/proc",
+                               "--dev-root", root + "/dev", "--host-scan-interval-seconds", "0.1"});
+      args.insert(args.end(), spec_.pluginFlags.begin(), spec_.pluginFlags.end());
+    } else {
+      args.emplace_back("--host-check=false");  // no host: the pool's word is all there is
+    }
+    plugins_[node] = std::make_unique<kc::testing::ChildProcess>(std::move(args));
     plugins_[node]->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s,
                               "devplugin port file");
   }
