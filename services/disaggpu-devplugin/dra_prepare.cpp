@@ -17,11 +17,10 @@ Error refuse(const api::ClaimDevice& d, const std::string& why) {
 // The GPU of this node that allocated device `d` names, or an error saying why none may serve.
 Result<const NodeGpu*> gpuFor(const api::ClaimDevice& d, std::string_view node,
                               const NodeInventory& inventory) {
+  // The DRA pool may be another node's: a GPU keeps its device identity while a claim holds it,
+  // and kubecomp-sched may give a pod an idle GPU attached to another node, which reconfig-mgr
+  // then moves here. Where it is attached now is what counts.
   const api::DraPoolName pool = api::splitDraPool(d.pool);
-  if (!pool.node.empty() && pool.node != node) {
-    return refuse(
-        d, "allocated from node " + pool.node + "'s pool, this is node " + std::string(node));
-  }
   auto it = std::find_if(inventory.gpus.begin(), inventory.gpus.end(), [&](const NodeGpu& g) {
     return g.pool == pool.gpuPool && api::draDeviceName(g.id) == d.device;
   });

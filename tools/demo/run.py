@@ -8,8 +8,38 @@ from kubernetes import client, watch
 NAMESPACE = "default"
 
 
-def pod_body(job):
+DRA_GROUP, DRA_VERSION = "resource.k8s.io", "v1"
+DEVICE_CLASS = "gpu.kubecomp.io"  # the chart's DeviceClass (charts/kubecomp/templates/dra-deviceclass.yaml)
+
+
+def claim_name(job):
+    return job.pod_name + "-gpu"
+
+
+def claim_body(job):
+    """The job's ResourceClaim on the DRA path: its GPUs from the chart's DeviceClass."""
+    return {"apiVersion": f"{DRA_GROUP}/{DRA_VERSION}", "kind": "ResourceClaim",
+            "metadata": {"name": claim_name(job), "namespace": NAMESPACE,
+                         "labels": {"app.kubernetes.io/part-of": "kubecomp-demo"}},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": DEVICE_CLASS, "allocationMode": "ExactCount", "count": job.gpus}}]}}}
+
+
+def pod_body(job, path="device-plugin"):
     cpu, gpus = str(int(job.cpu)), str(job.gpus)
+    if path == "dra":
+        # The GPUs come from the job's claim; the container names it.
+        return {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": job.pod_name, "namespace": NAMESPACE,
+                         "labels": {"app.kubernetes.io/part-of": "kubecomp-demo", "kubecomp.io/job-type": job.kind},
+                         "annotations": {"kubecomp.io/run-seconds": f"{job.duration_s:g}"}},
+            "spec": {"schedulerName": "kubecomp-sched", "restartPolicy": "Never",
+                     "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name(job)}],
+                     "containers": [{"name": "job", "image": "busybox:stable", "command": ["sleep", "infinity"],
+                                     "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu},
+                                                   "claims": [{"name": "gpu"}]}}]},
+        }
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": job.pod_name, "namespace": NAMESPACE,
@@ -92,6 +122,21 @@ class Watcher(threading.Thread):
             return {n: (t.submitted, t.running, t.finished, t.phase) for n, t in self.times.items()}
 
 
+def release_claims(stack, jobs, snap, released):
+    """What Kubernetes' resourceclaim controller does for a pod's own claim: once the pod has
+    finished, the claim goes, and with it the allocation that held its GPUs."""
+    for j in jobs:
+        if j.pod_name in released or snap[j.pod_name][2] is None:
+            continue
+        try:
+            stack.custom.delete_namespaced_custom_object(DRA_GROUP, DRA_VERSION, NAMESPACE,
+                                                         "resourceclaims", claim_name(j))
+        except client.ApiException as e:
+            if e.status != 404:
+                raise
+        released.add(j.pod_name)
+
+
 def run_workload(stack, jobs, scale, progress, stall_s):
     """Submits `jobs` at arrival/scale seconds and returns per-job results in paper seconds.
 
@@ -103,6 +148,7 @@ def run_workload(stack, jobs, scale, progress, stall_s):
     watcher.start()
     t0 = time.monotonic()
     pending = sorted(jobs, key=lambda j: j.arrival_s)
+    released = set()  # jobs whose claim was deleted (DRA path)
     last_change, last_snap = time.monotonic(), None
     while True:
         now = time.monotonic()
@@ -110,7 +156,10 @@ def run_workload(stack, jobs, scale, progress, stall_s):
             job = pending.pop(0)
             with watcher.lock:
                 watcher.times[job.pod_name].submitted = time.monotonic()
-            core.create_namespaced_pod(NAMESPACE, pod_body(job))
+            if stack.path == "dra":
+                stack.custom.create_namespaced_custom_object(DRA_GROUP, DRA_VERSION, NAMESPACE,
+                                                             "resourceclaims", claim_body(job))
+            core.create_namespaced_pod(NAMESPACE, pod_body(job, stack.path))
         if watcher.error:
             raise watcher.error
         stack.sup.check_alive()
@@ -119,6 +168,8 @@ def run_workload(stack, jobs, scale, progress, stall_s):
         running = sum(1 for s in snap.values() if s[1] is not None and s[2] is None)
         submitted = len(jobs) - len(pending)
         progress(submitted, running, done, (now - t0) * scale)
+        if stack.path == "dra":
+            release_claims(stack, jobs, snap, released)
         if snap != last_snap:
             last_snap, last_change = snap, now
         if not pending and done == len(jobs):

@@ -1,6 +1,12 @@
 """The development control plane of one demo run, every part a separate process:
 kube-apiserver-double, chassis-sim (2 chassis x 4 GPUs, one pool), two kubelet-standins
-(192 CPUs each), two disaggpu-devplugins, reconfig-mgr and kubecomp-sched."""
+(192 CPUs each), two disaggpu-devplugins, reconfig-mgr and kubecomp-sched.
+
+Path "device-plugin": the pool's GPUs are kubelet's extended resource kubecomp.io/gpu and the
+node agents trust the pool's word (the simulated nodes have no GPUs). Path "dra": the pool
+publishes ResourceSlices (driver gpu.kubecomp.io), the node agents are kubelet DRA plugins
+judging each GPU by a host view that chassis-sim writes as real hosts show their GPUs
+(hot-add after an attach), and every job is a pod with a ResourceClaim."""
 import json
 import os
 import re
@@ -56,7 +62,7 @@ def topology(setting):
 
 class Stack:
     def __init__(self, bins, root, run_dir, log_dir, setting, time_scale, dialect, reconfigure, sched_flags=(),
-                 reconfig_flags=()):
+                 reconfig_flags=(), path="device-plugin"):
         self.bins = bins
         self.root = root
         self.dir = run_dir
@@ -66,6 +72,8 @@ class Stack:
         self.reconfigure = reconfigure
         self.sched_flags = list(sched_flags)  # e.g. --queue-policy (kubecomp-demo)
         self.reconfig_flags = list(reconfig_flags)  # more reconfig-mgr flags (--recompose-policy)
+        self.path = path  # "device-plugin" or "dra"
+        self.hosts = os.path.join(run_dir, "hosts")  # chassis-sim's host trees (dra)
         self.sup = Supervisor(log_dir)
         self.chassis_url = None
         self.kubeconfig = os.path.join(run_dir, "kubeconfig")
@@ -97,6 +105,11 @@ class Stack:
         with open(crd_path) as f:
             crd = yaml.safe_load(f)
         client.ApiextensionsV1Api(api_client).create_custom_resource_definition(crd)
+        if self.path == "dra":  # what the chart installs (charts/kubecomp/templates/dra-deviceclass.yaml)
+            self.custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", {
+                "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.kubecomp.io"},
+                "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.kubecomp.io"'}}],
+                         "extendedResourceName": "kubecomp.io/gpu"}})
         deadline = time.monotonic() + 10
         while True:  # served once the double has registered the resource
             try:
@@ -116,6 +129,8 @@ class Stack:
                 "--dialect", dialect, "--latency-scale", repr(1.0 / self.scale)]
         if self.dialect == "redfish":  # Redfish services require a login: a session from a Secret
             argv += ["--basic-auth", f"{REDFISH_USER}:{REDFISH_PASSWORD}"]
+        if self.path == "dra":  # each host's sysfs/procfs under hosts/<node> (hot-add 300 ms, scaled)
+            argv += ["--host-root", self.hosts]
         self.sup.start("chassis-sim", argv)
         line = self.sup.wait_for_log("chassis-sim", "chassis-sim listening on")
         m = re.search(r"listening on (\S+)", line)
@@ -139,6 +154,8 @@ class Stack:
         body = {"apiVersion": "kubecomp.io/v1alpha1", "kind": "GPUPool", "metadata": {"name": POOL},
                 "spec": {"chassis": chassis, "nodes": nodes,
                          "pollIntervalSeconds": 1}}
+        if self.path == "dra":
+            body["spec"]["allocationPath"] = "DRA"
         self.custom.create_cluster_custom_object("kubecomp.io", "v1alpha1", "gpupools", body)
 
     def _start_node(self, name):
@@ -155,15 +172,27 @@ class Stack:
             "--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock, "--root-dir", d,
             "--cpu", "192", "--memory", "1Ti", "--time-scale", repr(self.scale),
             "--status-sync-period", "50ms", "--healthz-port", "0",
-            "--port-file", os.path.join(d, "standin.port")])
+            "--port-file", os.path.join(d, "standin.port"),
+            # a failed NodePrepareResources is retried soon (kubelet: its pod worker's next sync)
+            "--dra-retry-period", "100ms"])
         self.sup.wait_for_file(os.path.join(d, "standin.port"), f"kubelet-standin-{name}")
-        self.sup.start(f"disaggpu-devplugin-{name}", [
-            self.bins["disaggpu-devplugin"], "--node-name", name, "--kubeconfig", self.kubeconfig,
-            "--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock,
-            "--pod-resources-interval-seconds", "0.05", "--port", "0",
-            "--port-file", os.path.join(d, "devplugin.port"),
-            # the simulated nodes have no GPUs: the pool's word is all there is
-            "--host-check=false"])
+        argv = [self.bins["disaggpu-devplugin"], "--node-name", name, "--kubeconfig", self.kubeconfig,
+                "--port", "0", "--port-file", os.path.join(d, "devplugin.port")]
+        if self.path == "dra":
+            # kubelet's plugin watcher directory is <root-dir>/plugins_registry (the stand-in's too)
+            plugin_dir = os.path.join(d, "plugins", "gpu.kubecomp.io")
+            os.makedirs(plugin_dir, exist_ok=True)
+            host = os.path.join(self.hosts, name)
+            argv += ["--mode", "dra", "--plugins-registry-dir", os.path.join(d, "plugins_registry"),
+                     "--dra-plugin-dir", plugin_dir, "--cdi-spec-dir", os.path.join(d, "cdi"),
+                     "--sysfs-root", os.path.join(host, "sys"), "--procfs-root", os.path.join(host, "proc"),
+                     "--dev-root", os.path.join(host, "dev"), "--host-scan-interval-seconds", "0.05"]
+        else:
+            argv += ["--device-plugin-dir", dp_dir, "--pod-resources-socket", pr_sock,
+                     "--pod-resources-interval-seconds", "0.05",
+                     # the simulated nodes have no GPUs: the pool's word is all there is
+                     "--host-check=false"]
+        self.sup.start(f"disaggpu-devplugin-{name}", argv)
         self.sup.wait_for_file(os.path.join(d, "devplugin.port"), f"disaggpu-devplugin-{name}")
 
     def _start_reconfig(self):
@@ -174,6 +203,10 @@ class Stack:
                 "--port-file", port_file, "--leader-elect-retry-period", "200ms",
                 "--leader-elect-resource-namespace", "kube-system"]
         argv += self.reconfig_flags
+        if self.path == "dra":
+            # How long the slices must have withheld a GPU before its drain counts (for an
+            # allocation made just before to reach the claims informer), scaled like the rest.
+            argv += ["--dra-drain-settle-seconds", repr(max(0.01, 0.5 / self.scale))]
         self.sup.start("reconfig-mgr", argv)
         self.reconfig_metrics_port = int(self.sup.wait_for_file(port_file, "reconfig-mgr"))
 
@@ -212,10 +245,7 @@ class Stack:
                 time.sleep(0.02)
         want = dict(zip([n for n, _ in NODES], LAYOUTS[self.setting]))
         while True:
-            got = {}
-            for node in self.core.list_node().items:
-                alloc = (node.status.allocatable or {}) if node.status else {}
-                got[node.metadata.name] = int(alloc.get("kubecomp.io/gpu", "0"))
+            got = self._dra_devices() if self.path == "dra" else self._allocatable()
             if all(got.get(n, -1) == v for n, v in want.items()):
                 return
             self.sup.check_alive()
@@ -223,6 +253,29 @@ class Stack:
                 raise StartError(f"nodes did not advertise the {self.setting} layout {want} "
                                  f"within {timeout:.0f} s (they show {got})")
             time.sleep(0.05)
+
+    def _allocatable(self):
+        got = {}
+        for node in self.core.list_node().items:
+            alloc = (node.status.allocatable or {}) if node.status else {}
+            got[node.metadata.name] = int(alloc.get("kubecomp.io/gpu", "0"))
+        return got
+
+    def _dra_devices(self):
+        """Devices in each node's DRA pool, counted once the node's DRA plugin is registered
+        with its kubelet and its host shows them (the node's usage report)."""
+        got = {}
+        slices = self.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")
+        for s in slices.get("items", []):
+            pool = s.get("spec", {}).get("pool", {}).get("name", "")
+            if pool.startswith(POOL + "/"):
+                node = pool[len(POOL) + 1:]
+                got[node] = got.get(node, 0) + len(s.get("spec", {}).get("devices", []))
+        for node in self.core.list_node().items:
+            usage = json.loads((node.metadata.annotations or {}).get("kubecomp.io/gpu-usage", "{}"))
+            if not usage.get("registered") or len(usage.get("hostVisible", [])) != got.get(node.metadata.name, 0):
+                got[node.metadata.name] = -1
+        return got
 
     # -- during and after a run ------------------------------------------------------------
     def save_metrics(self):

@@ -8,6 +8,11 @@
              moved only when pooled, the result files written, nothing left running.
   interrupt  SIGINT in the middle of a run: exit status 130 within seconds, every daemon
              stopped, no temporary directory (sockets, kubeconfigs) left behind.
+  dra        The DRA path (--path dra), Workloads 2 and 4 pooled, 12 jobs each: every job runs
+             through its ResourceClaim (scheduled by kubecomp-sched, GPUs attached by
+             reconfig-mgr's binding conditions, prepared by the node's kubelet DRA plugin on a
+             GPU the node's host view shows), GPUs are moved,
+             the simulator cross-check is written, nothing is left running.
 """
 import argparse
 import json
@@ -119,6 +124,51 @@ def run(args):
         check_clean(tmp, work_tmp)
 
 
+def dra(args):
+    with tempfile.TemporaryDirectory(prefix="demo-e2e-") as tmp:
+        out = os.path.join(tmp, "out")
+        work_tmp = os.path.join(tmp, "tmp")
+        os.makedirs(work_tmp)
+        env = dict(os.environ, TMPDIR=work_tmp)
+        t0 = time.monotonic()
+        proc = subprocess.run(demo_cmd(args, out, ["--path", "dra", "--workloads", "w2,w4",
+                                                   "--settings", "pooled", "--jobs", "12",
+                                                   "--no-plot"]),
+                              env=env, capture_output=True, text=True, timeout=500)
+        tail = proc.stdout.replace("\r", "\n").splitlines()
+        print("\n".join(l for l in tail if "submitted" not in l))
+        print(proc.stderr)
+        if proc.returncode != 0:
+            fail(f"kubecomp-demo --path dra exited {proc.returncode}")
+        ok(f"kubecomp-demo --path dra finished in {time.monotonic() - t0:.0f} s")
+        with open(os.path.join(out, "results.json")) as f:
+            res = json.load(f)
+        if res["config"].get("path") != "dra":
+            fail("results.json does not record the DRA path")
+        moved = 0
+        for r in res["runs"]:
+            sm = r["summary"]
+            label = f"{r['workload']}/{r['setting']}"
+            if sm["completed"] != 12 or sm["not_run"] != 0:
+                fail(f"{label}: {sm['completed']} of 12 jobs completed, {sm['not_run']} not run: "
+                     f"{[j for j in r['jobs'] if 'wait_s' not in j]}")
+            if any(j["phase"] != "Succeeded" for j in r["jobs"]):
+                fail(f"{label}: a job did not succeed")
+            if r["sim"] is None or "wait_mean_s" not in r["sim"]:
+                fail(f"{label}: no simulator cross-check")
+            moved += sm["gpus_moved"]
+            log = os.path.join(out, "logs", f"{r['workload']}-{r['setting']}",
+                               "disaggpu-devplugin-css-host-128.log")
+            with open(log) as f:
+                text = f.read()
+            if "kubelet registered DRA driver gpu.kubecomp.io" not in text or "prepared ResourceClaim" not in text:
+                fail(f"{label}: the node's DRA plugin was not registered or prepared nothing")
+        if moved == 0:
+            fail("no GPU was moved on the DRA path")
+        ok(f"24 jobs ran through ResourceClaims, {moved} GPUs moved, cross-check written")
+        check_clean(tmp, work_tmp)
+
+
 def interrupt(args):
     with tempfile.TemporaryDirectory(prefix="demo-e2e-") as tmp:
         out = os.path.join(tmp, "out")
@@ -155,11 +205,11 @@ def interrupt(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["run", "interrupt"])
+    p.add_argument("mode", choices=["run", "interrupt", "dra"])
     p.add_argument("--demo", required=True)
     p.add_argument("--build-dir", required=True)
     args = p.parse_args()
-    {"run": run, "interrupt": interrupt}[args.mode](args)
+    {"run": run, "interrupt": interrupt, "dra": dra}[args.mode](args)
     print("PASS")
 
 

@@ -206,6 +206,12 @@ TEST_CASE("DRA prepare: only GPUs attached here and verified on this host", "[de
   CHECK(ok->devices[0].requestNames == std::vector<std::string>{"gpu"});
   CHECK(ok->devices[0].pool == "pool-a");
   CHECK(kc::cdi::isValidDeviceName(ok->devices[0].cdiName));
+  // Allocated in another node's pool (an idle GPU there, given to this pod and moved here):
+  // it is attached here now, which is what counts.
+  auto moved =
+      kc::devplugin::decidePrepare(allocatedClaim("pool-a/n2", "c0.1", "n1"), "uid-1", "n1", inv);
+  REQUIRE(moved.ok());
+  CHECK(moved->devices[0].pool == "pool-a/n2");
 
   auto [pool, gpuId, node, uid, code, words] =
       GENERATE(table<std::string, std::string, std::string, std::string, std::string, std::string>({
@@ -215,7 +221,7 @@ TEST_CASE("DRA prepare: only GPUs attached here and verified on this host", "[de
           {"pool-a", "c0.3", "n1", "uid-1", "failed_precondition", "not verified on this host"},
           {"pool-a", "c7.7", "n1", "uid-1", "failed_precondition", "shows no such GPU"},
           {"pool-b", "c0.1", "n1", "uid-1", "failed_precondition", "shows no such GPU"},
-          {"pool-a/n2", "c0.1", "", "uid-1", "failed_precondition", "node n2's pool"},
+          {"pool-a/n2", "c0.3", "", "uid-1", "failed_precondition", "not verified on this host"},
       }));
   CAPTURE(pool, gpuId, node, uid);
   auto bad = kc::devplugin::decidePrepare(allocatedClaim(pool, gpuId, node), uid, "n1", inv);
