@@ -15,7 +15,8 @@ namespace {
 void addModeFlags(CLI::App& app, CommandLine& c) {
   app.add_option("--mode", c.mode,
                  "device-plugin: kubelet's device plugin API (resource kubecomp.io/gpu); dra: "
-                 "kubelet's DRA plugin API for driver gpu.kubecomp.io (Kubernetes >= 1.32)")
+                 "kubelet's DRA plugin API for driver gpu.kubecomp.io (Kubernetes >= 1.34; "
+                 "v1beta1 for 1.32-1.33)")
       ->check(CLI::IsMember({"device-plugin", "dra"}))
       ->capture_default_str();
   app.add_option("--plugins-registry-dir", c.dra.registryDir,
@@ -31,8 +32,8 @@ void addHostFlags(CLI::App& app, DevPluginOptions& o, double& hostScanSec, doubl
                   std::string& strategy) {
   app.add_flag("--hot-remove", o.hostActions.hotRemove,
                "remove a drained, unused GPU from the PCI bus before reconfig-mgr detaches it "
-               "(never one whose device node a process holds open; needs hostPID and "
-               "CAP_SYS_PTRACE to see every process, and a writable /sys)");
+               "(never one whose device node a process holds open; needs the host's /proc, "
+               "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to see every process, and a writable /sys)");
   app.add_option("--rescan-after-seconds", rescanSec,
                  "rescan the PCI bus when a GPU the GPUPool says is attached here has not shown "
                  "on the host for this long (0: never; needs a writable /sys)")

@@ -205,7 +205,9 @@ void DevPlugin::writeNodeCdiSpec(const NodeInventory& inventory) {
     s = cdiDir_->remove(kNodeCdiTag);
   } else {
     cdi::SpecOptions so;
-    so.devRoot = opts_.host.roots.dev;
+    // The runtime reads hostPath on the host: always /dev there, wherever this container sees
+    // the host's /dev (--dev-root) to tell which control nodes it has.
+    so.devRoot = "/dev";
     so.controlNodes = cdi::presentControlNodes(opts_.host.roots.dev);
     s = cdiDir_->write(kNodeCdiTag, nodeSpecWithoutEnv(cdi::buildSpec(gpus, so, false)));
   }

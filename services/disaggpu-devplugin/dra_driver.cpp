@@ -57,7 +57,9 @@ Status DraDriver::start() {
 
 Status DraDriver::writeSpec(const PreparedClaim& claim) {
   cdi::SpecOptions so;
-  so.devRoot = opts_.devRoot;
+  // The runtime reads hostPath on the host: always /dev there, wherever this container sees the
+  // host's /dev (opts_.devRoot) to tell which control nodes it has.
+  so.devRoot = "/dev";
   so.controlNodes = cdi::presentControlNodes(opts_.devRoot);
   return specs_.write(claim.uid, cdi::buildSpec(cdiGpus(claim), so, /*claimEnv=*/true));
 }

@@ -48,7 +48,9 @@ struct DraDriverOptions {
   std::string nodeName;
   std::string checkpointPath;  // <plugin dir>/checkpoint.json
   std::string cdiDir = "/var/run/cdi";
-  std::string devRoot = "/dev";  // control nodes present here go into every claim's spec
+  // The host's /dev as this process sees it: the control nodes present there go into every
+  // claim's spec (whose hostPaths are always the host's /dev/...).
+  std::string devRoot = "/dev";
 };
 
 class DraDriver {

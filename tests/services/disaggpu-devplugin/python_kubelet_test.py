@@ -191,7 +191,8 @@ def check_node_spec(path, host_root, refusal, want_ids, cdi_names):
         minor = HOST_GPUS[gpu_id][2]
         edits = devices[gpu_id]["containerEdits"]
         nodes = [(n["path"], n.get("hostPath")) for n in edits["deviceNodes"]]
-        check(nodes == [(f"/dev/nvidia{minor}", f"{host_root}/dev/nvidia{minor}")],
+        # hostPath is read by the runtime on the host: its /dev, wherever the plugin sees it.
+        check(nodes == [(f"/dev/nvidia{minor}", f"/dev/nvidia{minor}")],
               f"cdi-cri: {gpu_id} is the host's /dev/nvidia{minor} ({nodes})")
     for name in cdi_names:
         kind, _, device = name.partition("=")
