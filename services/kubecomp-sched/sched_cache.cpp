@@ -291,8 +291,11 @@ json SchedCache::ingestPool(const json& obj) {
     gpu.uuid = std::move(g.uuid);
     gpu.model = std::move(g.model);
     if (!gpu.model.empty() && !alloc::validGpuModelName(gpu.model)) {
-      spdlog::warn("GPUPool {}: GPU {} model '{}' is not a valid model name; counted as unknown",
-                   name, gpu.id, gpu.model);
+      // Once per GPU and model: every status write of the pool comes through here.
+      if (warnedModels_.insert(name + "/" + gpu.id + "/" + gpu.model).second) {
+        spdlog::warn("GPUPool {}: GPU {} model '{}' is not a valid model name; counted as unknown",
+                     name, gpu.id, gpu.model);
+      }
       gpu.model.clear();
     }
     gpu.node = std::move(g.node);

@@ -339,6 +339,9 @@ class SchedCache {
   // Devices (deviceKey) the pods this scheduler holds were given, whose allocation the claims
   // informer may not show yet: kept by setHoldLocked alone.
   std::unordered_map<std::string, int> draInflight_;
+  // "<pool>/<gpu>/<model>" already warned about (an invalid model name): the GPUPool informer's
+  // thread alone reads and writes it.
+  std::set<std::string> warnedModels_;
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
   bool dirty_ = true;
