@@ -3,10 +3,14 @@
 
 render mode (label deploy): every combination renders, passes yamllint, and obeys the
 deployment rules below (least-privilege RBAC, probes, limits, non-root, PDBs, TLS, toggles
-that really toggle); every flag the chart passes to a daemon is one its --help lists.
+that really toggle); every flag the chart passes to a daemon is one its --help lists. The node
+agent's options (gpuPooling.devplugin.mode, hostCheck, hotRemove, rescanAfterSeconds,
+deviceListStrategy) render exactly the host mounts, flags, capabilities and ResourceClaim
+rule docs/deploy.md lists for them, and the invalid ones are refused at render time.
 apply mode (labels deploy, real-peer): the CRDs and the everything-on rendering are applied
 with the real kubectl to the API test double, twice (the second apply must change nothing),
-and every rendered object is read back.
+and every rendered object is read back; then the node agent in DRA mode with both host
+actions, whose mounts, security context and rules must read back as rendered.
 
 The rule checker is itself checked first on objects that break each rule, so a checker that
 stops finding anything fails the test.
@@ -17,6 +21,7 @@ import copy
 import functools
 import hashlib
 import itertools
+import json
 import os
 import re
 import shutil
@@ -65,11 +70,23 @@ TOGGLED_OBJECT = {
 WEBHOOKS = {"vni-webhook": "vni", "bridge-operator": "bridge"}
 
 # Workloads allowed to run as root with host paths, and exactly which (docs/deploy.md says
-# why): kubelet's device-plugin and pod-resources sockets are root-owned.
+# why). The device plugin's depend on its values: devplugin_expected below.
 HOST_ACCESS = {
-    "disaggpu-devplugin": {"/var/lib/kubelet/device-plugins", "/var/lib/kubelet/pod-resources"},
     # kubelet dials the shim's socket; it dials the runtime's; it writes cgroup v1 RT budgets.
     "rt-kubelet-shim": {"/var/run/rt-kubelet-shim", "/run/containerd", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuset"},
+}
+DEVPLUGIN = "disaggpu-devplugin"
+# Capabilities the device plugin adds with hotRemove (docs/deploy.md, section 5): reading
+# /proc/<pid>/fd of processes of other users (DAC_READ_SEARCH) with capabilities it lacks
+# (SYS_PTRACE). Nothing else, in no mode, adds a capability or runs privileged.
+HOT_REMOVE_CAPS = {"SYS_PTRACE", "DAC_READ_SEARCH"}
+# The device plugin's option values rendered in every valid combination (devplugin_option_sets).
+DEVPLUGIN_OPTIONS = {
+    "gpuPooling.devplugin.mode": ["device-plugin", "dra"],
+    "gpuPooling.devplugin.hostCheck": [True, False],
+    "gpuPooling.devplugin.hotRemove": [False, True],
+    "gpuPooling.devplugin.rescanAfterSeconds": [0, 30],
+    "gpuPooling.devplugin.deviceListStrategy": ["envvar", "cdi-cri"],
 }
 FORBIDDEN_ROLES = {"cluster-admin", "admin", "edit"}
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
@@ -136,8 +153,106 @@ def pod_spec(d):
     return get(d, "spec", "template", "spec", default={})
 
 
-def workload_violations(docs):
+def devplugin_expected(values):
+    """What the device plugin's values must render (docs/deploy.md, section 5): host path ->
+    (mount path, read-only), the capabilities it adds, its flags (name -> value, None for a bare
+    flag; the serving and log flags apart), and whether it may GET ResourceClaims."""
+    d = values["gpuPooling"]["devplugin"]
+    dra = d["mode"] == "dra"
+    cdi = dra or d["deviceListStrategy"] == "cdi-cri"
+    rescan = float(d["rescanAfterSeconds"]) > 0
+    hot = bool(d["hotRemove"])
+    mounts, flags = {}, {"--mode": d["mode"]}
+    if dra:
+        mounts[d["pluginsRegistryDir"]] = (d["pluginsRegistryDir"], False)
+        mounts[d["draPluginDir"]] = (d["draPluginDir"], False)
+        flags.update({"--plugins-registry-dir": d["pluginsRegistryDir"], "--dra-plugin-dir": d["draPluginDir"]})
+    else:
+        mounts[d["devicePluginDir"]] = (d["devicePluginDir"], False)
+        mounts[d["podResourcesDir"]] = (d["podResourcesDir"], True)
+        flags.update({"--device-plugin-dir": d["devicePluginDir"],
+                      "--pod-resources-socket": d["podResourcesDir"] + "/kubelet.sock",
+                      "--pod-resources-interval-seconds": str(d["podResourcesIntervalSeconds"]),
+                      "--resource-name": d["resourceName"], "--device-list-strategy": d["deviceListStrategy"]})
+    if cdi:
+        mounts[d["cdiSpecDir"]] = (d["cdiSpecDir"], False)
+        flags["--cdi-spec-dir"] = d["cdiSpecDir"]
+    flags["--host-check"] = "true" if d["hostCheck"] else "false"
+    if d["hostCheck"]:
+        # Read-only unless an opt-in host action writes there; only /proc/driver unless
+        # hotRemove must see every process; the host's /dev only for CDI specs.
+        mounts["/sys/bus/pci"] = ("/host/sys/bus/pci", not rescan)
+        mounts["/sys/devices"] = ("/host/sys/devices", not hot)
+        if hot:
+            mounts["/proc"] = ("/host/proc", True)
+        else:
+            mounts["/proc/driver"] = ("/host/proc/driver", True)
+        flags.update({"--sysfs-root": "/host/sys", "--procfs-root": "/host/proc",
+                      "--host-scan-interval-seconds": str(d["hostScanIntervalSeconds"])})
+        if cdi:
+            mounts["/dev"] = ("/host/dev", True)
+            flags["--dev-root"] = "/host/dev"
+    if hot:
+        flags["--hot-remove"] = None
+    if rescan:
+        flags["--rescan-after-seconds"] = str(d["rescanAfterSeconds"])
+    return {"mounts": mounts, "caps": HOT_REMOVE_CAPS if hot else set(), "flags": flags, "claims": dra}
+
+
+SERVING_FLAGS = {"--bind-address", "--port", "--log-level", "--log-format"}
+
+
+def devplugin_violations(docs, values):
+    """The device plugin's DaemonSet and ClusterRole against devplugin_expected: exactly these
+    host mounts (path, where, read-only or not), these flags, these capabilities, and `get`
+    on resourceclaims exactly in DRA mode."""
     out = []
+    if not values["gpuPooling"]["devplugin"]["enabled"]:
+        return out
+    want = devplugin_expected(values)
+    for ds in (d for d in docs if d["kind"] == "DaemonSet" and app_name(d) == DEVPLUGIN):
+        spec = pod_spec(ds)
+        c = (spec.get("containers") or [{}])[0]
+        volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+        got = {}
+        for m in c.get("volumeMounts") or []:
+            v = volumes.get(m.get("name"), {})
+            if "hostPath" in v:
+                got[v["hostPath"].get("path")] = (m.get("mountPath"), m.get("readOnly") is True)
+        for path in sorted(set(got) | set(want["mounts"])):
+            if got.get(path) != want["mounts"].get(path):
+                out.append(f"{DEVPLUGIN}: host path {path} mounted as {got.get(path)} (mount path, read-only), "
+                           f"want {want['mounts'].get(path)}")
+        mounted = {m.get("name") for m in c.get("volumeMounts") or []}
+        for name in sorted(mounted - set(volumes)):
+            out.append(f"{DEVPLUGIN}: volumeMount {name} names no volume")
+        for name, v in volumes.items():
+            if "hostPath" in v and name not in mounted:
+                out.append(f"{DEVPLUGIN}: hostPath volume {name} is not mounted")
+        flags = {}
+        for a in c.get("args") or []:
+            name, eq, value = a.partition("=")
+            if name not in SERVING_FLAGS:
+                flags[name] = value if eq else None
+        if flags != want["flags"]:
+            extra = {k: v for k, v in flags.items() if want["flags"].get(k, "?") != v}
+            missing = {k: v for k, v in want["flags"].items() if flags.get(k, "?") != v}
+            out.append(f"{DEVPLUGIN}: flags differ: rendered {extra}, want {missing}")
+        add = set(get(c, "securityContext", "capabilities", "add", default=[]) or [])
+        if add != want["caps"]:
+            out.append(f"{DEVPLUGIN}: adds capabilities {sorted(add)}, want {sorted(want['caps'])}")
+    for role in (d for d in docs if d["kind"] == "ClusterRole" and app_name(d) == DEVPLUGIN):
+        dra_rules = [r for r in role.get("rules") or [] if "resource.k8s.io" in (r.get("apiGroups") or [])]
+        want_rules = ([{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}]
+                      if want["claims"] else [])
+        if dra_rules != want_rules:
+            out.append(f"{DEVPLUGIN}: resource.k8s.io rules {dra_rules}, want {want_rules}")
+    return out
+
+
+def workload_violations(docs, values):
+    out = []
+    devplugin = devplugin_expected(values) if values["gpuPooling"]["devplugin"]["enabled"] else None
     workloads = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet", "StatefulSet")]
     accounts = {}
     bound = set()
@@ -162,7 +277,8 @@ def workload_violations(docs):
             if (w["metadata"].get("namespace"), sa) not in bound and spec.get("automountServiceAccountToken") is not False:
                 out.append(f"{where}: mounts an API token although {sa} is bound to no role")
         psc = spec.get("securityContext") or {}
-        host = HOST_ACCESS.get(app)
+        host = set(devplugin["mounts"]) if app == DEVPLUGIN and devplugin else HOST_ACCESS.get(app)
+        caps = devplugin["caps"] if app == DEVPLUGIN and devplugin else set()
         if host is None and psc.get("runAsNonRoot") is not True:
             out.append(f"{where}: pod not runAsNonRoot")
         for flag in ("hostNetwork", "hostPID", "hostIPC"):
@@ -197,8 +313,9 @@ def workload_violations(docs):
                 out.append(f"{cw}: privileged")
             if "ALL" not in (get(sc, "capabilities", "drop", default=[]) or []):
                 out.append(f"{cw}: capabilities not dropped")
-            if get(sc, "capabilities", "add"):
-                out.append(f"{cw}: adds capabilities")
+            added = set(get(sc, "capabilities", "add", default=[]) or [])
+            if added - caps:
+                out.append(f"{cw}: adds capabilities {sorted(added - caps)}")
         ann = get(w, "spec", "template", "metadata", "annotations", default={}) or {}
         if ann.get("prometheus.io/scrape") == "true" and ann.get("prometheus.io/port") not in ports:
             out.append(f"{where}: scrape annotation names port {ann.get('prometheus.io/port')}, not a container port")
@@ -308,18 +425,25 @@ def flag_violations(docs, help_texts):
 
 
 def all_violations(docs, values, help_texts):
-    return (rbac_violations(docs) + workload_violations(docs) + toggle_violations(docs, values)
-            + tls_violations(docs, values) + flag_violations(docs, help_texts))
+    return (rbac_violations(docs) + workload_violations(docs, values) + toggle_violations(docs, values)
+            + tls_violations(docs, values) + flag_violations(docs, help_texts) + devplugin_violations(docs, values))
 
 
 # ---------------------------------------------------------------------------------------------
 
-def render(renderer, chart, sets, extra=()):
+def set_text(value):
+    """A value as --set reads it back (a YAML scalar)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def render(renderer, chart, sets, extra=(), expect_ok=True):
     cmd = [renderer, "--namespace", NAMESPACE, "--release-name", RELEASE, *extra]
     for k, v in sets.items():
-        cmd += ["--set", f"{k}={'true' if v else 'false'}"]
+        cmd += ["--set", f"{k}={set_text(v)}"]
     cmd.append(chart)
     r = subprocess.run(cmd, capture_output=True, text=True)
+    if not expect_ok:
+        return r
     if r.returncode != 0:
         fail(f"render {sets} failed:\n{r.stderr}")
     return r.stdout
@@ -329,7 +453,7 @@ def render_matrix(renderer, chart, combos):
     """One chart-render process for many toggle combinations (--set-matrix)."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
         for sets in combos:
-            f.write(" ".join(f"{k}={'true' if v else 'false'}" for k, v in sets.items()) + "\n")
+            f.write(" ".join(f"{k}={set_text(v)}" for k, v in sets.items()) + "\n")
         f.flush()
         r = subprocess.run([renderer, "--namespace", NAMESPACE, "--release-name", RELEASE, "--set-matrix", f.name, chart],
                            capture_output=True, text=True)
@@ -357,13 +481,6 @@ def values_for(chart, sets):
 
 def self_check(base_docs, values, help_texts):
     """Every rule must catch its own breakage on an otherwise clean rendering."""
-    assert not all_violations(base_docs, values, help_texts)
-
-    def broken(mutate):
-        docs = copy.deepcopy(base_docs)
-        mutate(docs)
-        return all_violations(docs, values, help_texts)
-
     def first(docs, kind, app=None):
         return next(d for d in docs if d["kind"] == kind and (app is None or app_name(d) == app))
 
@@ -395,10 +512,173 @@ def self_check(base_docs, values, help_texts):
         "shim hostPath beyond its list": lambda ds: pod_spec(first(ds, "DaemonSet", "rt-kubelet-shim"))["volumes"].append(
             {"name": "x", "hostPath": {"path": "/var/lib/kubelet"}}),
     }
+    def devplugin_ds(docs):
+        return first(docs, "DaemonSet", DEVPLUGIN)
+
+    mutations.update({
+        # The default rendering: the host view read-only, no privilege, no DRA rights.
+        "devplugin /sys/devices writable by default": lambda ds: set_mount(devplugin_ds(ds), "/sys/devices", readOnly=False),
+        "devplugin /sys/bus/pci writable by default": lambda ds: set_mount(devplugin_ds(ds), "/sys/bus/pci", readOnly=False),
+        "devplugin all of /proc by default": lambda ds: set_host_path(devplugin_ds(ds), "/proc/driver", "/proc"),
+        "devplugin host /dev without CDI": lambda ds: add_host_mount(devplugin_ds(ds), "/dev", "/host/dev"),
+        "devplugin host view missing": lambda ds: drop_host_mount(devplugin_ds(ds), "/proc/driver"),
+        "devplugin capability by default": lambda ds: container(ds, DEVPLUGIN)["securityContext"]["capabilities"].__setitem__(
+            "add", ["SYS_PTRACE"]),
+        "devplugin hostPID": lambda ds: pod_spec(devplugin_ds(ds)).__setitem__("hostPID", True),
+        "devplugin --sysfs-root missing": lambda ds: drop_arg(devplugin_ds(ds), "--sysfs-root"),
+        "devplugin --hot-remove by default": lambda ds: container(ds, DEVPLUGIN)["args"].append("--hot-remove"),
+        "devplugin claims in device-plugin mode": lambda ds: first(ds, "ClusterRole", DEVPLUGIN)["rules"].append(
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}),
+    })
+    expect_caught(base_docs, values, help_texts, mutations)
+
+
+def set_mount(ds, host_path, **fields):
+    spec = pod_spec(ds)
+    name = next(v["name"] for v in spec["volumes"] if get(v, "hostPath", "path") == host_path)
+    next(m for m in spec["containers"][0]["volumeMounts"] if m["name"] == name).update(fields)
+
+
+def set_host_path(ds, host_path, new_path):
+    next(v for v in pod_spec(ds)["volumes"] if get(v, "hostPath", "path") == host_path)["hostPath"]["path"] = new_path
+
+
+def add_host_mount(ds, host_path, mount_path, read_only=True):
+    spec = pod_spec(ds)
+    spec["volumes"].append({"name": "added", "hostPath": {"path": host_path, "type": "Directory"}})
+    spec["containers"][0]["volumeMounts"].append({"name": "added", "mountPath": mount_path, "readOnly": read_only})
+
+
+def drop_host_mount(ds, host_path):
+    spec = pod_spec(ds)
+    name = next(v["name"] for v in spec["volumes"] if get(v, "hostPath", "path") == host_path)
+    spec["volumes"] = [v for v in spec["volumes"] if v["name"] != name]
+    c = spec["containers"][0]
+    c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != name]
+
+
+def drop_arg(ds, flag):
+    c = pod_spec(ds)["containers"][0]
+    c["args"] = [a for a in c["args"] if a.split("=", 1)[0] != flag]
+
+
+def expect_caught(base_docs, values, help_texts, mutations):
+    problems = all_violations(base_docs, values, help_texts)
+    if problems:
+        fail("the self-check's own rendering breaks the rules:\n  " + "\n  ".join(problems))
     for what, mutate in mutations.items():
-        if not broken(mutate):
+        docs = copy.deepcopy(base_docs)
+        mutate(docs)
+        if not all_violations(docs, values, help_texts):
             fail(f"the rule checker misses a broken rendering: {what}")
     print(f"rule checker: all {len(mutations)} broken renderings caught")
+
+
+# The device plugin in DRA mode with both host actions: the rendering its mutations start from.
+DEVPLUGIN_ALL_OPTIONS = {"gpuPooling.devplugin.mode": "dra", "gpuPooling.devplugin.hotRemove": True,
+                         "gpuPooling.devplugin.rescanAfterSeconds": 30}
+
+
+def self_check_devplugin_options(docs, values, help_texts):
+    """DRA mode, hotRemove and rescan: exactly their mounts, flags, capabilities and rule."""
+    def ds_of(ds):
+        return next(d for d in ds if d["kind"] == "DaemonSet" and app_name(d) == DEVPLUGIN)
+
+    def ctr(ds):
+        return pod_spec(ds_of(ds))["containers"][0]
+
+    def role(ds):
+        return next(d for d in ds if d["kind"] == "ClusterRole" and app_name(d) == DEVPLUGIN)
+
+    def claims_rule(ds):
+        return next(r for r in role(ds)["rules"] if "resourceclaims" in r["resources"])
+
+    d = values["gpuPooling"]["devplugin"]
+    mutations = {
+        "hotRemove without SYS_PTRACE": lambda ds: ctr(ds)["securityContext"]["capabilities"]["add"].remove("SYS_PTRACE"),
+        "hotRemove without DAC_READ_SEARCH": lambda ds: ctr(ds)["securityContext"]["capabilities"]["add"].remove(
+            "DAC_READ_SEARCH"),
+        "hotRemove adding SYS_ADMIN": lambda ds: ctr(ds)["securityContext"]["capabilities"]["add"].append("SYS_ADMIN"),
+        "hotRemove privileged": lambda ds: ctr(ds)["securityContext"].__setitem__("privileged", True),
+        "hotRemove hostPID": lambda ds: pod_spec(ds_of(ds)).__setitem__("hostPID", True),
+        "hotRemove with /sys/devices read-only": lambda ds: set_mount(ds_of(ds), "/sys/devices", readOnly=True),
+        "hotRemove with /proc writable": lambda ds: set_mount(ds_of(ds), "/proc", readOnly=False),
+        "hotRemove without all of /proc": lambda ds: set_host_path(ds_of(ds), "/proc", "/proc/driver"),
+        "hotRemove without --hot-remove": lambda ds: drop_arg(ds_of(ds), "--hot-remove"),
+        "rescan with /sys/bus/pci read-only": lambda ds: set_mount(ds_of(ds), "/sys/bus/pci", readOnly=True),
+        "rescan without --rescan-after-seconds": lambda ds: drop_arg(ds_of(ds), "--rescan-after-seconds"),
+        "host /dev writable": lambda ds: set_mount(ds_of(ds), "/dev", readOnly=False),
+        "host /dev elsewhere": lambda ds: set_mount(ds_of(ds), "/dev", mountPath="/dev"),
+        "DRA without the resourceclaims rule": lambda ds: role(ds)["rules"].remove(claims_rule(ds)),
+        "DRA resourceclaims with list": lambda ds: claims_rule(ds)["verbs"].append("list"),
+        "DRA resourceclaims/status": lambda ds: claims_rule(ds)["resources"].append("resourceclaims/status"),
+        "DRA with the device-plugins mount": lambda ds: add_host_mount(ds_of(ds), d["devicePluginDir"], d["devicePluginDir"],
+                                                                       read_only=False),
+        "DRA with the pod-resources mount": lambda ds: add_host_mount(ds_of(ds), d["podResourcesDir"], d["podResourcesDir"]),
+        "DRA without plugins_registry": lambda ds: drop_host_mount(ds_of(ds), d["pluginsRegistryDir"]),
+        "DRA without its plugin dir": lambda ds: drop_host_mount(ds_of(ds), d["draPluginDir"]),
+        "DRA plugin dir elsewhere in the pod": lambda ds: set_mount(ds_of(ds), d["draPluginDir"], mountPath="/plugin"),
+        "DRA without the CDI spec dir": lambda ds: drop_host_mount(ds_of(ds), d["cdiSpecDir"]),
+        "DRA CDI spec dir read-only": lambda ds: set_mount(ds_of(ds), d["cdiSpecDir"], readOnly=True),
+        "DRA run as a device plugin": lambda ds: ctr(ds)["args"].__setitem__(
+            ctr(ds)["args"].index("--mode=dra"), "--mode=device-plugin"),
+        "DRA without --plugins-registry-dir": lambda ds: drop_arg(ds_of(ds), "--plugins-registry-dir"),
+        "DRA with --device-plugin-dir": lambda ds: ctr(ds)["args"].append("--device-plugin-dir=" + d["devicePluginDir"]),
+        "DRA without --dev-root": lambda ds: drop_arg(ds_of(ds), "--dev-root"),
+    }
+    expect_caught(docs, values, help_texts, mutations)
+
+
+def devplugin_option_sets():
+    """Every combination of DEVPLUGIN_OPTIONS, split into those the chart renders and those it
+    must refuse (what the plugin would refuse at start: host actions, CDI and DRA mode without
+    the host view)."""
+    ok, refused = [], []
+    for bits in itertools.product(*DEVPLUGIN_OPTIONS.values()):
+        sets = dict(zip(DEVPLUGIN_OPTIONS, bits))
+        needs_host = (sets["gpuPooling.devplugin.mode"] == "dra" or sets["gpuPooling.devplugin.hotRemove"]
+                      or sets["gpuPooling.devplugin.rescanAfterSeconds"] > 0
+                      or sets["gpuPooling.devplugin.deviceListStrategy"] == "cdi-cri")
+        (refused if needs_host and not sets["gpuPooling.devplugin.hostCheck"] else ok).append(sets)
+    return ok, refused
+
+
+def check_apparmor(renderer, chart):
+    """gpuPooling.devplugin.appArmorProfile (a map: a values file, not --set) becomes the pod's
+    securityContext.appArmorProfile, and nothing else changes."""
+    profile = {"type": "Localhost", "localhostProfile": "kubecomp-devplugin"}
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        yaml.safe_dump({"gpuPooling": {"devplugin": {"appArmorProfile": profile}}}, f)
+        f.flush()
+        docs = load_docs(render(renderer, chart, {}, ["-f", f.name]))
+    plain = load_docs(render(renderer, chart, {}))
+    ds = [next(d for d in ds if d["kind"] == "DaemonSet" and app_name(d) == DEVPLUGIN) for ds in (docs, plain)]
+    got = copy.deepcopy(ds[0])
+    if pod_spec(got)["securityContext"].pop("appArmorProfile", None) != profile or got != ds[1]:
+        fail(f"gpuPooling.devplugin.appArmorProfile {profile} is not the pod's appArmorProfile, alone")
+    if "appArmorProfile" in pod_spec(ds[1])["securityContext"]:
+        fail("appArmorProfile rendered although gpuPooling.devplugin.appArmorProfile is empty")
+
+
+def check_refusals(renderer, chart):
+    """Values the chart must refuse at render time, each with a message naming the value."""
+    _, refused = devplugin_option_sets()
+    cases = [(sets, "gpuPooling.devplugin.hostCheck") for sets in refused]
+    cases += [
+        ({"gpuPooling.devplugin.mode": "kubelet"}, "gpuPooling.devplugin.mode"),
+        ({"gpuPooling.devplugin.mode": "DRA"}, "gpuPooling.devplugin.mode"),
+        ({"gpuPooling.devplugin.deviceListStrategy": "volume-mounts"}, "gpuPooling.devplugin.deviceListStrategy"),
+        ({"gpuPooling.devplugin.mode": "dra", "gpuPooling.dra.enabled": False}, "gpuPooling.dra.enabled"),
+    ]
+    for sets, needle in cases:
+        r = render(renderer, chart, sets, expect_ok=False)
+        if r.returncode == 0 or needle not in r.stderr:
+            fail(f"the chart rendered {sets} (want a refusal naming {needle}):\n{r.stderr}")
+    # Turning the device plugin off turns its checks off too: nothing is refused then.
+    off = {"gpuPooling.devplugin.enabled": False, "gpuPooling.devplugin.mode": "kubelet"}
+    if render(renderer, chart, off, expect_ok=False).returncode != 0:
+        fail("a bad gpuPooling.devplugin.mode is refused with the device plugin off")
+    print(f"refused {len(cases)} bad device-plugin value sets, each naming the value")
 
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -428,6 +708,12 @@ def run_render(args, help_texts):
                 sets = dict(zip(others, bits), **dict.fromkeys(OPTION_TOGGLES, opt))
                 sets.update({"rt.shim.enabled": True, "rt.shim.hostService": True})
                 combos.append(sets)
+        # The device plugin's options: every valid combination, with everything else on and with
+        # the device plugin alone.
+        alone = dict(dict.fromkeys(names, False), **{"gpuPooling.devplugin.enabled": True})
+        for opts in devplugin_option_sets()[0]:
+            combos.append(dict(dict.fromkeys(names, True), **opts))
+            combos.append(dict(alone, **opts))
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
             chunks = [combos[i:i + 512] for i in range(0, len(combos), 512)]
             texts = [t for chunk in pool.map(lambda c: render_matrix(args.renderer, args.chart, c), chunks) for t in chunk]
@@ -447,6 +733,11 @@ def run_render(args, help_texts):
 
         everything = dict.fromkeys(names, True)
         self_check(load_docs(render(args.renderer, args.chart, everything)), values_for(args.chart, everything), help_texts)
+        options = dict(everything, **DEVPLUGIN_ALL_OPTIONS)
+        self_check_devplugin_options(load_docs(render(args.renderer, args.chart, options)),
+                                     values_for(args.chart, options), help_texts)
+        check_refusals(args.renderer, args.chart)
+        check_apparmor(args.renderer, args.chart)
 
         # yamllint over each distinct rendering, the chart's own YAML files and the CRDs.
         own = [os.path.join(args.chart, f) for f in ("Chart.yaml", "values.yaml")]
@@ -534,8 +825,28 @@ def run_apply(args):
         got = yaml.safe_load(kubectl("get", "secret", token[0]["metadata"]["name"], "-n", NAMESPACE, "-o", "yaml"))
         if got.get("type") != "kubernetes.io/service-account-token":
             fail(f"the shim's token Secret reads back as type {got.get('type')}")
+        # The device plugin in DRA mode with both host actions: its mounts, capabilities and
+        # ResourceClaim rule as the API server keeps them.
+        options = load_docs(render(args.renderer, args.chart, dict(everything, **DEVPLUGIN_ALL_OPTIONS)))
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(options))
+        for kind, res in (("DaemonSet", "daemonset.apps"), ("ClusterRole", "clusterrole.rbac.authorization.k8s.io")):
+            want = next(d for d in options if d["kind"] == kind and app_name(d) == DEVPLUGIN)
+            ns = want["metadata"].get("namespace")
+            got = yaml.safe_load(kubectl("get", res, want["metadata"]["name"], *(["-n", ns] if ns else []), "-o", "yaml"))
+            for path in (("spec", "template", "spec", "volumes"), ("spec", "template", "spec", "containers", 0, "securityContext"),
+                         ("spec", "template", "spec", "containers", 0, "volumeMounts"), ("rules",)):
+                w, g = want, got
+                for key in path:
+                    w = w[key] if isinstance(w, list) or (isinstance(w, dict) and key in w) else None
+                    g = g[key] if isinstance(g, list) or (isinstance(g, dict) and key in g) else None
+                # Strategic merge keeps the earlier apply's list items in place (volumes by
+                # name, mounts by path): the same items, in any order.
+                if isinstance(w, list) and isinstance(g, list):
+                    w, g = (sorted(x, key=lambda i: json.dumps(i, sort_keys=True)) for x in (w, g))
+                if w != g:
+                    fail(f"{kind} {DEVPLUGIN} in DRA mode with hotRemove reads back {'.'.join(map(str, path))} as {g}, want {w}")
         print(f"kubectl applied {len(docs)} objects ({len(crds)} CRDs) to the API test double; "
-              "a second apply changed nothing; every object reads back")
+              "a second apply changed nothing; every object reads back; so does the device plugin in DRA mode")
     finally:
         if server is not None:
             server.terminate()
