@@ -4,8 +4,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <iostream>
 
 #include "libcore/cli/flags.hpp"
+#include "libcore/node/host_scan.hpp"
+#include "services/disaggpu-devplugin/host_check.hpp"
 
 namespace kc::devplugin {
 
@@ -111,9 +114,17 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
   obs::addLogFlags(app, daemon);
+  bool printHostView = false;
+  app.add_flag("--print-host-view", printHostView,
+               "print what this host shows of its NVIDIA GPUs (JSON, from --sysfs-root and "
+               "--procfs-root) and exit");
   cli::addVersionFlag(app, "disaggpu-devplugin");
   if (auto exit = obs::parseDaemonArgs(app, argc, argv)) {
     return *exit;
+  }
+  if (printHostView) {
+    std::cout << hostViewJson(node::scanHost(o.host.roots)).dump(2) << "\n";
+    return 0;
   }
   if (!obs::setupDaemonLogging("disaggpu-devplugin", daemon)) {
     return 2;

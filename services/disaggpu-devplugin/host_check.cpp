@@ -67,6 +67,20 @@ void applyHostView(NodeInventory& inventory, const node::HostView& view,
   }
 }
 
+nlohmann::json hostViewJson(const node::HostView& view) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const node::HostGpu& g : view.gpus) {
+    nlohmann::json j = {{"bdf", g.bdf},       {"uuid", g.uuid},   {"numaNode", g.numaNode},
+                        {"driver", g.driver}, {"model", g.model}, {"usable", g.usable}};
+    j["minor"] = g.minor ? nlohmann::json(*g.minor) : nlohmann::json();
+    if (!g.usable) {
+      j["reason"] = g.reason;
+    }
+    gpus.push_back(std::move(j));
+  }
+  return {{"gpus", gpus}, {"problems", view.problems}};
+}
+
 HostVerdicts hostVerdicts(const NodeInventory& inventory) {
   HostVerdicts out;
   for (const NodeGpu& g : inventory.gpus) {

@@ -35,4 +35,8 @@ struct HostVerdicts {
 };
 HostVerdicts hostVerdicts(const NodeInventory& inventory);
 
+// The host view for people and scripts (--print-host-view): every GPU function with its BDF,
+// UUID, minor, NUMA node, driver, whether usable and why not; and the problems seen.
+nlohmann::json hostViewJson(const node::HostView& view);
+
 }  // namespace kc::devplugin
