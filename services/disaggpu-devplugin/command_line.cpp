@@ -64,6 +64,34 @@ void addHostFlags(CLI::App& app, DevPluginOptions& o, double& hostScanSec, doubl
   app.add_option("--cdi-spec-dir", o.cdiDir, "where CDI specs are written")->capture_default_str();
 }
 
+// The chosen mode's options from the shared ones, validated. False: a message was logged.
+bool finishMode(CommandLine& c) {
+  const DevPluginOptions& o = c.plugin;
+  if (c.mode != "dra") {
+    if (auto s = devplugin::validate(o.registrar); !s) {
+      spdlog::critical("{}", s.error().message);
+      return false;
+    }
+    return true;
+  }
+  c.dra.nodeName = o.nodeName;
+  c.dra.host = o.host;
+  c.dra.hostActions = o.hostActions;
+  c.dra.cdiDir = o.cdiDir;
+  c.dra.stopGrace = o.registrar.stopGrace;
+  if (!o.hostCheck) {
+    spdlog::critical(
+        "--mode dra needs --host-check=true (a claim's CDI spec names each GPU's "
+        "device node, known only from the host view)");
+    return false;
+  }
+  if (auto s = devplugin::validate(c.dra); !s) {
+    spdlog::critical("{}", s.error().message);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* argv) {
@@ -148,26 +176,7 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
     spdlog::critical("no node name: set --node-name or NODE_NAME (fieldRef spec.nodeName)");
     return 2;
   }
-  if (c.mode == "dra") {
-    c.dra.nodeName = o.nodeName;
-    c.dra.host = o.host;
-    c.dra.hostActions = o.hostActions;
-    c.dra.cdiDir = o.cdiDir;
-    c.dra.stopGrace = o.registrar.stopGrace;
-    if (!o.hostCheck) {
-      spdlog::critical(
-          "--mode dra needs --host-check=true (a claim's CDI spec names each GPU's "
-          "device node, known only from the host view)");
-      return 2;
-    }
-    if (auto s = devplugin::validate(c.dra); !s) {
-      spdlog::critical("{}", s.error().message);
-      return 2;
-    }
-    return c;
-  }
-  if (auto s = devplugin::validate(o.registrar); !s) {
-    spdlog::critical("{}", s.error().message);
+  if (!finishMode(c)) {
     return 2;
   }
   return c;
