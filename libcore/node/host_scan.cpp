@@ -12,6 +12,8 @@
 #include <set>
 #include <utility>
 
+#include "libcore/base/file_io.hpp"
+
 namespace kc::node {
 namespace {
 
@@ -43,41 +45,6 @@ Error openError(const std::string& path, int err) {
   return makeError(code, "cannot open " + path + ": " + errnoText(err));
 }
 
-// The file's text when it holds at most `limit` bytes; "too_large" after reading one byte more.
-// st_size cannot say: procfs reports 0 and sysfs 4096 whatever the text.
-Result<std::string> readBounded(const std::string& path, std::size_t limit) {
-  // O_NONBLOCK: a FIFO planted in a tree must not hang the scan (it is refused below).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return openError(path, errno);
-  }
-  FdCloser closer(fd);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return makeError(errc::kInvalid, path + " is not a regular file");
-  }
-  std::string out(limit + 1, '\0');
-  std::size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return makeError(errc::kUnavailable, "cannot read " + path + ": " + errnoText(errno));
-    }
-    if (n == 0) {
-      break;
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  if (got > limit) {
-    return makeError(errc::kTooLarge, path + " is over " + std::to_string(limit) + " bytes");
-  }
-  out.resize(got);
-  return out;
-}
-
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) {
     s.pop_back();
@@ -100,7 +67,7 @@ bool allDigits(std::string_view s) {
 void readInformation(const HostRoots& roots, const std::string& bdf, PciFunctionFiles& f,
                      std::vector<std::string>& problems) {
   const std::string path = roots.procfs + "/driver/nvidia/gpus/" + bdf + "/information";
-  auto text = readBounded(path, kMaxInformationBytes);
+  auto text = readFileBounded(path, kMaxInformationBytes);
   if (text) {
     f.information = std::move(*text);
   } else if (text.error().code == errc::kTooLarge) {
@@ -118,8 +85,8 @@ std::optional<HostGpu> scanFunction(const HostRoots& roots, const std::string& n
   const std::string dir = roots.sysfs + "/bus/pci/devices/" + name;
   PciFunctionFiles f;
   f.bdf = name;
-  auto vendor = readBounded(dir + "/vendor", kMaxAttributeBytes);
-  auto pciClass = readBounded(dir + "/class", kMaxAttributeBytes);
+  auto vendor = readFileBounded(dir + "/vendor", kMaxAttributeBytes);
+  auto pciClass = readFileBounded(dir + "/class", kMaxAttributeBytes);
   if (!vendor || !pciClass) {
     const Error& e = vendor ? pciClass.error() : vendor.error();
     if (e.code != errc::kNotFound) {  // not_found: removed while we listed
@@ -133,7 +100,7 @@ std::optional<HostGpu> scanFunction(const HostRoots& roots, const std::string& n
     return std::nullopt;  // most of a host's functions: skip before reading more
   }
   // No numa_node file (or -1 in it) is a host without NUMA.
-  f.numaNode = readBounded(dir + "/numa_node", kMaxAttributeBytes).valueOr("");
+  f.numaNode = readFileBounded(dir + "/numa_node", kMaxAttributeBytes).valueOr("");
   std::error_code ec;
   const fs::path driver = fs::read_symlink(dir + "/driver", ec);
   if (!ec) {
@@ -241,7 +208,7 @@ HoldersReport openHolders(const HostRoots& roots, const std::vector<std::string>
       continue;
     }
     const std::string comm =
-        trimmed(readBounded((it->path() / "comm").string(), kMaxAttributeBytes).valueOr(""));
+        trimmed(readFileBounded((it->path() / "comm").string(), kMaxAttributeBytes).valueOr(""));
     for (const std::string& path : *held) {
       report.holders[path].push_back({std::stoi(name), comm});
     }
