@@ -272,6 +272,9 @@ void PoolWorker::loop() {
       wakeAt = std::min(wakeAt, *reprobe);  // moves refused as unsupported: plan again then
     }
     (void)writeStatus(false);
+    if (const auto due = draDrainDue()) {
+      wakeAt = std::min(wakeAt, *due);
+    }
     waitUntil(wakeAt);
   }
 }

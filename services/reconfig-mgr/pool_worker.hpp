@@ -150,6 +150,10 @@ class PoolWorker final : public MoveEnv {
   // and allocationPath (slice_publisher.hpp); nothing is sent while those stay the same. A pool
   // that is gone (`gone`) has its slices removed; one whose spec cannot be read keeps them.
   void syncSlices(const json& status, bool gone = false);
+  // Whether the slices last published withhold `gpu` (it drains).
+  bool publishedWithheld(const std::string& gpu) const;
+  // A DRA pool's drain in flight whose GPU the published slices withhold: when it may go on.
+  std::optional<SteadyTime> draDrainDue();
 
   // The attach controller (pool_worker_claims.cpp, docs/dra.md "Attach").
   // Claims whose allocation holds a device of one of this GPUPool's DRA pools.

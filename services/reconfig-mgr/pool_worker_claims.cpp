@@ -89,6 +89,32 @@ void PoolWorker::markClaimHolders(PoolView& view) {
   }
 }
 
+bool PoolWorker::publishedWithheld(const std::string& gpu) const {
+  // Nothing published by this process yet (a replica that resumed the move): not withheld yet.
+  if (!lastSliceInputs_.is_object() || !lastSliceInputs_.contains("gpus")) {
+    return false;
+  }
+  for (const auto& g : lastSliceInputs_["gpus"]) {
+    if (g.is_object() && g.value("id", "") == gpu) {
+      return g.value("draining", false);
+    }
+  }
+  return false;
+}
+
+std::optional<SteadyTime> PoolWorker::draDrainDue() {
+  if (!spec_ || !spec_->dra || !journal_.active || journal_.active->phase != MovePhase::kDraining ||
+      !publishedWithheld(journal_.active->gpu)) {
+    return std::nullopt;
+  }
+  // The slices just published withhold the draining GPU: the drain goes on once the settle
+  // time has passed, not at the next poll (nothing else wakes the worker for its own write).
+  if (draWithheldSince_.first != journal_.active->gpu) {
+    draWithheldSince_ = {journal_.active->gpu, clock_.now()};
+  }
+  return draWithheldSince_.second + sh_.opts.draDrainSettle;
+}
+
 std::optional<api::UsageReport> PoolWorker::drainUsage(const Move& m) {
   if (!spec_ || !spec_->dra) {
     return usage(m.fromNode);
@@ -113,16 +139,7 @@ std::optional<api::UsageReport> PoolWorker::drainUsage(const Move& m) {
       }
     }
   }
-  bool withheld = false;
-  // Nothing published by this process yet (a replica that resumed the move): not withheld yet.
-  const json* published = lastSliceInputs_.is_object() && lastSliceInputs_.contains("gpus")
-                              ? &lastSliceInputs_["gpus"]
-                              : nullptr;
-  for (const auto& g : published != nullptr ? *published : json::array()) {
-    if (g.is_object() && g.value("id", "") == m.gpu) {
-      withheld = g.value("draining", false);
-    }
-  }
+  const bool withheld = publishedWithheld(m.gpu);
   const SteadyTime now = clock_.now();
   if (!withheld) {
     draWithheldSince_ = {};
