@@ -19,6 +19,11 @@ namespace kc::api {
 // resource.k8s.io/v1 AllocationResultsMaxSize and ResourceClaimReservedForMaxSize.
 inline constexpr std::size_t kMaxAllocationResults = 32;
 inline constexpr std::size_t kMaxReservedFor = 256;
+// resourceapi.Finalizer: kube-scheduler puts it on a claim before writing its allocation, and
+// the resourceclaim controller deallocates a claim that carries it once no pod uses it, then
+// drops it (a claim without it keeps its allocation until it is deleted).
+inline constexpr std::string_view kClaimDeleteProtectionFinalizer =
+    "resource.kubernetes.io/delete-protection";
 
 // status.allocation.devices.results[] (DeviceRequestAllocationResult).
 struct ClaimDevice {

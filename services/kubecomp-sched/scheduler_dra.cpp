@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,36 @@ namespace {
 std::pair<std::string, std::string> split(const std::string& key) {
   const auto slash = key.find('/');
   return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+bool hasDeleteProtection(const json& obj) {
+  const json& meta = obj.value("metadata", json::object());
+  const json fin = meta.value("finalizers", json::array());
+  return fin.is_array() &&
+         std::find(fin.begin(), fin.end(),
+                   json(std::string(api::kClaimDeleteProtectionFinalizer))) != fin.end();
+}
+
+// `obj` with the delete-protection finalizer put on (`on`) or taken off.
+json withDeleteProtection(json obj, bool on) {
+  json& meta = obj["metadata"];
+  json kept = json::array();
+  if (meta.contains("finalizers") && meta["finalizers"].is_array()) {
+    for (const auto& f : meta["finalizers"]) {
+      if (f != std::string(api::kClaimDeleteProtectionFinalizer)) {
+        kept.push_back(f);
+      }
+    }
+  }
+  if (on) {
+    kept.push_back(std::string(api::kClaimDeleteProtectionFinalizer));
+  }
+  if (kept.empty()) {
+    meta.erase("finalizers");
+  } else {
+    meta["finalizers"] = kept;
+  }
+  return obj;
 }
 
 bool reservedForPod(const api::Claim& c, const std::string& uid) {
@@ -76,6 +107,18 @@ Status Scheduler::writeAllocation(const Action& a, const std::string& claim,
       return makeError(errc::kConflict, "ResourceClaim " + claim + " was allocated meanwhile");
     }
     json body = *obj;
+    if (!hasDeleteProtection(body)) {
+      // As kube-scheduler: the finalizer first, so that the resourceclaim controller
+      // deallocates the claim once its pods are done and nobody deletes it while allocated.
+      auto u = client_.update(api::gvr::resourceClaims(), ns, withDeleteProtection(body, true));
+      if (!u) {
+        if (u.error().isConflict()) {
+          continue;
+        }
+        return u.error().toError();
+      }
+      body = *u;
+    }
     body["status"]["allocation"] = api::toJson(allocation);
     body["status"]["reservedFor"] =
         json::array({{{"resource", "pods"}, {"name", a.name}, {"uid", a.uid}}});
@@ -114,6 +157,15 @@ Status Scheduler::clearAllocation(const Action& a, const std::string& claim) {
     body["status"].erase("devices");
     auto w = client_.updateStatus(api::gvr::resourceClaims(), ns, body);
     if (w) {
+      // Unallocated: the finalizer has nothing left to protect (as the controller drops it).
+      if (hasDeleteProtection(*w)) {
+        if (auto u =
+                client_.update(api::gvr::resourceClaims(), ns, withDeleteProtection(*w, false));
+            !u && !u.error().isNotFound()) {
+          spdlog::warn("ResourceClaim {}: removing finalizer {}: {}", claim,
+                       api::kClaimDeleteProtectionFinalizer, u.error().toError().message);
+        }
+      }
       return okStatus();
     }
     if (!w.error().isConflict()) {

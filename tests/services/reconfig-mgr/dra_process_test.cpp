@@ -531,7 +531,20 @@ TEST_CASE("kubecomp-sched: a pod's claim from a template is allocated, attached,
   CHECK(pools["c0-04-d4c00c44"] == "pool-a");
   REQUIRE(parsed->reservedFor.size() == 1);
   CHECK(parsed->reservedFor[0].name == "train");
+  // As kube-scheduler: the claim carries the delete-protection finalizer while allocated.
+  CHECK((*obj)["metadata"].value("finalizers", json::array()) ==
+        json::array({std::string(kc::api::kClaimDeleteProtectionFinalizer)}));
   CHECK(claimCondition(c, claim, kc::api::kAttachedCondition)["status"] == "True");
+  // The pod ends: the resourceclaim controller lets the claim go (the finalizer allows it).
+  json done = getPod(c, "train");
+  done["status"]["phase"] = "Succeeded";
+  REQUIRE(c.client().updateStatus(kc::kube::gvr::pods(), "default", done));
+  CHECK(kc::testing::eventually(
+      [&] {
+        auto r = c.client().get(kc::api::gvr::resourceClaims(), "default", claim);
+        return !r && r.error().isNotFound();
+      },
+      30s));
   c.invariants();
   claimInvariants(c);
 }
