@@ -47,6 +47,7 @@ struct RawFlags {
   std::int64_t defaultRuntime = 300;
   double reservationTimeout = 300;
   double bindingTimeout = 600;
+  double draReleaseWait = 5;
   double initialBackoff = 1;
   double maxBackoff = 10;
   cli::LeaderElectionFlags leader{.resourceNamespace = "kube-system",
@@ -98,6 +99,11 @@ void addTimingFlags(CLI::App& app, RawFlags& f, SchedulerOptions& o) {
                  "allocation is cleared and the pod scheduled again (kube-scheduler's "
                  "bindingTimeout)")
       ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--dra-release-wait-seconds", f.draReleaseWait,
+                 "DRA: how long after its pods finished a claim's devices count as about to be "
+                 "free: a pod waits for them rather than having a GPU moved (0: never wait)")
+      ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--reservation-timeout-seconds", f.reservationTimeout,
                  "how long a reserved node may take to show the GPUs before the request is "
@@ -174,6 +180,7 @@ bool applyFlags(const RawFlags& f, CommandLine& c) {
   o.cache.slackFactor = f.slackFactor;
   o.cache.reservationTimeout = seconds(f.reservationTimeout);
   o.cache.bindingTimeout = seconds(f.bindingTimeout);
+  o.cache.draReleaseWait = seconds(f.draReleaseWait);
   o.cache.initialBackoff = seconds(f.initialBackoff);
   o.cache.maxBackoff = seconds(f.maxBackoff);
   o.leaderElect = f.leader.leaderElect;

@@ -205,10 +205,31 @@ DraDemand DraState::demand(const std::string& ns, const std::string& podUid,
   return out;
 }
 
-Result<std::vector<DraPick>> DraState::pick(
-    const std::vector<api::Claim>& claims, const std::vector<DraCandidate>& local,
-    const std::vector<DraCandidate>& remote,
-    const std::function<bool(const std::string&)>& taken) const {
+std::set<std::string> DraState::freeSoon(
+    const std::function<bool(const api::Claim&)>& releasing) const {
+  std::map<std::string, int> letGo;  // deviceKey -> releasing claims holding it
+  for (const auto& [key, c] : claims_) {
+    if (!c.allocation || !releasing(c)) {
+      continue;
+    }
+    for (const auto& d : c.allocation->results) {
+      ++letGo[deviceKey(d.pool, d.device)];
+    }
+  }
+  std::set<std::string> out;
+  for (const auto& [key, n] : letGo) {
+    if (auto a = allocated_.find(key); a != allocated_.end() && a->second == n) {
+      out.insert(key);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<DraPick>> DraState::pick(const std::vector<api::Claim>& claims,
+                                            const std::vector<DraCandidate>& local,
+                                            const std::vector<DraCandidate>& remote,
+                                            const std::function<bool(const std::string&)>& taken,
+                                            const std::set<std::string>* freeSoon) const {
   std::vector<DraPick> out;
   std::set<std::string> used;  // by this pod's earlier requests
   for (const api::Claim& c : claims) {
@@ -223,7 +244,8 @@ Result<std::vector<DraPick>> DraState::pick(
             break;
           }
           const std::string key = deviceKey(d.pool, d.device);
-          if (used.count(key) != 0 || taken(key) || allocated(d.pool, d.device)) {
+          if (used.count(key) != 0 || taken(key) ||
+              (allocated(d.pool, d.device) && (freeSoon == nullptr || freeSoon->count(key) == 0))) {
             continue;
           }
           std::string why;

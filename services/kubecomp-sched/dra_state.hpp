@@ -81,13 +81,19 @@ class DraState {
   // Devices for `claims` on `node`: each request's count from `local` (the node's own free
   // devices) first, then `remote` (the pool's other free devices, in the GPU policy's order),
   // every one matching its class's and request's selectors. Devices `taken` says are taken
-  // (by deviceKey) are skipped.
+  // (by deviceKey) are skipped. Devices in `freeSoon` (by deviceKey) count as free although a
+  // claim still holds them (what a pick would be once those claims let go).
   // Errors: kUnschedulable (not enough matching devices), kUnsupported (a selector outside the
   // CEL subset, quoting it), kInvalid (a selector that does not compile).
   Result<std::vector<DraPick>> pick(const std::vector<api::Claim>& claims,
                                     const std::vector<DraCandidate>& local,
                                     const std::vector<DraCandidate>& remote,
-                                    const std::function<bool(const std::string&)>& taken) const;
+                                    const std::function<bool(const std::string&)>& taken,
+                                    const std::set<std::string>* freeSoon = nullptr) const;
+
+  // The devices (deviceKey) every claim holding them is about to let go of, as `releasing`
+  // judges a claim (its pods have finished, so the resourceclaim controller deallocates it).
+  std::set<std::string> freeSoon(const std::function<bool(const api::Claim&)>& releasing) const;
 
  private:
   struct Class {

@@ -175,6 +175,10 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
     forgetLocked(p);
     p.firstSeen = now;
     p.started.reset();
+    p.ended.reset();
+  }
+  if (!p.ended && (p.pod.phase == "Succeeded" || p.pod.phase == "Failed")) {
+    p.ended = now;
   }
   if (startTime) {
     // status.startTime on the steady clock (never in the future: clocks differ).
@@ -230,6 +234,12 @@ void SchedCache::removePod(const std::string& key) {
     }
     forgetLocked(*p);
     rt_.removePod(p->ns, p->name);
+    if (p->pod.usesClaims) {
+      const auto now = clockOr(opts_.clock).now();
+      std::erase_if(goneClaimPods_,
+                    [&](const auto& g) { return now - g.second > opts_.draReleaseWait; });
+      goneClaimPods_[p->uid] = p->ended.value_or(now);
+    }
   }
   pods_.erase(key);
   reservationsDirty_ = !reservedByOrder_.empty();

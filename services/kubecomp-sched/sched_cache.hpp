@@ -103,6 +103,8 @@ struct PodInfo {
   // When it started running: status.startTime (on the steady clock), else when this scheduler
   // bound it, else when it was first seen bound. Read by the queue policies that plan ahead.
   std::optional<Clock::time_point> started;
+  // When this scheduler first saw it Succeeded or Failed (its claims are about to be let go).
+  std::optional<Clock::time_point> ended;
   // The DRA path (pod.usesClaims): the claims spec.resourceClaims names, and the devices this
   // scheduler chose for them (kept while it holds the pod; docs/dra.md "kubecomp-sched").
   std::vector<api::PodClaimRef> claimRefs;
@@ -188,6 +190,10 @@ struct CacheOptions {
   // DRA: how long a pod waits for its devices' binding conditions before the allocation is
   // cleared and the pod tried again (kube-scheduler's bindingTimeout, 10 minutes).
   std::chrono::milliseconds bindingTimeout{600'000};
+  // DRA: how long after their pods finished the devices of a claim still allocated count as
+  // about to be free (the resourceclaim controller deallocates such a claim at once): a pod
+  // waits for them rather than having a GPU moved; past it, the claim counts as held.
+  std::chrono::milliseconds draReleaseWait{5000};
   std::chrono::milliseconds initialBackoff{1000};  // kube-scheduler's podInitialBackoffSeconds
   std::chrono::milliseconds maxBackoff{10'000};    // and podMaxBackoffSeconds
 };
@@ -307,6 +313,18 @@ class SchedCache {
   // leader): a reservation waiting for the binding conditions, timed from the allocation.
   void adoptDraAllocationLocked(PodInfo& pod, const DraDemand& d, Clock::time_point now);
   void applyClaimGpusLocked(PodInfo& pod);
+  // A reservation waiting for attaches whose node now has free devices enough to serve all of
+  // the pod's claims without them: how many attaches that saves (nullopt: none).
+  std::optional<std::uint32_t> draFreedOnNodeLocked(const PodInfo& pod);
+  // Every pod the claim is reserved for finished (or went) within draReleaseWait.
+  bool claimReleasingLocked(const api::Claim& c, Clock::time_point now) const;
+  // A pick that moves `fabric` GPUs to `node` where claims of finished pods are about to free
+  // devices that would need fewer moves: wait for them (kUnschedulable with the reason).
+  std::optional<Action> draReleaseWaitLocked(PodInfo& pod, const DraDemand& d,
+                                             const std::vector<DraCandidate>& local,
+                                             const std::vector<DraCandidate>& remote,
+                                             std::uint32_t fabric, const std::string& node,
+                                             Clock::time_point now);
   // A DRA pod's refusal: the condition message, and backoff.
   Action draRefusalLocked(PodInfo& pod, Action::Kind kind, std::string message,
                           Clock::time_point now);
@@ -339,6 +357,8 @@ class SchedCache {
   // Devices (deviceKey) the pods this scheduler holds were given, whose allocation the claims
   // informer may not show yet: kept by setHoldLocked alone.
   std::unordered_map<std::string, int> draInflight_;
+  // uid -> when a pod that named ResourceClaims finished or went (kept draReleaseWait).
+  std::unordered_map<std::string, Clock::time_point> goneClaimPods_;
   // "<pool>/<gpu>/<model>" already warned about (an invalid model name): the GPUPool informer's
   // thread alone reads and writes it.
   std::set<std::string> warnedModels_;

@@ -212,6 +212,12 @@ std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_poin
   const auto fabric = static_cast<std::uint32_t>(
       std::count_if(pod.draPicks.begin(), pod.draPicks.end(),
                     [](const DraPick& p) { return !p.device.bindingConditions.empty(); }));
+  if (fabric > 0) {
+    if (auto wait = draReleaseWaitLocked(pod, d, local, remote, fabric, node, now)) {
+      pod.draPicks.clear();
+      return wait;
+    }
+  }
   Action a = baseAction(pod, Action::Kind::kAllocate);
   a.node = node;
   a.picks = pod.draPicks;
@@ -233,6 +239,100 @@ std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_poin
   setHoldLocked(pod, PodInfo::Hold::kReserved, {}, &r);
   a.reservedAt = r.reservedAt;
   return a;
+}
+
+bool SchedCache::claimReleasingLocked(const api::Claim& c, Clock::time_point now) const {
+  if (!c.allocation || c.reservedFor.empty()) {
+    return false;  // unreserved: an allocation being made, or one nobody will let go of
+  }
+  for (const auto& r : c.reservedFor) {
+    std::optional<Clock::time_point> ended;
+    if (auto p = pods_.find(c.ns + "/" + r.name); p != pods_.end() && p->second->uid == r.uid) {
+      ended = p->second->ended;
+    } else if (auto g = goneClaimPods_.find(r.uid); g != goneClaimPods_.end()) {
+      ended = g->second;
+    }
+    if (r.resource != "pods" || !ended || now - *ended >= opts_.draReleaseWait) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<Action> SchedCache::draReleaseWaitLocked(PodInfo& pod, const DraDemand& d,
+                                                       const std::vector<DraCandidate>& local,
+                                                       const std::vector<DraCandidate>& remote,
+                                                       std::uint32_t fabric,
+                                                       const std::string& node,
+                                                       Clock::time_point now) {
+  const std::set<std::string> soon =
+      dra_.freeSoon([&](const api::Claim& c) { return claimReleasingLocked(c, now); });
+  if (soon.empty()) {
+    return std::nullopt;
+  }
+  auto alt = dra_.pick(
+      d.claims, local, remote,
+      [this](const std::string& key) { return draInflight_.count(key) != 0; }, &soon);
+  if (!alt) {
+    return std::nullopt;
+  }
+  const auto altFabric =
+      static_cast<std::uint32_t>(std::count_if(alt->begin(), alt->end(), [](const DraPick& p) {
+        return !p.device.bindingConditions.empty();
+      }));
+  if (altFabric >= fabric) {
+    return std::nullopt;
+  }
+  return draRefusalLocked(
+      pod, Action::Kind::kUnschedulable,
+      "waiting for " + std::to_string(fabric - altFabric) + " device(s) on " + node +
+          " that ResourceClaims of finished pods still hold, rather than moving " +
+          std::to_string(fabric - altFabric) + " GPU(s) there (such claims are deallocated " +
+          "once their pods are done)",
+      now);
+}
+
+std::optional<std::uint32_t> SchedCache::draFreedOnNodeLocked(const PodInfo& pod) {
+  // The picks still waiting for an attach, and the ones the pod already has on the node (its
+  // node-local picks and attached ones), which an allocation made again would keep.
+  std::set<std::string> own;
+  std::vector<api::Claim> claims;
+  std::set<std::string> claimKeys;
+  std::uint32_t pending = 0;
+  for (const DraPick& p : pod.draPicks) {
+    const api::Claim* c = dra_.claim(p.claim);
+    if (c == nullptr || !c->allocation) {
+      return std::nullopt;
+    }
+    if (claimKeys.insert(p.claim).second) {
+      claims.push_back(*c);
+    }
+    const bool waits = !p.device.bindingConditions.empty() &&
+                       api::bindingState(*c, p.device) == api::BindingState::kWaiting;
+    if (waits) {
+      ++pending;
+    } else {
+      own.insert(deviceKey(p.device.pool, p.device.device));
+    }
+  }
+  if (pending == 0) {
+    return std::nullopt;
+  }
+  std::vector<DraCandidate> local;
+  std::vector<DraCandidate> remote;
+  model_.draCandidates(pod.reservation.node, &local, &remote);
+  const std::set<std::string> mine(pod.heldDevices.begin(), pod.heldDevices.end());
+  auto alt = dra_.pick(
+      claims, local, {},
+      [&](const std::string& key) {
+        auto it = draInflight_.find(key);
+        return it != draInflight_.end() && it->second > (mine.count(key) != 0 ? 1 : 0);
+      },
+      &own);
+  if (!alt) {
+    return std::nullopt;
+  }
+  return pending;
 }
 
 std::optional<Action> SchedCache::checkDraReservationLocked(PodInfo& pod, Clock::time_point now) {
@@ -291,6 +391,11 @@ std::optional<Action> SchedCache::checkDraReservationLocked(PodInfo& pod, Clock:
     }
   }
   if (waiting) {
+    if (auto freed = draFreedOnNodeLocked(pod)) {
+      return cancel(std::to_string(*freed) + " device(s) of node " + r.node +
+                    " became free while the pod waited for GPUs to be attached; the allocation "
+                    "is cleared and made again with the node's own devices");
+    }
     return std::nullopt;
   }
   Action a = baseAction(pod, Action::Kind::kBind);

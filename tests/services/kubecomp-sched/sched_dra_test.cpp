@@ -2,7 +2,8 @@
 // would, time passed in by the test: which pods are ours, the devices chosen (the node's own
 // first, then the pool's with binding conditions), the wait for the conditions, a failure or a
 // timeout clearing the allocation, two pods never sharing a device, the adoption of an
-// allocation made before a restart, and one path per pool.
+// allocation made before a restart, one path per pool, a finished pod's devices waited for
+// rather than a move, and an allocation waiting for attaches remade when the node frees devices.
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -128,6 +129,24 @@ void cluster(SchedCache& cache) {
 }
 
 const auto t0 = kc::sched::Clock::time_point{} + 1h;
+
+// Pod `name` with its claim of `gpus` allocated on n1's own GPUs and running there since t0+1s;
+// returns the pod as the watch showed it last (set its phase and resourceVersion to move on).
+json runOnN1(SchedCache& cache, const std::string& name, int gpus) {
+  const json c = claim(name + "-gpus", gpus);
+  cache.ingestClaim(c);
+  cache.ingestPod(claimPod(name, {name + "-gpus"}), t0);
+  const Action a = cache.next(t0, 10).at(0);
+  REQUIRE(a.kind == Kind::kAllocate);
+  REQUIRE(a.bindNow);
+  cache.ingestClaim(allocated(c, a));
+  json pod = claimPod(name, {name + "-gpus"});
+  pod["metadata"]["resourceVersion"] = "3";
+  pod["spec"]["nodeName"] = "n1";
+  pod["status"] = {{"phase", "Running"}};
+  cache.ingestPod(pod, t0 + 1s);
+  return pod;
+}
 
 }  // namespace
 
@@ -328,4 +347,84 @@ TEST_CASE("sched DRA: one path per pool", "[sched][dra]") {
   CHECK(actions[1].name == "claims");
   CHECK(actions[1].kind == Kind::kAllocate);
   CHECK(actions[1].node == "dra");
+}
+
+TEST_CASE("sched DRA: a finished pod's devices are waited for, not replaced by a move",
+          "[sched][dra]") {
+  const bool released = GENERATE(true, false);
+  CAPTURE(released);
+  SchedCache cache(options());  // draReleaseWait 5 s (the default)
+  cluster(cache);
+  cache.resetQueue(t0);
+  // "first" ran on n1 with both of n1's GPUs and has just finished; its claim is still
+  // allocated (the resourceclaim controller has not deallocated it yet).
+  json done = runOnN1(cache, "first", 2);
+  done["metadata"]["resourceVersion"] = "4";
+  done["status"] = {{"phase", "Succeeded"}};
+  cache.ingestPod(done, t0 + 10s);
+
+  cache.ingestClaim(claim("b", 2));
+  cache.ingestPod(claimPod("second", {"b"}, "2026-01-01T00:00:03Z"), t0 + 10s);
+  auto actions = cache.next(t0 + 10s, 10);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == Kind::kUnschedulable);
+  CHECK_THAT(actions[0].message,
+             Catch::Contains("waiting for 2 device(s) on n1 that ResourceClaims of finished pods"));
+  if (released) {
+    // The claim goes (or is deallocated): the pod takes n1's own GPUs, no move.
+    cache.removeClaim("team/first-gpus");
+    actions = cache.next(t0 + 10s + 100ms, 10);
+    REQUIRE(actions.size() == 1);
+    CHECK(actions[0].kind == Kind::kAllocate);
+    CHECK(actions[0].node == "n1");
+    CHECK(actions[0].bindNow);
+  } else {
+    // Nobody lets go within the wait: the claim counts as held and GPUs are moved.
+    actions = cache.next(t0 + 15s, 10);
+    REQUIRE(actions.size() == 1);
+    CHECK(actions[0].kind == Kind::kAllocate);
+    CHECK(actions[0].deficit == 2);
+    CHECK_FALSE(actions[0].bindNow);
+  }
+}
+
+TEST_CASE("sched DRA: devices freed on the node while a pod waits for an attach replace it",
+          "[sched][dra]") {
+  SchedCache cache(options());
+  cluster(cache);
+  cache.resetQueue(t0);
+  // "first" holds g1 on n1 and runs.
+  json running = runOnN1(cache, "first", 1);
+  // "train" needs 2: n1's g2 and one attached from the pool.
+  const json t = claim("t", 2);
+  cache.ingestClaim(t);
+  cache.ingestPod(claimPod("train", {"t"}, "2026-01-01T00:00:03Z"), t0 + 1s);
+  const Action train = cache.next(t0 + 1s, 10).at(0);
+  REQUIRE(train.kind == Kind::kAllocate);
+  REQUIRE(train.node == "n1");
+  REQUIRE(train.deficit == 1);
+  cache.allocateDone(train.key, true, t0 + 1s);
+  cache.ingestClaim(allocated(t, train));
+  // The GPU being moved shows on n1 before its condition is True: still the same allocation.
+  cache.ingestPool(
+      draPool("p0", {"n1", "n2"}, {{"g1", "n1"}, {"g2", "n1"}, {"g3", "n1"}, {"g4", ""}}));
+  CHECK(cache.next(t0 + 2s, 10).empty());
+  // "first" ends and its claim is deallocated: g1 is free on n1, so "train" needs no attach.
+  running["metadata"]["resourceVersion"] = "4";
+  running["status"] = {{"phase", "Succeeded"}};
+  cache.ingestPod(running, t0 + 3s);
+  cache.removeClaim("team/first-gpus");
+  auto actions = cache.next(t0 + 3s, 10);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == Kind::kCancel);
+  CHECK(actions[0].clearClaims == std::vector<std::string>{"team/t"});
+  CHECK_THAT(actions[0].message, Catch::Contains("1 device(s) of node n1 became free"));
+  json cleared = t;
+  cleared["metadata"]["resourceVersion"] = "9";
+  cache.ingestClaim(cleared);
+  actions = cache.next(t0 + 3s + 10ms, 10);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == Kind::kAllocate);
+  CHECK(actions[0].node == "n1");
+  CHECK(actions[0].bindNow);
 }
