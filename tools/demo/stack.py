@@ -285,6 +285,19 @@ class Stack:
                 with open(os.path.join(self.sup.log_dir, name + ".metrics.txt"), "wb") as f:
                     f.write(r.read())
 
+    def save_events(self):
+        """Keeps the run's Events (scheduling reasons, moves, claims) beside the logs, in order."""
+        rows = []
+        for e in self.core.list_event_for_all_namespaces().items:
+            when = e.last_timestamp or e.event_time or e.first_timestamp
+            obj = e.involved_object
+            rows.append((when.isoformat() if when else "", f"{obj.kind}/{obj.namespace or ''}/{obj.name}",
+                         e.type or "", e.reason or "", e.count or 1, (e.message or "").replace("\n", " ")))
+        rows.sort(key=lambda r: r[0])
+        with open(os.path.join(self.sup.log_dir, "events.txt"), "w") as f:
+            for r in rows:
+                f.write("%s %s %s %s x%d: %s\n" % r)
+
     def chassis_state(self):
         with urllib.request.urlopen(self.chassis_url + "/sim/v1/state", timeout=10) as r:
             return json.load(r)
