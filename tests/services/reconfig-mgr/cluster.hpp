@@ -83,6 +83,9 @@ struct ClusterSpec {
   int hostVisibleDelayMs = 300;          // chassis-sim: hot-add time after an attach
   bool hostNeedsRescan = false;          // chassis-sim: an attached GPU shows only after a rescan
   std::vector<std::string> pluginFlags;  // more disaggpu-devplugin flags (--hot-remove, ...)
+  // The node agents as kubelet DRA plugins (--mode dra, registered through the stand-ins'
+  // plugin watchers) instead of device plugins: what serves the nodes of a DRA pool.
+  bool draNodes = false;
 };
 
 class SimCluster {
@@ -499,16 +502,20 @@ class SimCluster {
                                      node,
                                      "--kubeconfig",
                                      api_->kubeconfigPath(),
-                                     "--device-plugin-dir",
-                                     s.pluginDir(),
-                                     "--pod-resources-socket",
-                                     s.podResourcesSocket(),
-                                     "--pod-resources-interval-seconds",
-                                     "0.1",
                                      "--port",
                                      "0",
                                      "--port-file",
                                      portFile};
+    if (spec_.draNodes) {
+      const std::string pluginDir = s.rootDir() + "/plugins/gpu.kubecomp.io";
+      std::filesystem::create_directories(pluginDir);
+      args.insert(args.end(),
+                  {"--mode", "dra", "--plugins-registry-dir", s.pluginsRegistryDir(),
+                   "--dra-plugin-dir", pluginDir, "--cdi-spec-dir", s.rootDir() + "/cdi"});
+    } else {
+      args.insert(args.end(), {"--device-plugin-dir", s.pluginDir(), "--pod-resources-socket",
+                               s.podResourcesSocket(), "--pod-resources-interval-seconds", "0.1"});
+    }
     if (spec_.hostView) {
       const std::string root = hostRoot(node);
       args.insert(args.end(), {"--sysfs-root", root + "/sys", "--procfs-root", root + "/proc",
