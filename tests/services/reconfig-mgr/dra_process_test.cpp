@@ -608,3 +608,32 @@ TEST_CASE("kubecomp-sched: an attach that fails clears the allocation and the po
   c.invariants({"c0.04"});
   claimInvariants(c);
 }
+
+TEST_CASE("kubecomp-sched: two pods racing for one node's GPUs never share a device",
+          "[reconfig][sched][dra][e2e]") {
+  SimCluster c(small());
+  c.startManager();
+  c.startScheduler();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+  createTemplate(c, "two-gpus", "gpu.kubecomp.io", 2);
+  // Both would rather have host01's two GPUs; one gets them, the other goes to host02 with
+  // the unattached GPU attached there.
+  createClaimPod(c, "left", "two-gpus");
+  createClaimPod(c, "right", "two-gpus");
+  const bool bothBound = kc::testing::eventually(
+      [&] {
+        return !getPod(c, "left")["spec"].value("nodeName", "").empty() &&
+               !getPod(c, "right")["spec"].value("nodeName", "").empty();
+      },
+      60s);
+  CAPTURE(podCondition(c, "left"), podCondition(c, "right"));
+  REQUIRE(bothBound);
+  const std::set<std::string> nodes = {getPod(c, "left")["spec"].value("nodeName", ""),
+                                       getPod(c, "right")["spec"].value("nodeName", "")};
+  CHECK(nodes == std::set<std::string>{"host01", "host02"});
+  CHECK(c.simGpus()["c0.04"] == "host02");
+  c.invariants();
+  claimInvariants(c);
+}
