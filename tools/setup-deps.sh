@@ -13,6 +13,8 @@ PACKAGES=(
   libfmt-dev catch2 libspdlog-dev libcli11-dev libyaml-cpp-dev prometheus-cpp-dev libpugixml-dev libzip-dev
   # real peers and tools used by tests and benchmarks
   python3 python3-kubernetes python3-yaml python3-grpcio python3-protobuf python3-matplotlib python3-sushy python3-jsonschema wrk curl openssl procps
+  # the DMTF Redfish Interface Emulator and Mockup Server (../shared/peers/redfish) run on these
+  python3-flask python3-flask-restful python3-flask-httpauth python3-aniso8601 python3-tz python3-six python3-requests
   # the formatting check of the test command (tools/check-format.sh): Debian's clang-format 14
   clang-format
   # bridge: a real single-node Slurm (slurmctld, slurmd, slurmrestd 22.05, munge, the JWT auth plugin) for the bridge pod's tests

@@ -86,6 +86,9 @@ Result<Inventory> FabricPool::inventory() {
     for (const auto& host : entry.inventory->hosts) {
       merged.hosts.push_back(entry.chassis + "/" + host);
     }
+    for (const auto& why : entry.inventory->skipped) {
+      merged.skipped.push_back(entry.chassis + ": " + why);
+    }
   }
   if (!failures.empty()) {
     return makeError(firstCode, "pool " + name_ + ": " + failures);

@@ -588,8 +588,22 @@ bool ResourceBlock::canJoinAnotherComposition() const {
   return sharingEnabled == true;
 }
 
-std::string encodeComposeRequest(std::string_view name, const std::vector<std::string>& blocks) {
+std::string composeRequestId(std::string_view host, std::string_view block) {
+  std::string id = "kubecomp-" + std::string(host) + "-" + std::string(block);
+  for (char& ch : id) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+    if (!ok) {
+      ch = '-';
+    }
+  }
+  return id;
+}
+
+std::string encodeComposeRequest(std::string_view id, std::string_view name,
+                                 const std::vector<std::string>& blocks) {
   nlohmann::ordered_json body;
+  body["Id"] = std::string(id);
   body["Name"] = std::string(name);
   body["Links"]["ResourceBlocks"] = nlohmann::ordered_json::array();
   for (const auto& b : blocks) {
@@ -598,7 +612,7 @@ std::string encodeComposeRequest(std::string_view name, const std::vector<std::s
   return body.dump();
 }
 
-Result<std::vector<std::string>> parseComposeRequest(std::string_view body) {
+Result<ComposeRequest> parseComposeRequest(std::string_view body) {
   auto doc = parseJsonGuarded(body, "composition request", 64 * 1024);
   if (!doc || !doc->is_object()) {
     return makeError(kc::errc::kInvalid, "composition request must be a JSON object");
@@ -613,7 +627,15 @@ Result<std::vector<std::string>> parseComposeRequest(std::string_view body) {
   if (!out) {
     return makeError(kc::errc::kInvalid, out.error().message);
   }
-  return out;
+  ComposeRequest req;
+  req.blocks = std::move(*out);
+  if (const auto id = doc->find("Id"); id != doc->end()) {
+    if (!id->is_string()) {
+      return makeError(kc::errc::kInvalid, "composition request: \"Id\" must be a string");
+    }
+    req.id = id->get<std::string>();
+  }
+  return req;
 }
 
 std::string encodeLogin(std::string_view user, std::string_view password) {

@@ -130,9 +130,20 @@ struct BlockActionRequest {
 };
 Result<BlockActionRequest> parseBlockAction(std::string_view body);
 
-// Specific composition request body: {"Name": name, "Links": {"ResourceBlocks": [...]}}.
-std::string encodeComposeRequest(std::string_view name, const std::vector<std::string>& blocks);
-Result<std::vector<std::string>> parseComposeRequest(std::string_view body);
+// Specific composition request body: {"Id": id, "Name": name, "Links": {"ResourceBlocks":
+// [...]}}. DSP0266 lets the service assign the Id, but the DMTF Redfish Interface Emulator
+// answers 400 "Missing attribute: Id" without one, and services that assign their own ignore
+// it: the driver always sends one (composeRequestId).
+std::string encodeComposeRequest(std::string_view id, std::string_view name,
+                                 const std::vector<std::string>& blocks);
+struct ComposeRequest {
+  std::string id;  // "" when the body has none
+  std::vector<std::string> blocks;
+};
+Result<ComposeRequest> parseComposeRequest(std::string_view body);
+// The Id the driver asks for a composed system of `host` and GPU block `block`: "kubecomp-"
+// then both, every character outside [A-Za-z0-9._-] replaced by '-' (an Id is a URI segment).
+std::string composeRequestId(std::string_view host, std::string_view block);
 
 std::string encodeLogin(std::string_view user, std::string_view password);
 struct LoginRequest {

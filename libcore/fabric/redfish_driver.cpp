@@ -76,7 +76,9 @@ Result<Ok> RedfishDriver::login() {
                                               options_.credentials->username + " (HTTP " +
                                               std::to_string(resp->status) + ")");
   }
-  if (resp->status != 201 && resp->status != 200) {
+  // DSP0266 says 201; services answer 200 or 204 too (the DMTF Mockup Server: 204 with the
+  // token and Location). The token header is what counts.
+  if (resp->status < 200 || resp->status > 299) {
     return makeError(errc::kProtocol, detail::statusLine("POST", target, resp->status, resp->body));
   }
   auto token = resp->header("X-Auth-Token");
@@ -258,8 +260,11 @@ Result<Inventory> RedfishDriver::inventory() {
     return view.error();
   }
   Inventory inv;
+  inv.skipped = view->skipped;
   for (auto& [id, block] : view->blocks) {
-    inv.gpus.push_back(block.gpu);
+    if (block.gpuBlock) {  // compute blocks are hosts, never GPUs
+      inv.gpus.push_back(block.gpu);
+    }
   }
   if (view->computeHosts) {
     for (const auto& [id, block] : view->blocks) {
@@ -274,6 +279,22 @@ Result<Inventory> RedfishDriver::inventory() {
   }
   std::sort(inv.gpus.begin(), inv.gpus.end(),
             [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
+  // A UUID two GPUs report identifies neither: a node could not tell which one it has.
+  std::map<std::string, std::vector<GpuInfo*>> byUuid;
+  for (auto& g : inv.gpus) {
+    if (!g.uuid.empty()) {
+      byUuid[g.uuid].push_back(&g);
+    }
+  }
+  for (auto& [uuid, gpus] : byUuid) {
+    for (GpuInfo* g : gpus) {
+      if (gpus.size() > 1 && g->health == GpuHealth::kOk) {
+        g->health = GpuHealth::kUnhealthy;
+        g->healthDetail = "UUID " + uuid + " is reported by " + std::to_string(gpus.size()) +
+                          " GPUs of this chassis (no identity a node can check)";
+      }
+    }
+  }
   return inv;
 }
 

@@ -90,6 +90,7 @@ class RedfishDriver final : public FabricDriver {
     std::map<std::string, std::string> blockLinkToId;  // collection links and @odata.ids
     bool computeHosts = false;                         // hosts are compute block Ids
     std::optional<std::string> compositionTarget;      // where a specific composition POSTs
+    std::vector<std::string> skipped;                  // blocks that could not be read, why
   };
   // How one move is done on this service.
   struct MovePlan {

@@ -280,7 +280,8 @@ Result<MoveClaim> RedfishDriver::sendMove(const View& view, const std::string& l
                                         view.systems.at(plan->systemLink).etag);
       break;
     case MovePlan::Kind::kCompose:
-      body = redfish::encodeComposeRequest("kubecomp " + *host + " + " + localId, plan->blocks);
+      body = redfish::encodeComposeRequest(redfish::composeRequestId(*host, localId),
+                                           "kubecomp " + *host + " + " + localId, plan->blocks);
       break;
     case MovePlan::Kind::kDecompose:
       method = "DELETE";

@@ -29,6 +29,10 @@ GpuInfo gpuInfoOf(const std::string& chassis, const redfish::ResourceBlock& bloc
     gpu.healthDetail = "ResourceBlock health " + block.health.value_or("-") + ", GPU health " +
                        gpuProc.health.value_or("-") + ", CompositionState " +
                        block.compositionState;
+  } else if (gpu.uuid.empty()) {
+    // Without a UUID no node can tell this GPU from another: never handed to a pod.
+    gpu.health = GpuHealth::kUnhealthy;
+    gpu.healthDetail = "the GPU Processor reports no UUID (no identity a node can check)";
   }
   return gpu;
 }
@@ -128,7 +132,9 @@ Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link) {
   }
   auto block = redfish::parseResourceBlock(reply->body);
   if (!block) {
-    return block.error();
+    // One malformed block (no CompositionStatus, a wrong type) must not hide the others.
+    view.skipped.push_back("ResourceBlock " + link + ": " + block.error().message);
+    return Ok{};
   }
   Block entry;
   entry.link = link;
@@ -137,7 +143,11 @@ Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link) {
   if (!block->isCompute()) {
     auto proc = gpuProcessorOf(*block);
     if (!proc) {
-      return proc.error();
+      if (proc.error().code != errc::kProtocol) {
+        return proc.error();  // the service failed, not the block
+      }
+      view.skipped.push_back("ResourceBlock " + link + ": " + proc.error().message);
+      return Ok{};
     }
     gpuProc = std::move(*proc);
   }

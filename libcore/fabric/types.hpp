@@ -46,6 +46,9 @@ struct GpuInfo {
 struct Inventory {
   std::vector<GpuInfo> gpus;       // sorted by id
   std::vector<std::string> hosts;  // host ports the chassis can attach GPUs to, sorted
+  // Resources the chassis listed that could not be read (a malformed ResourceBlock), each with
+  // why: left out, so that one bad entry does not hide the others.
+  std::vector<std::string> skipped;
 
   const GpuInfo* find(std::string_view gpuId) const;
 };

@@ -164,6 +164,22 @@ json renderStatus(const StatusInputs& in) {
     conditions.push_back(condition("InventoryRead", true, "ReadOK", "the fabric inventory was read",
                                    generation, now, in.previousStatus));
   }
+  if (!in.inventorySkipped.empty()) {
+    std::string why;
+    for (const auto& s : in.inventorySkipped) {
+      why += (why.empty() ? "" : "; ") + s;
+    }
+    conditions.push_back(condition("InventoryComplete", false, "ResourcesSkipped",
+                                   std::to_string(in.inventorySkipped.size()) +
+                                       " resource(s) the fabric listed could not be read and are "
+                                       "left out: " +
+                                       why,
+                                   generation, now, in.previousStatus));
+  } else if (in.view != nullptr && !in.inventoryError) {
+    conditions.push_back(condition("InventoryComplete", true, "AllRead",
+                                   "every resource the fabric listed was read", generation, now,
+                                   in.previousStatus));
+  }
   if (in.movesUnsupported) {
     conditions.push_back(condition("MovesSupported", false, "FabricCannotMove",
                                    *in.movesUnsupported, generation, now, in.previousStatus));

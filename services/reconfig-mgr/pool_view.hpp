@@ -52,6 +52,7 @@ struct StatusInputs {
   const PoolSpec* spec = nullptr;
   const PoolView* view = nullptr;               // null: no inventory read yet
   std::optional<std::string> inventoryError;    // last read failed
+  std::vector<std::string> inventorySkipped;    // last read left these out (fabric::Inventory)
   std::optional<std::string> movesUnsupported;  // the fabric cannot move (driver said so)
   std::optional<std::string> specError;         // the spec could not be read
   const Journal* journal = nullptr;

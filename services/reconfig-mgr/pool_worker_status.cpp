@@ -107,6 +107,11 @@ void PoolWorker::readInventory() {
   auto inv = driver_->inventory();
   lastRead_ = clock_.now();
   if (inv) {
+    if (!inv->skipped.empty() && (!inventory_ || inventory_->skipped != inv->skipped)) {
+      for (const auto& why : inv->skipped) {
+        spdlog::warn("pool {}: inventory: left out {}", name_, why);
+      }
+    }
     inventoryRead(*inv);
     if (sh_.metrics) {
       sh_.metrics->readsOk.Increment();
@@ -147,6 +152,9 @@ Status PoolWorker::writeStatus(bool journalChange) {
   }
   in.view = view ? &*view : nullptr;
   in.inventoryError = inventoryError_;
+  if (inventory_) {
+    in.inventorySkipped = inventory_->skipped;
+  }
   in.movesUnsupported = movesGate_.unsupported();
   in.specError = specError_;
   in.journal = &journal_;

@@ -849,11 +849,17 @@ class SimServer::Impl {
   // with one host; answered 200 with the new system (as the DMTF emulator answers).
   void compose(const Request& req, const Links& l, const Chassis& c, const std::string& chassis,
                std::shared_ptr<ResponseStream> stream) {
-    auto blocks = fabric::redfish::parseComposeRequest(req.body);
-    if (!blocks) {
-      stream->send(redfishError(400, "PropertyMissing", blocks.error().message));
+    auto request = fabric::redfish::parseComposeRequest(req.body);
+    if (!request) {
+      stream->send(redfishError(400, "PropertyMissing", request.error().message));
       return;
     }
+    if (request->id.empty()) {
+      // What the DMTF Redfish Interface Emulator answers a composition without an Id.
+      stream->send(redfishError(400, "PropertyMissing", "Missing attribute: Id"));
+      return;
+    }
+    const auto* blocks = &request->blocks;
     std::optional<std::size_t> host;
     std::optional<std::size_t> gpu;
     for (const auto& link : *blocks) {

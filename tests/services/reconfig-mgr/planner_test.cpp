@@ -243,6 +243,19 @@ TEST_CASE(
     }
   }
   CHECK(found);
+  // A malformed block the fabric listed is left out and said so; the pool stays Ready.
+  in.movesUnsupported.reset();
+  in.inventorySkipped = {"c0: ResourceBlock /rb/7: ResourceBlock 7 has no CompositionStatus"};
+  const json partial = kc::reconfig::renderStatus(in);
+  std::map<std::string, json> byType;
+  for (const auto& c : partial["conditions"]) {
+    byType[c["type"]] = c;
+  }
+  CHECK(byType["InventoryComplete"]["status"] == "False");
+  CHECK(byType["InventoryComplete"]["reason"] == "ResourcesSkipped");
+  CHECK_THAT(byType["InventoryComplete"]["message"].get<std::string>(),
+             Catch::Contains("has no CompositionStatus"));
+  CHECK(byType["Ready"]["status"] == "True");
 }
 
 TEST_CASE("planner: the paper's Fig. 5 example - GPU06 moves from Host02 to Host01", "[reconfig]") {

@@ -174,7 +174,7 @@ class FakeDriver final : public fabric::FabricDriver {
       return *fault;
     }
     std::lock_guard<std::mutex> lock(mu_);
-    fabric::Inventory inv{gpus_, hosts_};
+    fabric::Inventory inv{gpus_, hosts_, {}};
     std::sort(inv.gpus.begin(), inv.gpus.end(),
               [](const fabric::GpuInfo& a, const fabric::GpuInfo& b) { return a.id < b.id; });
     std::sort(inv.hosts.begin(), inv.hosts.end());

@@ -75,6 +75,11 @@ TEST_CASE("contract: inventory reports every GPU as the chassis has it", "[fabri
   auto inv = s.driver->inventory();
   REQUIRE(inv.ok());
   const auto truth = *sim.model().snapshot(s.chassis);
+  // Exactly the chassis' GPUs: no phantom (a Compute block is a host, never a GPU).
+  CHECK(static_cast<std::size_t>(std::count_if(
+            inv->gpus.begin(), inv->gpus.end(),
+            [&](const GpuInfo& g) { return g.chassis == s.chassis; })) == truth.gpus.size());
+  CHECK(inv->skipped.empty());
   for (const auto& g : truth.gpus) {
     const GpuInfo* got = inv->find(s.gpu(g.gid));
     REQUIRE(got != nullptr);

@@ -211,3 +211,21 @@ TEST_CASE("redfish: next pages and composition capabilities", "[fabric][redfish]
   CHECK_FALSE(none->has_value());
   CHECK_FALSE(redfish::parseCompositionTarget("[1]", "zone").ok());
 }
+
+TEST_CASE("redfish: a composition request carries an Id the service can use as a URI segment",
+          "[fabric][redfish]") {
+  using namespace kc::fabric::redfish;
+  const std::string id = composeRequestId("host 01/a", "GPU#3");
+  CHECK(id == "kubecomp-host-01-a-GPU-3");
+  const std::string body = encodeComposeRequest(id, "kubecomp host 01/a + GPU#3",
+                                                {"/redfish/v1/rb/c", "/redfish/v1/rb/g"});
+  auto req = parseComposeRequest(body);
+  REQUIRE(req);
+  CHECK(req->id == id);
+  CHECK(req->blocks == std::vector<std::string>{"/redfish/v1/rb/c", "/redfish/v1/rb/g"});
+  // Without an Id (what the DMTF emulator refuses) the parse says so by an empty id.
+  auto bare = parseComposeRequest(R"({"Links":{"ResourceBlocks":[{"@odata.id":"/x"}]}})");
+  REQUIRE(bare);
+  CHECK(bare->id.empty());
+  CHECK_FALSE(parseComposeRequest(R"({"Id":3,"Links":{"ResourceBlocks":[]}})"));
+}

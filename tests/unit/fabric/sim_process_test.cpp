@@ -7,6 +7,7 @@
 
 #include "libcore/fabric/h3_driver.hpp"
 #include "libcore/fabric/redfish_driver.hpp"
+#include "libcore/net/http_client.hpp"
 #include "libcore/node/host_scan.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/wait.hpp"
@@ -232,6 +233,17 @@ TEST_CASE("chassis-sim process: --redfish-profile emulator serves the second Red
   auto inv = (*rfd)->inventory();
   REQUIRE(inv.ok());
   CHECK(inv->find("falcon-1.002F00")->hostPort == "css-host-129");
+  // A composition without an Id is refused as the DMTF Redfish Interface Emulator refuses it.
+  kc::net::ClientOptions o;
+  o.baseUrl = base;
+  auto http = kc::net::HttpClient::create(o);
+  REQUIRE(http);
+  auto bare = (*http)->request("POST", "/chassis/falcon-1/redfish/v1/Systems",
+                               R"({"Links":{"ResourceBlocks":[]}})",
+                               {{"Content-Type", "application/json"}});
+  REQUIRE(bare);
+  CHECK(bare->status == 400);
+  CHECK_THAT(bare->body, Catch::Contains("Missing attribute: Id"));
   child.signal(SIGTERM);
   CHECK(child.waitExit(kLimit) == 0);
 }

@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""The Redfish driver against Redfish services nobody here wrote (DMTF's own programs in
+../shared/peers/redfish), through kubecomp-fabric (the same driver reconfig-mgr runs).
+
+Usage: redfish_peers_test.py KUBECOMP_FABRIC PEERS_DIR
+
+  mockup     DMTF Redfish Mockup Server on the public-composability mockup: exactly one GPU
+             (OffloadBlock9; the Compute blocks are hosts, never GPUs); a GPU Processor without
+             a UUID is Unhealthy (never handed to a pod) until the service shows one; session
+             login answered 204 with X-Auth-Token and Location is accepted; an attach the
+             static mockup does not apply fails as unverified and the GPU stays where it was;
+             a ResourceBlock without CompositionStatus is left out with the reason, the rest
+             stays.
+  emulator   DMTF Redfish Interface Emulator (dynamic, populated; its block Processors made
+             GPUs with distinct UUIDs in a scratch copy of its template): exactly the 8 GPU
+             blocks, its systems as hosts; an attach the service cannot express is refused as
+             unsupported and nothing is sent (no POST, PATCH or DELETE in its request log).
+
+Exit 0 on success, 77 (skipped) when PEERS_DIR is absent, 1 with the reason otherwise.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def ok(msg):
+    print("ok  ", msg)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, proc, log, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            fail(f"{url}: the peer exited: {open(log).read()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    fail(f"{url} did not answer within {timeout} s: {open(log).read()[-2000:]}")
+
+
+class Peer:
+    def __init__(self, argv, cwd, log, url, env):
+        self.log = log
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                                     env=env)
+        wait_http(url, self.proc, log)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def fabric(binary, url, *args, auth="none", creds=None):
+    argv = [binary, "--dialect", "redfish", "--url", url, "--name", "peer", "--auth", auth]
+    if creds:
+        argv += ["--credentials-file", creds]
+    argv += list(args)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def inventory(binary, url, **kw):
+    r = fabric(binary, url, "-o", "json", "inventory", **kw)
+    if r.returncode != 0:
+        fail(f"inventory of {url} exited {r.returncode}: {r.stdout}{r.stderr}")
+    return json.loads(r.stdout)["chassis"][0]
+
+
+def mutating_requests(log):
+    return [line for line in open(log).read().splitlines()
+            if any(f'"{m} ' in line for m in ("POST", "PATCH", "DELETE", "PUT"))]
+
+
+def mockup(binary, peers, tmp, env):
+    mock = os.path.join(tmp, "public-composability")
+    shutil.copytree(os.path.join(peers, "mockups", "public-composability"), mock)
+    # One malformed block: DriveBlock5 without CompositionStatus.
+    block5 = os.path.join(mock, "CompositionService", "ResourceBlocks", "DriveBlock5", "index.json")
+    doc = json.load(open(block5))
+    del doc["CompositionStatus"]
+    json.dump(doc, open(block5, "w"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = os.path.join(peers, "Redfish-Mockup-Server", "redfishMockupServer.py")
+    peer = Peer(["/usr/bin/python3", server, "-S", "-D", mock, "-H", "127.0.0.1", "-p", str(port)],
+                tmp, os.path.join(tmp, "mockup.log"), url + "/redfish/v1/", env)
+    try:
+        inv = inventory(binary, url)
+        ids = [g["id"] for g in inv["gpus"]]
+        if ids != ["peer.OffloadBlock9"]:
+            fail(f"mockup: GPUs {ids}, want exactly [peer.OffloadBlock9] (Compute blocks are hosts)")
+        if inv["hosts"] != ["ComputeBlock1", "ComputeBlock2", "SystemBlock11", "SystemBlock12"]:
+            fail(f"mockup: hosts {inv['hosts']}")
+        ok("public-composability: one GPU, the Compute and ComputerSystem blocks as hosts")
+        gpu = inv["gpus"][0]
+        if gpu["health"] != "Unhealthy" or "UUID" not in gpu["healthDetail"]:
+            fail(f"mockup: a GPU without UUID is {gpu['health']} ({gpu['healthDetail']})")
+        ok("a GPU Processor without UUID is Unhealthy: " + gpu["healthDetail"])
+        if len(inv["skipped"]) != 1 or "DriveBlock5" not in inv["skipped"][0]:
+            fail(f"mockup: skipped {inv['skipped']}, want DriveBlock5 with the reason")
+        ok("a block without CompositionStatus is left out, the rest read: " + inv["skipped"][0])
+        creds = os.path.join(tmp, "creds")
+        with open(creds, "w") as f:
+            f.write("root:password\n")
+        if inventory(binary, url, auth="session", creds=creds)["gpus"] != inv["gpus"]:
+            fail("mockup: session login changed the inventory")
+        ok("session login answered 204 + X-Auth-Token + Location is accepted")
+        req = urllib.request.Request(
+            url + "/redfish/v1/CompositionService/ResourceBlocks/OffloadBlock9/Processors/Block9GPU",
+            data=json.dumps({"UUID": "8f1a3b7e-5c2d-4e9a-b6f0-1d2e3f4a5b6c"}).encode(),
+            method="PATCH", headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).close()
+        gpu = inventory(binary, url)["gpus"][0]
+        if gpu["health"] != "OK" or gpu["uuid"] != "GPU-8f1a3b7e-5c2d-4e9a-b6f0-1d2e3f4a5b6c":
+            fail(f"mockup: with a UUID the GPU is {gpu}")
+        ok("with a UUID it is OK: " + gpu["uuid"])
+        r = fabric(binary, url, "attach", "peer.OffloadBlock9", "ComputeBlock1")
+        if r.returncode == 0 or "does not show the change" not in r.stderr:
+            fail(f"mockup: attach on a static mockup: exit {r.returncode}: {r.stdout}{r.stderr}")
+        ok("attach the static mockup does not apply: " + r.stderr.strip())
+        r = fabric(binary, url, "verify", "peer.OffloadBlock9")
+        if r.returncode != 0:
+            fail(f"mockup: the GPU is no longer unattached: {r.stdout}{r.stderr}")
+        ok("the GPU stayed unattached")
+    finally:
+        peer.stop()
+
+
+def emulator(binary, peers, tmp, env):
+    emu = os.path.join(tmp, "emu")
+    shutil.copytree(os.path.join(peers, "Redfish-Interface-Emulator"), emu)
+    shutil.copy(os.path.join(emu, "emulator-config_dynamic_populate.json"),
+                os.path.join(emu, "emulator-config.json"))
+    # Its blocks carry CPU Processors; as GPUs (with a UUID each) they are what we pool.
+    tpl = os.path.join(emu, "api_emulator", "redfish", "templates", "processor.py")
+    text = open(tpl).read()
+    text = text.replace('"ProcessorType": "CPU",',
+                        '"ProcessorType": "GPU",\n    "UUID": "{suffix_id}-{processor_id}",', 1)
+    text = text.replace("c['Id'] = c['Id'].format(**defaults)",
+                        "c['Id'] = c['Id'].format(**defaults)\n    c['UUID'] = c['UUID'].format(**defaults)", 1)
+    open(tpl, "w").write(text)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    peer = Peer(["/usr/bin/python3", "emulator.py", "-port", str(port)], emu,
+                os.path.join(tmp, "emulator.log"), url + "/redfish/v1/", env)
+    try:
+        inv = inventory(binary, url)
+        ids = [g["id"] for g in inv["gpus"]]
+        want = [f"peer.Block-{i}" for i in range(1, 9)]
+        if sorted(ids) != sorted(want):
+            fail(f"emulator: GPUs {ids}, want {want} (blocks 9 and 10 hold only storage)")
+        bad = [g for g in inv["gpus"] if g["health"] != "OK" or not g["uuid"]]
+        if bad or len({g["uuid"] for g in inv["gpus"]}) != 8:
+            fail(f"emulator: GPUs not OK or UUIDs not distinct: {inv['gpus']}")
+        if inv["hosts"] != [f"System-{i}" for i in range(1, 8)]:
+            fail(f"emulator: hosts {inv['hosts']}")
+        ok("Interface Emulator: exactly the 8 GPU blocks, distinct UUIDs, 7 systems as hosts")
+        before = len(mutating_requests(peer.log))
+        r = fabric(binary, url, "attach", "peer.Block-1", "System-1")
+        if r.returncode == 0 or "unsupported" not in r.stderr:
+            fail(f"emulator: attach exit {r.returncode}: {r.stdout}{r.stderr}")
+        sent = mutating_requests(peer.log)[before:]
+        if sent:
+            fail(f"emulator: an unsupported attach sent {sent}")
+        ok("attach it cannot express: unsupported, nothing sent: " + r.stderr.strip())
+    finally:
+        peer.stop()
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail(__doc__)
+    binary, peers = sys.argv[1], os.path.join(sys.argv[2], "redfish")
+    if not os.path.isdir(peers):
+        print(f"SKIP: {peers} is absent (the real Redfish peers live in ../shared/peers)")
+        sys.exit(SKIP)
+    env = dict(os.environ, PYTHONPATH=os.path.join(peers, "stubs"))
+    with tempfile.TemporaryDirectory(prefix="redfish-peers-") as tmp:
+        mockup(binary, peers, tmp, env)
+        emulator(binary, peers, tmp, env)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
