@@ -97,6 +97,58 @@ PoolView buildView(const PoolSpec& spec, const fabric::Inventory& inventory,
   return view;
 }
 
+namespace {
+
+// The pool's conditions (kept with their transition time while unchanged).
+json renderConditions(const StatusInputs& in, std::int64_t generation, const std::string& now) {
+  json conditions = json::array();
+  if (in.specError) {
+    conditions.push_back(condition("SpecValid", false, "InvalidSpec", *in.specError, generation,
+                                   now, in.previousStatus));
+  }
+  if (in.inventoryError) {
+    conditions.push_back(condition("InventoryRead", false, "ReadFailed", *in.inventoryError,
+                                   generation, now, in.previousStatus));
+  } else if (in.view != nullptr) {
+    conditions.push_back(condition("InventoryRead", true, "ReadOK", "the fabric inventory was read",
+                                   generation, now, in.previousStatus));
+  }
+  if (!in.inventorySkipped.empty()) {
+    std::string why;
+    for (const auto& s : in.inventorySkipped) {
+      why += (why.empty() ? "" : "; ") + s;
+    }
+    conditions.push_back(condition("InventoryComplete", false, "ResourcesSkipped",
+                                   std::to_string(in.inventorySkipped.size()) +
+                                       " resource(s) the fabric listed could not be read and are "
+                                       "left out: " +
+                                       why,
+                                   generation, now, in.previousStatus));
+  } else if (in.view != nullptr && !in.inventoryError) {
+    conditions.push_back(condition("InventoryComplete", true, "AllRead",
+                                   "every resource the fabric listed was read", generation, now,
+                                   in.previousStatus));
+  }
+  if (in.movesUnsupported) {
+    conditions.push_back(condition("MovesSupported", false, "FabricCannotMove",
+                                   *in.movesUnsupported, generation, now, in.previousStatus));
+  } else {
+    conditions.push_back(
+        condition("MovesSupported", true, "NoRefusal",
+                  "no move refused as unsupported since the last one that went through", generation,
+                  now, in.previousStatus));
+  }
+  const bool ready =
+      !in.specError && !in.inventoryError && in.view != nullptr && !in.movesUnsupported;
+  conditions.push_back(
+      condition("Ready", ready, ready ? "Ready" : "NotReady",
+                ready ? "inventory current, moves possible" : "see the other conditions",
+                generation, now, in.previousStatus));
+  return conditions;
+}
+
+}  // namespace
+
 json renderStatus(const StatusInputs& in) {
   const std::string now = formatRfc3339(in.now);
   const std::int64_t generation = in.spec != nullptr ? in.spec->generation : 0;
@@ -152,50 +204,7 @@ json renderStatus(const StatusInputs& in) {
   }
   status["quarantine"] = std::move(quarantine);
 
-  json conditions = json::array();
-  if (in.specError) {
-    conditions.push_back(condition("SpecValid", false, "InvalidSpec", *in.specError, generation,
-                                   now, in.previousStatus));
-  }
-  if (in.inventoryError) {
-    conditions.push_back(condition("InventoryRead", false, "ReadFailed", *in.inventoryError,
-                                   generation, now, in.previousStatus));
-  } else if (in.view != nullptr) {
-    conditions.push_back(condition("InventoryRead", true, "ReadOK", "the fabric inventory was read",
-                                   generation, now, in.previousStatus));
-  }
-  if (!in.inventorySkipped.empty()) {
-    std::string why;
-    for (const auto& s : in.inventorySkipped) {
-      why += (why.empty() ? "" : "; ") + s;
-    }
-    conditions.push_back(condition("InventoryComplete", false, "ResourcesSkipped",
-                                   std::to_string(in.inventorySkipped.size()) +
-                                       " resource(s) the fabric listed could not be read and are "
-                                       "left out: " +
-                                       why,
-                                   generation, now, in.previousStatus));
-  } else if (in.view != nullptr && !in.inventoryError) {
-    conditions.push_back(condition("InventoryComplete", true, "AllRead",
-                                   "every resource the fabric listed was read", generation, now,
-                                   in.previousStatus));
-  }
-  if (in.movesUnsupported) {
-    conditions.push_back(condition("MovesSupported", false, "FabricCannotMove",
-                                   *in.movesUnsupported, generation, now, in.previousStatus));
-  } else {
-    conditions.push_back(
-        condition("MovesSupported", true, "NoRefusal",
-                  "no move refused as unsupported since the last one that went through", generation,
-                  now, in.previousStatus));
-  }
-  const bool ready =
-      !in.specError && !in.inventoryError && in.view != nullptr && !in.movesUnsupported;
-  conditions.push_back(
-      condition("Ready", ready, ready ? "Ready" : "NotReady",
-                ready ? "inventory current, moves possible" : "see the other conditions",
-                generation, now, in.previousStatus));
-  status["conditions"] = std::move(conditions);
+  status["conditions"] = renderConditions(in, generation, now);
   return status;
 }
 
