@@ -28,6 +28,7 @@ struct RawFlags {
   double draDrainSettle = 0.5;
   double nodeConfirmTimeout = 120;
   double attachHoldoff = 300;
+  double moveFailureBackoff = 10;
   double retryInitial = 0.5;
   double retryMax = 15;
   double readTimeout = 15;
@@ -110,9 +111,16 @@ void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
                  "before its drain counts as done (allocations made just before reach the claims)")
       ->check(CLI::Range(0.0, 600.0))
       ->capture_default_str();
+  app.add_option("--move-failure-backoff-seconds", raw.moveFailureBackoff,
+                 "a GPU whose move the fabric failed is not moved again for this long, doubling "
+                 "per further failure up to --attach-failure-holdoff-seconds; two failures in a "
+                 "row on one chassis hold back its GPUs alike (0: no backoff)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_option("--attach-failure-holdoff-seconds", raw.attachHoldoff,
                  "on a DRA pool, how long a GPU whose attach for a claim failed is withheld from "
-                 "the ResourceSlices (shown Unhealthy), so no allocator picks it again at once")
+                 "the ResourceSlices (shown Unhealthy), so no allocator picks it again at once; "
+                 "also the ceiling of --move-failure-backoff-seconds")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   app.add_option("--max-attempts", o.runner.maxAttempts,
@@ -163,6 +171,7 @@ void applyFlags(const RawFlags& raw, const cli::LeaderElectionFlags& leader, Rec
   o.runner.nodeConfirmTimeout = ms(raw.nodeConfirmTimeout);
   o.draDrainSettle = ms(raw.draDrainSettle);
   o.attachFailureHoldoff = ms(raw.attachHoldoff);
+  o.moveFailureBackoff = ms(raw.moveFailureBackoff);
   o.runner.backoff.initial = ms(raw.retryInitial);
   o.runner.backoff.max = ms(raw.retryMax);
   o.callPolicy.readTimeout = ms(raw.readTimeout);

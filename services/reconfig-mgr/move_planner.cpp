@@ -51,7 +51,7 @@ Result<alloc::ClusterState> poolModel(const PoolSpec& spec, const PoolView& view
     gs.uuid = g.info.uuid;
     gs.model = alloc::validGpuModelName(g.info.model) ? g.info.model : "";
     gs.pool = *p;
-    gs.healthy = g.healthy;
+    gs.healthy = g.healthy && !g.heldBack;  // held back: not moved, not counted to move to
     gs.draining = g.draining;
     if (g.attached()) {
       if (g.node.empty()) {

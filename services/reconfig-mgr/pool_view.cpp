@@ -129,6 +129,18 @@ json renderConditions(const StatusInputs& in, std::int64_t generation, const std
                                    "every resource the fabric listed was read", generation, now,
                                    in.previousStatus));
   }
+  if (!in.movesBackingOff.empty()) {
+    std::string why;
+    for (const auto& s : in.movesBackingOff) {
+      why += (why.empty() ? "" : "; ") + s;
+    }
+    conditions.push_back(condition("MovesBackingOff", true, "FabricFailures", why, generation, now,
+                                   in.previousStatus));
+  } else {
+    conditions.push_back(condition("MovesBackingOff", false, "NoRecentFailures",
+                                   "no GPU or chassis is held back after failed moves", generation,
+                                   now, in.previousStatus));
+  }
   if (in.movesUnsupported) {
     conditions.push_back(condition("MovesSupported", false, "FabricCannotMove",
                                    *in.movesUnsupported, generation, now, in.previousStatus));

@@ -31,6 +31,9 @@ struct GpuView {
   std::string healthDetail;
   bool draining = false;
   std::vector<std::string> inUseBy;  // "namespace/pod", from the node's usage report
+  // Its moves failed lately (PoolWorker's backoff): the planners do not move it; pods on its
+  // node still use it.
+  bool heldBack = false;
 
   bool attached() const { return info.hostPort.has_value(); }
   bool free() const { return healthy && !draining && inUseBy.empty(); }
@@ -53,6 +56,7 @@ struct StatusInputs {
   const PoolView* view = nullptr;               // null: no inventory read yet
   std::optional<std::string> inventoryError;    // last read failed
   std::vector<std::string> inventorySkipped;    // last read left these out (fabric::Inventory)
+  std::vector<std::string> movesBackingOff;     // GPUs and chassis held back after failures
   std::optional<std::string> movesUnsupported;  // the fabric cannot move (driver said so)
   std::optional<std::string> specError;         // the spec could not be read
   const Journal* journal = nullptr;

@@ -95,6 +95,7 @@ void PoolWorker::unsupported(const std::string& message) {
 }
 
 void PoolWorker::phaseEnded(const Move& m, MovePhase phase, double seconds) {
+  lastEndedPhase_ = phase;
   if (sh_.metrics) {
     sh_.metrics->movePhases.Add({{"phase", std::string(toString(phase))}}, secondsBuckets())
         .Observe(seconds);
@@ -131,6 +132,9 @@ void PoolWorker::moveFinished(const Move& m) {
     poolEvent(false, "MovesSupported",
               "the fabric moved GPU " + m.gpu + " to " + m.toNode +
                   " after refusing moves as unsupported; moves go on");
+  }
+  if (!m.forClaim() && !m.background()) {
+    moveFailed(m);  // (or succeeded: the backoff of its GPU and chassis ends)
   }
   if (m.forClaim()) {
     if (!ok && !m.cancelled) {

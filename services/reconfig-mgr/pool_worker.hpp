@@ -260,6 +260,17 @@ class PoolWorker final : public MoveEnv {
   std::pair<std::string, SteadyTime> draWithheldSince_;
   // GPU id -> until when it is withheld after a failed attach, and why.
   std::map<std::string, std::pair<SteadyTime, std::string>> attachFailed_;
+  // Pod moves the fabric failed: per GPU and per chassis, how many in a row, until when the
+  // GPU (or every GPU of the chassis) is held back, and why (moveFailed, markAttachFailures).
+  struct Backoff {
+    int failures = 0;
+    SteadyTime until{};
+    std::string why;
+  };
+  std::map<std::string, Backoff> gpuBackoff_;
+  std::map<std::string, Backoff> chassisBackoff_;
+  MovePhase lastEndedPhase_ = MovePhase::kDraining;  // of the move in flight (phaseEnded)
+  void moveFailed(const Move& m);
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;

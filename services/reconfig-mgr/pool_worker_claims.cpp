@@ -323,7 +323,54 @@ void PoolWorker::markAttachFailures(PoolView& view) {
       g.healthy = false;
       g.healthDetail = "withheld after a failed attach: " + f->second.second;
     }
+    const auto gb = gpuBackoff_.find(g.info.id);
+    const auto cb = chassisBackoff_.find(g.info.chassis);
+    const Backoff* b = gb != gpuBackoff_.end() && gb->second.until > now       ? &gb->second
+                       : cb != chassisBackoff_.end() && cb->second.until > now ? &cb->second
+                                                                               : nullptr;
+    g.heldBack = b != nullptr;
   }
+}
+
+void PoolWorker::moveFailed(const Move& m) {
+  const auto chassis = fabric::splitGpuId(m.gpu);
+  const std::string chassisName = chassis ? chassis->chassis : "";
+  const bool fabricFailed =
+      m.phase == MovePhase::kFailed && !m.cancelled &&
+      (lastEndedPhase_ == MovePhase::kDetaching || lastEndedPhase_ == MovePhase::kAttaching ||
+       lastEndedPhase_ == MovePhase::kVerifying || lastEndedPhase_ == MovePhase::kRollingBack);
+  if (m.phase == MovePhase::kSucceeded) {
+    gpuBackoff_.erase(m.gpu);
+    chassisBackoff_.erase(chassisName);
+    return;
+  }
+  const auto base = sh_.opts.moveFailureBackoff;
+  if (!fabricFailed || base.count() <= 0) {
+    return;
+  }
+  const SteadyTime now = clock_.now();
+  auto delay = [&](int n) {
+    auto d = base;
+    for (int i = 1; i < n && d < sh_.opts.attachFailureHoldoff; ++i) {
+      d *= 2;
+    }
+    return std::min(d, std::max(sh_.opts.attachFailureHoldoff, base));
+  };
+  Backoff& g = gpuBackoff_[m.gpu];
+  ++g.failures;
+  const auto gd = delay(g.failures);
+  g.until = now + gd;
+  g.why = "held back " + std::to_string(gd.count() / 1000) + " s after " +
+          std::to_string(g.failures) + " failed move(s): " + m.message;
+  Backoff& c = chassisBackoff_[chassisName];
+  ++c.failures;
+  if (c.failures >= 2) {
+    const auto cd = delay(c.failures - 1);
+    c.until = now + cd;
+    c.why = "chassis " + chassisName + " held back " + std::to_string(cd.count() / 1000) +
+            " s after " + std::to_string(c.failures) + " failed moves in a row: " + m.message;
+  }
+  spdlog::warn("pool {}: {}", name_, c.failures >= 2 ? c.why : g.why);
 }
 
 void PoolWorker::claimMoveFailed(const Move& m) {

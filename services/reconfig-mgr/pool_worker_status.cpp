@@ -155,6 +155,13 @@ Status PoolWorker::writeStatus(bool journalChange) {
   if (inventory_) {
     in.inventorySkipped = inventory_->skipped;
   }
+  for (const auto* backoffs : {&chassisBackoff_, &gpuBackoff_}) {
+    for (const auto& [what, b] : *backoffs) {
+      if (b.until > clock_.now()) {
+        in.movesBackingOff.push_back((backoffs == &gpuBackoff_ ? "GPU " + what + " " : "") + b.why);
+      }
+    }
+  }
   in.movesUnsupported = movesGate_.unsupported();
   in.specError = specError_;
   in.journal = &journal_;

@@ -57,6 +57,11 @@ struct ReconfigOptions {
   std::chrono::milliseconds draDrainSettle{500};
   // DRA: a GPU whose attach for a claim failed is withheld (shown Unhealthy) this long.
   std::chrono::milliseconds attachFailureHoldoff{300'000};
+  // A pod's move that the fabric failed (detach, attach or verification) holds its GPU back
+  // from the planners for this long, doubling per further failure of that GPU, up to
+  // attachFailureHoldoff; two failures in a row on one chassis hold back the whole chassis the
+  // same way. A success clears it (no retry storm on a sick GPU or chassis).
+  std::chrono::milliseconds moveFailureBackoff{10'000};
   bool leaderElect = true;
   std::string leaseNamespace = "kubecomp";
   std::string leaseName = "reconfig-mgr";

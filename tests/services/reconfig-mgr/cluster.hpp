@@ -302,6 +302,15 @@ class SimCluster {
     }
     return out;
   }
+  // How many `op` requests ("assign", "unassign") the chassis have answered, all together.
+  int simCounter(const std::string& op) {
+    const json st = json::parse(httpGet(simPort_, "/sim/v1/state"));
+    int n = 0;
+    for (const auto& c : st["chassis"]) {
+      n += c.value("counters", json::object()).value(op, 0);
+    }
+    return n;
+  }
   std::set<std::string> unhealthySimGpus() {
     const json st = json::parse(httpGet(simPort_, "/sim/v1/state"));
     std::set<std::string> out;

@@ -4,6 +4,7 @@
 // every scenario.
 
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "tests/services/reconfig-mgr/cluster.hpp"
 
@@ -235,4 +236,40 @@ TEST_CASE("reconfig-mgr: two pools - GPUs never cross pools and pools move in pa
   const json b = c.poolStatus("pool-b");
   CHECK(a["totalGPUs"] == 2);
   CHECK(b["totalGPUs"] == 4);
+}
+
+TEST_CASE(
+    "reconfig-mgr faults: a chassis that keeps failing attaches is backed off per GPU and "
+    "chassis across moves, with a condition, and moves resume after",
+    "[reconfig][e2e]") {
+  SimCluster c(threeNodes());
+  // One try per move phase, so that without a backoff across moves every plan re-POSTs at once.
+  c.startManager({"--max-attempts", "1", "--move-failure-backoff-seconds", "3"});
+  REQUIRE(c.waitAllocatable("host01", 2, 30s));
+  c.fault({{"chassis", "c0"}, {"op", "assign"}, {"kind", "fail"}, {"times", -1}});
+  c.createPod("big", 4, "host01");
+  std::string why;
+  REQUIRE(c.poolUntil(
+      [&](const json& st) {
+        for (const auto& cond : st.value("conditions", json::array())) {
+          if (cond.value("type", "") == "MovesBackingOff" && cond.value("status", "") == "True" &&
+              cond.value("message", "").find("chassis c0") != std::string::npos) {
+            why = cond.value("message", "");
+            return true;
+          }
+        }
+        return false;
+      },
+      30s));
+  CAPTURE(why);
+  // Two failed moves (two GPUs of c0), then the chassis waits: nothing more is sent meanwhile
+  // (without the backoff, every plan re-POSTs at once).
+  const int atBackoff = c.simCounter("assign");
+  std::this_thread::sleep_for(2s);
+  CHECK(c.simCounter("assign") == atBackoff);
+  // The chassis heals; once the backoff ends the moves go on and the pod runs.
+  c.clearFaults();
+  REQUIRE(c.waitAllocatable("host01", 4, 60s));
+  c.bindAndWaitRunning("big", "host01");
+  c.invariants();
 }
