@@ -23,6 +23,7 @@
 #include "tools/kubecomp-sim/engine.hpp"
 #include "tools/kubecomp-sim/policy_flags.hpp"
 #include "tools/kubecomp-sim/report.hpp"
+#include "tools/kubecomp-sim/sim_input.hpp"
 #include "tools/kubecomp-sim/trace_reader.hpp"
 #include "tools/kubecomp-sim/workload.hpp"
 
@@ -59,6 +60,7 @@ struct Options {
   std::string summaryOut = "-";
   bool progress = false;
   bool quiet = false;
+  bool failOnRejected = false;
 };
 
 // Every flag that sizes memory or time is bounded, with the limit in the message.
@@ -202,8 +204,8 @@ Result<LoadedTrace> loadTrace(const Options& o) {
       const double scaled = static_cast<double>(j.arrival) * o.timeScale;
       if (!(scaled <= static_cast<double>(kMaxTraceMs))) {
         return makeError(kc::errc::kInvalid, "--time-scale " + formatNumber(o.timeScale) +
-                                                 " puts job '" + j.id +
-                                                 "' past the arrival limit of " +
+                                                 " puts job " + quoteInput(j.id) +
+                                                 " past the arrival limit of " +
                                                  std::to_string(kMaxTraceSeconds) + " s");
       }
       j.arrival = static_cast<SimMs>(std::llround(scaled));
@@ -229,9 +231,9 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
   spec.perNodeGpus = *layout;
   spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
   if (!o.gpuModel.empty() && !alloc::validGpuModelName(o.gpuModel)) {
-    return makeError(
-        kc::errc::kInvalid,
-        "--gpu-model '" + o.gpuModel + "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
+    return makeError(kc::errc::kInvalid,
+                     "--gpu-model " + quoteInput(o.gpuModel) +
+                         " is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
   }
   spec.gpuModel = o.gpuModel;
   spec.nodeCpuMilli = static_cast<std::int64_t>(std::llround(o.nodeCpu * 1000));
@@ -278,16 +280,8 @@ int fail(const std::string& message) {
   return 1;
 }
 
-int runUnguarded(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "kubecomp-sim: trace-driven simulator of a composable GPU cluster (KubeComp, paper 001 "
-      "section VI). Jobs are placed FCFS by the same libcore/alloc policies the scheduler runs. "
-      "Prints a summary JSON (wait, JCT, makespan, GPU utilisation, CDF of used GPUs, GPUs "
-      "moved). Times are at most 10^12 s, traces at most 10,000,000 jobs, clusters at most "
-      "100,000 pools, 1,000,000 nodes and 10,000,000 GPUs (docs/simulator.md, Limits); output "
-      "files are written only after a successful run."};
-  app.get_formatter()->column_width(40);
+// The input flags (--workload and its generator, the trace readers, --time-scale).
+void addInputFlags(CLI::App& app, Options& o) {
   auto* in = "Input (exactly one of --workload, --alibaba-pods, --trace-csv)";
   app.add_option(
          "--workload", o.workload,
@@ -312,15 +306,17 @@ int runUnguarded(int argc, char** argv) {
       ->capture_default_str()
       ->group(in);
   app.add_option("--seed", o.seed,
-                 "synthetic: seed of the job order and intervals (std::mt19937_64)")
+                 "synthetic: seed of the job order and intervals (std::mt19937_64; "
+                 "0..18446744073709551615)")
       ->capture_default_str()
+      ->check(uint64Check())
       ->group(in);
   app.add_option("--alibaba-pods", o.alibabaPods,
                  "Alibaba cluster-trace-gpu-v2023 pod list (openb_pod_list_*.csv): arrival = "
                  "creation_time, "
                  "duration = deletion_time - scheduled_time; rows lacking times and CPU-only rows "
-                 "are skipped and counted; gpu_spec (models joined by '|') limits a job to GPUs "
-                 "of those models")
+                 "are skipped and counted; gpu_spec (models joined by '|'; empty or nan = any "
+                 "GPU) limits a job to GPUs of those models")
       ->group(in);
   app.add_option("--alibaba-sharing", o.alibabaSharing,
                  "Alibaba GPU-sharing tasks (gpu_milli < 1000): 'whole' = take one whole GPU, "
@@ -347,7 +343,9 @@ int runUnguarded(int argc, char** argv) {
   app.add_option("--write-trace", o.writeTrace,
                  "also write the input jobs as a generic job CSV to this file")
       ->group(in);
+}
 
+void addClusterFlags(CLI::App& app, Options& o) {
   auto* cl = "Cluster (synthetic layout, or the Alibaba node list)";
   app.add_option("--pools", o.pools,
                  "number of GPU pools (each with the --layout nodes; 1..100000)")
@@ -379,9 +377,9 @@ int runUnguarded(int argc, char** argv) {
                  "Alibaba nodes: consecutive nodes per pool (0 = one pool of all nodes)")
       ->capture_default_str()
       ->group(cl);
+}
 
-  addPolicyFlags(app, o.behaviour);
-
+void addOutputFlags(CLI::App& app, Options& o) {
   auto* out = "Output";
   app.add_option("--jobs-out", o.jobsOut,
                  "per-job CSV: id,arrival,start,end,wait,node,gpus,gpus_moved,status")
@@ -390,10 +388,101 @@ int runUnguarded(int argc, char** argv) {
       ->capture_default_str()
       ->group(out);
   app.add_flag("--progress", o.progress,
-               "report progress on stderr (on by default for more than 100,000 jobs)")
+               "report progress on stderr from the start (by default once a run has taken 5 s): "
+               "a line at every 5% of jobs done and at least every 5 s")
       ->group(out);
   app.add_flag("--quiet", o.quiet, "no progress output")->group(out);
+  app.add_flag("--fail-on-rejected", o.failOnRejected,
+               "exit 1 (writing no output file) when any job is rejected; by default a run "
+               "that rejects jobs says how many on stderr and exits 0")
+      ->group(out);
+}
 
+// Progress lines on stderr: with --progress from the start, otherwise once the run has taken
+// kQuietProgress (short runs stay silent); one at every 5% of jobs done, one whenever
+// kProgressEvery passed without one, and the last.
+class ProgressLines {
+ public:
+  static constexpr std::chrono::seconds kQuietProgress{5};
+  static constexpr std::chrono::seconds kProgressEvery{5};
+  ProgressLines(bool fromStart, std::chrono::steady_clock::time_point started)
+      : fromStart_(fromStart), started_(started), last_(started) {}
+  void operator()(std::uint64_t done, std::uint64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!fromStart_ && now - started_ < kQuietProgress) {
+      return;
+    }
+    const std::uint64_t step = total ? 20 * done / total : 20;  // 5% steps done
+    if (step == step_ && done != total && now - last_ < kProgressEvery) {
+      return;
+    }
+    step_ = step;
+    last_ = now;
+    std::cerr << "kubecomp-sim: " << done << "/" << total << " jobs done ("
+              << (total ? 100 * done / total : 100) << "%), "
+              << std::chrono::duration<double>(now - started_).count() << " s\n";
+  }
+
+ private:
+  bool fromStart_;
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point last_;
+  std::uint64_t step_ = 0;
+};
+
+// What stderr says of a run that rejected jobs ("" when none was): how many and why.
+std::string rejectedMessage(const SimResult& r, std::size_t jobs) {
+  if (r.rejected == 0) {
+    return "";
+  }
+  std::string m = std::to_string(r.rejected) + " of " + std::to_string(jobs) +
+                  " jobs rejected: they cannot run even on the empty cluster";
+  if (r.rejectedGpuModel > 0) {
+    m += " (" + std::to_string(r.rejectedGpuModel) +
+         " only for their gpu_spec: no pool or node has enough GPUs of an accepted model)";
+  }
+  return m + "; the summary counts them in 'rejected' and 'rejected_gpu_model'";
+}
+
+// Writes the outputs of a finished run (files, then the summary on stdout if asked).
+int writeResults(const Options& o, const LoadedTrace& trace, const SimResult& result,
+                 const alloc::ClusterState& cluster, const nlohmann::json& summary) {
+  // Files only now, after a successful run, each complete or not at all.
+  std::vector<Output> outputs;
+  if (!o.writeTrace.empty()) {
+    outputs.push_back({o.writeTrace, [&](std::ostream& f) { writeJobCsv(f, trace.trace); }});
+  }
+  if (!o.jobsOut.empty()) {
+    outputs.push_back(
+        {o.jobsOut, [&](std::ostream& f) { writeJobOutcomes(f, trace.trace, result, cluster); }});
+  }
+  if (o.summaryOut != "-") {
+    outputs.push_back({o.summaryOut, [&](std::ostream& f) { f << summary.dump(1) << "\n"; }});
+  }
+  if (auto s = writeOutputs(outputs); !s) {
+    return fail(s.error().message);
+  }
+  if (o.summaryOut == "-") {
+    std::cout << summary.dump(1) << "\n";
+  }
+  return 0;
+}
+
+int runUnguarded(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "kubecomp-sim: trace-driven simulator of a composable GPU cluster (KubeComp, paper 001 "
+      "section VI). Jobs are placed FCFS by the same libcore/alloc policies the scheduler runs. "
+      "Prints a summary JSON (wait, JCT, makespan, GPU utilisation, CDF of used GPUs, GPUs "
+      "moved). Times are at most 10^12 s, traces at most 10,000,000 jobs (20,000 with "
+      "--queue easy-backfill or slack-backfill), trace lines at most 1 MiB, clusters at most "
+      "100,000 pools, 1,000,000 nodes and 10,000,000 GPUs (docs/simulator.md, Limits); output "
+      "files are written only after a successful run."};
+  app.get_formatter()->column_width(40);
+  addInputFlags(app, o);
+  addClusterFlags(app, o);
+  addPolicyFlags(app, o.behaviour);
+  addOutputFlags(app, o);
   kc::cli::addVersionFlag(app, "kubecomp-sim");
   if (auto exit = kc::cli::parse(app, argc, argv)) {
     return *exit;
@@ -402,7 +491,6 @@ int runUnguarded(int argc, char** argv) {
     std::cout << policyList();
     return 0;
   }
-
   if (auto s = checkFlags(o); !s) {
     return fail(s.error().message);
   }
@@ -411,7 +499,10 @@ int runUnguarded(int argc, char** argv) {
     return fail(built.error().message);
   }
   SimConfig config = std::move(*built);
-
+  // Before generating them: a synthetic trace too long for the queue policy is refused at once.
+  if (auto s = checkPlanningJobs(config.queue, o.workload.empty() ? 0 : o.jobs); !s) {
+    return fail(s.error().message);
+  }
   auto cluster = loadCluster(o);
   if (!cluster) {
     return fail(cluster.error().message);
@@ -423,15 +514,9 @@ int runUnguarded(int argc, char** argv) {
   if (trace->trace.jobs.empty()) {
     return fail(noJobsMessage(trace->stats));
   }
-  const bool showProgress = !o.quiet && (o.progress || trace->trace.jobs.size() > 100'000);
   const auto started = std::chrono::steady_clock::now();
-  if (showProgress) {
-    config.progress = [started](std::uint64_t done, std::uint64_t total) {
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      std::cerr << "kubecomp-sim: " << done << "/" << total << " jobs done ("
-                << (total ? 100 * done / total : 100) << "%), " << s << " s\n";
-    };
+  if (!o.quiet) {
+    config.progress = ProgressLines(o.progress, started);
   }
   auto result = simulate(*cluster, trace->trace, config);
   if (!result) {
@@ -439,33 +524,20 @@ int runUnguarded(int argc, char** argv) {
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-
+  if (const std::string rejected = rejectedMessage(*result, trace->trace.jobs.size());
+      !rejected.empty()) {
+    if (o.failOnRejected) {
+      return fail(rejected + " (--fail-on-rejected)");
+    }
+    std::cerr << "kubecomp-sim: warning: " << rejected << "\n";
+  }
   nlohmann::json j = summaryJson(trace->trace, *result);
   j["config"] = policyConfigJson(o.behaviour, config);
   j["config"]["nodes"] = static_cast<std::uint64_t>(cluster->nodeCount());
   j["config"]["pools"] = static_cast<std::uint64_t>(cluster->poolCount());
   j["trace"] = statsJson(trace->stats);
   j["wall_s"] = wall;
-  // Files only now, after a successful run, each complete or not at all.
-  std::vector<Output> outputs;
-  if (!o.writeTrace.empty()) {
-    outputs.push_back({o.writeTrace, [&](std::ostream& f) { writeJobCsv(f, trace->trace); }});
-  }
-  if (!o.jobsOut.empty()) {
-    outputs.push_back({o.jobsOut, [&](std::ostream& f) {
-                         writeJobOutcomes(f, trace->trace, *result, *cluster);
-                       }});
-  }
-  if (o.summaryOut != "-") {
-    outputs.push_back({o.summaryOut, [&](std::ostream& f) { f << j.dump(1) << "\n"; }});
-  }
-  if (auto s = writeOutputs(outputs); !s) {
-    return fail(s.error().message);
-  }
-  if (o.summaryOut == "-") {
-    std::cout << j.dump(1) << "\n";
-  }
-  return 0;
+  return writeResults(o, *trace, *result, *cluster, j);
 }
 
 }  // namespace

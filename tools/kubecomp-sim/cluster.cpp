@@ -27,8 +27,8 @@ Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
     std::uint32_t v = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc{} || ptr != part.data() + part.size() || v > 1024) {
-      return makeError(kc::errc::kInvalid, "bad GPU layout '" + text +
-                                               "' (expected counts joined by '+', e.g. 4+4+8+8)");
+      return makeError(kc::errc::kInvalid, "bad GPU layout " + quoteInput(text) +
+                                               " (expected counts joined by '+', e.g. 4+4+8+8)");
     }
     out.push_back(v);
     if (plus == std::string_view::npos) {

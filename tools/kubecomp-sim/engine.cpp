@@ -76,7 +76,7 @@ class Engine {
 
   Result<SimResult> run() {
     const auto& jobs = trace_.jobs;
-    progressEvery_ = std::max<std::uint64_t>(1, jobs.size() / 20);
+    progressEvery_ = std::max<std::uint64_t>(1, jobs.size() / 1000);  // the CLI rate-limits
     std::size_t nextArrival = 0;
     SimMs lastEnd = jobs.empty() ? 0 : jobs.front().arrival;
     if (!jobs.empty()) {
@@ -140,9 +140,8 @@ class Engine {
       config_.progress(finished_, jobs.size());
     }
     if (!queue_.empty()) {
-      return makeError(kc::errc::kInternal, "simulator: job '" + jobs[queue_.front()].id +
-                                                "' was still waiting when nothing was left to "
-                                                "happen");
+      const std::string id = quoteInput(jobs[queue_.front()].id);
+      return makeError(kc::errc::kInternal, "simulator: job " + id + " still waited at the end");
     }
     auto usage = usage_.finish(lastEnd);
     if (!usage) {
@@ -167,8 +166,8 @@ class Engine {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
 
   static Error pastTimeLimit(const Job& job) {
-    return makeError(kc::errc::kInvalid, "job '" + job.id +
-                                             "' would end past the simulated-time limit of 2^62 ms "
+    return makeError(kc::errc::kInvalid, "job " + quoteInput(job.id) +
+                                             " would end past the simulated-time limit of 2^62 ms "
                                              "(queueing behind very long jobs)");
   }
 
@@ -375,8 +374,8 @@ class Engine {
         return placed.error();
       }
       if (!*placed && tested) {
-        return makeError(kc::errc::kInternal, "simulator: job '" + e_.trace_.jobs[j].id +
-                                                  "' passed the backfill test but did not fit");
+        return makeError(kc::errc::kInternal, "simulator: job " + quoteInput(e_.trace_.jobs[j].id) +
+                                                  " passed the backfill test but did not fit");
       }
       if (*placed && built_) {
         running_.push_back(runningOf(j));
@@ -414,8 +413,8 @@ class Engine {
     for (std::size_t i = 0; i < queue_.size(); ++i) {
       if (pass->verdicts[i] == alloc::QueueVerdict::kNeverFits) {
         // The head was runnable on the empty cluster, so it fits once everything has ended.
-        return makeError(kc::errc::kInternal,
-                         "simulator: job '" + trace_.jobs[queue_[i]].id + "' found no reservation");
+        const std::string id = quoteInput(trace_.jobs[queue_[i]].id);
+        return makeError(kc::errc::kInternal, "simulator: job " + id + " found no reservation");
       }
       if (pass->verdicts[i] != alloc::QueueVerdict::kStarted) {
         left.push_back(queue_[i]);

@@ -6,6 +6,7 @@
 // and fit int64 for any trace length we read.
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,11 @@ inline constexpr SimMs kMsPerSecond = 1000;
 //   jobs in one trace: 10,000,000 (about 1.4 GiB: bench_sim peaks at 134 MiB per million)
 //   cluster: 100,000 pools, 1,000,000 nodes, 10,000,000 GPUs
 //   simulated time: the engine stops with an error past 2^62 ms
+//   one line of a trace file: 1 MiB (kMaxLineBytes)
+//   easy-backfill / slack-backfill: 20,000 jobs (kMaxPlanningJobs). Their pass plans for every
+//   waiting job at each event, so a run costs up to jobs x events backfill tests: quadratic in
+//   the jobs that wait at once (measured: 20,000 random jobs that all queue, about a minute on
+//   one core; 200,000 would take about a hundred times that). fcfs and backfill take kMaxJobs.
 inline constexpr std::int64_t kMaxTraceSeconds = 1'000'000'000'000;
 inline constexpr SimMs kMaxTraceMs = kMaxTraceSeconds * kMsPerSecond;
 inline constexpr std::uint64_t kMaxJobs = 10'000'000;
@@ -30,6 +36,30 @@ inline constexpr std::uint64_t kMaxPools = 100'000;
 inline constexpr std::uint64_t kMaxNodes = 1'000'000;
 inline constexpr std::uint64_t kMaxGpus = 10'000'000;
 inline constexpr SimMs kMaxSimMs = SimMs{1} << 62;
+inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+inline constexpr std::uint64_t kMaxPlanningJobs = 20'000;
+
+// Input text as an error message quotes it: in single quotes, at most kMaxQuotedChars bytes of
+// it, then "..." and its full length, so a 20 MB field gives a short message; control bytes are
+// written as \xNN (no terminal escapes reach stderr).
+inline constexpr std::size_t kMaxQuotedChars = 64;
+inline std::string quoteInput(std::string_view text) {
+  std::string out = "'";
+  for (std::size_t i = 0; i < text.size() && i < kMaxQuotedChars; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (text.size() > kMaxQuotedChars) {
+    return out + "...' (" + std::to_string(text.size()) + " bytes)";
+  }
+  return out + "'";
+}
 
 struct Job {
   std::string id;

@@ -1,7 +1,9 @@
 #include "tools/kubecomp-sim/policy_flags.hpp"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace kc::sim {
@@ -56,6 +58,23 @@ std::string policyList() {
   return s;
 }
 
+CLI::Validator uint64Check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        // from_chars takes no sign for an unsigned type and reports overflow.
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (text.empty() || ec != std::errc{} || ptr != end) {
+          return "must be an integer in 0.." +
+                 std::to_string(std::numeric_limits<std::uint64_t>::max()) + " (got " +
+                 quoteInput(text) + ")";
+        }
+        return std::string();
+      },
+      "", "uint64");
+}
+
 void addPolicyFlags(CLI::App& app, PolicyFlags& f) {
   auto* be = "Behaviour";
   app.add_option("--mode", f.mode,
@@ -70,8 +89,10 @@ void addPolicyFlags(CLI::App& app, PolicyFlags& f) {
                  "GPU candidate policy from the libcore/alloc registry (see --list-policies)")
       ->capture_default_str()
       ->group(be);
-  app.add_option("--policy-seed", f.policySeed, "seed of the random GPU policy")
+  app.add_option("--policy-seed", f.policySeed,
+                 "seed of the random GPU policy (0..18446744073709551615)")
       ->capture_default_str()
+      ->check(uint64Check())
       ->group(be);
   app.add_option("--move-time-s", f.moveTimeS,
                  "seconds to move one GPU between nodes (serialised per pool); default = midpoint "
@@ -83,7 +104,8 @@ void addPolicyFlags(CLI::App& app, PolicyFlags& f) {
          "queue policy: fcfs (the paper), backfill (greedy, beyond the paper), easy-backfill "
          "(beyond the paper: the head gets a reservation counting its GPU moves, later "
          "jobs start only if they do not delay it) or slack-backfill (beyond the paper: "
-         "as easy-backfill, but the head may slip by up to its own run time)")
+         "as easy-backfill, but the head may slip by up to its own run time); easy- and "
+         "slack-backfill plan for every waiting job at each event and take at most 20,000 jobs")
       ->capture_default_str()
       ->group(be);
   app.add_option("--slack-factor", f.slackFactor,

@@ -13,7 +13,8 @@
 
 namespace CLI {
 class App;
-}
+class Validator;
+}  // namespace CLI
 
 namespace kc::sim {
 
@@ -33,6 +34,10 @@ struct PolicyFlags {
   double returnTimeS = static_cast<double>(kDefaultReturnTime) / kMsPerSecond;
   bool listPolicies = false;
 };
+
+// The check of an unsigned 64-bit flag (--seed, --policy-seed): decimal digits, at most
+// 2^64 - 1. CLI11's own conversion would take "-1" as 2^64 - 1 and clamp larger values.
+CLI::Validator uint64Check();
 
 // Adds the group's flags to `app`, bound to `f`.
 void addPolicyFlags(CLI::App& app, PolicyFlags& f);

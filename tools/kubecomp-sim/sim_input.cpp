@@ -37,6 +37,20 @@ Status checkDraPath(const SimConfig& config) {
 
 }  // namespace
 
+Status checkPlanningJobs(QueueDiscipline queue, std::uint64_t jobs) {
+  if (jobs <= kMaxPlanningJobs ||
+      (queue != QueueDiscipline::EasyBackfill && queue != QueueDiscipline::SlackBackfill)) {
+    return okStatus();
+  }
+  const char* name = queue == QueueDiscipline::EasyBackfill ? "easy-backfill" : "slack-backfill";
+  return makeError(kc::errc::kInvalid,
+                   std::string("the ") + name + " queue takes at most " +
+                       std::to_string(kMaxPlanningJobs) + " jobs (got " + std::to_string(jobs) +
+                       "): it plans for every waiting job at each event, a cost quadratic in "
+                       "the jobs that wait at once; fcfs and backfill take up to " +
+                       std::to_string(kMaxJobs));
+}
+
 Result<std::vector<alloc::GpuModelFilter>> checkSimInput(const Trace& trace,
                                                          const SimConfig& config) {
   std::vector<alloc::GpuModelFilter> filters;
@@ -47,26 +61,31 @@ Result<std::vector<alloc::GpuModelFilter>> checkSimInput(const Trace& trace,
     }
     filters.push_back(std::move(*f));
   }
+  if (auto s = checkPlanningJobs(config.queue, trace.jobs.size()); !s) {
+    return s.error();
+  }
   if (filters.empty() || !filters[0].acceptsAny()) {
     return makeError(kc::errc::kInvalid, "the trace's gpu_spec 0 must be empty (any GPU)");
   }
   for (std::size_t i = 0; i < trace.jobs.size(); ++i) {
     const Job& j = trace.jobs[i];
     if (j.gpuSpec >= filters.size()) {
-      return makeError(kc::errc::kInvalid, "job '" + j.id + "' refers to gpu_spec " +
+      return makeError(kc::errc::kInvalid, "job " + quoteInput(j.id) + " refers to gpu_spec " +
                                                std::to_string(j.gpuSpec) + " of " +
                                                std::to_string(filters.size()));
     }
     if (j.duration < 0 || j.arrival < 0 || j.cpuMilli < 0 || j.memoryMib < 0) {
-      return makeError(kc::errc::kInvalid, "job '" + j.id + "' has a negative time or request");
+      return makeError(kc::errc::kInvalid,
+                       "job " + quoteInput(j.id) + " has a negative time or request");
     }
     if (j.arrival > kMaxTraceMs || j.duration > kMaxTraceMs) {
-      return makeError(kc::errc::kInvalid, "job '" + j.id +
-                                               "': arrival or duration above the limit of " +
+      return makeError(kc::errc::kInvalid, "job " + quoteInput(j.id) +
+                                               ": arrival or duration above the limit of " +
                                                std::to_string(kMaxTraceSeconds) + " s");
     }
     if (i > 0 && j.arrival < trace.jobs[i - 1].arrival) {
-      return makeError(kc::errc::kInvalid, "trace is not sorted by arrival at job '" + j.id + "'");
+      return makeError(kc::errc::kInvalid,
+                       "trace is not sorted by arrival at job " + quoteInput(j.id));
     }
   }
   if (config.gpuPolicy.rank == nullptr || config.nodePolicy.compare == nullptr) {

@@ -1,11 +1,13 @@
 #include "tools/kubecomp-sim/trace_reader.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -101,13 +103,21 @@ bool validGpuSpec(std::string_view spec) {
   return alloc::GpuModelFilter::parse(spec, alloc::kGpuSpecSeparator).ok();
 }
 
+// "nan" (any case) is how pandas writes an empty cell; the Alibaba trace's README reads it in
+// gpu_spec as "no constraint" and in a node's model as "no GPU model".
+bool isNan(std::string_view s) {
+  return s.size() == 3 && (s[0] == 'n' || s[0] == 'N') && (s[1] == 'a' || s[1] == 'A') &&
+         (s[2] == 'n' || s[2] == 'N');
+}
+
 // Interns gpu_spec texts into Trace::gpuSpecs, validating each distinct text once.
 class SpecInterner {
  public:
   explicit SpecInterner(Trace& trace) : trace_(trace) {}
-  // The spec's index (0 for an empty spec), or nullopt if it is not model names joined by '|'.
+  // The spec's index (0 for an empty or "nan" spec), or nullopt if it is not model names
+  // joined by '|'.
   std::optional<std::uint32_t> intern(std::string_view spec) {
-    if (spec.empty()) {
+    if (spec.empty() || isNan(spec)) {
       return 0;
     }
     if (auto it = index_.find(spec); it != index_.end()) {
@@ -157,10 +167,10 @@ class Header {
       std::string name((*fields)[i]);
       if (!allowUnknown && std::find(required.begin(), required.end(), name) == required.end() &&
           std::find(optional.begin(), optional.end(), name) == optional.end()) {
-        return rowError(source, 1, "unknown column '" + name + "'");
+        return rowError(source, 1, "unknown column " + quoteInput(name));
       }
       if (!h.index_.emplace(name, i).second) {
-        return rowError(source, 1, "duplicate column '" + name + "'");
+        return rowError(source, 1, "duplicate column " + quoteInput(name));
       }
     }
     for (const auto& r : required) {
@@ -182,13 +192,19 @@ class Header {
   std::size_t count_ = 0;
 };
 
-// Reads lines, skipping blank ones, tracking the 1-based line number.
+// Reads lines of at most kMaxLineBytes, skipping blank ones, tracking the 1-based line number.
+// A longer line is an error naming it, found after reading at most kMaxLineBytes + 1 bytes of
+// it (one buffer, allocated on the first line), so no input grows memory past the limit.
 class LineReader {
  public:
-  explicit LineReader(std::istream& in) : in_(in) {}
-  bool next(std::string& line) {
-    while (std::getline(in_, line)) {
-      ++lineNo_;
+  LineReader(std::istream& in, const std::string& source) : in_(in), source_(source) {}
+  // true: `line` holds the next non-blank line; false: the input is over.
+  Result<bool> next(std::string& line) {
+    while (true) {
+      auto more = readLine(line);
+      if (!more || !*more) {
+        return more;
+      }
       // A UTF-8 byte order mark (spreadsheet exports write one) is not part of the header.
       if (lineNo_ == 1 && line.starts_with("\xEF\xBB\xBF")) {
         line.erase(0, 3);
@@ -197,12 +213,34 @@ class LineReader {
         return true;
       }
     }
-    return false;
   }
   std::uint64_t lineNo() const { return lineNo_; }
 
  private:
+  Result<bool> readLine(std::string& line) {
+    buffer_.resize(kMaxLineBytes + 2);  // the line, one byte more, and getline's '\0'
+    in_.getline(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    const auto count = static_cast<std::size_t>(in_.gcount());  // with the '\n' if read
+    if (in_.bad()) {
+      return makeError(kc::errc::kUnavailable, source_ + ": read error");
+    }
+    if (in_.fail() && in_.eof() && count == 0) {
+      return false;
+    }
+    ++lineNo_;
+    // fail() without eof(): the buffer filled before a '\n'.
+    const std::size_t length = in_.eof() ? count : (in_.fail() ? count : count - 1);
+    if (length > kMaxLineBytes) {
+      return rowError(source_, lineNo_,
+                      "line longer than " + std::to_string(kMaxLineBytes) + " bytes (the limit)");
+    }
+    line.assign(buffer_.data(), length);
+    return true;
+  }
+
   std::istream& in_;
+  const std::string& source_;
+  std::vector<char> buffer_;
   std::uint64_t lineNo_ = 0;
 };
 
@@ -211,154 +249,361 @@ void sortByArrival(Trace& trace) {
                    [](const Job& a, const Job& b) { return a.arrival < b.arrival; });
 }
 
+// Opens a trace file: a regular file, or a symlink to one. A directory, device (/dev/zero),
+// FIFO or socket is refused by name before anything is read (a read would fail oddly, never
+// end, or wait for a writer).
 template <typename F>
 auto withFile(const std::string& path, F&& read) -> decltype(read(std::declval<std::istream&>())) {
-  std::ifstream in(path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return makeError(kc::errc::kUnavailable, "cannot open " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return makeError(kc::errc::kInvalid,
+                     path + ": not a regular file (" +
+                         (S_ISDIR(st.st_mode) ? "a directory" : "a device, FIFO or socket") + ")");
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     return makeError(kc::errc::kUnavailable, "cannot open " + path);
   }
   return read(in);
 }
 
+// A CSV input: its header, then its data rows split into fields, each checked against the
+// header's field count; the line reading and splitting every reader shares.
+class CsvRows {
+ public:
+  CsvRows(std::istream& in, const std::string& source) : lines_(in, source), source_(source) {}
+  Status readHeader(const std::vector<std::string>& required,
+                    const std::vector<std::string>& optional, bool allowUnknown) {
+    auto first = lines_.next(line_);
+    if (!first) {
+      return first.error();
+    }
+    if (!*first) {
+      return makeError(kc::errc::kInvalid, source_ + ": empty file (no header)");
+    }
+    auto header = Header::parse(line_, source_, required, optional, allowUnknown);
+    if (!header) {
+      return header.error();
+    }
+    header_ = std::move(*header);
+    return okStatus();
+  }
+  // true: fields() holds the next data row; false: the input is over.
+  Result<bool> next() {
+    auto more = lines_.next(line_);
+    if (!more || !*more) {
+      return more;
+    }
+    auto fields = splitCsv(line_, source_, lineNo());
+    if (!fields) {
+      return fields.error();
+    }
+    if (fields->size() != header_.count()) {
+      return error("expected " + std::to_string(header_.count()) + " fields, got " +
+                   std::to_string(fields->size()));
+    }
+    fields_ = std::move(*fields);
+    return true;
+  }
+  const Header& header() const { return header_; }
+  std::string_view field(const std::string& column) const { return fields_[header_.at(column)]; }
+  std::string_view field(std::size_t index) const { return fields_[index]; }
+  std::uint64_t lineNo() const { return lines_.lineNo(); }
+  // "<source>:<line>: <what>" for the current row.
+  Error error(const std::string& what) const { return rowError(source_, lineNo(), what); }
+
+ private:
+  LineReader lines_;
+  const std::string& source_;
+  std::string line_;
+  std::vector<std::string_view> fields_;
+  Header header_;
+};
+
+// The numbers of one pod-list row, validated (present ones non-negative, times within the
+// limit, in order); a row that will be skipped is validated all the same.
+struct PodRow {
+  std::int64_t cpu = 0;
+  std::int64_t mem = 0;
+  std::int64_t gpus = 0;
+  std::int64_t gpuMilli = 0;
+  std::int64_t created = 0;
+  std::optional<std::int64_t> deleted;
+  std::optional<std::int64_t> scheduled;
+};
+
+Result<PodRow> parsePodRow(const CsvRows& rows) {
+  auto number = [&](const char* name, bool allowEmpty) -> Result<std::optional<std::int64_t>> {
+    const std::string_view f = rows.field(name);
+    if (f.empty() && allowEmpty) {
+      return std::optional<std::int64_t>{};
+    }
+    auto v = parseInt(f);
+    if (!v) {
+      return rows.error(std::string(name) + " is not an integer: " + quoteInput(f));
+    }
+    if (*v < 0) {
+      return rows.error(std::string(name) + " is negative: " + std::to_string(*v));
+    }
+    return std::optional<std::int64_t>(*v);
+  };
+  PodRow r;
+  const std::pair<const char*, std::int64_t*> required[] = {{"cpu_milli", &r.cpu},
+                                                            {"memory_mib", &r.mem},
+                                                            {"num_gpu", &r.gpus},
+                                                            {"gpu_milli", &r.gpuMilli},
+                                                            {"creation_time", &r.created}};
+  for (const auto& [name, dst] : required) {
+    auto v = number(name, false);
+    if (!v) {
+      return v.error();
+    }
+    *dst = **v;
+  }
+  for (const auto& [name, dst] :
+       {std::pair{"deletion_time", &r.deleted}, std::pair{"scheduled_time", &r.scheduled}}) {
+    auto v = number(name, true);
+    if (!v) {
+      return v.error();
+    }
+    *dst = *v;
+  }
+  if (r.gpus > 64) {
+    return rows.error("num_gpu out of range: " + std::to_string(r.gpus));
+  }
+  if (r.gpuMilli > 1000) {
+    return rows.error("gpu_milli above 1000: " + std::to_string(r.gpuMilli));
+  }
+  for (const std::optional<std::int64_t>& t : {std::optional(r.created), r.deleted, r.scheduled}) {
+    if (t && *t > kMaxTraceSeconds) {
+      return rows.error("time " + std::to_string(*t) + " s is above " + secondsLimitText());
+    }
+  }
+  if (r.scheduled && *r.scheduled < r.created) {
+    return rows.error("scheduled_time before creation_time");
+  }
+  if (r.scheduled && r.deleted && *r.deleted < *r.scheduled) {
+    return rows.error("negative duration (deletion_time before scheduled_time)");
+  }
+  return r;
+}
+
+// One pod-list row: a job appended to `out`, or a skip counted there.
+Status addPodRow(const CsvRows& rows, const AlibabaOptions& options, SpecInterner& specs,
+                 LoadedTrace& out) {
+  const std::string_view name = rows.field("name");
+  if (name.empty()) {
+    return rows.error("name is empty");
+  }
+  auto r = parsePodRow(rows);
+  if (!r) {
+    return r.error();
+  }
+  const auto specCol = rows.header().find("gpu_spec");
+  const std::string_view spec = specCol ? rows.field(*specCol) : std::string_view{};
+  const auto specIndex = specs.intern(spec);
+  if (!specIndex) {
+    return rows.error("gpu_spec is not GPU model names joined by '|': " + quoteInput(spec));
+  }
+  TraceStats& stats = out.stats;
+  if (r->gpus == 0 && !options.includeCpuOnly) {
+    ++stats.skippedCpuOnly;
+    return okStatus();
+  }
+  if (!r->scheduled || !r->deleted) {
+    ++(r->scheduled ? stats.skippedNoEndTime : stats.skippedNoStartTime);
+    return okStatus();
+  }
+  const auto phaseCol = rows.header().find("pod_phase");
+  const bool censored = phaseCol && rows.field(*phaseCol) == "Running";
+  if (censored && options.skipCensored) {
+    ++stats.skippedCensored;
+    return okStatus();
+  }
+  if (r->gpus >= 1 && r->gpuMilli < 1000) {  // GPU sharing
+    if (options.sharing == GpuSharing::Skip) {
+      ++stats.skippedGpuSharing;
+      return okStatus();
+    }
+    ++stats.gpuSharingAsWhole;
+  }
+  stats.censoredRunning += censored ? 1 : 0;
+  Job job;
+  job.id = std::string(name);
+  job.arrival = r->created * kMsPerSecond;
+  job.duration = (*r->deleted - *r->scheduled) * kMsPerSecond;
+  job.gpus = static_cast<std::uint32_t>(r->gpus);
+  job.cpuMilli = r->cpu;
+  job.memoryMib = r->mem;
+  if (job.gpus > 0 && *specIndex != 0) {  // a CPU-only task needs no GPU model
+    job.gpuSpec = *specIndex;
+    ++stats.gpuSpecConstrained;
+  }
+  stats.zeroDuration += job.duration == 0 ? 1 : 0;
+  out.trace.jobs.push_back(std::move(job));
+  ++stats.jobs;
+  return okStatus();
+}
+
+// Runs `row` on each data row of `rows` until the input ends or `row` fails.
+template <typename Row>
+Status forEachRow(CsvRows& rows, Row&& row) {
+  while (true) {
+    auto more = rows.next();
+    if (!more) {
+      return more.error();
+    }
+    if (!*more) {
+      return okStatus();
+    }
+    if (auto s = row(); !s) {
+      return s;
+    }
+  }
+}
+
+// One node-list row.
+Result<NodeSpec> nodeRow(const CsvRows& rows) {
+  NodeSpec n;
+  n.name = std::string(rows.field("sn"));
+  if (n.name.empty()) {
+    return rows.error("sn is empty");
+  }
+  std::int64_t vals[3] = {};
+  const char* cols[3] = {"cpu_milli", "memory_mib", "gpu"};
+  for (int i = 0; i < 3; ++i) {
+    auto v = parseInt(rows.field(cols[i]));
+    if (!v || *v < 0) {
+      return rows.error(std::string(cols[i]) + " is not a non-negative integer");
+    }
+    vals[i] = *v;
+  }
+  if (vals[2] > 1024) {
+    return rows.error("gpu out of range (0..1024)");
+  }
+  if (const auto modelCol = rows.header().find("model")) {
+    // The published list writes an empty model (pandas: nan) for GPU-less nodes.
+    std::string_view model = rows.field(*modelCol);
+    model = isNan(model) ? std::string_view{} : model;
+    if (!model.empty() && !alloc::validGpuModelName(model)) {
+      return rows.error("model is not a GPU model name: " + quoteInput(model));
+    }
+    n.model = std::string(model);
+  }
+  n.cpuMilli = vals[0];
+  n.memoryMib = vals[1];
+  n.gpus = static_cast<std::uint32_t>(vals[2]);
+  return n;
+}
+
+// A time column of the generic CSV: decimal seconds, 0..kMaxTraceSeconds, into `dst` (ms).
+Status csvTime(const CsvRows& rows, const char* col, SimMs& dst) {
+  const std::string_view f = rows.field(col);
+  if (!f.empty() && f.front() == '-') {
+    return rows.error(std::string(col) + " is negative: " + quoteInput(f));
+  }
+  bool tooLarge = false;
+  auto v = parseSecondsMs(f, &tooLarge);
+  if (tooLarge) {
+    // A number: shown as it is when short, quoted and cut when long.
+    const std::string shown = f.size() <= kMaxQuotedChars ? std::string(f) : quoteInput(f);
+    return rows.error(std::string(col) + " " + shown + " is above " + secondsLimitText());
+  }
+  if (!v) {
+    return rows.error(std::string(col) +
+                      " is not a number of seconds (>= 0, at most 3 decimals): " + quoteInput(f));
+  }
+  dst = *v;
+  return okStatus();
+}
+
+// One generic-CSV row: a job appended to `out`.
+Status addJobRow(const CsvRows& rows, SpecInterner& specs, LoadedTrace& out) {
+  const Header& h = rows.header();
+  Job job;
+  const auto idCol = h.find("id");
+  job.id = idCol ? std::string(rows.field(*idCol)) : "job-" + std::to_string(out.stats.rows);
+  if (auto s = csvTime(rows, "arrival_s", job.arrival); !s) {
+    return s;
+  }
+  if (auto s = csvTime(rows, "duration_s", job.duration); !s) {
+    return s;
+  }
+  const std::string_view g = rows.field("gpus");
+  auto gv = parseInt(g);
+  if (!gv || *gv < 0 || *gv > 1024) {
+    return rows.error("gpus is not an integer in 0..1024: " + quoteInput(g));
+  }
+  job.gpus = static_cast<std::uint32_t>(*gv);
+  if (const auto cpuCol = h.find("cpu")) {
+    auto c = parseCoresMilli(rows.field(*cpuCol));
+    if (!c) {
+      return rows.error("cpu is not a non-negative number of cores: " +
+                        quoteInput(rows.field(*cpuCol)));
+    }
+    job.cpuMilli = *c;
+  }
+  if (const auto memCol = h.find("memory_mib")) {
+    auto m = parseInt(rows.field(*memCol));
+    if (!m || *m < 0) {
+      return rows.error("memory_mib is not a non-negative integer: " +
+                        quoteInput(rows.field(*memCol)));
+    }
+    job.memoryMib = *m;
+  }
+  if (const auto specCol = h.find("gpu_spec")) {
+    const std::string_view spec = rows.field(*specCol);
+    const auto specIndex = specs.intern(spec);
+    if (!specIndex) {
+      return rows.error("gpu_spec is not GPU model names joined by '|': " + quoteInput(spec));
+    }
+    if (*specIndex != 0 && job.gpus > 0) {
+      job.gpuSpec = *specIndex;
+      ++out.stats.gpuSpecConstrained;
+    }
+  }
+  out.stats.zeroDuration += job.duration == 0 ? 1 : 0;
+  out.trace.jobs.push_back(std::move(job));
+  ++out.stats.jobs;
+  return okStatus();
+}
+
+// The rows of a job trace, each added by `add`, at most kMaxJobs; sorted by arrival after.
+template <class Add>
+Result<LoadedTrace> readJobRows(CsvRows& rows, const std::string& source, Add add) {
+  LoadedTrace out;
+  SpecInterner specs(out.trace);
+  auto read = forEachRow(rows, [&]() -> Status {
+    if (out.stats.rows >= kMaxJobs) {
+      return tooManyRows(source, rows.lineNo());
+    }
+    ++out.stats.rows;
+    return add(specs, out);
+  });
+  if (!read) {
+    return read.error();
+  }
+  sortByArrival(out.trace);
+  return out;
+}
+
 }  // namespace
 
 Result<LoadedTrace> readAlibabaPods(std::istream& in, const std::string& source,
                                     const AlibabaOptions& options) {
-  LineReader lines(in);
-  std::string line;
-  if (!lines.next(line)) {
-    return makeError(kc::errc::kInvalid, source + ": empty file (no header)");
+  CsvRows rows(in, source);
+  if (auto s = rows.readHeader({"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli",
+                                "creation_time", "deletion_time", "scheduled_time"},
+                               {}, true);
+      !s) {
+    return s.error();
   }
-  auto header = Header::parse(line, source,
-                              {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli",
-                               "creation_time", "deletion_time", "scheduled_time"},
-                              {}, true);
-  if (!header) {
-    return header.error();
-  }
-  const auto phaseCol = header->find("pod_phase");
-  const auto specCol = header->find("gpu_spec");
-  LoadedTrace out;
-  SpecInterner specs(out.trace);
-  while (lines.next(line)) {
-    const std::uint64_t no = lines.lineNo();
-    auto fields = splitCsv(line, source, no);
-    if (!fields) {
-      return fields.error();
-    }
-    if (fields->size() != header->count()) {
-      return rowError(source, no,
-                      "expected " + std::to_string(header->count()) + " fields, got " +
-                          std::to_string(fields->size()));
-    }
-    if (out.stats.rows >= kMaxJobs) {
-      return tooManyRows(source, no);
-    }
-    ++out.stats.rows;
-    auto field = [&](const char* name) { return (*fields)[header->at(name)]; };
-    auto number = [&](const char* name, bool allowEmpty) -> Result<std::optional<std::int64_t>> {
-      const std::string_view f = field(name);
-      if (f.empty() && allowEmpty) {
-        return std::optional<std::int64_t>{};
-      }
-      auto v = parseInt(f);
-      if (!v) {
-        return rowError(source, no,
-                        std::string(name) + " is not an integer: '" + std::string(f) + "'");
-      }
-      if (*v < 0) {
-        return rowError(source, no, std::string(name) + " is negative: " + std::to_string(*v));
-      }
-      return std::optional<std::int64_t>(*v);
-    };
-    const std::string name(field("name"));
-    if (name.empty()) {
-      return rowError(source, no, "name is empty");
-    }
-    auto cpu = number("cpu_milli", false);
-    auto mem = number("memory_mib", false);
-    auto gpus = number("num_gpu", false);
-    auto gpuMilli = number("gpu_milli", false);
-    auto created = number("creation_time", false);
-    auto deleted = number("deletion_time", true);
-    auto scheduled = number("scheduled_time", true);
-    for (auto* r : {&cpu, &mem, &gpus, &gpuMilli, &created, &deleted, &scheduled}) {
-      if (!*r) {
-        return r->error();
-      }
-    }
-    const std::string_view spec = specCol ? (*fields)[*specCol] : std::string_view{};
-    const auto specIndex = specs.intern(spec);
-    if (!specIndex) {
-      return rowError(source, no,
-                      "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
-    }
-    if (**gpus > 64) {
-      return rowError(source, no, "num_gpu out of range: " + std::to_string(**gpus));
-    }
-    if (**gpuMilli > 1000) {
-      return rowError(source, no, "gpu_milli above 1000: " + std::to_string(**gpuMilli));
-    }
-    for (const auto* t : {&created, &deleted, &scheduled}) {
-      if (**t && ***t > kMaxTraceSeconds) {
-        return rowError(source, no,
-                        "time " + std::to_string(***t) + " s is above " + secondsLimitText());
-      }
-    }
-    // Validate what is present before deciding to skip, so a bad row is never hidden by a skip.
-    if (*scheduled && **scheduled < **created) {
-      return rowError(source, no, "scheduled_time before creation_time");
-    }
-    if (*scheduled && *deleted && **deleted < **scheduled) {
-      return rowError(source, no, "negative duration (deletion_time before scheduled_time)");
-    }
-    if (**gpus == 0 && !options.includeCpuOnly) {
-      ++out.stats.skippedCpuOnly;
-      continue;
-    }
-    if (!*scheduled) {
-      ++out.stats.skippedNoStartTime;
-      continue;
-    }
-    if (!*deleted) {
-      ++out.stats.skippedNoEndTime;
-      continue;
-    }
-    const bool censored = phaseCol && (*fields)[*phaseCol] == "Running";
-    if (censored && options.skipCensored) {
-      ++out.stats.skippedCensored;
-      continue;
-    }
-    const bool sharing = **gpus >= 1 && **gpuMilli < 1000;
-    if (sharing) {
-      if (options.sharing == GpuSharing::Skip) {
-        ++out.stats.skippedGpuSharing;
-        continue;
-      }
-      ++out.stats.gpuSharingAsWhole;
-    }
-    if (censored) {
-      ++out.stats.censoredRunning;
-    }
-    Job job;
-    job.id = name;
-    job.arrival = **created * kMsPerSecond;
-    job.duration = (**deleted - **scheduled) * kMsPerSecond;
-    job.gpus = static_cast<std::uint32_t>(**gpus);
-    job.cpuMilli = **cpu;
-    job.memoryMib = **mem;
-    if (job.gpus > 0 && *specIndex != 0) {  // a CPU-only task needs no GPU model
-      job.gpuSpec = *specIndex;
-      ++out.stats.gpuSpecConstrained;
-    }
-    if (job.duration == 0) {
-      ++out.stats.zeroDuration;
-    }
-    out.trace.jobs.push_back(std::move(job));
-    ++out.stats.jobs;
-  }
-  sortByArrival(out.trace);
-  return out;
+  return readJobRows(rows, source, [&](SpecInterner& specs, LoadedTrace& out) {
+    return addPodRow(rows, options, specs, out);
+  });
 }
 
 Result<LoadedTrace> readAlibabaPodsFile(const std::string& path, const AlibabaOptions& options) {
@@ -366,65 +611,29 @@ Result<LoadedTrace> readAlibabaPodsFile(const std::string& path, const AlibabaOp
 }
 
 Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::string& source) {
-  LineReader lines(in);
-  std::string line;
-  if (!lines.next(line)) {
-    return makeError(kc::errc::kInvalid, source + ": empty file (no header)");
+  CsvRows rows(in, source);
+  if (auto s = rows.readHeader({"sn", "cpu_milli", "memory_mib", "gpu"}, {}, true); !s) {
+    return s.error();
   }
-  auto header = Header::parse(line, source, {"sn", "cpu_milli", "memory_mib", "gpu"}, {}, true);
-  if (!header) {
-    return header.error();
-  }
-  const auto modelCol = header->find("model");
   std::vector<NodeSpec> nodes;
   std::uint64_t gpuTotal = 0;
-  while (lines.next(line)) {
-    const std::uint64_t no = lines.lineNo();
-    auto fields = splitCsv(line, source, no);
-    if (!fields) {
-      return fields.error();
-    }
-    if (fields->size() != header->count()) {
-      return rowError(source, no,
-                      "expected " + std::to_string(header->count()) + " fields, got " +
-                          std::to_string(fields->size()));
-    }
-    NodeSpec n;
-    n.name = std::string((*fields)[header->at("sn")]);
-    if (n.name.empty()) {
-      return rowError(source, no, "sn is empty");
-    }
-    std::int64_t vals[3] = {};
-    const char* cols[3] = {"cpu_milli", "memory_mib", "gpu"};
-    for (int i = 0; i < 3; ++i) {
-      auto v = parseInt((*fields)[header->at(cols[i])]);
-      if (!v || *v < 0) {
-        return rowError(source, no, std::string(cols[i]) + " is not a non-negative integer");
-      }
-      vals[i] = *v;
-    }
-    if (vals[2] > 1024) {
-      return rowError(source, no, "gpu out of range (0..1024)");
+  auto read = forEachRow(rows, [&]() -> Status {
+    auto n = nodeRow(rows);
+    if (!n) {
+      return n.error();
     }
     if (nodes.size() >= kMaxNodes) {
-      return rowError(source, no, "more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
+      return rows.error("more than " + std::to_string(kMaxNodes) + " nodes (the limit)");
     }
-    gpuTotal += static_cast<std::uint64_t>(vals[2]);
+    gpuTotal += n->gpus;
     if (gpuTotal > kMaxGpus) {
-      return rowError(source, no, "more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
+      return rows.error("more than " + std::to_string(kMaxGpus) + " GPUs (the limit)");
     }
-    if (modelCol) {
-      // The published list writes an empty model (pandas: nan) for GPU-less nodes.
-      const std::string_view model = (*fields)[*modelCol];
-      if (!model.empty() && !alloc::validGpuModelName(model)) {
-        return rowError(source, no, "model is not a GPU model name: '" + std::string(model) + "'");
-      }
-      n.model = std::string(model);
-    }
-    n.cpuMilli = vals[0];
-    n.memoryMib = vals[1];
-    n.gpus = static_cast<std::uint32_t>(vals[2]);
-    nodes.push_back(std::move(n));
+    nodes.push_back(std::move(*n));
+    return okStatus();
+  });
+  if (!read) {
+    return read.error();
   }
   return nodes;
 }
@@ -434,111 +643,15 @@ Result<std::vector<NodeSpec>> readAlibabaNodesFile(const std::string& path) {
 }
 
 Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
-  LineReader lines(in);
-  std::string line;
-  if (!lines.next(line)) {
-    return makeError(kc::errc::kInvalid, source + ": empty file (no header)");
+  CsvRows rows(in, source);
+  if (auto s = rows.readHeader({"arrival_s", "duration_s", "gpus"},
+                               {"id", "cpu", "memory_mib", "gpu_spec"}, false);
+      !s) {
+    return s.error();
   }
-  auto header = Header::parse(line, source, {"arrival_s", "duration_s", "gpus"},
-                              {"id", "cpu", "memory_mib", "gpu_spec"}, false);
-  if (!header) {
-    return header.error();
-  }
-  const auto idCol = header->find("id");
-  const auto cpuCol = header->find("cpu");
-  const auto memCol = header->find("memory_mib");
-  const auto specCol = header->find("gpu_spec");
-  LoadedTrace out;
-  SpecInterner specs(out.trace);
-  while (lines.next(line)) {
-    const std::uint64_t no = lines.lineNo();
-    auto fields = splitCsv(line, source, no);
-    if (!fields) {
-      return fields.error();
-    }
-    if (fields->size() != header->count()) {
-      return rowError(source, no,
-                      "expected " + std::to_string(header->count()) + " fields, got " +
-                          std::to_string(fields->size()));
-    }
-    if (out.stats.rows >= kMaxJobs) {
-      return tooManyRows(source, no);
-    }
-    ++out.stats.rows;
-    Job job;
-    job.id = idCol ? std::string((*fields)[*idCol]) : "job-" + std::to_string(out.stats.rows);
-    auto time = [&](const char* col, SimMs& dst) -> Status {
-      const std::string_view f = (*fields)[header->at(col)];
-      if (!f.empty() && f.front() == '-') {
-        return rowError(source, no, std::string(col) + " is negative: " + std::string(f));
-      }
-      bool tooLarge = false;
-      auto v = parseSecondsMs(f, &tooLarge);
-      if (tooLarge) {
-        return rowError(
-            source, no,
-            std::string(col) + " " + std::string(f) + " is above " + secondsLimitText());
-      }
-      if (!v) {
-        return rowError(source, no,
-                        std::string(col) +
-                            " is not a number of seconds (>= 0, at most 3 decimals): '" +
-                            std::string(f) + "'");
-      }
-      dst = *v;
-      return okStatus();
-    };
-    if (auto s = time("arrival_s", job.arrival); !s) {
-      return s.error();
-    }
-    if (auto s = time("duration_s", job.duration); !s) {
-      return s.error();
-    }
-    const std::string_view g = (*fields)[header->at("gpus")];
-    auto gv = parseInt(g);
-    if (!gv || *gv < 0 || *gv > 1024) {
-      return rowError(source, no, "gpus is not an integer in 0..1024: '" + std::string(g) + "'");
-    }
-    job.gpus = static_cast<std::uint32_t>(*gv);
-    if (cpuCol) {
-      auto c = parseCoresMilli((*fields)[*cpuCol]);
-      if (!c) {
-        return rowError(
-            source, no,
-            "cpu is not a non-negative number of cores: '" + std::string((*fields)[*cpuCol]) + "'");
-      }
-      job.cpuMilli = *c;
-    }
-    if (memCol) {
-      auto m = parseInt((*fields)[*memCol]);
-      if (!m || *m < 0) {
-        return rowError(
-            source, no,
-            "memory_mib is not a non-negative integer: '" + std::string((*fields)[*memCol]) + "'");
-      }
-      job.memoryMib = *m;
-    }
-    if (specCol) {
-      const std::string_view spec = (*fields)[*specCol];
-      const auto specIndex = specs.intern(spec);
-      if (!specIndex) {
-        return rowError(
-            source, no,
-            "gpu_spec is not GPU model names joined by '|': '" + std::string(spec) + "'");
-      }
-      if (*specIndex != 0 && job.gpus > 0) {
-        job.gpuSpec = *specIndex;
-        ++out.stats.gpuSpecConstrained;
-      }
-    }
-    if (job.duration == 0) {
-      ++out.stats.zeroDuration;
-    }
-    out.trace.jobs.push_back(std::move(job));
-    ++out.stats.jobs;
-  }
-  sortByArrival(out.trace);
-  return out;
+  return readJobRows(rows, source, [&](SpecInterner& specs, LoadedTrace& out) {
+    return addJobRow(rows, specs, out);
+  });
 }
 
 Result<LoadedTrace> readJobCsvFile(const std::string& path) {

@@ -4,6 +4,10 @@
 // a malformed row is an error naming the file line, never a silent skip. Rows that are
 // well-formed but unusable for a simulation (no start time, CPU-only) are skipped on purpose
 // and COUNTED in TraceStats, so a caller can always account for every input row.
+// Hostile input: a line longer than kMaxLineBytes (1 MiB) is an error naming it, read no
+// further; an error quotes at most kMaxQuotedChars of a field (quoteInput, job.hpp); the *File
+// readers refuse a path that is not a regular file (or a symlink to one) before reading:
+// "invalid", "<path>: not a regular file (a directory)".
 
 #include <cstdint>
 #include <istream>
@@ -52,8 +56,8 @@ struct LoadedTrace {
 
 // Alibaba cluster-trace-gpu-v2023 pod list. Required columns: name, cpu_milli, memory_mib,
 // num_gpu, gpu_milli, creation_time, deletion_time, scheduled_time (pod_phase and gpu_spec
-// optional). gpu_spec ("V100M16|V100M32", empty = any GPU) becomes Job::gpuSpec. Times are at
-// most kMaxTraceSeconds, rows at most kMaxJobs.
+// optional). gpu_spec ("V100M16|V100M32"; empty or "nan" = any GPU) becomes Job::gpuSpec.
+// Times are at most kMaxTraceSeconds, rows at most kMaxJobs.
 // arrival = creation_time, duration = deletion_time - scheduled_time (the time the task held
 // its resources; the trace's own queueing is discarded, the simulator produces its own).
 // Errors ("invalid", message "<source>:<line>: ..."): missing column, non-numeric or negative
@@ -73,7 +77,7 @@ struct NodeSpec {
 };
 
 // Alibaba node list (`sn,cpu_milli,memory_mib,gpu,model`): one node per row, all in pool 0.
-// At most kMaxNodes nodes and kMaxGpus GPUs; `model` is optional.
+// At most kMaxNodes nodes and kMaxGpus GPUs; `model` is optional (empty or "nan": none).
 Result<std::vector<NodeSpec>> readAlibabaNodes(std::istream& in, const std::string& source);
 Result<std::vector<NodeSpec>> readAlibabaNodesFile(const std::string& path);
 

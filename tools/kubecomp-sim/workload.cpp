@@ -44,7 +44,7 @@ Result<Mix> mixByName(const std::string& name) {
     auto p = parseDouble(std::string_view(name).substr(3));
     if (!p || *p < 0 || *p > 100) {
       return makeError(kc::errc::kInvalid,
-                       "mix '" + name + "': the Job A share must be a percentage 0..100");
+                       "mix " + quoteInput(name) + ": the Job A share must be a percentage 0..100");
     }
     return Mix{name, {*p / 100.0, 0, 0, 0, 1.0 - *p / 100.0}};
   }
@@ -56,28 +56,28 @@ Result<Mix> mixByName(const std::string& name) {
       const std::size_t comma = rest.find(',');
       if ((comma == std::string_view::npos) != (i + 1 == kJobTypeCount)) {
         return makeError(kc::errc::kInvalid,
-                         "mix '" + name + "': needs exactly five weights a,b,c,d,e");
+                         "mix " + quoteInput(name) + ": needs exactly five weights a,b,c,d,e");
       }
       auto w = parseDouble(rest.substr(0, comma));
       if (!w || *w < 0) {
         return makeError(kc::errc::kInvalid,
-                         "mix '" + name + "': weights must be non-negative numbers");
+                         "mix " + quoteInput(name) + ": weights must be non-negative numbers");
       }
       mix.fractions[i] = *w;
       sum += *w;
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
     if (sum <= 0) {
-      return makeError(kc::errc::kInvalid, "mix '" + name + "': weights sum to zero");
+      return makeError(kc::errc::kInvalid, "mix " + quoteInput(name) + ": weights sum to zero");
     }
     for (auto& f : mix.fractions) {
       f /= sum;
     }
     return mix;
   }
-  return makeError(
-      kc::errc::kInvalid,
-      "unknown mix '" + name + "' (known: w1 w2 w3 w4 fig13 ae:<percent A> custom:a,b,c,d,e)");
+  return makeError(kc::errc::kInvalid,
+                   "unknown mix " + quoteInput(name) +
+                       " (known: w1 w2 w3 w4 fig13 ae:<percent A> custom:a,b,c,d,e)");
 }
 
 std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t jobs) {

@@ -273,3 +273,85 @@ TEST_CASE(
     CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
   }
 }
+
+TEST_CASE("kubecomp-sim process: a device, a directory or a huge field ends in a short message") {
+  kc::testing::TempDir dir;
+  // /dev/zero used to grow one line to about 1 GB (here: out of memory under 256 MiB) and then
+  // be called an "empty file (no header)", as a directory was.
+  for (const std::string& path : {std::string("/dev/zero"), dir.path().string()}) {
+    CAPTURE(path);
+    const Run r = runSim(dir, {"--trace-csv", path}, std::chrono::seconds(20), rlim_t{256} << 20);
+    REQUIRE(r.finished);
+    CHECK(r.exitCode == 1);
+    CHECK_THAT(r.err, Catch::Contains(path + ": not a regular file"));
+  }
+  // A 900 KB field used to be echoed whole; a line over 1 MiB is refused by its number.
+  dir.write("field.csv", "arrival_s,duration_s,gpus\n0," + std::string(900'000, 'x') + ",1\n");
+  dir.write("line.csv", "arrival_s,duration_s,gpus\n0,1,1\n" + std::string(2 << 20, '1') + "\n");
+  Run r = runSim(dir, {"--trace-csv", "field.csv"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 1);
+  CHECK_THAT(r.err, Catch::Contains("field.csv:2: duration_s is not a number") &&
+                        Catch::Contains("...' (900000 bytes)"));
+  CHECK(r.err.size() < 300);
+  r = runSim(dir, {"--trace-csv", "line.csv"});
+  CHECK(r.exitCode == 1);
+  CHECK(r.err == "kubecomp-sim: line.csv:3: line longer than 1048576 bytes (the limit)\n");
+}
+
+TEST_CASE("kubecomp-sim process: the real trace with pandas' nan gpu_spec runs every job") {
+  kc::testing::TempDir dir;
+  // The trace as pandas writes it: gpu_spec (the sixth column) nan where it is empty. The nan
+  // used to be a model name: 4,111 of the 6,203 jobs were rejected and the run exited 0.
+  std::istringstream in(slurp(kPods));
+  std::string nanPods;
+  std::string line;
+  for (bool header = true; std::getline(in, line); header = false) {
+    std::size_t comma = 0;
+    for (int i = 0; i < 5; ++i) {
+      comma = line.find(',', comma) + 1;
+    }
+    if (!header && line[comma] == ',') {
+      line.insert(comma, "nan");
+    }
+    nanPods += line + "\n";
+  }
+  REQUIRE(nanPods.find(",nan,") != std::string::npos);
+  dir.write("nan_pods.csv", nanPods);
+  const Run r = runSim(dir, {"--alibaba-pods", "nan_pods.csv", "--alibaba-nodes", kNodes, "--quiet",
+                             "--summary-out", "sum.json"});
+  REQUIRE(r.finished);
+  CHECK(r.exitCode == 0);
+  const std::string sum = slurp(dir.file("sum.json"));
+  CHECK_THAT(sum, Catch::Contains("\"completed\": 6203"));
+  CHECK_THAT(sum, Catch::Contains("\"rejected\": 0"));
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("kubecomp-sim process: easy- and slack-backfill above 20,000 jobs are refused at once") {
+  kc::testing::TempDir dir;
+  // 200,000 jobs used to run for more than two minutes with no output (the pass is quadratic
+  // in the jobs waiting at once); the limit is refused before the trace is generated or read.
+  std::string rows = "arrival_s,duration_s,gpus\n";
+  for (int i = 0; i < 20'001; ++i) {
+    rows += "0,300,8\n";
+  }
+  dir.write("many.csv", rows);
+  for (const char* queue : {"easy-backfill", "slack-backfill"}) {
+    CAPTURE(queue);
+    const Run r =
+        runSim(dir, {"--workload", "w1", "--jobs", "200000", "--lambda", "1", "--queue", queue},
+               std::chrono::seconds(10));
+    REQUIRE(r.finished);
+    CHECK(r.exitCode == 1);
+    CHECK_THAT(r.err, Catch::Contains(std::string("the ") + queue +
+                                      " queue takes at most 20000 jobs (got 200000)"));
+    const Run csv =
+        runSim(dir, {"--trace-csv", "many.csv", "--queue", queue, "--summary-out", "sum.json"},
+               std::chrono::seconds(10));
+    REQUIRE(csv.finished);
+    CHECK(csv.exitCode == 1);
+    CHECK_THAT(csv.err, Catch::Contains("at most 20000 jobs (got 20001)"));
+    CHECK_FALSE(fs::exists(dir.path() / "sum.json"));
+  }
+}
