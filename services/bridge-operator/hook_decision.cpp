@@ -73,14 +73,18 @@ std::vector<json> rbacObjects(const ObservedJob& job) {
           {"metadata", objectMeta(job, name)},
           {"automountServiceAccountToken", false}};
   // Only its own ConfigMap: resourceNames cannot restrict list/create, so neither is granted.
-  json role{
-      {"apiVersion", "rbac.authorization.k8s.io/v1"},
-      {"kind", "Role"},
-      {"metadata", objectMeta(job, name)},
-      {"rules", json::array({{{"apiGroups", json::array({""})},
-                              {"resources", json::array({"configmaps"})},
-                              {"resourceNames", json::array({configMapName(job.name)})},
-                              {"verbs", json::array({"get", "watch", "update", "patch"})}}})}};
+  // Events (create, and patch to count repeats): the pod says on the BridgeJob what it cannot
+  // put in a status, such as an expired Slurm token (docs/bridge.md).
+  json role{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+            {"kind", "Role"},
+            {"metadata", objectMeta(job, name)},
+            {"rules", json::array({{{"apiGroups", json::array({""})},
+                                    {"resources", json::array({"configmaps"})},
+                                    {"resourceNames", json::array({configMapName(job.name)})},
+                                    {"verbs", json::array({"get", "watch", "update", "patch"})}},
+                                   {{"apiGroups", json::array({""})},
+                                    {"resources", json::array({"events"})},
+                                    {"verbs", json::array({"create", "patch"})}}})}};
   json binding{
       {"apiVersion", "rbac.authorization.k8s.io/v1"},
       {"kind", "RoleBinding"},

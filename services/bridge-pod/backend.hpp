@@ -7,6 +7,9 @@
 //  - unavailable, timeout, server_error, throttled, unauthorized (a token may be re-minted or
 //    the mounted Secret rotated): transient, retried with backoff;
 //  - anything else (invalid, forbidden, conflict, protocol, not_found): permanent for this call.
+// Except: when a call fails with unauthorized, forbidden or server_error and the backend's
+// credentialAlert() says its credential has expired, the runner reports that and retries
+// slowly until the credential is renewed (issue 24 section 5).
 
 #include <chrono>
 #include <cstdint>
@@ -58,6 +61,14 @@ struct Query {
   RemoteJob job;      // when !gone
 };
 
+// A credential that a person must renew, as the backend knows it (Slurm: the `exp` of a token
+// given as is). Never holds the credential itself.
+struct CredentialAlert {
+  bool expired = false;  // true: it has run out; false: it runs out soon (a warning ahead)
+  std::string reason;    // the Event's reason, CamelCase ("SlurmTokenExpired")
+  std::string message;   // for people: "Slurm token expired at 2026-01-01T00:00:00Z"
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -83,6 +94,10 @@ class Backend {
   // kill, SIGTERM, an error): gives back what the backend holds on the remote side (LSF
   // Application Center: the session token). Never fails the pod: problems are logged only.
   virtual void release() {}
+  // Whether the credential the next call would use has expired or expires soon; nullopt when
+  // it is fine or nobody can tell (the default: the backend renews its own credentials or
+  // cannot read their expiry).
+  virtual std::optional<CredentialAlert> credentialAlert() { return std::nullopt; }
 };
 
 // Whether an error from a backend, S3 or the API server is worth retrying.

@@ -20,7 +20,7 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   std::string& credentialsDir = c.backend.credentialsDir;
   std::string& caFile = c.backend.caFile;
   RunnerOptions& runner = c.runner;
-  std::int64_t backoffInitialMs = 1000, backoffMaxMs = 60'000;
+  std::int64_t backoffInitialMs = 1000, backoffMaxMs = 60'000, credentialRetryMs = 300'000;
   std::int64_t slurmTokenLifespan = 600;
   std::string& slurmSharedRoot = c.backend.slurmSharedRoot;
   std::string& slurmApiVersion = c.backend.slurmApiVersion;
@@ -54,6 +54,11 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{600'000}))
       ->capture_default_str();
   app.add_option("--backoff-max-ms", backoffMaxMs, "longest retry delay")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}))
+      ->capture_default_str();
+  app.add_option("--credential-retry-ms", credentialRetryMs,
+                 "retry period while the backend's credential has expired (Slurm: the exp of the "
+                 "Secret's token is past), instead of the backoff; the Secret is re-read each time")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{3'600'000}))
       ->capture_default_str();
   app.add_option(
@@ -96,6 +101,7 @@ std::variant<int, CommandLine> parseCommandLine(int argc, const char* const* arg
   }
   runner.backoff.initial = std::chrono::milliseconds(backoffInitialMs);
   runner.backoff.max = std::chrono::milliseconds(backoffMaxMs);
+  runner.credentialRetry = std::chrono::milliseconds(credentialRetryMs);
   c.backend.slurmTokenLifespan = std::chrono::seconds(slurmTokenLifespan);
   return c;
 }

@@ -87,8 +87,8 @@ class Runner {
     spdlog::info("bridge pod for {}/{} (uid {}), backend {}", ctx_.jobNamespace, ctx_.jobName,
                  ctx_.uid, backend_->name());
 
-    auto prepared = retryTransient("reach " + std::string(backend_->name()),
-                                   [&] { return backend_->prepare(); });
+    auto prepared =
+        retryBackend("reach " + std::string(backend_->name()), [&] { return backend_->prepare(); });
     if (!prepared.ok()) {
       return fail(prepared.error().message);
     }
@@ -154,6 +154,75 @@ class Runner {
       spdlog::warn("{} failed ({}: {}); retrying in {} ms", what, r.error().code, r.error().message,
                    d.count());
       pause(d);
+    }
+  }
+
+  // retryTransient for a call to the backend, an expired credential waited for in between.
+  template <typename F>
+  auto retryBackend(const std::string& what, F&& f) -> decltype(f()) {
+    return retryTransient(what, [&]() -> decltype(f()) {
+      for (;;) {
+        auto r = f();
+        if (r.ok()) {
+          credentialWorks();
+          return r;
+        }
+        if (!waitedForCredential(r.error())) {
+          return r;
+        }
+      }
+    });
+  }
+
+  // After a failed backend call: when the backend's credential has expired (every call fails
+  // until a person renews it), says so in status.message and a Warning Event, once per expiry,
+  // and waits the slow credential retry instead of the backoff. False for any other failure.
+  bool waitedForCredential(const Error& e) {
+    if (e.code != errc::kUnauthorized && e.code != errc::kForbidden &&
+        e.code != errc::kServerError) {
+      return false;
+    }
+    const auto alert = backend_->credentialAlert();
+    if (!alert || !alert->expired) {
+      return false;
+    }
+    const auto retry = options_.credentialRetry;
+    if (alert->message != credentialExpiryTold_) {
+      const std::string every = retry.count() % 1000 == 0
+                                    ? std::to_string(retry.count() / 1000) + " s"
+                                    : std::to_string(retry.count()) + " ms";
+      writeKeys(
+          {{cmkey::kMessage, alert->message + "; renew the credential in Secret " +
+                                 ctx_.params.resourceSecret + " (retrying every " + every + ")"}});
+      tell(alert->reason, alert->message);
+      credentialExpiryTold_ = alert->message;
+    }
+    spdlog::warn("{}; the call failed ({}: {}); retrying in {} ms", alert->message, e.code,
+                 e.message, retry.count());
+    pause(retry);
+    return true;
+  }
+
+  // After a backend call that worked: an expiry told before is over (the status is rewritten at
+  // the next poll), and a credential that expires soon is warned of once.
+  void credentialWorks() {
+    if (!credentialExpiryTold_.empty()) {
+      spdlog::info("the {} backend accepts the renewed credential", backend_->name());
+      credentialExpiryTold_.clear();
+      credentialRenewed_ = true;
+    }
+    const auto alert = backend_->credentialAlert();
+    if (alert && !alert->expired && alert->message != credentialWarningTold_) {
+      spdlog::warn("{}; renew it in Secret {} before then", alert->message,
+                   ctx_.params.resourceSecret);
+      tell(alert->reason, alert->message);
+      credentialWarningTold_ = alert->message;
+    }
+  }
+
+  void tell(const std::string& reason, const std::string& message) {
+    if (options_.events != nullptr) {
+      options_.events->warning(ctx_, reason, message);
     }
   }
 
@@ -312,8 +381,8 @@ class Runner {
     bool inputsLoaded = false;
     for (;;) {
       checkStop();
-      auto tagged = retryTransient("look for a job tagged " + ctx_.uid,
-                                   [&] { return backend_->findTagged(ctx_); });
+      auto tagged = retryBackend("look for a job tagged " + ctx_.uid,
+                                 [&] { return backend_->findTagged(ctx_); });
       if (!tagged.ok()) {
         return tagged.error();
       }
@@ -344,7 +413,11 @@ class Runner {
         inputsLoaded = true;
       }
       auto id = backend_->submit(ctx_);
+      if (!id.ok() && waitedForCredential(id.error())) {
+        continue;  // nothing reached the backend: look for the tag, then submit again
+      }
       if (id.ok()) {
+        credentialWorks();
         spdlog::info("submitted remote job {}", *id);
         writeKeys({{cmkey::kRemoteId, *id},
                    {cmkey::kStatus, jobStatusName(JobStatus::kSubmitted)},
@@ -390,6 +463,10 @@ class Runner {
       }
       auto q = backend_->query(id);
       if (!q.ok()) {
+        if (waitedForCredential(q.error())) {
+          first = true;  // the credential retry was the wait
+          continue;
+        }
         if (isTransient(q.error())) {
           const auto d = backoff_.next();
           spdlog::warn("status of {} failed ({}: {}); retrying in {} ms", id, q.error().code,
@@ -404,6 +481,11 @@ class Runner {
         return 1;
       }
       backoff_.reset();
+      credentialWorks();
+      if (credentialRenewed_) {
+        written.clear();  // status.message told of the expiry: write the job's own again
+        credentialRenewed_ = false;
+      }
       if (q->gone) {
         if (cancelSent) {
           return finish(JobStatus::kKilled, "remote job " + id + " cancelled and gone");
@@ -520,6 +602,9 @@ class Runner {
   kc::Backoff backoff_;
   JobContext ctx_;
   std::unique_ptr<Backend> backend_;
+  std::string credentialExpiryTold_;   // the expiry in status.message; empty once calls work
+  std::string credentialWarningTold_;  // the last "expires soon" warning
+  bool credentialRenewed_ = false;     // calls work again since the expiry was told
 };
 
 }  // namespace

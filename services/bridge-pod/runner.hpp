@@ -20,6 +20,12 @@
 // wait or step: exit 1, no final state, the remote job left running for a replacement.
 // However the pod ends once its backend exists, the backend's release() runs last (LSF: the
 // session token is logged out).
+// An expired credential (issue 24 section 5): a backend call failing unauthorized, forbidden or
+// server_error while the backend's credentialAlert() says its credential expired is written to
+// status.message ("Slurm token expired at <time>; ...") and told as a Warning Event once per
+// expiry, then retried every credentialRetry instead of backing off (the credential is re-read
+// on every call: a renewed Secret is picked up); the status is rewritten once calls work again.
+// A credential that expires soon is warned of once (Event and log) after a call that worked.
 
 #include <chrono>
 #include <condition_variable>
@@ -51,6 +57,15 @@ class StopRequest {
   bool stop_ = false;
 };
 
+// Where the runner tells people what they must act on: Events about the BridgeJob (main:
+// KubeJobEvents, job_events.hpp). Best effort: a failure to record is the recorder's to log.
+class JobEvents {
+ public:
+  virtual ~JobEvents() = default;
+  virtual void warning(const JobContext& job, const std::string& reason,
+                       const std::string& message) = 0;
+};
+
 struct RunnerOptions {
   std::string s3CredentialsDir = "/s3credentials";
   std::string s3Region = "us-east-1";
@@ -58,10 +73,14 @@ struct RunnerOptions {
   BackoffParams backoff{std::chrono::milliseconds(1000), std::chrono::milliseconds(60'000), 2.0,
                         0.2};
   int uploadAttempts = 5;
+  // The retry period while the backend's credential has expired (slower than any backoff: every
+  // call fails until a person renews the Secret).
+  std::chrono::milliseconds credentialRetry{300'000};
   // The poll interval when positive (tests); otherwise the ConfigMap's updateInterval.
   std::chrono::milliseconds pollIntervalOverride{0};
   kc::Clock* clock = nullptr;
   StopRequest* stop = nullptr;  // not owned; null: the pod only ends with its job
+  JobEvents* events = nullptr;  // not owned; null: warnings are only logged
 };
 
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const JobParameters&)>;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "libcore/base/rfc3339.hpp"
 #include "services/bridge-pod/slurm_codec.hpp"
 #include "services/bridge-pod/slurm_script.hpp"
 
@@ -312,6 +313,22 @@ Result<bool> SlurmBackend::cancel(const std::string& id) {
     return r.error();
   }
   return slurm::parseCancelResponse(static_cast<int>(r->status), r->body);
+}
+
+std::optional<CredentialAlert> SlurmBackend::credentialAlert() {
+  const auto exp = tokens_.givenTokenExpiry();
+  if (!exp) {
+    return std::nullopt;
+  }
+  const auto now = kc::clockOr(options_.clock).wallNow();
+  const std::string at = kc::formatRfc3339(*exp);
+  if (*exp <= now) {
+    return CredentialAlert{true, "SlurmTokenExpired", "Slurm token expired at " + at};
+  }
+  if (*exp - now <= options_.tokenWarning) {
+    return CredentialAlert{false, "SlurmTokenExpiring", "Slurm token expires at " + at};
+  }
+  return std::nullopt;
 }
 
 Result<std::string> SlurmBackend::fetchOutput(const JobContext& ctx, const std::string& /*id*/,

@@ -15,6 +15,10 @@
 // is prefixed to that path; empty = the same path as on the cluster). A `remote` script (an
 // absolute path on the cluster) is submitted as a wrapper `exec '<path>'`; additionaldata files
 // travel inside the batch script (slurm_script.hpp).
+//
+// A token given as is (Secret key `token`) can expire: slurmrestd does not say so (HTTP 500,
+// errors such as "Unable to find JobId=N" with error_number -1), but the token's own `exp`
+// does, and credentialAlert() reads it for the runner to report.
 
 #include <memory>
 #include <optional>
@@ -32,6 +36,8 @@ struct SlurmOptions {
   std::string apiVersion = "auto";  // "auto", "newest" or "v0.0.NN"
   std::string credentialsDir;
   std::chrono::seconds tokenLifespan{600};
+  // How long before a given token's `exp` credentialAlert() starts warning.
+  std::chrono::seconds tokenWarning{300};
   std::string sharedRoot;
   std::string caFile;
   std::chrono::milliseconds timeout{30'000};
@@ -52,6 +58,11 @@ class SlurmBackend final : public Backend {
   Result<bool> cancel(const std::string& id) override;
   Result<std::string> fetchOutput(const JobContext& ctx, const std::string& id,
                                   const std::string& file) override;
+  // The Secret key `token` when it is a JWT whose `exp` is past (reason SlurmTokenExpired:
+  // slurmrestd 22.05 then answers every call with HTTP 500, e.g. "Unable to find JobId=N") or
+  // within tokenWarning (SlurmTokenExpiring). nullopt for minted tokens and tokens that are not
+  // JWTs.
+  std::optional<CredentialAlert> credentialAlert() override;
 
  private:
   SlurmBackend(SlurmOptions options, std::unique_ptr<kc::net::HttpClient> http,

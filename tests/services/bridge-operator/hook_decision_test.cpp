@@ -101,7 +101,10 @@ TEST_CASE("a fresh BridgeJob gets its ConfigMap, one bridge pod and RBAC for tha
 
   const json* role = findChild(d, "Role", "job1-bridge");
   REQUIRE(role != nullptr);
-  REQUIRE((*role)["rules"].size() == 1);
+  REQUIRE((*role)["rules"].size() == 2);
+  CHECK((*role)["rules"][1] == json{{"apiGroups", json::array({""})},
+                                    {"resources", json::array({"events"})},
+                                    {"verbs", json::array({"create", "patch"})}});
   const json& rule = (*role)["rules"][0];
   CHECK(rule["resources"] == json::array({"configmaps"}));
   CHECK(rule["resourceNames"] == json::array({"job1-bridge"}));

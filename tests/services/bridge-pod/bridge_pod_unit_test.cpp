@@ -19,6 +19,7 @@
 #include "services/bridge-pod/s3_client.hpp"
 #include "services/bridge-pod/slurm_backend.hpp"
 #include "services/bridge-pod/slurm_script.hpp"
+#include "tests/services/bridge-pod/backend_proxy.hpp"
 #include "tests/support/fakes/fake_clock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -184,27 +185,7 @@ class ScriptedBackend final : public Backend {
   }
 };
 
-// Hands the runner a backend that forwards to one the test keeps (and inspects afterwards).
-class Proxy final : public Backend {
- public:
-  explicit Proxy(Backend& b) : b_(b) {}
-  const char* name() const override { return b_.name(); }
-  std::uint64_t stagingLimit() const override { return b_.stagingLimit(); }
-  kc::Status prepare() override { return b_.prepare(); }
-  kc::Result<std::optional<std::string>> findTagged(const JobContext& c) override {
-    return b_.findTagged(c);
-  }
-  kc::Result<std::string> submit(const JobContext& c) override { return b_.submit(c); }
-  kc::Result<Query> query(const std::string& id) override { return b_.query(id); }
-  kc::Result<bool> cancel(const std::string& id) override { return b_.cancel(id); }
-  kc::Result<std::string> fetchOutput(const JobContext& c, const std::string& id,
-                                      const std::string& f) override {
-    return b_.fetchOutput(c, id, f);
-  }
-
- private:
-  Backend& b_;
-};
+using Proxy = kc::bridge::pod::testing::BackendProxy;
 
 Query state(JobStatus s, std::string msg = "m") {
   Query q;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "libcore/base/rfc3339.hpp"
+#include "services/bridge-pod/credentials.hpp"
 #include "tests/services/bridge-pod/bridge_pod_fixture.hpp"
 
 using nlohmann::json;
@@ -35,6 +36,15 @@ class SlurmCluster {
   std::string url() const { return base() + "slurm/v0.0.38/"; }
   std::string base() const { return "http://127.0.0.1:" + std::to_string(rest_) + "/"; }
   std::string jwtKeyFile() const { return base_ + "/jwt.key"; }
+  // How many times slurmctld refused an expired JWT so far (one log line per RPC refused).
+  int expiredTokensRefused() const {
+    std::ifstream in(base_ + "/log/slurmctld.log");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      n += line.find("auth_p_verify: token expired") != std::string::npos ? 1 : 0;
+    }
+    return n;
+  }
   std::string work() const { return base_ + "/work"; }
   void stopRest() { REQUIRE(script({"stop-rest", base_}) == 0); }
   void startRest() { REQUIRE(script({"start-rest", base_}) == 0); }
@@ -118,6 +128,27 @@ struct World : BridgeWorld {
 
 bool isRfc3339(const json& v) {
   return v.is_string() && kc::parseRfc3339(v.get<std::string>()).ok();
+}
+
+std::int64_t epochNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The Events about BridgeJob `name` with `reason`.
+std::vector<json> eventsOf(BridgeApi& api, const std::string& name, const std::string& reason) {
+  auto list = api.kube().list(kc::kube::gvr::events(), api.ns);
+  REQUIRE(list.ok());
+  std::vector<json> out;
+  for (const json& e : list->items) {
+    const json& about = e.value("involvedObject", json::object());
+    if (about.value("kind", "") == "BridgeJob" && about.value("name", "") == name &&
+        about.value("uid", "") == api.uid() && e.value("reason", "") == reason) {
+      out.push_back(e);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -319,4 +350,69 @@ TEST_CASE(
   CHECK(w.api.value("absent", "status.message").find("v0.0.40") != std::string::npos);
   CHECK(w.api.value("absent", "id") == "<absent>");
   CHECK(w.slurm.jobs().empty());
+}
+
+// A token given as is (Secret key `token`, no `jwtkey`) that has expired. The real slurmrestd
+// 22.05 does not say so: every call is answered HTTP 500 (ping: "slurmctld config is unable to
+// load", GET job: "Unable to find JobId=N", error_number -1). The pod reads the token's exp
+// and says when it expired - status.message (copied into the BridgeJob's status by the
+// operator) and a Warning Event on the BridgeJob - retries at --credential-retry-ms instead of
+// backing off, and runs the job once the Secret holds a new token (this one expiring within
+// five minutes: warned of as SlurmTokenExpiring). The token itself is never written anywhere.
+TEST_CASE(
+    "slurm: an expired token is reported with its expiry and retried slowly until a renewed one "
+    "runs the job") {
+  World w;
+  std::filesystem::remove(w.creds + "/jwtkey");
+  const std::string key = kc::testing::readFile(w.slurm.jwtKeyFile());
+  const std::int64_t expired = epochNow() - 120;
+  const std::string stale = kc::bridge::pod::mintSlurmJwt(key, "root", expired - 3600, expired);
+  w.dir.write("creds/token", stale + "\n");
+  const std::string at =
+      kc::formatRfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(expired)));
+
+  auto pod = w.pod(w.api.start("stale", w.spec("stale", "#!/bin/sh\necho renewed > hello.out\n")),
+                   {"--credential-retry-ms", "4000"});
+  REQUIRE(kc::testing::eventually(
+      [&] {
+        return w.api.value("stale", "status.message").rfind("Slurm token expired at ", 0) == 0;
+      },
+      60s));
+  const std::string message = w.api.value("stale", "status.message");
+  CHECK(message == "Slurm token expired at " + at +
+                       "; renew the credential in Secret slurm-jwt (retrying every 4 s)");
+  CHECK(w.api.operatorStatus("stale", "Running")["message"] == message);
+  // The Event is recorded right after the status is written.
+  REQUIRE(kc::testing::eventually(
+      [&] { return !eventsOf(w.api, "stale", "SlurmTokenExpired").empty(); }, 10s));
+  auto expiredEvents = eventsOf(w.api, "stale", "SlurmTokenExpired");
+  REQUIRE(expiredEvents.size() == 1);
+  CHECK(expiredEvents[0]["type"] == "Warning");
+  CHECK(expiredEvents[0]["message"] == "Slurm token expired at " + at);
+  CHECK(message.find(stale.substr(stale.rfind('.'))) == std::string::npos);
+
+  // No more hammering: one call per retry period (the backoff would make several a second).
+  const int refusedBefore = w.slurm.expiredTokensRefused();
+  CHECK(refusedBefore >= 1);
+  std::this_thread::sleep_for(3s);
+  CHECK(w.slurm.expiredTokensRefused() - refusedBefore <= 1);
+  CHECK(pod->running());
+  CHECK(w.slurm.jobs().empty());
+  CHECK(eventsOf(w.api, "stale", "SlurmTokenExpired").size() == 1);
+
+  const std::int64_t renewed = epochNow() + 240;
+  w.dir.write("creds/token", kc::bridge::pod::mintSlurmJwt(key, "root", renewed - 600, renewed));
+  const auto exit = pod->waitExit(90s);
+  REQUIRE(exit.has_value());
+  CHECK(*exit == 0);
+  CHECK(w.api.value("stale", "status.jobStatus") == "DONE");
+  CHECK(w.api.value("stale", "status.message").find("exited with code 0") != std::string::npos);
+  CHECK(w.slurm.jobsTagged(w.api.uid()).size() == 1);
+  CHECK(w.s3.object("results", "stale/hello.out") == "renewed\n");
+  auto soonEvents = eventsOf(w.api, "stale", "SlurmTokenExpiring");
+  REQUIRE(soonEvents.size() == 1);
+  CHECK(soonEvents[0]["type"] == "Warning");
+  CHECK(soonEvents[0]["message"] ==
+        "Slurm token expires at " + kc::formatRfc3339(std::chrono::system_clock::time_point(
+                                        std::chrono::seconds(renewed))));
 }
