@@ -18,9 +18,13 @@ std::string_view trimBlanks(std::string_view s) {
 }  // namespace
 
 bool validGpuModelName(std::string_view name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+  if (name.empty() || name.size() > 64 || name.front() == ' ' || name.back() == ' ' ||
+      name.find("  ") != std::string_view::npos) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '-' ||
-           c == '_' || c == '.';
+           c == '_' || c == '.' || c == '(' || c == ')' || c == '+' || c == '/' || c == ' ';
   });
 }
 
@@ -39,9 +43,9 @@ Result<GpuModelFilter> GpuModelFilter::parse(std::string_view text, char separat
                                                std::string(1, separator) + "')");
     }
     if (!validGpuModelName(name)) {
-      return makeError(kc::errc::kInvalid,
-                       "GPU model list '" + std::string(text) + "': '" + std::string(name) +
-                           "' is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
+      return makeError(kc::errc::kInvalid, "GPU model list '" + std::string(text) + "': '" +
+                                               std::string(name) + "' is not a GPU model name (" +
+                                               std::string(kGpuModelNameRule) + ")");
     }
     out.models_.emplace_back(name);
     if (at == std::string_view::npos) {

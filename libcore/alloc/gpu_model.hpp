@@ -22,9 +22,14 @@ using api::kGpuModelsAnnotation;
 inline constexpr char kGpuSpecSeparator = '|';
 inline constexpr char kGpuModelsAnnotationSeparator = ',';
 
-// A GPU model name: 1..64 characters of letters, digits, '-', '_', '.' (P100, V100M16, G2,
-// A10, NVIDIA-A100-SXM4-80GB, ...). Compared exactly (case-sensitive).
+// A GPU model name as inventories and nvidia-smi report them: 1..64 characters of letters,
+// digits, '-', '_', '.', '(', ')', '+', '/' and single spaces between words (P100, V100M16, G2,
+// NVIDIA-A100-SXM4-80GB, "Tesla V100-PCIE-32GB", "NVIDIA RTX 6000 Ada Generation"); never
+// the list separators ',' and '|'. Compared exactly (case-sensitive).
 bool validGpuModelName(std::string_view name);
+// What validGpuModelName accepts, for messages.
+inline constexpr std::string_view kGpuModelNameRule =
+    "1-64 of A-Z a-z 0-9 - _ . ( ) + / and single inner spaces";
 
 class GpuModelFilter {
  public:

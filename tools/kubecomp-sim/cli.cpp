@@ -231,9 +231,9 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
   spec.perNodeGpus = *layout;
   spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
   if (!o.gpuModel.empty() && !alloc::validGpuModelName(o.gpuModel)) {
-    return makeError(kc::errc::kInvalid,
-                     "--gpu-model " + quoteInput(o.gpuModel) +
-                         " is not a GPU model name (1-64 of A-Z a-z 0-9 - _ .)");
+    return makeError(kc::errc::kInvalid, "--gpu-model " + quoteInput(o.gpuModel) +
+                                             " is not a GPU model name (" +
+                                             std::string(alloc::kGpuModelNameRule) + ")");
   }
   spec.gpuModel = o.gpuModel;
   spec.nodeCpuMilli = static_cast<std::int64_t>(std::llround(o.nodeCpu * 1000));

@@ -223,9 +223,9 @@ TEST_CASE("kubecomp-sim process: gpu_spec is honoured and unservable rows are re
   r = runSim(dir, {"--trace-csv", "spec.csv", "--layout", "2+2", "--summary-out", "-"});
   REQUIRE(r.exitCode == 0);
   CHECK_THAT(r.out, Catch::Contains("\"rejected_gpu_model\": 2"));
-  r = runSim(dir, {"--trace-csv", "spec.csv", "--gpu-model", "T 4"});
+  r = runSim(dir, {"--trace-csv", "spec.csv", "--gpu-model", "T;4"});
   CHECK(r.exitCode == 1);
-  CHECK_THAT(r.err, Catch::Contains("--gpu-model 'T 4' is not a GPU model name"));
+  CHECK_THAT(r.err, Catch::Contains("--gpu-model 'T;4' is not a GPU model name"));
 }
 
 TEST_CASE("kubecomp-sim process: running out of memory is a message, not an abort") {

@@ -136,7 +136,7 @@ TEST_CASE("Alibaba gpu_spec becomes the job's accepted GPU models and is counted
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error().message,
              Catch::Contains("pods.csv:2: gpu_spec is not GPU model names joined by '|'"));
-  std::istringstream badNode("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,1,G 2\n");
+  std::istringstream badNode("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,1,G;2\n");
   auto e = readAlibabaNodes(badNode, "nodes.csv");
   REQUIRE_FALSE(e.ok());
   CHECK_THAT(e.error().message, Catch::Contains("nodes.csv:2: model is not a GPU model name"));
