@@ -109,7 +109,7 @@ TEST_CASE("the pool model keeps each GPU's model and refuses a bad one", "[alloc
   CHECK(s.gpu(0).model == "A100");
   CHECK(s.gpu(4).model == "V100");
   CHECK(s.gpu(6).model.empty());
-  auto bad = s.addGpu(GpuSpec{.id = "g9", .model = "A 100", .pool = 0});
+  auto bad = s.addGpu(GpuSpec{.id = "g9", .model = "A100,V100", .pool = 0});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code == "invalid");
   CHECK(s.gpuCount() == 7);

@@ -229,7 +229,7 @@ TEST_CASE("bad generic CSV rows give an error naming the line") {
        "jobs.csv:2: arrival_s 99999999999999999999999 is above the limit"},
       {"arrival_s,duration_s,gpus,gpu_spec\n0,5,1,V100|\n",
        "jobs.csv:2: gpu_spec is not GPU model names joined by '|': 'V100|'"},
-      {"arrival_s,duration_s,gpus,gpu_spec\n0,5,1,V 100\n", "jobs.csv:2: gpu_spec is not"},
+      {"arrival_s,duration_s,gpus,gpu_spec\n0,5,1,V;100\n", "jobs.csv:2: gpu_spec is not"},
   }));
   CAPTURE(text);
   auto r = jobsCsv(text);
