@@ -50,6 +50,7 @@ struct RawFlags {
   double draReleaseWait = 5;
   double initialBackoff = 1;
   double maxBackoff = 10;
+  double stopGrace = 10;
   cli::LeaderElectionFlags leader{.resourceNamespace = "kube-system",
                                   .resourceName = "kubecomp-sched"};
 };
@@ -118,6 +119,12 @@ void addTimingFlags(CLI::App& app, RawFlags& f, SchedulerOptions& o) {
                  "longest retry delay of an unschedulable pod")
       ->check(CLI::Range(0.01, 3600.0))
       ->capture_default_str();
+  app.add_option("--stop-grace-seconds", f.stopGrace,
+                 "on SIGTERM, pending binds, annotation and condition writes and Events are "
+                 "still sent for this long (through --kube-api-qps); what is left then is "
+                 "dropped and counted in the log")
+      ->check(CLI::Range(0.0, 120.0))
+      ->capture_default_str();
   app.add_option(
          "--bind-workers", o.bindWorkers,
          "threads writing binds, annotations and conditions (one pod's writes stay in order)")
@@ -183,6 +190,7 @@ bool applyFlags(const RawFlags& f, CommandLine& c) {
   o.cache.draReleaseWait = seconds(f.draReleaseWait);
   o.cache.initialBackoff = seconds(f.initialBackoff);
   o.cache.maxBackoff = seconds(f.maxBackoff);
+  o.stopGrace = seconds(f.stopGrace);
   o.leaderElect = f.leader.leaderElect;
   o.lease.ns = f.leader.resourceNamespace;
   o.lease.name = f.leader.resourceName;

@@ -198,97 +198,6 @@ Scheduler::Counters Scheduler::counters() const {
   return counters_;
 }
 
-Status Scheduler::start() {
-  if (started_) {
-    return okStatus();
-  }
-  if (opts_.bindWorkers == 0) {
-    return makeError(kc::errc::kInvalid, "bind workers must be at least 1");
-  }
-  if (opts_.leaderElect) {
-    kube::LeaderElectionConfig lc = opts_.lease;
-    lc.onStartedLeading = [this] { runLoop(); };
-    lc.onStoppedLeading = [this] {
-      loopStop_ = true;
-      cache_.notifyAll();
-    };
-    lc.onNewLeader = [](const std::string& holder) { spdlog::info("leader is now {}", holder); };
-    auto e = kube::LeaderElector::create(client_, std::move(lc));
-    if (!e) {
-      return e.error();
-    }
-    elector_ = std::move(*e);
-  }
-  started_ = true;
-  for (std::size_t i = 0; i < opts_.bindWorkers; ++i) {
-    work_.push_back(std::make_unique<WorkQueue>());
-  }
-  for (std::size_t i = 0; i < opts_.bindWorkers; ++i) {
-    workers_.emplace_back([this, i] { workerMain(i); });
-  }
-  eventThread_ = std::thread([this] { eventMain(); });
-  pools_->start();
-  nodes_->start();
-  startDra();
-  pods_->start();
-  const auto deadline = clock_.now() + opts_.initialSyncWait;
-  std::vector<kube::Informer*> informers = {pools_.get(), nodes_.get(), pods_.get()};
-  if (draServed_) {
-    informers.push_back(claims_.get());
-    informers.push_back(classes_.get());
-  }
-  for (auto* inf : informers) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now());
-    if (!inf->waitForSync(std::max(left, std::chrono::milliseconds(0)))) {
-      spdlog::warn("informers not synced within {} ms; scheduling waits for them",
-                   opts_.initialSyncWait.count());
-      break;
-    }
-  }
-  if (elector_) {
-    elector_->start();
-  } else {
-    loop_ = std::thread([this] { runLoop(); });
-  }
-  return okStatus();
-}
-
-void Scheduler::stop() {
-  if (stopped_.exchange(true) || !started_) {
-    return;
-  }
-  loopStop_ = true;
-  cache_.notifyAll();
-  if (elector_) {
-    elector_->stop();
-  }
-  if (loop_.joinable()) {
-    loop_.join();
-  }
-  for (auto& w : work_) {
-    std::lock_guard<std::mutex> lock(w->mu);
-    w->done = true;
-    w->cv.notify_all();
-  }
-  for (auto& t : workers_) {
-    t.join();
-  }
-  {
-    std::lock_guard<std::mutex> lock(eventMu_);
-    eventsDone_ = true;
-    eventCv_.notify_all();
-  }
-  eventThread_.join();
-  pods_->stop();
-  nodes_->stop();
-  pools_->stop();
-  if (draServed_) {
-    claims_->stop();
-    classes_->stop();
-  }
-}
-
 void Scheduler::runLoop() {
   // A new term (the lease lost and won again): the previous term's stop request is spent.
   if (stopped_) {
@@ -352,8 +261,13 @@ void Scheduler::workerMain(std::size_t i) {
     {
       std::unique_lock<std::mutex> lock(w.mu);
       w.cv.wait(lock, [&] { return w.done || !w.q.empty(); });
-      if (w.q.empty()) {
-        return;
+      if (w.q.empty() || graceOver_) {
+        // Drained, or stop()'s grace is over: what is left is dropped (the next leader decides
+        // these pods again from what the API shows).
+        droppedWrites_ += w.q.size();
+        inFlight_ -= w.q.size();
+        w.q.clear();
+        break;
       }
       a = std::move(w.q.front());
       w.q.pop_front();
@@ -361,6 +275,7 @@ void Scheduler::workerMain(std::size_t i) {
     execute(a);
     --inFlight_;
   }
+  drainerDone(false);
 }
 
 void Scheduler::eventMain() {
@@ -369,8 +284,10 @@ void Scheduler::eventMain() {
     {
       std::unique_lock<std::mutex> lock(eventMu_);
       eventCv_.wait(lock, [&] { return eventsDone_ || !events_.empty(); });
-      if (events_.empty()) {
-        return;
+      if (events_.empty() || graceOver_) {
+        droppedEvents_ += events_.size();
+        events_.clear();
+        break;
       }
       e = std::move(events_.front());
       events_.pop_front();
@@ -383,6 +300,7 @@ void Scheduler::eventMain() {
       metrics_->eventsPending.Set(static_cast<double>(events_.size()));
     }
   }
+  drainerDone(true);
 }
 
 void Scheduler::event(const Action& a, const std::string& type, const std::string& reason,

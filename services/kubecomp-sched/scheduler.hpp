@@ -23,6 +23,7 @@
 #include "libcore/kube/informer.hpp"
 #include "libcore/kube/leader.hpp"
 #include "services/kubecomp-sched/sched_cache.hpp"
+#include "services/kubecomp-sched/shutdown_clock.hpp"
 
 namespace kc::obs {
 class Metrics;
@@ -46,6 +47,10 @@ struct SchedulerOptions {
   kube::LeaderElectionConfig lease{};  // ns, name, identity, durations (callbacks are ours)
   std::string instance;                // Event source host / reportingInstance
   std::chrono::milliseconds initialSyncWait{60'000};
+  // stop(): pending binds, patches and Events are still sent for up to this long; what is left
+  // then is dropped (logged once) and clientClock's rate-limit waits are cut.
+  std::chrono::milliseconds stopGrace{10'000};
+  ShutdownClock* clientClock = nullptr;  // the client's clock, if main gave it one; not owned
 };
 
 class Scheduler {
@@ -58,10 +63,14 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Informers (waits up to initialSyncWait for their first LIST), then the election (or the
-  // loop at once without it). Errors: bad lease config ("invalid").
+  // loop at once without it). Errors: bad lease config ("invalid"). A stop() from another
+  // thread (SIGTERM during start-up) makes it give up at once and return ok; after a stop()
+  // it starts nothing.
   Status start();
-  // Stops the loop, the workers (pending writes are finished), the election (the lease is
-  // released) and the informers. Idempotent.
+  // Stops the loop and the election (the lease is released), lets the workers finish pending
+  // writes and the Event thread its Events for up to opts.stopGrace, drops what is left then
+  // (logged once), and stops the informers. Thread-safe, idempotent; during start() it waits
+  // for start() to give up.
   void stop();
 
   bool leading() const { return leading_.load(); }
@@ -106,6 +115,12 @@ class Scheduler {
   bool patchRequest(const Action& a, bool set);
   void workerMain(std::size_t i);
   void eventMain();
+  // start()'s wait for the first LISTs; false when it gave up (stop requested or time out).
+  bool waitForInformers();
+  // stop()'s drain: the writers, then the Event thread, each until it is done or `deadline`;
+  // false when the grace ran out first.
+  bool drainWithin(Clock::SteadyTime deadline);
+  void drainerDone(bool eventThread);  // a worker (false) or the Event thread leaves
 
   SchedulerOptions opts_;
   Clock& clock_;
@@ -125,7 +140,17 @@ class Scheduler {
   std::atomic<bool> leading_{false};
   std::atomic<bool> loopStop_{false};
   std::atomic<bool> stopped_{false};
+  std::mutex lifecycleMu_;  // held by start() throughout and by stop(); guards started_
   bool started_ = false;
+  std::atomic<bool> stopRequested_{false};  // stop() was called: start() gives up
+  // stop()'s grace is over: the workers and the Event thread drop what they still hold.
+  std::atomic<bool> graceOver_{false};
+  std::atomic<std::uint64_t> droppedWrites_{0};
+  std::atomic<std::uint64_t> droppedEvents_{0};
+  std::mutex drainMu_;  // guards writersLeft_ and eventsLeft_
+  std::condition_variable drainCv_;
+  std::size_t writersLeft_ = 0;  // worker threads still running
+  bool eventsLeft_ = false;      // the Event thread still running
 
   struct WorkQueue {
     std::mutex mu;  // guards q and done
