@@ -7,6 +7,10 @@ that really toggle); every flag the chart passes to a daemon is one its --help l
 agent's options (gpuPooling.devplugin.mode, hostCheck, hotRemove, rescanAfterSeconds,
 deviceListStrategy) render exactly the host mounts, flags, capabilities and ResourceClaim
 rule docs/deploy.md lists for them, and the invalid ones are refused at render time.
+Least privilege (issue 24): Secrets only by name (reconfig-mgr exactly its credentialsSecrets),
+no ServiceAccount token Secret (the shim's host service gets a projected, expiring token through
+its token writer), a NetworkPolicy in front of each webhook admitting exactly Metacontroller and
+the metrics scraper, and every node DaemonSet on the nodes its values' nodeSelector labels.
 apply mode (labels deploy, real-peer): the CRDs and the everything-on rendering are applied
 with the real kubectl to the API test double, twice (the second apply must change nothing),
 and every rendered object is read back; then the node agent in DRA mode with both host
@@ -16,6 +20,7 @@ The rule checker is itself checked first on objects that break each rule, so a c
 stops finding anything fails the test.
 """
 import argparse
+import atexit
 import concurrent.futures
 import copy
 import functools
@@ -71,11 +76,29 @@ WEBHOOKS = {"vni-webhook": "vni", "bridge-operator": "bridge"}
 
 # Workloads allowed to run as root with host paths, and exactly which (docs/deploy.md says
 # why). The device plugin's depend on its values: devplugin_expected below.
+DEVPLUGIN = "disaggpu-devplugin"
 HOST_ACCESS = {
     # kubelet dials the shim's socket; it dials the runtime's; it writes cgroup v1 RT budgets.
     "rt-kubelet-shim": {"/var/run/rt-kubelet-shim", "/run/containerd", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuset"},
+    # rt.shim.hostService: it copies its projected token into the host service's token directory.
+    "rt-kubelet-shim-token": {"/var/lib/kubecomp/rt-kubelet-shim"},
 }
-DEVPLUGIN = "disaggpu-devplugin"
+# Workloads that run a shell loop in a daemon's image rather than a daemon: app -> container.
+# No daemon flags (a /bin/sh command, no args), exec probes, no metrics.
+HELPERS = {"rt-kubelet-shim-token": "token-writer"}
+# The shim's host service gets its API token from this DaemonSet (no token Secret).
+SHIM_TOKEN_WRITER = "rt-kubelet-shim-token"
+# Node daemons (UID 0, host paths): app -> the values holding the nodeSelector they must carry.
+# Its default must select nodes by a kubecomp.io/ label (docs/deploy.md).
+NODE_SELECTORS = {
+    DEVPLUGIN: "gpuPooling.devplugin.nodeSelector",
+    "rt-kubelet-shim": "rt.shim.nodeSelector",
+    SHIM_TOKEN_WRITER: "rt.shim.nodeSelector",
+}
+# A projected ServiceAccount token must expire within this (3607 s is the lifetime the API
+# server silently extends to a year for legacy clients).
+MAX_TOKEN_SECONDS = 86400
+LEGACY_TOKEN_SECONDS = 3607
 # Capabilities the device plugin adds with hotRemove (docs/deploy.md, section 5): reading
 # /proc/<pid>/fd of processes of other users (DAC_READ_SEARCH) with capabilities it lacks
 # (SYS_PTRACE). Nothing else, in no mode, adds a capability or runs privileged.
@@ -296,10 +319,15 @@ def workload_violations(docs, values):
             cw = f"{where} container {c.get('name')}"
             for p in c.get("ports") or []:
                 ports.add(str(p.get("containerPort")))
-            if get(c, "livenessProbe", "httpGet", "path") != "/livez":
-                out.append(f"{cw}: no livenessProbe on /livez")
-            if get(c, "readinessProbe", "httpGet", "path") != "/readyz":
-                out.append(f"{cw}: no readinessProbe on /readyz")
+            if HELPERS.get(app) == c.get("name"):
+                for probe in ("livenessProbe", "readinessProbe"):
+                    if not get(c, probe, "exec", "command"):
+                        out.append(f"{cw}: no exec {probe}")
+            else:
+                if get(c, "livenessProbe", "httpGet", "path") != "/livez":
+                    out.append(f"{cw}: no livenessProbe on /livez")
+                if get(c, "readinessProbe", "httpGet", "path") != "/readyz":
+                    out.append(f"{cw}: no readinessProbe on /readyz")
             for part, keys in (("requests", ("cpu", "memory")), ("limits", ("memory",))):
                 for k in keys:
                     if not get(c, "resources", part, k):
@@ -337,11 +365,23 @@ def toggle_violations(docs, values):
         wanted = bool(lookup(values, toggle)) and not (toggle == "rt.shim.enabled" and host_service)
         if present != wanted:
             out.append(f"{toggle}={lookup(values, toggle)} but {kind} {app} is {'' if present else 'not '}rendered")
-    token = any(d["kind"] == "Secret" and app_name(d) == "rt-kubelet-shim" for d in docs)
-    if token != (values["rt"]["shim"]["enabled"] and host_service):
-        out.append(f"rt.shim.hostService={host_service} but the shim's token Secret is {'' if token else 'not '}rendered")
+    writers = [d for d in docs if d["kind"] == "DaemonSet" and app_name(d) == SHIM_TOKEN_WRITER]
+    if bool(writers) != bool(values["rt"]["shim"]["enabled"] and host_service):
+        out.append(f"rt.shim.hostService={host_service} but the shim's token writer is {'' if writers else 'not '}rendered")
+    shim_accounts = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount" and app_name(d) == "rt-kubelet-shim"}
+    for w in writers:
+        spec = pod_spec(w)
+        if spec.get("serviceAccountName") not in shim_accounts:
+            out.append(f"token writer runs as {spec.get('serviceAccountName')}, not the shim's ServiceAccount")
+        dirs = [get(v, "hostPath", "path") for v in spec.get("volumes") or [] if "hostPath" in v]
+        if dirs != [values["rt"]["shim"]["tokenDir"]]:
+            out.append(f"token writer's host paths {dirs}, want [rt.shim.tokenDir]")
+        tokens = [s for v in spec.get("volumes") or [] for s in get(v, "projected", "sources", default=[]) or []
+                  if "serviceAccountToken" in s]
+        if len(tokens) != 1:
+            out.append(f"token writer has {len(tokens)} projected ServiceAccount tokens, want 1")
     monitors = {d["metadata"]["name"] for d in docs if d["kind"] in ("ServiceMonitor", "PodMonitor")}
-    workloads = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet")]
+    workloads = [d for d in docs if d["kind"] in ("Deployment", "DaemonSet") and app_name(d) not in HELPERS]
     if values["global"]["monitoring"]["serviceMonitor"]["enabled"]:
         for w in workloads:
             if w["metadata"]["name"] not in monitors:
@@ -413,6 +453,11 @@ def flag_violations(docs, help_texts):
     out = []
     for w in (d for d in docs if d["kind"] in ("Deployment", "DaemonSet", "StatefulSet")):
         for c in pod_spec(w).get("containers") or []:
+            if HELPERS.get(app_name(w)) == c["name"]:
+                # A shell loop, not a daemon: nothing the daemon's --help could vouch for.
+                if c.get("args") or (c.get("command") or [""])[0] != "/bin/sh":
+                    out.append(f"{c['name']}: a helper runs /bin/sh with no args, not {c.get('command')} {c.get('args')}")
+                continue
             text = help_texts.get(c["name"])
             if text is None:
                 out.append(f"container {c['name']}: no daemon binary of that name to check its flags")
@@ -424,15 +469,118 @@ def flag_violations(docs, help_texts):
     return out
 
 
+def secret_violations(docs, values):
+    """Secrets (issue 24): no rule reads Secrets cluster-wide or without resourceNames, and only
+    `get`; reconfig-mgr may get exactly gpuPooling.reconfig.credentialsSecrets in its secret
+    namespace; no legacy ServiceAccount token Secret; every projected token expires soon."""
+    out = []
+    granted = set()
+    for d in docs:
+        kind, name = d["kind"], d["metadata"]["name"]
+        if kind not in ("Role", "ClusterRole"):
+            continue
+        for i, rule in enumerate(d.get("rules") or []):
+            if "secrets" not in (rule.get("resources") or []) or "" not in (rule.get("apiGroups") or []):
+                continue
+            if kind == "ClusterRole":
+                out.append(f"ClusterRole/{name} rule {i}: Secrets in every namespace")
+            if not rule.get("resourceNames"):
+                out.append(f"{kind}/{name} rule {i}: Secrets without resourceNames (every Secret of the namespace)")
+            if set(rule.get("verbs") or []) - {"get"}:
+                out.append(f"{kind}/{name} rule {i}: Secrets with verbs {rule.get('verbs')}, want [get]")
+            if app_name(d) == "reconfig-mgr":
+                granted |= {(d["metadata"].get("namespace"), n) for n in rule.get("resourceNames") or []}
+    r = values["gpuPooling"]["reconfig"]
+    want = set()
+    if r["enabled"]:
+        want = {(r["secretNamespace"] or NAMESPACE, n) for n in r["credentialsSecrets"]}
+    if granted != want:
+        out.append(f"reconfig-mgr may get Secrets {sorted(granted, key=str)}, want {sorted(want)} (credentialsSecrets)")
+    for d in docs:
+        if d["kind"] == "Secret" and d.get("type") == "kubernetes.io/service-account-token":
+            out.append(f"Secret/{d['metadata']['name']}: a never-expiring ServiceAccount token")
+        volumes = pod_spec(d).get("volumes") if d["kind"] in ("Deployment", "DaemonSet", "StatefulSet") else None
+        for v in volumes or []:
+            for src in get(v, "projected", "sources", default=[]) or []:
+                if "serviceAccountToken" in src:
+                    secs = src["serviceAccountToken"].get("expirationSeconds")
+                    if not isinstance(secs, int) or secs > MAX_TOKEN_SECONDS or secs == LEGACY_TOKEN_SECONDS:
+                        out.append(f"{d['kind']}/{d['metadata']['name']}: projected token expirationSeconds {secs}")
+    return out
+
+
+def networkpolicy_violations(docs, values):
+    """The webhooks Metacontroller calls (no credential): with global.networkPolicy.enabled each
+    webhook pod is selected by a NetworkPolicy, and every policy selecting it admits exactly
+    Metacontroller's pods and the metrics scraper (as values say) and only to the hook port."""
+    out = []
+    np = values["global"]["networkPolicy"]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    if not np["enabled"]:
+        return [f"networkPolicy off but NetworkPolicy/{p['metadata']['name']} rendered" for p in policies]
+    mc = values["metacontroller"]
+    allowed = [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": mc["rbac"]["namespace"]}},
+         "podSelector": mc["podSelector"]},
+        {"namespaceSelector": np["metricsScraper"]["namespaceSelector"], "podSelector": np["metricsScraper"]["podSelector"]},
+    ]
+    for w in (d for d in docs if d["kind"] == "Deployment" and app_name(d) in WEBHOOKS):
+        labels = get(w, "spec", "template", "metadata", "labels", default={})
+        ports = {p.get("containerPort") for c in pod_spec(w)["containers"] for p in c.get("ports") or []}
+        mine = [p for p in policies if get(p, "metadata", "namespace") == w["metadata"].get("namespace")
+                and (get(p, "spec", "podSelector", "matchLabels", default={}) or {}).items() <= labels.items()
+                and not get(p, "spec", "podSelector", "matchExpressions")]
+        where = f"{app_name(w)}"
+        if not mine:
+            out.append(f"{where}: no NetworkPolicy selects its pods (anyone in the cluster can call its hooks)")
+        for p in mine:
+            pw = f"{where} NetworkPolicy/{p['metadata']['name']}"
+            if "Ingress" not in (get(p, "spec", "policyTypes", default=[]) or []):
+                out.append(f"{pw}: no Ingress policyType")
+            peers = []
+            for i, rule in enumerate(get(p, "spec", "ingress", default=[]) or []):
+                if not rule.get("from"):
+                    out.append(f"{pw} rule {i}: admits every source")
+                rule_ports = {x.get("port") for x in rule.get("ports") or []}
+                if not rule_ports or not rule_ports <= ports or any(x.get("endPort") for x in rule.get("ports") or []):
+                    out.append(f"{pw} rule {i}: ports {rule.get('ports')}, want some of {sorted(ports)}")
+                peers += rule.get("from") or []
+            for peer in peers:
+                if peer not in allowed:
+                    out.append(f"{pw}: admits {peer}, not Metacontroller or the metrics scraper")
+            if allowed[0] not in peers:
+                out.append(f"{pw}: does not admit Metacontroller")
+    return out
+
+
+def node_selector_violations(docs, values):
+    """Node daemons run only where a node label selects them (values), never on every node."""
+    out = []
+    for ds in (d for d in docs if d["kind"] == "DaemonSet"):
+        got = pod_spec(ds).get("nodeSelector") or {}
+        if not got:
+            out.append(f"DaemonSet/{ds['metadata']['name']}: no nodeSelector (every node)")
+        path = NODE_SELECTORS.get(app_name(ds))
+        if path is None:
+            out.append(f"DaemonSet/{ds['metadata']['name']}: not a known node daemon")
+        elif got != lookup(values, path):
+            out.append(f"DaemonSet/{ds['metadata']['name']}: nodeSelector {got}, want {path} {lookup(values, path)}")
+    return out
+
+
 def all_violations(docs, values, help_texts):
     return (rbac_violations(docs) + workload_violations(docs, values) + toggle_violations(docs, values)
-            + tls_violations(docs, values) + flag_violations(docs, help_texts) + devplugin_violations(docs, values))
+            + tls_violations(docs, values) + flag_violations(docs, help_texts) + devplugin_violations(docs, values)
+            + secret_violations(docs, values) + networkpolicy_violations(docs, values)
+            + node_selector_violations(docs, values))
 
 
 # ---------------------------------------------------------------------------------------------
 
 def set_text(value):
-    """A value as --set reads it back (a YAML scalar)."""
+    """A value as --set reads it back (a YAML scalar, or a flow list of plain names)."""
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
@@ -512,6 +660,54 @@ def self_check(base_docs, values, help_texts):
         "shim hostPath beyond its list": lambda ds: pod_spec(first(ds, "DaemonSet", "rt-kubelet-shim"))["volumes"].append(
             {"name": "x", "hostPath": {"path": "/var/lib/kubelet"}}),
     }
+
+    def credentials_role(docs):
+        return next(d for d in docs if d["kind"] == "Role" and app_name(d) == "reconfig-mgr"
+                    and any("secrets" in r["resources"] for r in d["rules"]))
+
+    def credentials_rule(docs):
+        return next(r for r in credentials_role(docs)["rules"] if "secrets" in r["resources"])
+
+    def policy(docs, app):
+        return first(docs, "NetworkPolicy", app)
+
+    mutations.update({
+        # Secrets: reconfig-mgr gets exactly the credentials Secrets listed, by name.
+        "reconfig-mgr Secret rule without resourceNames": lambda ds: credentials_rule(ds).pop("resourceNames"),
+        "reconfig-mgr may get a webhook's TLS Secret": lambda ds: credentials_rule(ds)["resourceNames"].append(
+            "vni-webhook-tls"),
+        "reconfig-mgr may list Secrets": lambda ds: credentials_rule(ds)["verbs"].append("list"),
+        "reconfig-mgr credentials in the release namespace": lambda ds: credentials_role(ds)["metadata"].__setitem__(
+            "namespace", NAMESPACE),
+        "Secrets in a ClusterRole": lambda ds: first(ds, "ClusterRole", "reconfig-mgr")["rules"].append(
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["chassis-a"], "verbs": ["get"]}),
+        "a legacy token Secret": lambda ds: ds.append(
+            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+             "metadata": {"name": "x", "namespace": NAMESPACE, "annotations": {"kubernetes.io/service-account.name": "x"}}}),
+        # NetworkPolicies in front of the webhooks.
+        "webhook without its NetworkPolicy": lambda ds: ds.remove(policy(ds, "vni-webhook")),
+        "NetworkPolicy selecting other pods": lambda ds: policy(ds, "bridge-operator")["spec"]["podSelector"][
+            "matchLabels"].__setitem__("app.kubernetes.io/name", "other"),
+        "NetworkPolicy admitting every source": lambda ds: policy(ds, "vni-webhook")["spec"]["ingress"][0].pop("from"),
+        "NetworkPolicy peer without podSelector": lambda ds: policy(ds, "vni-webhook")["spec"]["ingress"][0]["from"][0].pop(
+            "podSelector"),
+        "NetworkPolicy peer in any namespace": lambda ds: policy(ds, "bridge-operator")["spec"]["ingress"][0]["from"][0].pop(
+            "namespaceSelector"),
+        "NetworkPolicy with an ipBlock": lambda ds: policy(ds, "vni-webhook")["spec"]["ingress"][1]["from"].append(
+            {"ipBlock": {"cidr": "0.0.0.0/0"}}),
+        "NetworkPolicy on every port": lambda ds: policy(ds, "bridge-operator")["spec"]["ingress"][0].pop("ports"),
+        "NetworkPolicy on another port": lambda ds: policy(ds, "bridge-operator")["spec"]["ingress"][1]["ports"][0].__setitem__(
+            "port", 9999),
+        "NetworkPolicy without Metacontroller": lambda ds: policy(ds, "vni-webhook")["spec"]["ingress"].pop(0),
+        "a second NetworkPolicy admitting all": lambda ds: ds.append(
+            {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "open", "namespace": NAMESPACE},
+             "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]}}),
+        # Node daemons only on labelled nodes.
+        "devplugin without nodeSelector": lambda ds: pod_spec(first(ds, "DaemonSet", DEVPLUGIN)).pop("nodeSelector"),
+        "shim without nodeSelector": lambda ds: pod_spec(first(ds, "DaemonSet", "rt-kubelet-shim")).pop("nodeSelector"),
+        "devplugin nodeSelector not the values'": lambda ds: pod_spec(first(ds, "DaemonSet", DEVPLUGIN)).__setitem__(
+            "nodeSelector", {"kubernetes.io/os": "linux"}),
+    })
     def devplugin_ds(docs):
         return first(docs, "DaemonSet", DEVPLUGIN)
 
@@ -643,6 +839,87 @@ def devplugin_option_sets():
     return ok, refused
 
 
+# The chassis credentials Secrets, in a namespace of their own: the renderings that list some.
+CREDENTIALS = {"gpuPooling.reconfig.credentialsSecrets": ["chassis-a-credentials", "chassis-b-credentials"],
+               "gpuPooling.reconfig.secretNamespace": "kubecomp-fabric"}
+
+
+def self_check_host_service(docs, values, help_texts):
+    """rt.shim.hostService: the shim's API token is a projected one, copied by a token writer on
+    the RT nodes; no token Secret."""
+    def writer(ds):
+        return next(d for d in ds if d["kind"] == "DaemonSet" and app_name(d) == SHIM_TOKEN_WRITER)
+
+    def token(ds):
+        return next(s["serviceAccountToken"] for v in pod_spec(writer(ds))["volumes"]
+                    for s in get(v, "projected", "sources", default=[]) if "serviceAccountToken" in s)
+
+    def ctr(ds):
+        return pod_spec(writer(ds))["containers"][0]
+
+    mutations = {
+        "no token writer": lambda ds: ds.remove(writer(ds)),
+        "projected token without expiry": lambda ds: token(ds).pop("expirationSeconds"),
+        "projected token for a year": lambda ds: token(ds).__setitem__("expirationSeconds", 365 * 86400),
+        "projected token of the legacy lifetime": lambda ds: token(ds).__setitem__("expirationSeconds", LEGACY_TOKEN_SECONDS),
+        "token writer without the projected token": lambda ds: pod_spec(writer(ds))["volumes"].__setitem__(
+            0, {"name": "token", "emptyDir": {}}),
+        "token writer without nodeSelector": lambda ds: pod_spec(writer(ds)).pop("nodeSelector"),
+        "token writer on every GPU node instead": lambda ds: pod_spec(writer(ds)).__setitem__(
+            "nodeSelector", lookup(values, NODE_SELECTORS[DEVPLUGIN])),
+        "token writer writes /etc": lambda ds: next(v for v in pod_spec(writer(ds))["volumes"] if "hostPath" in v)[
+            "hostPath"].__setitem__("path", "/etc"),
+        "token writer under another account": lambda ds: pod_spec(writer(ds)).__setitem__("serviceAccountName", "default"),
+        "token writer with daemon args": lambda ds: ctr(ds).__setitem__("args", ["--no-such-flag"]),
+        "token writer without a liveness probe": lambda ds: ctr(ds).pop("livenessProbe"),
+        "token writer privileged": lambda ds: ctr(ds)["securityContext"].__setitem__("privileged", True),
+        "token writer with a token Secret too": lambda ds: ds.append(
+            {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+             "metadata": {"name": "kubecomp-rt-kubelet-shim-token", "namespace": NAMESPACE}}),
+    }
+    expect_caught(docs, values, help_texts, mutations)
+
+
+def check_node_selectors(renderer, chart):
+    """The node daemons' default nodeSelectors name kubecomp.io/ labels; an override (a values
+    file that sets the default label to null, as Helm merges maps) is exactly what renders; an
+    empty selector is refused, naming the value."""
+    values = chart_values(chart)
+    for app, path in NODE_SELECTORS.items():
+        sel = lookup(values, path)
+        if not sel or not all(k.startswith("kubecomp.io/") for k in sel):
+            fail(f"{path} defaults to {sel}, want a kubecomp.io/ node label")
+    other = {"example.org/pool": "a"}
+    for path in sorted(set(NODE_SELECTORS.values())):
+        apps = {app for app, p in NODE_SELECTORS.items() if p == path}
+        cleared = dict.fromkeys(lookup(values, path))
+        for shim_host in (False, True):
+            sets = {"rt.shim.enabled": True, "rt.shim.hostService": shim_host}
+            docs = load_docs(render(renderer, chart, sets, ["-f", values_file(path, dict(cleared, **other))]))
+            rendered = {app_name(d): pod_spec(d).get("nodeSelector") for d in docs
+                        if d["kind"] == "DaemonSet" and app_name(d) in apps}
+            if not rendered or any(sel != other for sel in rendered.values()):
+                fail(f"{path} set to {other} renders the node daemons with {rendered}")
+            r = render(renderer, chart, sets, ["-f", values_file(path, cleared)], expect_ok=False)
+            if r.returncode == 0 or path not in r.stderr:
+                fail(f"the chart rendered an empty {path} (want a refusal naming it):\n{r.stderr}")
+    print("node daemons: kubecomp.io/ node labels by default, overrides render exactly, empty selectors refused")
+
+
+def values_file(path, value):
+    """A temporary values file setting the dotted `path` to `value` (removed at exit)."""
+    tree = node = {}
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = value
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    with f:
+        yaml.safe_dump(tree, f)
+    atexit.register(os.unlink, f.name)
+    return f.name
+
+
 def check_apparmor(renderer, chart):
     """gpuPooling.devplugin.appArmorProfile (a map: a values file, not --set) becomes the pod's
     securityContext.appArmorProfile, and nothing else changes."""
@@ -706,7 +983,8 @@ def run_render(args, help_texts):
         for bits in itertools.product([False, True], repeat=len(others)):
             for opt in (False, True):
                 sets = dict(zip(others, bits), **dict.fromkeys(OPTION_TOGGLES, opt))
-                sets.update({"rt.shim.enabled": True, "rt.shim.hostService": True})
+                sets.update({"rt.shim.enabled": True, "rt.shim.hostService": True, "global.networkPolicy.enabled": opt},
+                            **CREDENTIALS)
                 combos.append(sets)
         # The device plugin's options: every valid combination, with everything else on and with
         # the device plugin alone.
@@ -731,8 +1009,11 @@ def run_render(args, help_texts):
             f.write("".join("---\n" + doc.strip("\n") + "\n" for doc in unique.values()))
         print(f"rendered {count} toggle combinations ({len(unique)} distinct documents), every rule holds")
 
-        everything = dict.fromkeys(names, True)
+        everything = dict(dict.fromkeys(names, True), **CREDENTIALS)
         self_check(load_docs(render(args.renderer, args.chart, everything)), values_for(args.chart, everything), help_texts)
+        host = dict(everything, **{"rt.shim.hostService": True})
+        self_check_host_service(load_docs(render(args.renderer, args.chart, host)), values_for(args.chart, host), help_texts)
+        check_node_selectors(args.renderer, args.chart)
         options = dict(everything, **DEVPLUGIN_ALL_OPTIONS)
         self_check_devplugin_options(load_docs(render(args.renderer, args.chart, options)),
                                      values_for(args.chart, options), help_texts)
@@ -780,10 +1061,11 @@ def run_apply(args):
                      open(os.path.join(tmp, "server.log")).read()[-4000:])
             return r.stdout
 
-        everything = dict.fromkeys(COMPONENT_TOGGLES + OPTION_TOGGLES, True)
+        everything = dict(dict.fromkeys(COMPONENT_TOGGLES + OPTION_TOGGLES, True), **CREDENTIALS)
         rendered = render(args.renderer, args.chart, everything, ["--include-crds"])
         kubectl("apply", "-f", args.fixtures)
         kubectl("create", "namespace", NAMESPACE)
+        kubectl("create", "namespace", CREDENTIALS["gpuPooling.reconfig.secretNamespace"])
         crds = [d for d in load_docs(rendered) if d["kind"] == "CustomResourceDefinition"]
         # CRDs first and served before the objects of their kinds (as helm install does).
         kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
@@ -816,15 +1098,17 @@ def run_apply(args):
         changed = [k for k, v in read_back().items() if first[k] != v]
         if changed:
             fail(f"a second apply changed {changed}")
-        # The shim as a host service: its token Secret instead of the DaemonSet.
-        host = render(args.renderer, args.chart, dict(everything, **{"rt.shim.hostService": True}))
-        kubectl("apply", "-f", "-", stdin=host)
-        token = [d for d in load_docs(host) if d["kind"] == "Secret"]
-        if len(token) != 1:
-            fail(f"the host-service rendering has {len(token)} Secrets, want the shim's token")
-        got = yaml.safe_load(kubectl("get", "secret", token[0]["metadata"]["name"], "-n", NAMESPACE, "-o", "yaml"))
-        if got.get("type") != "kubernetes.io/service-account-token":
-            fail(f"the shim's token Secret reads back as type {got.get('type')}")
+        # The shim as a host service: its token writer (a projected, expiring token) instead of
+        # the shim's DaemonSet, and no token Secret.
+        host_docs = load_docs(render(args.renderer, args.chart, dict(everything, **{"rt.shim.hostService": True})))
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(host_docs))
+        if any(d["kind"] == "Secret" for d in host_docs):
+            fail("the host-service rendering has a Secret")
+        want = next(d for d in host_docs if d["kind"] == "DaemonSet" and app_name(d) == SHIM_TOKEN_WRITER)
+        got = yaml.safe_load(kubectl("get", "daemonset.apps", want["metadata"]["name"], "-n", NAMESPACE, "-o", "yaml"))
+        for key in ("volumes", "nodeSelector", "serviceAccountName", "automountServiceAccountToken"):
+            if pod_spec(got).get(key) != pod_spec(want).get(key):
+                fail(f"the shim's token writer reads back {key} as {pod_spec(got).get(key)}, want {pod_spec(want).get(key)}")
         # The device plugin in DRA mode with both host actions: its mounts, capabilities and
         # ResourceClaim rule as the API server keeps them.
         options = load_docs(render(args.renderer, args.chart, dict(everything, **DEVPLUGIN_ALL_OPTIONS)))

@@ -165,3 +165,51 @@ spec:
       {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/* A selector map: its YAML nested at `indent`, or " {}" on the key's line when empty. */}}
+{{- define "kubecomp.selector" -}}
+{{- if .selector }}{{ toYaml .selector | nindent .indent }}{{ else }} {}{{ end -}}
+{{- end -}}
+
+{{/* NetworkPolicy in front of a webhook (global.networkPolicy): Metacontroller sends no
+credential with its hook calls, so this is the gate. Ingress to the hook port (which also
+serves /metrics) from Metacontroller's pods and from the metrics scraper only. */}}
+{{- define "kubecomp.webhookNetworkPolicy" -}}
+{{- $np := .root.Values.global.networkPolicy -}}
+{{- $mc := .root.Values.metacontroller -}}
+{{- if $np.enabled }}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ .service }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "kubecomp.labels" . | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "kubecomp.selectorLabels" . | nindent 6 }}
+  policyTypes: [Ingress]
+  ingress:
+    # Metacontroller, calling the hooks.
+    - from:
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: {{ required "metacontroller.rbac.namespace" $mc.rbac.namespace }}
+          podSelector:
+            {{- include "kubecomp.selector" (dict "selector" $mc.podSelector "indent" 12) }}
+      ports:
+        - port: {{ .port }}
+          protocol: TCP
+    # The metrics scraper, reading /metrics on the same port.
+    - from:
+        - namespaceSelector:
+            {{- include "kubecomp.selector" (dict "selector" $np.metricsScraper.namespaceSelector "indent" 12) }}
+          podSelector:
+            {{- include "kubecomp.selector" (dict "selector" $np.metricsScraper.podSelector "indent" 12) }}
+      ports:
+        - port: {{ .port }}
+          protocol: TCP
+{{- end }}
+{{- end -}}
