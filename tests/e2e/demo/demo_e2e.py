@@ -57,24 +57,30 @@ def check_clean(tmp, work_tmp):
     ok("no temporary directory left")
 
 
+def run_demo(args, tmp, flags, timeout, label):
+    """Runs the demo with `flags` in `tmp` (its temporary files in tmp/tmp); prints its output
+    without the progress lines; fails unless it exits 0. Returns (out dir, tmp/tmp, results)."""
+    out = os.path.join(tmp, "out")
+    work_tmp = os.path.join(tmp, "tmp")
+    os.makedirs(work_tmp)
+    env = dict(os.environ, TMPDIR=work_tmp)
+    t0 = time.monotonic()
+    proc = subprocess.run(demo_cmd(args, out, flags), env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    tail = proc.stdout.replace("\r", "\n").splitlines()
+    print("\n".join(l for l in tail if "submitted" not in l))
+    print(proc.stderr)
+    if proc.returncode != 0:
+        fail(f"{label} exited {proc.returncode}")
+    ok(f"{label} finished in {time.monotonic() - t0:.0f} s")
+    with open(os.path.join(out, "results.json")) as f:
+        return out, work_tmp, json.load(f)
+
+
 def run(args):
     with tempfile.TemporaryDirectory(prefix="demo-e2e-") as tmp:
-        out = os.path.join(tmp, "out")
-        work_tmp = os.path.join(tmp, "tmp")
-        os.makedirs(work_tmp)
-        env = dict(os.environ, TMPDIR=work_tmp)
-        t0 = time.monotonic()
-        proc = subprocess.run(demo_cmd(args, out, ["--workloads", "w2,w3,w4", "--jobs", "25",
-                                                   "--time-scale", "50"]),
-                              env=env, capture_output=True, text=True, timeout=1100)
-        tail = proc.stdout.replace("\r", "\n").splitlines()
-        print("\n".join(l for l in tail if "submitted" not in l))
-        print(proc.stderr)
-        if proc.returncode != 0:
-            fail(f"kubecomp-demo exited {proc.returncode}")
-        ok(f"kubecomp-demo finished in {time.monotonic() - t0:.0f} s")
-        with open(os.path.join(out, "results.json")) as f:
-            res = json.load(f)
+        out, work_tmp, res = run_demo(args, tmp, ["--workloads", "w2,w3,w4", "--jobs", "25",
+                                                  "--time-scale", "50"], 1100, "kubecomp-demo")
         runs = {(r["workload"], r["setting"]): r for r in res["runs"]}
         if len(runs) != 9:
             fail(f"expected 9 runs, got {sorted(runs)}")
@@ -128,23 +134,9 @@ def run(args):
 
 def dra(args):
     with tempfile.TemporaryDirectory(prefix="demo-e2e-") as tmp:
-        out = os.path.join(tmp, "out")
-        work_tmp = os.path.join(tmp, "tmp")
-        os.makedirs(work_tmp)
-        env = dict(os.environ, TMPDIR=work_tmp)
-        t0 = time.monotonic()
-        proc = subprocess.run(demo_cmd(args, out, ["--path", "dra", "--workloads", "w2,w4",
-                                                   "--settings", "pooled", "--jobs", "12",
-                                                   "--no-plot"]),
-                              env=env, capture_output=True, text=True, timeout=500)
-        tail = proc.stdout.replace("\r", "\n").splitlines()
-        print("\n".join(l for l in tail if "submitted" not in l))
-        print(proc.stderr)
-        if proc.returncode != 0:
-            fail(f"kubecomp-demo --path dra exited {proc.returncode}")
-        ok(f"kubecomp-demo --path dra finished in {time.monotonic() - t0:.0f} s")
-        with open(os.path.join(out, "results.json")) as f:
-            res = json.load(f)
+        out, work_tmp, res = run_demo(args, tmp, ["--path", "dra", "--workloads", "w2,w4",
+                                                  "--settings", "pooled", "--jobs", "12",
+                                                  "--no-plot"], 500, "kubecomp-demo --path dra")
         if res["config"].get("path") != "dra":
             fail("results.json does not record the DRA path")
         moved = 0

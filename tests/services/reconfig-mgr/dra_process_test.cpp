@@ -445,6 +445,16 @@ void createTemplate(SimCluster& c, const std::string& name, const std::string& c
       c.client().create({"resource.k8s.io", "v1", "resourceclaimtemplates", true}, "default", t));
 }
 
+// reconfig-mgr and kubecomp-sched on the pool, turned to DRA, its 3 GPUs published, and the
+// chart's DeviceClass gpu.kubecomp.io.
+void startDraWithScheduler(SimCluster& c) {
+  c.startManager();
+  c.startScheduler();
+  setPath(c, "DRA");
+  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
+  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+}
+
 // A pod of kubecomp-sched whose GPUs come from a claim made from `tmpl`.
 void createClaimPod(SimCluster& c, const std::string& name, const std::string& tmpl) {
   const json pod = {
@@ -506,11 +516,7 @@ std::string podCondition(SimCluster& c, const std::string& pod) {
 TEST_CASE("kubecomp-sched: a pod's claim from a template is allocated, attached, and bound",
           "[reconfig][sched][dra][e2e]") {
   SimCluster c(small());
-  c.startManager();
-  c.startScheduler();
-  setPath(c, "DRA");
-  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
-  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+  startDraWithScheduler(c);
   createTemplate(c, "three-gpus", "gpu.kubecomp.io", 3);
 
   // No node has 3; host01 has 2 and the pool 1 unattached: Eq. 1 picks host01, one move.
@@ -580,11 +586,7 @@ TEST_CASE("kubecomp-sched: a pod with a claim of another driver stays Pending, s
 TEST_CASE("kubecomp-sched: an attach that fails clears the allocation and the pod goes elsewhere",
           "[reconfig][sched][dra][e2e]") {
   SimCluster c(small());
-  c.startManager();
-  c.startScheduler();
-  setPath(c, "DRA");
-  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
-  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+  startDraWithScheduler(c);
   createTemplate(c, "two-gpus", "gpu.kubecomp.io", 2);
   // host02 has 1: a 2-GPU pod there needs c0.04 attached; the chassis refuses. host01 (2 local)
   // is taken first by a pod that runs there.
@@ -612,11 +614,7 @@ TEST_CASE("kubecomp-sched: an attach that fails clears the allocation and the po
 TEST_CASE("kubecomp-sched: two pods racing for one node's GPUs never share a device",
           "[reconfig][sched][dra][e2e]") {
   SimCluster c(small());
-  c.startManager();
-  c.startScheduler();
-  setPath(c, "DRA");
-  REQUIRE(kc::testing::eventually([&] { return published(c).ids.size() == 3; }, 30s));
-  createDeviceClass(c, "gpu.kubecomp.io", "gpu.kubecomp.io");
+  startDraWithScheduler(c);
   createTemplate(c, "two-gpus", "gpu.kubecomp.io", 2);
   // Both would rather have host01's two GPUs; one gets them, the other goes to host02 with
   // the unattached GPU attached there.
