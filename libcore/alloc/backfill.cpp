@@ -10,7 +10,7 @@ Error tooLate() {
   return makeError(kc::errc::kInvalid, "reservation time overflows int64");
 }
 
-// max(at, busyUntil) + deficit x moveTime, checked.
+// max(at, busyUntil) + deficit x moveTime, checked: the paper's serial fabric.
 Result<std::int64_t> startAfterMoves(std::int64_t at, std::int64_t busyUntil, std::uint32_t deficit,
                                      std::int64_t moveTime) {
   if (deficit == 0) {
@@ -23,6 +23,49 @@ Result<std::int64_t> startAfterMoves(std::int64_t at, std::int64_t busyUntil, st
     return tooLate();
   }
   return start;
+}
+
+Status checkFabric(const ClusterState& state, const FabricClock& fabric) {
+  if (fabric.busyUntil.size() != state.poolCount()) {
+    return makeError(kc::errc::kInvalid,
+                     "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
+                         " pools, the cluster " + std::to_string(state.poolCount()));
+  }
+  if (!fabric.booked.empty() && fabric.booked.size() != state.poolCount()) {
+    return makeError(kc::errc::kInvalid,
+                     "fabric clock books moves for " + std::to_string(fabric.booked.size()) +
+                         " pools, the cluster has " + std::to_string(state.poolCount()));
+  }
+  return okStatus();
+}
+
+// When the `deficit` GPUs `choice` needs at `instant` have landed on its node: serial, the
+// paper's formula; parallel, the schedule of the GPUs the policy would move then (on `state`
+// as it is at that instant).
+Result<std::int64_t> landedAt(const ClusterState& state, const FabricClock& fabric,
+                              const PlacementRules& rules, const NodeChoice& choice,
+                              const GpuModelFilter& models, std::int64_t instant) {
+  const PoolIndex pool = state.node(choice.node).pool;
+  if (choice.deficit == 0 || pool == kNoPool || rules.moves == kSerialMoves) {
+    const std::int64_t busy = pool == kNoPool ? instant : fabric.busyUntil[pool];
+    return startAfterMoves(instant, busy, choice.deficit, rules.moveTime);
+  }
+  SplitMix64 predicted(0);  // a random policy's actual draw is not known ahead
+  auto sources =
+      chooseGpus(state, choice.node, choice.deficit, rules.gpuPolicy, &predicted, models);
+  if (!sources) {
+    return sources.error();
+  }
+  const std::vector<std::string> chassis = chassisOfGpus(state, *sources);
+  auto slots = poolMoveSlots(fabric, pool, chassis, rules, instant);
+  if (!slots) {
+    return tooLate();
+  }
+  std::int64_t last = instant;
+  for (const MoveSlot& m : *slots) {
+    last = std::max(last, m.end);
+  }
+  return last;
 }
 
 // backfillKeeps' verdict on the head's reservation with the candidate placed.
@@ -42,13 +85,11 @@ Result<Reservation> keepsVerdict(Result<Reservation> after, const Reservation& c
 }
 
 // The reservation when node selection chose `choice` at `instant`: its start waits for the
-// pool's fabric and the moves of the deficit.
+// moves of the deficit (landedAt).
 Result<Reservation> reservationAt(const ClusterState& state, const FabricClock& fabric,
                                   const PlacementRules& rules, const NodeChoice& choice,
-                                  std::int64_t instant) {
-  const PoolIndex pool = state.node(choice.node).pool;
-  const std::int64_t busy = pool == kNoPool ? instant : fabric.busyUntil[pool];
-  auto start = startAfterMoves(instant, busy, choice.deficit, rules.moveTime);
+                                  const GpuModelFilter& models, std::int64_t instant) {
+  auto start = landedAt(state, fabric, rules, choice, models, instant);
   if (!start) {
     return start.error();
   }
@@ -66,6 +107,42 @@ Status releasePod(ClusterState& state, const RunningPod& r) {
 
 }  // namespace
 
+std::vector<std::string> chassisOfGpus(const ClusterState& state, std::span<const GpuIndex> gpus) {
+  std::vector<std::string> out;
+  out.reserve(gpus.size());
+  for (GpuIndex g : gpus) {
+    out.emplace_back(chassisOfGpu(state.gpu(g).id));
+  }
+  return out;
+}
+
+Result<std::vector<MoveSlot>> poolMoveSlots(const FabricClock& fabric, PoolIndex pool,
+                                            std::span<const std::string> chassis,
+                                            const PlacementRules& rules, std::int64_t at) {
+  if (pool == kNoPool || pool >= fabric.busyUntil.size()) {
+    return scheduleMoves(chassis, at, rules.moveTime, rules.moves, {});
+  }
+  const std::int64_t busy = fabric.busyUntil[pool];
+  if (rules.moves == kSerialMoves) {
+    std::vector<MoveSlot> out;
+    out.reserve(chassis.size());
+    std::int64_t t = std::max(at, busy);
+    for (std::size_t i = 0; i < chassis.size(); ++i) {
+      MoveSlot slot{t, 0};
+      if (__builtin_add_overflow(t, rules.moveTime, &slot.end)) {
+        return makeError(kc::errc::kInvalid, "a move would land past the int64 time range");
+      }
+      out.push_back(slot);
+      t = slot.end;
+    }
+    return out;
+  }
+  if (pool < fabric.booked.size()) {
+    return scheduleMoves(chassis, at, rules.moveTime, rules.moves, fabric.booked[pool]);
+  }
+  return scheduleMoves(chassis, std::max(at, busy), rules.moveTime, rules.moves, {});
+}
+
 Result<NodeChoice> selectNodeFor(const ClusterState& state, const PodRequest& pod,
                                  const GpuModelFilter& models, const PlacementRules& rules) {
   if (pod.gpus > 0 && !models.acceptsAny()) {
@@ -78,10 +155,8 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
                                 const FabricClock& fabric, const PodRequest& head,
                                 const GpuModelFilter& headModels, const PlacementRules& rules,
                                 std::int64_t now) {
-  if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError(kc::errc::kInvalid,
-                     "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
-                         " pools, the cluster " + std::to_string(state.poolCount()));
+  if (auto s = checkFabric(state, fabric); !s) {
+    return s.error();
   }
   std::vector<const RunningPod*> byEnd;
   byEnd.reserve(running.size());
@@ -107,13 +182,7 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
     }
     auto choice = selectNodeFor(projected, head, headModels, rules);
     if (choice) {
-      const PoolIndex pool = projected.node(choice->node).pool;
-      const std::int64_t busy = pool == kNoPool ? instant : fabric.busyUntil[pool];
-      auto start = startAfterMoves(instant, busy, choice->deficit, rules.moveTime);
-      if (!start) {
-        return start.error();
-      }
-      return Reservation{choice->node, *start, instant, choice->deficit};
+      return reservationAt(projected, fabric, rules, *choice, headModels, instant);
     }
     if (choice.error().code != kc::errc::kUnschedulable) {
       return choice.error();
@@ -130,8 +199,8 @@ Result<Reservation> reserveHead(const ClusterState& state, std::span<const Runni
 Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRequest& pod,
                            const GpuModelFilter& models, const PlacementRules& rules,
                            SplitMix64* rng, std::int64_t now) {
-  if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError(kc::errc::kInvalid, "fabric clock does not match the cluster's pools");
+  if (auto s = checkFabric(state, fabric); !s) {
+    return s.error();
   }
   auto choice = selectNodeFor(state, pod, models, rules);
   if (!choice) {
@@ -146,9 +215,14 @@ Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRe
       return moves.error();
     }
     const PoolIndex pool = state.node(out.node).pool;
-    auto start = startAfterMoves(now, fabric.busyUntil[pool], choice->deficit, rules.moveTime);
-    if (!start) {
-      return start.error();
+    const std::vector<std::string> chassis = chassisOfGpus(state, *moves);
+    auto slots = poolMoveSlots(fabric, pool, chassis, rules, now);
+    if (!slots) {
+      return tooLate();
+    }
+    std::int64_t start = now;
+    for (const MoveSlot& m : *slots) {
+      start = std::max(start, m.end);
     }
     for (GpuIndex g : *moves) {
       if (auto s = state.detachGpu(g); !s) {
@@ -159,8 +233,13 @@ Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRe
       }
     }
     out.moved = std::move(*moves);
-    out.start = *start;
-    fabric.busyUntil[pool] = *start;
+    out.start = start;
+    fabric.busyUntil[pool] = std::max(fabric.busyUntil[pool], start);
+    if (!fabric.booked.empty()) {
+      for (std::size_t i = 0; i < chassis.size(); ++i) {
+        fabric.booked[pool].push_back(MoveInFlight{chassis[i], (*slots)[i].end});
+      }
+    }
   }
   for (GpuIndex g : state.nodeGpus(out.node)) {
     if (out.gpus.size() == pod.gpus) {
@@ -210,10 +289,8 @@ Result<Reservation> backfillKeeps(const ClusterState& state, std::span<const Run
 
 Status BackfillPlanner::reset(const ClusterState& state, std::span<const RunningPod> running,
                               const FabricClock& fabric) {
-  if (fabric.busyUntil.size() != state.poolCount()) {
-    return makeError(kc::errc::kInvalid,
-                     "fabric clock has " + std::to_string(fabric.busyUntil.size()) +
-                         " pools, the cluster " + std::to_string(state.poolCount()));
+  if (auto s = checkFabric(state, fabric); !s) {
+    return s.error();
   }
   for (const RunningPod& r : running) {
     if (r.node >= state.nodeCount()) {
@@ -326,7 +403,7 @@ Result<Reservation> BackfillPlanner::firstReservation(
                                       : selectTouched(head, headModels, rules);
     untouchAll();
     if (choice) {
-      return reservationAt(scratch_, fabric, rules, *choice, instant);
+      return reservationAt(scratch_, fabric, rules, *choice, headModels, instant);
     }
     if (choice.error().code != kc::errc::kUnschedulable) {
       return choice.error();
@@ -337,7 +414,7 @@ Result<Reservation> BackfillPlanner::firstReservation(
         // reserveHead's answer names what the whole cluster lacks: ask it as reserveHead did.
         choice = selectNodeFor(scratch_, head, headModels, rules);
         if (choice) {
-          return reservationAt(scratch_, fabric, rules, *choice, instant);
+          return reservationAt(scratch_, fabric, rules, *choice, headModels, instant);
         }
         if (choice.error().code != kc::errc::kUnschedulable) {
           return choice.error();

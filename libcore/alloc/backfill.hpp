@@ -6,7 +6,10 @@
 //      earliest start, found by releasing the running pods in order of their expected end on a
 //      copy of the pool model and asking node selection (Eq. 1 and the pool filter, the same
 //      call the placement makes) at each release instant. The start counts the GPU moves the
-//      head will need: max(fit time, its pool's fabric busy-until) + deficit x move time.
+//      head will need: max(fit time, its pool's fabric busy-until) + deficit x move time on the
+//      paper's serial fabric; with a parallel move schedule (PlacementRules::moves,
+//      move_schedule.hpp) when the last of its moves lands by scheduleMoves, the sources being
+//      those the GPU policy would choose at the fit time.
 //   2. A later pod may start now only if the head's reservation, computed again with that pod
 //      placed (its GPUs moved, its fabric time taken, its expected end known), is no later. This
 //      covers both classic EASY cases (it uses resources the reservation does not need, or it
@@ -19,11 +22,13 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/gpu_model.hpp"
+#include "libcore/alloc/move_schedule.hpp"
 #include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/rng.hpp"
@@ -82,7 +87,9 @@ struct PlacementRules {
   Composability mode = Composability::Composable;
   NodePolicy nodePolicy{};
   GpuPolicy gpuPolicy{};
-  std::int64_t moveTime = 0;  // per GPU; moves in one pool are serialised
+  std::int64_t moveTime = 0;  // per GPU
+  // How the moves of one pool overlap (move_schedule.hpp); by default the paper's serial fabric.
+  MoveConcurrency moves = kSerialMoves;
 };
 
 // A pod holding resources until its expected end.
@@ -93,10 +100,25 @@ struct RunningPod {
   std::int64_t end = 0;          // expected end
 };
 
-// The fabric: each pool moves one GPU at a time, busy until busyUntil[pool].
+// The fabric of each pool: busy until busyUntil[pool] (the last booked move lands then).
 struct FabricClock {
   std::vector<std::int64_t> busyUntil{};  // per pool
+  // Per pool, the moves booked and not landed (chassis, landing), for a parallel schedule
+  // (PlacementRules::moves other than kSerialMoves): empty, or one list per pool. Empty: not
+  // known, and each pool is taken as wholly busy until busyUntil. placeNow appends to it.
+  std::vector<std::vector<MoveInFlight>> booked{};
 };
+
+// The chassis of each GPU (chassisOfGpu of its id), in the same order.
+std::vector<std::string> chassisOfGpus(const ClusterState& state, std::span<const GpuIndex> gpus);
+
+// The slots of moving GPUs from `chassis` (best first) into `pool` from `at` on. Serial rules
+// (kSerialMoves): back to back from max(at, busyUntil[pool]), whatever the chassis. Otherwise
+// scheduleMoves over the pool's booked moves, or, when none are known (booked empty), from
+// max(at, busyUntil[pool]). kNoPool: from `at`, no wait. Error "invalid" (a time past int64).
+Result<std::vector<MoveSlot>> poolMoveSlots(const FabricClock& fabric, PoolIndex pool,
+                                            std::span<const std::string> chassis,
+                                            const PlacementRules& rules, std::int64_t at);
 
 struct Reservation {
   NodeIndex node = kNoNode;
@@ -113,8 +135,10 @@ Result<NodeChoice> selectNodeFor(const ClusterState& state, const PodRequest& po
 // The head's reservation at time `now`. `running` in any order; a pod ending at or before
 // `now` counts as ended. The first instant (now, then each distinct end) at which node
 // selection finds a node gives the reservation, with start = max(instant, busyUntil[pool]) +
-// deficit x moveTime. Errors: "unschedulable" (the head fits even with every running pod
-// ended nowhere), "invalid" (bad indices in `running`, busyUntil not one entry per pool).
+// deficit x moveTime (serial), or the last landing of poolMoveSlots for the GPUs chooseGpus
+// would move then (parallel; a policy that needs a generator is given a fixed one). Errors:
+// "unschedulable" (the head fits even with every running pod ended nowhere), "invalid" (bad indices
+// in `running`, busyUntil not one entry per pool).
 Result<Reservation> reserveHead(const ClusterState& state, std::span<const RunningPod> running,
                                 const FabricClock& fabric, const PodRequest& head,
                                 const GpuModelFilter& headModels, const PlacementRules& rules,
@@ -131,8 +155,8 @@ struct Placement {
 
 // Places `pod` now on `state` as the placement does (node selection, chooseGpus for the
 // deficit, the moves, the GPUs taken first-free in the node's order, CPU and memory reserved)
-// and advances `fabric`. Error "unschedulable" (nothing fits now; nothing changes), or the
-// pool model's error.
+// and advances `fabric` (busyUntil, and the booked moves when it keeps them). Error "unschedulable"
+// (nothing fits now; nothing changes), or the pool model's error.
 Result<Placement> placeNow(ClusterState& state, FabricClock& fabric, const PodRequest& pod,
                            const GpuModelFilter& models, const PlacementRules& rules,
                            SplitMix64* rng, std::int64_t now);

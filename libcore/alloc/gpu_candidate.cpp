@@ -1,9 +1,12 @@
 #include "libcore/alloc/gpu_candidate.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
+
+#include "libcore/alloc/move_schedule.hpp"
 
 namespace kc::alloc {
 namespace {
@@ -63,9 +66,11 @@ void Algorithm1GpuPolicy::rank(const ClusterState& state, std::vector<GpuIndex>&
   });
 }
 
-void UnattachedFirstGpuPolicy::rank(const ClusterState& state, std::vector<GpuIndex>& candidates,
-                                    std::uint32_t, SplitMix64*) {
-  const auto counts = countPerNode(state, candidates);
+namespace {
+
+// The unattached-first order: unattached, then Algorithm 1's score, node name, GPU id.
+void sortUnattachedFirst(const ClusterState& state, std::vector<GpuIndex>& candidates,
+                         const std::unordered_map<NodeIndex, std::uint32_t>& counts) {
   std::sort(candidates.begin(), candidates.end(), [&](GpuIndex a, GpuIndex b) {
     const GpuState& ga = state.gpu(a);
     const GpuState& gb = state.gpu(b);
@@ -84,6 +89,48 @@ void UnattachedFirstGpuPolicy::rank(const ClusterState& state, std::vector<GpuIn
     }
     return ga.id < gb.id;
   });
+}
+
+}  // namespace
+
+void UnattachedFirstGpuPolicy::rank(const ClusterState& state, std::vector<GpuIndex>& candidates,
+                                    std::uint32_t, SplitMix64*) {
+  sortUnattachedFirst(state, candidates, countPerNode(state, candidates));
+}
+
+void ChassisSpreadGpuPolicy::rank(const ClusterState& state, std::vector<GpuIndex>& candidates,
+                                  std::uint32_t count, SplitMix64*) {
+  const auto counts = countPerNode(state, candidates);
+  sortUnattachedFirst(state, candidates, counts);
+  // The rank unattached-first gives: equal for the unattached group and for GPUs whose nodes
+  // have as many free candidates.
+  auto tier = [&](GpuIndex g) -> std::uint32_t {
+    const GpuState& gpu = state.gpu(g);
+    return gpu.attached() ? 1 + counts.at(gpu.node) : 0;
+  };
+  std::map<std::string_view, std::uint32_t> taken;  // GPUs chosen per chassis so far
+  const std::size_t want = std::min<std::size_t>(count, candidates.size());
+  for (std::size_t i = 0; i < want; ++i) {
+    // candidates[i, tierEnd) share the rank of candidates[i]: take the one whose chassis has the
+    // fewest taken (the first such in the unattached-first order) and move it to position i.
+    std::size_t best = i;
+    std::uint32_t bestTaken = taken[chassisOfGpu(state.gpu(candidates[i]).id)];
+    for (std::size_t j = i + 1; j < candidates.size() && bestTaken > 0; ++j) {
+      if (tier(candidates[j]) != tier(candidates[i])) {
+        break;
+      }
+      const std::uint32_t t = taken[chassisOfGpu(state.gpu(candidates[j]).id)];
+      if (t < bestTaken) {
+        best = j;
+        bestTaken = t;
+      }
+    }
+    // Rotate rather than swap, so the others keep the unattached-first order.
+    std::rotate(candidates.begin() + static_cast<std::ptrdiff_t>(i),
+                candidates.begin() + static_cast<std::ptrdiff_t>(best),
+                candidates.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    ++taken[chassisOfGpu(state.gpu(candidates[i]).id)];
+  }
 }
 
 void RandomGpuPolicy::rank(const ClusterState&, std::vector<GpuIndex>& candidates,

@@ -19,6 +19,12 @@
 //   "unattached-first" ours: unattached GPUs first (moving them needs no detach, and takes no
 //                      GPU away from a node), then Algorithm 1's score; ties by node name, then
 //                      GPU id, so fragments of one node leave together.
+//   "chassis-spread"   ours for a parallel move schedule (move_schedule.hpp): ranks as
+//                      "unattached-first", but among candidates of equal rank (unattached, or
+//                      the same Algorithm 1 score) the next one taken is on the chassis with the
+//                      fewest GPUs taken so far (then the unattached-first order), so a demand's
+//                      moves spread over chassis and can run at once. The same nodes give GPUs
+//                      as under unattached-first whenever a whole score group is taken.
 //   "random"           a seeded random choice (the caller's SplitMix64), a baseline.
 //   "first-fit"        the first candidates in inventory order, a baseline.
 
@@ -56,6 +62,14 @@ struct UnattachedFirstGpuPolicy {
   static constexpr std::string_view kName = "unattached-first";
   static constexpr std::string_view kDescription =
       "unattached GPUs first, then Algorithm 1 (fewest free candidates on the same node)";
+  static void rank(const ClusterState& state, std::vector<GpuIndex>& candidates,
+                   std::uint32_t count, SplitMix64* rng);
+};
+struct ChassisSpreadGpuPolicy {
+  static constexpr std::string_view kName = "chassis-spread";
+  static constexpr std::string_view kDescription =
+      "as unattached-first, but equally ranked GPUs are taken from the chassis with the fewest "
+      "taken so far (moves on different chassis can run in parallel)";
   static void rank(const ClusterState& state, std::vector<GpuIndex>& candidates,
                    std::uint32_t count, SplitMix64* rng);
 };

@@ -24,9 +24,8 @@ constexpr std::array kNodePolicies{
 };
 
 constexpr std::array kGpuPolicies{
-    gpuEntry<UnattachedFirstGpuPolicy>(false),
-    gpuEntry<Algorithm1GpuPolicy>(false),
-    gpuEntry<RandomGpuPolicy>(true),
+    gpuEntry<UnattachedFirstGpuPolicy>(false), gpuEntry<Algorithm1GpuPolicy>(false),
+    gpuEntry<ChassisSpreadGpuPolicy>(false),   gpuEntry<RandomGpuPolicy>(true),
     gpuEntry<FirstFitGpuPolicy>(false),
 };
 

@@ -137,7 +137,19 @@ Result<std::optional<RtReservation>> rtReservationFor(const RtStringMap& annotat
   }
   r.cpus = static_cast<std::uint32_t>(c);
   if (auto s = validateReservation(r); !s) {
-    return invalid(who + ": " + s.error().message);
+    // Name the key (and value) the user has to change, in validateReservation's order.
+    auto at = [](const std::string& key, const std::string& value) {
+      return "annotation " + key + "=\"" + value + "\"";
+    };
+    std::string keys = at(periodKey, *period);  // zero, or beyond the kernel's range
+    if (r.periodUs != 0 && r.runtimeUs == 0) {
+      keys = at(runtimeKey, *runtime);
+    } else if (r.periodUs != 0 && r.runtimeUs > r.periodUs) {
+      keys = at(runtimeKey, *runtime) + " is more than " + at(periodKey, *period);
+    } else if (r.periodUs != 0 && r.cpus == 0) {
+      keys = at(cpusKey, *cpus);  // cpus 0 can only come from its key
+    }
+    return invalid(who + ": " + keys + ": " + s.error().message);
   }
   return std::optional<RtReservation>{r};
 }
@@ -306,6 +318,58 @@ Result<RtNodeState> RtNodeState::create(const RtNodeInfo& info) {
   return RtNodeState(std::move(*cores), info.kernel);
 }
 
+std::span<const RtBudget> RtNodeState::budgetsOn(std::uint32_t cpu) const {
+  const auto it = budgets_.find(cpu);
+  return it == budgets_.end() ? std::span<const RtBudget>{} : std::span<const RtBudget>(it->second);
+}
+
+Result<std::vector<std::uint32_t>> RtNodeState::placeSpread(const RtReservation& r,
+                                                            const RtPacking& packing) const {
+  const std::uint64_t u = utilizationPpb(r);
+  std::vector<std::size_t> empty, shared;
+  std::size_t noRoom = 0;
+  std::string sharedWhy;
+  for (std::size_t c = 0; c < cores_.coreCount(); ++c) {
+    const std::uint32_t cpu = cores_.cpuId(c);
+    const auto held = budgetsOn(cpu);
+    if (cores_.freePpb(c) < u) {
+      ++noRoom;
+    } else if (held.empty()) {
+      empty.push_back(c);
+    } else {
+      std::vector<RtBudget> trial(held.begin(), held.end());
+      trial.push_back(budgetOf(r));
+      if (auto s = rtSharedCoreAdmits(trial); s) {
+        shared.push_back(c);
+      } else if (sharedWhy.empty()) {
+        sharedWhy = "; CPU " + std::to_string(cpu) + ": " + s.error().message;
+      }
+    }
+  }
+  if (empty.size() + shared.size() < r.cpus) {
+    return makeError(
+        kc::errc::kInsufficient,
+        "reservation (runtime " + std::to_string(r.runtimeUs) + " us, period " +
+            std::to_string(r.periodUs) + " us, cpus " + std::to_string(r.cpus) + ") needs " +
+            std::to_string(r.cpus) + " cores; of " + std::to_string(cores_.coreCount()) + ", " +
+            std::to_string(empty.size()) + " hold no RT group, " + std::to_string(noRoom) +
+            " lack the bandwidth and " +
+            std::to_string(cores_.coreCount() - empty.size() - noRoom - shared.size()) +
+            " would fail the shared-core test" + sharedWhy);
+  }
+  if (packing.worstFit) {
+    std::stable_sort(shared.begin(), shared.end(), [&](std::size_t a, std::size_t b) {
+      return cores_.usedPpb(a) < cores_.usedPpb(b);
+    });
+  }
+  std::vector<std::uint32_t> cpus;
+  for (std::size_t i = 0; i < r.cpus; ++i) {
+    cpus.push_back(cores_.cpuId(i < empty.size() ? empty[i] : shared[i - empty.size()]));
+  }
+  std::sort(cpus.begin(), cpus.end());
+  return cpus;
+}
+
 Result<std::vector<std::uint32_t>> RtNodeState::place(const RtReservation& r,
                                                       const RtPacking& packing) const {
   if (auto s = validateReservation(r); !s) {
@@ -321,6 +385,7 @@ Result<std::vector<std::uint32_t>> RtNodeState::place(const RtReservation& r,
                            " ppb (mainline cgroup v1 RT group scheduling limits the sum over all "
                            "real-time containers)");
     }
+    return placeSpread(r, packing);
   }
   return placeReservation(cores_, r, packing);
 }
@@ -340,12 +405,32 @@ Status RtNodeState::admit(const RtReservation& r, std::span<const std::uint32_t>
   if (kernel_ == RtKernel::kRtGroup) {
     groupUsedPpb_ += u;
   }
+  for (const std::uint32_t cpu : cpus) {
+    budgets_[cpu].push_back(budgetOf(r));
+  }
   return okStatus();
 }
 
 Status RtNodeState::release(const RtReservation& r, std::span<const std::uint32_t> cpus) {
+  // Checked before anything changes: every CPU must hold this very budget.
+  for (const std::uint32_t cpu : cpus) {
+    const auto held = budgetsOn(cpu);
+    if (validateReservation(r) && std::find(held.begin(), held.end(), budgetOf(r)) == held.end()) {
+      return makeError(kc::errc::kConflict, "a budget of " + std::to_string(r.runtimeUs) +
+                                                " us / " + std::to_string(r.periodUs) +
+                                                " us is not reserved on CPU " +
+                                                std::to_string(cpu));
+    }
+  }
   if (auto s = cores_.release(r, cpus); !s) {
     return s;
+  }
+  for (const std::uint32_t cpu : cpus) {
+    auto& held = budgets_[cpu];
+    held.erase(std::find(held.begin(), held.end(), budgetOf(r)));
+    if (held.empty()) {
+      budgets_.erase(cpu);
+    }
   }
   if (kernel_ == RtKernel::kRtGroup) {
     groupUsedPpb_ -= std::min(groupUsedPpb_, utilizationPpb(r));

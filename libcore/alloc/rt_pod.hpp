@@ -24,8 +24,12 @@
 // CPU, and the kernel admits a group only while the sum of runtime/period over sibling groups
 // stays within the parent's, up to the root's sched_rt_runtime_us/sched_rt_period_us. So on
 // such a node the sum over ALL real-time containers of runtime/period must stay within the
-// bound as well, whatever cores they use (checked in RtNodeState::place). "hcbs" kernels
-// (per-CPU deadline servers) are limited per core only.
+// bound as well, whatever cores they use (checked in RtNodeState::place). Nor does it serve a
+// group like a server per core: groups on one core interfere by priority, bounded only by
+// their budgets (rt_interference.hpp). So on such a node RtNodeState::place spreads: an empty
+// core first, a core that already holds groups only if rtSharedCoreAdmits says every group
+// there still gets its budget in each period. "hcbs" kernels (per-CPU deadline servers) are
+// limited per core only.
 
 #include <cstdint>
 #include <map>
@@ -36,6 +40,7 @@
 #include <vector>
 
 #include "libcore/alloc/rt_admission.hpp"
+#include "libcore/alloc/rt_interference.hpp"
 #include "libcore/api/names.hpp"
 #include "libcore/base/result.hpp"
 
@@ -90,8 +95,9 @@ Result<std::optional<RtNodeInfo>> parseRtNode(const RtStringMap& labels,
 // The annotations the shim writes (plus the label kRtCapableLabel = "true").
 RtStringMap formatRtNodeAnnotations(const RtNodeInfo& info);
 
-// One node's RT admission state: per-core load plus, on rt-group kernels, the sum over all
-// admitted reservations of runtime/period (each reservation once, whatever its cpus).
+// One node's RT admission state: per-core load, the budgets each core holds, and on rt-group
+// kernels the sum over all admitted reservations of runtime/period (each reservation once,
+// whatever its cpus).
 class RtNodeState {
  public:
   static Result<RtNodeState> create(const RtNodeInfo& info);
@@ -99,19 +105,31 @@ class RtNodeState {
   const RtCoreState& cores() const { return cores_; }
   RtKernel kernel() const { return kernel_; }
   std::uint64_t groupUsedPpb() const { return groupUsedPpb_; }
+  // The budgets (one per admitted server) on an RT core; empty for an unknown or idle core.
+  std::span<const RtBudget> budgetsOn(std::uint32_t cpu) const;
 
-  // Where a reservation goes (placeReservation) if the rt-group sum admits it too. Errors:
-  // "invalid", "insufficient" (message says which limit). Changes nothing.
+  // Where a reservation goes. hcbs: placeReservation with the packing. rt-group: the sum over
+  // all groups must stay within the bound, then cores with room are tried empty ones first
+  // (lowest first; worst-fit: the same, empty cores having the most room), then cores already
+  // holding groups where rtSharedCoreAdmits passes with the new budget added (first-fit: lowest
+  // first; worst-fit: most room first). Errors: "invalid", "insufficient" (message says which
+  // limit or which core's test failed). Changes nothing.
   Result<std::vector<std::uint32_t>> place(const RtReservation& r, const RtPacking& packing) const;
   // Commit / undo a placement (cores as place() returned, or as a pod's assignment says).
+  // admit records what the node holds (the per-core bound and group sum are checked, the
+  // shared-core test is place()'s: a shim restarted over containers an older version packed
+  // must still count them).
   Status admit(const RtReservation& r, std::span<const std::uint32_t> cpus);
   Status release(const RtReservation& r, std::span<const std::uint32_t> cpus);
 
  private:
   RtNodeState(RtCoreState cores, RtKernel kernel) : cores_(std::move(cores)), kernel_(kernel) {}
+  Result<std::vector<std::uint32_t>> placeSpread(const RtReservation& r,
+                                                 const RtPacking& packing) const;
   RtCoreState cores_;
   RtKernel kernel_;
   std::uint64_t groupUsedPpb_ = 0;
+  std::map<std::uint32_t, std::vector<RtBudget>> budgets_;  // CPU id -> one entry per server
 };
 
 // A whole pod on a copy of the node: each reservation in order (init containers first, as

@@ -183,12 +183,24 @@ Status parseChassisKey(ChassisConfig& c, const std::string& key, const YAML::Nod
       return v.error();
     }
     (key == "caFile" ? c.caFile : c.credentialsFile) = *v;
-  } else if (key == "insecureSkipVerify") {
+  } else if (key == "insecureSkipVerify" || key == "expand") {
+    if (key == "expand" && c.dialect != "redfish") {
+      return invalid(at + " applies to the redfish dialect only");
+    }
     auto v = scalarBool(value, at);
     if (!v) {
       return v.error();
     }
-    c.insecureSkipVerify = *v;
+    (key == "expand" ? c.expand : c.insecureSkipVerify) = *v;
+  } else if (key == "readParallelism") {
+    if (c.dialect != "redfish") {
+      return invalid(at + " applies to the redfish dialect only");
+    }
+    auto v = scalarInt(value, at, 1, 16);
+    if (!v) {
+      return v.error();
+    }
+    c.readParallelism = static_cast<std::uint32_t>(*v);
   } else if (isCallPolicyKey(key)) {
     return parseCallPolicyKey(c.policy, key, value, at);
   } else {
@@ -199,8 +211,15 @@ Status parseChassisKey(ChassisConfig& c, const std::string& key, const YAML::Nod
 
 // Checks across keys, once all are read. `sawAuth`: the entry set auth explicitly.
 Status checkChassis(const ChassisConfig& c, const std::string& where, bool sawAuth) {
-  if (c.url.rfind("http://", 0) != 0 && c.url.rfind("https://", 0) != 0) {
+  const bool https = c.url.rfind("https://", 0) == 0;
+  if (c.url.rfind("http://", 0) != 0 && !https) {
     return invalid(where + ": url must start with http:// or https://");
+  }
+  if (!https && (!c.caFile.empty() || c.insecureSkipVerify)) {
+    return invalid(where + ": caFile and insecureSkipVerify apply to an https:// url only");
+  }
+  if (!c.caFile.empty() && c.insecureSkipVerify) {
+    return invalid(where + ": caFile and insecureSkipVerify exclude each other");
   }
   if (c.policy.maxBackoff < c.policy.initialBackoff) {
     return invalid(where + ": maxBackoffMs must not be below initialBackoffMs");
@@ -336,6 +355,8 @@ Result<std::unique_ptr<FabricDriver>> makeDriver(const ChassisConfig& c, Sleeper
     o.policy = c.policy;
     o.tls = std::move(tls);
     o.sleeper = std::move(sleeper);
+    o.readParallelism = c.readParallelism;
+    o.expand = c.expand;
     auto d = RedfishDriver::create(std::move(o));
     if (!d) {
       return d.error();

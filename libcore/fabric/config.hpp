@@ -14,8 +14,10 @@
 //       gep: "0"                     # h3 only
 //       auth: session                # redfish only: session | basic | none
 //       credentialsFile: /etc/kubecomp/fabric/falcon-0   # Secret mount dir or user:password file
-//       caFile: /etc/kubecomp/fabric/ca.crt              # https: trusted CA bundle
-//       insecureSkipVerify: false
+//       caFile: /etc/kubecomp/fabric/ca.crt              # https: trusted CA bundle (PEM)
+//       insecureSkipVerify: false    # https: no certificate check (logged as a warning)
+//       readParallelism: 4           # redfish only: GETs in flight at once (1..16)
+//       expand: true                 # redfish only: $expand where the service advertises it
 //       readTimeoutMs: 15000         # per request, inventory reads
 //       moveTimeoutMs: 45000         # per request, attach/detach
 //       attempts: 3
@@ -23,7 +25,9 @@
 //       maxBackoffMs: 8000
 //
 // Unknown keys are errors (a typo must not silently fall back to a default), as are duplicate
-// chassis names, a dialect-specific key on the other dialect, and out-of-range numbers.
+// chassis names, a dialect-specific key on the other dialect, and out-of-range numbers. TLS
+// keys need an https url, and caFile and insecureSkipVerify exclude each other (which one was
+// meant?). Without caFile an https chassis is checked against the system trust store.
 
 #include <memory>
 #include <optional>
@@ -49,6 +53,8 @@ struct ChassisConfig {
   std::string credentialsFile;               // empty: no credentials
   std::string caFile;
   bool insecureSkipVerify = false;
+  std::uint32_t readParallelism = 4;  // redfish
+  bool expand = true;                 // redfish
   CallPolicy policy;
 };
 

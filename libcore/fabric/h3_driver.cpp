@@ -210,7 +210,6 @@ Result<MoveReport> H3Driver::attach(const std::string& gpuId, const std::string&
   if (!port) {
     return makeError(errc::kInvalid, "h3 host \"" + host + "\": " + port.error().message);
   }
-  const std::string portGid = *h3::portGid(*port);
   const std::string hostText = std::to_string(*port);
   auto before = readResources();
   if (!before) {
@@ -236,39 +235,7 @@ Result<MoveReport> H3Driver::attach(const std::string& gpuId, const std::string&
     return makeError(errc::kConflict, "GPU " + gpuId + " is attached to host port " +
                                           std::to_string(*row->hostPort) + "; detach it first");
   }
-  const std::string body = h3::encodeAssign(options_.gep, portGid, *devGid);
-  MoveSteps steps;
-  steps.what = "attach " + gpuId + " to host port " + hostText;
-  steps.send = [&]() -> Result<MoveClaim> {
-    return claimOf(sendAllocation("POST", body), "the inventory shows GPU " + gpuId + " unattached",
-                   "the GPU is attached");
-  };
-  steps.observe = [&]() -> Result<Observed> {
-    auto after = readResources();
-    if (!after) {
-      return makeError(after.error().code,
-                       "attach " + gpuId + ": could not verify: " + after.error().message);
-    }
-    const h3::GpuRow* now = findRow(*after, *devGid);
-    if (!now) {
-      return makeError(errc::kUnhealthy,
-                       "GPU " + gpuId + " disappeared from the chassis inventory during attach");
-    }
-    if (now->guid.empty()) {
-      return makeError(errc::kUnhealthy,
-                       "GPU " + gpuId + " was lost (no OB_GPU_GUID) during attach");
-    }
-    if (now->hostPort == *port) {
-      return Observed::kReached;
-    }
-    if (now->hostPort) {
-      return makeError(errc::kConflict, "GPU " + gpuId + " is now on host port " +
-                                            std::to_string(*now->hostPort) + ", not " + hostText +
-                                            " (moved by someone else?)");
-    }
-    return Observed::kNotYet;
-  };
-  return verifiedMove(std::move(report), options_.policy, options_.sleeper, steps);
+  return assignVerified(std::move(report), *devGid, *port, "attach", std::nullopt, false);
 }
 
 Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
@@ -329,6 +296,92 @@ Result<MoveReport> H3Driver::detach(const std::string& gpuId) {
     done->notes.push_back("GPU is no longer readable by the chassis (lost)");
   }
   return done;
+}
+
+Result<MoveReport> H3Driver::move(const std::string& gpuId, const std::optional<std::string>& from,
+                                  const std::string& to) {
+  std::lock_guard lock(mutex_);
+  auto devGid = localIdOf(gpuId);
+  if (!devGid) {
+    return devGid.error();
+  }
+  auto port = h3::parseHostPort(to);
+  if (!port) {
+    return makeError(errc::kInvalid, "h3 host \"" + to + "\": " + port.error().message);
+  }
+  std::optional<std::uint32_t> fromPort;
+  if (from) {
+    auto f = h3::parseHostPort(*from);
+    if (!f) {
+      return makeError(errc::kInvalid, "h3 host \"" + *from + "\": " + f.error().message);
+    }
+    fromPort = *f;
+  }
+  const std::string hostText = std::to_string(*port);
+  MoveReport report{gpuId, from, hostText, false, 0, {}};
+  bool unassignClaimed = false;
+  if (fromPort && *fromPort != *port) {
+    auto reply = sendAllocation("DELETE", h3::encodeUnassign(options_.gep, *devGid));
+    if (!reply && reply.error().code == errc::kUnauthorized) {
+      return reply.error();
+    }
+    unassignClaimed = reply && reply->result;
+    report.attempts += 1;
+  }
+  const auto sent = report.attempts;
+  auto done = assignVerified(std::move(report), *devGid, *port, "move", fromPort, unassignClaimed);
+  if (done) {
+    done->attempts += sent;
+  }
+  return done;
+}
+
+Result<MoveReport> H3Driver::assignVerified(MoveReport report, const std::string& devGid,
+                                            std::uint32_t port, const std::string& what,
+                                            std::optional<std::uint32_t> fromPort,
+                                            bool unassignClaimed) {
+  const std::string gpuId = report.gpu;
+  const std::string hostText = std::to_string(port);
+  const std::string body = h3::encodeAssign(options_.gep, *h3::portGid(port), devGid);
+  MoveSteps steps;
+  steps.what = what + " " + gpuId + " to host port " + hostText;
+  steps.send = [&]() -> Result<MoveClaim> {
+    return claimOf(sendAllocation("POST", body), "the inventory shows GPU " + gpuId + " unattached",
+                   "the GPU is attached");
+  };
+  steps.observe = [&]() -> Result<Observed> {
+    auto after = readResources();
+    if (!after) {
+      return makeError(after.error().code,
+                       what + " " + gpuId + ": could not verify: " + after.error().message);
+    }
+    const h3::GpuRow* now = findRow(*after, devGid);
+    if (!now) {
+      return makeError(errc::kUnhealthy,
+                       "GPU " + gpuId + " disappeared from the chassis inventory during " + what);
+    }
+    if (now->guid.empty()) {
+      return makeError(errc::kUnhealthy,
+                       "GPU " + gpuId + " was lost (no OB_GPU_GUID) during " + what);
+    }
+    if (now->hostPort == port) {
+      return Observed::kReached;
+    }
+    if (now->hostPort && now->hostPort == fromPort) {
+      // The unassign of a move did not take: the chassis refused the assign of an attached GPU.
+      return makeError(unassignClaimed ? errc::kUnverified : errc::kConflict,
+                       "GPU " + gpuId + " is still on host port " + std::to_string(*fromPort) +
+                           (unassignClaimed ? ": the chassis answered Result:[true] to the unassign"
+                                            : ": the unassign did not take effect"));
+    }
+    if (now->hostPort) {
+      return makeError(errc::kConflict, "GPU " + gpuId + " is now on host port " +
+                                            std::to_string(*now->hostPort) + ", not " + hostText +
+                                            " (moved by someone else?)");
+    }
+    return Observed::kNotYet;
+  };
+  return verifiedMove(std::move(report), options_.policy, options_.sleeper, steps);
 }
 
 }  // namespace kc::fabric

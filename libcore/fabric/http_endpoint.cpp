@@ -1,5 +1,7 @@
 #include "libcore/fabric/http_endpoint.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "libcore/base/base64.hpp"
 #include "libcore/base/json_guard.hpp"
 #include "libcore/fabric/types.hpp"
@@ -20,6 +22,13 @@ Result<Endpoint> makeEndpoint(const std::string& baseUrl, const net::ClientTlsOp
   options.responseBodyLimit = kMaxReplyBytes;
   options.keepAlive = true;
   options.userAgent = "kubecomp-fabric/0.1";
+  if (url->isTls() && tls.insecureSkipVerify) {
+    // Allowed, never quiet: anyone on the path to the chassis can pose as it.
+    spdlog::warn(
+        "chassis endpoint {}: TLS certificate verification is OFF (insecureSkipVerify); "
+        "configure the CA that signed its certificate instead",
+        url->scheme + "://" + url->authority());
+  }
   auto client = net::HttpClient::create(std::move(options));
   if (!client) {
     return makeError(errc::kInvalid,
@@ -38,6 +47,12 @@ Error transportError(const Error& error, const std::string& what) {
     code = errc::kProtocol;
   } else if (error.code == kc::errc::kInvalid) {
     code = errc::kInvalid;
+  } else if (error.code == kc::errc::kTls) {
+    // Not retried: the certificate will not change between attempts.
+    return makeError(kc::errc::kTls,
+                     what + ": " + error.message +
+                         " (configure the CA bundle that signed the chassis' certificate, or "
+                         "insecureSkipVerify to skip verification)");
   }
   return makeError(code, what + ": " + error.message);
 }

@@ -18,10 +18,12 @@ struct Endpoint {
 };
 
 // `baseUrl`: http(s)://host[:port][/prefix]. Response bodies are capped at kMaxReplyBytes.
+// https with tls.insecureSkipVerify logs a warning (spdlog) naming the endpoint.
 Result<Endpoint> makeEndpoint(const std::string& baseUrl, const net::ClientTlsOptions& tls,
                               std::chrono::milliseconds connectTimeout);
 
-// A kc::net client error as a fabric error ("timeout", "unavailable", "protocol", ...).
+// A kc::net client error as a fabric error ("timeout", "unavailable", "protocol", ...). A TLS
+// failure (an untrusted or mismatched certificate) keeps code "tls", which is not retried.
 Error transportError(const Error& error, const std::string& what);
 
 // "Basic <base64(user:password)>".

@@ -112,21 +112,51 @@ Result<FabricPool::Member*> FabricPool::route(const std::string& gpuId) {
   return makeError(errc::kNotFound, "pool " + name_ + " has no chassis " + parts->chassis);
 }
 
+Result<std::string> FabricPool::localHost(const Member& member, const std::string& gpuId,
+                                          const std::string& host) {
+  const auto slash = host.find('/');
+  if (slash == std::string::npos) {
+    return host;
+  }
+  if (host.substr(0, slash) != member.driver->name()) {
+    return makeError(errc::kInvalid, "host " + host + " is not on the chassis of GPU " + gpuId);
+  }
+  return host.substr(slash + 1);
+}
+
 Result<MoveReport> FabricPool::attach(const std::string& gpuId, const std::string& host) {
   auto member = route(gpuId);
   if (!member) {
     return member.error();
   }
-  std::string localHost = host;
-  const auto slash = host.find('/');
-  if (slash != std::string::npos) {
-    if (host.substr(0, slash) != (*member)->driver->name()) {
-      return makeError(errc::kInvalid, "host " + host + " is not on the chassis of GPU " + gpuId);
-    }
-    localHost = host.substr(slash + 1);
+  auto local = localHost(**member, gpuId, host);
+  if (!local) {
+    return local.error();
   }
   std::lock_guard lock(*(*member)->mutex);
-  return qualify((*member)->driver->name(), (*member)->driver->attach(gpuId, localHost));
+  return qualify((*member)->driver->name(), (*member)->driver->attach(gpuId, *local));
+}
+
+Result<MoveReport> FabricPool::move(const std::string& gpuId,
+                                    const std::optional<std::string>& from, const std::string& to) {
+  auto member = route(gpuId);
+  if (!member) {
+    return member.error();
+  }
+  auto localTo = localHost(**member, gpuId, to);
+  if (!localTo) {
+    return localTo.error();
+  }
+  std::optional<std::string> localFrom;
+  if (from) {
+    auto f = localHost(**member, gpuId, *from);
+    if (!f) {
+      return f.error();
+    }
+    localFrom = *f;
+  }
+  std::lock_guard lock(*(*member)->mutex);
+  return qualify((*member)->driver->name(), (*member)->driver->move(gpuId, localFrom, *localTo));
 }
 
 Result<MoveReport> FabricPool::detach(const std::string& gpuId) {

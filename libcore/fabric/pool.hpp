@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ class FabricPool final : public FabricDriver {
   // `host` may be "<chassis>/<host>" (as inventory() lists it) or the bare chassis-local host.
   Result<MoveReport> attach(const std::string& gpuId, const std::string& host) override;
   Result<MoveReport> detach(const std::string& gpuId) override;
+  // Both hosts as for attach(); `from` must be on the GPU's chassis too.
+  Result<MoveReport> move(const std::string& gpuId, const std::optional<std::string>& from,
+                          const std::string& to) override;
 
   std::size_t chassisCount() const { return members_.size(); }
 
@@ -51,6 +55,9 @@ class FabricPool final : public FabricDriver {
   };
   FabricPool(std::string name, std::vector<Member> members);
   Result<Member*> route(const std::string& gpuId);
+  // `host` without its "<chassis>/" prefix; error when the prefix names another chassis.
+  static Result<std::string> localHost(const Member& member, const std::string& gpuId,
+                                       const std::string& host);
 
   std::string name_;
   std::vector<Member> members_;

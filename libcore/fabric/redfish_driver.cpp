@@ -47,6 +47,7 @@ RedfishDriver::RedfishDriver(RedfishOptions options, std::unique_ptr<detail::End
 
 RedfishDriver::~RedfishDriver() {
   // Log out so sessions do not pile up on the service (best effort, short timeout).
+  std::lock_guard session(sessionMutex_);
   if (!token_.empty() && !sessionLink_.empty()) {
     net::RequestOptions ro;
     ro.timeout = std::chrono::milliseconds(2000);
@@ -54,6 +55,22 @@ RedfishDriver::~RedfishDriver() {
   }
 }
 
+std::string RedfishDriver::expandInUse() const {
+  if (!options_.expand || expandRefused_.load()) {
+    return {};
+  }
+  return redfish::expandQuery(expand_, 1).value_or("");
+}
+
+Error RedfishDriver::transport(const Error& error, const std::string& what) const {
+  // A TLS failure is about this chassis' settings (its CA, or the switch): name the chassis.
+  if (error.code == kc::errc::kTls) {
+    return detail::transportError(error, "redfish chassis " + options_.chassis + ": " + what);
+  }
+  return detail::transportError(error, what);
+}
+
+// Called with sessionMutex_ held.
 Result<Ok> RedfishDriver::login() {
   if (!root_ || !root_->sessions) {
     return makeError(errc::kProtocol,
@@ -68,7 +85,7 @@ Result<Ok> RedfishDriver::login() {
       redfish::encodeLogin(options_.credentials->username, options_.credentials->password),
       {{"Content-Type", "application/json"}}, ro);
   if (!resp) {
-    return detail::transportError(resp.error(), "POST " + target);
+    return transport(resp.error(), "POST " + target);
   }
   if (resp->status == 401 || resp->status == 403) {
     return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis +
@@ -108,26 +125,36 @@ Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method,
     if (!body.empty()) {
       headers.push_back({"Content-Type", "application/json"});
     }
+    std::string usedToken;
     if (authenticated && options_.auth == RedfishAuth::kBasic) {
       headers.push_back({"Authorization", detail::basicAuthorization(*options_.credentials)});
     } else if (authenticated && options_.auth == RedfishAuth::kSession) {
+      std::lock_guard session(sessionMutex_);
       if (token_.empty()) {
         auto in = login();
         if (!in) {
           return in.error();
         }
       }
-      headers.push_back({"X-Auth-Token", token_});
+      usedToken = token_;
+      headers.push_back({"X-Auth-Token", usedToken});
     }
     net::RequestOptions ro;
     ro.timeout = timeout;
+    if (method == "GET") {
+      ++gets_;
+    }
     auto resp = endpoint_->client->request(method, target, body, std::move(headers), ro);
     if (!resp) {
-      return detail::transportError(resp.error(), method + " " + target);
+      return transport(resp.error(), method + " " + target);
     }
     if (resp->status == 401 && authenticated && options_.auth == RedfishAuth::kSession &&
         round == 0) {
-      token_.clear();  // session expired or was deleted: log in again once
+      // Session expired or was deleted: log in again once (unless a parallel read already did).
+      std::lock_guard session(sessionMutex_);
+      if (token_ == usedToken) {
+        token_.clear();
+      }
       continue;
     }
     if (resp->status == 401 || resp->status == 403) {
@@ -142,7 +169,8 @@ Result<RedfishDriver::Reply> RedfishDriver::call(const std::string& method,
   return makeError(errc::kUnauthorized, "redfish chassis " + options_.chassis + ": unreachable");
 }
 
-Result<RedfishDriver::Reply> RedfishDriver::getOk(const std::string& target, bool authenticated) {
+Result<RedfishDriver::Reply> RedfishDriver::getOk(const std::string& target, bool authenticated,
+                                                  bool probe) {
   Error last = makeError(errc::kUnavailable, "no attempt made");
   for (std::uint32_t attempt = 1; attempt <= options_.policy.attempts; ++attempt) {
     if (attempt > 1) {
@@ -158,6 +186,10 @@ Result<RedfishDriver::Reply> RedfishDriver::getOk(const std::string& target, boo
     }
     if (reply->status == 200) {
       return reply;
+    }
+    if (probe && (reply->status == 400 || reply->status == 405 || reply->status == 501)) {
+      return makeError(errc::kUnsupported,
+                       detail::statusLine("GET", target, reply->status, reply->body));
     }
     last = makeError(reply->status >= 500   ? errc::kUnavailable
                      : reply->status == 404 ? errc::kNotFound
@@ -186,6 +218,7 @@ Result<Ok> RedfishDriver::discover() {
     return root.error();
   }
   root_ = *root;  // the session login below needs Links.Sessions
+  expand_ = redfish::parseExpandSupport(rootReply->body);
   auto comp = getOk(root->compositionService);
   if (!comp) {
     root_.reset();
@@ -202,20 +235,19 @@ Result<Ok> RedfishDriver::discover() {
   // one is read with every inventory). Zones are read once per discovery, at most 16.
   zoneCompositionTarget_.reset();
   if (service->resourceZones) {
-    auto zones =
-        readCollection(*service->resourceZones, "Redfish ResourceZones collection", nullptr);
-    if (!zones) {
+    auto read = readCollection(*service->resourceZones, "Redfish ResourceZones collection");
+    if (!read) {
       root_.reset();
-      return zones.error();
+      return read.error();
     }
-    for (std::size_t i = 0; i < zones->size() && i < 16 && !zoneCompositionTarget_; ++i) {
-      auto zone = getOk((*zones)[i]);
+    const auto& zones = read->members;
+    for (std::size_t i = 0; i < zones.size() && i < 16 && !zoneCompositionTarget_; ++i) {
+      auto zone = getOk(zones[i]);
       if (!zone) {
         root_.reset();
         return zone.error();
       }
-      auto target =
-          redfish::parseCompositionTarget(zone->body, "Redfish ResourceZone " + (*zones)[i]);
+      auto target = redfish::parseCompositionTarget(zone->body, "Redfish ResourceZone " + zones[i]);
       if (!target) {
         root_.reset();
         return target.error();
@@ -226,14 +258,26 @@ Result<Ok> RedfishDriver::discover() {
   return Ok{};
 }
 
-// Every member of a collection, following Members@odata.nextLink (at most 64 pages).
-Result<std::vector<std::string>> RedfishDriver::readCollection(
-    const std::string& link, const std::string& what,
-    std::optional<std::string>* compositionTarget) {
-  std::vector<std::string> out;
-  std::string next = link;
+// Every member of a collection, following Members@odata.nextLink (at most 64 pages). A next
+// link is read as the service wrote it: one that dropped $expand only costs member GETs.
+Result<RedfishDriver::CollectionRead> RedfishDriver::readCollection(const std::string& link,
+                                                                    const std::string& what,
+                                                                    std::int64_t expandLevels) {
+  CollectionRead out;
+  std::optional<std::string> query;
+  if (expandLevels > 0 && options_.expand && !expandRefused_.load()) {
+    query = redfish::expandQuery(expand_, expandLevels);
+  }
+  std::string next = query ? redfish::withQuery(link, *query) : link;
   for (int page = 0; page < 64; ++page) {
-    auto reply = getOk(next);
+    auto reply = getOk(next, true, /*probe=*/query.has_value() && page == 0);
+    if (!reply && query && page == 0 && reply.error().code == errc::kUnsupported) {
+      // It advertised $expand but refuses it: read plainly from now on.
+      expandRefused_ = true;
+      query.reset();
+      next = link;
+      reply = getOk(next);
+    }
     if (!reply) {
       return reply.error();
     }
@@ -241,10 +285,17 @@ Result<std::vector<std::string>> RedfishDriver::readCollection(
     if (!parsed) {
       return parsed.error();
     }
-    if (compositionTarget && parsed->compositionTarget) {
-      *compositionTarget = parsed->compositionTarget;
+    if (query) {
+      auto inline_ = redfish::embeddedResources(reply->body, what + " at " + next);
+      if (!inline_) {
+        return inline_.error();
+      }
+      out.embedded.merge(*inline_);
     }
-    out.insert(out.end(), parsed->members.begin(), parsed->members.end());
+    if (parsed->compositionTarget) {
+      out.compositionTarget = parsed->compositionTarget;
+    }
+    out.members.insert(out.members.end(), parsed->members.begin(), parsed->members.end());
     if (!parsed->nextLink) {
       return out;
     }

@@ -20,7 +20,15 @@
 //  3. otherwise errc::kUnsupported, naming what the service lacks.
 // ETags are sent when the service offers them (re-reading and retrying on 428/412), and every
 // move is verified by re-reading (verifiedMove).
+//
+// Reading: the Systems and ResourceBlocks collections are read with `$expand` when the service
+// root advertises it (ProtocolFeaturesSupported.ExpandQuery; redfish_expand.hpp), so members
+// arrive inline; members (and GPU Processors) that did not arrive are fetched in parallel,
+// `readParallelism` at a time. Whatever way a resource arrived, it is parsed by the same parser
+// and in the collection's order, so the View does not depend on how it was read.
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,6 +41,7 @@
 #include "libcore/fabric/credentials.hpp"
 #include "libcore/fabric/driver.hpp"
 #include "libcore/fabric/redfish_codec.hpp"
+#include "libcore/fabric/redfish_expand.hpp"
 #include "libcore/fabric/verified_move.hpp"
 #include "libcore/net/http_client.hpp"
 
@@ -52,6 +61,11 @@ struct RedfishOptions {
   CallPolicy policy;
   net::ClientTlsOptions tls;
   Sleeper sleeper;  // default: realSleeper()
+  // Reads: GETs in flight at once (1 = one after the other, as before issue 24), and whether
+  // to use $expand where the service advertises it (false: an escape hatch for a service whose
+  // expanded replies are wrong).
+  std::uint32_t readParallelism = 4;
+  bool expand = true;
 };
 
 class RedfishDriver final : public FabricDriver {
@@ -67,7 +81,13 @@ class RedfishDriver final : public FabricDriver {
   Result<MoveReport> detach(const std::string& gpuId) override;
 
   // Sessions created so far (tests check re-login after expiry).
-  std::uint32_t logins() const { return logins_; }
+  std::uint32_t logins() const { return logins_.load(); }
+  // GET requests sent so far (retries and redirects of one call count once; tests and the
+  // measurements in docs/fabric.md count reads with it).
+  std::uint64_t getsSent() const { return gets_.load(); }
+  // The $expand query the driver uses for a collection of this service (empty: none), after
+  // the service root was read.
+  std::string expandInUse() const;
 
  private:
   struct Block {
@@ -78,10 +98,12 @@ class RedfishDriver final : public FabricDriver {
     GpuInfo gpu;
     std::set<std::string> systemLinks;      // both sides: the block's links and systems listing it
     std::optional<std::string> systemLink;  // GPU blocks: the one system holding it
+    bool embedded = false;                  // arrived inline in an expanded collection
   };
   struct System {
     redfish::ComputerSystem system;
     std::optional<std::string> etag;
+    bool embedded = false;
   };
   struct View {
     std::map<std::string, Block> blocks;    // by ResourceBlock Id
@@ -102,23 +124,41 @@ class RedfishDriver final : public FabricDriver {
   struct Reply {
     unsigned status = 0;
     std::string body;
-    std::optional<std::string> etag;
+    std::optional<std::string> etag;  // the ETag header (none for an embedded resource)
+    bool embedded = false;            // cut out of an expanded collection, not fetched
+  };
+  // The replies of one View read by link: resources that arrived inline and ones fetched ahead
+  // in parallel. A link not in it is fetched when asked for.
+  using Fetched = std::map<std::string, Result<Reply>>;
+  struct CollectionRead {
+    std::vector<std::string> members;
+    std::map<std::string, std::string> embedded;  // link -> JSON text of inline resources
+    std::optional<std::string> compositionTarget;
   };
 
   RedfishDriver(RedfishOptions options, std::unique_ptr<detail::Endpoint> endpoint);
   Result<Reply> call(const std::string& method, const std::string& target, const std::string& body,
                      std::chrono::milliseconds timeout, bool authenticated = true);
   // GET with retries (transport errors, 5xx); anything but 200 is an error.
-  Result<Reply> getOk(const std::string& target, bool authenticated = true);
+  // `probe`: a $expand read; a 400/405/501 is kUnsupported at once (no retries).
+  Result<Reply> getOk(const std::string& target, bool authenticated = true, bool probe = false);
+  // The reply for `link` from `fetched`, else a GET.
+  Result<Reply> fetch(const std::string& link, const Fetched& fetched);
+  // GETs every link not yet in `fetched`, readParallelism at a time.
+  void prefetch(const std::vector<std::string>& links, Fetched& fetched);
+  Error transport(const Error& error, const std::string& what) const;
   Result<Ok> login();
   Result<Ok> discover();
   Result<View> readView();  // readViewOnce, re-discovering the links once on a 404
   Result<View> readViewOnce();
   // The steps of readViewOnce (redfish_view.cpp).
-  Result<Ok> loadSystem(View& view, const std::string& link);
-  Result<Ok> loadBlock(View& view, const std::string& link);
-  Result<std::optional<redfish::Processor>> gpuProcessorOf(const redfish::ResourceBlock& block);
-  Result<Ok> readAttachments(View& view);
+  Result<Ok> loadSystem(View& view, const std::string& link, const Fetched& fetched);
+  Result<Ok> loadBlock(View& view, const std::string& link, const Fetched& fetched);
+  Result<std::optional<redfish::Processor>> gpuProcessorOf(const redfish::ResourceBlock& block,
+                                                           const Fetched& fetched);
+  // Processors of the non-compute blocks among `links`, fetched ahead.
+  void prefetchProcessors(const std::vector<std::string>& links, Fetched& fetched);
+  Result<Ok> readAttachments(View& view, const Fetched& fetched);
   static Result<Ok> assignGpuHosts(View& view);
   Result<std::string> localIdOf(const std::string& gpuId) const;
   // A move and its steps (redfish_move.cpp).
@@ -134,19 +174,28 @@ class RedfishDriver final : public FabricDriver {
                              const std::optional<std::string>& host, const std::string& verb);
   Result<Observed> observeMove(View& view, const std::string& gpuId, const std::string& localId,
                                const std::optional<std::string>& host, const std::string& verb);
-  Result<std::vector<std::string>> readCollection(const std::string& link, const std::string& what,
-                                                  std::optional<std::string>* compositionTarget);
+  // Every member of a collection (all pages); with `expandLevels` > 0 and a service that
+  // expands, asked with $expand and the inline resources kept.
+  Result<CollectionRead> readCollection(const std::string& link, const std::string& what,
+                                        std::int64_t expandLevels = 0);
+  // A fresh ETag of a resource that arrived inline without one (the action needs it).
+  std::optional<std::string> freshEtag(const std::string& link);
 
   RedfishOptions options_;
   std::unique_ptr<detail::Endpoint> endpoint_;
-  std::mutex mutex_;  // one call at a time per driver; guards the fields below
+  std::mutex mutex_;  // one call at a time per driver; guards the fields below it
   std::optional<redfish::ServiceRoot> root_;
   std::optional<redfish::CompositionService> composition_;
   std::optional<std::string> zoneCompositionTarget_;  // from a ResourceZone's capabilities
   std::string blocksLink_;
+  redfish::ExpandSupport expand_;           // from the service root
+  std::atomic<bool> expandRefused_{false};  // the service answered $expand with 400/405/501
+  // The reads of one call run on several threads: the session is shared under its own mutex.
+  std::mutex sessionMutex_;  // guards token_ and sessionLink_
   std::string token_;
   std::string sessionLink_;
-  std::uint32_t logins_ = 0;
+  std::atomic<std::uint32_t> logins_{0};
+  std::atomic<std::uint64_t> gets_{0};
 };
 
 }  // namespace kc::fabric

@@ -275,10 +275,15 @@ Result<MoveClaim> RedfishDriver::sendMove(const View& view, const std::string& l
   std::string method = "POST";
   std::string body;
   switch (plan->kind) {
-    case MovePlan::Kind::kAction:
-      body = redfish::encodeBlockAction(block.block.odataId, block.etag,
-                                        view.systems.at(plan->systemLink).etag);
+    case MovePlan::Kind::kAction: {
+      // A resource that arrived inline in an expanded collection has no ETag header; when its
+      // body carried no @odata.etag either, ask it for one (the action may require both).
+      const System& sys = view.systems.at(plan->systemLink);
+      auto blockEtag = block.etag || !block.embedded ? block.etag : freshEtag(block.link);
+      auto systemEtag = sys.etag || !sys.embedded ? sys.etag : freshEtag(plan->systemLink);
+      body = redfish::encodeBlockAction(block.block.odataId, blockEtag, systemEtag);
       break;
+    }
     case MovePlan::Kind::kCompose:
       body = redfish::encodeComposeRequest(redfish::composeRequestId(*host, localId),
                                            "kubecomp " + *host + " + " + localId, plan->blocks);

@@ -1,10 +1,33 @@
 // RedfishDriver: reading the service into a View (systems, ResourceBlocks, who holds which
 // GPU), for inventory() and for planning and verifying moves.
 
+#include <algorithm>
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
 #include "libcore/fabric/redfish_driver.hpp"
 
 namespace kc::fabric {
 namespace {
+
+// Runs work(0) .. work(n-1), at most `width` at once; the calling thread is one of them.
+void runBounded(std::size_t n, std::size_t width, const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> next{0};
+  const auto loop = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      work(i);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(width, n); ++t) {
+    helpers.emplace_back(loop);
+  }
+  loop();
+  for (auto& t : helpers) {
+    t.join();
+  }
+}
 
 bool healthy(const std::optional<std::string>& health) {
   return !health || *health == "OK";
@@ -50,33 +73,55 @@ Result<RedfishDriver::View> RedfishDriver::readView() {
   return view;
 }
 
+// Systems and ResourceBlocks at once (independent), expanded where the service can; then every
+// member that did not arrive inline, and the GPU blocks' Processors, in parallel. The View is
+// then built in collection order from those replies, exactly as from one GET after another.
 Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
   auto found = discover();
   if (!found) {
     return found.error();
   }
+  Result<CollectionRead> systems = makeError(errc::kInternal, "not read");
+  Result<CollectionRead> blocks = makeError(errc::kInternal, "not read");
+  runBounded(2, options_.readParallelism, [&](std::size_t i) {
+    if (i == 0) {
+      systems = readCollection(root_->systems, "Redfish Systems collection", 1);
+    } else {
+      // Two levels: the blocks and their Processors (where the service cascades).
+      blocks = readCollection(blocksLink_, "Redfish ResourceBlocks collection", 2);
+    }
+  });
+  if (!systems) {
+    return systems.error();
+  }
+  if (!blocks) {
+    return blocks.error();
+  }
+  Fetched fetched;
+  for (auto* read : {&*systems, &*blocks}) {
+    for (auto& [link, text] : read->embedded) {
+      fetched.emplace(link, Reply{200, std::move(text), std::nullopt, true});
+    }
+  }
+  std::vector<std::string> members = systems->members;
+  members.insert(members.end(), blocks->members.begin(), blocks->members.end());
+  prefetch(members, fetched);
+  prefetchProcessors(blocks->members, fetched);
+
   View view;
-  std::optional<std::string> systemsTarget;
-  auto systemLinks = readCollection(root_->systems, "Redfish Systems collection", &systemsTarget);
-  if (!systemLinks) {
-    return systemLinks.error();
-  }
-  view.compositionTarget = systemsTarget ? systemsTarget : zoneCompositionTarget_;
-  for (const auto& link : *systemLinks) {
-    if (auto r = loadSystem(view, link); !r) {
+  view.compositionTarget =
+      systems->compositionTarget ? systems->compositionTarget : zoneCompositionTarget_;
+  for (const auto& link : systems->members) {
+    if (auto r = loadSystem(view, link, fetched); !r) {
       return r.error();
     }
   }
-  auto blockLinks = readCollection(blocksLink_, "Redfish ResourceBlocks collection", nullptr);
-  if (!blockLinks) {
-    return blockLinks.error();
-  }
-  for (const auto& link : *blockLinks) {
-    if (auto r = loadBlock(view, link); !r) {
+  for (const auto& link : blocks->members) {
+    if (auto r = loadBlock(view, link, fetched); !r) {
       return r.error();
     }
   }
-  if (auto r = readAttachments(view); !r) {
+  if (auto r = readAttachments(view, fetched); !r) {
     return r.error();
   }
   if (auto r = assignGpuHosts(view); !r) {
@@ -85,8 +130,61 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
   return view;
 }
 
-Result<Ok> RedfishDriver::loadSystem(View& view, const std::string& link) {
+Result<RedfishDriver::Reply> RedfishDriver::fetch(const std::string& link, const Fetched& fetched) {
+  const auto it = fetched.find(link);
+  if (it != fetched.end()) {
+    return it->second;
+  }
+  return getOk(link);
+}
+
+void RedfishDriver::prefetch(const std::vector<std::string>& links, Fetched& fetched) {
+  std::vector<std::string> todo;
+  for (const auto& link : links) {
+    if (!fetched.count(link) && std::find(todo.begin(), todo.end(), link) == todo.end()) {
+      todo.push_back(link);
+    }
+  }
+  std::vector<std::optional<Result<Reply>>> replies(todo.size());
+  runBounded(todo.size(), std::max<std::uint32_t>(1, options_.readParallelism),
+             [&](std::size_t i) { replies[i] = getOk(todo[i]); });
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    fetched.emplace(todo[i], std::move(*replies[i]));
+  }
+}
+
+void RedfishDriver::prefetchProcessors(const std::vector<std::string>& links, Fetched& fetched) {
+  std::vector<std::string> processors;
+  for (const auto& link : links) {
+    const auto it = fetched.find(link);
+    if (it == fetched.end() || !it->second) {
+      continue;
+    }
+    auto block = redfish::parseResourceBlock(it->second->body);
+    if (block && !block->isCompute()) {
+      processors.insert(processors.end(), block->processors.begin(), block->processors.end());
+    }
+  }
+  prefetch(processors, fetched);
+}
+
+std::optional<std::string> RedfishDriver::freshEtag(const std::string& link) {
   auto reply = getOk(link);
+  if (!reply) {
+    return std::nullopt;  // the action goes without; a 428 re-reads and retries
+  }
+  if (reply->etag) {
+    return reply->etag;
+  }
+  const auto doc = nlohmann::json::parse(reply->body, nullptr, false);
+  if (doc.is_object() && doc.contains("@odata.etag") && doc["@odata.etag"].is_string()) {
+    return doc["@odata.etag"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+Result<Ok> RedfishDriver::loadSystem(View& view, const std::string& link, const Fetched& fetched) {
+  auto reply = fetch(link, fetched);
   if (!reply) {
     return reply.error();
   }
@@ -100,15 +198,15 @@ Result<Ok> RedfishDriver::loadSystem(View& view, const std::string& link) {
   view.systemIdToLink[sys->id] = link;
   // The ETag header wins; some services only put it in the body as @odata.etag.
   auto etag = reply->etag ? reply->etag : sys->etag;
-  view.systems[link] = System{std::move(*sys), std::move(etag)};
+  view.systems[link] = System{std::move(*sys), std::move(etag), reply->embedded};
   return Ok{};
 }
 
 // The first GPU Processor of a non-compute block, if any.
 Result<std::optional<redfish::Processor>> RedfishDriver::gpuProcessorOf(
-    const redfish::ResourceBlock& block) {
+    const redfish::ResourceBlock& block, const Fetched& fetched) {
   for (const auto& procLink : block.processors) {
-    auto procReply = getOk(procLink);
+    auto procReply = fetch(procLink, fetched);
     if (!procReply) {
       return procReply.error();
     }
@@ -125,8 +223,8 @@ Result<std::optional<redfish::Processor>> RedfishDriver::gpuProcessorOf(
 }
 
 // A GPU block or a Compute block (a host) into view.blocks; other blocks are skipped.
-Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link) {
-  auto reply = getOk(link);
+Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link, const Fetched& fetched) {
+  auto reply = fetch(link, fetched);
   if (!reply) {
     return reply.error();
   }
@@ -138,10 +236,11 @@ Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link) {
   }
   Block entry;
   entry.link = link;
+  entry.embedded = reply->embedded;
   entry.etag = reply->etag ? reply->etag : block->etag;
   std::optional<redfish::Processor> gpuProc;
   if (!block->isCompute()) {
-    auto proc = gpuProcessorOf(*block);
+    auto proc = gpuProcessorOf(*block, fetched);
     if (!proc) {
       if (proc.error().code != errc::kProtocol) {
         return proc.error();  // the service failed, not the block
@@ -172,11 +271,11 @@ Result<Ok> RedfishDriver::loadBlock(View& view, const std::string& link) {
 
 // Attachment from both sides: a block names its systems, a system names its blocks. Systems a
 // block names that the Systems collection did not list are read too.
-Result<Ok> RedfishDriver::readAttachments(View& view) {
+Result<Ok> RedfishDriver::readAttachments(View& view, const Fetched& fetched) {
   for (auto& [id, block] : view.blocks) {
     for (const auto& sysLink : block.systemLinks) {
       if (!view.systems.count(sysLink)) {
-        if (auto r = loadSystem(view, sysLink); !r) {
+        if (auto r = loadSystem(view, sysLink, fetched); !r) {
           return r.error();
         }
       }

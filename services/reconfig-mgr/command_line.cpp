@@ -17,7 +17,8 @@ constexpr const char* kDescription =
     "reads the chassis inventory into the status (GPUs, node, health, draining, in use by),\n"
     "and moves GPUs to the node kubecomp-sched chose for a waiting pod (annotation\n"
     "kubecomp.io/dst-node): drain, wait for the device plugin's withdrawal, detach, attach,\n"
-    "verify, each step journaled in the status. One active replica (Lease).\n"
+    "verify, each step journaled in the status. Moves on different chassis of a pool run in\n"
+    "parallel (--moves-per-chassis, --moves-per-pool). One active replica (Lease).\n"
     "With --recompose-policy idle-gather it also moves free GPUs in the background while a\n"
     "pool's fabric is idle (toward the waiting head's node, or gathered for the recent\n"
     "arrivals' largest request), one at a time, cancelled when a real request needs the fabric.";
@@ -122,6 +123,16 @@ void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
                  "the ResourceSlices (shown Unhealthy), so no allocator picks it again at once; "
                  "also the ceiling of --move-failure-backoff-seconds")
       ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--moves-per-chassis", o.runner.concurrency.perChassis,
+                 "GPU moves in flight at once on one chassis (each chassis re-programs its switch "
+                 "one assignment at a time: raise it only for a fabric measured to do more)")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  app.add_option("--moves-per-pool", o.runner.concurrency.perPool,
+                 "GPU moves in flight at once in one pool, across its chassis; 0 = no pool "
+                 "limit (one per chassis), 1 = the paper's serial schedule")
+      ->check(CLI::Range(0u, 1024u))
       ->capture_default_str();
   app.add_option("--max-attempts", o.runner.maxAttempts,
                  "failed tries of one move phase before giving up")

@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "libcore/alloc/move_schedule.hpp"
+
 namespace kc::reconfig {
 namespace {
 
@@ -195,12 +197,50 @@ Result<Move> parseMove(const json& j) {
   return m;
 }
 
+Move* ActiveMoves::find(const std::string& gpu) {
+  for (Move& m : moves_) {
+    if (m.gpu == gpu) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+const Move* ActiveMoves::find(const std::string& gpu) const {
+  return const_cast<ActiveMoves*>(this)->find(gpu);
+}
+
+std::vector<std::string> ActiveMoves::chassis() const {
+  std::vector<std::string> out;
+  for (const Move& m : moves_) {
+    out.emplace_back(alloc::chassisOfGpu(m.gpu));
+  }
+  return out;
+}
+
+std::optional<Move> ActiveMoves::take(const std::string& gpu) {
+  for (auto it = moves_.begin(); it != moves_.end(); ++it) {
+    if (it->gpu == gpu) {
+      Move m = std::move(*it);
+      moves_.erase(it);
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
 void Journal::retireActive() {
-  if (!active) {
+  if (active) {
+    retire(active->gpu);
+  }
+}
+
+void Journal::retire(const std::string& gpu) {
+  auto m = active.take(gpu);
+  if (!m) {
     return;
   }
-  history.insert(history.begin(), std::move(*active));
-  active.reset();
+  history.insert(history.begin(), std::move(*m));
   if (history.size() > kHistory) {
     history.resize(kHistory);
   }
@@ -208,8 +248,8 @@ void Journal::retireActive() {
 
 json Journal::toJson() const {
   json out = json::array();
-  if (active) {
-    out.push_back(reconfig::toJson(*active));
+  for (const Move& m : active) {
+    out.push_back(reconfig::toJson(m));
   }
   for (const Move& m : history) {
     out.push_back(reconfig::toJson(m));
@@ -238,12 +278,12 @@ ParsedJournal parseJournal(const json& pool) {
       continue;
     }
     if (m->active()) {
-      if (out.journal.active) {
+      if (out.journal.active.find(m->gpu) != nullptr) {
         out.problems.push_back("status.moves[" + std::to_string(i) +
-                               "]: a second active move (GPU " + m->gpu + ") ignored");
+                               "]: a second active move of GPU " + m->gpu + " ignored");
         continue;
       }
-      out.journal.active = std::move(*m);
+      out.journal.active.add(std::move(*m));
     } else if (out.journal.history.size() < Journal::kHistory) {
       out.journal.history.push_back(std::move(*m));
     }

@@ -94,20 +94,67 @@ nlohmann::json toJson(const Move& move);
 // Strict: error "invalid" naming the field.
 Result<Move> parseMove(const nlohmann::json& j);
 
-// status.moves: at most one active record per pool (moves are serialised per pool) followed by
-// the most recent finished ones.
+// The moves in flight of one pool, oldest first: at most one per GPU, and as many per chassis
+// and per pool as the pool's move concurrency allows (alloc::MoveConcurrency; the paper's
+// serial schedule is one per pool). Reads like an optional of the oldest move where only one
+// matters (`if (active)`, `active->gpu`), and iterates over all of them.
+class ActiveMoves {
+ public:
+  ActiveMoves() = default;
+  ActiveMoves(std::nullopt_t) {}                 // NOLINT(google-explicit-constructor)
+  ActiveMoves(Move m) : moves_{std::move(m)} {}  // NOLINT(google-explicit-constructor)
+  ActiveMoves& operator=(Move m) {
+    moves_.assign(1, std::move(m));
+    return *this;
+  }
+  ActiveMoves& operator=(std::nullopt_t) {
+    moves_.clear();
+    return *this;
+  }
+  explicit operator bool() const { return !moves_.empty(); }
+  bool has_value() const { return !moves_.empty(); }  // NOLINT(readability-identifier-naming)
+  const Move& operator*() const { return moves_.front(); }
+  Move& operator*() { return moves_.front(); }
+  const Move* operator->() const { return &moves_.front(); }
+  Move* operator->() { return &moves_.front(); }
+  void reset() { moves_.clear(); }
+
+  std::size_t size() const { return moves_.size(); }
+  bool empty() const { return moves_.empty(); }
+  auto begin() const { return moves_.begin(); }
+  auto end() const { return moves_.end(); }
+  auto begin() { return moves_.begin(); }
+  auto end() { return moves_.end(); }
+  void add(Move m) { moves_.push_back(std::move(m)); }
+  // The move in flight of `gpu`, or null.
+  Move* find(const std::string& gpu);
+  const Move* find(const std::string& gpu) const;
+  // The chassis (alloc::chassisOfGpu) of every move in flight.
+  std::vector<std::string> chassis() const;
+  // Takes the move of `gpu` out (nullopt when there is none).
+  std::optional<Move> take(const std::string& gpu);
+  friend bool operator==(const ActiveMoves&, const ActiveMoves&) = default;
+
+ private:
+  std::vector<Move> moves_;
+};
+
+// status.moves: the active records (the moves in flight) followed by the most recent finished
+// ones.
 struct Journal {
-  std::optional<Move> active;
+  ActiveMoves active;
   std::vector<Move> history;  // newest first, at most kHistory
 
   static constexpr std::size_t kHistory = 10;
-  // Moves `active` into the history (it must be finished).
+  // Moves the (first) active record into the history (it must be finished).
   void retireActive();
+  // Moves the active record of `gpu` into the history.
+  void retire(const std::string& gpu);
   nlohmann::json toJson() const;
 };
 
 // Reads status.moves of a GPUPool object. Unreadable records are returned in `problems` and
-// dropped; two active records keep the first (the other is reported).
+// dropped; two active records of one GPU keep the first (the other is reported).
 struct ParsedJournal {
   Journal journal;
   std::vector<std::string> problems;

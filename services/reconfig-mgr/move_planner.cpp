@@ -234,7 +234,6 @@ void chooseSources(const PlanInputs& in, const PodInfo& p, std::set<std::string>
 // One waiting pod's plan: the free GPUs on its destination claimed for it, and sources for
 // what is missing. `claimed` gains what the pod holds after planning.
 PodPlan planWaitingPod(const PlanInputs& in, const PodInfo& p, std::set<std::string>& claimed) {
-  const std::optional<Move>& active = *in.active;
   PodPlan plan;
   plan.pod = p.key();
   plan.uid = p.uid;
@@ -244,8 +243,11 @@ PodPlan planWaitingPod(const PlanInputs& in, const PodInfo& p, std::set<std::str
   std::vector<std::string> onNode;
   std::int64_t have = own + claimFreeOn(*in.view, claimed, p.dstNode,
                                         std::max<std::int64_t>(0, p.gpus - own), p.models, &onNode);
-  if (active && active->active() && active->podKey() == p.key() && active->toNode == p.dstNode) {
-    ++have;  // the GPU in flight is for this pod
+  for (const Move& m : *in.active) {
+    if (m.active() && !m.background() && !m.forClaim() && m.podKey() == p.key() &&
+        m.toNode == p.dstNode) {
+      ++have;  // a GPU in flight is for this pod
+    }
   }
   plan.deficit = std::max<std::int64_t>(0, p.gpus - have);
   if (plan.deficit == 0) {
@@ -283,17 +285,29 @@ Move demandMove(const PoolSpec& spec, const PoolView& view, const PodInfo& p,
 
 PlanResult planMoves(const PlanInputs& in) {
   PlanResult out;
-  const std::optional<Move>& active = *in.active;
   // Claims on each node's free GPUs, first by bound pods not yet using their GPUs, then by
   // waiting pods in FCFS order.
   std::set<std::string> claimed;
   claimForBoundPods(*in.spec, *in.view, *in.pods, claimed);
+  // Every wanted move in priority order (FCFS pods, each pod's sources best first), and the
+  // chassis each would occupy.
+  std::vector<Move> wanted;
+  std::vector<std::string> chassis;
   for (const PodInfo* p : waitingPods(*in.spec, *in.pods)) {
     PodPlan plan = planWaitingPod(in, *p, claimed);
-    if (plan.verdict == PodPlan::Verdict::kMoving && !out.next && !(active && active->active())) {
-      out.next = demandMove(*in.spec, *in.view, *p, plan.sources.front());
+    if (plan.verdict == PodPlan::Verdict::kMoving) {
+      for (const auto& source : plan.sources) {
+        wanted.push_back(demandMove(*in.spec, *in.view, *p, source));
+        chassis.emplace_back(alloc::chassisOfGpu(source));
+      }
     }
     out.pods.push_back(std::move(plan));
+  }
+  for (std::size_t i : alloc::movesToStart(chassis, in.active->chassis(), in.concurrency)) {
+    out.starts.push_back(std::move(wanted[i]));
+  }
+  if (!out.starts.empty()) {
+    out.next = out.starts.front();
   }
   out.claimed = std::move(claimed);
   return out;

@@ -7,7 +7,7 @@
 // Deficit of a waiting pod P on node N, pods taken first come first served (creation time,
 // then namespace/name):
 //   deficit(P) = gpuRequest(P) - free GPUs on N of a model P accepts that no earlier claim
-//                holds - 1 if the move in flight is for P
+//                holds - the moves in flight for P
 // where the earlier claims on N are the GPUs that bound pods on N still need (their request
 // minus what the device plugin shows in use there) and those of earlier waiting pods on N.
 // Sources are chosen by a libcore GPU policy (Algorithm 1 family, default unattached-first)
@@ -25,6 +25,7 @@
 
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/gpu_model.hpp"
+#include "libcore/alloc/move_schedule.hpp"
 #include "libcore/alloc/pool_model.hpp"
 #include "libcore/alloc/rng.hpp"
 #include "libcore/api/names.hpp"
@@ -86,7 +87,10 @@ struct PodPlan {
 
 struct PlanResult {
   std::vector<PodPlan> pods;  // waiting pods of this pool, FCFS order
-  // The move to start now (no move in flight): GPU, the pod it is for. nullopt: nothing to do.
+  // The moves to start now beside those in flight (alloc::movesToStart over every kMoving
+  // pod's sources in FCFS order, best first, with PlanInputs::concurrency), and the first of
+  // them: GPU, the pod it is for. Empty / nullopt: nothing to start.
+  std::vector<Move> starts;
   std::optional<Move> next;
   // Every GPU a claim holds after planning: those bound pods still need on their node, those
   // of waiting pods on their destination and the sources chosen for them.
@@ -113,8 +117,9 @@ Result<alloc::ClusterState> poolModel(
 struct PlanInputs {
   const PoolSpec* spec = nullptr;
   const PoolView* view = nullptr;
-  const std::vector<PodInfo>* pods = nullptr;   // every kubecomp-sched pod (waiting and bound)
-  const std::optional<Move>* active = nullptr;  // the move in flight
+  const std::vector<PodInfo>* pods = nullptr;  // every kubecomp-sched pod (waiting and bound)
+  const ActiveMoves* active = nullptr;         // the moves in flight
+  alloc::MoveConcurrency concurrency = alloc::kSerialMoves;
   alloc::GpuPolicy policy{};
   alloc::SplitMix64* rng = nullptr;
 };

@@ -32,9 +32,9 @@ std::string MoveRunner::nowText() const {
   return formatRfc3339(clock_.wallNow());
 }
 
-double MoveRunner::secondsInPhase(const Move& m) const {
-  if (phaseOf_ == m.gpu + "/" + std::string(toString(m.phase))) {
-    return std::chrono::duration<double>(clock_.now() - phaseStart_).count();
+double MoveRunner::secondsInPhase(const Move& m) {
+  if (st().phaseOf == m.gpu + "/" + std::string(toString(m.phase))) {
+    return std::chrono::duration<double>(clock_.now() - st().phaseStart).count();
   }
   auto since = parseRfc3339(m.phaseSince);
   if (!since) {
@@ -57,20 +57,20 @@ Move MoveRunner::advanced(const Move& m, MovePhase phase, const std::string& mes
 }
 
 bool MoveRunner::commit(Journal& journal, Move next) {
-  Move old = *journal.active;
+  Move old = cur(journal);
   const bool phaseChanged = old.phase != next.phase;
   const double spent = phaseChanged ? secondsInPhase(old) : 0.0;
-  *journal.active = std::move(next);
+  cur(journal) = std::move(next);
   if (!env_.persist(journal)) {
-    *journal.active = std::move(old);
-    notBefore_ = clock_.now() + opts_.backoff.base(0);
+    cur(journal) = std::move(old);
+    st().notBefore = clock_.now() + opts_.backoff.base(0);
     return false;
   }
   if (phaseChanged) {
     env_.phaseEnded(old, old.phase, spent);
-    phaseStart_ = clock_.now();
-    phaseOf_ = journal.active->gpu + "/" + std::string(toString(journal.active->phase));
-    notBefore_ = {};
+    st().phaseStart = clock_.now();
+    st().phaseOf = cur(journal).gpu + "/" + std::string(toString(cur(journal).phase));
+    st().notBefore = {};
   }
   return true;
 }
@@ -78,22 +78,26 @@ bool MoveRunner::commit(Journal& journal, Move next) {
 bool MoveRunner::finish(Journal& journal, MovePhase phase, const std::string& message,
                         bool cancelled) {
   const Journal before = journal;
-  const Move old = *journal.active;
+  const Move old = cur(journal);
   const double spent = secondsInPhase(old);
-  journal.active->phase = phase;
-  journal.active->phaseSince = nowText();
-  journal.active->message = message;
-  journal.active->cancelled = cancelled;
-  const Move done = *journal.active;
-  journal.retireActive();
+  cur(journal).phase = phase;
+  cur(journal).phaseSince = nowText();
+  cur(journal).message = message;
+  cur(journal).cancelled = cancelled;
+  const Move done = cur(journal);
+  journal.retire(cur_);
   if (!env_.persist(journal)) {
     journal = before;
-    notBefore_ = clock_.now() + opts_.backoff.base(0);
+    st().notBefore = clock_.now() + opts_.backoff.base(0);
     return false;
   }
   env_.phaseEnded(old, old.phase, spent);
-  notBefore_ = {};
-  phaseOf_.clear();
+  if (auto it = states_.find(cur_); it != states_.end()) {
+    if (it->second.call) {
+      orphans_.push_back(std::move(*it->second.call));
+    }
+    states_.erase(it);
+  }
   const bool ok = phase == MovePhase::kSucceeded;
   // A background move no longer wanted is routine, not a failure.
   const bool routine = ok || (cancelled && done.background());
@@ -107,21 +111,42 @@ bool MoveRunner::finish(Journal& journal, MovePhase phase, const std::string& me
 }
 
 bool MoveRunner::retryLater(Journal& journal, const std::string& message) {
-  Move next = *journal.active;
+  Move next = cur(journal);
   next.attempts += 1;
   next.message = message;
   if (next.attempts >= opts_.maxAttempts) {
     return false;
   }
   if (commit(journal, next)) {
-    notBefore_ = clock_.now() + opts_.backoff.base(next.attempts - 1);
+    st().notBefore = clock_.now() + opts_.backoff.base(next.attempts - 1);
   }
   return true;
 }
 
+bool MoveRunner::canStart(const Journal& journal, const std::string& gpu) const {
+  if (journal.active.find(gpu) != nullptr) {
+    return false;
+  }
+  const std::vector<std::string> pending{std::string(alloc::chassisOfGpu(gpu))};
+  return !alloc::movesToStart(pending, journal.active.chassis(), opts_.concurrency).empty();
+}
+
+bool MoveRunner::fabricBusy() const {
+  for (const auto& [gpu, state] : states_) {
+    if (state.call) {
+      return true;
+    }
+  }
+  return !orphans_.empty();
+}
+
 Status MoveRunner::start(Journal& journal, Move move) {
-  if (journal.active) {
-    return makeError(errc::kConflict, "a move is in flight (GPU " + journal.active->gpu + ")");
+  if (journal.active.find(move.gpu) != nullptr) {
+    return makeError(errc::kConflict, "a move of GPU " + move.gpu + " is in flight");
+  }
+  if (!canStart(journal, move.gpu)) {
+    return makeError(errc::kConflict,
+                     "no room for another move (GPU " + journal.active->gpu + " is in flight)");
   }
   move.startedAt = nowText();
   move.phaseSince = move.startedAt;
@@ -132,14 +157,18 @@ Status MoveRunner::start(Journal& journal, Move move) {
       move.staleWithdrawn = true;
     }
   }
-  journal.active = move;
+  journal.active.add(move);
   if (auto s = env_.persist(journal); !s) {
-    journal.active.reset();
+    journal.active.take(move.gpu);
     return s;
   }
-  phaseStart_ = clock_.now();
-  phaseOf_ = move.gpu + "/" + std::string(toString(move.phase));
-  notBefore_ = {};
+  cur_ = move.gpu;
+  if (auto it = states_.find(cur_); it != states_.end() && it->second.call) {
+    orphans_.push_back(std::move(*it->second.call));
+  }
+  states_[cur_] = MoveState{};
+  st().phaseStart = clock_.now();
+  st().phaseOf = move.gpu + "/" + std::string(toString(move.phase));
   env_.event(move, false, "GPUMoveStarted",
              "moving GPU " + move.gpu +
                  (move.fromNode.empty() ? " (unattached)" : " from " + move.fromNode) + " to " +
@@ -148,13 +177,39 @@ Status MoveRunner::start(Journal& journal, Move move) {
 }
 
 MoveRunner::Outcome MoveRunner::step(Journal& journal) {
+  reapCalls(journal);
   if (!journal.active) {
     return Outcome{};
   }
-  if (clock_.now() < notBefore_) {
-    return waitUntil(notBefore_);
+  std::vector<std::string> gpus;
+  for (const Move& m : journal.active) {
+    gpus.push_back(m.gpu);
   }
-  switch (journal.active->phase) {
+  Outcome waiting{Outcome::Kind::kWaiting, std::chrono::steady_clock::time_point::max()};
+  bool progressed = false;
+  for (const auto& gpu : gpus) {
+    if (journal.active.find(gpu) == nullptr) {
+      continue;
+    }
+    cur_ = gpu;
+    const Outcome out = stepOne(journal);
+    if (out.kind == Outcome::Kind::kProgressed) {
+      progressed = true;
+    } else if (out.kind == Outcome::Kind::kWaiting) {
+      waiting.wakeAt = std::min(waiting.wakeAt, out.wakeAt);
+    }
+  }
+  if (progressed) {
+    return Outcome{Outcome::Kind::kProgressed, {}};
+  }
+  return journal.active ? waiting : Outcome{};
+}
+
+MoveRunner::Outcome MoveRunner::stepOne(Journal& journal) {
+  if (clock_.now() < st().notBefore) {
+    return waitUntil(st().notBefore);
+  }
+  switch (cur(journal).phase) {
     case MovePhase::kDraining:
       return drain(journal);
     case MovePhase::kDetaching:
@@ -167,21 +222,21 @@ MoveRunner::Outcome MoveRunner::step(Journal& journal) {
       return rollBack(journal);
     case MovePhase::kSucceeded:
     case MovePhase::kFailed:
-      journal.retireActive();
+      journal.retire(cur_);
       return Outcome{Outcome::Kind::kProgressed, {}};
   }
   return Outcome{};
 }
 
 MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
-  const Move& m = *journal.active;
+  const Move& m = cur(journal);
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
   if (m.background()) {
     if (auto why = env_.cancelBackground(m)) {
       return finish(journal, MovePhase::kFailed,
                     "cancelled: " + *why + "; GPU left on " + m.fromNode, true)
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
   } else if (!env_.podWaiting(m)) {
     return finish(journal, MovePhase::kFailed,
@@ -189,7 +244,7 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
                       " no longer waits for " + m.toNode + "; GPU left on " + m.fromNode,
                   true)
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   const auto usage = env_.drainUsage(m);
   if (usage) {
@@ -199,7 +254,7 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
                     "GPU " + m.gpu + " is in use on " + m.fromNode + " by " +
                         joined(inUse->second) + "; not moved")
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     const bool withdrawn = contains(usage->withdrawn, m.gpu);
     if (m.staleWithdrawn) {
@@ -212,9 +267,9 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
       if (!commit(journal,
                   advanced(m, MovePhase::kDetaching,
                            "withdrawn by " + m.fromNode + "'s device plugin and unused"))) {
-        return waitUntil(notBefore_);
+        return waitUntil(st().notBefore);
       }
-      env_.event(*journal.active, false, "GPUDrained",
+      env_.event(cur(journal), false, "GPUDrained",
                  "GPU " + m.gpu + " withdrawn from kubelet on " + m.fromNode + "; detaching");
       return progressed;
     }
@@ -226,7 +281,7 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
       blocked = "not hot-removed from " + m.fromNode + ": " + it->second;
     }
   }
-  if (!blocked.empty() && journal.active->message != "waiting: " + blocked) {
+  if (!blocked.empty() && cur(journal).message != "waiting: " + blocked) {
     Move next = m;
     next.message = "waiting: " + blocked;
     if (commit(journal, next)) {
@@ -241,40 +296,62 @@ MoveRunner::Outcome MoveRunner::drain(Journal& journal) {
                       " s" + (blocked.empty() ? "" : " (" + blocked + ")") + "; GPU left on " +
                       m.fromNode)
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   return waitUntil(clock_.now() + opts_.drainPoll);
 }
 
 MoveRunner::Outcome MoveRunner::detach(Journal& journal) {
-  const Move m = *journal.active;
-  const Outcome progressed{Outcome::Kind::kProgressed, {}};
-  auto r = env_.fabric().detach(m.gpu);
-  if (r) {
-    return commit(journal, advanced(m, MovePhase::kAttaching, "detached from " + m.fromNode))
-               ? progressed
-               : waitUntil(notBefore_);
+  const Move m = cur(journal);
+  // The whole journey in one call: detach, attach and the re-read that verifies both.
+  const auto from = m.fromHost.empty() ? std::nullopt : std::optional<std::string>(m.fromHost);
+  auto o = fabricCall(m, [gpu = m.gpu, from, to = m.toHost](fabric::FabricDriver& d) {
+    FabricOutcome out;
+    out.op = d.move(gpu, from, to);
+    if (!*out.op) {
+      out.inventory = d.inventory();
+    }
+    return out;
+  });
+  if (!o) {
+    return waitForCall();
   }
-  const Error err = r.error();
+  if (*o->op) {
+    return fabricVerified(journal, m,
+                          "detached from " + m.fromNode + " and attached to " + m.toNode +
+                              "; verified by re-reading");
+  }
+  return detachFailed(journal, m, o->op->error(), o->inventory);
+}
+
+MoveRunner::Outcome MoveRunner::detachFailed(Journal& journal, const Move& m, const Error& err,
+                                             const std::optional<Result<fabric::Inventory>>& read) {
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  // Decide by what the chassis shows, not by what it said.
+  const fabric::Inventory* inv = read && read->ok() ? &read->value() : nullptr;
+  if (const fabric::GpuInfo* g = inv != nullptr ? inv->find(m.gpu) : nullptr;
+      g != nullptr && !g->hostPort) {
+    // Detached, not attached: a failed try of Attaching (backoff, limits, roll-back as there).
+    if (!commit(journal, advanced(m, MovePhase::kAttaching,
+                                  "detached from " + m.fromNode + "; attach: " + err.message))) {
+      return waitUntil(st().notBefore);
+    }
+    return attachFailed(journal, cur(journal), err, read);
+  }
   if (err.code == errc::kUnsupported) {
     env_.unsupported(err.message);
   }
-  // Decide by what the chassis shows, not by what it said.
-  auto inv = env_.fabric().inventory();
-  if (inv) {
+  if (inv != nullptr) {
     env_.inventoryRead(*inv);
     const fabric::GpuInfo* g = inv->find(m.gpu);
-    if (g != nullptr && !g->hostPort) {
-      return commit(journal, advanced(m, MovePhase::kAttaching,
-                                      "detached from " + m.fromNode +
-                                          " (the chassis answered: " + err.message + ")"))
-                 ? progressed
-                 : waitUntil(notBefore_);
+    if (g != nullptr && g->hostPort == m.toHost && g->health == fabric::GpuHealth::kOk) {
+      return fabricVerified(
+          journal, m, "attached to " + m.toNode + " (the chassis answered: " + err.message + ")");
     }
     if (g == nullptr) {
       return finish(journal, MovePhase::kFailed, "GPU " + m.gpu + " is gone from the inventory")
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     if (err.code == errc::kUnverified) {
       env_.quarantine(m.gpu, "detach reported done but the GPU stayed on " + describe(g->hostPort) +
@@ -285,61 +362,68 @@ MoveRunner::Outcome MoveRunner::detach(Journal& journal) {
       return finish(journal, MovePhase::kFailed,
                     "detach failed, GPU stays on " + m.fromNode + ": " + err.message)
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
   }
   if (!retryLater(journal, "detach: " + err.message)) {
-    if (inv) {
+    if (inv != nullptr) {
       return finish(journal, MovePhase::kFailed,
                     "detach failed " + std::to_string(opts_.maxAttempts) + " times, GPU stays on " +
                         m.fromNode + ": " + err.message)
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     // Where the GPU is cannot be read: it stays draining (no pod can get it) and the runner
     // keeps trying at the longest backoff.
-    notBefore_ = clock_.now() + opts_.backoff.max;
+    st().notBefore = clock_.now() + opts_.backoff.max;
   }
-  return waitUntil(notBefore_);
+  return waitUntil(st().notBefore);
 }
 
 MoveRunner::Outcome MoveRunner::attach(Journal& journal) {
-  const Move m = *journal.active;
-  const Outcome progressed{Outcome::Kind::kProgressed, {}};
-  auto r = env_.fabric().attach(m.gpu, m.toHost);
-  if (r) {
-    if (!commit(journal,
-                advanced(m, MovePhase::kVerifying, "attached to " + m.toNode + "; verifying"))) {
-      return waitUntil(notBefore_);
+  const Move m = cur(journal);
+  auto o = fabricCall(m, [gpu = m.gpu, to = m.toHost](fabric::FabricDriver& d) {
+    FabricOutcome out;
+    out.op = d.move(gpu, std::nullopt, to);
+    if (!*out.op) {
+      out.inventory = d.inventory();
     }
-    return verify(journal);
+    return out;
+  });
+  if (!o) {
+    return waitForCall();
   }
-  const Error err = r.error();
+  if (*o->op) {
+    return fabricVerified(journal, m, "attached to " + m.toNode + "; verified by re-reading");
+  }
+  return attachFailed(journal, m, o->op->error(), o->inventory);
+}
+
+MoveRunner::Outcome MoveRunner::attachFailed(Journal& journal, const Move& m, const Error& err,
+                                             const std::optional<Result<fabric::Inventory>>& read) {
+  const Outcome progressed{Outcome::Kind::kProgressed, {}};
   if (err.code == errc::kUnsupported) {
     env_.unsupported(err.message);
   }
-  auto inv = env_.fabric().inventory();
-  if (inv) {
+  const fabric::Inventory* inv = read && read->ok() ? &read->value() : nullptr;
+  if (inv != nullptr) {
     env_.inventoryRead(*inv);
     const fabric::GpuInfo* g = inv->find(m.gpu);
     if (g == nullptr) {
       return finish(journal, MovePhase::kFailed, "GPU " + m.gpu + " is gone from the inventory")
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
-    if (g->hostPort == m.toHost) {
-      return commit(journal, advanced(m, MovePhase::kVerifying,
-                                      "attached to " + m.toNode +
-                                          " (the chassis answered: " + err.message + ")"))
-                 ? progressed
-                 : waitUntil(notBefore_);
+    if (g->hostPort == m.toHost && g->health == fabric::GpuHealth::kOk) {
+      return fabricVerified(
+          journal, m, "attached to " + m.toNode + " (the chassis answered: " + err.message + ")");
     }
-    if (g->hostPort) {
+    if (g->hostPort && g->hostPort != m.toHost) {
       return finish(journal, MovePhase::kFailed,
                     "GPU " + m.gpu + " was attached to " + *g->hostPort +
                         " by someone else; left there")
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     if (err.code == errc::kUnverified) {
       // A chassis that claims moves it does not make: keep the GPU out of use, unattached.
@@ -348,57 +432,77 @@ MoveRunner::Outcome MoveRunner::attach(Journal& journal) {
       return finish(journal, MovePhase::kFailed,
                     "attach unverified; GPU quarantined and left unattached")
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     if (err.code == errc::kUnhealthy) {
       return finish(journal, MovePhase::kFailed,
                     "GPU " + m.gpu + " became unhealthy: " + err.message)
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     if (err.code == errc::kUnsupported || err.code == errc::kUnauthorized ||
-        err.code == errc::kNotFound) {
+        err.code == errc::kNotFound || err.code == errc::kInvalid) {
       return commit(journal, advanced(m, MovePhase::kRollingBack,
                                       "attach to " + m.toNode + " failed: " + err.message))
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
   }
   if (!retryLater(journal, "attach: " + err.message)) {
-    if (inv) {
+    if (inv != nullptr) {
       return commit(journal,
                     advanced(m, MovePhase::kRollingBack,
                              "attach to " + m.toNode + " failed " +
                                  std::to_string(opts_.maxAttempts) + " times: " + err.message))
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
-    notBefore_ = clock_.now() + opts_.backoff.max;
+    st().notBefore = clock_.now() + opts_.backoff.max;
   }
-  return waitUntil(notBefore_);
+  return waitUntil(st().notBefore);
+}
+
+MoveRunner::Outcome MoveRunner::fabricVerified(Journal& journal, const Move& m,
+                                               const std::string& message) {
+  if (!commit(journal, advanced(m, MovePhase::kVerifying, message))) {
+    return waitUntil(st().notBefore);
+  }
+  st().fabricVerified = cur(journal).phaseSince;
+  env_.gpuMoved(m.gpu, m.toHost);
+  return confirmByNode(journal);
 }
 
 MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
-  const Move m = *journal.active;
+  const Move m = cur(journal);
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
-  if (fabricVerified_ == m.gpu + "@" + m.phaseSince) {
+  if (st().fabricVerified == m.phaseSince) {
     return confirmByNode(journal);
   }
-  auto inv = env_.fabric().inventory();
+  auto o = fabricCall(m, [](fabric::FabricDriver& d) {
+    FabricOutcome out;
+    out.inventory = d.inventory();
+    return out;
+  });
+  if (!o) {
+    return waitForCall();
+  }
+  const auto& inv = *o->inventory;
   if (!inv) {
     if (!retryLater(journal, "verify: inventory: " + inv.error().message)) {
-      notBefore_ = clock_.now() + opts_.backoff.max;  // the GPU stays draining until it can be read
+      // the GPU stays draining until it can be read
+      st().notBefore = clock_.now() + opts_.backoff.max;
     }
-    return waitUntil(notBefore_);
+    return waitUntil(st().notBefore);
   }
   env_.inventoryRead(*inv);
   const fabric::GpuInfo* g = inv->find(m.gpu);
   if (g == nullptr) {
     return finish(journal, MovePhase::kFailed, "GPU " + m.gpu + " is gone from the inventory")
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   if (g->hostPort == m.toHost) {
+    st().fabricVerified = m.phaseSince;
     return confirmByNode(journal);
   }
   if (g->hostPort) {
@@ -406,7 +510,7 @@ MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
                journal, MovePhase::kFailed,
                "GPU " + m.gpu + " shows on " + *g->hostPort + ", not " + m.toHost + "; left there")
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   Move again = advanced(m, MovePhase::kAttaching,
                         "re-read shows GPU " + m.gpu + " unattached; attaching again");
@@ -415,16 +519,16 @@ MoveRunner::Outcome MoveRunner::verify(Journal& journal) {
     return commit(journal,
                   advanced(m, MovePhase::kRollingBack, "attach never showed in the inventory"))
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   if (commit(journal, again)) {
-    notBefore_ = clock_.now() + opts_.backoff.base(again.attempts - 1);
+    st().notBefore = clock_.now() + opts_.backoff.base(again.attempts - 1);
   }
-  return waitUntil(notBefore_);
+  return waitUntil(st().notBefore);
 }
 
 MoveRunner::Outcome MoveRunner::confirmByNode(Journal& journal) {
-  const Move m = *journal.active;
+  const Move m = cur(journal);
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
   // A node agent that judges its GPUs by its own host view must have seen the GPU; one that
   // does not (an older plugin, --host-check=false) or no report at all: the fabric's word.
@@ -434,7 +538,7 @@ MoveRunner::Outcome MoveRunner::confirmByNode(Journal& journal) {
         usage && usage->hostChecked ? " by re-reading and by the node's host" : " by re-reading";
     return finish(journal, MovePhase::kSucceeded, "attached to " + m.toNode + " and verified" + how)
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   auto since = parseRfc3339(m.phaseSince);
   if (since && clock_.wallNow() - *since > opts_.nodeConfirmTimeout) {
@@ -445,34 +549,44 @@ MoveRunner::Outcome MoveRunner::confirmByNode(Journal& journal) {
                       (why != usage->notVisible.end() ? " (" + why->second + ")" : "") +
                       "; left attached, not offered to pods")
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
-  fabricVerified_ = m.gpu + "@" + m.phaseSince;
   return waitUntil(clock_.now() + opts_.drainPoll);
 }
 
 MoveRunner::Outcome MoveRunner::rollBack(Journal& journal) {
-  const Move m = *journal.active;
+  const Move m = cur(journal);
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
   if (m.fromHost.empty()) {
     return finish(journal, MovePhase::kFailed, m.message + "; GPU left unattached in the pool")
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
-  auto r = env_.fabric().attach(m.gpu, m.fromHost);
+  auto o = fabricCall(m, [gpu = m.gpu, from = m.fromHost](fabric::FabricDriver& d) {
+    FabricOutcome out;
+    out.op = d.attach(gpu, from);
+    if (!*out.op) {
+      out.inventory = d.inventory();
+    }
+    return out;
+  });
+  if (!o) {
+    return waitForCall();
+  }
+  const auto& r = *o->op;
   if (r) {
     return finish(journal, MovePhase::kFailed, m.message + "; rolled back to " + m.fromNode)
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
-  auto inv = env_.fabric().inventory();
-  if (inv) {
-    env_.inventoryRead(*inv);
-    const fabric::GpuInfo* g = inv->find(m.gpu);
+  const auto& inv = o->inventory;
+  if (inv && *inv) {
+    env_.inventoryRead(**inv);
+    const fabric::GpuInfo* g = (*inv)->find(m.gpu);
     if (g != nullptr && g->hostPort == m.fromHost) {
       return finish(journal, MovePhase::kFailed, m.message + "; rolled back to " + m.fromNode)
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
     if (g == nullptr || g->hostPort || r.error().code == errc::kUnverified ||
         r.error().code == errc::kUnhealthy) {
@@ -486,22 +600,22 @@ MoveRunner::Outcome MoveRunner::rollBack(Journal& journal) {
                         (g != nullptr && g->hostPort ? "on " + *g->hostPort
                                                      : std::string("left unattached")))
                  ? progressed
-                 : waitUntil(notBefore_);
+                 : waitUntil(st().notBefore);
     }
   }
   Move next = m;
   next.attempts += 1;
-  if (next.attempts >= opts_.maxAttempts && inv) {
+  if (next.attempts >= opts_.maxAttempts && inv && *inv) {
     return finish(journal, MovePhase::kFailed,
                   m.message + "; roll-back failed: " + r.error().message +
                       "; GPU left unattached in the pool")
                ? progressed
-               : waitUntil(notBefore_);
+               : waitUntil(st().notBefore);
   }
   if (commit(journal, next)) {
-    notBefore_ = clock_.now() + opts_.backoff.base(std::min(next.attempts, 20u) - 1);
+    st().notBefore = clock_.now() + opts_.backoff.base(std::min(next.attempts, 20u) - 1);
   }
-  return waitUntil(notBefore_);
+  return waitUntil(st().notBefore);
 }
 
 }  // namespace kc::reconfig

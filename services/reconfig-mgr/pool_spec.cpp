@@ -3,6 +3,7 @@
 #include <set>
 
 #include "libcore/api/names.hpp"
+#include "libcore/base/base64.hpp"
 #include "libcore/fabric/types.hpp"
 
 namespace kc::reconfig {
@@ -142,6 +143,67 @@ Status readCredentialsSecret(const json& c, const std::string& at,
   return okStatus();
 }
 
+// One of tls.caSecret / tls.caConfigMap: {name, namespace?, key?}.
+Result<CaBundleRef> readCaRef(const json& ref, const std::string& at, const std::string& kind,
+                              std::string_view defaultNamespace) {
+  if (!ref.is_object()) {
+    return makeError(errc::kInvalid, at + " is not an object");
+  }
+  auto n = str(ref, "name", at, true);
+  auto ns = str(ref, "namespace", at, false, std::string(defaultNamespace));
+  auto key = str(ref, "key", at, false, "ca.crt");
+  for (const auto* r : {&n, &ns, &key}) {
+    if (!*r) {
+      return r->error();
+    }
+  }
+  if (n->empty() || key->empty()) {
+    return makeError(errc::kInvalid, at + ": name and key must not be empty");
+  }
+  return CaBundleRef{kind, *ns, *n, *key};
+}
+
+// The optional tls {caSecret | caConfigMap, insecureSkipVerify} of a chassis into `cs`.
+Status readChassisTls(const json& c, const std::string& at, std::string_view defaultNamespace,
+                      ChassisSpec& cs) {
+  const auto t = c.find("tls");
+  if (t == c.end() || t->is_null()) {
+    return okStatus();
+  }
+  if (!t->is_object()) {
+    return makeError(errc::kInvalid, at + ".tls is not an object");
+  }
+  for (const auto& [key, value] : t->items()) {
+    const std::string where = at + ".tls." + key;
+    if (key == "insecureSkipVerify") {
+      if (!value.is_boolean()) {
+        return makeError(errc::kInvalid, where + " is not a boolean");
+      }
+      cs.insecureSkipVerify = value.get<bool>();
+    } else if (key == "caSecret" || key == "caConfigMap") {
+      if (cs.caBundle) {
+        return makeError(errc::kInvalid, at + ".tls: give caSecret or caConfigMap, not both");
+      }
+      auto ref =
+          readCaRef(value, where, key == "caSecret" ? "Secret" : "ConfigMap", defaultNamespace);
+      if (!ref) {
+        return ref.error();
+      }
+      cs.caBundle = std::move(*ref);
+    } else {
+      return makeError(errc::kInvalid, at + ".tls: unknown key '" + key + "'");
+    }
+  }
+  if (cs.caBundle && cs.insecureSkipVerify) {
+    return makeError(errc::kInvalid,
+                     at + ".tls: a CA bundle and insecureSkipVerify exclude each other");
+  }
+  if ((cs.caBundle || cs.insecureSkipVerify) && cs.endpoint.rfind("https://", 0) != 0) {
+    return makeError(errc::kInvalid, at + ".tls applies to an https:// endpoint only");
+  }
+  return okStatus();
+}
+
 // spec.chassis: a non-empty array of chassis with distinct names.
 Result<std::vector<ChassisSpec>> parseChassisList(const json& spec, const std::string& where,
                                                   std::string_view defaultSecretNamespace) {
@@ -165,6 +227,9 @@ Result<std::vector<ChassisSpec>> parseChassisList(const json& spec, const std::s
       return s.error();
     }
     if (auto s = readCredentialsSecret(c, at, defaultSecretNamespace, *cs); !s) {
+      return s.error();
+    }
+    if (auto s = readChassisTls(c, at, defaultSecretNamespace, *cs); !s) {
       return s.error();
     }
     out.push_back(std::move(*cs));
@@ -295,6 +360,41 @@ Status readPollInterval(const json& spec, const std::string& where, PoolSpec& po
 }
 
 }  // namespace
+
+Result<net::ClientTlsOptions> chassisTls(const ChassisSpec& chassis, const CoreObjectReader& read) {
+  net::ClientTlsOptions tls;
+  tls.insecureSkipVerify = chassis.insecureSkipVerify;
+  if (!chassis.caBundle) {
+    return tls;
+  }
+  const CaBundleRef& ref = *chassis.caBundle;
+  const std::string what = "chassis " + chassis.name + ": CA bundle " + ref.kind + " " +
+                           ref.namespaceName + "/" + ref.name;
+  const bool secret = ref.kind == "Secret";
+  auto obj = read(secret ? "secrets" : "configmaps", ref.namespaceName, ref.name);
+  if (!obj) {
+    return makeError(errc::kUnavailable, what + ": " + obj.error().message);
+  }
+  const json data = obj->value("data", json::object());
+  const auto it = data.find(ref.key);
+  if (!data.is_object() || it == data.end() || !it->is_string()) {
+    return makeError(errc::kInvalid, what + " has no key " + ref.key);
+  }
+  std::string pem = it->get<std::string>();
+  if (secret) {
+    auto decoded = base64Decode(pem);
+    if (!decoded) {
+      return makeError(errc::kInvalid, what + ": key " + ref.key + " is not base64");
+    }
+    pem = std::move(*decoded);
+  }
+  if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return makeError(errc::kInvalid, what + ": key " + ref.key +
+                                         " holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+  }
+  tls.caPem = std::move(pem);
+  return tls;
+}
 
 Result<PoolSpec> parsePoolSpec(const json& pool, std::string_view defaultSecretNamespace) {
   if (!pool.is_object() || !pool.contains("metadata") || !pool["metadata"].is_object()) {

@@ -5,6 +5,7 @@
 // left alone (no fabric call is made for it).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,8 +14,19 @@
 #include <vector>
 
 #include "libcore/base/result.hpp"
+#include "libcore/net/http_client.hpp"
 
 namespace kc::reconfig {
+
+// Where a chassis' CA bundle (PEM) is: key `key` of a Secret or a ConfigMap.
+struct CaBundleRef {
+  std::string kind;  // "Secret" | "ConfigMap"
+  std::string namespaceName;
+  std::string name;
+  std::string key = "ca.crt";
+
+  friend bool operator==(const CaBundleRef&, const CaBundleRef&) = default;
+};
 
 struct ChassisSpec {
   std::string name;
@@ -25,9 +37,23 @@ struct ChassisSpec {
   std::string gpuModel;          // h3
   std::string gep = "0";         // h3
   std::string auth = "session";  // redfish: session | basic | none
+  // spec.chassis[].tls (https endpoints only): the CA that signed the chassis' certificate
+  // (without one: the system trust store), or no verification at all (explicit, logged).
+  std::optional<CaBundleRef> caBundle;
+  bool insecureSkipVerify = false;
 
   friend bool operator==(const ChassisSpec&, const ChassisSpec&) = default;
 };
+
+// Reads one object of the core API ("secrets" or "configmaps") in a namespace, as JSON.
+using CoreObjectReader = std::function<Result<nlohmann::json>(
+    const std::string& resource, const std::string& namespaceName, const std::string& name)>;
+
+// The TLS options of a chassis' driver: its CA bundle read through `read` (a Secret's data is
+// base64, a ConfigMap's plain text; the key must hold at least one PEM certificate), or
+// insecureSkipVerify. Errors name the chassis and the object: "unavailable" when the object
+// cannot be read, "invalid" when it lacks the key or the key holds no certificate.
+Result<net::ClientTlsOptions> chassisTls(const ChassisSpec& chassis, const CoreObjectReader& read);
 
 struct NodeSpec {
   std::string name;

@@ -80,7 +80,7 @@ PoolView buildView(const PoolSpec& spec, const fabric::Inventory& inventory,
                            ? "attached to host " + *info.hostPort + " of no node in the pool"
                            : g.healthDetail;
     }
-    g.draining = journal.active && journal.active->gpu == info.id;
+    g.draining = journal.active.find(info.id) != nullptr;
     if (!g.node.empty()) {
       const auto u = usage.find(g.node);
       if (u != usage.end()) {

@@ -232,7 +232,8 @@ void PoolWorker::loop() {
     }
     specError_.reset();
     spec_ = *spec;
-    if (!driver_ || !driverSpec_.sameFabric(*spec_)) {
+    // A fabric call still running keeps the driver it was made with.
+    if ((!driver_ || !driverSpec_.sameFabric(*spec_)) && !runner_.fabricBusy()) {
       if (auto s = buildDriver(); !s) {
         inventoryError_ = s.error().message;
         spdlog::warn("{}: {}", where, s.error().message);
@@ -246,10 +247,13 @@ void PoolWorker::loop() {
       inventory_.reset();
     }
     const auto poll = std::chrono::seconds(spec_->pollIntervalSeconds);
-    if (!inventory_ || clock_.now() - lastRead_ >= poll) {
+    // While a move's fabric call runs, its chassis answers nothing else: the moves' own reads
+    // keep the inventory (gpuMoved, inventoryRead) and the poll waits.
+    const bool busy = runner_.fabricBusy();
+    if (!busy && (!inventory_ || clock_.now() - lastRead_ >= poll)) {
       readInventory();
     }
-    SteadyTime wakeAt = lastRead_ + poll;
+    SteadyTime wakeAt = busy ? clock_.now() + poll : lastRead_ + poll;
     driveClaims();  // claims first: reports, and the next attach when no move is in flight
     // The move in flight, as far as it can go now.
     for (int i = 0; i < 64 && !stoppingNow(); ++i) {
@@ -259,16 +263,19 @@ void PoolWorker::loop() {
       }
       if (out.kind == MoveRunner::Outcome::Kind::kWaiting) {
         wakeAt = std::min(wakeAt, out.wakeAt);
+      }
+      // Plan: start what may start beside the moves in flight (nothing while the pool has no
+      // room: the paper's serial schedule plans only when no move is in flight).
+      const auto perPool = runner_.options().concurrency.perPool;
+      if (perPool != 0 && journal_.active.size() >= perPool) {
         break;
       }
-      // Idle: plan the next move, and run it if one started.
       const auto pods = kubecompPods();
       trackRequests(pods);
       driveClaims();
-      if (!journal_.active) {
-        planAndStart(pods);
-      }
-      if (!journal_.active) {
+      const std::size_t before = journal_.active.size();
+      planAndStart(pods);
+      if (journal_.active.size() == before) {
         break;
       }
     }
@@ -292,6 +299,7 @@ void PoolWorker::stop() {
   if (thread_.joinable()) {
     thread_.join();
   }
+  runner_.joinCalls();  // before the driver they use goes away
 }
 
 void PoolWorker::wake() {

@@ -87,6 +87,21 @@ class PoolWorker final : public MoveEnv {
   void unsupported(const std::string& message) override;
   void phaseEnded(const Move& m, MovePhase phase, double seconds) override;
   void moveFinished(const Move& m) override;
+  void fabricDone() override { wake(); }
+  // The move's own re-read showed `gpu` on `host`: the cached inventory says so too (the next
+  // poll would, and the destination's node agent reads the pool status in between).
+  void gpuMoved(const std::string& gpu, const std::string& host) override {
+    // The move's verifying read is a look at the chassis as fresh as a planning read (this is
+    // the chassis' only client): the next plan, right after, need not read again.
+    lastVerified_ = clock_.now();
+    if (inventory_) {
+      for (auto& g : inventory_->gpus) {
+        if (g.id == gpu) {
+          g.hostPort = host;
+        }
+      }
+    }
+  }
 
  private:
   // Per pod request, for the paper's phase histograms (in memory; a restart loses them).
@@ -196,7 +211,7 @@ class PoolWorker final : public MoveEnv {
   // The paper's phase timings of each request, observed when its pod is bound.
   void trackRequests(const std::vector<PodInfo>& pods);
 
-  // Plans and starts the next move when none is in flight.
+  // Plans and starts the moves that may start beside those in flight.
   void planAndStart(const std::vector<PodInfo>& pods);
 
   // The waiting pods' plan (move_planner.hpp) on `view`, with the move in flight.
@@ -246,6 +261,7 @@ class PoolWorker final : public MoveEnv {
   std::optional<std::string> inventoryError_;
   MovesGate movesGate_;  // a refusal as unsupported stops moves until the re-probe
   SteadyTime lastRead_{};
+  SteadyTime lastVerified_{};  // the last move verified by its own re-read (gpuMoved)
   double lastReadSeconds_ = 0;
   std::string lastInventoryTime_;
   Journal journal_;

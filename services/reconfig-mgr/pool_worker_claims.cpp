@@ -280,7 +280,7 @@ void PoolWorker::driveClaims() {
           reportClaim(claim, d, step);
           break;
         case api::AttachStep::Kind::kAttach:
-          if (!journal_.active && stillWaiting(claim, d)) {
+          if (runner_.canStart(journal_, step.gpuId) && stillWaiting(claim, d)) {
             startClaimMove(claim, step);
           }
           break;

@@ -105,7 +105,11 @@ void PoolWorker::planAndStart(const std::vector<PodInfo>& pods) {
   }
   const SteadyTime t0 = clock_.now();
   bool freshRead = false;
-  if (!inventory_ || clock_.now() - lastRead_ > sh_.opts.planInventoryMaxAge) {
+  // Moves are planned on a fresh inventory, except while a fabric call runs (its chassis
+  // answers nothing else; the moves' own reads keep the inventory).
+  if (!inventory_ ||
+      (clock_.now() - std::max(lastRead_, lastVerified_) > sh_.opts.planInventoryMaxAge &&
+       !runner_.fabricBusy())) {
     readInventory();
     freshRead = true;
   }
@@ -142,14 +146,16 @@ void PoolWorker::planAndStart(const std::vector<PodInfo>& pods) {
       insufficient_.erase(pp.pod);
     }
   }
-  if (plan.next) {
-    if (auto s = runner_.start(journal_, *plan.next); !s) {
-      spdlog::warn("pool {}: cannot start the move of GPU {}: {}", name_, plan.next->gpu,
-                   s.error().message);
+  if (!plan.starts.empty()) {
+    for (const Move& m : plan.starts) {
+      if (auto s = runner_.start(journal_, m); !s) {
+        spdlog::warn("pool {}: cannot start the move of GPU {}: {}", name_, m.gpu,
+                     s.error().message);
+      }
     }
     return;
   }
-  if (!demandWaits(plan)) {
+  if (!demandWaits(plan) && !journal_.active) {
     startBackground(pods);
   }
 }
@@ -160,6 +166,7 @@ PlanResult PoolWorker::demandPlan(const PoolView& view, const std::vector<PodInf
   in.view = &view;
   in.pods = &pods;
   in.active = &journal_.active;
+  in.concurrency = runner_.options().concurrency;
   in.policy = sh_.policy;
   in.rng = &rng_;
   return planMoves(in);

@@ -35,10 +35,9 @@ void PoolWorker::loadFromObject(const json& obj) {
   quarantine_ = parseQuarantine(obj);
   lastWrittenMoves_ = journal_.toJson();
   previousStatus_ = obj.value("status", json::object());
-  if (journal_.active) {
-    spdlog::info("pool {}: resuming move of GPU {} to {} for {} in phase {}", name_,
-                 journal_.active->gpu, journal_.active->toNode, journal_.active->requester(),
-                 toString(journal_.active->phase));
+  for (const Move& m : journal_.active) {
+    spdlog::info("pool {}: resuming move of GPU {} to {} for {} in phase {}", name_, m.gpu,
+                 m.toNode, m.requester(), toString(m.phase));
   }
 }
 
@@ -64,6 +63,19 @@ Status PoolWorker::buildDriver() {
       }
       creds = fabric::Credentials{*user, *pass};
     }
+    // The chassis' CA bundle (Secret or ConfigMap) or its explicit insecure switch.
+    const CoreObjectReader read = [this](const std::string& resource, const std::string& ns,
+                                         const std::string& name) -> Result<json> {
+      auto obj = sh_.client->get(kube::GroupVersionResource{"", "v1", resource, true}, ns, name);
+      if (!obj) {
+        return makeError(errc::kUnavailable, obj.error().toError().message);
+      }
+      return *obj;
+    };
+    auto tls = chassisTls(c, read);
+    if (!tls) {
+      return tls.error();
+    }
     if (c.driver == "h3") {
       fabric::H3Options o;
       o.chassis = c.name;
@@ -72,6 +84,7 @@ Status PoolWorker::buildDriver() {
       o.gpuModel = c.gpuModel;
       o.policy = sh_.opts.callPolicy;
       o.credentials = creds;
+      o.tls = *tls;
       auto d = fabric::H3Driver::create(std::move(o));
       if (!d) {
         return d.error();
@@ -86,6 +99,7 @@ Status PoolWorker::buildDriver() {
                                   : fabric::RedfishAuth::kSession;
       o.credentials = creds;
       o.policy = sh_.opts.callPolicy;
+      o.tls = *tls;
       auto d = fabric::RedfishDriver::create(std::move(o));
       if (!d) {
         return d.error();

@@ -3,8 +3,9 @@
 // the chassis inventory (through libcore/fabric, every spec.pollIntervalSeconds and before each
 // planned move), merges the device plugins' usage reports (Node annotation
 // kubecomp.io/gpu-usage) into the GPUPool status, and carries out the moves that waiting
-// kubecomp-sched pods need (move_planner.hpp, move_runner.hpp), one at a time per pool, pools
-// in parallel (one worker thread per pool); with --recompose-policy idle-gather also background
+// kubecomp-sched pods need (move_planner.hpp, move_runner.hpp), one at a time per chassis
+// (moves on different chassis of a pool in parallel), pools in parallel (one worker thread per
+// pool); with --recompose-policy idle-gather also background
 // moves while a pool's fabric is idle (idle_planner.hpp). Only the leader (Lease) acts; the
 // others watch.
 // main.cpp parses flags and runs one of these; the tests run the binary.
@@ -49,7 +50,8 @@ struct ReconfigOptions {
   // this long (MovesGate); 0: never (until its chassis list changes or a restart).
   std::int64_t movesReprobeSeconds = 300;
   std::uint64_t seed = 1;  // for the "random" policy
-  MoveRunnerOptions runner;
+  // Moves in parallel across chassis (one per chassis), fabric calls on their own threads.
+  MoveRunnerOptions runner{.concurrency = {1, 0}, .asyncFabric = true};
   fabric::CallPolicy callPolicy;  // every chassis request
   // A plan uses an inventory read at most this long ago (else it reads first).
   std::chrono::milliseconds planInventoryMaxAge{1000};

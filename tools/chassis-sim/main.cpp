@@ -63,6 +63,38 @@ kc::Result<std::shared_ptr<kc::chassis_sim::HostTrees>> startHostTrees(
   return kc::chassis_sim::attachHostTrees(model, std::move(options));
 }
 
+// How the Redfish side is served: a BMC's per-GET time, and HTTPS.
+struct ServingFlags {
+  std::int64_t redfishGetLatencyMs = 0;
+  std::string tlsCertFile;
+  std::string tlsKeyFile;
+};
+
+void addServingFlags(CLI::App& app, ServingFlags& f) {
+  app.add_option("--redfish-get-latency-ms", f.redfishGetLatencyMs,
+                 "added to every Redfish GET, x --latency-scale (a BMC's time per request;\n"
+                 "concurrent GETs wait concurrently)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{60'000}))
+      ->capture_default_str();
+  auto* cert = app.add_option("--tls-cert-file", f.tlsCertFile,
+                              "serve HTTPS with this PEM certificate chain (leaf first)");
+  auto* key = app.add_option("--tls-key-file", f.tlsKeyFile, "its PEM private key");
+  cert->needs(key);
+  key->needs(cert);
+}
+
+void applyServingFlags(const ServingFlags& f, double latencyScale,
+                       kc::chassis_sim::SimServerOptions& options) {
+  options.redfishGetLatency = kc::chassis_sim::Millis{
+      static_cast<std::int64_t>(static_cast<double>(f.redfishGetLatencyMs) * latencyScale)};
+  if (!f.tlsCertFile.empty()) {
+    kc::net::ServerTlsOptions tls;
+    tls.certFile = f.tlsCertFile;
+    tls.keyFile = f.tlsKeyFile;
+    options.tls = tls;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,6 +151,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
   addHostTreeFlags(app, hostTrees);
+  ServingFlags serving;
+  addServingFlags(app, serving);
   kc::cli::addVersionFlag(app, "chassis-sim");
   if (auto exit = kc::cli::parse(app, argc, argv)) {
     return *exit;
@@ -139,6 +173,7 @@ int main(int argc, char** argv) {
   options.h3 = dialect != "redfish";
   options.redfish = dialect != "h3";
   options.ioThreads = ioThreads;
+  applyServingFlags(serving, latencyScale, options);
   if (!basicAuth.empty() || !credentialsFile.empty()) {
     auto creds = basicAuth.empty() ? kc::fabric::loadCredentials(credentialsFile)
                                    : kc::fabric::parseUserPass(basicAuth);

@@ -131,6 +131,7 @@ class SimServer::Impl {
     so.bindAddress = options_.bindAddress;
     so.port = options_.port;
     so.ioThreads = options_.ioThreads;
+    so.tls = options_.tls;
     so.bodyLimit = 256 * 1024;  // allocation requests are tiny; faults may carry a body
     server_ = std::make_unique<net::HttpServer>(so);
     server_->routePrefixStream("", "/",
@@ -588,8 +589,217 @@ class SimServer::Impl {
     return r;
   }
 
+  // $expand of a GET: kind '.', '*' or '~' and levels; nullopt when absent, an error text when
+  // malformed or deeper than kMaxExpandLevels.
+  struct Expand {
+    char kind = '.';
+    int levels = 1;
+  };
+  static constexpr int kMaxExpandLevels = 3;
+  static Result<std::optional<Expand>> expandOf(const Request& req) {
+    const auto value = req.queryParam("$expand");
+    if (!value) {
+      return std::optional<Expand>{};
+    }
+    Expand e;
+    const std::string& v = *value;
+    if (v.empty() || (v[0] != '.' && v[0] != '*' && v[0] != '~')) {
+      return makeError(kc::errc::kInvalid,
+                       "$expand must be '.', '*' or '~', optionally with ($levels=n)");
+    }
+    e.kind = v[0];
+    if (v.size() > 1) {
+      static const std::string kLevels = "($levels=";
+      const std::string rest = v.substr(1);
+      if (rest.rfind(kLevels, 0) != 0 || rest.back() != ')' || rest.size() != kLevels.size() + 2 ||
+          rest[kLevels.size()] < '1' || rest[kLevels.size()] > '0' + kMaxExpandLevels) {
+        return makeError(kc::errc::kInvalid, "$expand levels must be ($levels=n), n in 1.." +
+                                                 std::to_string(kMaxExpandLevels));
+      }
+      e.levels = rest[kLevels.size()] - '0';
+    }
+    return std::optional<Expand>{e};
+  }
+
+  // DSP0266 expansion: every bare {"@odata.id"} reference (under "Links" only for '*' and '~',
+  // outside it only for '.' and '*') replaced by the resource, `levels` deep.
+  void expand(json& node, const Expand& e, int levels, bool inLinks, const Links& l,
+              const Chassis& c) const {
+    if (levels <= 0) {
+      return;
+    }
+    const auto visit = [&](json& child, bool childInLinks) {
+      if (child.is_object() && child.size() == 1 && child.contains("@odata.id") &&
+          child["@odata.id"].is_string() && (childInLinks ? e.kind != '.' : e.kind != '~')) {
+        if (auto r = resourceAt(l, c, child["@odata.id"].get<std::string>())) {
+          child = std::move(*r);
+          expand(child, e, levels - 1, false, l, c);
+        }
+        return;
+      }
+      expand(child, e, levels, childInLinks, l, c);
+    };
+    if (node.is_array()) {
+      for (auto& item : node) {
+        visit(item, inLinks);
+      }
+    } else if (node.is_object()) {
+      for (auto& [key, child] : node.items()) {
+        visit(child, inLinks || key == "Links");
+      }
+    }
+  }
+
+  // A member resource of the Redfish tree (systems, blocks, processors), or nullopt.
+  std::optional<json> resourceAt(const Links& l, const Chassis& c, const std::string& path) const {
+    for (std::size_t i = 0; i < c.hosts.size() && !l.emulator; ++i) {
+      if (path == l.system(i, c.hosts[i])) {
+        return systemJson(l, c, i);
+      }
+    }
+    for (std::size_t i = 0; i < c.hosts.size() && l.emulator; ++i) {
+      const std::string link = l.computeBlock(i, c.hosts[i]);
+      if (path == link) {
+        return computeBlockJson(l, c, i);
+      }
+      if (path == link + "/Processors/CPU0") {
+        return json{{"@odata.id", path},      {"@odata.type", "#Processor.v1_20_0.Processor"},
+                    {"Id", "CPU0"},           {"Name", "CPU"},
+                    {"ProcessorType", "CPU"}, {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}};
+      }
+    }
+    for (std::size_t g = 0; g < c.gpus.size() && l.emulator; ++g) {
+      if (c.gpus[g].host && path == l.composed(g, c.gpus[g])) {
+        return composedJson(l, c, g);
+      }
+    }
+    for (std::size_t g = 0; g < c.gpus.size(); ++g) {
+      const std::string link = l.block(g, c.gpus[g]);
+      if (path == link) {
+        return blockJson(l, c, g);
+      }
+      if (path == link + "/Processors/GPU0") {
+        return processorJson(path, c.gpus[g]);
+      }
+    }
+    return std::nullopt;
+  }
+
+  json compositionServiceJson(const Links& l) const {
+    json body{{"@odata.id", l.comp},
+              {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
+              {"Id", "CompositionService"},
+              {"Name", "Composition Service"},
+              {"ServiceEnabled", true},
+              {"ResourceBlocks", {{"@odata.id", l.blocks}}}};
+    if (l.emulator) {
+      body["ResourceZones"] = {{"@odata.id", l.zones}};
+      body["AllowOverprovisioning"] = false;
+      body["AllowZoneAffinity"] = true;
+    }
+    return body;
+  }
+
+  // The body of a Redfish GET other than the ResourceBlocks collection, or nullopt (404).
+  std::optional<json> redfishGetJson(const Links& l, const Chassis& c, const std::string& path,
+                                     std::size_t skip) const {
+    if (path == l.comp) {
+      return compositionServiceJson(l);
+    }
+    if (l.emulator && path == l.zones) {
+      return collection(l, l.zones, "#ZoneCollection.ZoneCollection", "Resource Zones",
+                        {l.zones + "/1"}, skip);
+    }
+    if (l.emulator && path == l.zones + "/1") {
+      return zoneJson(l, c);
+    }
+    if (path == l.systems) {
+      std::vector<std::string> members;
+      for (std::size_t g = 0; g < c.gpus.size() && l.emulator; ++g) {
+        if (c.gpus[g].host) {
+          members.push_back(l.composed(g, c.gpus[g]));
+        }
+      }
+      for (std::size_t i = 0; i < c.hosts.size() && !l.emulator; ++i) {
+        members.push_back(l.system(i, c.hosts[i]));
+      }
+      return collection(l, l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
+                        "Systems", members, skip);
+    }
+    return resourceAt(l, c, path);
+  }
+
+  void redfishGet(const Request& req, const Links& l, const Chassis& c, const std::string& chassis,
+                  const std::string& path, std::shared_ptr<ResponseStream> stream) {
+    const auto skip = skipOf(req);
+    if (!skip) {
+      stream->send(
+          redfishError(400, "QueryParameterValueTypeError", "$skip must be a whole number"));
+      return;
+    }
+    const auto ex = expandOf(req);
+    if (!ex) {
+      stream->send(redfishError(400, "QueryParameterValueFormatError", ex.error().message));
+      return;
+    }
+    if (path == l.blocks) {
+      // The inventory read: latency and inventory faults apply here.
+      operation(chassis, Op::kInventory, "", std::move(stream),
+                [this, chassis, l, skip = *skip, e = *ex](const std::optional<Fault>& f) {
+                  if (f && f->kind == FaultKind::kFail) {
+                    return redfishError(500, "InternalError", "simulated failure");
+                  }
+                  if (f && f->kind == FaultKind::kMalformed) {
+                    return malformedReply(*f);
+                  }
+                  if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
+                    (void)model_->loseGpu(chassis, *f->gpu);
+                  }
+                  const auto now = model_->snapshot(chassis);
+                  std::vector<std::string> members;
+                  for (std::size_t g = 0; g < now->gpus.size(); ++g) {
+                    members.push_back(l.block(g, now->gpus[g]));
+                  }
+                  for (std::size_t i = 0; i < now->hosts.size() && l.emulator; ++i) {
+                    members.push_back(l.computeBlock(i, now->hosts[i]));
+                  }
+                  json body =
+                      collection(l, l.blocks, "#ResourceBlockCollection.ResourceBlockCollection",
+                                 "Resource Blocks", members, skip);
+                  if (e) {
+                    expand(body, *e, e->levels, false, l, *now);
+                  }
+                  return Response::json(200, body);
+                });
+      return;
+    }
+    auto body = redfishGetJson(l, c, path, *skip);
+    if (!body) {
+      stream->send(
+          redfishError(404, "ResourceMissingAtURI", "no resource " + req.method + " " + path));
+      return;
+    }
+    if (*ex) {
+      expand(*body, **ex, (*ex)->levels, false, l, c);
+    }
+    stream->send(withEtag(std::move(*body)));
+  }
+
   void redfish(const Request& req, const std::string& rest, const std::string& chassis,
                const std::string& prefix, std::shared_ptr<ResponseStream> stream) {
+    if (req.method == "GET" && options_.redfishGetLatency.count() > 0) {
+      // A BMC's time per request; the handling itself runs on the timer thread, later.
+      timer_.at(Clock::now() + options_.redfishGetLatency,
+                [this, req, rest, chassis, prefix, stream]() mutable {
+                  redfishNow(req, rest, chassis, prefix, std::move(stream));
+                });
+      return;
+    }
+    redfishNow(req, rest, chassis, prefix, std::move(stream));
+  }
+
+  void redfishNow(const Request& req, const std::string& rest, const std::string& chassis,
+                  const std::string& prefix, std::shared_ptr<ResponseStream> stream) {
     const Links l = linksFor(prefix);
     std::string path = prefix + rest;
     if (l.emulator) {
@@ -615,15 +825,26 @@ class SimServer::Impl {
       }
     }
     if ((path == l.root || path == l.root + "/") && req.method == "GET") {
-      stream->send(Response::json(200, {{"@odata.id", l.emulator ? l.root + "/" : l.root},
-                                        {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
-                                        {"Id", "RootService"},
-                                        {"Name", "chassis-sim " + chassis + " (test double)"},
-                                        {"RedfishVersion", "1.17.0"},
-                                        {"Systems", {{"@odata.id", l.systems}}},
-                                        {"CompositionService", {{"@odata.id", l.comp}}},
-                                        {"SessionService", {{"@odata.id", l.sessionService}}},
-                                        {"Links", {{"Sessions", {{"@odata.id", l.sessions}}}}}}));
+      json root{{"@odata.id", l.emulator ? l.root + "/" : l.root},
+                {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
+                {"Id", "RootService"},
+                {"Name", "chassis-sim " + chassis + " (test double)"},
+                {"RedfishVersion", "1.17.0"},
+                {"Systems", {{"@odata.id", l.systems}}},
+                {"CompositionService", {{"@odata.id", l.comp}}},
+                {"SessionService", {{"@odata.id", l.sessionService}}},
+                {"Links", {{"Sessions", {{"@odata.id", l.sessions}}}}}};
+      if (!l.emulator) {
+        // As the DMTF mockups advertise it; the emulator profile, like the DMTF emulator, does
+        // not.
+        root["ProtocolFeaturesSupported"] = {{"ExpandQuery",
+                                              {{"ExpandAll", true},
+                                               {"NoLinks", true},
+                                               {"Links", true},
+                                               {"Levels", true},
+                                               {"MaxLevels", kMaxExpandLevels}}}};
+      }
+      stream->send(Response::json(200, root));
       return;
     }
     if (path == l.sessions && req.method == "POST") {
@@ -671,123 +892,8 @@ class SimServer::Impl {
     const auto snap = model_->snapshot(chassis);
     const Chassis& c = *snap;
     if (req.method == "GET") {
-      const auto skip = skipOf(req);
-      if (!skip) {
-        stream->send(
-            redfishError(400, "QueryParameterValueTypeError", "$skip must be a whole number"));
-        return;
-      }
-      if (path == l.comp) {
-        json body{{"@odata.id", l.comp},
-                  {"@odata.type", "#CompositionService.v1_2_0.CompositionService"},
-                  {"Id", "CompositionService"},
-                  {"Name", "Composition Service"},
-                  {"ServiceEnabled", true},
-                  {"ResourceBlocks", {{"@odata.id", l.blocks}}}};
-        if (l.emulator) {
-          body["ResourceZones"] = {{"@odata.id", l.zones}};
-          body["AllowOverprovisioning"] = false;
-          body["AllowZoneAffinity"] = true;
-        }
-        stream->send(Response::json(200, body));
-        return;
-      }
-      if (l.emulator && path == l.zones) {
-        stream->send(Response::json(200, collection(l, l.zones, "#ZoneCollection.ZoneCollection",
-                                                    "Resource Zones", {l.zones + "/1"}, *skip)));
-        return;
-      }
-      if (l.emulator && path == l.zones + "/1") {
-        stream->send(Response::json(200, zoneJson(l, c)));
-        return;
-      }
-      if (path == l.systems) {
-        std::vector<std::string> members;
-        if (l.emulator) {
-          for (std::size_t g = 0; g < c.gpus.size(); ++g) {
-            if (c.gpus[g].host) {
-              members.push_back(l.composed(g, c.gpus[g]));
-            }
-          }
-        } else {
-          for (std::size_t i = 0; i < c.hosts.size(); ++i) {
-            members.push_back(l.system(i, c.hosts[i]));
-          }
-        }
-        stream->send(Response::json(
-            200, collection(l, l.systems, "#ComputerSystemCollection.ComputerSystemCollection",
-                            "Systems", members, *skip)));
-        return;
-      }
-      if (path == l.blocks) {
-        // The inventory read: latency and inventory faults apply here.
-        operation(chassis, Op::kInventory, "", std::move(stream),
-                  [this, chassis, l, skip = *skip](const std::optional<Fault>& f) {
-                    if (f && f->kind == FaultKind::kFail) {
-                      return redfishError(500, "InternalError", "simulated failure");
-                    }
-                    if (f && f->kind == FaultKind::kMalformed) {
-                      return malformedReply(*f);
-                    }
-                    if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
-                      (void)model_->loseGpu(chassis, *f->gpu);
-                    }
-                    const auto now = model_->snapshot(chassis);
-                    std::vector<std::string> members;
-                    for (std::size_t g = 0; g < now->gpus.size(); ++g) {
-                      members.push_back(l.block(g, now->gpus[g]));
-                    }
-                    if (l.emulator) {
-                      for (std::size_t i = 0; i < now->hosts.size(); ++i) {
-                        members.push_back(l.computeBlock(i, now->hosts[i]));
-                      }
-                    }
-                    return Response::json(
-                        200,
-                        collection(l, l.blocks, "#ResourceBlockCollection.ResourceBlockCollection",
-                                   "Resource Blocks", members, skip));
-                  });
-        return;
-      }
-      for (std::size_t i = 0; i < c.hosts.size() && !l.emulator; ++i) {
-        if (path == l.system(i, c.hosts[i])) {
-          stream->send(withEtag(systemJson(l, c, i)));
-          return;
-        }
-      }
-      for (std::size_t i = 0; i < c.hosts.size() && l.emulator; ++i) {
-        const std::string link = l.computeBlock(i, c.hosts[i]);
-        if (path == link) {
-          stream->send(Response::json(200, computeBlockJson(l, c, i)));
-          return;
-        }
-        if (path == link + "/Processors/CPU0") {
-          stream->send(Response::json(200, {{"@odata.id", path},
-                                            {"@odata.type", "#Processor.v1_20_0.Processor"},
-                                            {"Id", "CPU0"},
-                                            {"Name", "CPU"},
-                                            {"ProcessorType", "CPU"},
-                                            {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}}));
-          return;
-        }
-      }
-      for (std::size_t g = 0; g < c.gpus.size() && l.emulator; ++g) {
-        if (c.gpus[g].host && path == l.composed(g, c.gpus[g])) {
-          stream->send(Response::json(200, composedJson(l, c, g)));
-          return;
-        }
-      }
-      for (std::size_t g = 0; g < c.gpus.size(); ++g) {
-        const std::string link = l.block(g, c.gpus[g]);
-        if (path == link) {
-          stream->send(withEtag(blockJson(l, c, g)));
-          return;
-        }
-        if (path == link + "/Processors/GPU0") {
-          stream->send(Response::json(200, processorJson(path, c.gpus[g])));
-          return;
-        }
-      }
+      redfishGet(req, l, c, chassis, path, std::move(stream));
+      return;
     }
     if (l.emulator && req.method == "POST" && path == l.systems) {
       compose(req, l, c, chassis, std::move(stream));

@@ -12,6 +12,10 @@
 //   DELETE /sim/v1/faults     clear all faults
 //   DELETE /sim/v1/sessions   expire every Redfish session (clients must log in again)
 //
+// Redfish `$expand` (DSP0266): GETs take "$expand=.", "*" or "~" with "($levels=n)", n <= 3;
+// the classic profile advertises it in the service root's ProtocolFeaturesSupported, the
+// emulator profile does not (as the DMTF Interface Emulator does not). Other forms: 400.
+//
 // Latency: each operation's reply is held for its sampled latency without blocking the
 // server (a timer thread sends it); the state change is applied when the reply goes out.
 
@@ -22,6 +26,7 @@
 
 #include "libcore/base/result.hpp"
 #include "libcore/fabric/credentials.hpp"
+#include "libcore/net/http_server.hpp"
 #include "tools/chassis-sim/model.hpp"
 
 namespace kc::chassis_sim {
@@ -35,6 +40,12 @@ struct SimServerOptions {
   // Redfish session logins must use them. When unset, everything is open (as the real H3 was).
   std::optional<fabric::Credentials> credentials;
   unsigned ioThreads = 2;
+  // Set: serve HTTPS with this certificate (a BMC with a private CA). baseUrl() is then https.
+  std::optional<net::ServerTlsOptions> tls;
+  // Added to every Redfish GET (a BMC's per-request time; the ResourceBlocks read also has its
+  // sampled inventory latency). Replies are held on the timer thread, so concurrent GETs wait
+  // concurrently, as on a service that serves requests in parallel.
+  Millis redfishGetLatency{0};
 };
 
 class SimServer {

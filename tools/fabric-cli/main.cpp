@@ -3,6 +3,9 @@
 // (libcore/fabric) and shows what they see, and attaches, detaches and verifies one GPU. What
 // works here works in the pool; what fails here fails with the same error there.
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -27,6 +30,8 @@ struct Flags {
   std::string credentialsFile;
   std::string caFile;
   bool insecure = false;
+  std::uint32_t readParallelism = 4;
+  bool noExpand = false;
   std::string gpuModel;
   std::string gep = "0";
   std::string output = "table";
@@ -47,6 +52,8 @@ kc::Result<kc::fabric::FabricConfig> fabricConfig(const Flags& f) {
     json c = {{"name", f.name}, {"dialect", f.dialect}, {"url", f.url}};
     if (f.dialect == "redfish") {
       c["auth"] = f.auth;
+      c["readParallelism"] = f.readParallelism;
+      c["expand"] = !f.noExpand;
     } else {
       c["gpuModel"] = f.gpuModel;
       c["gep"] = f.gep;
@@ -205,6 +212,12 @@ int main(int argc, char** argv) {
   app.add_option("--ca-file", f.caFile, "https: CA bundle that signed the chassis' certificate");
   app.add_flag("--insecure-skip-verify", f.insecure,
                "https: do not verify the chassis' certificate (never in production)");
+  app.add_option("--read-parallelism", f.readParallelism,
+                 "redfish: GETs in flight at once while reading (1: one after the other)")
+      ->check(CLI::Range(1u, 16u))
+      ->capture_default_str();
+  app.add_flag("--no-expand", f.noExpand,
+               "redfish: never ask for $expand, even where the service advertises it");
   app.add_option("--gpu-model", f.gpuModel, "h3: the GPU model (its rows carry none)");
   app.add_option("--gep", f.gep, "h3: the GEP")->capture_default_str();
   app.add_option("-o,--output", f.output, "table or json")
@@ -224,6 +237,8 @@ int main(int argc, char** argv) {
   if (auto exit = kc::cli::parse(app, argc, argv)) {
     return *exit;
   }
+  // The drivers' warnings (insecureSkipVerify) go to stderr: stdout is the inventory.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kubecomp-fabric"));
   auto config = fabricConfig(f);
   if (!config) {
     std::fprintf(stderr, "kubecomp-fabric: %s\n", config.error().message.c_str());

@@ -51,6 +51,7 @@ struct Options {
   std::int64_t pools = 1;
   std::string layout = "4+4";
   std::int64_t unattached = 0;
+  std::int64_t gpusPerChassis = 0;
   std::string gpuModel;
   double nodeCpu = 192;
   std::int64_t nodeMemoryMib = 1 << 20;
@@ -99,6 +100,7 @@ Status checkFlags(const Options& o) {
            inRange("--time-scale", o.timeScale, 1e-6, 1e6),
            inRange("--pools", o.pools, 1, static_cast<std::int64_t>(kMaxPools)),
            inRange("--unattached", o.unattached, 0, 1024),
+           inRange("--gpus-per-chassis", o.gpusPerChassis, 0, 1024),
            inRange("--node-cpu", o.nodeCpu, 0.001, 1e9),
            inRange("--node-memory-mib", o.nodeMemoryMib, 0, std::int64_t{1} << 50),
            inRange("--nodes-per-pool", o.nodesPerPool, 0, static_cast<std::int64_t>(kMaxNodes)),
@@ -220,7 +222,8 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
     if (!nodes) {
       return nodes.error();
     }
-    return buildClusterFromNodes(*nodes, static_cast<std::uint32_t>(o.nodesPerPool));
+    return buildClusterFromNodes(*nodes, static_cast<std::uint32_t>(o.nodesPerPool),
+                                 static_cast<std::uint32_t>(o.gpusPerChassis));
   }
   auto layout = parseLayout(o.layout);
   if (!layout) {
@@ -230,6 +233,7 @@ Result<alloc::ClusterState> loadCluster(const Options& o) {
   spec.pools = static_cast<std::uint32_t>(o.pools);
   spec.perNodeGpus = *layout;
   spec.unattachedPerPool = static_cast<std::uint32_t>(o.unattached);
+  spec.gpusPerChassis = static_cast<std::uint32_t>(o.gpusPerChassis);
   if (!o.gpuModel.empty() && !alloc::validGpuModelName(o.gpuModel)) {
     return makeError(kc::errc::kInvalid, "--gpu-model " + quoteInput(o.gpuModel) +
                                              " is not a GPU model name (" +
@@ -358,6 +362,12 @@ void addClusterFlags(CLI::App& app, Options& o) {
       ->group(cl);
   app.add_option("--unattached", o.unattached,
                  "GPUs per pool attached to no node at the start (0..1024)")
+      ->capture_default_str()
+      ->group(cl);
+  app.add_option("--gpus-per-chassis", o.gpusPerChassis,
+                 "GPUs per chassis (0..1024): each pool's GPUs are dealt round-robin over "
+                 "ceil(pool GPUs / N) chassis, ids falcon-<k>.g<index> (the testbed: 4, two "
+                 "chassis); 0 = ids g<index>, no chassis part (each GPU moves on its own)")
       ->capture_default_str()
       ->group(cl);
   app.add_option("--gpu-model", o.gpuModel,
@@ -535,6 +545,9 @@ int runUnguarded(int argc, char** argv) {
   j["config"] = policyConfigJson(o.behaviour, config);
   j["config"]["nodes"] = static_cast<std::uint64_t>(cluster->nodeCount());
   j["config"]["pools"] = static_cast<std::uint64_t>(cluster->poolCount());
+  if (o.gpusPerChassis != 0) {
+    j["config"]["gpus_per_chassis"] = o.gpusPerChassis;  // only when given: outputs unchanged
+  }
   j["trace"] = statsJson(trace->stats);
   j["wall_s"] = wall;
   return writeResults(o, *trace, *result, *cluster, j);

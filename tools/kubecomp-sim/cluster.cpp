@@ -1,5 +1,6 @@
 #include "tools/kubecomp-sim/cluster.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -14,6 +15,24 @@ std::string padded(const char* prefix, std::uint64_t index, int width) {
 }
 
 }  // namespace
+
+void ChassisNames::startPool(std::uint64_t gpus) {
+  firstChassis_ = nextChassis_;
+  chassisInPool_ =
+      perChassis_ == 0 ? 1 : std::max<std::uint64_t>(1, (gpus + perChassis_ - 1) / perChassis_);
+  nextChassis_ += chassisInPool_;
+  inPool_ = 0;
+}
+
+std::string ChassisNames::nextId(std::uint64_t index) {
+  if (perChassis_ == 0) {
+    return padded("g", index, 7);
+  }
+  const std::uint64_t chassis = firstChassis_ + inPool_++ % chassisInPool_;
+  std::string id("falcon-");
+  id.append(std::to_string(chassis)).append(".").append(padded("g", index, 7));
+  return id;
+}
 
 Result<std::vector<std::uint32_t>> parseLayout(const std::string& text) {
   std::vector<std::uint32_t> out;
@@ -69,11 +88,13 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
   alloc::ClusterState state;
   std::uint64_t nodeIndex = 0;
   std::uint64_t gpuIndex = 0;
+  ChassisNames names(spec.gpusPerChassis);
   for (std::uint32_t p = 0; p < spec.pools; ++p) {
     auto pool = state.addPool(padded("pool", p, 5));
     if (!pool) {
       return pool.error();
     }
+    names.startPool(gpusPerPool);
     for (std::uint32_t gpus : spec.perNodeGpus) {
       alloc::NodeSpec ns;
       ns.name = padded("n", nodeIndex++, 6);
@@ -86,7 +107,7 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
       }
       for (std::uint32_t g = 0; g < gpus; ++g) {
         alloc::GpuSpec gs;
-        gs.id = padded("g", gpuIndex, 7);
+        gs.id = names.nextId(gpuIndex);
         gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
         gs.model = spec.gpuModel;
         gs.pool = *pool;
@@ -98,7 +119,7 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
     }
     for (std::uint32_t g = 0; g < spec.unattachedPerPool; ++g) {
       alloc::GpuSpec gs;
-      gs.id = padded("g", gpuIndex, 7);
+      gs.id = names.nextId(gpuIndex);
       gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
       gs.model = spec.gpuModel;
       gs.pool = *pool;
@@ -111,7 +132,8 @@ Result<alloc::ClusterState> buildCluster(const LayoutSpec& spec) {
 }
 
 Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& nodes,
-                                                  std::uint32_t nodesPerPool) {
+                                                  std::uint32_t nodesPerPool,
+                                                  std::uint32_t gpusPerChassis) {
   if (nodes.empty()) {
     return makeError(kc::errc::kInvalid, "the node list is empty");
   }
@@ -119,6 +141,7 @@ Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& n
   const std::size_t perPool = nodesPerPool == 0 ? nodes.size() : nodesPerPool;
   std::uint64_t gpuIndex = 0;
   alloc::PoolIndex pool = 0;
+  ChassisNames names(gpusPerChassis);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (i % perPool == 0) {
       auto p = state.addPool(padded("pool", i / perPool, 5));
@@ -126,6 +149,11 @@ Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& n
         return p.error();
       }
       pool = *p;
+      std::uint64_t poolGpus = 0;
+      for (std::size_t k = i; k < nodes.size() && k < i + perPool; ++k) {
+        poolGpus += nodes[k].gpus;
+      }
+      names.startPool(poolGpus);
     }
     alloc::NodeSpec ns;
     // The trace's names sort in file order already (openb-node-0000 ...); keep them.
@@ -139,7 +167,7 @@ Result<alloc::ClusterState> buildClusterFromNodes(const std::vector<NodeSpec>& n
     }
     for (std::uint32_t g = 0; g < nodes[i].gpus; ++g) {
       alloc::GpuSpec gs;
-      gs.id = padded("g", gpuIndex, 7);
+      gs.id = names.nextId(gpuIndex);
       gs.uuid = padded("GPU-sim-", gpuIndex++, 7);
       gs.model = nodes[i].model;
       gs.pool = pool;

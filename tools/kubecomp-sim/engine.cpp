@@ -14,6 +14,7 @@
 #include "libcore/alloc/rng.hpp"
 #include "tools/kubecomp-sim/idle_return.hpp"
 #include "tools/kubecomp-sim/runnable_check.hpp"
+#include "tools/kubecomp-sim/sim_fabric.hpp"
 #include "tools/kubecomp-sim/sim_input.hpp"
 #include "tools/kubecomp-sim/usage_accumulator.hpp"
 
@@ -55,7 +56,7 @@ class Engine {
         rng_(config.seed),
         usage_(cluster.gpuCount()),
         runnable_(initial_, config.mode),
-        poolBusyUntil_(cluster.poolCount(), 0),
+        fabric_(cluster, config.moves),
         inflight_(cluster.poolCount()),
         gpuLands_(cluster.gpuCount(), 0),
         returns_(idleReturnsOn(config) ? cluster.gpuCount() : 0, config.idleTimeout),
@@ -98,6 +99,7 @@ class Engine {
           return st.error();
         }
       }
+      fabric_.prune(now);
       bool released = false;
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
@@ -263,15 +265,17 @@ class Engine {
         continue;  // used (or moved) since: a later check is set if it idles again
       }
       const alloc::PoolIndex pool = state_.gpu(g).pool;
-      SimMs lands = 0;
-      if (__builtin_add_overflow(std::max(now, poolBusyUntil_[pool]), config_.returnTime, &lands) ||
-          lands > kMaxSimMs) {
+      // The detach holds the GPU's chassis (and a place in its pool) for the return time.
+      const alloc::GpuIndex one[] = {g};
+      auto slot = fabric_.slots(pool, one, config_.returnTime, now);
+      if (!slot || slot->front().end > kMaxSimMs) {
         continue;  // it could not land within the simulated-time limit: it stays
       }
+      const SimMs lands = slot->front().end;
       if (auto s = state_.detachGpu(g); !s) {
         return internal("detachGpu (idle return)", s.error());
       }
-      poolBusyUntil_[pool] = lands;
+      fabric_.book(pool, one, *slot);
       gpuLands_[g] = lands;
       events_.push(Event{lands, kReturnLanding, returns_.start(waiting)});
     }
@@ -363,8 +367,7 @@ class Engine {
         }
         built_ = true;
       }
-      return alloc::QueueView{&e_.state_, running_, alloc::FabricClock{e_.poolBusyUntil_},
-                              landing_};
+      return alloc::QueueView{&e_.state_, running_, e_.fabric_.clock(), landing_};
     }
     alloc::SplitMix64 placementRng() const override { return e_.rng_; }
     Result<bool> start(std::size_t i, bool tested) override {
@@ -398,7 +401,7 @@ class Engine {
   Status scheduleEasy(SimMs now) {
     EasyHost host(*this, now);
     const alloc::PlacementRules rules{config_.mode, config_.nodePolicy, config_.gpuPolicy,
-                                      config_.moveTime};
+                                      config_.moveTime, config_.moves};
     auto pass = easyPass_.run(host, rules, now);
     if (!pass) {
       return internal("queue pass", pass.error());
@@ -439,7 +442,9 @@ class Engine {
       if (inflight_[p].active && waiting) {
         inflight_[p].waited = true;
       }
-      anyIdle = anyIdle || (!inflight_[p].active && poolBusyUntil_[p] <= now);
+      // On the serial fabric a pool is idle when nothing is booked; in parallel a chassis may be.
+      anyIdle = anyIdle || (!inflight_[p].active && (config_.moves != alloc::kSerialMoves ||
+                                                     fabric_.clock().busyUntil[p] <= now));
     }
     if (!anyIdle || (queue_.empty() && !arrivalsLeft)) {
       return okStatus();
@@ -459,32 +464,38 @@ class Engine {
     }
     const std::vector<alloc::PodRequest> recent(recent_.begin(), recent_.end());
     in.running = running;
-    in.fabric = alloc::FabricClock{poolBusyUntil_};
+    in.fabric = fabric_.clock();
     in.recent = recent;
     const alloc::PlacementRules rules{config_.mode, config_.nodePolicy, config_.gpuPolicy,
-                                      config_.moveTime};
+                                      config_.moveTime, config_.moves};
     auto plan = alloc::planIdleMoves(state_, in, rules, now);
     if (!plan) {
       return internal("planIdleMoves", plan.error());
     }
     for (const alloc::IdleMove& m : *plan) {
       const alloc::PoolIndex pool = state_.node(m.to).pool;
-      if (inflight_[pool].active || poolBusyUntil_[pool] > now) {
-        continue;  // one move at a time per pool; the rest waits for the next plan
+      if (inflight_[pool].active) {
+        continue;  // one background move at a time per pool; the rest waits for the next plan
       }
-      SimMs lands = 0;
-      if (__builtin_add_overflow(now, config_.moveTime, &lands) || lands > kMaxSimMs) {
+      // It starts only if the schedule lets it start now: its chassis (and the pool) has room.
+      const alloc::GpuIndex one[] = {m.gpu};
+      auto slot = fabric_.slots(pool, one, config_.moveTime, now);
+      if (!slot || slot->front().end > kMaxSimMs) {
         return okStatus();  // nothing can land within the simulated-time limit
       }
+      if (slot->front().start > now) {
+        continue;  // its chassis or pool is busy: the planner runs again at the next event
+      }
+      const SimMs lands = slot->front().end;
       if (auto s = state_.detachGpu(m.gpu); !s) {
         return internal("detachGpu (background)", s.error());
       }
       if (auto s = state_.attachGpu(m.gpu, m.to); !s) {
         return internal("attachGpu (background)", s.error());
       }
-      poolBusyUntil_[pool] = lands;
+      fabric_.book(pool, one, *slot);
       gpuLands_[m.gpu] = lands;
-      inflight_[pool] = InFlight{true, waiting, lands};
+      inflight_[pool] = InFlight{true, waiting, lands, m.gpu};
       events_.push(Event{lands, kLanding, pool});
       becameIdle(m.gpu, lands);
     }
@@ -536,6 +547,22 @@ class Engine {
     return alloc::selectNodeAmong(state_, pod, config_.nodePolicy, config_.mode, candidates_);
   }
 
+  // Whether moving `gpus` into `pool` lands later (at `ready`) because of the background move
+  // in flight there. On the serial fabric any background move in flight delays it; in parallel
+  // only one that holds a chassis (or the pool's place) these moves need.
+  bool waitedForBackground(alloc::PoolIndex pool, std::span<const alloc::GpuIndex> gpus,
+                           SimMs ready, SimMs now) const {
+    const InFlight& bg = inflight_[pool];
+    if (!bg.active || bg.lands <= now) {
+      return false;
+    }
+    if (config_.moves == alloc::kSerialMoves) {
+      return true;
+    }
+    auto slots = fabric_.slotsWithout(pool, gpus, config_.moveTime, now, bg.gpu, bg.lands);
+    return slots && lastEnd(*slots, now) < ready;
+  }
+
   // Places the job now if the policies find a node; false if none fits at the moment.
   Result<bool> tryPlace(std::uint32_t j, SimMs now) {
     const Job& job = trace_.jobs[j];
@@ -559,6 +586,17 @@ class Engine {
       if (!moves) {
         return internal("chooseGpus", moves.error());
       }
+      const alloc::PoolIndex pool = state_.node(node).pool;
+      auto slots = fabric_.slots(pool, *moves, config_.moveTime, now);
+      if (!slots || lastEnd(*slots, now) > kMaxSimMs) {
+        return pastTimeLimit(job);
+      }
+      ready = lastEnd(*slots, now);
+      interrupted = waitedForBackground(pool, *moves, ready, now);
+      if (interrupted) {
+        ++result_.idleMovesInterrupted;  // it waits for the background move in flight
+      }
+      fabric_.book(pool, *moves, *slots);
       if (config_.onPlace) {
         moved = *moves;
       }
@@ -570,18 +608,6 @@ class Engine {
           return internal("attachGpu", s.error());
         }
       }
-      const alloc::PoolIndex pool = state_.node(node).pool;
-      SimMs moving = 0;
-      if (__builtin_mul_overflow(static_cast<SimMs>(choice->deficit), config_.moveTime, &moving) ||
-          __builtin_add_overflow(std::max(now, poolBusyUntil_[pool]), moving, &ready) ||
-          ready > kMaxSimMs) {
-        return pastTimeLimit(job);
-      }
-      if (inflight_[pool].active && inflight_[pool].lands > now) {
-        ++result_.idleMovesInterrupted;  // it waits for the background move in flight
-        interrupted = true;
-      }
-      poolBusyUntil_[pool] = ready;
       result_.gpusMoved += choice->deficit;
       result_.gpusMovedWhileWaiting += choice->deficit;
       ++result_.jobsWithMoves;
@@ -646,7 +672,7 @@ class Engine {
   alloc::SplitMix64 rng_;
   UsageAccumulator usage_;
   RunnableCheck runnable_;
-  std::vector<SimMs> poolBusyUntil_;
+  SimFabric fabric_;  // the moves booked per pool, charged by the move schedule
   // Idle-time recomposition: the background move in flight per pool (at most one), when each
   // GPU's last background move lands, the recent unconstrained GPU arrivals, and how many
   // placed jobs wait for their GPUs.
@@ -654,6 +680,7 @@ class Engine {
     bool active = false;
     bool waited = false;  // some job was queued or waiting for GPUs during its flight
     SimMs lands = 0;
+    alloc::GpuIndex gpu = 0;  // the GPU moving
   };
   std::vector<InFlight> inflight_;
   std::vector<SimMs> gpuLands_;

@@ -31,9 +31,10 @@
 // prepares ahead only while jobs are still to arrive.
 //
 // Composable mode: when the chosen node lacks GPUs (deficit > 0), the chosen GPUs are moved to
-// it. Moves in one pool are serialised (one fabric, reconfig-mgr serialises per pool), each
-// takes `moveTime`; the job starts when its last GPU arrives. The moved GPUs are the job's from
-// the decision on. Preconfigured mode: GPUs never move.
+// it, each move taking `moveTime`, on the schedule reconfig-mgr follows (SimConfig::moves,
+// sim_fabric.hpp): by default serialised per pool (the paper), or in parallel across chassis.
+// The job starts when its last GPU lands. The moved GPUs are the job's from the decision on.
+// Preconfigured mode: GPUs never move.
 //
 // DRA path (docs/results.md, "DRA path: stock-dra vs the pool policy"; the `stock-dra` preset,
 // libcore/alloc/stock_dra.hpp). Two settings model a stock cluster (Kubernetes DRA + CoHDI):
@@ -45,8 +46,9 @@
 //   idle return idle-timeout   (alloc::idleExpired) a GPU attached to a node and idle for
 //                              SimConfig::idleTimeout is detached back to its pool at that
 //                              instant (after the scheduling pass, so a pod arriving at the same
-//                              instant may still take it). The detach uses the pool's fabric
-//                              for SimConfig::returnTime (serialised with the moves) and
+//                              instant may still take it). The detach takes a slot of the
+//                              move schedule on its GPU's chassis for SimConfig::returnTime
+//                              (serialised with the moves on the default serial fabric) and
 //                              counts as one GPU moved (SimResult::idleReturns), paid while a
 //                              pod waited when some job was queued or waiting for GPUs at any
 //                              event during its flight. Attaching a returned GPU later is a move
@@ -92,6 +94,10 @@ struct SimConfig {
   alloc::GpuPolicy gpuPolicy{};
   std::uint64_t seed = 1;  // for random GPU choice
   SimMs moveTime = kDefaultMoveTime;
+  // How moves in one pool overlap (libcore/alloc/move_schedule.hpp): the paper's serial fabric
+  // by default; {perChassis, perPool} runs them in parallel across chassis (a GPU's chassis is
+  // the part of its id before the first '.').
+  alloc::MoveConcurrency moves = alloc::kSerialMoves;
   QueueDiscipline queue = QueueDiscipline::Fcfs;
   alloc::RecomposeKind recompose = alloc::RecomposeKind::None;
   // slack-backfill: the head may slip by up to this many of its own run times (queue_pass.hpp).

@@ -95,8 +95,18 @@ void addPolicyFlags(CLI::App& app, PolicyFlags& f) {
       ->check(uint64Check())
       ->group(be);
   app.add_option("--move-time-s", f.moveTimeS,
-                 "seconds to move one GPU between nodes (serialised per pool); default = midpoint "
-                 "of the measured 17-22 s; 0 allowed")
+                 "seconds to move one GPU between nodes; default = midpoint of the measured "
+                 "17-22 s; 0 allowed")
+      ->capture_default_str()
+      ->group(be);
+  app.add_option("--moves-per-chassis", f.movesPerChassis,
+                 "GPU moves in flight at once on one chassis (1..1024); a GPU's chassis is the "
+                 "part of its id before the '.' (see --gpus-per-chassis)")
+      ->capture_default_str()
+      ->group(be);
+  app.add_option("--moves-per-pool", f.movesPerPool,
+                 "GPU moves in flight at once in one pool (0 = no pool limit, 1..1000000); the "
+                 "default 1 is the paper's serial fabric, whatever --moves-per-chassis says")
       ->capture_default_str()
       ->group(be);
   app.add_option(
@@ -156,6 +166,15 @@ Result<SimConfig> buildPolicyConfig(const CLI::App& app, PolicyFlags& f) {
     m << "--move-time-s must be in 0..1e+06 (got " << f.moveTimeS << ")";
     return makeError(kc::errc::kInvalid, m.str());
   }
+  if (f.movesPerChassis < 1 || f.movesPerChassis > 1024) {
+    return makeError(kc::errc::kInvalid, "--moves-per-chassis must be in 1..1024 (got " +
+                                             std::to_string(f.movesPerChassis) + ")");
+  }
+  if (f.movesPerPool < 0 || f.movesPerPool > 1'000'000) {
+    return makeError(kc::errc::kInvalid,
+                     "--moves-per-pool must be in 0..1000000, 0 = no pool limit (got " +
+                         std::to_string(f.movesPerPool) + ")");
+  }
   if (!(f.returnTimeS >= 0 && f.returnTimeS <= 1e6)) {
     std::ostringstream m;
     m << "--return-time-s must be in 0..1e+06 (got " << f.returnTimeS << ")";
@@ -207,6 +226,8 @@ Result<SimConfig> buildPolicyConfig(const CLI::App& app, PolicyFlags& f) {
   }
   config.recompose = rp->kind;
   config.moveTime = static_cast<SimMs>(std::llround(f.moveTimeS * kMsPerSecond));
+  config.moves = alloc::MoveConcurrency{static_cast<std::uint32_t>(f.movesPerChassis),
+                                        static_cast<std::uint32_t>(f.movesPerPool)};
   auto op = alloc::findOfferPolicy(f.offer);
   if (!op) {
     return op.error();
@@ -231,6 +252,10 @@ nlohmann::json policyConfigJson(const PolicyFlags& f, const SimConfig& config) {
   }
   if (!f.preset.empty()) {
     j["policy"] = f.preset;
+  }
+  if (config.moves != alloc::kSerialMoves || f.movesPerChassis != 1) {
+    j["moves_per_chassis"] = f.movesPerChassis;  // the move schedule, only when not serial
+    j["moves_per_pool"] = f.movesPerPool;
   }
   if (config.offer != alloc::DeviceOffer::Pool || config.idleReturn != alloc::ReturnKind::Keep) {
     j["offer"] = f.offer;  // the DRA-path settings, only when not ours

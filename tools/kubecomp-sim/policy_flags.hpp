@@ -24,6 +24,10 @@ struct PolicyFlags {
   std::string gpuPolicy{alloc::kDefaultGpuPolicy};
   std::uint64_t policySeed = 1;
   double moveTimeS = static_cast<double>(kDefaultMoveTime) / kMsPerSecond;
+  // The move schedule (libcore/alloc/move_schedule.hpp): moves in flight at once per chassis
+  // (1..1024) and per pool (0 = no pool limit; 1, the default, is the paper's serial fabric).
+  std::int64_t movesPerChassis = 1;
+  std::int64_t movesPerPool = 1;
   std::string queue = "fcfs";
   std::string recompose{alloc::kDefaultRecomposePolicy};
   double slackFactor = alloc::kDefaultSlackFactor;

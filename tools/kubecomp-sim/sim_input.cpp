@@ -95,6 +95,9 @@ Result<std::vector<alloc::GpuModelFilter>> checkSimInput(const Trace& trace,
     return makeError(kc::errc::kInvalid,
                      "move time must be 0.." + std::to_string(kMaxTraceSeconds) + " s");
   }
+  if (config.moves.perChassis == 0) {
+    return makeError(kc::errc::kInvalid, "moves per chassis must be >= 1");
+  }
   if (auto s = checkDraPath(config); !s) {
     return s.error();
   }

@@ -79,7 +79,8 @@ TEST_CASE(
   const int id = c.startManager({"--recompose-policy", "idle-gather"});
   REQUIRE(c.poolUntil([](const json& st) {
     for (const auto& m : st.value("moves", json::array())) {
-      if (m.value("phase", "") == "Attaching" && m.value("kind", "") == "Background") {
+      // Past the drain: inside the move's fabric step (detach, the hanging attach, the read).
+      if (m.value("phase", "") == "Detaching" && m.value("kind", "") == "Background") {
         return true;
       }
     }

@@ -70,7 +70,7 @@ struct Fixture {
   kc::reconfig::PoolSpec spec;
   kc::reconfig::PoolView view;
   std::vector<PodInfo> pods;
-  std::optional<kc::reconfig::Move> active;
+  kc::reconfig::ActiveMoves active;
   kc::reconfig::PlanResult plan(std::string_view policy = "unattached-first") {
     kc::reconfig::PlanInputs in;
     in.spec = &spec;

@@ -120,7 +120,7 @@ TEST_CASE(
     auto client = kc::kube::KubeClient::create(api.config());
     REQUIRE(client.ok());
     REQUIRE((*client)->create(kc::kube::gvr::nodes(), "", {{"metadata", {{"name", "n1"}}}}).ok());
-    for (const char* name : {"rt-a", "plain", "rt-big", "rt-b"}) {
+    for (const char* name : {"rt-a", "plain", "rt-big", "rt-b", "rt-s"}) {
       REQUIRE((*client)
                   ->create(kc::kube::gvr::pods(), "default",
                            {{"metadata", {{"name", name}, {"namespace", "default"}}},
@@ -177,6 +177,18 @@ TEST_CASE(
     CHECK_FALSE(readTrim(kCpu + podA + "/" + ctrA + "/cgroup.procs").empty());
     CHECK(readTrim("/sys/fs/cgroup/cpuset" + podA + "/" + ctrA + "/cpuset.cpus") == "0");
     CHECK(viaShim.exec(ctrA, {"/rtprobe", "fifo"}) == std::pair<int, std::string>{0, "fifo ok\n"});
+    // A second RT pod goes to an empty core, not next to the first (issue 24: cgroup v1
+    // throttling does not isolate groups on a core; docs/rt.md "Two RT groups on one core").
+    if (readTrim("/sys/fs/cgroup/cpuset/cpuset.effective_cpus") != "0") {
+      const auto cfgS = CriClient::podConfig(
+          "rt-s", top + "/besteffort/pod-rt-s",
+          {{"rt.kubecomp.io/runtime-us", "20000"}, {"rt.kubecomp.io/period-us", "100000"}}, logDir);
+      std::string sandboxS, ctrS;
+      REQUIRE(viaShim.runPod(cfgS, sandboxS).ok());
+      REQUIRE(viaShim.createContainer(sandboxS, cfgS, "app", ctrS).ok());
+      CHECK(viaShim.status(ctrS).status().annotations().at("rt.kubecomp.io/shim-cores") != "0");
+      REQUIRE(viaShim.stopRemovePod(sandboxS).ok());
+    }
     // A cpuset update (kubelet's CPU manager) keeps an RT container on its cores.
     {
       grpc::ClientContext ctx;
@@ -338,6 +350,8 @@ TEST_CASE(
       st = viaShim.runPod(bad, id);
       CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
       CHECK_THAT(st.error_message(), Catch::Contains("runtime exceeds period"));
+      CHECK_THAT(st.error_message(),
+                 Catch::Contains("annotation rt.kubecomp.io/runtime-us=\"200\" is more than"));
     }
 
     // Killed and restarted: every reservation is rebuilt from the runtime.

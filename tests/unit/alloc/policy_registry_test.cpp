@@ -16,7 +16,8 @@ TEST_CASE("registry: every node policy is found by its name", "[alloc][registry]
 }
 
 TEST_CASE("registry: every GPU policy is found by its name", "[alloc][registry]") {
-  const std::string name = GENERATE("alg1", "unattached-first", "random", "first-fit");
+  const std::string name =
+      GENERATE("alg1", "unattached-first", "chassis-spread", "random", "first-fit");
   auto p = findGpuPolicy(name);
   REQUIRE(p.ok());
   CHECK(p->name == name);
@@ -45,7 +46,7 @@ TEST_CASE("registry: names are unique and the defaults are registered", "[alloc]
     CHECK(gpuNames.insert(p.name).second);
   }
   CHECK(nodeNames.size() == 4);
-  CHECK(gpuNames.size() == 4);
+  CHECK(gpuNames.size() == 5);
   CHECK(findNodePolicy(kDefaultNodePolicy).ok());
   CHECK(findGpuPolicy(kDefaultGpuPolicy).ok());
 }

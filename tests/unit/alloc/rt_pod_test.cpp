@@ -44,8 +44,17 @@ TEST_CASE("bad RT annotations are refused with the key and the reason", "[alloc]
           {"rt.kubecomp.io/runtime-us", "abc", "", "not a decimal integer"},
           {"rt.kubecomp.io/runtime-us", "-5", "", "not a decimal integer"},
           {"rt.kubecomp.io/runtime-us", "200000", "", "runtime exceeds period"},
+          // The refusal names the key to change (issue 24), as docs/rt.md promises.
+          {"rt.kubecomp.io/runtime-us", "200000", "",
+           "annotation rt.kubecomp.io/runtime-us=\"200000\" is more than annotation "
+           "rt.kubecomp.io/period-us=\"100000\""},
+          {"rt.kubecomp.io/app.runtime-us", "200000", "app",
+           "container 'app': annotation rt.kubecomp.io/app.runtime-us=\"200000\" is more than"},
+          {"rt.kubecomp.io/runtime-us", "0", "", "annotation rt.kubecomp.io/runtime-us=\"0\""},
           {"rt.kubecomp.io/period-us", "0", "", "period is zero"},
+          {"rt.kubecomp.io/period-us", "0", "", "annotation rt.kubecomp.io/period-us=\"0\""},
           {"rt.kubecomp.io/cpus", "0", "", "cpus is zero"},
+          {"rt.kubecomp.io/cpus", "0", "", "annotation rt.kubecomp.io/cpus=\"0\""},
           {"rt.kubecomp.io/cpus", "99999999", "", "exceeds"},
           {"rt.kubecomp.io/bogus", "1", "", "unknown real-time field"},
           {"rt.kubecomp.io/nosuch.cpus", "1", "app", "no container named 'nosuch'"},

@@ -41,6 +41,15 @@ chassis:
   CHECK(rf.auth == RedfishAuth::kBasic);
   CHECK(rf.caFile == "/etc/kubecomp/fabric/ca.crt");
   CHECK_FALSE(rf.insecureSkipVerify);
+  CHECK(rf.readParallelism == 4);  // defaults
+  CHECK(rf.expand);
+  auto tuned = parseFabricConfig(
+      "chassis:\n  - name: s\n    dialect: redfish\n    url: https://x\n    auth: none\n"
+      "    insecureSkipVerify: true\n    readParallelism: 1\n    expand: false\n");
+  REQUIRE(tuned.ok());
+  CHECK(tuned->chassis[0].insecureSkipVerify);
+  CHECK(tuned->chassis[0].readParallelism == 1);
+  CHECK_FALSE(tuned->chassis[0].expand);
   // JSON is YAML too.
   auto j = parseFabricConfig(
       R"({"chassis":[{"name":"s","dialect":"redfish","url":"http://x","auth":"none"}]})");
@@ -59,6 +68,16 @@ TEST_CASE("fabric config: mistakes are refused with the key named", "[fabric][co
       {base + "    attempts: 0\n", "attempts must be an integer"},
       {base + "    readTimeoutMs: fast\n", "readTimeoutMs must be an integer"},
       {base + "    insecureSkipVerify: maybe\n", "insecureSkipVerify must be true or false"},
+      {base + "    caFile: /etc/ca.crt\n", "apply to an https:// url only"},
+      {base + "    insecureSkipVerify: true\n", "apply to an https:// url only"},
+      {"chassis:\n  - name: c0\n    dialect: h3\n    url: https://x\n    caFile: /ca\n"
+       "    insecureSkipVerify: true\n",
+       "exclude each other"},
+      {base + "    readParallelism: 4\n", "readParallelism applies to the redfish dialect only"},
+      {base + "    expand: false\n", "expand applies to the redfish dialect only"},
+      {"chassis:\n  - name: c0\n    dialect: redfish\n    url: https://x\n    auth: none\n"
+       "    readParallelism: 0\n",
+       "readParallelism must be an integer in [1, 16]"},
       {base + "    initialBackoffMs: 900\n    maxBackoffMs: 100\n", "maxBackoffMs"},
       {"chassis:\n  - name: C0\n    dialect: h3\n    url: http://x\n", "DNS label"},
       {"chassis:\n  - name: c0\n    dialect: nvlink\n    url: http://x\n", "dialect must be"},

@@ -280,3 +280,61 @@ TEST_CASE("contract: malformed replies are errors, never a success", "[fabric][c
   REQUIRE_FALSE(moved.ok());
   CHECK(sim.trueHost("falcon-a", "000500") == -1);
 }
+
+TEST_CASE("contract: move() is a verified detach and attach in one call", "[fabric][contract]") {
+  const std::string kind = KINDS;
+  CAPTURE(kind);
+  SimHarness sim(topologyFor(kind), Credentials{"admin", "secret"});
+  SleepLog log;
+  Subject s = makeSubject(kind, sim, log);
+
+  SECTION("an attached GPU to another host, and an unattached one") {
+    const auto readsBefore = sim.counter("falcon-a", "inventory");
+    auto r = s.driver->move(s.gpu("001300"), s.host(48), s.host(0));
+    REQUIRE(r.ok());
+    CHECK(r->changed);
+    CHECK(r->hostBefore == s.host(48));
+    CHECK(r->hostAfter == s.host(0));
+    CHECK(sim.trueHost("falcon-a", "001300") == 0);
+    if (kind == "h3") {
+      // The chassis' own time of a move: unassign, assign and ONE re-read.
+      CHECK(sim.counter("falcon-a", "inventory") - readsBefore == 1);
+      CHECK(r->attempts == 2);
+    }
+    auto u = s.driver->move(s.gpu("000500"), std::nullopt, s.host(48));
+    REQUIRE(u.ok());
+    CHECK_FALSE(u->hostBefore.has_value());
+    CHECK(sim.trueHost("falcon-a", "000500") == 48);
+    CHECK(sim.counter("falcon-a", "unassign") <= 1);  // nothing to detach: none sent
+    CHECK(log.count() == 0);
+  }
+  SECTION("an unassign that does not happen: the GPU stays where it was, never success") {
+    sim.fault(R"({"chassis":"falcon-a","op":"unassign","kind":"lie_success","times":-1})");
+    auto r = s.driver->move(s.gpu("000C00"), s.host(0), s.host(48));
+    REQUIRE_FALSE(r.ok());
+    CHECK((r.error().code == errc::kUnverified || r.error().code == errc::kConflict));
+    CHECK(sim.trueHost("falcon-a", "000C00") == 0);
+  }
+  SECTION("an assign that always fails: error, and the re-read shows where the GPU is") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"fail","times":-1})");
+    auto r = s.driver->move(s.gpu("000C00"), s.host(0), s.host(48));
+    REQUIRE_FALSE(r.ok());
+    CHECK(sim.trueHost("falcon-a", "000C00") != 48);
+    auto inv = s.driver->inventory();
+    REQUIRE(inv.ok());
+    CHECK(inv->find(s.gpu("000C00"))->hostPort != std::optional<std::string>(s.host(48)));
+  }
+  SECTION("the H3 assign quirk (failure answered, move made): success") {
+    sim.fault(R"({"chassis":"falcon-a","op":"assign","kind":"lie_failure"})");
+    auto r = s.driver->move(s.gpu("001300"), s.host(48), s.host(0));
+    REQUIRE(r.ok());
+    CHECK(sim.trueHost("falcon-a", "001300") == 0);
+  }
+  SECTION("a host of another chassis or no host at all: invalid, nothing sent") {
+    const auto sent = sim.counter("falcon-a", "unassign") + sim.counter("falcon-a", "assign");
+    auto bad = s.driver->move(s.gpu("001300"), s.host(48), "");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(sim.trueHost("falcon-a", "001300") == 48);
+    CHECK(sim.counter("falcon-a", "unassign") + sim.counter("falcon-a", "assign") == sent);
+  }
+}

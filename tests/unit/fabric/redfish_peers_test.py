@@ -10,7 +10,13 @@ Usage: redfish_peers_test.py KUBECOMP_FABRIC PEERS_DIR
              login answered 204 with X-Auth-Token and Location is accepted; an attach the
              static mockup does not apply fails as unverified and the GPU stays where it was;
              a ResourceBlock without CompositionStatus is left out with the reason, the rest
-             stays.
+             stays. The Mockup Server advertises $expand: the default read (expanded) and a
+             read without $expand, one GET at a time, show the same inventory, the expanded one
+             in fewer GETs (counted in the server's request log).
+  tls        the Mockup Server over https with a certificate of a CA made here (openssl): with
+             that CA (--ca-file) the inventory is read; with none (the system store) or another
+             CA the read is refused with an error naming the chassis; --insecure-skip-verify
+             reads it with a warning on stderr.
   emulator   DMTF Redfish Interface Emulator (dynamic, populated; its block Processors made
              GPUs with distinct UUIDs in a scratch copy of its template): exactly the 8 GPU
              blocks, its systems as hosts; an attach the service cannot express is refused as
@@ -21,6 +27,7 @@ Exit 0 on success, 77 (skipped) when PEERS_DIR is absent, 1 with the reason othe
 
 import json
 import os
+import ssl
 import shutil
 import socket
 import subprocess
@@ -47,13 +54,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_http(url, proc, log, timeout=30):
+def wait_http(url, proc, log, timeout=30, cafile=None):
     deadline = time.monotonic() + timeout
+    context = ssl.create_default_context(cafile=cafile) if cafile else None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             fail(f"{url}: the peer exited: {open(log).read()[-2000:]}")
         try:
-            with urllib.request.urlopen(url, timeout=2) as r:
+            with urllib.request.urlopen(url, timeout=2, context=context) as r:
                 if r.status == 200:
                     return
         except OSError:
@@ -62,11 +70,11 @@ def wait_http(url, proc, log, timeout=30):
 
 
 class Peer:
-    def __init__(self, argv, cwd, log, url, env):
+    def __init__(self, argv, cwd, log, url, env, cafile=None):
         self.log = log
         self.proc = subprocess.Popen(argv, cwd=cwd, stdout=open(log, "w"), stderr=subprocess.STDOUT,
                                      env=env)
-        wait_http(url, self.proc, log)
+        wait_http(url, self.proc, log, cafile=cafile)
 
     def stop(self):
         self.proc.terminate()
@@ -77,11 +85,11 @@ class Peer:
             self.proc.wait()
 
 
-def fabric(binary, url, *args, auth="none", creds=None):
+def fabric(binary, url, *args, auth="none", creds=None, flags=()):
     argv = [binary, "--dialect", "redfish", "--url", url, "--name", "peer", "--auth", auth]
     if creds:
         argv += ["--credentials-file", creds]
-    argv += list(args)
+    argv += list(flags) + list(args)
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
@@ -95,6 +103,29 @@ def inventory(binary, url, **kw):
 def mutating_requests(log):
     return [line for line in open(log).read().splitlines()
             if any(f'"{m} ' in line for m in ("POST", "PATCH", "DELETE", "PUT"))]
+
+
+def get_requests(log):
+    return [line for line in open(log).read().splitlines() if '"GET ' in line]
+
+
+def expand_versus_plain(binary, url, log):
+    """The default read ($expand, parallel) against a plain one-GET-at-a-time read."""
+    start = len(get_requests(log))
+    expanded = inventory(binary, url)
+    middle = len(get_requests(log))
+    plain = inventory(binary, url, flags=["--no-expand", "--read-parallelism", "1"])
+    end = len(get_requests(log))
+    for key in ("gpus", "hosts", "skipped"):
+        if expanded[key] != plain[key]:
+            fail(f"mockup: {key} differ with and without $expand: {expanded[key]} / {plain[key]}")
+    asked = [line for line in get_requests(log)[start:middle] if "$expand=" in line]
+    if not asked:
+        fail("mockup: the default read asked for no $expand although the service advertises it")
+    if not middle - start < end - middle:
+        fail(f"mockup: expanded read took {middle - start} GETs, plain {end - middle}")
+    ok(f"$expand: the same inventory in {middle - start} GETs instead of {end - middle} "
+       f"(asked: {asked[0].split('GET ')[1].split(' ')[0]})")
 
 
 def mockup(binary, peers, tmp, env):
@@ -125,6 +156,7 @@ def mockup(binary, peers, tmp, env):
         if len(inv["skipped"]) != 1 or "DriveBlock5" not in inv["skipped"][0]:
             fail(f"mockup: skipped {inv['skipped']}, want DriveBlock5 with the reason")
         ok("a block without CompositionStatus is left out, the rest read: " + inv["skipped"][0])
+        expand_versus_plain(binary, url, peer.log)
         creds = os.path.join(tmp, "creds")
         with open(creds, "w") as f:
             f.write("root:password\n")
@@ -148,6 +180,69 @@ def mockup(binary, peers, tmp, env):
         if r.returncode != 0:
             fail(f"mockup: the GPU is no longer unattached: {r.stdout}{r.stderr}")
         ok("the GPU stayed unattached")
+    finally:
+        peer.stop()
+
+
+def openssl(*args, cwd):
+    r = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"openssl {' '.join(args)}: {r.stderr}")
+
+
+def make_ca(tmp, name):
+    """A throwaway CA (EC P-256, 2 days) as <name>.crt / <name>.key in tmp."""
+    cnf = os.path.join(tmp, name + ".cnf")
+    with open(cnf, "w") as f:
+        f.write("[req]\ndistinguished_name=dn\nx509_extensions=ca\nprompt=no\n[dn]\nCN=" + name +
+                "\n[ca]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", name + ".key", "-out", name + ".crt", "-days", "2", "-config", cnf, cwd=tmp)
+    return os.path.join(tmp, name + ".crt")
+
+
+def make_server_cert(tmp, ca):
+    """A serving certificate for 127.0.0.1 signed by CA `ca` (server.crt / server.key)."""
+    ext = os.path.join(tmp, "server.ext")
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                "subjectAltName=IP:127.0.0.1\n")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1", cwd=tmp)
+    openssl("x509", "-req", "-in", "server.csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", "server.crt", cwd=tmp)
+    return os.path.join(tmp, "server.crt"), os.path.join(tmp, "server.key")
+
+
+def tls(binary, peers, tmp, env):
+    ca = make_ca(tmp, "bmc-ca")
+    other = make_ca(tmp, "other-ca")
+    cert, key = make_server_cert(tmp, "bmc-ca")
+    mock = os.path.join(peers, "mockups", "public-composability")
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    server = os.path.join(peers, "Redfish-Mockup-Server", "redfishMockupServer.py")
+    peer = Peer(["/usr/bin/python3", server, "-S", "-D", mock, "-H", "127.0.0.1", "-p", str(port),
+                 "-s", "--cert", cert, "--key", key],
+                tmp, os.path.join(tmp, "mockup-tls.log"), url + "/redfish/v1/", env, cafile=ca)
+    try:
+        inv = inventory(binary, url, flags=["--ca-file", ca])
+        if [g["id"] for g in inv["gpus"]] != ["peer.OffloadBlock9"]:
+            fail(f"tls: GPUs {inv['gpus']} with the right CA")
+        ok("https with the CA that signed the service's certificate: inventory read")
+        for what, flags in (("no CA (the system store)", []), ("another CA", ["--ca-file", other])):
+            r = fabric(binary, url, "inventory", flags=flags)
+            text = r.stdout + r.stderr
+            if r.returncode != 1 or "redfish chassis peer" not in text or \
+                    "certificate verification" not in text:
+                fail(f"tls: {what}: exit {r.returncode}: {text}")
+            ok(f"{what}: refused: " + r.stdout.strip().splitlines()[-1][:160])
+        r = fabric(binary, url, "-o", "json", "inventory", flags=["--insecure-skip-verify"])
+        if r.returncode != 0 or "verification is OFF" not in r.stderr:
+            fail(f"tls: insecure: exit {r.returncode}: {r.stdout}{r.stderr}")
+        if json.loads(r.stdout)["chassis"][0]["gpus"] != inv["gpus"]:
+            fail("tls: insecure read shows other GPUs")
+        ok("--insecure-skip-verify: read, with a warning: " + r.stderr.strip().splitlines()[0][:160])
     finally:
         peer.stop()
 
@@ -203,6 +298,7 @@ def main():
     env = dict(os.environ, PYTHONPATH=os.path.join(peers, "stubs"))
     with tempfile.TemporaryDirectory(prefix="redfish-peers-") as tmp:
         mockup(binary, peers, tmp, env)
+        tls(binary, peers, tmp, env)
         emulator(binary, peers, tmp, env)
     print("PASS")
 
