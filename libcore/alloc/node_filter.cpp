@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "libcore/alloc/node_ports.hpp"
+
 namespace kc::alloc {
 namespace {
 
@@ -176,6 +178,15 @@ FilterReasons resourcesFitFilter(const Resources& podRequest, const SchedNode& n
   return reasons;
 }
 
+void prepareFilters(const SchedPod& pod, std::span<const SchedNode> nodes, FilterOptions& options,
+                    PreparedFilters& prepared) {
+  prepared.interPod = prepareInterPodAffinity(pod, nodes, options.placed, options.namespaces);
+  prepared.spread = prepareTopologySpread(pod, nodes, options.placed);
+  options.interPod = prepared.interPod ? &*prepared.interPod : nullptr;
+  options.spread = prepared.spread ? &*prepared.spread : nullptr;
+  options.prepared = true;
+}
+
 FilterReasons filterNode(const SchedPod& pod, const Resources& request, const SchedNode& node,
                          const NodeUsage& usage, const FilterOptions& options) {
   // kube-scheduler's default plugin order; a node stops at its first failing filter.
@@ -189,8 +200,17 @@ FilterReasons filterNode(const SchedPod& pod, const Resources& request, const Sc
   if (reasons.empty()) {
     reasons = nodeAffinityFilter(pod, node);
   }
+  if (reasons.empty() && !pod.hostPorts.empty()) {
+    reasons = nodePortsFilter(pod, node, options.placed);
+  }
   if (reasons.empty()) {
     reasons = resourcesFitFilter(request, node, usage, options.fit);
+  }
+  if (reasons.empty() && options.spread != nullptr) {
+    reasons = topologySpreadFilter(pod, *options.spread, node);
+  }
+  if (reasons.empty() && options.interPod != nullptr) {
+    reasons = interPodAffinityFilter(pod, *options.interPod, node);
   }
   if (reasons.empty() && options.rt) {
     reasons = options.rt(pod, request, node, usage);
@@ -207,9 +227,17 @@ Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedN
                                              " usage entries");
   }
   const Resources request = podRequests(pod);
+  const FilterOptions* opts = &options;
+  FilterOptions prepared;
+  PreparedFilters state;
+  if (!options.prepared && (options.placed != nullptr || pod.topologySpread != nullptr)) {
+    prepared = options;
+    prepareFilters(pod, nodes, prepared, state);
+    opts = &prepared;
+  }
   NodeFilterResult out;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    FilterReasons reasons = filterNode(pod, request, nodes[i], usage[i], options);
+    FilterReasons reasons = filterNode(pod, request, nodes[i], usage[i], *opts);
     if (reasons.empty()) {
       out.feasible.push_back(i);
     } else {

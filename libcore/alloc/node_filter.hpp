@@ -9,20 +9,32 @@
 //   NodeName           "node(s) didn't match the requested node name"
 //   TaintToleration    "node(s) had untolerated taint {key: value}"
 //   NodeAffinity       "node(s) didn't match Pod's node affinity/selector"
+//   NodePorts          "node(s) didn't have free ports for the requested pod ports"
+//                      (node_ports.hpp; needs FilterOptions::placed)
+//   NodeResourcesFit   (below)
+//   PodTopologySpread  "node(s) didn't match pod topology spread constraints", with
+//                      " (missing required label)" (topology_spread.hpp)
+//   InterPodAffinity   "node(s) didn't satisfy existing pods anti-affinity rules",
+//                      "node(s) didn't match pod affinity rules",
+//                      "node(s) didn't match pod anti-affinity rules" (pod_affinity.hpp)
 //   NodeResourcesFit   "Too many pods", "Insufficient cpu", "Insufficient memory",
 //                      "Insufficient ephemeral-storage", "Insufficient <resource>"
 //   then the extra hook (e.g. real-time admission), whose reasons are its own.
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "libcore/alloc/placed_pods.hpp"
+#include "libcore/alloc/pod_affinity.hpp"
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/sched_objects.hpp"
+#include "libcore/alloc/topology_spread.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {
@@ -78,7 +90,29 @@ using NodeFilterHook = std::function<FilterReasons(const SchedPod& pod, const Re
 struct FilterOptions {
   FitOptions fit{};
   NodeFilterHook rt{};
+  // The pods already on each node, for NodePorts and InterPodAffinity (not owned; null: none
+  // known), and the namespaces' labels for namespaceSelector (null: not known).
+  const PlacedPods* placed = nullptr;
+  const NamespaceLabels* namespaces = nullptr;
+  // The state of InterPodAffinity and PodTopologySpread for the pod being decided, counted
+  // over the whole cluster once per decision (prepareFilters; filterNodes and placePod call it
+  // themselves unless `prepared`). Null: that filter has nothing to check.
+  const InterPodAffinityState* interPod = nullptr;
+  const TopologySpreadState* spread = nullptr;
+  bool prepared = false;
 };
+
+// The states FilterOptions points at, owned by the caller for one decision.
+struct PreparedFilters {
+  std::optional<InterPodAffinityState> interPod{};
+  std::optional<TopologySpreadState> spread{};
+};
+
+// Counts what InterPodAffinity and PodTopologySpread need for `pod` over `nodes` (every node of
+// the cluster: a topology domain spans nodes) into `prepared`, and points `options` at it. A pod
+// that uses neither (while no placed pod has required anti-affinity) costs two tests.
+void prepareFilters(const SchedPod& pod, std::span<const SchedNode> nodes, FilterOptions& options,
+                    PreparedFilters& prepared);
 
 struct RejectedNode {
   std::size_t node = 0;  // index into the nodes given

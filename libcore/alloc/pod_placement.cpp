@@ -47,6 +47,12 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
   }
   FilterOptions filter = options.filter;
   filter.fit.ignoredResources.emplace(kGpuResource);
+  // InterPodAffinity's and PodTopologySpread's counts over the cluster, once per decision
+  // (nothing for a pod that uses neither while no placed pod has required anti-affinity).
+  PreparedFilters prepared;
+  if (!filter.prepared) {
+    prepareFilters(pod, nodes, filter, prepared);
+  }
   const PodRequest request{0, 0, static_cast<std::uint32_t>(gpus)};
   const NodePolicy policy =
       options.policy.compare != nullptr ? options.policy : *findNodePolicy(kDefaultNodePolicy);

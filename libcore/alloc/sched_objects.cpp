@@ -4,6 +4,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "libcore/alloc/pod_fields.hpp"
 #include "libcore/alloc/quantity.hpp"
 
 namespace kc::alloc {
@@ -599,6 +600,9 @@ Result<SchedPod> parsePod(const nlohmann::json& pod) {
     return s.error();
   }
   if (auto s = parsePodPhase(pod, out); !s) {
+    return s.error();
+  }
+  if (auto s = parsePodFields(pod, out); !s) {
     return s.error();
   }
   std::vector<std::string> initNames, names;

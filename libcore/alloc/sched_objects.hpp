@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -94,6 +95,19 @@ struct Toleration {
   std::optional<TaintEffect> effect{};  // empty: every effect
 };
 
+struct PodAffinity;     // pod_affinity.hpp
+struct TopologySpread;  // topology_spread.hpp
+
+// A container port with a hostPort (kube-scheduler's NodePorts filter reads only these): the
+// API's defaults applied, protocol "" read as TCP and hostIP "" as 0.0.0.0 (every address).
+struct HostPort {
+  std::string hostIP{"0.0.0.0"};
+  std::string protocol{"TCP"};  // TCP, UDP or SCTP
+  std::int32_t port = 0;        // 1..65535
+
+  friend bool operator==(const HostPort&, const HostPort&) = default;
+};
+
 struct SchedPod {
   std::string ns{};
   std::string name{};
@@ -119,6 +133,14 @@ struct SchedPod {
   // like one that asks them in its limits.
   bool usesClaims = false;
   std::int64_t claimGpus = 0;
+  // The fields the filters that look at the other pods read (pod_fields.hpp parses them):
+  StringMap labels{};                          // metadata.labels
+  std::vector<std::string> schedulingGates{};  // spec.schedulingGates[*].name; non-empty: gated
+  std::vector<HostPort> hostPorts{};           // spec.containers[*].ports with a hostPort
+  // spec.affinity.podAffinity / podAntiAffinity (pod_affinity.hpp); null when neither is given.
+  std::shared_ptr<const PodAffinity> podAffinity{};
+  // spec.topologySpreadConstraints (topology_spread.hpp); null when none.
+  std::shared_ptr<const TopologySpread> topologySpread{};
 };
 
 struct SchedNode {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "libcore/alloc/node_filter.hpp"
+#include "libcore/alloc/pod_fields.hpp"
 #include "libcore/base/rfc3339.hpp"
 
 namespace kc::sched {
@@ -73,7 +74,10 @@ PodObject readPod(const json& obj, const std::string& ns, const std::string& nam
   p.reconfig = api::reconfigRequestText(obj);
   auto parsed = alloc::parsePod(obj);
   if (parsed) {
-    p.ours = parsed->schedulerName == kSchedulerName;
+    // A pod waiting for its scheduling gates is not considered at all (kube-scheduler's
+    // SchedulingGates PreEnqueue): until the gates are removed it is no more ours to decide
+    // than another scheduler's pod, so it is neither queued nor reserved nor reported on.
+    p.ours = parsed->schedulerName == kSchedulerName && !alloc::schedulingGated(*parsed);
     p.pod = std::move(*parsed);
     p.request = alloc::podRequests(p.pod);
     p.gpus = gpuOf(p.request);
@@ -89,7 +93,10 @@ PodObject readPod(const json& obj, const std::string& ns, const std::string& nam
   }
   // A pod the API server accepted but we cannot read: it is never placed, and holds nothing.
   if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
-    p.ours = spec->value("schedulerName", std::string("default-scheduler")) == kSchedulerName;
+    const auto gates = spec->find("schedulingGates");
+    const bool gated = gates != spec->end() && gates->is_array() && !gates->empty();
+    p.ours =
+        spec->value("schedulerName", std::string("default-scheduler")) == kSchedulerName && !gated;
   }
   p.invalid = parsed.error().message;
   p.pod.ns = ns;
@@ -130,6 +137,7 @@ SchedCache::SchedCache(CacheOptions options)
   if (!opts_.placement.filter.rt) {
     opts_.placement.filter.rt = rt_.hook();
   }
+  opts_.placement.filter.placed = &placed_;  // read under mu_, as every decision runs
   // One path per pool: a pod asking GPUs in its limits goes to device-plugin pools, one whose
   // claims ask them to DRA pools (docs/dra.md). Runs with mu_ held, as every decision does.
   opts_.placement.filter.rt = [this, rt = std::move(opts_.placement.filter.rt)](
@@ -233,6 +241,7 @@ void SchedCache::removePod(const std::string& key) {
       released_ = true;
     }
     forgetLocked(*p);
+    placed_.remove(key);
     rt_.removePod(p->ns, p->name);
     if (p->pod.usesClaims) {
       const auto now = clockOr(opts_.clock).now();
@@ -407,6 +416,7 @@ void SchedCache::refreshHoldingLocked(PodInfo& pod) {
   } else {
     rt_.removePod(pod.ns, pod.name);
   }
+  placed_.place(pod.key, node, pod.pod);
   if (model_.setHolding(pod.key, node, pod.request)) {
     // A pod on a node stopped holding it. A dropped reservation is not a release: its own pod
     // must back off (a timed-out request is not asked again at once).

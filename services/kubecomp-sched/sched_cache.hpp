@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "libcore/alloc/backfill.hpp"
+#include "libcore/alloc/placed_pods.hpp"
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pod_placement.hpp"
 #include "libcore/alloc/pool_model.hpp"
@@ -370,6 +371,9 @@ class SchedCache {
 
   std::unordered_map<std::string, std::unique_ptr<PodInfo>> pods_;
   ClusterModel model_;
+  // The pods holding each node (bound, assumed, reserved) as NodePorts reads them; kept by
+  // refreshHoldingLocked and removePod, next to model_'s holdings.
+  alloc::PlacedPods placed_;
   SchedulingQueue queue_;
   // The pods with Hold::kReserved by reservation order (oldest first), and how many are
   // kAssumed: indexes of the pods' own state, kept by setHoldLocked alone.

@@ -112,6 +112,10 @@ std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Clock::ti
   }
   alloc::FilterOptions filter = opts_.placement.filter;
   filter.fit.ignoredResources.emplace(alloc::kGpuResource);
+  // InterPodAffinity and PodTopologySpread count over the whole cluster (a topology domain
+  // spans nodes), not over the one node checked here.
+  alloc::PreparedFilters prepared;
+  alloc::prepareFilters(pod.pod, model_.nodes(), filter, prepared);
   auto result =
       alloc::filterNodes(pod.pod, std::span<const alloc::SchedNode>(&model_.nodes()[i], 1),
                          std::span<const alloc::NodeUsage>(&others, 1), filter);

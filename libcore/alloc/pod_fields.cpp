@@ -1,0 +1,158 @@
+#include "libcore/alloc/pod_fields.hpp"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "libcore/alloc/pod_affinity.hpp"
+#include "libcore/alloc/topology_spread.hpp"
+
+namespace kc::alloc {
+
+namespace detail {
+
+Error invalid(const std::string& field, const std::string& why) {
+  return makeError(kc::errc::kInvalid, field + ": " + why);
+}
+
+const nlohmann::json& at(const nlohmann::json& obj, const char* key) {
+  static const nlohmann::json kNull;  // an immutable constant, not shared state
+  if (!obj.is_object()) {
+    return kNull;
+  }
+  auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::at;
+using detail::invalid;
+using nlohmann::json;
+
+Status parseLabels(const json& metadata, SchedPod& out) {
+  const json& labels = at(metadata, "labels");
+  if (labels.is_null()) {
+    return okStatus();
+  }
+  if (!labels.is_object()) {
+    return invalid("metadata.labels", "not a map");
+  }
+  for (const auto& [k, v] : labels.items()) {
+    if (!v.is_string()) {
+      return invalid("metadata.labels[" + k + "]", "not a string");
+    }
+    out.labels.emplace(k, v.get<std::string>());
+  }
+  return okStatus();
+}
+
+Status parseGates(const json& spec, SchedPod& out) {
+  const json& gates = at(spec, "schedulingGates");
+  if (gates.is_null()) {
+    return okStatus();
+  }
+  if (!gates.is_array()) {
+    return invalid("spec.schedulingGates", "not a list");
+  }
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    const std::string f = "spec.schedulingGates[" + std::to_string(i) + "].name";
+    const json& name = at(gates[i], "name");
+    if (!name.is_string() || name.get_ref<const std::string&>().empty()) {
+      return invalid(f, "must be a non-empty string");
+    }
+    out.schedulingGates.push_back(name.get<std::string>());
+  }
+  return okStatus();
+}
+
+Status parsePort(const json& port, const std::string& f, SchedPod& out) {
+  if (!port.is_object()) {
+    return invalid(f, "not an object");
+  }
+  const json& hostPort = at(port, "hostPort");
+  if (hostPort.is_null()) {
+    return okStatus();
+  }
+  if (!hostPort.is_number_integer() || hostPort.get<std::int64_t>() < 0 ||
+      hostPort.get<std::int64_t>() > 65535) {
+    return invalid(f + ".hostPort", "must be an integer in 0..65535");
+  }
+  HostPort hp;
+  hp.port = static_cast<std::int32_t>(hostPort.get<std::int64_t>());
+  const json& protocol = at(port, "protocol");
+  if (!protocol.is_null()) {
+    if (!protocol.is_string()) {
+      return invalid(f + ".protocol", "not a string");
+    }
+    const std::string& p = protocol.get_ref<const std::string&>();
+    if (p != "TCP" && p != "UDP" && p != "SCTP" && !p.empty()) {
+      return invalid(f + ".protocol", "'" + p + "' is not one of TCP, UDP, SCTP");
+    }
+    if (!p.empty()) {
+      hp.protocol = p;
+    }
+  }
+  const json& hostIP = at(port, "hostIP");
+  if (!hostIP.is_null()) {
+    if (!hostIP.is_string()) {
+      return invalid(f + ".hostIP", "not a string");
+    }
+    if (!hostIP.get_ref<const std::string&>().empty()) {
+      hp.hostIP = hostIP.get<std::string>();
+    }
+  }
+  if (hp.port > 0) {  // hostPort 0: no host port (NodePorts skips it)
+    out.hostPorts.push_back(std::move(hp));
+  }
+  return okStatus();
+}
+
+Status parseHostPorts(const json& spec, SchedPod& out) {
+  const json& containers = at(spec, "containers");
+  if (!containers.is_array()) {
+    return okStatus();  // parsePod has already required the list
+  }
+  for (std::size_t c = 0; c < containers.size(); ++c) {
+    const json& ports = at(containers[c], "ports");
+    const std::string f = "spec.containers[" + std::to_string(c) + "].ports";
+    if (ports.is_null()) {
+      continue;
+    }
+    if (!ports.is_array()) {
+      return invalid(f, "not a list");
+    }
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      if (auto s = parsePort(ports[i], f + "[" + std::to_string(i) + "]", out); !s) {
+        return s;
+      }
+    }
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+Status parsePodFields(const nlohmann::json& pod, SchedPod& out) {
+  if (auto s = parseLabels(at(pod, "metadata"), out); !s) {
+    return s;
+  }
+  const json& spec = at(pod, "spec");
+  if (auto s = parseGates(spec, out); !s) {
+    return s;
+  }
+  auto affinity = parsePodAffinity(spec);
+  if (!affinity) {
+    return affinity.error();
+  }
+  out.podAffinity = std::move(*affinity);
+  auto spread = parseTopologySpread(spec);
+  if (!spread) {
+    return spread.error();
+  }
+  out.topologySpread = std::move(*spread);
+  return parseHostPorts(spec, out);
+}
+
+}  // namespace kc::alloc
