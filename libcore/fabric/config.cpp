@@ -201,6 +201,21 @@ Status parseChassisKey(ChassisConfig& c, const std::string& key, const YAML::Nod
       return v.error();
     }
     c.readParallelism = static_cast<std::uint32_t>(*v);
+  } else if (key == "style" || key == "fabric") {
+    if (c.dialect != "redfish") {
+      return invalid(at + " applies to the redfish dialect only");
+    }
+    auto v = scalarString(value, at);
+    if (!v) {
+      return v.error();
+    }
+    if (key == "fabric") {
+      c.fabric = *v;
+    } else if (*v == "composition" || *v == "fabric") {
+      c.style = *v == "fabric" ? RedfishStyle::kFabric : RedfishStyle::kComposition;
+    } else {
+      return invalid(at + " must be composition or fabric");
+    }
   } else if (isCallPolicyKey(key)) {
     return parseCallPolicyKey(c.policy, key, value, at);
   } else {
@@ -223,6 +238,12 @@ Status checkChassis(const ChassisConfig& c, const std::string& where, bool sawAu
   }
   if (c.policy.maxBackoff < c.policy.initialBackoff) {
     return invalid(where + ": maxBackoffMs must not be below initialBackoffMs");
+  }
+  if (!c.fabric.empty() && c.style != RedfishStyle::kFabric) {
+    return invalid(where + ": fabric applies to style fabric only");
+  }
+  if (c.fabric.size() > 128) {
+    return invalid(where + ": fabric must be a Fabric Id of at most 128 characters");
   }
   if (c.dialect == "redfish" && c.auth != RedfishAuth::kNone && c.credentialsFile.empty()) {
     return invalid(where + ": redfish auth " +
@@ -357,6 +378,8 @@ Result<std::unique_ptr<FabricDriver>> makeDriver(const ChassisConfig& c, Sleeper
     o.sleeper = std::move(sleeper);
     o.readParallelism = c.readParallelism;
     o.expand = c.expand;
+    o.style = c.style;
+    o.fabric = c.fabric;
     auto d = RedfishDriver::create(std::move(o));
     if (!d) {
       return d.error();

@@ -18,11 +18,10 @@
 //       insecureSkipVerify: false    # https: no certificate check (logged as a warning)
 //       readParallelism: 4           # redfish only: GETs in flight at once (1..16)
 //       expand: true                 # redfish only: $expand where the service advertises it
-//       readTimeoutMs: 15000         # per request, inventory reads
-//       moveTimeoutMs: 45000         # per request, attach/detach
-//       attempts: 3
-//       initialBackoffMs: 500
-//       maxBackoffMs: 8000
+//       style: composition           # redfish only: composition (CompositionService) | fabric
+//       fabric: CXL                  # redfish style fabric only: the Fabric's Id (default: the
+//       only one) readTimeoutMs: 15000         # per request, inventory reads moveTimeoutMs: 45000
+//       # per request, attach/detach attempts: 3 initialBackoffMs: 500 maxBackoffMs: 8000
 //
 // Unknown keys are errors (a typo must not silently fall back to a default), as are duplicate
 // chassis names, a dialect-specific key on the other dialect, and out-of-range numbers. TLS
@@ -53,8 +52,10 @@ struct ChassisConfig {
   std::string credentialsFile;               // empty: no credentials
   std::string caFile;
   bool insecureSkipVerify = false;
-  std::uint32_t readParallelism = 4;  // redfish
-  bool expand = true;                 // redfish
+  std::uint32_t readParallelism = 4;                // redfish
+  bool expand = true;                               // redfish
+  RedfishStyle style = RedfishStyle::kComposition;  // redfish
+  std::string fabric;                               // redfish, style fabric: the Fabric Id
   CallPolicy policy;
 };
 

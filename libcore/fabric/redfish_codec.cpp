@@ -6,15 +6,11 @@
 #include "libcore/fabric/types.hpp"
 
 namespace kc::fabric::redfish {
-namespace {
-
-using nlohmann::json;
-
 Error protocolError(std::string message) {
   return makeError(errc::kProtocol, std::move(message));
 }
 
-Result<json> parseObject(std::string_view body, std::string_view what) {
+Result<nlohmann::json> parseObject(std::string_view body, std::string_view what) {
   auto doc = parseJsonGuarded(body, what);
   if (!doc) {
     return doc.error();
@@ -26,8 +22,7 @@ Result<json> parseObject(std::string_view body, std::string_view what) {
   return doc;
 }
 
-// {"@odata.id": "/..."} -> the link; the link must be an absolute path.
-Result<std::string> linkOf(const json& value, std::string_view where) {
+Result<std::string> linkOf(const nlohmann::json& value, std::string_view where) {
   if (!value.is_object()) {
     return protocolError(std::string(where) + " is not a link object");
   }
@@ -43,6 +38,12 @@ Result<std::string> linkOf(const json& value, std::string_view where) {
   }
   return link;
 }
+
+namespace {
+
+using nlohmann::json;
+
+// {"@odata.id": "/..."} -> the link; the link must be an absolute path.
 
 Result<std::optional<json>> optionalMember(const json& obj, const char* key, json::value_t type,
                                            std::string_view where) {

@@ -23,6 +23,7 @@
 //  session login        POST <Sessions> {"UserName","Password"} -> 201 + X-Auth-Token
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,13 @@
 #include "libcore/base/result.hpp"
 
 namespace kc::fabric::redfish {
+
+// JSON helpers of both Redfish codecs (the composition style here, the Fabrics style in
+// redfish_fabric_codec.cpp): a `protocol` error; a body that must be one JSON object (size and
+// depth guarded); an {"@odata.id": "/..."} link, an absolute path without query or fragment.
+Error protocolError(std::string message);
+Result<nlohmann::json> parseObject(std::string_view body, std::string_view what);
+Result<std::string> linkOf(const nlohmann::json& value, std::string_view where);
 
 // DSP0266 names the service root "/redfish/v1/" (with the slash); some services redirect the
 // slash-less form, others answer both.

@@ -31,6 +31,10 @@ Result<std::unique_ptr<RedfishDriver>> RedfishDriver::create(RedfishOptions opti
     return makeError(errc::kInvalid, "redfish chassis " + options.chassis +
                                          ": session/basic auth needs credentials");
   }
+  if (options.style != RedfishStyle::kFabric && !options.fabric.empty()) {
+    return makeError(errc::kInvalid, "redfish chassis " + options.chassis +
+                                         ": a fabric Id applies to the fabric style only");
+  }
   if (!options.sleeper) {
     options.sleeper = realSleeper();
   }
@@ -304,48 +308,60 @@ Result<RedfishDriver::CollectionRead> RedfishDriver::readCollection(const std::s
   return makeError(errc::kProtocol, what + " at " + link + " has more than 64 pages");
 }
 
-Result<Inventory> RedfishDriver::inventory() {
-  std::lock_guard lock(mutex_);
-  auto view = readView();
-  if (!view) {
-    return view.error();
-  }
-  Inventory inv;
-  inv.skipped = view->skipped;
-  for (auto& [id, block] : view->blocks) {
-    if (block.gpuBlock) {  // compute blocks are hosts, never GPUs
-      inv.gpus.push_back(block.gpu);
+void detail::markDuplicateUuids(std::vector<GpuInfo>& gpus) {
+  std::map<std::string, std::vector<GpuInfo*>> byUuid;
+  for (auto& g : gpus) {
+    if (!g.uuid.empty()) {
+      byUuid[g.uuid].push_back(&g);
     }
   }
-  if (view->computeHosts) {
-    for (const auto& [id, block] : view->blocks) {
-      if (!block.gpuBlock) {
-        inv.hosts.push_back(id);
+  for (auto& [uuid, same] : byUuid) {
+    for (GpuInfo* g : same) {
+      if (same.size() > 1 && g->health == GpuHealth::kOk) {
+        g->health = GpuHealth::kUnhealthy;
+        g->healthDetail = "UUID " + uuid + " is reported by " + std::to_string(same.size()) +
+                          " GPUs of this chassis (no identity a node can check)";
       }
     }
+  }
+}
+
+Result<Inventory> RedfishDriver::inventory() {
+  std::lock_guard lock(mutex_);
+  Inventory inv;
+  if (options_.style == RedfishStyle::kFabric) {
+    auto read = fabricInventory();
+    if (!read) {
+      return read.error();
+    }
+    inv = std::move(*read);
   } else {
-    for (const auto& [sysId, link] : view->systemIdToLink) {
-      inv.hosts.push_back(sysId);
+    auto view = readView();
+    if (!view) {
+      return view.error();
+    }
+    inv.skipped = view->skipped;
+    for (auto& [id, block] : view->blocks) {
+      if (block.gpuBlock) {  // compute blocks are hosts, never GPUs
+        inv.gpus.push_back(block.gpu);
+      }
+    }
+    if (view->computeHosts) {
+      for (const auto& [id, block] : view->blocks) {
+        if (!block.gpuBlock) {
+          inv.hosts.push_back(id);
+        }
+      }
+    } else {
+      for (const auto& [sysId, link] : view->systemIdToLink) {
+        inv.hosts.push_back(sysId);
+      }
     }
   }
   std::sort(inv.gpus.begin(), inv.gpus.end(),
             [](const GpuInfo& a, const GpuInfo& b) { return a.id < b.id; });
   // A UUID two GPUs report identifies neither: a node could not tell which one it has.
-  std::map<std::string, std::vector<GpuInfo*>> byUuid;
-  for (auto& g : inv.gpus) {
-    if (!g.uuid.empty()) {
-      byUuid[g.uuid].push_back(&g);
-    }
-  }
-  for (auto& [uuid, gpus] : byUuid) {
-    for (GpuInfo* g : gpus) {
-      if (gpus.size() > 1 && g->health == GpuHealth::kOk) {
-        g->health = GpuHealth::kUnhealthy;
-        g->healthDetail = "UUID " + uuid + " is reported by " + std::to_string(gpus.size()) +
-                          " GPUs of this chassis (no identity a node can check)";
-      }
-    }
-  }
+  detail::markDuplicateUuids(inv.gpus);
   return inv;
 }
 

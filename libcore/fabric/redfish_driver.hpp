@@ -19,13 +19,23 @@
 //     holds nothing else but compute blocks;
 //  3. otherwise errc::kUnsupported, naming what the service lacks.
 // ETags are sent when the service offers them (re-reading and retrying on 428/412), and every
-// move is verified by re-reading (verifiedMove).
+// move is verified by re-reading (verifiedMove): first the GPU's own ResourceBlock alone (one
+// GET), which proves a move when the block names the system it is now in (or, on a service
+// whose blocks name their systems, none); whatever that block cannot prove, the whole View
+// decides.
 //
 // Reading: the Systems and ResourceBlocks collections are read with `$expand` when the service
 // root advertises it (ProtocolFeaturesSupported.ExpandQuery; redfish_expand.hpp), so members
 // arrive inline; members (and GPU Processors) that did not arrive are fetched in parallel,
 // `readParallelism` at a time. Whatever way a resource arrived, it is parsed by the same parser
 // and in the collection's order, so the View does not depend on how it was read.
+//
+// Style "fabric" (RedfishStyle::kFabric; redfish_fabric.cpp): DSP0268 Fabrics instead of the
+// CompositionService, as PCIe/CXL fabric managers expose them. GPUs are the Fabric's target
+// Endpoints whose Processor entity has ProcessorType "GPU" (local id: the Endpoint Id), hosts
+// its initiator Endpoints (host: the Endpoint Id), and a Connection from a host to a GPU is
+// the attachment: attach = POST of a Connection to the Fabric's Connections collection,
+// detach = DELETE of that Connection; verified by re-reading like every move.
 
 #include <atomic>
 #include <functional>
@@ -42,6 +52,7 @@
 #include "libcore/fabric/driver.hpp"
 #include "libcore/fabric/redfish_codec.hpp"
 #include "libcore/fabric/redfish_expand.hpp"
+#include "libcore/fabric/redfish_fabric_codec.hpp"
 #include "libcore/fabric/verified_move.hpp"
 #include "libcore/net/http_client.hpp"
 
@@ -52,6 +63,9 @@ struct Endpoint;
 }
 
 enum class RedfishAuth : std::uint8_t { kSession, kBasic, kNone };
+// How the service attaches GPUs: CompositionService ResourceBlocks (DSP0266 composition) or
+// DSP0268 Fabrics (Endpoints and Connections).
+enum class RedfishStyle : std::uint8_t { kComposition, kFabric };
 
 struct RedfishOptions {
   std::string chassis;  // DNS label; prefix of this service's GPU ids
@@ -66,6 +80,8 @@ struct RedfishOptions {
   // expanded replies are wrong).
   std::uint32_t readParallelism = 4;
   bool expand = true;
+  RedfishStyle style = RedfishStyle::kComposition;
+  std::string fabric;  // kFabric: the Fabric's Id; empty: the service's only Fabric
 };
 
 class RedfishDriver final : public FabricDriver {
@@ -74,6 +90,7 @@ class RedfishDriver final : public FabricDriver {
   ~RedfishDriver() override;
 
   std::string_view dialect() const override { return "redfish"; }
+  RedfishStyle style() const { return options_.style; }
   const std::string& name() const override { return options_.chassis; }
 
   Result<Inventory> inventory() override;
@@ -136,6 +153,26 @@ class RedfishDriver final : public FabricDriver {
     std::optional<std::string> compositionTarget;
   };
 
+  // The fabric style's view (redfish_fabric.cpp).
+  struct FabricGpu {
+    std::string link;  // the Endpoint's @odata.id
+    GpuInfo gpu;
+    std::vector<std::string> connections;  // Connections that target it (their links)
+    std::vector<std::string> named;        // the Endpoint's own Links.Connections
+  };
+  struct FabricView {
+    std::map<std::string, FabricGpu> gpus;             // by Endpoint Id
+    std::map<std::string, std::string> hosts;          // initiator Endpoint Id -> link
+    std::map<std::string, std::string> linkToId;       // Endpoint links -> Id (GPUs, hosts)
+    std::map<std::string, redfish::Connection> conns;  // by link
+    std::vector<std::string> skipped;
+  };
+  struct FabricLinks {
+    std::string id;
+    std::string endpoints;
+    std::optional<std::string> connections;
+  };
+
   RedfishDriver(RedfishOptions options, std::unique_ptr<detail::Endpoint> endpoint);
   Result<Reply> call(const std::string& method, const std::string& target, const std::string& body,
                      std::chrono::milliseconds timeout, bool authenticated = true);
@@ -160,6 +197,7 @@ class RedfishDriver final : public FabricDriver {
   void prefetchProcessors(const std::vector<std::string>& links, Fetched& fetched);
   Result<Ok> readAttachments(View& view, const Fetched& fetched);
   static Result<Ok> assignGpuHosts(View& view);
+  static std::string hostOfSystem(const View& view, const std::string& sysLink);
   Result<std::string> localIdOf(const std::string& gpuId) const;
   // A move and its steps (redfish_move.cpp).
   Result<MoveReport> move(const std::string& gpuId, const std::optional<std::string>& host);
@@ -174,12 +212,32 @@ class RedfishDriver final : public FabricDriver {
                              const std::optional<std::string>& host, const std::string& verb);
   Result<Observed> observeMove(View& view, const std::string& gpuId, const std::string& localId,
                                const std::optional<std::string>& host, const std::string& verb);
+  // One GET of the GPU's own ResourceBlock: kReached when that block alone proves the move,
+  // nothing when it does not (observeMove then reads the whole View).
+  Result<std::optional<Observed>> observeBlock(View& view, const std::string& localId,
+                                               const std::optional<std::string>& host);
   // Every member of a collection (all pages); with `expandLevels` > 0 and a service that
   // expands, asked with $expand and the inline resources kept.
   Result<CollectionRead> readCollection(const std::string& link, const std::string& what,
                                         std::int64_t expandLevels = 0);
   // A fresh ETag of a resource that arrived inline without one (the action needs it).
   std::optional<std::string> freshEtag(const std::string& link);
+  // The fabric style (redfish_fabric.cpp); called with mutex_ held.
+  Result<Ok> discoverFabric();
+  Result<FabricLinks> chooseFabric(const std::vector<std::string>& fabrics);
+  Result<FabricView> readFabricView();
+  Result<FabricView> readFabricViewOnce();
+  Result<Ok> loadEndpoint(FabricView& view, const std::string& link, const Fetched& fetched);
+  Result<Ok> loadConnections(FabricView& view, const std::vector<std::string>& links,
+                             Fetched& fetched);
+  Result<Inventory> fabricInventory();
+  Result<MoveReport> fabricMove(const std::string& gpuId, const std::optional<std::string>& host);
+  Result<MoveClaim> sendFabricMove(const FabricView& view, const std::string& localId,
+                                   const std::optional<std::string>& host, const std::string& verb);
+  Result<Observed> observeFabricMove(FabricView& view, const std::string& gpuId,
+                                     const std::string& localId,
+                                     const std::optional<std::string>& host,
+                                     const std::string& verb);
 
   RedfishOptions options_;
   std::unique_ptr<detail::Endpoint> endpoint_;
@@ -188,6 +246,7 @@ class RedfishDriver final : public FabricDriver {
   std::optional<redfish::CompositionService> composition_;
   std::optional<std::string> zoneCompositionTarget_;  // from a ResourceZone's capabilities
   std::string blocksLink_;
+  std::optional<FabricLinks> fabric_;       // kFabric: the Fabric in use, once discovered
   redfish::ExpandSupport expand_;           // from the service root
   std::atomic<bool> expandRefused_{false};  // the service answered $expand with 400/405/501
   // The reads of one call run on several threads: the session is shared under its own mutex.

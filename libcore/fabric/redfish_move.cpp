@@ -1,7 +1,9 @@
 // RedfishDriver: attach and detach. How the service can do a move (its actions, or specific
-// composition; see redfish_driver.hpp), sending it, and verifying it by re-reading the View.
+// composition; see redfish_driver.hpp), sending it, and verifying it by re-reading the GPU's
+// ResourceBlock, and the View where that block alone does not prove the move.
 
 #include <algorithm>
+#include <set>
 
 #include "libcore/fabric/redfish_driver.hpp"
 #include "libcore/fabric/redfish_driver_internal.hpp"
@@ -17,19 +19,18 @@ bool allows(const std::optional<std::vector<std::string>>& allowable, const std:
          }) != allowable->end();
 }
 
-// What the service's answer (HTTP status `st`) to a move request amounts to, before the re-read
-// shows whether the move happened.
-Result<MoveClaim> claimOf(const std::string& chassis, const std::string& verb,
-                          const std::string& method, const std::string& target, unsigned st,
-                          const std::string& body) {
+}  // namespace
+
+Result<MoveClaim> detail::claimOf(const std::string& chassis, const std::string& verb,
+                                  const std::string& method, const std::string& target, unsigned st,
+                                  const std::string& body) {
   MoveClaim claim;
   claim.note = "service answered HTTP " + std::to_string(st) + " but the " + verb + " happened";
   if (st == 200 || st == 201 || st == 204) {
     claim.kind = MoveClaim::Kind::kDone;
     claim.note.clear();
-    claim.error =
-        makeError(errc::kUnverified, "service answered HTTP " + std::to_string(st) +
-                                         " but the ResourceBlock does not show the change");
+    claim.error = makeError(errc::kUnverified, "service answered HTTP " + std::to_string(st) +
+                                                   " but the re-read does not show the change");
   } else if (st == 202) {
     claim.kind = MoveClaim::Kind::kAccepted;
     claim.note.clear();
@@ -51,8 +52,6 @@ Result<MoveClaim> claimOf(const std::string& chassis, const std::string& verb,
   }
   return claim;
 }
-
-}  // namespace
 
 Result<MoveReport> RedfishDriver::attach(const std::string& gpuId, const std::string& host) {
   std::lock_guard lock(mutex_);
@@ -198,6 +197,9 @@ Result<RedfishDriver::MovePlan> RedfishDriver::planDetach(const View& view,
 // attach (host set) or detach (host empty), verified by re-reading the ResourceBlocks.
 Result<MoveReport> RedfishDriver::move(const std::string& gpuId,
                                        const std::optional<std::string>& host) {
+  if (options_.style == RedfishStyle::kFabric) {
+    return fabricMove(gpuId, host);
+  }
   auto localId = localIdOf(gpuId);
   if (!localId) {
     return localId.error();
@@ -302,14 +304,23 @@ Result<MoveClaim> RedfishDriver::sendMove(const View& view, const std::string& l
     claim.note = "request failed (" + reply.error().message + ") but the " + verb + " happened";
     return claim;
   }
-  return claimOf(options_.chassis, verb, method, plan->target, reply->status, reply->body);
+  return detail::claimOf(options_.chassis, verb, method, plan->target, reply->status, reply->body);
 }
 
-// Re-reads the View (kept in `view` for the next send) and says whether the move shows.
+// Re-reads the GPU's block, and where that does not prove the move the View (kept in `view`
+// for the next send), and says whether the move shows.
 Result<Observed> RedfishDriver::observeMove(View& view, const std::string& gpuId,
                                             const std::string& localId,
                                             const std::optional<std::string>& host,
                                             const std::string& verb) {
+  auto proved = observeBlock(view, localId, host);
+  if (!proved) {
+    return makeError(proved.error().code,
+                     verb + " " + gpuId + ": could not verify: " + proved.error().message);
+  }
+  if (*proved) {
+    return **proved;
+  }
   auto after = readView();
   if (!after) {
     return makeError(after.error().code,
@@ -334,6 +345,55 @@ Result<Observed> RedfishDriver::observeMove(View& view, const std::string& gpuId
                                           " (moved by someone else?)");
   }
   return Observed::kNotYet;
+}
+
+// The block is read and parsed as readView reads it (its collection link, parseResourceBlock,
+// the ETag header else @odata.etag). It proves the move only when nothing else the View holds
+// could change the verdict: the same GPU block (same Id, same Processors), composed into one
+// system the View knows (its host by the View's own rule), or into none where the block named
+// its system before the move (the service reports attachment on the block's side; a service
+// that lists it only on the system's side needs the whole View). Whatever it does not prove,
+// including not yet, unhealthy and moved elsewhere, and a 404 or malformed body (re-numbered,
+// gone), is left to the full read, which decides it as before.
+Result<std::optional<Observed>> RedfishDriver::observeBlock(
+    View& view, const std::string& localId, const std::optional<std::string>& host) {
+  const auto it = view.blocks.find(localId);
+  if (it == view.blocks.end() || !it->second.gpuBlock) {
+    return std::optional<Observed>();
+  }
+  Block& entry = it->second;
+  auto reply = getOk(entry.link);
+  if (!reply) {
+    if (reply.error().code == errc::kNotFound || reply.error().code == errc::kProtocol) {
+      return std::optional<Observed>();
+    }
+    return reply.error();
+  }
+  auto block = redfish::parseResourceBlock(reply->body);
+  if (!block || block->id != localId || block->isCompute() ||
+      block->processors != entry.block.processors) {
+    return std::optional<Observed>();
+  }
+  const std::set<std::string> systems(block->systems.begin(), block->systems.end());
+  std::optional<std::string> hostNow;
+  if (systems.size() > 1 || (systems.size() == 1 && !view.systems.count(*systems.begin()))) {
+    return std::optional<Observed>();
+  }
+  if (systems.size() == 1) {
+    hostNow = hostOfSystem(view, *systems.begin());
+  } else if (entry.block.systems.empty()) {
+    return std::optional<Observed>();  // no proof the service names systems on the block
+  }
+  if (host ? hostNow != *host : hostNow.has_value()) {
+    return std::optional<Observed>();
+  }
+  entry.etag = reply->etag ? reply->etag : block->etag;
+  entry.embedded = false;
+  entry.systemLinks = systems;
+  entry.systemLink = systems.empty() ? std::nullopt : std::optional(*systems.begin());
+  entry.gpu.hostPort = hostNow;
+  entry.block = std::move(*block);
+  return std::optional<Observed>(Observed::kReached);
 }
 
 }  // namespace kc::fabric

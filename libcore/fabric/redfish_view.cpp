@@ -7,27 +7,10 @@
 #include <thread>
 
 #include "libcore/fabric/redfish_driver.hpp"
+#include "libcore/fabric/redfish_driver_internal.hpp"
 
 namespace kc::fabric {
 namespace {
-
-// Runs work(0) .. work(n-1), at most `width` at once; the calling thread is one of them.
-void runBounded(std::size_t n, std::size_t width, const std::function<void(std::size_t)>& work) {
-  std::atomic<std::size_t> next{0};
-  const auto loop = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
-      work(i);
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < std::min(width, n); ++t) {
-    helpers.emplace_back(loop);
-  }
-  loop();
-  for (auto& t : helpers) {
-    t.join();
-  }
-}
 
 bool healthy(const std::optional<std::string>& health) {
   return !health || *health == "OK";
@@ -62,6 +45,24 @@ GpuInfo gpuInfoOf(const std::string& chassis, const redfish::ResourceBlock& bloc
 
 }  // namespace
 
+void detail::runBounded(std::size_t n, std::size_t width,
+                        const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> next{0};
+  const auto loop = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      work(i);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < std::min(width, n); ++t) {
+    helpers.emplace_back(loop);
+  }
+  loop();
+  for (auto& t : helpers) {
+    t.join();
+  }
+}
+
 Result<RedfishDriver::View> RedfishDriver::readView() {
   auto view = readViewOnce();
   if (!view && view.error().code == errc::kNotFound) {
@@ -83,7 +84,7 @@ Result<RedfishDriver::View> RedfishDriver::readViewOnce() {
   }
   Result<CollectionRead> systems = makeError(errc::kInternal, "not read");
   Result<CollectionRead> blocks = makeError(errc::kInternal, "not read");
-  runBounded(2, options_.readParallelism, [&](std::size_t i) {
+  detail::runBounded(2, options_.readParallelism, [&](std::size_t i) {
     if (i == 0) {
       systems = readCollection(root_->systems, "Redfish Systems collection", 1);
     } else {
@@ -146,8 +147,8 @@ void RedfishDriver::prefetch(const std::vector<std::string>& links, Fetched& fet
     }
   }
   std::vector<std::optional<Result<Reply>>> replies(todo.size());
-  runBounded(todo.size(), std::max<std::uint32_t>(1, options_.readParallelism),
-             [&](std::size_t i) { replies[i] = getOk(todo[i]); });
+  detail::runBounded(todo.size(), std::max<std::uint32_t>(1, options_.readParallelism),
+                     [&](std::size_t i) { replies[i] = getOk(todo[i]); });
   for (std::size_t i = 0; i < todo.size(); ++i) {
     fetched.emplace(todo[i], std::move(*replies[i]));
   }
@@ -309,18 +310,22 @@ Result<Ok> RedfishDriver::assignGpuHosts(View& view) {
     }
     const std::string& sysLink = *block.systemLinks.begin();
     block.systemLink = sysLink;
-    block.gpu.hostPort = view.systems[sysLink].system.id;
-    if (view.computeHosts) {
-      // The host is the compute block composed into the same system.
-      for (const auto& [otherId, other] : view.blocks) {
-        if (!other.gpuBlock && other.systemLinks.count(sysLink)) {
-          block.gpu.hostPort = otherId;
-          break;
-        }
+    block.gpu.hostPort = hostOfSystem(view, sysLink);
+  }
+  return Ok{};
+}
+
+// The host a GPU composed into system `sysLink` (one of view.systems) belongs to.
+std::string RedfishDriver::hostOfSystem(const View& view, const std::string& sysLink) {
+  if (view.computeHosts) {
+    // The host is the compute block composed into the same system.
+    for (const auto& [otherId, other] : view.blocks) {
+      if (!other.gpuBlock && other.systemLinks.count(sysLink)) {
+        return otherId;
       }
     }
   }
-  return Ok{};
+  return view.systems.at(sysLink).system.id;
 }
 
 }  // namespace kc::fabric

@@ -88,7 +88,9 @@ Result<ChassisSpec> readChassisFields(const json& c, const std::string& at) {
   auto m = str(c, "gpuModel", at, false);
   auto gep = str(c, "gep", at, false, "0");
   auto auth = str(c, "auth", at, false, "session");
-  for (const auto* r : {&n, &d, &e, &m, &gep, &auth}) {
+  auto style = str(c, "style", at, false, "composition");
+  auto fabric = str(c, "fabric", at, false);
+  for (const auto* r : {&n, &d, &e, &m, &gep, &auth, &style, &fabric}) {
     if (!*r) {
       return r->error();
     }
@@ -99,6 +101,8 @@ Result<ChassisSpec> readChassisFields(const json& c, const std::string& at) {
   cs.gpuModel = *m;
   cs.gep = *gep;
   cs.auth = *auth;
+  cs.style = *style;
+  cs.fabric = *fabric;
   return cs;
 }
 
@@ -115,6 +119,18 @@ Status checkChassis(const ChassisSpec& cs, const std::string& at, std::set<std::
   }
   if (cs.auth != "session" && cs.auth != "basic" && cs.auth != "none") {
     return makeError(errc::kInvalid, at + ".auth '" + cs.auth + "' is not session, basic or none");
+  }
+  if (cs.style != "composition" && cs.style != "fabric") {
+    return makeError(errc::kInvalid, at + ".style '" + cs.style + "' is not composition or fabric");
+  }
+  if (cs.style == "fabric" && cs.driver != "redfish") {
+    return makeError(errc::kInvalid, at + ".style fabric applies to the redfish driver only");
+  }
+  if (!cs.fabric.empty() && cs.style != "fabric") {
+    return makeError(errc::kInvalid, at + ".fabric applies to style fabric only");
+  }
+  if (cs.fabric.size() > 128) {
+    return makeError(errc::kInvalid, at + ".fabric is longer than 128 characters");
   }
   return okStatus();
 }

@@ -34,9 +34,11 @@ struct ChassisSpec {
   std::string endpoint;         // base URL
   std::string secretNamespace;  // credentialsSecret (empty name: none)
   std::string secretName;
-  std::string gpuModel;          // h3
-  std::string gep = "0";         // h3
-  std::string auth = "session";  // redfish: session | basic | none
+  std::string gpuModel;               // h3
+  std::string gep = "0";              // h3
+  std::string auth = "session";       // redfish: session | basic | none
+  std::string style = "composition";  // redfish: composition | fabric (DSP0268 Fabrics)
+  std::string fabric;                 // redfish style fabric: the Fabric Id ("" = the only one)
   // spec.chassis[].tls (https endpoints only): the CA that signed the chassis' certificate
   // (without one: the system trust store), or no verification at all (explicit, logged).
   std::optional<CaBundleRef> caBundle;

@@ -100,6 +100,9 @@ Status PoolWorker::buildDriver() {
       o.credentials = creds;
       o.policy = sh_.opts.callPolicy;
       o.tls = *tls;
+      o.style =
+          c.style == "fabric" ? fabric::RedfishStyle::kFabric : fabric::RedfishStyle::kComposition;
+      o.fabric = c.fabric;
       auto d = fabric::RedfishDriver::create(std::move(o));
       if (!d) {
         return d.error();

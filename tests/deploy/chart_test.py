@@ -10,7 +10,9 @@ rule docs/deploy.md lists for them, and the invalid ones are refused at render t
 Least privilege (issue 24): Secrets only by name (reconfig-mgr exactly its credentialsSecrets),
 no ServiceAccount token Secret (the shim's host service gets a projected, expiring token through
 its token writer), a NetworkPolicy in front of each webhook admitting exactly Metacontroller and
-the metrics scraper, and every node DaemonSet on the nodes its values' nodeSelector labels.
+the metrics scraper, every node DaemonSet on the nodes its values' nodeSelector labels, and a
+ValidatingAdmissionPolicy (bound with Deny) per daemon and kind it patches, matching exactly its
+ServiceAccount (global.admissionPolicies; what they admit: admission_policy_test.py).
 apply mode (labels deploy, real-peer): the CRDs and the everything-on rendering are applied
 with the real kubectl to the API test double, twice (the second apply must change nothing),
 and every rendered object is read back; then the node agent in DRA mode with both host
@@ -472,7 +474,7 @@ def flag_violations(docs, help_texts):
 def secret_violations(docs, values):
     """Secrets (issue 24): no rule reads Secrets cluster-wide or without resourceNames, and only
     `get`; reconfig-mgr may get exactly gpuPooling.reconfig.credentialsSecrets in its secret
-    namespace; no legacy ServiceAccount token Secret; every projected token expires soon."""
+    namespace (and its caSecrets); no legacy ServiceAccount token Secret; every projected token expires soon."""
     out = []
     granted = set()
     for d in docs:
@@ -493,9 +495,11 @@ def secret_violations(docs, values):
     r = values["gpuPooling"]["reconfig"]
     want = set()
     if r["enabled"]:
-        want = {(r["secretNamespace"] or NAMESPACE, n) for n in r["credentialsSecrets"]}
+        names = list(r["credentialsSecrets"]) + list(r.get("caSecrets") or [])
+        want = {(r["secretNamespace"] or NAMESPACE, n) for n in names}
     if granted != want:
-        out.append(f"reconfig-mgr may get Secrets {sorted(granted, key=str)}, want {sorted(want)} (credentialsSecrets)")
+        out.append(f"reconfig-mgr may get Secrets {sorted(granted, key=str)}, want {sorted(want)} "
+                   "(credentialsSecrets and caSecrets)")
     for d in docs:
         if d["kind"] == "Secret" and d.get("type") == "kubernetes.io/service-account-token":
             out.append(f"Secret/{d['metadata']['name']}: a never-expiring ServiceAccount token")
@@ -568,11 +572,55 @@ def node_selector_violations(docs, values):
     return out
 
 
+def expected_admission_policies(values):
+    """Policy name -> (component, resource) that global.admissionPolicies must render."""
+    if not values["global"]["admissionPolicies"]["enabled"]:
+        return {}
+    sched, out = values["gpuPooling"]["scheduler"], {}
+    if sched["enabled"] and sched["devicePluginPath"] is not False:
+        out["kubecomp-sched-pods"] = ("kubecomp-sched", "pods")
+    if values["gpuPooling"]["devplugin"]["enabled"]:
+        out[f"{RELEASE}-{DEVPLUGIN}-nodes"] = (DEVPLUGIN, "nodes")
+    if values["rt"]["shim"]["enabled"]:
+        out[f"{RELEASE}-rt-kubelet-shim-pods"] = ("rt-kubelet-shim", "pods")
+        out[f"{RELEASE}-rt-kubelet-shim-nodes"] = ("rt-kubelet-shim", "nodes")
+    return out
+
+
+def admission_violations(docs, values):
+    """The ValidatingAdmissionPolicies narrowing the daemons' patch (what they admit is
+    admission_policy_test.py's): one per component and kind it patches, each bound with Deny,
+    matching UPDATE of exactly that kind by exactly the component's ServiceAccount."""
+    out = []
+    want = expected_admission_policies(values)
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = {get(d, "spec", "policyName"): d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"}
+    if set(policies) != set(want):
+        out.append(f"admission policies {sorted(policies)}, want {sorted(want)}")
+    if set(bindings) != set(policies):
+        out.append(f"admission policy bindings for {sorted(bindings)}, want one for each of {sorted(policies)}")
+    accounts = {(d["metadata"]["namespace"], d["metadata"]["name"], app_name(d)) for d in docs if d["kind"] == "ServiceAccount"}
+    for name, (component, resource) in want.items():
+        p, b = policies.get(name), bindings.get(name)
+        if p is None or b is None:
+            continue
+        if get(b, "spec", "validationActions") != ["Deny"] or get(b, "spec", "matchResources") or get(p, "spec", "failurePolicy") != "Fail":
+            out.append(f"admission policy {name}: not bound with Deny and failurePolicy Fail over every namespace")
+        rules = get(p, "spec", "matchConstraints", "resourceRules", default=[])
+        if rules != [{"apiGroups": [""], "apiVersions": ["*"], "operations": ["UPDATE"], "resources": [resource]}]:
+            out.append(f"admission policy {name} matches {rules}, want UPDATE of {resource}")
+        users = [re.fullmatch(r"request\.userInfo\.username == 'system:serviceaccount:([^:']+):([^:']+)'", c["expression"])
+                 for c in get(p, "spec", "matchConditions", default=[])]
+        if len(users) != 1 or not users[0] or (users[0].group(1), users[0].group(2), component) not in accounts:
+            out.append(f"admission policy {name} does not match exactly the ServiceAccount of {component}")
+    return out
+
+
 def all_violations(docs, values, help_texts):
     return (rbac_violations(docs) + workload_violations(docs, values) + toggle_violations(docs, values)
             + tls_violations(docs, values) + flag_violations(docs, help_texts) + devplugin_violations(docs, values)
             + secret_violations(docs, values) + networkpolicy_violations(docs, values)
-            + node_selector_violations(docs, values))
+            + node_selector_violations(docs, values) + admission_violations(docs, values))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -708,6 +756,22 @@ def self_check(base_docs, values, help_texts):
         "devplugin nodeSelector not the values'": lambda ds: pod_spec(first(ds, "DaemonSet", DEVPLUGIN)).__setitem__(
             "nodeSelector", {"kubernetes.io/os": "linux"}),
     })
+    def vap(docs, app, kind="ValidatingAdmissionPolicy"):
+        return first(docs, kind, app)
+
+    mutations.update({
+        # The admission policies narrowing the daemons' patch.
+        "devplugin Node policy missing": lambda ds: ds.remove(vap(ds, DEVPLUGIN)),
+        "sched policy unbound": lambda ds: ds.remove(vap(ds, "kubecomp-sched", "ValidatingAdmissionPolicyBinding")),
+        "shim policy only warning": lambda ds: vap(ds, "rt-kubelet-shim", "ValidatingAdmissionPolicyBinding")["spec"].__setitem__(
+            "validationActions", ["Warn"]),
+        "sched policy for another account": lambda ds: vap(ds, "kubecomp-sched")["spec"]["matchConditions"][0].__setitem__(
+            "expression", "request.userInfo.username == 'system:serviceaccount:kubecomp:kubecomp-reconfig-mgr'"),
+        "devplugin policy ignoring failures": lambda ds: vap(ds, DEVPLUGIN)["spec"].__setitem__("failurePolicy", "Ignore"),
+        "shim policy on the status only": lambda ds: vap(ds, "rt-kubelet-shim")["spec"]["matchConstraints"]["resourceRules"][0].__setitem__(
+            "resources", ["nodes/status"]),
+    })
+
     def devplugin_ds(docs):
         return first(docs, "DaemonSet", DEVPLUGIN)
 
@@ -1013,6 +1077,15 @@ def run_render(args, help_texts):
         self_check(load_docs(render(args.renderer, args.chart, everything)), values_for(args.chart, everything), help_texts)
         host = dict(everything, **{"rt.shim.hostService": True})
         self_check_host_service(load_docs(render(args.renderer, args.chart, host)), values_for(args.chart, host), help_texts)
+        # global.admissionPolicies off (clusters before 1.30): no policy, everything else as before.
+        off = dict(everything, **{"global.admissionPolicies.enabled": False})
+        off_docs = load_docs(render(args.renderer, args.chart, off))
+        problems = all_violations(off_docs, values_for(args.chart, off), help_texts)
+        kinds = {d["kind"] for d in off_docs}
+        on_kinds = {d["kind"] for d in load_docs(render(args.renderer, args.chart, everything))}
+        if problems or on_kinds - kinds != {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}:
+            fail(f"global.admissionPolicies.enabled=false: removes {sorted(on_kinds - kinds)}; {problems}")
+        print("global.admissionPolicies.enabled=false removes exactly the admission policies and their bindings")
         check_node_selectors(args.renderer, args.chart)
         options = dict(everything, **DEVPLUGIN_ALL_OPTIONS)
         self_check_devplugin_options(load_docs(render(args.renderer, args.chart, options)),
@@ -1061,7 +1134,10 @@ def run_apply(args):
                      open(os.path.join(tmp, "server.log")).read()[-4000:])
             return r.stdout
 
-        everything = dict(dict.fromkeys(COMPONENT_TOGGLES + OPTION_TOGGLES, True), **CREDENTIALS)
+        # The API test double serves no admissionregistration.k8s.io (docs/apiserver-double.md):
+        # the admission policies are left out here; admission_policy_test.py decides requests with them.
+        everything = dict(dict.fromkeys(COMPONENT_TOGGLES + OPTION_TOGGLES, True), **CREDENTIALS,
+                          **{"global.admissionPolicies.enabled": False})
         rendered = render(args.renderer, args.chart, everything, ["--include-crds"])
         kubectl("apply", "-f", args.fixtures)
         kubectl("create", "namespace", NAMESPACE)

@@ -32,6 +32,8 @@ struct Flags {
   bool insecure = false;
   std::uint32_t readParallelism = 4;
   bool noExpand = false;
+  std::string style = "composition";
+  std::string fabric;
   std::string gpuModel;
   std::string gep = "0";
   std::string output = "table";
@@ -54,6 +56,10 @@ kc::Result<kc::fabric::FabricConfig> fabricConfig(const Flags& f) {
       c["auth"] = f.auth;
       c["readParallelism"] = f.readParallelism;
       c["expand"] = !f.noExpand;
+      c["style"] = f.style;
+      if (!f.fabric.empty()) {
+        c["fabric"] = f.fabric;
+      }
     } else {
       c["gpuModel"] = f.gpuModel;
       c["gep"] = f.gep;
@@ -218,6 +224,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-expand", f.noExpand,
                "redfish: never ask for $expand, even where the service advertises it");
+  app.add_option("--style", f.style,
+                 "redfish: composition (CompositionService ResourceBlocks) or fabric (DSP0268\n"
+                 "Fabrics: GPU Endpoints, attach by POSTing a Connection)")
+      ->check(CLI::IsMember({"composition", "fabric"}))
+      ->capture_default_str();
+  app.add_option("--fabric", f.fabric,
+                 "redfish --style fabric: the Fabric's Id (default: the service's only Fabric)");
   app.add_option("--gpu-model", f.gpuModel, "h3: the GPU model (its rows carry none)");
   app.add_option("--gep", f.gep, "h3: the GEP")->capture_default_str();
   app.add_option("-o,--output", f.output, "table or json")

@@ -75,7 +75,7 @@ TEST_CASE("sim topology: invalid files name the problem", "[fabric][sim-model]")
       {"latency: {teleport: [1, 1]}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
        "unknown operation"},
       {"redfish: {profile: dmtf}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]",
-       "\"classic\" or \"emulator\""},
+       "\"classic\", \"emulator\" or \"fabric\""},
       {"redfish: {pageSize: -1}\nchassis: [{name: a, hosts: [{port: 1}], gpus: []}]", "0 to 1000"},
   }));
   CAPTURE(text);

@@ -1,7 +1,8 @@
 // The FabricDriver contract, run identically against every implementation and every simulator
 // profile: the H3 driver, the Redfish driver on the classic profile (session and basic auth)
 // and on the emulator profile (308 on /redfish/v1, Links.Members collections, composition by
-// POST/DELETE only), and a FabricPool of H3 and Redfish, each talking to the chassis simulator
+// POST/DELETE only) and on the fabric profile (DSP0268 Endpoints, Connections POSTed and
+// DELETEd), and a FabricPool of H3 and Redfish, each talking to the chassis simulator
 // in-process over real HTTP.
 
 #include <catch2/catch.hpp>
@@ -42,6 +43,20 @@ Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
     // Hosts are the Compute ResourceBlocks, named like the classic profile's systems.
     s.driver = sim.redfish("falcon-a", log, RedfishAuth::kSession);
     s.host = systemOf;
+  } else if (kind == "redfish-fabric") {
+    // DSP0268 Fabrics: hosts are initiator Endpoints named like the classic profile's systems.
+    RedfishOptions o;
+    o.chassis = "falcon-a";
+    o.baseUrl = sim.url("falcon-a");
+    o.credentials = Credentials{"admin", "secret"};
+    o.policy = test::fastPolicy();
+    o.sleeper = log.sleeper();
+    o.style = RedfishStyle::kFabric;
+    o.fabric = "PCIe";
+    auto d = RedfishDriver::create(o);
+    REQUIRE(d.ok());
+    s.driver = std::move(d).value();
+    s.host = systemOf;
   } else {
     std::vector<std::unique_ptr<FabricDriver>> members;
     members.push_back(sim.redfish("falcon-a", log));
@@ -54,12 +69,16 @@ Subject makeSubject(const std::string& kind, SimHarness& sim, SleepLog& log) {
   return s;
 }
 
-#define KINDS \
-  GENERATE(as<std::string>{}, "h3", "redfish-session", "redfish-basic", "redfish-emulator", "pool")
+#define KINDS                                                                               \
+  GENERATE(as<std::string>{}, "h3", "redfish-session", "redfish-basic", "redfish-emulator", \
+           "redfish-fabric", "pool")
 
 // The simulator profile a kind runs against.
 std::string topologyFor(const std::string& kind) {
   // The emulator profile also pages its collections (Members@odata.nextLink with $skip).
+  if (kind == "redfish-fabric") {
+    return test::defaultTopology("redfish: {profile: fabric}\n");
+  }
   return test::defaultTopology(
       kind == "redfish-emulator" ? "redfish: {profile: emulator, pageSize: 2}\n" : "");
 }

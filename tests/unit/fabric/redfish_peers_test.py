@@ -21,6 +21,15 @@ Usage: redfish_peers_test.py KUBECOMP_FABRIC PEERS_DIR
              GPUs with distinct UUIDs in a scratch copy of its template): exactly the 8 GPU
              blocks, its systems as hosts; an attach the service cannot express is refused as
              unsupported and nothing is sent (no POST, PATCH or DELETE in its request log).
+  cxl        the Mockup Server on the public-cxl mockup read with --style fabric (DSP0268 Fabric
+             Endpoints and Connections): exactly one GPU (T2, a GPU Processor behind a CXL
+             Type 2 device; FPGA, memory and switch Endpoints are not GPUs), the initiator
+             Endpoints its collection lists (I1-I3; I4 is not listed) as hosts, T2 connected to I2 by Connection 12; Unhealthy without a UUID
+             until the service shows one. The Mockup Server keeps POSTs and DELETEs of
+             collection members in memory, so a real move is made: detach = DELETE of
+             Connection 12, attach = POST of a Connection to I1, both verified by re-reading;
+             with the Fabric's Connections link gone, an attach is unsupported and nothing is
+             sent.
 
 Exit 0 on success, 77 (skipped) when PEERS_DIR is absent, 1 with the reason otherwise.
 """
@@ -184,6 +193,72 @@ def mockup(binary, peers, tmp, env):
         peer.stop()
 
 
+def patch(url, path, body):
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="PATCH",
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=10).close()
+
+
+def cxl(binary, peers, tmp, env):
+    mock = os.path.join(tmp, "public-cxl")
+    shutil.copytree(os.path.join(peers, "mockups", "public-cxl"), mock)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = os.path.join(peers, "Redfish-Mockup-Server", "redfishMockupServer.py")
+    peer = Peer(["/usr/bin/python3", server, "-S", "-D", mock, "-H", "127.0.0.1", "-p", str(port)],
+                tmp, os.path.join(tmp, "mockup-cxl.log"), url + "/redfish/v1/", env)
+    style = ["--style", "fabric"]
+    try:
+        inv = inventory(binary, url, flags=style)
+        if [g["id"] for g in inv["gpus"]] != ["peer.T2"]:
+            fail(f"cxl: GPUs {inv['gpus']}, want exactly [peer.T2]")
+        if inv["hosts"] != ["I1", "I2", "I3"] or inv["skipped"]:  # its collection omits I4
+            fail(f"cxl: hosts {inv['hosts']}, skipped {inv['skipped']}")
+        gpu = inv["gpus"][0]
+        if gpu.get("host") != "I2" or gpu["health"] != "Unhealthy" or "UUID" not in gpu["healthDetail"]:
+            fail(f"cxl: T2 is {gpu}")
+        ok("public-cxl: one GPU (T2) on I2 by Connection 12, the three initiators listed as hosts; "
+           "no UUID: " + gpu["healthDetail"])
+        if inventory(binary, url, flags=style + ["--fabric", "CXL"])["gpus"] != inv["gpus"]:
+            fail("cxl: --fabric CXL reads another inventory")
+        r = fabric(binary, url, "inventory", flags=style + ["--fabric", "PCIe"])
+        if r.returncode != 1 or "its Fabrics: CXL" not in r.stdout + r.stderr:
+            fail(f"cxl: a Fabric it lacks: exit {r.returncode}: {r.stdout}{r.stderr}")
+        ok("a Fabric it lacks is refused naming the ones it has")
+        patch(url, "/redfish/v1/Chassis/PooledCXLType2/Processors/GPU",
+              {"UUID": "5b1f6a2c-9d3e-4f70-8a1b-2c3d4e5f6a7b", "Model": "CXL Type 2 GPU"})
+        gpu = inventory(binary, url, flags=style)["gpus"][0]
+        if gpu["health"] != "OK" or gpu["uuid"] != "GPU-5b1f6a2c-9d3e-4f70-8a1b-2c3d4e5f6a7b":
+            fail(f"cxl: with a UUID T2 is {gpu}")
+        ok("with a UUID it is OK: " + gpu["uuid"])
+        before = len(mutating_requests(peer.log))
+        r = fabric(binary, url, "detach", "peer.T2", flags=style)
+        sent = mutating_requests(peer.log)[before:]
+        if r.returncode != 0 or len(sent) != 1 or "DELETE /redfish/v1/Fabrics/CXL/Connections/12" not in sent[0]:
+            fail(f"cxl: detach exit {r.returncode}: {r.stdout}{r.stderr}; sent {sent}")
+        ok("detach: DELETE of Connection 12, verified: " + r.stdout.strip())
+        before = len(mutating_requests(peer.log))
+        r = fabric(binary, url, "attach", "peer.T2", "I1", flags=style)
+        sent = mutating_requests(peer.log)[before:]
+        if r.returncode != 0 or len(sent) != 1 or "POST /redfish/v1/Fabrics/CXL/Connections" not in sent[0]:
+            fail(f"cxl: attach exit {r.returncode}: {r.stdout}{r.stderr}; sent {sent}")
+        if fabric(binary, url, "verify", "peer.T2", "I1", flags=style).returncode != 0:
+            fail("cxl: after the attach T2 is not on I1")
+        ok("attach: POST of a Connection I1 -> T2, verified: " + r.stdout.strip())
+        r = fabric(binary, url, "detach", "peer.T2", flags=style)
+        if r.returncode != 0:
+            fail(f"cxl: detach of the new Connection: {r.stdout}{r.stderr}")
+        patch(url, "/redfish/v1/Fabrics/CXL", {"Connections": None})
+        before = len(mutating_requests(peer.log))
+        r = fabric(binary, url, "attach", "peer.T2", "I1", flags=style)
+        sent = mutating_requests(peer.log)[before:]
+        if r.returncode == 0 or "unsupported" not in r.stderr or sent:
+            fail(f"cxl: attach without Connections: exit {r.returncode}: {r.stderr}; sent {sent}")
+        ok("no Connections collection: unsupported, nothing sent: " + r.stderr.strip())
+    finally:
+        peer.stop()
+
+
 def openssl(*args, cwd):
     r = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
@@ -298,6 +373,7 @@ def main():
     env = dict(os.environ, PYTHONPATH=os.path.join(peers, "stubs"))
     with tempfile.TemporaryDirectory(prefix="redfish-peers-") as tmp:
         mockup(binary, peers, tmp, env)
+        cxl(binary, peers, tmp, env)
         tls(binary, peers, tmp, env)
         emulator(binary, peers, tmp, env)
     print("PASS")

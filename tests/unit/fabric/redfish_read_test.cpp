@@ -474,3 +474,201 @@ TEST_CASE("redfish read: GETs and wall time of one inventory", "[.measure]") {
   }
   sim.stop();
 }
+
+TEST_CASE("redfish move: a move is verified by one GET of the GPU's ResourceBlock",
+          "[fabric][redfish]") {
+  // Issue 29. The classic profile's GPU blocks name their ComputerSystem (Links.ComputerSystems):
+  // after the action, the block alone proves the move. GETs of a move = the View it is planned
+  // on + the verification; the View's GETs are counted with inventory() on the same driver.
+  const bool expand = GENERATE(false, true);
+  CAPTURE(expand);
+  SimHarness sim(test::defaultTopology(), Credentials{"admin", "secret"});
+  SleepLog log;
+  auto d = simRedfish(sim, "falcon-a", log, {expand, 4});
+  REQUIRE(d->inventory().ok());  // discovery done: later reads are the collections only
+  auto gets = d->getsSent();
+  REQUIRE(d->inventory().ok());
+  const auto viewGets = d->getsSent() - gets;
+  CHECK(viewGets == (expand ? 2U : 12U));  // plain: 2 collections, 2 systems, 4 blocks + 4 CPUs
+
+  gets = d->getsSent();
+  auto attached = d->attach("falcon-a.000500", "node-2");
+  REQUIRE(attached.ok());
+  CHECK(attached->changed);
+  CHECK(sim.trueHost("falcon-a", "000500") == 0);
+  CHECK(d->getsSent() - gets == viewGets + 1);
+
+  gets = d->getsSent();
+  auto detached = d->detach("falcon-a.000500");
+  REQUIRE(detached.ok());
+  CHECK(detached->changed);
+  CHECK(sim.trueHost("falcon-a", "000500") == -1);
+  CHECK(d->getsSent() - gets == viewGets + 1);
+  CHECK(log.count() == 0);
+
+  // The inventory after the cheap verification is the one a full read gives.
+  auto inv = d->inventory();
+  REQUIRE(inv.ok());
+  for (const auto& g : inv->gpus) {
+    if (g.localId == "000500") {
+      CHECK_FALSE(g.hostPort.has_value());
+    }
+  }
+}
+
+TEST_CASE("redfish move: a block that names no system leaves the verification to the View",
+          "[fabric][redfish]") {
+  // The emulator profile's GPU blocks list no ComputerSystems (the composed system lists them):
+  // the block proves nothing, and one full read decides, as before issue 29.
+  SimHarness sim(test::defaultTopology("redfish: {profile: emulator}\n"),
+                 Credentials{"admin", "secret"});
+  SleepLog log;
+  auto d = simRedfish(sim, "falcon-a", log, {false, 4});
+  REQUIRE(d->inventory().ok());
+  auto gets = d->getsSent();
+  REQUIRE(d->inventory().ok());
+  const auto viewGets = d->getsSent() - gets;
+  gets = d->getsSent();
+  auto attached = d->attach("falcon-a.000500", "node-2");
+  REQUIRE(attached.ok());
+  CHECK(sim.trueHost("falcon-a", "000500") == 0);
+  const auto attachGets = d->getsSent() - gets;
+  gets = d->getsSent();
+  REQUIRE(d->inventory().ok());
+  const auto viewAfter = d->getsSent() - gets;  // the composed system is one more to read
+  CHECK(attachGets == viewGets + 1 + viewAfter);
+}
+
+namespace {
+
+// A Redfish service scripted by hand with one host system and one GPU block whose URI changes
+// when the GPU is attached (kRenumber) or that vanishes then (kVanish): the block GET that
+// verifies the attach answers 404, and only a read of the collections can tell the two apart.
+class MovingBlockService {
+ public:
+  enum class After : std::uint8_t { kRenumber, kVanish };
+  explicit MovingBlockService(After after) : after_(after) {
+    server_ = std::make_unique<kc::net::HttpServer>(kc::net::ServerOptions{});
+    server_->routePrefix("", "/", [this](const kc::net::Request& req) { return answer(req); });
+    REQUIRE(server_->start().ok());
+  }
+  std::string url() const { return server_->baseUrl(); }
+  std::size_t gets() {
+    std::lock_guard lock(mutex_);
+    return gets_;
+  }
+
+ private:
+  static constexpr const char* kSystem = "/redfish/v1/Systems/node-1";
+  static constexpr const char* kBlocks = "/redfish/v1/CompositionService/ResourceBlocks";
+  using json = nlohmann::json;
+
+  std::string blockLink() const {
+    return std::string(kBlocks) + (attached_ && after_ == After::kRenumber ? "/gpu0-b" : "/gpu0");
+  }
+  bool present() const { return !attached_ || after_ == After::kRenumber; }
+  json blockJson() const {
+    json systems = attached_ ? json::array({{{"@odata.id", kSystem}}}) : json::array();
+    return {{"@odata.id", blockLink()},
+            {"Id", "gpu0"},
+            {"ResourceBlockType", {"Processor"}},
+            {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+            {"CompositionStatus", {{"CompositionState", attached_ ? "Composed" : "Unused"}}},
+            {"Processors", {{{"@odata.id", blockLink() + "/Processors/GPU0"}}}},
+            {"Links", {{"ComputerSystems", systems}}}};
+  }
+  json systemJson() const {
+    json blocks =
+        attached_ && present() ? json::array({{{"@odata.id", blockLink()}}}) : json::array();
+    return {{"@odata.id", kSystem},
+            {"Id", "node-1"},
+            {"Links", {{"ResourceBlocks", blocks}}},
+            {"Actions",
+             {{std::string(redfish::kAddAction),
+               {{"target", std::string(kSystem) + "/Actions/ComputerSystem.AddResourceBlock"}}}}}};
+  }
+  kc::net::Response answer(const kc::net::Request& req) {
+    std::lock_guard lock(mutex_);
+    const std::string& p = req.path;
+    if (req.method == "POST" &&
+        p == std::string(kSystem) + "/Actions/ComputerSystem.AddResourceBlock") {
+      attached_ = true;
+      return kc::net::Response::text(204, "", "text/plain");
+    }
+    ++gets_;
+    if (p == "/redfish/v1/") {
+      return kc::net::Response::json(
+          200, {{"@odata.id", p},
+                {"Systems", {{"@odata.id", "/redfish/v1/Systems"}}},
+                {"CompositionService", {{"@odata.id", "/redfish/v1/CompositionService"}}}});
+    }
+    if (p == "/redfish/v1/CompositionService") {
+      return kc::net::Response::json(
+          200, {{"@odata.id", p}, {"ResourceBlocks", {{"@odata.id", kBlocks}}}});
+    }
+    if (p == "/redfish/v1/Systems") {
+      return kc::net::Response::json(
+          200, {{"@odata.id", p}, {"Members", json::array({{{"@odata.id", kSystem}}})}});
+    }
+    if (p == kSystem) {
+      return kc::net::Response::json(200, systemJson());
+    }
+    if (p == kBlocks) {
+      json members = present() ? json::array({{{"@odata.id", blockLink()}}}) : json::array();
+      return kc::net::Response::json(200, {{"@odata.id", p}, {"Members", members}});
+    }
+    if (present() && p == blockLink()) {
+      return kc::net::Response::json(200, blockJson());
+    }
+    if (present() && p == blockLink() + "/Processors/GPU0") {
+      return kc::net::Response::json(200, {{"@odata.id", p},
+                                           {"ProcessorType", "GPU"},
+                                           {"UUID", "16a0c321-fc4f-fd47-26e7-770eb9ecf5f9"},
+                                           {"Model", "Tesla V100-PCIE-32GB"},
+                                           {"Status", {{"Health", "OK"}}}});
+    }
+    return kc::net::Response::error(404, "not_found", p);
+  }
+
+  After after_;
+  std::unique_ptr<kc::net::HttpServer> server_;
+  std::mutex mutex_;  // guards the members below
+  bool attached_ = false;
+  std::size_t gets_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("redfish move: a 404 on the moved block's URI is decided by one full read",
+          "[fabric][redfish]") {
+  SleepLog log;
+  SECTION("the service re-numbered the block: found in the collection, verified") {
+    MovingBlockService service(MovingBlockService::After::kRenumber);
+    auto d = scripted(service.url(), log, {false, 1});
+    REQUIRE(d->inventory().ok());
+    const auto before = d->getsSent();
+    auto r = d->attach("bmc.gpu0", "node-1");
+    REQUIRE(r.ok());
+    CHECK(r->changed);
+    CHECK(r->attempts == 1);
+    // The View (2 collections, 1 system, 1 block, 1 Processor), the 404, the View again.
+    CHECK(d->getsSent() - before == 5 + 1 + 5);
+    auto inv = d->inventory();
+    REQUIRE(inv.ok());
+    REQUIRE(inv->gpus.size() == 1);
+    CHECK(inv->gpus[0].hostPort == "node-1");
+  }
+  SECTION("the block is gone: the GPU disappeared, as the full read says") {
+    MovingBlockService service(MovingBlockService::After::kVanish);
+    auto d = scripted(service.url(), log, {false, 1});
+    REQUIRE(d->inventory().ok());
+    const auto before = d->getsSent();
+    auto r = d->attach("bmc.gpu0", "node-1");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == errc::kUnhealthy);
+    CHECK_THAT(r.error().message, Catch::Contains("disappeared"));
+    // The View it was planned on (2 collections, 1 system, 1 block, 1 Processor), the block's
+    // 404, then one full read (2 collections, 1 system; the block is no longer listed).
+    CHECK(d->getsSent() - before == 5 + 1 + 3);
+  }
+}
