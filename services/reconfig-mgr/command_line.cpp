@@ -30,6 +30,7 @@ struct RawFlags {
   double nodeConfirmTimeout = 120;
   double attachHoldoff = 300;
   double moveFailureBackoff = 10;
+  double serialAfterBusy = 600;
   double retryInitial = 0.5;
   double retryMax = 15;
   double readTimeout = 15;
@@ -134,6 +135,11 @@ void addMoveFlags(CLI::App& app, ReconfigOptions& o, RawFlags& raw) {
                  "limit (one per chassis), 1 = the paper's serial schedule")
       ->check(CLI::Range(0u, 1024u))
       ->capture_default_str();
+  app.add_option("--serial-after-busy-seconds", raw.serialAfterBusy,
+                 "a chassis answering unavailable (busy, 5xx) while other moves of its pool are in "
+                 "flight makes the pool move one GPU at a time for this long (0: never)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   app.add_option("--max-attempts", o.runner.maxAttempts,
                  "failed tries of one move phase before giving up")
       ->check(CLI::Range(1u, 100u))
@@ -183,6 +189,7 @@ void applyFlags(const RawFlags& raw, const cli::LeaderElectionFlags& leader, Rec
   o.draDrainSettle = ms(raw.draDrainSettle);
   o.attachFailureHoldoff = ms(raw.attachHoldoff);
   o.moveFailureBackoff = ms(raw.moveFailureBackoff);
+  o.runner.serialAfterBusy = ms(raw.serialAfterBusy);
   o.runner.backoff.initial = ms(raw.retryInitial);
   o.runner.backoff.max = ms(raw.retryMax);
   o.callPolicy.readTimeout = ms(raw.readTimeout);

@@ -128,7 +128,26 @@ bool MoveRunner::canStart(const Journal& journal, const std::string& gpu) const 
     return false;
   }
   const std::vector<std::string> pending{std::string(alloc::chassisOfGpu(gpu))};
-  return !alloc::movesToStart(pending, journal.active.chassis(), opts_.concurrency).empty();
+  return !alloc::movesToStart(pending, journal.active.chassis(), concurrencyNow()).empty();
+}
+
+alloc::MoveConcurrency MoveRunner::concurrencyNow() const {
+  if (clock_.now() < serialUntil_) {
+    return alloc::MoveConcurrency{opts_.concurrency.perChassis, 1};
+  }
+  return opts_.concurrency;
+}
+
+void MoveRunner::noteBusy(const Journal& journal, const Move& m, const Error& err) {
+  if (err.code != errc::kUnavailable || journal.active.size() < 2 ||
+      concurrencyNow().perPool == 1 || opts_.serialAfterBusy.count() <= 0) {
+    return;
+  }
+  serialUntil_ = clock_.now() + opts_.serialAfterBusy;
+  env_.movesSerialised("chassis " + std::string(alloc::chassisOfGpu(m.gpu)) + " answered \"" +
+                       err.message + "\" with " + std::to_string(journal.active.size()) +
+                       " moves in flight; moves run one at a time for " +
+                       std::to_string(opts_.serialAfterBusy.count() / 1000) + " s");
 }
 
 bool MoveRunner::fabricBusy() const {
@@ -327,6 +346,7 @@ MoveRunner::Outcome MoveRunner::detach(Journal& journal) {
 MoveRunner::Outcome MoveRunner::detachFailed(Journal& journal, const Move& m, const Error& err,
                                              const std::optional<Result<fabric::Inventory>>& read) {
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  noteBusy(journal, m, err);
   // Decide by what the chassis shows, not by what it said.
   const fabric::Inventory* inv = read && read->ok() ? &read->value() : nullptr;
   if (const fabric::GpuInfo* g = inv != nullptr ? inv->find(m.gpu) : nullptr;
@@ -402,6 +422,7 @@ MoveRunner::Outcome MoveRunner::attach(Journal& journal) {
 MoveRunner::Outcome MoveRunner::attachFailed(Journal& journal, const Move& m, const Error& err,
                                              const std::optional<Result<fabric::Inventory>>& read) {
   const Outcome progressed{Outcome::Kind::kProgressed, {}};
+  noteBusy(journal, m, err);  // once: a pool already serialised is left as it is
   if (err.code == errc::kUnsupported) {
     env_.unsupported(err.message);
   }

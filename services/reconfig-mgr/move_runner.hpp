@@ -76,6 +76,9 @@ class MoveEnv {
   // The fabric verified `gpu` on `host` (pool form) by the re-read of a move: the caller's
   // view may take it as read.
   virtual void gpuMoved(const std::string& /*gpu*/, const std::string& /*host*/) {}
+  // The pool's moves run one at a time from now until `until` (steady time): a fabric step
+  // failed as unavailable while others were in flight (`why`).
+  virtual void movesSerialised(const std::string& /*why*/) {}
   // A fabric call run on its own thread (MoveRunnerOptions::asyncFabric) returned: step again.
   // Called on that thread.
   virtual void fabricDone() {}
@@ -94,6 +97,9 @@ struct MoveRunnerOptions {
   alloc::MoveConcurrency concurrency = alloc::kSerialMoves;
   // Fabric calls on their own threads (reconfig-mgr); off: inline (unit tests, FakeClock).
   bool asyncFabric = false;
+  // A fabric step that fails as unavailable (HTTP 5xx, "busy") while other moves of the pool are
+  // in flight: the pool runs its moves one at a time for this long (MoveEnv::movesSerialised).
+  std::chrono::milliseconds serialAfterBusy{600'000};
 };
 
 class MoveRunner {
@@ -129,6 +135,9 @@ class MoveRunner {
   // Waits for every fabric call still running (before the driver goes away).
   void joinCalls();
   const MoveRunnerOptions& options() const { return opts_; }
+  // The concurrency in force: the configured one, or one move per pool while serialised after
+  // a chassis answered busy.
+  alloc::MoveConcurrency concurrencyNow() const;
   void setConcurrency(alloc::MoveConcurrency c) { opts_.concurrency = c; }
 
  private:
@@ -163,6 +172,9 @@ class MoveRunner {
   // nullopt while that call is still running.
   std::optional<FabricOutcome> fabricCall(const Move& m, const FabricWork& work);
   Outcome waitForCall();
+  // A fabric step of `m` failed with `err`: if the chassis was unavailable while other moves
+  // were in flight, serialise the pool's moves for a while.
+  void noteBusy(const Journal& journal, const Move& m, const Error& err);
 
   Outcome waitUntil(std::chrono::steady_clock::time_point t);
   // Changes the move being stepped to `next` and persists; on failure the old record is
@@ -197,6 +209,7 @@ class MoveRunner {
   kc::Clock& clock_;
   MoveRunnerOptions opts_;
   std::string cur_;  // GPU of the move being stepped
+  std::chrono::steady_clock::time_point serialUntil_{};
   std::map<std::string, MoveState> states_;
   // Calls whose move finished or was dropped while they ran: joined when done.
   std::vector<PendingCall> orphans_;

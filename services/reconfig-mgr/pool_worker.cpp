@@ -266,7 +266,7 @@ void PoolWorker::loop() {
       }
       // Plan: start what may start beside the moves in flight (nothing while the pool has no
       // room: the paper's serial schedule plans only when no move is in flight).
-      const auto perPool = runner_.options().concurrency.perPool;
+      const auto perPool = runner_.concurrencyNow().perPool;
       if (perPool != 0 && journal_.active.size() >= perPool) {
         break;
       }

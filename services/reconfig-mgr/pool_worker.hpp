@@ -88,6 +88,10 @@ class PoolWorker final : public MoveEnv {
   void phaseEnded(const Move& m, MovePhase phase, double seconds) override;
   void moveFinished(const Move& m) override;
   void fabricDone() override { wake(); }
+  void movesSerialised(const std::string& why) override {
+    spdlog::warn("pool {}: {}", name_, why);
+    poolEvent(true, "MovesSerialised", why);
+  }
   // The move's own re-read showed `gpu` on `host`: the cached inventory says so too (the next
   // poll would, and the destination's node agent reads the pool status in between).
   void gpuMoved(const std::string& gpu, const std::string& host) override {

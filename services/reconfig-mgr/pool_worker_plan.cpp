@@ -166,7 +166,7 @@ PlanResult PoolWorker::demandPlan(const PoolView& view, const std::vector<PodInf
   in.view = &view;
   in.pods = &pods;
   in.active = &journal_.active;
-  in.concurrency = runner_.options().concurrency;
+  in.concurrency = runner_.concurrencyNow();
   in.policy = sh_.policy;
   in.rng = &rng_;
   return planMoves(in);

@@ -138,8 +138,10 @@ int main(int argc, char** argv) {
                  "classic: DSP0266 as written (Members lists, Add/RemoveResourceBlock actions).\n"
                  "emulator: what public implementations do: 308 redirects to trailing-slash\n"
                  "routes, collections listing Links.Members, hosts as Compute ResourceBlocks,\n"
-                 "composition only by POST to Systems and DELETE of the composed system")
-      ->check(CLI::IsMember({"classic", "emulator"}));
+                 "composition only by POST to Systems and DELETE of the composed system.\n"
+                 "fabric: DSP0268 Fabrics: Endpoints, attach by POSTing a Connection,\n"
+                 "detach by DELETE of it")
+      ->check(CLI::IsMember({"classic", "emulator", "fabric"}));
   auto* basic =
       app.add_option("--basic-auth", basicAuth, "require these credentials, user:password");
   app.add_option("--credentials-file", credentialsFile,

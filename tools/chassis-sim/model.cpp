@@ -12,7 +12,9 @@
 namespace kc::chassis_sim {
 
 std::string_view toString(RedfishProfile profile) {
-  return profile == RedfishProfile::kEmulator ? "emulator" : "classic";
+  return profile == RedfishProfile::kEmulator ? "emulator"
+         : profile == RedfishProfile::kFabric ? "fabric"
+                                              : "classic";
 }
 
 std::optional<RedfishProfile> parseRedfishProfile(std::string_view text) {
@@ -21,6 +23,9 @@ std::optional<RedfishProfile> parseRedfishProfile(std::string_view text) {
   }
   if (text == "emulator") {
     return RedfishProfile::kEmulator;
+  }
+  if (text == "fabric") {
+    return RedfishProfile::kFabric;
   }
   return std::nullopt;
 }
@@ -116,8 +121,8 @@ Result<Topology> topologyFromJson(const json& doc) {
     }
     if (!profile->empty()) {
       if (!parseRedfishProfile(*profile)) {
-        return invalid("redfish.profile must be \"classic\" or \"emulator\", not \"" + *profile +
-                       "\"");
+        return invalid("redfish.profile must be \"classic\", \"emulator\" or \"fabric\", not \"" +
+                       *profile + "\"");
       }
       topo.redfishProfile = *parseRedfishProfile(*profile);
     }
@@ -303,6 +308,8 @@ std::string_view toString(FaultKind kind) {
       return "malformed";
     case FaultKind::kPrecondition:
       return "precondition";
+    case FaultKind::kBusy:
+      return "busy";
   }
   return "?";
 }
@@ -310,7 +317,7 @@ std::string_view toString(FaultKind kind) {
 std::optional<FaultKind> parseFaultKind(std::string_view text) {
   for (FaultKind k :
        {FaultKind::kFail, FaultKind::kHang, FaultKind::kLieFailure, FaultKind::kLieSuccess,
-        FaultKind::kLoseGpu, FaultKind::kMalformed, FaultKind::kPrecondition}) {
+        FaultKind::kLoseGpu, FaultKind::kMalformed, FaultKind::kPrecondition, FaultKind::kBusy}) {
     if (toString(k) == text) {
       return k;
     }
@@ -347,8 +354,8 @@ Result<Fault> parseFault(const json& doc) {
   const auto parsedKind = parseFaultKind(*kind);
   if (!parsedKind) {
     return invalid(
-        "fault: kind must be fail, hang, lie_failure, lie_success, lose_gpu, malformed or "
-        "precondition");
+        "fault: kind must be fail, hang, lie_failure, lie_success, lose_gpu, malformed, "
+        "precondition or busy");
   }
   f.chassis = *chassis;
   f.op = *parsedOp;

@@ -36,6 +36,7 @@ enum class FaultKind : std::uint8_t {
   kLoseGpu,       // the GPU drops off the fabric (unhealthy); assign/unassign reply success
   kMalformed,     // replies `body` (or `bodyBytes` of filler) with status 200, nothing changes
   kPrecondition,  // Redfish: 428 as if the ETag went stale (concurrent change); H3: like fail
+  kBusy,          // HTTP 503 "busy" (another operation in progress), nothing changes
 };
 std::string_view toString(FaultKind kind);
 std::optional<FaultKind> parseFaultKind(std::string_view text);
@@ -108,7 +109,12 @@ struct Chassis {
 //            200 with the new system) and detached by DELETE of that composed system; systems
 //            have no Add/RemoveResourceBlock actions and GPU blocks carry no
 //            Links.ComputerSystems (attachment shows only on the system's side).
-enum class RedfishProfile : std::uint8_t { kClassic, kEmulator };
+//  fabric    DSP0268 Fabrics, as PCIe/CXL fabric managers serve them (redfish_fabric.hpp):
+//            no CompositionService; Fabric "PCIe" with one initiator Endpoint per host (Id =
+//            the host's system name) and one target Endpoint per GPU (Id = its gid, its GPU
+//            Processor under /Chassis), a Connection per attached GPU; attach = POST of a
+//            Connection to the Connections collection (201), detach = DELETE of it (204).
+enum class RedfishProfile : std::uint8_t { kClassic, kEmulator, kFabric };
 std::string_view toString(RedfishProfile profile);
 std::optional<RedfishProfile> parseRedfishProfile(std::string_view text);
 

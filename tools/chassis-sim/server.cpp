@@ -14,6 +14,7 @@
 #include "libcore/fabric/h3_codec.hpp"
 #include "libcore/fabric/redfish_codec.hpp"
 #include "libcore/net/http_server.hpp"
+#include "tools/chassis-sim/redfish_fabric.hpp"
 
 namespace kc::chassis_sim {
 namespace {
@@ -310,6 +311,9 @@ class SimServer::Impl {
                       case FaultKind::kFail:
                       case FaultKind::kPrecondition:
                         return h3Reply(200, action, false, "simulated failure");
+                      case FaultKind::kBusy:
+                        return Response::text(503, "busy: another operation is in progress",
+                                              "text/plain");
                       case FaultKind::kMalformed:
                         return malformedReply(*f);
                       case FaultKind::kLieSuccess:
@@ -834,7 +838,10 @@ class SimServer::Impl {
                 {"CompositionService", {{"@odata.id", l.comp}}},
                 {"SessionService", {{"@odata.id", l.sessionService}}},
                 {"Links", {{"Sessions", {{"@odata.id", l.sessions}}}}}};
-      if (!l.emulator) {
+      if (fabricProfile()) {
+        root.erase("CompositionService");
+        root["Fabrics"] = {{"@odata.id", l.root + "/Fabrics"}};
+      } else if (!l.emulator) {
         // As the DMTF mockups advertise it; the emulator profile, like the DMTF emulator, does
         // not.
         root["ProtocolFeaturesSupported"] = {{"ExpandQuery",
@@ -891,6 +898,10 @@ class SimServer::Impl {
     }
     const auto snap = model_->snapshot(chassis);
     const Chassis& c = *snap;
+    if (fabricProfile()) {
+      fabricRequest(req, chassis, prefix, path, c, std::move(stream));
+      return;
+    }
     if (req.method == "GET") {
       redfishGet(req, l, c, chassis, path, std::move(stream));
       return;
@@ -1006,6 +1017,67 @@ class SimServer::Impl {
                   Response::json(200, composedJson(l, after, *gpu)), std::move(stream));
   }
 
+  // --- fabric profile: DSP0268 Endpoints and Connections (redfish_fabric.hpp) ------------
+
+  bool fabricProfile() const { return model_->initial().redfishProfile == RedfishProfile::kFabric; }
+
+  void fabricRequest(const Request& req, const std::string& chassis, const std::string& prefix,
+                     const std::string& path, const Chassis& c,
+                     std::shared_ptr<ResponseStream> stream) {
+    const auto u = fabric_profile::urisFor(prefix);
+    if (req.method == "GET" && path == u.endpoints) {
+      // The inventory read: latency and inventory faults apply here.
+      operation(chassis, Op::kInventory, "", std::move(stream),
+                [this, chassis, u](const std::optional<Fault>& f) {
+                  if (f && f->kind == FaultKind::kFail) {
+                    return redfishError(500, "InternalError", "simulated failure");
+                  }
+                  if (f && f->kind == FaultKind::kMalformed) {
+                    return malformedReply(*f);
+                  }
+                  if (f && f->kind == FaultKind::kLoseGpu && f->gpu) {
+                    (void)model_->loseGpu(chassis, *f->gpu);
+                  }
+                  return Response::json(
+                      200, fabric_profile::endpointsCollection(u, *model_->snapshot(chassis)));
+                });
+      return;
+    }
+    if (req.method == "GET") {
+      auto body = fabric_profile::resourceAt(u, c, path);
+      stream->send(body ? withEtag(std::move(*body))
+                        : redfishError(404, "ResourceMissingAtURI", "no resource GET " + path));
+      return;
+    }
+    if (req.method == "POST" && path == u.connections) {
+      auto connect = fabric_profile::resolveConnect(u, c, req.body);
+      if (!connect) {
+        const bool conflict = connect.error().code == kc::errc::kConflict;
+        stream->send(redfishError(conflict ? 409 : 400,
+                                  conflict ? "ResourceInUse" : "PropertyValueNotInList",
+                                  connect.error().message));
+        return;
+      }
+      Chassis after = c;
+      Gpu& gpu = *after.gpu(connect->gid);
+      gpu.host = connect->port;
+      Response created = Response::json(201, fabric_profile::connectionJson(u, after, gpu));
+      created.withHeader("Location", fabric_profile::connectionLink(u, gpu));
+      moveOperation(chassis, connect->gid, connect->port, true, std::move(created),
+                    std::move(stream));
+      return;
+    }
+    if (req.method == "DELETE") {
+      if (const Gpu* gpu = fabric_profile::connectionGpu(u, c, path)) {
+        moveOperation(chassis, gpu->gid, *gpu->host, false, Response{204, {}, {}},
+                      std::move(stream));
+        return;
+      }
+    }
+    stream->send(
+        redfishError(404, "ResourceMissingAtURI", "no resource " + req.method + " " + path));
+  }
+
   // One assign/unassign through latency and faults; `ok` is the reply when it works.
   void moveOperation(const std::string& chassis, const std::string& gid, std::uint32_t port,
                      bool add, Response ok, std::shared_ptr<ResponseStream> stream) {
@@ -1017,6 +1089,9 @@ class SimServer::Impl {
                       return redfishError(500, "InternalError", "simulated failure");
                     case FaultKind::kPrecondition:
                       return redfishError(428, "PreconditionRequired", "simulated stale ETag");
+                    case FaultKind::kBusy:
+                      return redfishError(503, "ServiceTemporarilyUnavailable",
+                                          "another operation is in progress");
                     case FaultKind::kMalformed:
                       return malformedReply(*f);
                     case FaultKind::kLieSuccess:

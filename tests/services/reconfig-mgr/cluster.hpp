@@ -83,6 +83,9 @@ struct ClusterSpec {
   int hostVisibleDelayMs = 300;          // chassis-sim: hot-add time after an attach
   bool hostNeedsRescan = false;          // chassis-sim: an attached GPU shows only after a rescan
   std::vector<std::string> pluginFlags;  // more disaggpu-devplugin flags (--hot-remove, ...)
+  // More flags for one node's agent only (after pluginFlags): nodes that differ, e.g. one
+  // that rescans its PCI bus and one that does not.
+  std::map<std::string, std::vector<std::string>> nodePluginFlags;
   // The node agents as kubelet DRA plugins (--mode dra, registered through the stand-ins'
   // plugin watchers) instead of device plugins: what serves the nodes of a DRA pool.
   bool draNodes = false;
@@ -532,6 +535,9 @@ class SimCluster {
       args.insert(args.end(), spec_.pluginFlags.begin(), spec_.pluginFlags.end());
     } else {
       args.emplace_back("--host-check=false");  // no host: the pool's word is all there is
+    }
+    if (const auto it = spec_.nodePluginFlags.find(node); it != spec_.nodePluginFlags.end()) {
+      args.insert(args.end(), it->second.begin(), it->second.end());
     }
     plugins_[node] = std::make_unique<kc::testing::ChildProcess>(std::move(args));
     plugins_[node]->waitUntil([&] { return kc::testing::readPortFile(portFile).has_value(); }, 20s,

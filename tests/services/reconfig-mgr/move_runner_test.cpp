@@ -115,6 +115,7 @@ class TestEnv : public kc::reconfig::MoveEnv {
   }
   void unsupported(const std::string& message) override { unsupportedMsg = message; }
   void moveFinished(const Move& m) override { finishedMoves.push_back(m); }
+  void movesSerialised(const std::string& why) override { serialised.push_back(why); }
 
   std::vector<std::string> log;
   LoggingDriver driver;
@@ -126,6 +127,7 @@ class TestEnv : public kc::reconfig::MoveEnv {
   std::map<std::string, std::string> quarantined;
   std::optional<std::string> unsupportedMsg;
   std::vector<Move> finishedMoves;
+  std::vector<std::string> serialised;
 };
 
 Move moveOf(const std::string& gpu, const std::string& from, const std::string& to) {
@@ -645,5 +647,63 @@ TEST_CASE("move runner: a GPU held open on its source node waits, and the move s
     CHECK(j.history[0].phase == MovePhase::kFailed);
     CHECK(j.history[0].message.find("pid 4242") != std::string::npos);
     CHECK(hostOf(chassis, "c0.5") == std::optional<std::string>("0"));
+  }
+}
+
+TEST_CASE("move runner: several moves in flight as the concurrency allows and busy makes it serial",
+          "[reconfig][runner]") {
+  kc::testing::FakeDriver chassis("c0", {"0", "48"});
+  chassis.addGpu("5", std::string("0"));
+  chassis.addGpu("6", std::string("0"));
+  chassis.addGpu("7", std::string("0"));
+  TestEnv env(chassis);
+  kc::testing::FakeClock clock;
+  kc::reconfig::MoveRunnerOptions o;
+  o.backoff = {1000ms, 4000ms, 2.0, 0.0};
+  SECTION("one per chassis: a second move on the same chassis waits, another chassis' starts") {
+    o.concurrency = {1, 0};
+    MoveRunner runner(env, clock, o);
+    Journal j;
+    REQUIRE(runner.start(j, moveOf("c0.5", "0", "48")));
+    CHECK_FALSE(runner.canStart(j, "c0.6"));
+    auto refused = runner.start(j, moveOf("c0.6", "0", "48"));
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == kc::errc::kConflict);
+    CHECK(runner.canStart(j, "c1.1"));        // another chassis
+    CHECK_FALSE(runner.canStart(j, "c0.5"));  // the same GPU never twice
+    CHECK(j.active.size() == 1);
+  }
+  SECTION("the pool limit counts every chassis") {
+    o.concurrency = {1, 1};
+    MoveRunner runner(env, clock, o);
+    Journal j;
+    REQUIRE(runner.start(j, moveOf("c0.5", "0", "48")));
+    CHECK_FALSE(runner.canStart(j, "c1.1"));
+  }
+  SECTION("two in flight step independently; a busy answer serialises the pool for a while") {
+    o.concurrency = {2, 0};
+    o.serialAfterBusy = 60'000ms;
+    MoveRunner runner(env, clock, o);
+    Journal j;
+    REQUIRE(runner.start(j, moveOf("c0.5", "0", "48")));
+    REQUIRE(runner.start(j, moveOf("c0.6", "0", "48")));
+    CHECK(j.active.size() == 2);
+    CHECK(j.toJson().size() == 2);  // both records in status.moves
+    env.reports["node-0"] = report({"c0.5", "c0.6"});
+    chassis.failNext("attach", kc::makeError(kc::errc::kUnavailable, "HTTP 503: busy"), 1);
+    run(runner, j);
+    // One move got the busy answer (detached, a failed try of Attaching); the other went on.
+    REQUIRE(env.serialised.size() == 1);
+    CHECK(env.serialised[0].find("busy") != std::string::npos);
+    CHECK(runner.concurrencyNow().perPool == 1);
+    CHECK_FALSE(runner.canStart(j, "c0.7"));
+    clock.advance(5s);
+    run(runner, j);
+    CHECK_FALSE(j.active);
+    CHECK(hostOf(chassis, "c0.5") == "48");
+    CHECK(hostOf(chassis, "c0.6") == "48");
+    clock.advance(60s);
+    CHECK(runner.concurrencyNow().perPool == 0);  // back to the configured schedule
+    CHECK(env.serialised.size() == 1);
   }
 }
