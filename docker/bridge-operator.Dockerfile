@@ -4,6 +4,11 @@
 # tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
 # links (tests/deploy/docker_test.py checks both lists against the build and the binary).
 
+# BINARIES: where the installed program comes from. `build` (the default) is the stage below; an
+# image that holds the same `cmake --install --component` tree under /out (what
+# tools/build-images.sh --prebuilt makes from an existing build) skips compiling.
+ARG BINARIES=build
+
 FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -19,12 +24,14 @@ RUN cmake --preset release \
  && cmake --build --preset release --target bridge-operator \
  && cmake --install build/release --component bridge-operator --prefix /out --strip
 
+FROM ${BINARIES} AS binaries
+
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libfmt9 libprometheus-cpp-core1.0 libspdlog1.10 libssl3 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /out/bin/bridge-operator /usr/local/bin/bridge-operator
+COPY --from=binaries /out/bin/bridge-operator /usr/local/bin/bridge-operator
 USER 65532:65532
 EXPOSE 8843
 ENTRYPOINT ["/usr/local/bin/bridge-operator"]

@@ -6,6 +6,11 @@
 # tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
 # links (tests/deploy/docker_test.py checks both lists against the build and the binary).
 
+# BINARIES: where the installed program comes from. `build` (the default) is the stage below; an
+# image that holds the same `cmake --install --component` tree under /out (what
+# tools/build-images.sh --prebuilt makes from an existing build) skips compiling.
+ARG BINARIES=build
+
 FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -21,6 +26,8 @@ RUN cmake --preset release \
  && cmake --build --preset release --target disaggpu-devplugin \
  && cmake --install build/release --component disaggpu-devplugin --prefix /out --strip
 
+FROM ${BINARIES} AS binaries
+
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -28,7 +35,7 @@ RUN apt-get update \
       libprometheus-cpp-core1.0 libprotobuf32 libre2-9 libspdlog1.10 libssl3 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /out/bin/disaggpu-devplugin /usr/local/bin/disaggpu-devplugin
+COPY --from=binaries /out/bin/disaggpu-devplugin /usr/local/bin/disaggpu-devplugin
 USER 65532:65532
 EXPOSE 9410
 ENTRYPOINT ["/usr/local/bin/disaggpu-devplugin"]

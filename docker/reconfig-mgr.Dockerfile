@@ -4,6 +4,11 @@
 # tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
 # links (tests/deploy/docker_test.py checks both lists against the build and the binary).
 
+# BINARIES: where the installed program comes from. `build` (the default) is the stage below; an
+# image that holds the same `cmake --install --component` tree under /out (what
+# tools/build-images.sh --prebuilt makes from an existing build) skips compiling.
+ARG BINARIES=build
+
 FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -19,12 +24,14 @@ RUN cmake --preset release \
  && cmake --build --preset release --target reconfig-mgr \
  && cmake --install build/release --component reconfig-mgr --prefix /out --strip
 
+FROM ${BINARIES} AS binaries
+
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates libfmt9 libprometheus-cpp-core1.0 libspdlog1.10 libssl3 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /out/bin/reconfig-mgr /usr/local/bin/reconfig-mgr
+COPY --from=binaries /out/bin/reconfig-mgr /usr/local/bin/reconfig-mgr
 USER 65532:65532
 # ca-certificates: an https chassis endpoint is verified against the system CAs.
 EXPOSE 9420

@@ -7,6 +7,11 @@
 # tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
 # links (tests/deploy/docker_test.py checks both lists against the build and the binary).
 
+# BINARIES: where the installed program comes from. `build` (the default) is the stage below; an
+# image that holds the same `cmake --install --component` tree under /out (what
+# tools/build-images.sh --prebuilt makes from an existing build) skips compiling.
+ARG BINARIES=build
+
 FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -22,6 +27,8 @@ RUN cmake --preset release \
  && cmake --build --preset release --target rt-kubelet-shim \
  && cmake --install build/release --component rt-kubelet-shim --prefix /out --strip
 
+FROM ${BINARIES} AS binaries
+
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -29,7 +36,7 @@ RUN apt-get update \
       libprometheus-cpp-core1.0 libprotobuf32 libre2-9 libspdlog1.10 libssl3 \
       libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /out/bin/rt-kubelet-shim /usr/local/bin/rt-kubelet-shim
+COPY --from=binaries /out/bin/rt-kubelet-shim /usr/local/bin/rt-kubelet-shim
 USER 65532:65532
 EXPOSE 9420
 ENTRYPOINT ["/usr/local/bin/rt-kubelet-shim"]

@@ -4,6 +4,11 @@
 # tools/setup-deps.sh; stage 2 is bookworm-slim with only the runtime libraries the binary
 # links (tests/deploy/docker_test.py checks both lists against the build and the binary).
 
+# BINARIES: where the installed program comes from. `build` (the default) is the stage below; an
+# image that holds the same `cmake --install --component` tree under /out (what
+# tools/build-images.sh --prebuilt makes from an existing build) skips compiling.
+ARG BINARIES=build
+
 FROM debian:bookworm AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -19,6 +24,8 @@ RUN cmake --preset release \
  && cmake --build --preset release --target vni-webhook \
  && cmake --install build/release --component vni-webhook --prefix /out --strip
 
+FROM ${BINARIES} AS binaries
+
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -26,7 +33,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 # The SQLite database's directory (the chart mounts a PersistentVolumeClaim here).
 RUN install -d -o 65532 -g 65532 -m 0750 /var/lib/vni-webhook
-COPY --from=build /out/bin/vni-webhook /usr/local/bin/vni-webhook
+COPY --from=binaries /out/bin/vni-webhook /usr/local/bin/vni-webhook
 USER 65532:65532
 EXPOSE 8842
 ENTRYPOINT ["/usr/local/bin/vni-webhook"]

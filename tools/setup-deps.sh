@@ -23,6 +23,10 @@ PACKAGES=(
   containerd runc busybox-static
   # deployment: the offline chart renderer (Go text/template + sprig), YAML lint of the chart
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev yamllint
+  # images: Debian bases from mmdebstrap, built with buildah, run by runc (tools/build-images.sh, deploy_images)
+  mmdebstrap buildah
+  # monitoring: promtool (check rules, test rules) for the chart's alerts (docs/monitoring.md)
+  prometheus
 )
 
 missing=()

@@ -184,12 +184,19 @@ void prepareFilters(const SchedPod& pod, std::span<const SchedNode> nodes, Filte
   prepared.spread = prepareTopologySpread(pod, nodes, options.placed);
   options.interPod = prepared.interPod ? &*prepared.interPod : nullptr;
   options.spread = prepared.spread ? &*prepared.spread : nullptr;
+  if (options.volumes != nullptr) {
+    prepared.volumeBinding = prepareVolumeBinding(pod, *options.volumes);
+  }
+  options.volumeBinding = prepared.volumeBinding ? &*prepared.volumeBinding : nullptr;
   options.prepared = true;
 }
 
 FilterReasons filterNode(const SchedPod& pod, const Resources& request, const SchedNode& node,
                          const NodeUsage& usage, const FilterOptions& options) {
   // kube-scheduler's default plugin order; a node stops at its first failing filter.
+  if (options.volumeBinding != nullptr && !options.volumeBinding->rejectAll.empty()) {
+    return {options.volumeBinding->rejectAll};  // VolumeBinding's PreFilter: no node at all
+  }
   FilterReasons reasons = nodeUnschedulableFilter(pod, node);
   if (reasons.empty()) {
     reasons = nodeNameFilter(pod, node);
@@ -205,6 +212,9 @@ FilterReasons filterNode(const SchedPod& pod, const Resources& request, const Sc
   }
   if (reasons.empty()) {
     reasons = resourcesFitFilter(request, node, usage, options.fit);
+  }
+  if (reasons.empty() && options.volumeBinding != nullptr) {
+    reasons = volumeBindingFilter(*options.volumeBinding, node);
   }
   if (reasons.empty() && options.spread != nullptr) {
     reasons = topologySpreadFilter(pod, *options.spread, node);
@@ -230,7 +240,8 @@ Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedN
   const FilterOptions* opts = &options;
   FilterOptions prepared;
   PreparedFilters state;
-  if (!options.prepared && (options.placed != nullptr || pod.topologySpread != nullptr)) {
+  if (!options.prepared && (options.placed != nullptr || pod.topologySpread != nullptr ||
+                            (options.volumes != nullptr && !pod.claimVolumes.empty()))) {
     prepared = options;
     prepareFilters(pod, nodes, prepared, state);
     opts = &prepared;
@@ -246,6 +257,12 @@ Result<NodeFilterResult> filterNodes(const SchedPod& pod, std::span<const SchedN
   }
   if (out.feasible.empty()) {
     out.message = unschedulableMessage(nodes.size(), out.rejected);
+    if (opts->volumeBinding != nullptr && !opts->volumeBinding->rejectAll.empty() &&
+        !nodes.empty()) {
+      // A PreFilter refusal is the FitError's one reason, not counted per node.
+      out.message = "0/" + std::to_string(nodes.size()) +
+                    " nodes are available: " + opts->volumeBinding->rejectAll + ".";
+    }
   }
   return out;
 }

@@ -19,6 +19,11 @@
 //                      "node(s) didn't match pod anti-affinity rules" (pod_affinity.hpp)
 //   NodeResourcesFit   "Too many pods", "Insufficient cpu", "Insufficient memory",
 //                      "Insufficient ephemeral-storage", "Insufficient <resource>"
+//   VolumeBinding      (after NodeResourcesFit) "node(s) had volume node affinity conflict",
+//                      "node(s) didn't find available persistent volumes to bind", ...
+//                      (volume_binding.hpp; needs FilterOptions::volumes). Its PreFilter
+//                      refusal ("pod has unbound immediate PersistentVolumeClaims", a missing
+//                      claim) refuses every node, worded "0/N nodes are available: <why>."
 //   then the extra hook (e.g. real-time admission), whose reasons are its own.
 
 #include <cstddef>
@@ -35,6 +40,7 @@
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/sched_objects.hpp"
 #include "libcore/alloc/topology_spread.hpp"
+#include "libcore/alloc/volume_binding.hpp"
 #include "libcore/base/result.hpp"
 
 namespace kc::alloc {
@@ -99,6 +105,10 @@ struct FilterOptions {
   // themselves unless `prepared`). Null: that filter has nothing to check.
   const InterPodAffinityState* interPod = nullptr;
   const TopologySpreadState* spread = nullptr;
+  // The cluster's PVCs, PVs and StorageClasses (not owned; null: VolumeBinding is off), and the
+  // pod's VolumeBinding state prepared from them (prepareFilters).
+  const VolumeCatalog* volumes = nullptr;
+  const VolumeBindingState* volumeBinding = nullptr;
   bool prepared = false;
 };
 
@@ -106,6 +116,7 @@ struct FilterOptions {
 struct PreparedFilters {
   std::optional<InterPodAffinityState> interPod{};
   std::optional<TopologySpreadState> spread{};
+  std::optional<VolumeBindingState> volumeBinding{};
 };
 
 // Counts what InterPodAffinity and PodTopologySpread need for `pod` over `nodes` (every node of

@@ -1,10 +1,12 @@
 #include "libcore/alloc/pod_fields.hpp"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "libcore/alloc/pod_affinity.hpp"
 #include "libcore/alloc/topology_spread.hpp"
+#include "libcore/alloc/volume_objects.hpp"
 
 namespace kc::alloc {
 
@@ -21,6 +23,35 @@ const nlohmann::json& at(const nlohmann::json& obj, const char* key) {
   }
   auto it = obj.find(key);
   return it == obj.end() ? kNull : *it;
+}
+
+Result<std::string> optionalString(const nlohmann::json& obj, const char* key,
+                                   const std::string& field) {
+  const nlohmann::json& v = at(obj, key);
+  if (v.is_null()) {
+    return std::string();
+  }
+  if (!v.is_string()) {
+    return invalid(field, "not a string");
+  }
+  return v.get<std::string>();
+}
+
+Result<StringMap> stringMap(const nlohmann::json& v, const std::string& field) {
+  StringMap out;
+  if (v.is_null()) {
+    return out;
+  }
+  if (!v.is_object()) {
+    return invalid(field, "not a map");
+  }
+  for (const auto& [k, value] : v.items()) {
+    if (!value.is_string()) {
+      return invalid(field + "[" + k + "]", "not a string");
+    }
+    out.emplace(k, value.get<std::string>());
+  }
+  return out;
 }
 
 }  // namespace detail
@@ -132,6 +163,28 @@ Status parseHostPorts(const json& spec, SchedPod& out) {
   return okStatus();
 }
 
+// spec.priority (int32) and spec.preemptionPolicy (PreemptLowerPriority, the default, or Never).
+Status parsePriority(const json& spec, SchedPod& out) {
+  const json& priority = at(spec, "priority");
+  if (!priority.is_null()) {
+    if (!priority.is_number_integer() ||
+        priority.get<std::int64_t>() < std::numeric_limits<std::int32_t>::min() ||
+        priority.get<std::int64_t>() > std::numeric_limits<std::int32_t>::max()) {
+      return invalid("spec.priority", "must be a 32-bit integer");
+    }
+    out.priority = static_cast<std::int32_t>(priority.get<std::int64_t>());
+  }
+  const json& policy = at(spec, "preemptionPolicy");
+  if (!policy.is_null()) {
+    if (!policy.is_string() || (policy.get_ref<const std::string&>() != "Never" &&
+                                policy.get_ref<const std::string&>() != "PreemptLowerPriority")) {
+      return invalid("spec.preemptionPolicy", "must be PreemptLowerPriority or Never");
+    }
+    out.preemptNever = policy.get_ref<const std::string&>() == "Never";
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 Status parsePodFields(const nlohmann::json& pod, SchedPod& out) {
@@ -140,6 +193,9 @@ Status parsePodFields(const nlohmann::json& pod, SchedPod& out) {
   }
   const json& spec = at(pod, "spec");
   if (auto s = parseGates(spec, out); !s) {
+    return s;
+  }
+  if (auto s = parsePriority(spec, out); !s) {
     return s;
   }
   auto affinity = parsePodAffinity(spec);
@@ -152,6 +208,9 @@ Status parsePodFields(const nlohmann::json& pod, SchedPod& out) {
     return spread.error();
   }
   out.topologySpread = std::move(*spread);
+  if (auto s = parsePodClaimVolumes(pod, out); !s) {
+    return s;
+  }
   return parseHostPorts(spec, out);
 }
 

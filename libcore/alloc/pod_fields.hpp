@@ -13,8 +13,8 @@
 
 namespace kc::alloc {
 
-// Fills out.labels, out.schedulingGates, out.podAffinity, out.topologySpread and
-// out.hostPorts from a Pod object (v1).
+// Fills out.labels, out.schedulingGates, out.priority, out.preemptNever, out.podAffinity,
+// out.topologySpread and out.hostPorts from a Pod object (v1).
 // Called by parsePod.
 Status parsePodFields(const nlohmann::json& pod, SchedPod& out);
 
@@ -30,6 +30,12 @@ namespace detail {
 Error invalid(const std::string& field, const std::string& why);
 // obj[key], or null when obj is not an object or has no such key.
 const nlohmann::json& at(const nlohmann::json& obj, const char* key);
+// obj[key] as a string ("" when absent); a non-string is `invalid` naming `field`.
+Result<std::string> optionalString(const nlohmann::json& obj, const char* key,
+                                   const std::string& field);
+// A map of strings (labels, annotations, nodeSelector); null is empty, anything else that is
+// not an object of strings is `invalid` naming `field` (or `field[key]`).
+Result<StringMap> stringMap(const nlohmann::json& v, const std::string& field);
 }  // namespace detail
 
 }  // namespace kc::alloc

@@ -55,7 +55,10 @@ struct QueueView {
   std::span<const std::int64_t> landing{};
 };
 
-// The caller's side: its queue in FCFS order (index 0 the oldest) and its placement.
+// The caller's side: its queue in its order (index 0 the head) and its placement. "Oldest"
+// above means first in that order: kubecomp-sched gives its queue order (pod_order.hpp: higher
+// spec.priority first, FCFS within a priority), so the head a pass reserves for is the
+// highest-priority pod waiting longest; the simulator gives its own order.
 class QueueHost {
  public:
   virtual ~QueueHost() = default;

@@ -10,6 +10,8 @@
 namespace kc::alloc {
 namespace {
 
+using detail::optionalString;
+using detail::stringMap;
 using nlohmann::json;
 
 Error invalid(const std::string& field, const std::string& why) {
@@ -23,39 +25,11 @@ const json& member(const json& obj, const char* key) {
   return it == obj.end() ? kNull : *it;
 }
 
-Result<std::string> optionalString(const json& obj, const char* key, const std::string& field) {
-  const json& v = member(obj, key);
-  if (v.is_null()) {
-    return std::string();
-  }
-  if (!v.is_string()) {
-    return invalid(field, "not a string");
-  }
-  return v.get<std::string>();
-}
-
 Status expectObject(const json& v, const std::string& field) {
   if (!v.is_object()) {
     return invalid(field, "not an object");
   }
   return okStatus();
-}
-
-Result<StringMap> stringMap(const json& v, const std::string& field) {
-  StringMap out;
-  if (v.is_null()) {
-    return out;
-  }
-  if (!v.is_object()) {
-    return invalid(field, "not a map");
-  }
-  for (const auto& [k, value] : v.items()) {
-    if (!value.is_string()) {
-      return invalid(field + "[" + k + "]", "not a string");
-    }
-    out.emplace(k, value.get<std::string>());
-  }
-  return out;
 }
 
 // Sets the amounts of a resource map (requests, limits, overhead, allocatable) in `into`.
@@ -277,41 +251,16 @@ Result<std::optional<std::vector<NodeSelectorTerm>>> parseRequiredAffinity(const
   if (auto s = expectObject(nodeAffinity, "spec.affinity.nodeAffinity"); !s) {
     return s.error();
   }
-  const std::string base =
-      "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
   const json& required = member(nodeAffinity, "requiredDuringSchedulingIgnoredDuringExecution");
   if (required.is_null()) {
     return std::optional<std::vector<NodeSelectorTerm>>();
   }
-  if (auto s = expectObject(required, base); !s) {
-    return s.error();
+  auto terms = parseNodeSelector(
+      required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution");
+  if (!terms) {
+    return terms.error();
   }
-  const json& terms = member(required, "nodeSelectorTerms");
-  const std::string tf = base + ".nodeSelectorTerms";
-  if (!terms.is_array() || terms.empty()) {
-    return invalid(tf, "must be a non-empty list");
-  }
-  std::vector<NodeSelectorTerm> out;
-  for (std::size_t i = 0; i < terms.size(); ++i) {
-    const std::string f = tf + "[" + std::to_string(i) + "]";
-    if (auto s = expectObject(terms[i], f); !s) {
-      return s.error();
-    }
-    NodeSelectorTerm term;
-    auto exprs =
-        parseRequirements(member(terms[i], "matchExpressions"), f + ".matchExpressions", false);
-    if (!exprs) {
-      return exprs.error();
-    }
-    auto fields = parseRequirements(member(terms[i], "matchFields"), f + ".matchFields", true);
-    if (!fields) {
-      return fields.error();
-    }
-    term.matchExpressions = std::move(*exprs);
-    term.matchFields = std::move(*fields);
-    out.push_back(std::move(term));
-  }
-  return std::optional<std::vector<NodeSelectorTerm>>(std::move(out));
+  return std::optional<std::vector<NodeSelectorTerm>>(std::move(*terms));
 }
 
 Result<TaintEffect> parseEffect(const std::string& text, const std::string& field) {
@@ -685,6 +634,39 @@ Result<SchedNode> parseNode(const nlohmann::json& node) {
         !s) {
       return s.error();
     }
+  }
+  return out;
+}
+
+Result<std::vector<NodeSelectorTerm>> parseNodeSelector(const json& required,
+                                                        const std::string& base) {
+  if (auto s = expectObject(required, base); !s) {
+    return s.error();
+  }
+  const json& terms = member(required, "nodeSelectorTerms");
+  const std::string tf = base + ".nodeSelectorTerms";
+  if (!terms.is_array() || terms.empty()) {
+    return invalid(tf, "must be a non-empty list");
+  }
+  std::vector<NodeSelectorTerm> out;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const std::string f = tf + "[" + std::to_string(i) + "]";
+    if (auto s = expectObject(terms[i], f); !s) {
+      return s.error();
+    }
+    NodeSelectorTerm term;
+    auto exprs =
+        parseRequirements(member(terms[i], "matchExpressions"), f + ".matchExpressions", false);
+    if (!exprs) {
+      return exprs.error();
+    }
+    auto fields = parseRequirements(member(terms[i], "matchFields"), f + ".matchFields", true);
+    if (!fields) {
+      return fields.error();
+    }
+    term.matchExpressions = std::move(*exprs);
+    term.matchFields = std::move(*fields);
+    out.push_back(std::move(term));
   }
   return out;
 }

@@ -108,6 +108,16 @@ struct HostPort {
   friend bool operator==(const HostPort&, const HostPort&) = default;
 };
 
+// A volume of the pod backed by a PersistentVolumeClaim (volume_binding.hpp): a
+// persistentVolumeClaim volume names its claim; a generic ephemeral volume's claim is
+// "<pod name>-<volume name>", created and owned by the pod.
+struct PodClaimVolume {
+  std::string claim{};
+  bool ephemeral = false;
+
+  friend bool operator==(const PodClaimVolume&, const PodClaimVolume&) = default;
+};
+
 struct SchedPod {
   std::string ns{};
   std::string name{};
@@ -141,6 +151,13 @@ struct SchedPod {
   std::shared_ptr<const PodAffinity> podAffinity{};
   // spec.topologySpreadConstraints (topology_spread.hpp); null when none.
   std::shared_ptr<const TopologySpread> topologySpread{};
+  // spec.volumes backed by PersistentVolumeClaims, in spec order (VolumeBinding reads them).
+  std::vector<PodClaimVolume> claimVolumes{};
+  // spec.priority (the API server's Priority admission fills it from priorityClassName; 0 when
+  // absent) and spec.preemptionPolicy Never (the pod waits rather than preempting anyone):
+  // the queue order (pod_order.hpp) and preemption (preemption.hpp) read them.
+  std::int32_t priority = 0;
+  bool preemptNever = false;
 };
 
 struct SchedNode {
@@ -163,6 +180,10 @@ bool parseLabelInt(std::string_view text, std::int64_t& out);
 
 // A Pod object (v1) as the API returns it. Requires metadata.name and at least one container.
 Result<SchedPod> parsePod(const nlohmann::json& pod);
+// A v1.NodeSelector object ({nodeSelectorTerms: [...]}: terms ORed, each non-empty list of
+// requirements ANDed; matchFields on metadata.name only), errors naming `field`.
+Result<std::vector<NodeSelectorTerm>> parseNodeSelector(const nlohmann::json& selector,
+                                                        const std::string& field);
 // A Node object (v1). Requires metadata.name; a missing status.allocatable is all zero.
 Result<SchedNode> parseNode(const nlohmann::json& node);
 

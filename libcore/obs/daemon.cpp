@@ -21,7 +21,7 @@ DaemonHttp::DaemonHttp(std::string name, std::string listen, std::uint16_t port,
                        const HealthChecks& health, const Metrics& metrics)
     : server_(serverOptions(std::move(name), std::move(listen), port)) {
   installHealthEndpoints(server_, health);
-  installMetricsEndpoint(server_, metrics);
+  installMetricsEndpoint(server_, metrics, &health);
 }
 
 Result<std::uint16_t> DaemonHttp::start() {

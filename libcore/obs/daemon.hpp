@@ -27,7 +27,8 @@ class HealthChecks;
 class Metrics;
 
 // GET /livez /readyz /healthz (and /livez/<check>, /readyz/<check>) for `health` and
-// /metrics for `metrics`, on `listen`:`port` (0 = ephemeral), Server header `name`.
+// /metrics for `metrics` (plus kubecomp_daemon_ready from `health`'s readiness checks), on
+// `listen`:`port` (0 = ephemeral), Server header `name`.
 // `health` and `metrics` must outlive the server (or at least its stop()).
 class DaemonHttp {
  public:

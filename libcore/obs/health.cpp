@@ -169,10 +169,19 @@ void installHealthEndpoints(net::HttpServer& server, const HealthChecks& checks)
   installOne(server, "healthz", true, checks);
 }
 
-void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics) {
-  server.route("GET", "/metrics", [&metrics](const net::Request&) {
-    return net::Response::text(200, metrics.serialize(),
-                               "text/plain; version=0.0.4; charset=utf-8");
+void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics,
+                            const HealthChecks* readiness) {
+  server.route("GET", "/metrics", [&metrics, readiness](const net::Request&) {
+    std::string text = metrics.serialize();
+    if (readiness != nullptr) {
+      // Evaluated at scrape time, so it is never stale; a family of its own after the
+      // registry's (the text format does not order families).
+      text +=
+          "# HELP kubecomp_daemon_ready 1 while every readiness check passes (/readyz), else "
+          "0\n# TYPE kubecomp_daemon_ready gauge\nkubecomp_daemon_ready ";
+      text += readiness->checkReady().ok ? "1\n" : "0\n";
+    }
+    return net::Response::text(200, text, "text/plain; version=0.0.4; charset=utf-8");
   });
 }
 

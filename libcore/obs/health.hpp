@@ -81,6 +81,10 @@ void installHealthEndpoints(net::HttpServer& server, const HealthChecks& checks)
 // `<path>.tmp` and renamed into place so a reader never sees a partial file. Empty path: nothing.
 void writePortFile(const std::string& path, unsigned port);
 // Installs GET /metrics serving `metrics` (text format 0.0.4). `metrics` must outlive the server.
-void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics);
+// With `readiness`, every scrape also carries the gauge kubecomp_daemon_ready: 1 while all its
+// readiness checks pass (what /readyz answers), else 0, for alerts on a daemon that serves but
+// is not ready (docs/monitoring.md). `readiness` must outlive the server too.
+void installMetricsEndpoint(net::HttpServer& server, const Metrics& metrics,
+                            const HealthChecks* readiness = nullptr);
 
 }  // namespace kc::obs

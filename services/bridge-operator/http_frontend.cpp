@@ -5,6 +5,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include "libcore/api/bridge_job.hpp"
 #include "libcore/obs/health.hpp"
 
 namespace kc::bridge {
@@ -50,6 +51,13 @@ BridgeHttpFrontend::BridgeHttpFrontend(DecisionConfig config, kc::Clock& clock,
       instruments_(std::make_unique<Instruments>(metrics.registry())),
       server_(std::move(options)) {
   Instruments* ins = instruments_.get();
+  // Every status a reply can carry exists from the start at 0, so that an alert on
+  // increase(...{job_status="UNKNOWN"}) sees the first UNKNOWN (docs/monitoring.md).
+  for (JobStatus st : {JobStatus::kSubmitted, JobStatus::kRunning, JobStatus::kDone,
+                       JobStatus::kFailed, JobStatus::kKilled, JobStatus::kUnknown}) {
+    ins->jobStatus.Add({{"job_status", jobStatusName(st)}});
+  }
+  ins->jobStatus.Add({{"job_status", "NONE"}});
   for (HookKind kind : {HookKind::kSync, HookKind::kFinalize}) {
     const std::string hook = hookName(kind);
     prometheus::Histogram* histogram = &ins->latency.Add(
@@ -72,7 +80,7 @@ BridgeHttpFrontend::BridgeHttpFrontend(DecisionConfig config, kc::Clock& clock,
     });
   }
   obs::installHealthEndpoints(server_, health);
-  obs::installMetricsEndpoint(server_, metrics);
+  obs::installMetricsEndpoint(server_, metrics, &health);
 }
 
 BridgeHttpFrontend::~BridgeHttpFrontend() {

@@ -46,12 +46,14 @@ void ClusterModel::setPool(const std::string& name, ModelPool pool) {
   poolMap_[name] = std::move(pool);
   structureDirty_ = true;
   probes_.reset();
+  draByNode_.reset();
 }
 
 void ClusterModel::removePool(const std::string& name) {
   if (poolMap_.erase(name) > 0) {
     structureDirty_ = true;
     probes_.reset();
+    draByNode_.reset();
   }
 }
 
@@ -285,12 +287,16 @@ void ClusterModel::recomputePool(alloc::PoolIndex p) {
 }
 
 bool ClusterModel::draNode(const std::string& node) const {
-  for (const auto& [name, pool] : poolMap_) {
-    if (pool.nodeSet.count(node) != 0) {
-      return pool.dra;
+  if (!draByNode_) {
+    draByNode_.emplace();
+    for (const auto& [name, pool] : poolMap_) {
+      for (const std::string& n : pool.nodes) {
+        draByNode_->emplace(n, pool.dra);  // the first pool by name listing the node decides
+      }
     }
   }
-  return false;
+  auto it = draByNode_->find(node);
+  return it != draByNode_->end() && it->second;
 }
 
 namespace {

@@ -101,6 +101,9 @@ class ClusterModel {
                      std::vector<DraCandidate>* remote) const;
   const std::vector<DraCandidate>& draProbes() const;  // kept until a pool changes
 
+  // The GPUPools by name (reservation_supply.hpp re-checks reservations against them).
+  const std::map<std::string, ModelPool, std::less<>>& pools() const { return poolMap_; }
+
   std::size_t nodeCount() const { return nodeMap_.size(); }
   std::size_t poolCount() const { return poolMap_.size(); }
   std::size_t gpuCount() const;
@@ -135,6 +138,9 @@ class ClusterModel {
   std::vector<bool> gpuPromised_;
   std::vector<bool> poolDra_;  // per PoolIndex
   mutable std::optional<std::vector<DraCandidate>> probes_;
+  // draNode's answers by node (the first pool by name listing it), rebuilt after a pool change:
+  // the device-plugin/DRA hook asks it for every node a decision filters.
+  mutable std::optional<std::unordered_map<std::string, bool>> draByNode_;
 };
 
 }  // namespace kc::sched

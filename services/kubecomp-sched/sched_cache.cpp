@@ -72,6 +72,7 @@ PodObject readPod(const json& obj, const std::string& ns, const std::string& nam
                obj["metadata"].contains("deletionTimestamp") &&
                !obj["metadata"]["deletionTimestamp"].is_null();
   p.reconfig = api::reconfigRequestText(obj);
+  p.gang = readGangRef(obj);
   auto parsed = alloc::parsePod(obj);
   if (parsed) {
     // A pod waiting for its scheduling gates is not considered at all (kube-scheduler's
@@ -121,6 +122,7 @@ void takeApiFields(PodInfo& to, PodInfo&& from) {
   to.request = std::move(from.request);
   to.gpus = from.gpus;
   to.claimRefs = std::move(from.claimRefs);
+  to.gang = std::move(from.gang);
 }
 
 }  // namespace
@@ -137,7 +139,8 @@ SchedCache::SchedCache(CacheOptions options)
   if (!opts_.placement.filter.rt) {
     opts_.placement.filter.rt = rt_.hook();
   }
-  opts_.placement.filter.placed = &placed_;  // read under mu_, as every decision runs
+  opts_.placement.filter.placed = &placed_;    // read under mu_, as every decision runs
+  opts_.placement.filter.volumes = &volumes_;  // likewise
   // One path per pool: a pod asking GPUs in its limits goes to device-plugin pools, one whose
   // claims ask them to DRA pools (docs/dra.md). Runs with mu_ held, as every decision does.
   opts_.placement.filter.rt = [this, rt = std::move(opts_.placement.filter.rt)](
@@ -177,6 +180,7 @@ json SchedCache::ingestPod(const json& obj, Clock::time_point now) {
   PodInfo& p = *slot;
   const std::string oldUid = p.uid;
   takeApiFields(p, std::move(incoming.info));
+  gangs_.setMember(p.key, p.gang);
   applyClaimGpusLocked(p);
   if (!fresh && oldUid != p.uid) {
     // Same name, new object: whatever we did for the old one does not apply.
@@ -242,6 +246,7 @@ void SchedCache::removePod(const std::string& key) {
     }
     forgetLocked(*p);
     placed_.remove(key);
+    gangs_.removeMember(key);
     rt_.removePod(p->ns, p->name);
     if (p->pod.usesClaims) {
       const auto now = clockOr(opts_.clock).now();
@@ -351,6 +356,9 @@ PodInfo* SchedCache::findLocked(const std::string& key) {
 void SchedCache::setHoldLocked(PodInfo& pod, PodInfo::Hold to, const std::string& node,
                                const Reservation* r) {
   using Hold = PodInfo::Hold;
+  if (to == Hold::kNone) {
+    clearVolumeWaitLocked(pod);  // no node held: nothing asked for its claims stands
+  }
   if (to == Hold::kNone && pod.hold == Hold::kNone) {
     return;
   }
@@ -385,6 +393,7 @@ void SchedCache::setHoldLocked(PodInfo& pod, PodInfo::Hold to, const std::string
 
 void SchedCache::forgetLocked(PodInfo& pod) {
   queue_.forget(pod.key);
+  preempt_.nominated.erase(pod.key);
   setHoldLocked(pod, PodInfo::Hold::kNone);
 }
 
@@ -425,7 +434,7 @@ void SchedCache::refreshHoldingLocked(PodInfo& pod) {
 }
 
 void SchedCache::enqueueLocked(const PodInfo& pod) {
-  queue_.push({pod.created, pod.seq, pod.key});
+  queue_.push(pod.queueOrder());
 }
 
 void SchedCache::backoffLocked(const std::string& key, Clock::time_point now) {
@@ -513,6 +522,21 @@ CacheStats SchedCache::stats() const {
   s.backoff = queue_.waitingCount();
   s.reservations = reservedByOrder_.size();
   s.assumed = assumedCount_;
+  return s;
+}
+
+PendingGpuStats SchedCache::pendingGpuStats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PendingGpuStats s;
+  for (const auto& [key, p] : pods_) {
+    if (!p->pending() || p->gpus <= 0) {
+      continue;
+    }
+    ++s.pods;
+    if (p->firstSeen && (!s.oldestFirstSeen || *p->firstSeen < *s.oldestFirstSeen)) {
+      s.oldestFirstSeen = p->firstSeen;
+    }
+  }
   return s;
 }
 

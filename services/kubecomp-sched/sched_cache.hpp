@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "libcore/alloc/backfill.hpp"
+#include "libcore/alloc/gang.hpp"
 #include "libcore/alloc/placed_pods.hpp"
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pod_placement.hpp"
@@ -47,6 +48,9 @@
 #include "libcore/base/clock.hpp"
 #include "services/kubecomp-sched/cluster_model.hpp"
 #include "services/kubecomp-sched/dra_state.hpp"
+#include "services/kubecomp-sched/gang_state.hpp"
+#include "services/kubecomp-sched/sched_preempt.hpp"
+#include "services/kubecomp-sched/sched_volumes.hpp"
 #include "services/kubecomp-sched/scheduling_queue.hpp"
 
 namespace kc::sched {
@@ -90,8 +94,8 @@ struct PodInfo {
   std::string ns;
   std::string name;
   std::string uid;
-  std::int64_t created = 0;  // metadata.creationTimestamp (s); FCFS order is (created, seq)
-  std::uint64_t seq = 0;     // order of first sight, the tie-break
+  std::int64_t created = 0;  // metadata.creationTimestamp (s); the queue order: queueOrder()
+  std::uint64_t seq = 0;     // order of first sight: a stable id (the queue pass's QueuedPod::id)
   bool ours = false;         // spec.schedulerName == kubecomp-sched
   bool deleting = false;     // metadata.deletionTimestamp
   std::string invalid;       // parse error ("" = parsed); an invalid pod is never placed
@@ -127,8 +131,14 @@ struct PodInfo {
   bool clearing = false;        // its request annotations are being removed
   std::string invalidReported;  // the invalid-pod message sent ("" none)
   std::string heldReported;     // the queue policy's hold message sent ("" none)
+  // VolumeBinding (sched_volumes.cpp): the PV bindings and provisioning asked for its node;
+  // it binds once every claim shows bound.
+  VolumeWait volumeWait;
+  GangRef gang;  // the gang it names (PodGroup or Kueue pod group), if any
 
   bool bound() const { return !pod.nodeName.empty(); }
+  // Its place in the queue (libcore/alloc/pod_order.hpp: priority, then FCFS, then ns/name).
+  SchedulingQueue::Order queueOrder() const { return {pod.priority, created, ns, name, key}; }
   // Ours, unbound, alive and valid: something for this scheduler to do.
   bool pending() const { return ours && !bound() && !deleting && invalid.empty(); }
   bool assumed() const { return hold == Hold::kAssumed; }
@@ -147,6 +157,9 @@ struct Action {
     kQueued,         // held back by the queue policy behind the head (head, node, message)
     kAllocate,       // DRA: write the claims' allocations (picks) for node; bind at once when
                      // no device has binding conditions (bindNow), else wait for them
+    kBindVolumes,    // VolumeBinding: write volumeWrites (the node has the GPUs), then wait
+    kPreempt,        // evict `victims` (Eviction API), nominate `node`, FailedScheduling
+                     // (message); sched_preempt.cpp
   };
   Kind kind = Kind::kUnschedulable;
   std::string key;
@@ -166,6 +179,10 @@ struct Action {
   std::vector<DraPick> picks;
   std::vector<std::string> clearClaims;
   bool bindNow = false;
+  // VolumeBinding: PVs to bind and claims to provision for `node`, written before anything else
+  // of kReserve and as the whole of kBindVolumes.
+  VolumeWrites volumeWrites;
+  std::vector<PreemptVictim> victims;  // kPreempt
 };
 
 struct CacheOptions {
@@ -195,6 +212,9 @@ struct CacheOptions {
   // about to be free (the resourceclaim controller deallocates such a claim at once): a pod
   // waits for them rather than having a GPU moved; past it, the claim counts as held.
   std::chrono::milliseconds draReleaseWait{5000};
+  // VolumeBinding: how long a pod waits for its claims to be bound (kube-scheduler's
+  // bindTimeoutSeconds) before it is scheduled again.
+  std::chrono::milliseconds volumeBindTimeout{kDefaultVolumeBindTimeout};
   std::chrono::milliseconds initialBackoff{1000};  // kube-scheduler's podInitialBackoffSeconds
   std::chrono::milliseconds maxBackoff{10'000};    // and podMaxBackoffSeconds
 };
@@ -219,6 +239,12 @@ struct CacheStats {
   std::size_t assumed = 0;
 };
 
+// Pods of this scheduler waiting for a node that ask kubecomp.io/gpu (the wait metrics).
+struct PendingGpuStats {
+  std::size_t pods = 0;
+  std::optional<Clock::time_point> oldestFirstSeen;  // the longest-waiting one's first sighting
+};
+
 class SchedCache {
  public:
   explicit SchedCache(CacheOptions options);
@@ -236,6 +262,27 @@ class SchedCache {
   void removeClaim(const std::string& key);
   nlohmann::json ingestDeviceClass(const nlohmann::json& deviceClass);
   void removeDeviceClass(const std::string& name);
+  // VolumeBinding (sched_volumes.cpp): PersistentVolumeClaims (`key` "ns/name"),
+  // PersistentVolumes and StorageClasses (`name`); and the result of a kBindVolumes or of the
+  // volume writes of a kReserve (not ok: the assumptions are dropped, the pod scheduled again).
+  nlohmann::json ingestVolumeClaim(const nlohmann::json& pvc);
+  void removeVolumeClaim(const std::string& key);
+  nlohmann::json ingestVolume(const nlohmann::json& pv);
+  void removeVolume(const std::string& name);
+  nlohmann::json ingestStorageClass(const nlohmann::json& storageClass);
+  void removeStorageClass(const std::string& name);
+  void volumesDone(const std::string& key, bool ok, Clock::time_point now);
+  // Preemption (sched_preempt.cpp): PodDisruptionBudgets (`key` "ns/name"), and the result of
+  // a kPreempt (not ok: an eviction was refused, the nomination is dropped and the pod decided
+  // again after its backoff).
+  nlohmann::json ingestBudget(const nlohmann::json& pdb);
+  void removeBudget(const std::string& key);
+  void preemptDone(const std::string& key, bool ok);
+  // The node a preemption nominated the pod to, if any.
+  std::optional<std::string> nominatedNode(const std::string& key) const;
+  // Gangs (sched_gang.cpp): scheduler-plugins PodGroups. `key` "ns/name".
+  nlohmann::json ingestPodGroup(const nlohmann::json& podGroup);
+  void removePodGroup(const std::string& key);
 
   // Scheduling side (the leader's loop).
   // Forgets the queue and the in-memory reservation deadlines and rebuilds both from the cache:
@@ -273,6 +320,7 @@ class SchedCache {
   };
   DecisionStats decisionStats() const;
   CacheStats stats() const;
+  PendingGpuStats pendingGpuStats() const;  // one pass over the pods
   QueueStats queueStats() const;
   // Tests: the reservation of a pod, if any.
   std::optional<Reservation> reservation(const std::string& key) const;
@@ -306,6 +354,19 @@ class SchedCache {
   // failing the filters: kCancel. Otherwise nothing.
   std::optional<Action> checkReservationLocked(PodInfo& pod, Clock::time_point now);
   std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
+  // VolumeBinding (sched_volumes.cpp). The node chosen for the pod: plans its claims there
+  // (PVs to bind, claims to provision), assumes them in the catalog and fills `writes`; false
+  // when nothing is to be written (the pod binds at once as far as volumes go).
+  bool planVolumesLocked(PodInfo& pod, const std::string& node, Clock::time_point now,
+                         VolumeWrites& writes);
+  // A pod waiting for its claims: kCancel when a binding failed or the wait timed out;
+  // `waiting` says whether a claim is not bound yet.
+  std::optional<Action> checkVolumesLocked(PodInfo& pod, Clock::time_point now, bool& waiting);
+  // The pod no longer waits for its claims: the catalog's assumptions about them go.
+  void clearVolumeWaitLocked(PodInfo& pod);
+  // A pod that fits nowhere (`refusal` is its kUnschedulable): preempt lower-priority pods for
+  // it (refusal becomes kPreempt), or add kube-scheduler's "preemption: ..." to its message.
+  void preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point now);
   // The DRA path (sched_dra.cpp): a pod that names ResourceClaims, decided; its reservation
   // (waiting for the binding conditions) checked; its claims' GPUs counted in its request.
   std::optional<Action> decideDraLocked(PodInfo& pod, Clock::time_point now);
@@ -332,6 +393,24 @@ class SchedCache {
   // The reservations, oldest first, through checkReservationLocked (when something changed or
   // a deadline passed). Returns whether one was bound.
   bool serveReservationsLocked(Clock::time_point now, std::vector<Action>& out);
+
+  // Gangs (sched_gang.cpp). A gang member's decision is its whole gang's: true when handled
+  // (`out` the action for `pod`, if any; the other members' actions go to gangActions_), false
+  // when the pod is scheduled on its own (its gang's quorum already runs).
+  struct GangCount {
+    std::uint32_t placed = 0;        // bound (running) or assumed
+    std::vector<PodInfo*> reserved;  // in queue order
+    std::vector<PodInfo*> waiting;   // pending, holding nothing, in queue order
+  };
+  GangCount gangCountLocked(const PodInfo& pod);
+  bool decideGangLocked(PodInfo& pod, Clock::time_point now, std::optional<Action>& out);
+  void applyGangPlanLocked(PodInfo& pod, const std::vector<PodInfo*>& members,
+                           const alloc::GangPlan& plan, std::optional<std::chrono::seconds> timeout,
+                           Clock::time_point now, std::optional<Action>& out);
+  // A reservation served with its gang (not on its own): the gang's quorum is not running yet.
+  bool gangHeldLocked(PodInfo& pod);
+  // The gangs' reservations: all bound in one pass once every member can be, or all cancelled.
+  bool serveGangsLocked(Clock::time_point now, std::vector<Action>& out);
 
   // The queue policies other than backfill (sched_queue.cpp): one pass over every pending pod
   // in FCFS order, appending its actions to `out`.
@@ -388,6 +467,13 @@ class SchedCache {
   bool leading_ = false;
 
   DecisionStats decisions_;
+  // VolumeBinding: the cluster's PVCs, PVs and StorageClasses, with this scheduler's
+  // assumptions on top (placement's FilterOptions::volumes points here).
+  alloc::VolumeCatalog volumes_;
+  PreemptionState preempt_;  // budgets and nominations (sched_preempt.cpp)
+  GangState gangs_;
+  alloc::GangPlanner gangPlanner_;
+  std::vector<Action> gangActions_;  // other members' actions of a gang decided with one pod
   // easy- and slack-backfill: the pass (slack keeps its head's bound in it) and what it did.
   alloc::QueuePass queuePass_;
   QueueStats queueStats_;

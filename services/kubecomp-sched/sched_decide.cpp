@@ -5,10 +5,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 #include <thread>
 #include <utility>
 
 #include "libcore/alloc/node_filter.hpp"
+#include "services/kubecomp-sched/reservation_supply.hpp"
 #include "services/kubecomp-sched/sched_cache.hpp"
 
 namespace kc::sched {
@@ -85,6 +87,10 @@ std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Clock::ti
     a.message = std::move(message);
     return a;
   };
+  bool volumesPending = false;
+  if (auto v = checkVolumesLocked(pod, now, volumesPending)) {
+    return v;  // a volume binding failed, or the wait for the claims timed out
+  }
   if (now >= r.deadline) {
     return cancel(
         "node " + r.node + " did not show the " + std::to_string(r.gpus) +
@@ -142,7 +148,24 @@ std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Clock::ti
     visible = std::min(visible, accepted);
   }
   if (visible - othersHeld < static_cast<std::int64_t>(r.gpus)) {
-    return std::nullopt;  // still waiting for reconfig-mgr and kubelet
+    // Still waiting for reconfig-mgr and kubelet, unless the pool shrank below what it needs
+    // (reservation_supply.hpp): this pod and the later reservations do not count against it.
+    const PoolSupply supply = poolSupply(model_, r.node, pod.pod.gpuModels);
+    std::int64_t heldByLater = gpuOf(pod.request);
+    for (auto later = reservedByOrder_.upper_bound(r.order); later != reservedByOrder_.end();
+         ++later) {
+      const PodInfo* other = findLocked(later->second);
+      if (other != nullptr && poolOfNode(model_, other->reservation.node) == supply.pool) {
+        heldByLater += gpuOf(other->request);
+      }
+    }
+    if (auto why = unservableReservation(supply, r.node, r.gpus, heldByLater, pod.pod.gpuModels)) {
+      return cancel(std::move(*why));
+    }
+    return std::nullopt;
+  }
+  if (volumesPending) {
+    return std::nullopt;  // kube-scheduler's PreBind: the pod's claims are not all bound yet
   }
   Action a = baseAction(pod, Action::Kind::kBind);
   a.node = r.node;
@@ -174,6 +197,9 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
     }
     return std::nullopt;
   }
+  if (std::optional<Action> g; pod.gang.member() && decideGangLocked(pod, now, g)) {
+    return g;  // its gang decided as one unit (sched_gang.cpp)
+  }
   Clock& clock = clockOr(opts_.clock);
   const auto t0 = clock.now();
   auto placed =
@@ -185,11 +211,16 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
     a.message = placed.error().code == kc::errc::kUnschedulable
                     ? placed.error().message
                     : "scheduler error: " + placed.error().message;
+    if (placed.error().code == kc::errc::kUnschedulable) {
+      preemptLocked(pod, a, now);  // fits nowhere even with GPUs moved: preempt lower priority
+    }
     backoffLocked(pod.key, now);
     return a;
   }
   const std::string& node = model_.nodes()[placed->node].name;
-  if (placed->deficit == 0) {
+  VolumeWrites volumeWrites;
+  const bool waitVolumes = planVolumesLocked(pod, node, now, volumeWrites);
+  if (placed->deficit == 0 && !waitVolumes) {
     Action a = baseAction(pod, Action::Kind::kBind);
     a.node = node;
     setHoldLocked(pod, PodInfo::Hold::kAssumed, node);
@@ -201,14 +232,20 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
   r.gpus = placed->gpus;
   r.deficit = placed->deficit;
   r.deadline = now + opts_.reservationTimeout;
+  if (waitVolumes) {
+    // The node is held while the claims are bound (and the GPUs moved, if any).
+    r.deadline = std::min(r.deadline, pod.volumeWait.deadline);
+  }
   r.reservedAt = std::chrono::floor<std::chrono::milliseconds>(wallNow());
   r.requested = false;
   r.order = nextOrder_++;
   setHoldLocked(pod, PodInfo::Hold::kReserved, {}, &r);
-  Action a = baseAction(pod, Action::Kind::kReserve);
+  Action a =
+      baseAction(pod, placed->deficit > 0 ? Action::Kind::kReserve : Action::Kind::kBindVolumes);
   a.node = node;
   a.deficit = placed->deficit;
   a.reservedAt = r.reservedAt;
+  a.volumeWrites = std::move(volumeWrites);
   return a;
 }
 
@@ -228,7 +265,7 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
                    if (p == nullptr || !p->pending()) {
                      return std::nullopt;
                    }
-                   return SchedulingQueue::Order{p->created, p->seq, p->key};
+                   return p->queueOrder();
                  });
   const bool reservationBound = serveReservationsLocked(now, out);
   if (opts_.queue.discipline != alloc::QueueDiscipline::Backfill) {
@@ -240,19 +277,21 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
                        if (p == nullptr) {
                          return std::nullopt;
                        }
-                       return SchedulingQueue::Order{p->created, p->seq, p->key};
+                       return p->queueOrder();
                      });
     }
     if (!queue_.empty()) {
       queuePassLocked(now, out);
     }
+    std::move(gangActions_.begin(), gangActions_.end(), std::back_inserter(out));
+    gangActions_.clear();
     if (reservationsDirty_) {
       dirty_ = true;
     }
     return out;
   }
-  // Then the queue, in FCFS order. The lock is let go between two decisions so that the
-  // informers' updates are not held up behind a whole batch.
+  // Then the queue, in queue order (priority, then FCFS). The lock is let go between two
+  // decisions so that the informers' updates are not held up behind a whole batch.
   for (bool first = true; out.size() < max && !queue_.empty(); first = false) {
     if (!first) {
       lock.unlock();
@@ -271,6 +310,8 @@ std::vector<Action> SchedCache::next(Clock::time_point now, std::size_t max) {
     if (auto a = decideLocked(*pod, now)) {
       out.push_back(std::move(*a));
     }
+    std::move(gangActions_.begin(), gangActions_.end(), std::back_inserter(out));
+    gangActions_.clear();
   }
   if (!queue_.empty() || reservationsDirty_) {
     dirty_ = true;
@@ -296,8 +337,8 @@ bool SchedCache::serveReservationsLocked(Clock::time_point now, std::vector<Acti
   bool bound = false;
   for (const std::string& key : keys) {
     PodInfo* p = findLocked(key);
-    if (p == nullptr || !p->reserved()) {
-      continue;
+    if (p == nullptr || !p->reserved() || gangHeldLocked(*p)) {
+      continue;  // a gang's reservations are served together, below
     }
     model_.refresh();
     auto a = checkReservationLocked(*p, now);
@@ -315,7 +356,8 @@ bool SchedCache::serveReservationsLocked(Clock::time_point now, std::vector<Acti
     }
     out.push_back(std::move(*a));
   }
-  return bound;
+  model_.refresh();
+  return serveGangsLocked(now, out) || bound;
 }
 
 Clock::time_point SchedCache::nextWake(Clock::time_point now) const {

@@ -1,8 +1,9 @@
 // The queue policies other than backfill (docs/sched.md "Queue policies"): fcfs, and
 // easy-backfill / slack-backfill through alloc::QueuePass, the pass the simulator runs. The
-// cache is the pass's host: its pending pods in FCFS order, a plan of the cluster (the pool
-// model with the GPUs promised to reservations moved where they go, the running pods with their
-// expected ends, the fabric clock of the outstanding moves) and decideLocked as the placement.
+// cache is the pass's host: its pending pods in queue order (priority, then FCFS), a plan of
+// the cluster (the pool model with the GPUs promised to reservations moved where they go, the
+// running pods with their expected ends, the fabric clock of the outstanding moves) and
+// decideLocked as the placement.
 
 #include <spdlog/spdlog.h>
 
@@ -148,7 +149,8 @@ void SchedCache::buildPlanLocked(Clock::time_point now, QueuePlan& plan) {
   }
 }
 
-// The cache as the pass's host: the pending pods in FCFS order, the plan, decideLocked.
+// The cache as the pass's host: the pending pods in queue order (priority, then FCFS), the plan,
+// decideLocked.
 class SchedCache::PassHost : public alloc::QueueHost {
  public:
   PassHost(SchedCache& cache, std::vector<PodInfo*> queue, Clock::time_point now,
@@ -240,7 +242,7 @@ void SchedCache::queuePassLocked(Clock::time_point now, std::vector<Action>& out
     }
   }
   std::sort(queue.begin(), queue.end(), [](const PodInfo* a, const PodInfo* b) {
-    return std::tie(a->created, a->seq, a->key) < std::tie(b->created, b->seq, b->key);
+    return a->queueOrder() < b->queueOrder();  // priority, then FCFS (pod_order.hpp)
   });
   queueStats_.head.clear();
   queueStats_.headNode.clear();

@@ -90,7 +90,36 @@ struct Scheduler::Metrics {
                  .Help("Decisions to hold a pod back behind the queue head (fcfs, "
                        "easy-/slack-backfill)")
                  .Register(reg)
-                 .Add({})) {}
+                 .Add({})),
+        pendingGpuPods(prometheus::BuildGauge()
+                           .Name("kubecomp_sched_pending_gpu_pods")
+                           .Help("Pods of this scheduler asking kubecomp.io/gpu and not bound yet "
+                                 "(the leader's view; 0 on a standby)")
+                           .Register(reg)
+                           .Add({})),
+        oldestPendingGpu(prometheus::BuildGauge()
+                             .Name("kubecomp_sched_oldest_pending_gpu_pod_timestamp_seconds")
+                             .Help("Unix time the longest-waiting of those pods was first seen "
+                                   "(0: none)")
+                             .Register(reg)
+                             .Add({})) {}
+
+  // The wait gauges from the cache (a pass over every pod): at most once a second while the
+  // loop is busy, and always before it sleeps, so an idle loop never leaves a stale wait.
+  void pendingGpu(const SchedCache& cache, Clock& clock, Clock::time_point& lastScan, bool idle) {
+    const auto now = clock.now();
+    if (!idle && lastScan != Clock::time_point{} && now - lastScan < std::chrono::seconds(1)) {
+      return;
+    }
+    lastScan = now;
+    const auto p = cache.pendingGpuStats();
+    pendingGpuPods.Set(static_cast<double>(p.pods));
+    oldestPendingGpu.Set(
+        p.oldestFirstSeen ? std::chrono::duration<double>(
+                                (clock.wallNow() - (now - *p.oldestFirstSeen)).time_since_epoch())
+                                .count()
+                          : 0.0);
+  }
 
   prometheus::Family<prometheus::Counter>& attempts;
   prometheus::Counter& scheduled;
@@ -110,9 +139,9 @@ struct Scheduler::Metrics {
   prometheus::Gauge& headReservedStart;
   prometheus::Gauge& backfilled;
   prometheus::Gauge& held;
+  prometheus::Gauge& pendingGpuPods;
+  prometheus::Gauge& oldestPendingGpu;
 };
-
-namespace {
 
 // An informer whose store keeps only identities; `ingest` parses each object into the cache.
 std::unique_ptr<kube::Informer> compactInformer(kube::KubeClient& client,
@@ -132,8 +161,6 @@ std::unique_ptr<kube::Informer> compactInformer(kube::KubeClient& client,
 std::string nameOf(const json& obj) {
   return obj.at("metadata").value("name", std::string());
 }
-
-}  // namespace
 
 Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Metrics* metrics,
                      obs::HealthChecks* health)
@@ -175,6 +202,7 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
       client_, api::gvr::deviceClasses(),
       [this](json&& obj) { return cache_.ingestDeviceClass(obj); },
       [this](const json& obj) { cache_.removeDeviceClass(nameOf(obj)); });
+  makeVolumeInformers();
   if (health_ != nullptr) {
     health_->addReadinessCheck("informers", [this]() -> Status {
       if (synced()) {
@@ -190,7 +218,8 @@ Scheduler::~Scheduler() {
 }
 
 bool Scheduler::synced() const {
-  return pods_->hasSynced() && nodes_->hasSynced() && pools_->hasSynced();
+  return pods_->hasSynced() && nodes_->hasSynced() && pools_->hasSynced() &&
+         volumeInformersSynced();
 }
 
 Scheduler::Counters Scheduler::counters() const {
@@ -217,6 +246,7 @@ void Scheduler::runLoop() {
     metrics_->leader.Set(1);
   }
   cache_.resetQueue(clock_.now());
+  Clock::time_point lastPendingScan{};
   while (!loopStop_) {
     const auto now = clock_.now();
     auto actions = cache_.next(now, opts_.maxBatch);
@@ -240,6 +270,7 @@ void Scheduler::runLoop() {
       metrics_->headReservedStart.Set(
           q.headStart ? std::chrono::duration<double>(q.headStart->time_since_epoch()).count()
                       : 0.0);
+      metrics_->pendingGpu(cache_, clock_, lastPendingScan, actions.empty());
     }
     if (actions.empty()) {
       cache_.waitForWork(cache_.nextWake(clock_.now()), loopStop_);
@@ -249,6 +280,8 @@ void Scheduler::runLoop() {
   leading_ = false;
   if (metrics_) {
     metrics_->leader.Set(0);
+    metrics_->pendingGpuPods.Set(0);  // a standby reports no waits
+    metrics_->oldestPendingGpu.Set(0);
   }
   cache_.stopLeading();
   spdlog::info("stopped leading");
@@ -382,6 +415,12 @@ void Scheduler::execute(const Action& a) {
     case Action::Kind::kAllocate:
       executeAllocate(a);
       return;
+    case Action::Kind::kBindVolumes:
+      executeBindVolumes(a);
+      return;
+    case Action::Kind::kPreempt:
+      executePreempt(a);
+      return;
     case Action::Kind::kUnschedulable:
     case Action::Kind::kCancel:
     case Action::Kind::kInvalid:
@@ -424,6 +463,15 @@ void Scheduler::executeBind(const Action& a) {
 }
 
 void Scheduler::executeReserve(const Action& a) {
+  if (!a.volumeWrites.empty()) {
+    // The claims are bound or provisioned while the GPUs move; a refused write drops both.
+    const bool written = writeVolumes(a);
+    cache_.volumesDone(a.key, written, clock_.now());
+    if (!written) {
+      noteError();
+      return;
+    }
+  }
   const bool ok = patchRequest(a, true);
   cache_.reserveDone(a.key, ok, clock_.now());
   if (!ok) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,9 +97,24 @@ class Scheduler {
   void executeBind(const Action& a);
   void executeReserve(const Action& a);
   void executeQueued(const Action& a);
+  // Preemption (sched_preempt.cpp): the PodDisruptionBudgets informer, and a kPreempt carried
+  // out (victims evicted, the node nominated, kube-scheduler's condition and Events).
+  void startPreemption();
+  void stopPreemption();
+  void executePreempt(const Action& a);
   // The DRA path (scheduler_dra.cpp): the ResourceClaims and DeviceClasses informers when the
   // API serves resource.k8s.io/v1; allocations written and cleared as kube-scheduler does.
   void startDra();
+  // VolumeBinding (scheduler_volumes.cpp): the PVC, PV and StorageClass informers, and the PV
+  // bindings and selected-node annotations written before a pod binds.
+  void makeVolumeInformers();
+  void startVolumeInformers();
+  bool volumeInformersSynced() const;
+  bool writeVolumes(const Action& a);  // false: a write was refused (logged)
+  void executeBindVolumes(const Action& a);
+  // Gangs (scheduler_gang.cpp): the PodGroups informer when the API serves
+  // scheduling.x-k8s.io/v1alpha1 PodGroups.
+  void startGangs();
   void noteReconfigRequest();  // a request for GPU moves made (metric and counter)
   void noteError();            // an API write failed (metric)
   void executeAllocate(const Action& a);
@@ -134,7 +150,13 @@ class Scheduler {
   std::unique_ptr<kube::Informer> pools_;
   std::unique_ptr<kube::Informer> claims_;
   std::unique_ptr<kube::Informer> classes_;
-  bool draServed_ = false;  // resource.k8s.io/v1 answered at start
+  std::unique_ptr<kube::Informer> volumeClaims_;
+  std::unique_ptr<kube::Informer> volumes_;
+  std::unique_ptr<kube::Informer> storageClasses_;
+  // PodDisruptionBudgets (preemption).
+  std::unique_ptr<kube::Informer> budgets_;
+  bool draServed_ = false;                     // resource.k8s.io/v1 answered at start
+  std::unique_ptr<kube::Informer> podGroups_;  // null: PodGroups not served
   std::unique_ptr<kube::LeaderElector> elector_;
   std::thread loop_;  // without leader election
   std::atomic<bool> leading_{false};
@@ -178,5 +200,14 @@ class Scheduler {
       lastQueuedEvent_;  // pod key -> head + node of its last hold Event
   Counters counters_;
 };
+
+// An informer whose store keeps only identities; `ingest` parses each object into the cache,
+// `remove` forgets a deleted one (every informer of the scheduler is one; scheduler.cpp).
+std::unique_ptr<kube::Informer> compactInformer(
+    kube::KubeClient& client, kube::GroupVersionResource resource,
+    std::function<nlohmann::json(nlohmann::json&&)> ingest,
+    std::function<void(const nlohmann::json&)> remove);
+// metadata.name of an API object.
+std::string nameOf(const nlohmann::json& obj);
 
 }  // namespace kc::sched

@@ -55,6 +55,9 @@ Status Scheduler::start() {
   pools_->start();
   nodes_->start();
   startDra();
+  startVolumeInformers();
+  startGangs();
+  startPreemption();
   pods_->start();
   if (!waitForInformers() && stopRequested_) {
     return okStatus();  // stop() takes it from here
@@ -68,10 +71,18 @@ Status Scheduler::start() {
 }
 
 bool Scheduler::waitForInformers() {
-  std::vector<kube::Informer*> informers = {pools_.get(), nodes_.get(), pods_.get()};
+  std::vector<kube::Informer*> informers = {pools_.get(),   nodes_.get(),
+                                            pods_.get(),    storageClasses_.get(),
+                                            volumes_.get(), volumeClaims_.get()};
   if (draServed_) {
     informers.push_back(claims_.get());
     informers.push_back(classes_.get());
+  }
+  if (budgets_) {
+    informers.push_back(budgets_.get());  // preemption counts the budgets from the start
+  }
+  if (podGroups_) {
+    informers.push_back(podGroups_.get());
   }
   // Counted in slices (an informer's wait is in real time), each ended early by its sync.
   std::chrono::milliseconds waited{0};
@@ -135,9 +146,16 @@ void Scheduler::stop() {
   pods_->stop();
   nodes_->stop();
   pools_->stop();
+  volumeClaims_->stop();
+  volumes_->stop();
+  storageClasses_->stop();
+  stopPreemption();
   if (draServed_) {
     claims_->stop();
     classes_->stop();
+  }
+  if (podGroups_) {
+    podGroups_->stop();
   }
 }
 

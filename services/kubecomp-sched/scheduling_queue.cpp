@@ -5,7 +5,7 @@
 namespace kc::sched {
 
 void SchedulingQueue::push(const Order& order) {
-  const std::string& key = std::get<2>(order);
+  const std::string& key = order.key;
   if (index_.contains(key)) {
     return;
   }
@@ -53,7 +53,7 @@ std::optional<std::string> SchedulingQueue::pop() {
   if (active_.empty()) {
     return std::nullopt;
   }
-  std::string key = std::get<2>(*active_.begin());
+  std::string key = active_.begin()->key;
   remove(key);
   return key;
 }
@@ -61,7 +61,7 @@ std::optional<std::string> SchedulingQueue::pop() {
 std::set<std::string> SchedulingQueue::takeActive() {
   std::set<std::string> keys;
   for (const auto& entry : active_) {
-    keys.insert(std::get<2>(entry));
+    keys.insert(entry.key);
   }
   active_.clear();
   index_.clear();

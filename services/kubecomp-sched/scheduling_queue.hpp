@@ -1,6 +1,7 @@
 #pragma once
 // kubecomp-sched's scheduling queue (kube-scheduler's backend/queue, in small): the pods of ours
-// waiting for a decision, in FCFS order (creationTimestamp, then order of first sight), and the
+// waiting for a decision, in the one queue order of libcore/alloc/pod_order.hpp (spec.priority
+// highest first, then creationTimestamp: FCFS within a priority, then namespace and name), and the
 // pods backing off after a failed attempt, each until its own time: initial backoff doubled per
 // attempt up to the maximum (kube-scheduler's podInitialBackoffSeconds / podMaxBackoffSeconds).
 // It knows pods by key only; what a pod is and whether it still wants a decision is the
@@ -17,6 +18,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "libcore/alloc/pod_order.hpp"
 #include "libcore/base/clock.hpp"
 
 namespace kc::sched {
@@ -24,8 +26,24 @@ namespace kc::sched {
 class SchedulingQueue {
  public:
   using Clock = kc::Clock;
-  // The FCFS order: created (s), sequence of first sight, key.
-  using Order = std::tuple<std::int64_t, std::uint64_t, std::string>;
+  // A pod's place in the queue: alloc::podBefore (priority, created, namespace, name); the key
+  // ("ns/name") identifies it.
+  struct Order {
+    std::int32_t priority = 0;
+    std::int64_t created = 0;  // creationTimestamp (s)
+    std::string ns;
+    std::string name;
+    std::string key;
+
+    friend bool operator<(const Order& a, const Order& b) {
+      const alloc::PodOrderKey ka{a.priority, a.created, a.ns, a.name};
+      const alloc::PodOrderKey kb{b.priority, b.created, b.ns, b.name};
+      if (alloc::podBefore(ka, kb) || alloc::podBefore(kb, ka)) {
+        return alloc::podBefore(ka, kb);
+      }
+      return a.key < b.key;
+    }
+  };
 
   SchedulingQueue(std::chrono::milliseconds initialBackoff, std::chrono::milliseconds maxBackoff)
       : initialBackoff_(initialBackoff), maxBackoff_(maxBackoff) {}

@@ -23,6 +23,11 @@ bool olderThan(const PodInfo* a, const PodInfo* b) {
   return std::tie(a->created, a->ns, a->name) < std::tie(b->created, b->ns, b->name);
 }
 
+// The queue's order (kubecomp-sched's too): priority, then age, namespace, name.
+bool queuedFirst(const PodInfo* a, const PodInfo* b) {
+  return queuedBefore(*a, *b);
+}
+
 bool terminal(const PodInfo& p) {
   return p.phase == "Succeeded" || p.phase == "Failed";
 }
@@ -70,12 +75,12 @@ std::map<std::string, std::vector<alloc::GpuIndex>> claimedFreeGpus(
   return claimedOn;
 }
 
-// The oldest pod waiting without a destination (the queue's head), or nullptr.
+// The first pod in queue order waiting without a destination (the queue's head), or nullptr.
 const PodInfo* waitingHead(const std::vector<PodInfo>& pods) {
   const PodInfo* head = nullptr;
   for (const PodInfo& p : pods) {
     if (p.nodeName.empty() && !p.deleting && p.dstNode.empty() && !terminal(p) &&
-        (head == nullptr || olderThan(&p, head))) {
+        (head == nullptr || queuedFirst(&p, head))) {
       head = &p;
     }
   }

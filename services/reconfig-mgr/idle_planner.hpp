@@ -14,8 +14,9 @@
 //     expected end: status.startTime (now when not started) + its expected run time
 //     (annotation kubecomp.io/expected-runtime-seconds, else spec.activeDeadlineSeconds, else
 //     `defaultRuntime`);
-//   * the head: the oldest pending kubecomp-sched pod the scheduler has not placed yet (no
-//     kubecomp.io/dst-node): a pod with the annotation is placed and holds its claims;
+//   * the head: the first pending kubecomp-sched pod in queue order (alloc::podBefore:
+//     priority, then age) the scheduler has not placed yet (no kubecomp.io/dst-node): a pod
+//     with the annotation is placed and holds its claims;
 //   * the recent arrivals: the last alloc::kRecentArrivals kubecomp-sched pods (by
 //     creationTimestamp) asking for GPUs of any model, as the simulator keeps them;
 //   * the fabric: idle (busy until now); the move time: the latest successful move's duration

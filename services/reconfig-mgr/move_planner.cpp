@@ -79,6 +79,35 @@ bool demandWaits(const PlanResult& plan) {
   return false;
 }
 
+alloc::PodOrderKey orderKey(const PodInfo& p) {
+  return alloc::PodOrderKey{
+      p.priority,
+      std::chrono::duration_cast<std::chrono::seconds>(p.created.time_since_epoch()).count(), p.ns,
+      p.name};
+}
+
+bool queuedBefore(const PodInfo& a, const PodInfo& b) {
+  return alloc::podBefore(orderKey(a), orderKey(b));
+}
+
+void noteDeliveries(const Journal& journal, const std::vector<PodInfo>& pods,
+                    Deliveries& delivered) {
+  for (auto m = journal.history.rbegin(); m != journal.history.rend(); ++m) {
+    if (m->phase == MovePhase::kSucceeded && !m->background() && !m->forClaim() &&
+        !m->podUid.empty()) {
+      delivered[m->gpu] = Delivery{m->podUid, m->toNode};
+    }
+  }
+  std::map<std::string, const PodInfo*> byUid;
+  for (const PodInfo& p : pods) {
+    byUid.emplace(p.uid, &p);
+  }
+  std::erase_if(delivered, [&](const auto& d) {
+    const auto p = byUid.find(d.second.podUid);
+    return p == byUid.end() || !p->second->waiting() || p->second->dstNode != d.second.node;
+  });
+}
+
 Result<PodInfo> parsePodInfo(const json& pod) {
   auto sp = alloc::parsePod(pod);
   if (!sp) {
@@ -90,6 +119,7 @@ Result<PodInfo> parsePodInfo(const json& pod) {
   out.uid = sp->uid;
   out.nodeName = sp->nodeName;
   out.phase = sp->phase;
+  out.priority = sp->priority;
   out.gpus = alloc::gpuRequest(*sp);
   out.models = sp->gpuModels;
   const json& meta = pod["metadata"];
@@ -183,9 +213,8 @@ std::vector<const PodInfo*> waitingPods(const PoolSpec& spec, const std::vector<
       waiting.push_back(&p);
     }
   }
-  std::sort(waiting.begin(), waiting.end(), [](const PodInfo* a, const PodInfo* b) {
-    return std::tie(a->created, a->ns, a->name) < std::tie(b->created, b->ns, b->name);
-  });
+  std::sort(waiting.begin(), waiting.end(),
+            [](const PodInfo* a, const PodInfo* b) { return queuedBefore(*a, *b); });
   return waiting;
 }
 
@@ -231,18 +260,48 @@ void chooseSources(const PlanInputs& in, const PodInfo& p, std::set<std::string>
   }
 }
 
-// One waiting pod's plan: the free GPUs on its destination claimed for it, and sources for
-// what is missing. `claimed` gains what the pod holds after planning.
-PodPlan planWaitingPod(const PlanInputs& in, const PodInfo& p, std::set<std::string>& claimed) {
+// What a waiting pod holds on its destination while the pool is planned: the GPUs the device
+// plugin shows it using, those delivered for it, and the free ones claimed for it there.
+struct NodeClaim {
+  const PodInfo* pod = nullptr;
+  std::int64_t own = 0;
+  std::vector<std::string> delivered;
+  std::vector<std::string> onNode;
+  std::int64_t held() const {
+    return own + static_cast<std::int64_t>(delivered.size() + onNode.size());
+  }
+};
+
+// The free GPUs on the pod's destination that moves delivered for it, claimed for it.
+void claimDelivered(const PlanInputs& in, NodeClaim& c, std::set<std::string>& claimed) {
+  if (in.delivered == nullptr) {
+    return;
+  }
+  const PodInfo& p = *c.pod;
+  for (const GpuView& g : in.view->gpus) {
+    if (c.held() >= p.gpus) {
+      return;
+    }
+    const auto d = in.delivered->find(g.info.id);
+    if (d != in.delivered->end() && d->second.podUid == p.uid && d->second.node == p.dstNode &&
+        g.node == p.dstNode && g.free() && claimed.count(g.info.id) == 0 &&
+        p.models.accepts(g.info.model)) {
+      claimed.insert(g.info.id);
+      c.delivered.push_back(g.info.id);
+    }
+  }
+}
+
+// One waiting pod's plan from its claims on its destination: the deficit, and sources for it.
+// An insufficient pod gives up its claimed free GPUs (not its deliveries).
+PodPlan planWaitingPod(const PlanInputs& in, NodeClaim& c, std::set<std::string>& claimed) {
+  const PodInfo& p = *c.pod;
   PodPlan plan;
   plan.pod = p.key();
   plan.uid = p.uid;
   plan.node = p.dstNode;
   plan.request = p.gpus;
-  const std::int64_t own = gpusInUseBy(*in.view, p);
-  std::vector<std::string> onNode;
-  std::int64_t have = own + claimFreeOn(*in.view, claimed, p.dstNode,
-                                        std::max<std::int64_t>(0, p.gpus - own), p.models, &onNode);
+  std::int64_t have = c.held();
   for (const Move& m : *in.active) {
     if (m.active() && !m.background() && !m.forClaim() && m.podKey() == p.key() &&
         m.toNode == p.dstNode) {
@@ -256,10 +315,11 @@ PodPlan planWaitingPod(const PlanInputs& in, const PodInfo& p, std::set<std::str
   }
   chooseSources(in, p, claimed, plan);
   if (plan.verdict == PodPlan::Verdict::kInsufficient) {
-    // A pod the pool cannot serve in full holds nothing: later pods may use those GPUs.
-    for (const auto& id : onNode) {
+    // A pod the pool cannot serve in full holds nothing more: the others may use those GPUs.
+    for (const auto& id : c.onNode) {
       claimed.erase(id);
     }
+    c.onNode.clear();
   }
   return plan;
 }
@@ -281,23 +341,44 @@ Move demandMove(const PoolSpec& spec, const PoolView& view, const PodInfo& p,
   return m;
 }
 
-}  // namespace
-
-PlanResult planMoves(const PlanInputs& in) {
+// One planning pass. The pods in `late` (found insufficient in an earlier pass) claim their
+// destination's free GPUs only in their turn; every other waiting pod claims them before any
+// source is chosen.
+PlanResult planPass(const PlanInputs& in, const std::vector<const PodInfo*>& waiting,
+                    const std::set<const PodInfo*>& late) {
   PlanResult out;
-  // Claims on each node's free GPUs, first by bound pods not yet using their GPUs, then by
-  // waiting pods in FCFS order.
+  // Claims on each node's free GPUs: bound pods not yet using their GPUs first, then each
+  // waiting pod's deliveries, then (queue order) what the waiting pods need of their node.
   std::set<std::string> claimed;
   claimForBoundPods(*in.spec, *in.view, *in.pods, claimed);
-  // Every wanted move in priority order (FCFS pods, each pod's sources best first), and the
-  // chassis each would occupy.
+  std::vector<NodeClaim> claims;
+  for (const PodInfo* p : waiting) {
+    NodeClaim& c = claims.emplace_back();
+    c.pod = p;
+    c.own = gpusInUseBy(*in.view, *p);
+    claimDelivered(in, c, claimed);
+  }
+  auto claimNode = [&](NodeClaim& c) {
+    claimFreeOn(*in.view, claimed, c.pod->dstNode,
+                std::max<std::int64_t>(0, c.pod->gpus - c.held()), c.pod->models, &c.onNode);
+  };
+  for (NodeClaim& c : claims) {
+    if (late.count(c.pod) == 0) {
+      claimNode(c);
+    }
+  }
+  // Every wanted move in queue order (each pod's sources best first), and the chassis each
+  // would occupy.
   std::vector<Move> wanted;
   std::vector<std::string> chassis;
-  for (const PodInfo* p : waitingPods(*in.spec, *in.pods)) {
-    PodPlan plan = planWaitingPod(in, *p, claimed);
+  for (NodeClaim& c : claims) {
+    if (late.count(c.pod) > 0) {
+      claimNode(c);
+    }
+    PodPlan plan = planWaitingPod(in, c, claimed);
     if (plan.verdict == PodPlan::Verdict::kMoving) {
       for (const auto& source : plan.sources) {
-        wanted.push_back(demandMove(*in.spec, *in.view, *p, source));
+        wanted.push_back(demandMove(*in.spec, *in.view, *c.pod, source));
         chassis.emplace_back(alloc::chassisOfGpu(source));
       }
     }
@@ -311,6 +392,29 @@ PlanResult planMoves(const PlanInputs& in) {
   }
   out.claimed = std::move(claimed);
   return out;
+}
+
+}  // namespace
+
+PlanResult planMoves(const PlanInputs& in) {
+  const std::vector<const PodInfo*> waiting = waitingPods(*in.spec, *in.pods);
+  // A pod the pool cannot serve gives up its node's free GPUs; an earlier pod may have needed
+  // them as sources, so the pool is planned again with that pod claiming only in its turn.
+  // Each pass adds a pod to `late`, so this ends within waiting.size() + 1 passes.
+  std::set<const PodInfo*> late;
+  while (true) {
+    PlanResult out = planPass(in, waiting, late);
+    bool again = false;
+    for (std::size_t i = 0; i < waiting.size(); ++i) {
+      if (out.pods[i].verdict == PodPlan::Verdict::kInsufficient &&
+          late.insert(waiting[i]).second) {
+        again = true;
+      }
+    }
+    if (!again) {
+      return out;
+    }
+  }
 }
 
 }  // namespace kc::reconfig

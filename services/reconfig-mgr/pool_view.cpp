@@ -52,6 +52,26 @@ Quarantine parseQuarantine(const json& pool) {
   return out;
 }
 
+bool mergeOperatorQuarantine(Quarantine& ours, const Quarantine& base, const Quarantine& theirs) {
+  bool changed = false;
+  for (const auto& [gpu, reason] : base) {
+    if (!theirs.contains(gpu)) {
+      changed = ours.erase(gpu) > 0 || changed;
+    }
+  }
+  for (const auto& [gpu, reason] : theirs) {
+    const auto b = base.find(gpu);
+    if (b == base.end() || b->second != reason) {
+      const auto o = ours.find(gpu);
+      if (o == ours.end() || o->second != reason) {
+        ours[gpu] = reason;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
 const GpuView* PoolView::find(const std::string& id) const {
   const auto it =
       std::lower_bound(gpus.begin(), gpus.end(), id,

@@ -18,11 +18,15 @@
 
 namespace kc::reconfig {
 
-// GPUs reconfig-mgr itself judged unhealthy (a chassis that lied about a move on them), by
-// id: reason. Kept in status.quarantine across restarts; an operator clears an entry by
-// removing it from the status.
+// GPUs kept out of use, by id: reason: those reconfig-mgr itself judged unhealthy (a chassis
+// that lied about a move on them) and those an operator quarantined. Kept in status.quarantine
+// across restarts; an operator adds or removes an entry there (mergeOperatorQuarantine).
 using Quarantine = std::map<std::string, std::string>;
 Quarantine parseQuarantine(const nlohmann::json& pool);
+// An operator's edit of status.quarantine (`kubectl kubecomp gpu quarantine|release`, or by
+// hand) folded into ours: `base` is what we last wrote, `theirs` the object now; an entry added
+// since is added, one removed since is removed, the rest of ours stays. True when ours changed.
+bool mergeOperatorQuarantine(Quarantine& ours, const Quarantine& base, const Quarantine& theirs);
 
 struct GpuView {
   fabric::GpuInfo info;

@@ -188,6 +188,9 @@ void PoolWorker::run() {
       waitUntil(clock_.now() + std::chrono::seconds(1));
     }
   }
+  if (sh_.metrics) {
+    sh_.metrics->forgetPool(name_);  // gone, or no longer ours: no stale gauges
+  }
   exited_ = true;
 }
 

@@ -294,6 +294,8 @@ class PoolWorker final : public MoveEnv {
   bool reload_ = false;
   std::map<std::string, RequestTiming> timings_;
   std::map<std::string, std::string> insufficient_;
+  // The GPUs demand moves delivered to pods still waiting for them (move_planner.hpp).
+  Deliveries delivered_;
   SteadyTime idlePauseUntil_{};    // no background move before (after one failed)
   std::string idleError_;          // last idle-time planning error, logged once
   std::set<std::string> badPods_;  // "ns/name@rv" already warned about

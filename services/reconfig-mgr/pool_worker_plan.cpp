@@ -169,6 +169,8 @@ PlanResult PoolWorker::demandPlan(const PoolView& view, const std::vector<PodInf
   in.concurrency = runner_.concurrencyNow();
   in.policy = sh_.policy;
   in.rng = &rng_;
+  noteDeliveries(journal_, pods, delivered_);
+  in.delivered = &delivered_;
   return planMoves(in);
 }
 

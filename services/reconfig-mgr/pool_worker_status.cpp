@@ -26,6 +26,34 @@ using detail::gpusLabel;
 using detail::secondsBuckets;
 using detail::secondsSince;
 
+namespace {
+
+// What kubecomp_reconfig_pool_gpus and the move gauges show for one rendered status: each GPU
+// in the first state that applies (quarantined, moving, unhealthy, in use, free).
+detail::PoolGauges poolGauges(const json& status, const Journal& journal,
+                              const Quarantine& quarantine) {
+  detail::PoolGauges g;
+  std::set<std::string> moving;
+  for (const Move& m : journal.active) {
+    moving.insert(m.gpu);
+    g.inFlight += 1;
+    if (auto t = parseRfc3339(m.startedAt)) {
+      const double s = std::chrono::duration<double>(t->time_since_epoch()).count();
+      g.oldestStart = g.oldestStart == 0 ? s : std::min(g.oldestStart, s);
+    }
+  }
+  for (const api::PoolGpu& gpu : api::parsePoolGpus(json{{"status", status}}).gpus) {
+    (quarantine.count(gpu.id) != 0               ? g.quarantined
+     : moving.count(gpu.id) != 0 || gpu.draining ? g.moving
+     : !gpu.healthy                              ? g.unhealthy
+     : !gpu.inUseBy.empty()                      ? g.inUse
+                                                 : g.free) += 1;
+  }
+  return g;
+}
+
+}  // namespace
+
 void PoolWorker::loadFromObject(const json& obj) {
   auto parsed = parseJournal(obj);
   for (const auto& p : parsed.problems) {
@@ -159,6 +187,13 @@ Status PoolWorker::writeStatus(bool journalChange) {
   if (!obj) {
     return makeError(errc::kNotFound, "GPUPool " + name_ + " is gone");
   }
+  // An object of a later generation than our last write is newer than it: an operator's
+  // quarantine edit there is kept (our write on its resourceVersion would otherwise undo it).
+  if (obj->value("metadata", json::object()).value("generation", std::int64_t{0}) >
+      lastWriteGeneration_) {
+    (void)mergeOperatorQuarantine(quarantine_, parseQuarantine(json{{"status", previousStatus_}}),
+                                  parseQuarantine(*obj));
+  }
   const auto view = currentView();
   StatusInputs in;
   in.spec = spec_ ? &*spec_ : nullptr;
@@ -187,6 +222,9 @@ Status PoolWorker::writeStatus(bool journalChange) {
   in.lastInventoryTime = lastInventoryTime_;
   in.previousStatus = previousStatus_;
   json status = renderStatus(in);
+  if (sh_.metrics) {
+    sh_.metrics->poolState(name_, poolGauges(status, journal_, quarantine_));
+  }
   if (!journalChange && status == previousStatus_) {
     syncSlices(status);
     return okStatus();
@@ -198,6 +236,7 @@ Status PoolWorker::writeStatus(bool journalChange) {
     body["metadata"]["resourceVersion"] = resourceVersion_;
   }
   body["status"] = status;
+  std::optional<PoolView> merged;
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto r = sh_.client->updateStatus(api::gvr::gpuPools(), "", body);
     if (r) {
@@ -226,6 +265,13 @@ Status PoolWorker::writeStatus(bool journalChange) {
       loadFromObject(*fresh);
       reload_ = true;
       return makeError(errc::kConflict, "GPUPool " + name_ + ": journal changed by another writer");
+    }
+    // An operator's quarantine or release since our last write (status.quarantine): kept.
+    if (mergeOperatorQuarantine(quarantine_, parseQuarantine(json{{"status", previousStatus_}}),
+                                parseQuarantine(*fresh))) {
+      merged = currentView();
+      in.view = merged ? &*merged : nullptr;
+      status = renderStatus(in);
     }
     body = *fresh;
     body["status"] = status;

@@ -7,11 +7,14 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "libcore/alloc/policy_registry.hpp"
 #include "libcore/kube/events.hpp"
+#include "services/reconfig-mgr/move_journal.hpp"
 #include "services/reconfig-mgr/reconfig.hpp"
 
 namespace kc::reconfig {
@@ -33,6 +36,20 @@ inline std::string gpusLabel(std::int64_t n) {
 inline double secondsSince(SteadyTime t, SteadyTime now) {
   return std::chrono::duration<double>(now - t).count();
 }
+
+// One pool's gauges (kubecomp_reconfig_pool_gpus by state, moves in flight, oldest start).
+struct PoolGauges {
+  double quarantined = 0, moving = 0, unhealthy = 0, inUse = 0, free = 0;
+  double inFlight = 0;
+  double oldestStart = 0;  // Unix seconds; 0 = no move in flight
+  std::array<std::pair<const char*, double>, 5> byState() const {
+    return {{{"quarantined", quarantined},
+             {"moving", moving},
+             {"unhealthy", unhealthy},
+             {"in_use", inUse},
+             {"free", free}}};
+  }
+};
 }  // namespace detail
 
 struct ReconfigManager::Metrics {
@@ -87,13 +104,55 @@ struct ReconfigManager::Metrics {
                   .Name("kubecomp_reconfig_pools")
                   .Help("GPUPools with a worker")
                   .Register(reg)
-                  .Add({})) {}
+                  .Add({})),
+        poolGpus(prometheus::BuildGauge()
+                     .Name("kubecomp_reconfig_pool_gpus")
+                     .Help("GPUs of each GPUPool by state as its last status shows them "
+                           "(quarantined, moving, unhealthy, in_use, free: healthy, unused, in no "
+                           "move); only the replica that acts has them")
+                     .Register(reg)),
+        movesInFlight(prometheus::BuildGauge()
+                          .Name("kubecomp_reconfig_moves_in_flight")
+                          .Help("GPU moves of each GPUPool not finished yet")
+                          .Register(reg)),
+        oldestMove(prometheus::BuildGauge()
+                       .Name("kubecomp_reconfig_oldest_move_start_timestamp_seconds")
+                       .Help("Unix time the oldest move in flight of each GPUPool started (0: "
+                             "none)")
+                       .Register(reg)) {
+    // Histograms by move phase exist from the start (empty), as Prometheus advises for known
+    // label values: dashboards and rules see them before the first move.
+    for (MovePhase p : {MovePhase::kDraining, MovePhase::kDetaching, MovePhase::kAttaching,
+                        MovePhase::kVerifying, MovePhase::kRollingBack}) {
+      movePhases.Add({{"phase", std::string(toString(p))}}, detail::secondsBuckets());
+    }
+    for (const char* kind : {"inventory", "move", "status_write", "unsupported", "quarantine",
+                             "insufficient", "slice_publish", "internal"}) {
+      failures.Add({{"kind", kind}});
+    }
+  }
 
   void phase(const std::string& name, std::int64_t gpus, double seconds) {
     phases.Add({{"phase", name}, {"gpus", detail::gpusLabel(gpus)}}, detail::secondsBuckets())
         .Observe(seconds);
   }
   void failure(const std::string& kind) { failures.Add({{"kind", kind}}).Increment(); }
+  // The pool gauges from one rendered status (PoolWorker::writeStatus), and their removal when
+  // the pool's worker ends (pool gone, lease lost, stop), so no stale pool keeps alerting.
+  void poolState(const std::string& pool, const detail::PoolGauges& g) {
+    for (const auto& [state, n] : g.byState()) {
+      poolGpus.Add({{"pool", pool}, {"state", state}}).Set(n);
+    }
+    movesInFlight.Add({{"pool", pool}}).Set(g.inFlight);
+    oldestMove.Add({{"pool", pool}}).Set(g.oldestStart);
+  }
+  void forgetPool(const std::string& pool) {
+    for (const auto& [state, n] : detail::PoolGauges{}.byState()) {
+      poolGpus.Remove(&poolGpus.Add({{"pool", pool}, {"state", state}}));
+    }
+    movesInFlight.Remove(&movesInFlight.Add({{"pool", pool}}));
+    oldestMove.Remove(&oldestMove.Add({{"pool", pool}}));
+  }
 
   prometheus::Family<prometheus::Histogram>& phases;
   prometheus::Family<prometheus::Histogram>& movePhases;
@@ -110,6 +169,9 @@ struct ReconfigManager::Metrics {
   prometheus::Counter& readsFailed;
   prometheus::Gauge& leader;
   prometheus::Gauge& pools;
+  prometheus::Family<prometheus::Gauge>& poolGpus;
+  prometheus::Family<prometheus::Gauge>& movesInFlight;
+  prometheus::Family<prometheus::Gauge>& oldestMove;
 };
 
 // What every worker reads: the client, the informers' stores, the recorder, the options.

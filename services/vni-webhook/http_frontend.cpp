@@ -112,7 +112,7 @@ VniHttpFrontend::VniHttpFrontend(VniService& service, obs::Metrics& metrics,
     return okStatus();
   });
   obs::installHealthEndpoints(server_, health);
-  obs::installMetricsEndpoint(server_, metrics);
+  obs::installMetricsEndpoint(server_, metrics, &health);
 }
 
 VniHttpFrontend::~VniHttpFrontend() {

@@ -2,17 +2,24 @@
 """Every Dockerfile in docker/ against the CMake install tree (no Docker engine runs here).
 
 For each docker/<image>.Dockerfile:
-- two stages: `FROM debian:bookworm AS build`, then `FROM debian:bookworm-slim`;
+- three stages: `FROM debian:bookworm AS build`; `FROM ${BINARIES} AS binaries` with
+  `ARG BINARIES=build` (so the build stage by default; tools/build-images.sh --prebuilt names an
+  image of an existing build's install tree instead); then `FROM debian:bookworm-slim`, which
+  copies from `binaries`;
 - the build stage installs every package of the toolchain and libraries groups of
   tools/setup-deps.sh, builds the image's target and installs its CMake component;
-- every file it copies from the build stage is in that component's install tree;
+- every file it copies from the binaries stage is in that component's install tree;
 - the runtime stage installs the Debian package of every shared library the installed binary
   links (found with ldd and dpkg -S on this bookworm machine), and nothing that provides none
   of them (no -dev package, no extra);
 - a numeric non-root USER and an ENTRYPOINT that is the copied binary; an image named
   <daemon>-<backend> (the bridge pods) runs it with --backend <backend>, one its --help lists.
-And across them: every installed file is copied by some Dockerfile, and every image the chart
-names (values.yaml `image:`) has a Dockerfile. The checker is first shown broken Dockerfiles
+And across them: every file a daemon's component installs (the daemons of
+cmake/KubecompInstall.cmake; an operator tool's component is no image) is copied by some
+Dockerfile, every image the chart
+names (values.yaml `image:`) has a Dockerfile, and so has every `<registry>/kubecomp/<image>:<tag>`
+the chart's examples and docs/ name; an example names exactly the chart's default
+`<global.image.registry>/<image>:<appVersion>`. The checker is first shown broken Dockerfiles
 and must catch each one.
 """
 import argparse
@@ -38,8 +45,9 @@ def fail(msg):
     sys.exit(1)
 
 
-def parse_dockerfile(text):
-    """-> list of stages: {from, name, runs: [str], copies: [(from, src, dst)], user, entrypoint}."""
+def parse_dockerfile(text, build_args=None):
+    """-> list of stages: {from, name, runs: [str], copies: [(from, src, dst)], user, entrypoint,
+    instructions}; the ARGs before the first FROM go into `build_args` (name -> default)."""
     joined = re.sub(r"\\\n", " ", text)
     stages = []
     for raw in joined.splitlines():
@@ -51,11 +59,18 @@ def parse_dockerfile(text):
         if word == "FROM":
             parts = rest.split()
             stages.append({"from": parts[0], "name": parts[2] if len(parts) >= 3 and parts[1].upper() == "AS" else None,
-                           "runs": [], "copies": [], "user": None, "entrypoint": None})
+                           "runs": [], "copies": [], "user": None, "entrypoint": None, "instructions": 0})
         elif not stages:
             if word != "ARG":
                 return None
-        elif word == "RUN":
+            if build_args is not None:
+                key, _, default = rest.strip().partition("=")
+                build_args[key] = default
+        else:
+            stages[-1]["instructions"] += 1
+        if word == "FROM" or not stages:
+            continue
+        if word == "RUN":
             stages[-1]["runs"].append(rest)
         elif word == "COPY":
             args = shlex.split(rest)
@@ -134,12 +149,19 @@ def runtime_packages(binary):
 def check_dockerfile(name, text, ctx):
     """Violations of one Dockerfile (strings)."""
     out = []
-    stages = parse_dockerfile(text)
-    if not stages or len(stages) != 2:
-        return [f"{name}: want exactly two stages (build, runtime)"]
-    build, run = stages
+    build_args = {}
+    stages = parse_dockerfile(text, build_args)
+    if not stages or len(stages) != 3:
+        return [f"{name}: want exactly three stages (build, binaries, runtime)"]
+    build, binaries, run = stages
     if build["from"] != "debian:bookworm" or build["name"] != "build":
         out.append(f"{name}: first stage must be 'FROM debian:bookworm AS build'")
+    # The runtime stage copies from `binaries`, which is the build stage unless BINARIES names
+    # an image of a prebuilt install tree (tools/build-images.sh --prebuilt).
+    if build_args.get("BINARIES") != "build":
+        out.append(f"{name}: wants 'ARG BINARIES=build' before the first FROM")
+    if binaries["from"] != "${BINARIES}" or binaries["name"] != "binaries" or binaries["instructions"]:
+        out.append(f"{name}: second stage must be 'FROM ${{BINARIES}} AS binaries' and nothing else")
     if run["from"] != "debian:bookworm-slim":
         out.append(f"{name}: runtime stage must be FROM debian:bookworm-slim")
     missing = [p for p in ctx["build_packages"] if p not in apt_packages(build["runs"])]
@@ -159,8 +181,8 @@ def check_dockerfile(name, text, ctx):
     tree = ctx["component_files"].get(component, set())
     copied = []
     for source, srcs, dst in run["copies"]:
-        if source != "build":
-            out.append(f"{name}: runtime stage copies from {source or 'the build context'}, not the build stage")
+        if source != "binaries":
+            out.append(f"{name}: runtime stage copies from {source or 'the build context'}, not the binaries stage")
             continue
         for s in srcs:
             rel = os.path.relpath(s, prefix)
@@ -210,6 +232,33 @@ def help_text(binary):
     return r.stdout
 
 
+def daemon_components(src):
+    """The daemons of cmake/KubecompInstall.cmake (its `foreach(daemon ...)`): one image each."""
+    text = open(os.path.join(src, "cmake/KubecompInstall.cmake")).read()
+    m = re.search(r"foreach\(daemon\s+([^)]*)\)", text)
+    if not m or not m.group(1).split():
+        fail("cmake/KubecompInstall.cmake has no foreach(daemon ...) list")
+    return set(m.group(1).split())
+
+
+IMAGE_REF = re.compile(r"[\w.-]+(?::\d+)?(?:/[\w.-]+)*/kubecomp/([a-z0-9-]+):([\w.-]+)")
+
+
+def image_name_problems(texts, dockerfiles, registry, app_version):
+    """Images the examples and docs name ({path: text}) against the Dockerfiles and the chart's
+    <registry>/<daemon>:<appVersion>. A chart example must be exactly that (it works with the
+    chart's defaults); docs may show another registry or tag, but only images that exist."""
+    out = []
+    for path, text in sorted(texts.items()):
+        for m in IMAGE_REF.finditer(text):
+            name = m.group(1)
+            if f"{name}.Dockerfile" not in dockerfiles:
+                out.append(f"{path}: image {m.group(0)} has no docker/{name}.Dockerfile")
+            elif "/examples/" in path and m.group(0) != f"{registry}/{name}:{app_version}":
+                out.append(f"{path}: image {m.group(0)} is not the chart's {registry}/{name}:{app_version}")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--source-dir", required=True)
@@ -255,6 +304,9 @@ def main():
             "copy of a file not installed": sample.replace("/out/bin/vni-webhook /", "/out/bin/vni-webhookd /"),
             "build package dropped": sample.replace(" libsqlitecpp-dev", ""),
             "other component": sample.replace("--component vni-webhook", "--component bridge-operator"),
+            "binaries default not the build stage": sample.replace("ARG BINARIES=build", "ARG BINARIES=prebuilt"),
+            "copy past the binaries stage": sample.replace("COPY --from=binaries ", "COPY --from=build "),
+            "binaries stage that runs something": sample.replace("AS binaries\n", "AS binaries\nRUN true\n"),
         }
         pod = open(os.path.join(docker_dir, "bridge-pod-slurm.Dockerfile")).read()
         broken_pods = {
@@ -277,7 +329,13 @@ def main():
         for f in files:
             name = f[: -len(".Dockerfile")]
             problems += check_dockerfile(name, open(os.path.join(docker_dir, f)).read(), ctx)
-        for rel in sorted(installed - ctx["copied"]):
+        # Every file a daemon's component installs is in an image; other components (operator
+        # tools such as kubectl-kubecomp, installed on a workstation) are not images.
+        daemons = daemon_components(src)
+        for d in sorted(daemons - set(ctx["components"])):
+            problems.append(f"daemon {d} (cmake/KubecompInstall.cmake) installs no bin/{d}")
+        daemon_files = set().union(*(ctx["component_files"].get(d, set()) for d in daemons))
+        for rel in sorted(daemon_files - ctx["copied"]):
             problems.append(f"installed file {rel} is in no image")
         values = yaml.safe_load(open(os.path.join(src, "charts/kubecomp/values.yaml")))
 
@@ -292,6 +350,20 @@ def main():
         for image in sorted(set(images(values))):
             if f"{image}.Dockerfile" not in files:
                 problems.append(f"the chart uses image {image}, which has no docker/{image}.Dockerfile")
+        # The images the chart's examples and the docs name: built ones, under the chart's names.
+        registry = values["global"]["image"]["registry"]
+        app_version = str(yaml.safe_load(open(os.path.join(src, "charts/kubecomp/Chart.yaml")))["appVersion"])
+        examples = os.path.join(src, "charts/kubecomp/examples")
+        texts = {os.path.join("charts/kubecomp/examples", f): open(os.path.join(examples, f)).read()
+                 for f in os.listdir(examples) if f.endswith(".yaml")}
+        texts.update({os.path.join("docs", f): open(os.path.join(src, "docs", f)).read()
+                      for f in os.listdir(os.path.join(src, "docs")) if f.endswith(".md")})
+        for what, bad in {"an example naming another registry": "image: ghcr.io/kubecomp/bridge-pod-slurm:0.1.0",
+                          "an example naming another tag": f"image: {registry}/bridge-pod-slurm:0.1",
+                          "an image that is not built": f"image: {registry}/bridge-pod-pbs:{app_version}"}.items():
+            if not image_name_problems({"charts/kubecomp/examples/x.yaml": bad}, files, registry, app_version):
+                fail(f"the image name checker misses: {what}")
+        problems += image_name_problems(texts, files, registry, app_version)
         if problems:
             fail("\n  ".join(["Dockerfiles:"] + problems))
         print(f"{len(files)} Dockerfiles agree with the install tree ({len(installed)} files) and the binaries' libraries")

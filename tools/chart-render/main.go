@@ -1,7 +1,7 @@
 // chart-render: renders a Helm (v3) chart offline, as `helm template` does, for the chart
 // tests (helm is not packaged for Debian). Go's text/template with the sprig function
 // library (Debian golang-github-masterminds-sprig-dev) plus Helm's own functions (include,
-// tpl, required, toYaml, fromYaml, toJson, fromJson). Stricter than Helm on purpose: a
+// tpl, required, toYaml, fromYaml, toJson, fromJson) and .Files.Get. Stricter than Helm on purpose: a
 // template that reads a value the chart's values.yaml does not declare fails
 // (missingkey=error), and every rendered document must be a YAML mapping with apiVersion,
 // kind and metadata.name, unique per kind/namespace/name.
@@ -381,13 +381,31 @@ func main() {
 	os.Stdout.WriteString(out.String())
 }
 
+// chartFiles is .Files: Get returns a chart file's text, as Helm's Files.Get does, but a path
+// outside the chart, under templates/, or that does not exist is an error (Helm returns "").
+type chartFiles struct{ dir string }
+
+func (f chartFiles) Get(name string) (string, error) {
+	clean := filepath.Clean(name)
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") ||
+		strings.HasPrefix(clean, "templates/") {
+		return "", fmt.Errorf(".Files.Get %q: not a chart file outside templates/", name)
+	}
+	data, err := os.ReadFile(filepath.Join(f.dir, clean))
+	if err != nil {
+		return "", fmt.Errorf(".Files.Get %q: %v", name, err)
+	}
+	return string(data), nil
+}
+
 // renderOnce renders every template with these values, as helm template prints them.
 func renderOnce(o options, root *template.Template, files []string, chartName string, chart, release map[string]interface{},
 	values map[string]interface{}) string {
 	top := map[string]interface{}{
 		"Values": values, "Chart": chart, "Release": release,
 		"Capabilities": map[string]interface{}{"KubeVersion": map[string]interface{}{"Version": "v1.27.0", "Major": "1", "Minor": "27"}},
-		"Template": map[string]interface{}{"BasePath": chartName + "/templates"},
+		"Template":     map[string]interface{}{"BasePath": chartName + "/templates"},
+		"Files":        chartFiles{dir: o.chartDir},
 	}
 	var docs []document
 	seen := map[string]string{}

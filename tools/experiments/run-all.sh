@@ -14,7 +14,7 @@ fi
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 start=$(date +%s)
-for fig in fig08_10 fig09 fig11 fig12 fig13 parallel_moves; do
+for fig in fig08_10 fig09 fig11 fig12 fig13 parallel_moves gangs; do
   echo "run-all: $fig ..." >&2
   "$PY" "tools/experiments/$fig.py"
 done

@@ -4,6 +4,7 @@
 
 #include "libcore/base/base64.hpp"
 #include "tools/kube-apiserver-double/dra_validation.hpp"
+#include "tools/kube-apiserver-double/storage_validation.hpp"
 #include "tools/kube-apiserver-double/store_internal.hpp"
 
 namespace kc::apiserver {
@@ -168,6 +169,9 @@ void admitOnCreate(const ResourceInfo& res, const std::string& name, json& body)
   } else if (res.group == dra::kGroup) {
     dra::applyDefaults(res.resource, body);
     dra::admit(res.resource, name, body, nullptr, false);
+  } else {
+    storage::applyDefaults(res.group, res.resource, body, true);
+    storage::admit(res.group, res.resource, name, body, nullptr, false);
   }
 }
 
@@ -195,6 +199,8 @@ void admitOnUpdate(const ResourceInfo& res, const std::string& name, const json&
     dra::applyDefaults(res.resource, next);
     dra::admit(res.resource, name, next, &oldObj, statusUpdate);
   }
+  storage::applyDefaults(res.group, res.resource, next, false);
+  storage::admit(res.group, res.resource, name, next, &oldObj, statusUpdate);
 }
 
 }  // namespace kc::apiserver

@@ -517,6 +517,7 @@ ObjectPtr ObjectStore::createLocked(const ResourceInfo& res, const std::string& 
   if (res.group == "apiextensions.k8s.io" && res.resource == "customresourcedefinitions") {
     acceptCrdLocked(res, name, body);
   } else {
+    admitPriorityLocked(res, name, body);  // the Priority admission plugin (priority_admission)
     admitOnCreate(res, name, body);
   }
   ObjectPtr created = commit(res, key, nullptr, std::move(body));

@@ -235,6 +235,10 @@ class ObjectStore {
   // Recomputes the status of every PodDisruptionBudget in `ns` (after a pod or budget
   // write there), committing the ones that changed.
   void reconcileBudgetsLocked(const std::string& ns);
+  // The Priority admission plugin on a new Pod or PriorityClass (priority_admission.hpp),
+  // reading the stored PriorityClasses.
+  void admitPriorityLocked(const ResourceInfo& res, const std::string& name,
+                           nlohmann::json& body) const;
   std::vector<ObjectPtr> inNamespaceLocked(const std::string& tableKey,
                                            const std::string& ns) const;
   // The resourceclaim controller (store_resourceclaims.cpp), run after a write of a pod,

@@ -104,6 +104,14 @@ ResourceRegistry ResourceRegistry::withBuiltins() {
                      "PersistentVolumeClaim", true, {"pvc"});
   pvc.hasStatus = true;
   reg.add(pvc);
+  // Volume binding (kube-scheduler's VolumeBinding, kubecomp-sched): PVs and StorageClasses,
+  // validated as kube-apiserver validates them (storage_validation.hpp).
+  auto pv =
+      builtin("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", false, {"pv"});
+  pv.hasStatus = true;
+  reg.add(pv);
+  reg.add(builtin("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false,
+                  {"sc"}));
 
   for (auto [res, sing, kind, shorts] :
        std::vector<std::tuple<std::string, std::string, std::string, std::vector<std::string>>>{

@@ -42,8 +42,8 @@ struct ResourceInfo {
 class ResourceRegistry {
  public:
   // The built-in resources (core/v1, apps/v1, batch/v1, coordination.k8s.io/v1,
-  // events.k8s.io/v1, policy/v1, rbac, scheduling.k8s.io/v1, resource.k8s.io/v1,
-  // apiextensions.k8s.io/v1).
+  // events.k8s.io/v1, policy/v1, rbac, scheduling.k8s.io/v1, storage.k8s.io/v1,
+  // resource.k8s.io/v1, apiextensions.k8s.io/v1).
   static ResourceRegistry withBuiltins();
 
   void add(ResourceInfo info);

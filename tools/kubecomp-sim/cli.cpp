@@ -38,6 +38,10 @@ struct Options {
   double intervalUnitMs = 1000;
   double jobDurationS = 300;
   std::uint64_t seed = 1;
+  double gangShare = 0;
+  std::int64_t gangMembers = 4;
+  std::int64_t priorityLevels = 1;
+  bool gangsFromMultiGpu = false;
   std::string alibabaPods;
   std::string alibabaSharing = "whole";
   bool alibabaCpuOnly = false;
@@ -98,6 +102,9 @@ Status checkFlags(const Options& o) {
            inRange("--interval-unit-ms", o.intervalUnitMs, 1, 1e9),
            inRange("--job-duration-s", o.jobDurationS, 0, kMaxSeconds),
            inRange("--time-scale", o.timeScale, 1e-6, 1e6),
+           inRange("--gang-share", o.gangShare, 0.0, 1.0),
+           inRange("--gang-members", o.gangMembers, 2, static_cast<std::int64_t>(kMaxMembers)),
+           inRange("--priority-levels", o.priorityLevels, 1, 1000),
            inRange("--pools", o.pools, 1, static_cast<std::int64_t>(kMaxPools)),
            inRange("--unattached", o.unattached, 0, 1024),
            inRange("--gpus-per-chassis", o.gpusPerChassis, 0, 1024),
@@ -177,6 +184,9 @@ Result<LoadedTrace> loadTrace(const Options& o) {
     spec.intervalUnit = static_cast<SimMs>(std::llround(o.intervalUnitMs));
     spec.duration = static_cast<SimMs>(std::llround(o.jobDurationS * kMsPerSecond));
     spec.seed = o.seed;
+    spec.gangShare = o.gangShare;
+    spec.gangMembers = static_cast<std::uint32_t>(o.gangMembers);
+    spec.priorityLevels = static_cast<std::uint32_t>(o.priorityLevels);
     auto trace = generateWorkload(spec);
     if (!trace) {
       return trace.error();
@@ -200,6 +210,9 @@ Result<LoadedTrace> loadTrace(const Options& o) {
   }
   if (!loaded) {
     return loaded;
+  }
+  if (o.gangsFromMultiGpu) {
+    gangsFromMultiGpu(loaded->trace);
   }
   if (o.timeScale != 1.0) {
     for (Job& j : loaded->trace.jobs) {
@@ -336,7 +349,27 @@ void addInputFlags(CLI::App& app, Options& o) {
       ->group(in);
   app.add_option("--trace-csv", o.traceCsv,
                  "generic job CSV with header; columns arrival_s, duration_s, gpus (required), id, "
-                 "cpu (cores), memory_mib, gpu_spec (GPU models joined by '|')")
+                 "cpu (cores), memory_mib, gpu_spec (GPU models joined by '|'), members (a gang "
+                 "of that many pods with the row's requests, all placed at once; 1..1024, "
+                 "default 1), priority (queue order: higher first, then arrival; 32-bit "
+                 "integer, default 0)")
+      ->group(in);
+  app.add_option("--gang-share", o.gangShare,
+                 "synthetic: share of the jobs (0..1) that are gangs of --gang-members pods, "
+                 "each pod with its job type's request")
+      ->capture_default_str()
+      ->group(in);
+  app.add_option("--gang-members", o.gangMembers, "synthetic: pods per gang (2..1024)")
+      ->capture_default_str()
+      ->group(in);
+  app.add_option("--priority-levels", o.priorityLevels,
+                 "synthetic: each job gets a priority drawn uniformly from 0..N-1 (1..1000; 1 = "
+                 "all 0)")
+      ->capture_default_str()
+      ->group(in);
+  app.add_flag("--gangs-from-multi-gpu", o.gangsFromMultiGpu,
+               "any input: a job of one pod asking g > 1 GPUs becomes a gang of g one-GPU pods "
+               "(its CPU and memory split evenly, rounded up)")
       ->group(in);
   app.add_option(
          "--time-scale", o.timeScale,
@@ -482,7 +515,9 @@ int runUnguarded(int argc, char** argv) {
   Options o;
   CLI::App app{
       "kubecomp-sim: trace-driven simulator of a composable GPU cluster (KubeComp, paper 001 "
-      "section VI). Jobs are placed FCFS by the same libcore/alloc policies the scheduler runs. "
+      "section VI). Jobs (single pods or gangs placed all at once; queued by priority, then "
+      "arrival) are placed (FCFS by default) by the same libcore/alloc policies the scheduler "
+      "runs. "
       "Prints a summary JSON (wait, JCT, makespan, GPU utilisation, CDF of used GPUs, GPUs "
       "moved). Times are at most 10^12 s, traces at most 10,000,000 jobs (20,000 with "
       "--queue easy-backfill or slack-backfill), trace lines at most 1 MiB, clusters at most "
@@ -547,6 +582,9 @@ int runUnguarded(int argc, char** argv) {
   j["config"]["pools"] = static_cast<std::uint64_t>(cluster->poolCount());
   if (o.gpusPerChassis != 0) {
     j["config"]["gpus_per_chassis"] = o.gpusPerChassis;  // only when given: outputs unchanged
+  }
+  if (o.gangsFromMultiGpu) {
+    j["config"]["gangs_from_multi_gpu"] = true;  // likewise
   }
   j["trace"] = statsJson(trace->stats);
   j["wall_s"] = wall;

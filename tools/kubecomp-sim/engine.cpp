@@ -10,6 +10,7 @@
 
 #include "libcore/alloc/device_offer.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/pod_order.hpp"
 #include "libcore/alloc/queue_pass.hpp"
 #include "libcore/alloc/rng.hpp"
 #include "tools/kubecomp-sim/idle_return.hpp"
@@ -100,12 +101,13 @@ class Engine {
         }
       }
       fabric_.prune(now);
+      countStranded(now);
       bool released = false;
       while (!events_.empty() && events_.top().time == now) {
         const Event e = events_.top();
         events_.pop();
         if (e.kind == kStart) {
-          usage_.add(jobs[e.job].gpus);
+          usage_.add(static_cast<std::uint32_t>(jobs[e.job].totalGpus()));
           --startsPending_;
         } else if (e.kind == kEnd) {
           if (auto s = endJob(e.job, now); !s) {
@@ -126,7 +128,9 @@ class Engine {
         failedHead_ = kNone;
       }
       while (nextArrival < jobs.size() && jobs[nextArrival].arrival == now) {
-        arrive(static_cast<std::uint32_t>(nextArrival++));
+        if (auto s = arrive(static_cast<std::uint32_t>(nextArrival++)); !s) {
+          return s.error();
+        }
       }
       if (auto s = schedule(now); !s) {
         return s.error();
@@ -181,27 +185,45 @@ class Engine {
   // A job ends: its GPUs and CPU/memory are free again, its GPUs idle where they are.
   Status endJob(std::uint32_t j, SimMs now) {
     const Job& job = trace_.jobs[j];
-    usage_.remove(job.gpus);
+    usage_.remove(static_cast<std::uint32_t>(job.totalGpus()));
     for (alloc::GpuIndex g : runningGpus_[j]) {
       if (auto s = state_.releaseGpu(g); !s) {
         return internal("releaseGpu", s.error());
       }
       becameIdle(g, now);
     }
+    allocated_ -= runningGpus_[j].size();
     running_.erase(j);
     runningGpus_[j].clear();
     runningGpus_[j].shrink_to_fit();
-    if (auto s = state_.release(result_.jobs[j].node, static_cast<std::uint64_t>(job.cpuMilli),
-                                static_cast<std::uint64_t>(job.memoryMib));
-        !s) {
-      return internal("release", s.error());
+    if (job.members <= 1) {
+      if (auto s = releaseRequest(result_.jobs[j].node, job); !s) {
+        return s;
+      }
+    } else {
+      for (alloc::NodeIndex n : memberNodes_[j]) {
+        if (auto s = releaseRequest(n, job); !s) {
+          return s;
+        }
+      }
+      memberNodes_.erase(j);
     }
     countFinished();
     return okStatus();
   }
 
+  // One pod's CPU and memory back on its node.
+  Status releaseRequest(alloc::NodeIndex n, const Job& job) {
+    if (auto s = state_.release(n, static_cast<std::uint64_t>(job.cpuMilli),
+                                static_cast<std::uint64_t>(job.memoryMib));
+        !s) {
+      return internal("release", s.error());
+    }
+    return okStatus();
+  }
+
   // A job arrives: queued, or rejected when it could not run even on the empty cluster.
-  void arrive(std::uint32_t j) {
+  Status arrive(std::uint32_t j) {
     const Job& job = trace_.jobs[j];
     const std::uint32_t f = job.gpuSpec;
     if (config_.recompose != alloc::RecomposeKind::None && f == 0 && job.gpus > 0) {
@@ -210,15 +232,67 @@ class Engine {
         recent_.pop_front();
       }
     }
-    if (runnable_.runnable(podOf(job), f, filters_[f])) {
+    auto runnable = runnableOnEmpty(j, f);
+    if (!runnable) {
+      return runnable.error();
+    }
+    if (*runnable) {
+      enqueue(j);
+      return okStatus();
+    }
+    ++result_.rejected;
+    if (!filters_[f].acceptsAny()) {
+      auto anyModel = runnableOnEmpty(j, 0);
+      if (!anyModel) {
+        return anyModel.error();
+      }
+      result_.rejectedGpuModel += *anyModel ? 1 : 0;
+    }
+    countFinished();
+    return okStatus();
+  }
+
+  // Whether job j (with the GPU model filter f) could run on the empty cluster: one pod by
+  // RunnableCheck; a gang when also all its members are placed there at once (gangFits).
+  Result<bool> runnableOnEmpty(std::uint32_t j, std::uint32_t f) {
+    const Job& job = trace_.jobs[j];
+    if (!runnable_.runnable(podOf(job), f, filters_[f])) {
+      return false;
+    }
+    if (job.members <= 1) {
+      return true;
+    }
+    return gangFits(initial_, j, filters_[f]);
+  }
+
+  // Queued in the order of alloc::podBefore (priority, then arrival; equal keys keep arrival
+  // order). Without priorities every job goes to the back, as before.
+  void enqueue(std::uint32_t j) {
+    const Job& job = trace_.jobs[j];
+    auto key = [&](std::uint32_t i) {
+      return alloc::PodOrderKey{trace_.jobs[i].priority, trace_.jobs[i].arrival, {}, {}};
+    };
+    if (job.members > 1) {
+      ++gangsWaiting_;
+    }
+    if (queue_.empty() || !alloc::podBefore(key(j), key(queue_.back()))) {
       queue_.push_back(j);
       return;
     }
-    ++result_.rejected;
-    if (!filters_[f].acceptsAny() && runnable_.runnable(podOf(job), 0, filters_[0])) {
-      ++result_.rejectedGpuModel;
+    auto at = std::upper_bound(
+        queue_.begin(), queue_.end(), j,
+        [&](std::uint32_t a, std::uint32_t b) { return alloc::podBefore(key(a), key(b)); });
+    queue_.insert(at, j);
+  }
+
+  // Stranded GPU time: GPUs allocated to no job while some gang waits in the queue, from the
+  // previous event to `now`.
+  void countStranded(SimMs now) {
+    if (gangsWaiting_ > 0 && now > lastTick_) {
+      const double idle = static_cast<double>(result_.totalGpus - allocated_);
+      result_.strandedGpuMs += idle * static_cast<double>(now - lastTick_);
     }
-    countFinished();
+    lastTick_ = now;
   }
 
   void countFinished() {
@@ -317,13 +391,15 @@ class Engine {
     // this pass fails too (feasibility is monotone in cpu, memory and GPUs), so skip it.
     // A model filter only narrows the GPUs, so a failed unconstrained request also dominates
     // constrained ones; a failed constrained one dominates only requests with its filter.
-    std::vector<std::pair<alloc::PodRequest, std::uint32_t>> failed;
+    // A gang is dominated by a failed request with no more members (a pod: one member).
+    std::vector<std::tuple<alloc::PodRequest, std::uint32_t, std::uint32_t>> failed;
     for (auto it = queue_.begin(); it != queue_.end();) {
       const alloc::PodRequest pod = podOf(trace_.jobs[*it]);
       const std::uint32_t filter = trace_.jobs[*it].gpuSpec;
+      const std::uint32_t members = trace_.jobs[*it].members;
       const bool dominated = std::any_of(failed.begin(), failed.end(), [&](const auto& fail) {
-        const alloc::PodRequest& f = fail.first;
-        return (filters_[fail.second].acceptsAny() || fail.second == filter) &&
+        const auto& [f, ff, fm] = fail;
+        return (filters_[ff].acceptsAny() || ff == filter) && members >= fm &&
                pod.cpuMilli >= f.cpuMilli && pod.memoryMiB >= f.memoryMiB && pod.gpus >= f.gpus;
       });
       if (dominated) {
@@ -337,7 +413,7 @@ class Engine {
       if (*placed) {
         it = queue_.erase(it);
       } else {
-        failed.emplace_back(pod, filter);
+        failed.emplace_back(pod, filter, members);
         ++it;
       }
     }
@@ -455,8 +531,7 @@ class Engine {
     if (!queue_.empty()) {
       running.reserve(running_.size());
       for (std::uint32_t r : running_) {
-        running.push_back(alloc::RunningPod{result_.jobs[r].node, podOf(trace_.jobs[r]),
-                                            runningGpus_[r], result_.jobs[r].end});
+        appendRunning(running, r);
       }
       head = podOf(trace_.jobs[queue_.front()]);
       in.head = &head;
@@ -517,34 +592,34 @@ class Engine {
   // free GPUs than its pool), so when some pools are short the same decision is taken by
   // alloc::selectNodeAmong over the other pools' nodes, which saves most of the O(nodes) scan
   // on a busy multi-pool cluster. Tested against selectNode in both places.
-  Result<alloc::NodeChoice> chooseNode(const alloc::PodRequest& pod,
+  Result<alloc::NodeChoice> chooseNode(const alloc::ClusterState& st, const alloc::PodRequest& pod,
                                        const alloc::GpuModelFilter& models) {
     if (config_.offer != alloc::DeviceOffer::Pool) {  // stock DRA: one pass over every node
-      return alloc::selectNodeOffered(state_, pod, models, config_.nodePolicy, config_.mode,
+      return alloc::selectNodeOffered(st, pod, models, config_.nodePolicy, config_.mode,
                                       config_.offer);
     }
     if (pod.gpus == 0) {
-      return alloc::selectNode(state_, pod, config_.nodePolicy, config_.mode);
+      return alloc::selectNode(st, pod, config_.nodePolicy, config_.mode);
     }
     if (!models.acceptsAny()) {
-      return alloc::selectNodeForModels(state_, pod, models, config_.nodePolicy, config_.mode);
+      return alloc::selectNodeForModels(st, pod, models, config_.nodePolicy, config_.mode);
     }
     candidates_.clear();
     bool allPools = true;
     for (alloc::PoolIndex p = 0; p < poolNodes_.size(); ++p) {
-      if (state_.pool(p).freeGpus >= pod.gpus) {
+      if (st.pool(p).freeGpus >= pod.gpus) {
         candidates_.insert(candidates_.end(), poolNodes_[p].begin(), poolNodes_[p].end());
       } else {
         allPools = false;
       }
     }
     if (allPools) {
-      return alloc::selectNode(state_, pod, config_.nodePolicy, config_.mode);
+      return alloc::selectNode(st, pod, config_.nodePolicy, config_.mode);
     }
     if (candidates_.empty()) {
       return makeError(kc::errc::kUnschedulable, "no pool holds enough free GPUs");
     }
-    return alloc::selectNodeAmong(state_, pod, config_.nodePolicy, config_.mode, candidates_);
+    return alloc::selectNodeAmong(st, pod, config_.nodePolicy, config_.mode, candidates_);
   }
 
   // Whether moving `gpus` into `pool` lands later (at `ready`) because of the background move
@@ -563,86 +638,139 @@ class Engine {
     return slots && lastEnd(*slots, now) < ready;
   }
 
-  // Places the job now if the policies find a node; false if none fits at the moment.
-  Result<bool> tryPlace(std::uint32_t j, SimMs now) {
-    const Job& job = trace_.jobs[j];
+  // One pod (a job, or one member of a gang) on `st`: the node the policies choose, the GPUs
+  // moved to it (detached and attached there at once), `job.gpus` free GPUs of an accepted
+  // model allocated and appended to `mine`, CPU and memory reserved. nullopt when no node fits
+  // now (`st` unchanged). Used on the live cluster and, for a gang's trial, on a copy.
+  struct MemberPick {
+    alloc::NodeIndex node = alloc::kNoNode;
+    std::uint32_t deficit = 0;
+    std::vector<alloc::GpuIndex> moved;
+  };
+  Result<std::optional<MemberPick>> applyMember(alloc::ClusterState& st, alloc::SplitMix64& rng,
+                                                const Job& job, const alloc::GpuModelFilter& models,
+                                                std::vector<alloc::GpuIndex>& mine) {
     const alloc::PodRequest pod = podOf(job);
-    const alloc::GpuModelFilter& models = filters_[job.gpuSpec];
-    ++result_.placementAttempts;
-    auto choice = chooseNode(pod, models);
+    auto choice = chooseNode(st, pod, models);
     if (!choice) {
       if (choice.error().code == kc::errc::kUnschedulable) {
-        return false;
+        return std::optional<MemberPick>();
       }
       return internal("selectNode", choice.error());
     }
-    const alloc::NodeIndex node = choice->node;
-    SimMs ready = now;
-    bool interrupted = false;
-    std::vector<alloc::GpuIndex> moved;
-    if (choice->deficit > 0) {
-      auto moves =
-          alloc::chooseGpus(state_, node, choice->deficit, config_.gpuPolicy, &rng_, models);
+    MemberPick pick{choice->node, choice->deficit, {}};
+    if (pick.deficit > 0) {
+      auto moves = alloc::chooseGpus(st, pick.node, pick.deficit, config_.gpuPolicy, &rng, models);
       if (!moves) {
         return internal("chooseGpus", moves.error());
       }
-      const alloc::PoolIndex pool = state_.node(node).pool;
-      auto slots = fabric_.slots(pool, *moves, config_.moveTime, now);
+      pick.moved = std::move(*moves);
+      for (alloc::GpuIndex g : pick.moved) {
+        if (auto s = st.detachGpu(g); !s) {
+          return internal("detachGpu", s.error());
+        }
+        if (auto s = st.attachGpu(g, pick.node); !s) {
+          return internal("attachGpu", s.error());
+        }
+      }
+    }
+    const std::size_t first = mine.size();
+    for (alloc::GpuIndex g : st.nodeGpus(pick.node)) {
+      if (mine.size() - first == job.gpus) {
+        break;
+      }
+      if (st.gpu(g).free() && models.accepts(st.gpu(g).model)) {
+        mine.push_back(g);
+      }
+    }
+    if (mine.size() - first != job.gpus) {
+      return makeError(kc::errc::kInternal, "simulator: node '" + st.node(pick.node).name +
+                                                "' lacks the GPUs selectNode promised");
+    }
+    for (std::size_t i = first; i < mine.size(); ++i) {
+      if (auto s = st.allocateGpu(mine[i]); !s) {
+        return internal("allocateGpu", s.error());
+      }
+    }
+    if (auto s = st.reserve(pick.node, pod.cpuMilli, pod.memoryMiB); !s) {
+      return internal("reserve", s.error());
+    }
+    return std::optional<MemberPick>(std::move(pick));
+  }
+
+  // Whether all members of gang j fit at once on `base` as it is (a trial on a copy, with a
+  // copy of the GPU choice's random state, so the real placement that follows makes the same
+  // choices). The all-or-nothing rule of libcore/alloc/gang.hpp, on the simulator's own
+  // placement path (selectNode with the configured node policy, chooseGpus with its GPU policy).
+  Result<bool> gangFits(const alloc::ClusterState& base, std::uint32_t j,
+                        const alloc::GpuModelFilter& models) {
+    const Job& job = trace_.jobs[j];
+    trial_.assignFrom(base);
+    alloc::SplitMix64 rng = rng_;
+    std::vector<alloc::GpuIndex> mine;
+    for (std::uint32_t k = 0; k < job.members; ++k) {
+      auto pick = applyMember(trial_, rng, job, models, mine);
+      if (!pick) {
+        return pick.error();
+      }
+      if (!*pick) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // One pod of job j placed on the live cluster now: applyMember, then its GPU moves booked on
+  // the fabric. Returns when its GPUs are all there (nullopt: no node fits now).
+  Result<std::optional<SimMs>> placeMember(std::uint32_t j, SimMs now, MemberPick& placed) {
+    const Job& job = trace_.jobs[j];
+    const alloc::GpuModelFilter& models = filters_[job.gpuSpec];
+    ++result_.placementAttempts;
+    std::vector<alloc::GpuIndex>& mine = runningGpus_[j];
+    const std::size_t first = mine.size();
+    auto pick = applyMember(state_, rng_, job, models, mine);
+    if (!pick || !*pick) {
+      return pick ? Result<std::optional<SimMs>>(std::optional<SimMs>()) : pick.error();
+    }
+    placed = std::move(**pick);
+    SimMs ready = now;
+    bool interrupted = false;
+    if (placed.deficit > 0) {
+      const alloc::PoolIndex pool = state_.node(placed.node).pool;
+      auto slots = fabric_.slots(pool, placed.moved, config_.moveTime, now);
       if (!slots || lastEnd(*slots, now) > kMaxSimMs) {
         return pastTimeLimit(job);
       }
       ready = lastEnd(*slots, now);
-      interrupted = waitedForBackground(pool, *moves, ready, now);
+      interrupted = waitedForBackground(pool, placed.moved, ready, now);
       if (interrupted) {
         ++result_.idleMovesInterrupted;  // it waits for the background move in flight
       }
-      fabric_.book(pool, *moves, *slots);
-      if (config_.onPlace) {
-        moved = *moves;
-      }
-      for (alloc::GpuIndex g : *moves) {
-        if (auto s = state_.detachGpu(g); !s) {
-          return internal("detachGpu", s.error());
-        }
-        if (auto s = state_.attachGpu(g, node); !s) {
-          return internal("attachGpu", s.error());
-        }
-      }
-      result_.gpusMoved += choice->deficit;
-      result_.gpusMovedWhileWaiting += choice->deficit;
-      ++result_.jobsWithMoves;
+      fabric_.book(pool, placed.moved, *slots);
+      result_.gpusMoved += placed.deficit;
+      result_.gpusMovedWhileWaiting += placed.deficit;
     }
-    std::vector<alloc::GpuIndex>& mine = runningGpus_[j];
-    for (alloc::GpuIndex g : state_.nodeGpus(node)) {
-      if (mine.size() == job.gpus) {
-        break;
-      }
-      if (state_.gpu(g).free() && models.accepts(state_.gpu(g).model)) {
-        mine.push_back(g);
-      }
-    }
-    if (mine.size() != job.gpus) {
-      return makeError(kc::errc::kInternal, "simulator: node '" + state_.node(node).name +
-                                                "' lacks the GPUs selectNode promised");
-    }
-    for (alloc::GpuIndex g : mine) {
-      if (auto s = state_.allocateGpu(g); !s) {
-        return internal("allocateGpu", s.error());
-      }
-      if (gpuLands_[g] > ready) {
-        ready = gpuLands_[g];  // a GPU moved there in the background has not landed yet
+    allocated_ += mine.size() - first;
+    for (std::size_t i = first; i < mine.size(); ++i) {
+      if (gpuLands_[mine[i]] > ready) {
+        ready = gpuLands_[mine[i]];  // a GPU moved there in the background has not landed yet
         if (!interrupted) {
           ++result_.idleMovesInterrupted;
           interrupted = true;
         }
       }
     }
-    if (auto s = state_.reserve(node, pod.cpuMilli, pod.memoryMiB); !s) {
-      return internal("reserve", s.error());
-    }
     if (config_.onPlace) {
-      config_.onPlace(j, node, moved, mine);
+      const std::vector<alloc::GpuIndex> own(mine.begin() + static_cast<std::ptrdiff_t>(first),
+                                             mine.end());
+      config_.onPlace(j, placed.node, placed.moved, own);
     }
+    return std::optional<SimMs>(ready);
+  }
+
+  // Job j (every member) starts at `ready`, ends a duration later.
+  Status commitStart(std::uint32_t j, SimMs ready, SimMs now) {
+    const Job& job = trace_.jobs[j];
     if (config_.queue == QueueDiscipline::EasyBackfill ||
         config_.queue == QueueDiscipline::SlackBackfill ||
         config_.recompose != alloc::RecomposeKind::None) {
@@ -653,16 +781,89 @@ class Engine {
     if (__builtin_add_overflow(ready, job.duration, &out.end) || out.end > kMaxSimMs) {
       return pastTimeLimit(job);
     }
-    out.node = node;
-    out.gpusMoved = choice->deficit;
     if (ready > now) {
       events_.push(Event{ready, kStart, j});
       ++startsPending_;
     } else {
-      usage_.add(job.gpus);
+      usage_.add(static_cast<std::uint32_t>(job.totalGpus()));
     }
     events_.push(Event{out.end, kEnd, j});
+    return okStatus();
+  }
+
+  // Places the job now if the policies find a node (for a gang: a node for every member, all
+  // at once); false if it does not fit at the moment.
+  Result<bool> tryPlace(std::uint32_t j, SimMs now) {
+    if (trace_.jobs[j].members > 1) {
+      return tryPlaceGang(j, now);
+    }
+    MemberPick placed;
+    auto ready = placeMember(j, now, placed);
+    if (!ready || !*ready) {
+      return ready ? Result<bool>(false) : ready.error();
+    }
+    if (placed.deficit > 0) {
+      ++result_.jobsWithMoves;
+    }
+    result_.jobs[j].node = placed.node;
+    result_.jobs[j].gpusMoved = placed.deficit;
+    if (auto s = commitStart(j, **ready, now); !s) {
+      return s.error();
+    }
     return true;
+  }
+
+  // A gang: nothing is taken unless every member fits (gangFits); then each member is placed
+  // in turn and all start when the last one's GPUs have landed.
+  Result<bool> tryPlaceGang(std::uint32_t j, SimMs now) {
+    const Job& job = trace_.jobs[j];
+    auto fits = gangFits(state_, j, filters_[job.gpuSpec]);
+    if (!fits || !*fits) {
+      return fits;
+    }
+    std::vector<alloc::NodeIndex> nodes;
+    SimMs ready = now;
+    std::uint32_t moved = 0;
+    for (std::uint32_t k = 0; k < job.members; ++k) {
+      MemberPick placed;
+      auto at = placeMember(j, now, placed);
+      if (!at) {
+        return at.error();
+      }
+      if (!*at) {
+        return makeError(kc::errc::kInternal, "simulator: gang " + quoteInput(job.id) + " member " +
+                                                  std::to_string(k) +
+                                                  " did not fit after the gang's trial did");
+      }
+      ready = std::max(ready, **at);
+      moved += placed.deficit;
+      nodes.push_back(placed.node);
+    }
+    result_.jobsWithMoves += moved > 0 ? 1 : 0;
+    result_.jobs[j].node = nodes.front();
+    result_.jobs[j].gpusMoved = moved;
+    memberNodes_[j] = std::move(nodes);
+    --gangsWaiting_;
+    if (auto s = commitStart(j, ready, now); !s) {
+      return s.error();
+    }
+    return true;
+  }
+
+  // The running pods of job j (one per gang member), for the planners.
+  void appendRunning(std::vector<alloc::RunningPod>& out, std::uint32_t j) const {
+    const Job& job = trace_.jobs[j];
+    const JobOutcome& o = result_.jobs[j];
+    if (job.members <= 1) {
+      out.push_back(alloc::RunningPod{o.node, podOf(job), runningGpus_[j], o.end});
+      return;
+    }
+    const auto& nodes = memberNodes_.at(j);
+    const auto& gpus = runningGpus_[j];
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      const auto from = gpus.begin() + static_cast<std::ptrdiff_t>(k * job.gpus);
+      out.push_back(alloc::RunningPod{nodes[k], podOf(job), {from, from + job.gpus}, o.end});
+    }
   }
 
   const alloc::ClusterState& initial_;  // the cluster as given (outlives the engine)
@@ -688,7 +889,12 @@ class Engine {
   std::vector<alloc::GpuIndex> due_;  // GPUs whose idle check is due now
   std::deque<alloc::PodRequest> recent_;
   std::uint64_t startsPending_ = 0;
-  std::vector<std::vector<alloc::GpuIndex>> runningGpus_;
+  std::vector<std::vector<alloc::GpuIndex>> runningGpus_;  // a gang's: member after member
+  std::unordered_map<std::uint32_t, std::vector<alloc::NodeIndex>> memberNodes_;  // gangs placed
+  alloc::ClusterState trial_;       // a gang's trial placement (gangFits)
+  std::uint64_t gangsWaiting_ = 0;  // gangs in the queue
+  std::uint64_t allocated_ = 0;     // GPUs allocated to jobs (placed, moving or running)
+  SimMs lastTick_ = 0;              // the previous event (stranded GPU time)
   std::vector<std::vector<alloc::NodeIndex>> poolNodes_;  // nodes of each pool, index order
   std::vector<alloc::NodeIndex> candidates_;              // scratch of chooseNode
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

@@ -62,6 +62,14 @@
 // A job that could not run even on the empty cluster (e.g. 8 GPUs on a 4+4 preconfigured
 // cluster) is rejected at arrival and counted; it never blocks the queue. The paper reports
 // such jobs as failing to complete.
+//
+// Gangs and priorities (issue 27; docs/simulator.md, "Gangs and priorities"): the queue is kept
+// in alloc::podBefore order (priority, then arrival; plain arrival order when every priority is
+// 0). A job with Job::members > 1 is placed all or nothing: every member is first placed on a
+// copy of the cluster (the same node and GPU policies, a copy of the random state); only when
+// all fit are they placed for real, with the same choices, and all start when the last
+// member's GPUs have landed. SimResult::strandedGpuMs counts the GPU time left unallocated
+// while a gang waits. Gangs need the fcfs or backfill queue.
 
 #include <cstdint>
 #include <functional>
@@ -165,11 +173,15 @@ struct SimResult {
   // node offers enough healthy GPUs of an accepted model).
   std::uint64_t rejectedGpuModel = 0;
   std::uint64_t placementAttempts = 0;  // selectNode calls
+  // Stranded GPU time (gangs, issue 27): GPU-ms during which GPUs were allocated to no job while
+  // at least one gang waited in the queue (0 without gangs).
+  double strandedGpuMs = 0;
 };
 
 // Runs the trace to the end on a copy of `cluster`. A job with a gpuSpec runs only on GPUs of
 // an accepted model (alloc::GpuModelFilter of its Trace::gpuSpecs text, parsed with '|').
-// Errors: "invalid" (trace not sorted by arrival, negative duration, a gpu_spec that does not
+// Errors: "invalid" (trace not sorted by arrival, negative duration, members outside
+// 1..kMaxMembers, gangs with easy- or slack-backfill, a gpu_spec that does not
 // parse or an index past Trace::gpuSpecs, a policy that needs a generator without one, the
 // local-or-unattached offer without idle-timeout returns or with another queue or
 // recomposition), or an

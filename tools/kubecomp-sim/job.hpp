@@ -21,7 +21,7 @@ inline constexpr SimMs kMsPerSecond = 1000;
 // limit. They keep every quantity the engine derives far from int64 overflow and memory use
 // bounded; the engine still checks its own sums (queueing can push an end time past any input).
 //   times (arrival, duration): at most 10^12 s (~31,700 years), so at most 10^15 ms
-//   jobs in one trace: 10,000,000 (about 1.4 GiB: bench_sim peaks at 134 MiB per million)
+//   jobs in one trace: 10,000,000 (about 1.5 GiB: bench_sim peaks at 143 MiB per million)
 //   cluster: 100,000 pools, 1,000,000 nodes, 10,000,000 GPUs
 //   simulated time: the engine stops with an error past 2^62 ms
 //   one line of a trace file: 1 MiB (kMaxLineBytes)
@@ -38,6 +38,8 @@ inline constexpr std::uint64_t kMaxGpus = 10'000'000;
 inline constexpr SimMs kMaxSimMs = SimMs{1} << 62;
 inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
 inline constexpr std::uint64_t kMaxPlanningJobs = 20'000;
+// Members of one gang (Job::members): at most 1,024, as GPUs per job.
+inline constexpr std::uint32_t kMaxMembers = 1024;
 
 // Input text as an error message quotes it: in single quotes, at most kMaxQuotedChars bytes of
 // it, then "..." and its full length, so a 20 MB field gives a short message; control bytes are
@@ -61,16 +63,24 @@ inline std::string quoteInput(std::string_view text) {
   return out + "'";
 }
 
+// A job is one pod, or a gang (issue 27): `members` pods that each request `gpus`, `cpuMilli`
+// and `memoryMib`, placed all together or not at all and started at the same instant (the
+// last member's GPU moves). `priority` orders the queue (libcore/alloc/pod_order.hpp: higher
+// first, then arrival), as spec.priority orders kubecomp-sched's queue.
 struct Job {
   std::string id;
   SimMs arrival = 0;       // submission time
   SimMs duration = 0;      // run time once started
   std::uint32_t gpus = 0;  // whole GPUs, exclusive (device plugin semantics)
   // Accepted GPU models: an index into Trace::gpuSpecs (0: any GPU). A job runs only on GPUs
-  // whose model is listed. An index beside `gpus`, not the text, so a job stays 72 bytes.
+  // whose model is listed. An index beside `gpus`, not the text, so a job stays 80 bytes.
   std::uint32_t gpuSpec = 0;
-  std::int64_t cpuMilli = 0;   // requested CPU, millicores
-  std::int64_t memoryMib = 0;  // requested memory, MiB
+  std::int64_t cpuMilli = 0;   // requested CPU, millicores (per member)
+  std::int64_t memoryMib = 0;  // requested memory, MiB (per member)
+  std::uint32_t members = 1;   // 1: one pod; more: a gang of that many pods (1..kMaxMembers)
+  std::int32_t priority = 0;   // queue priority (spec.priority; 0 when absent)
+  // GPUs of all members together.
+  std::uint64_t totalGpus() const { return std::uint64_t{gpus} * members; }
 };
 
 // Jobs sorted by arrival (stable: equal arrivals keep input order).

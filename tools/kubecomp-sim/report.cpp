@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,54 @@ nlohmann::json toJson(const Distribution& d) {
   return {{"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"max", d.max}};
 }
 
+// Gangs (only when the trace has some): how many, their members, their wait, how many were
+// rejected, and the stranded GPU time. Priorities (only when some job has one): the mean
+// wait of each priority's completed jobs.
+void addGangsAndPriorities(nlohmann::json& j, const Trace& trace, const SimResult& result) {
+  std::uint64_t gangs = 0;
+  std::uint64_t members = 0;
+  std::uint64_t rejected = 0;
+  std::vector<double> waits;
+  std::map<std::int32_t, std::pair<double, std::uint64_t>> byPriority;
+  bool priorities = false;
+  for (std::size_t i = 0; i < trace.jobs.size(); ++i) {
+    const Job& job = trace.jobs[i];
+    const JobOutcome& o = result.jobs[i];
+    priorities = priorities || job.priority != 0;
+    const double wait = static_cast<double>(o.start - job.arrival) / kMsPerSecond;
+    if (!o.rejected()) {
+      auto& [sum, n] = byPriority[job.priority];
+      sum += wait;
+      ++n;
+    }
+    if (job.members <= 1) {
+      continue;
+    }
+    ++gangs;
+    members += job.members;
+    if (o.rejected()) {
+      ++rejected;
+    } else {
+      waits.push_back(wait);
+    }
+  }
+  if (gangs > 0) {
+    j["gangs"] = {{"gangs", gangs},
+                  {"members", members},
+                  {"rejected", rejected},
+                  {"wait_s", toJson(distribution(waits))},
+                  {"stranded_gpu_s", result.strandedGpuMs / kMsPerSecond}};
+  }
+  if (priorities) {
+    nlohmann::json p = nlohmann::json::object();
+    for (const auto& [priority, acc] : byPriority) {
+      p[std::to_string(priority)] = {{"jobs", acc.second},
+                                     {"mean_wait_s", acc.first / static_cast<double>(acc.second)}};
+    }
+    j["priorities"] = p;
+  }
+}
+
 }  // namespace
 
 void writeJobOutcomes(std::ostream& out, const Trace& trace, const SimResult& result,
@@ -51,11 +100,11 @@ void writeJobOutcomes(std::ostream& out, const Trace& trace, const SimResult& re
     const JobOutcome& o = result.jobs[i];
     out << j.id << ',' << seconds(j.arrival) << ',';
     if (o.rejected()) {
-      out << ",,,," << j.gpus << ",0,rejected\n";
+      out << ",,,," << j.totalGpus() << ",0,rejected\n";
       continue;
     }
     out << seconds(o.start) << ',' << seconds(o.end) << ',' << seconds(o.start - j.arrival) << ','
-        << cluster.node(o.node).name << ',' << j.gpus << ',' << o.gpusMoved << ",done\n";
+        << cluster.node(o.node).name << ',' << j.totalGpus() << ',' << o.gpusMoved << ",done\n";
   }
 }
 
@@ -138,6 +187,7 @@ nlohmann::json summaryJson(const Trace& trace, const SimResult& result) {
     cdf.push_back(total > 0 ? static_cast<double>(acc) / static_cast<double>(total) : 1.0);
   }
   j["used_gpus_cdf"] = cdf;
+  addGangsAndPriorities(j, trace, result);
   return j;
 }
 

@@ -83,6 +83,18 @@ Result<std::vector<alloc::GpuModelFilter>> checkSimInput(const Trace& trace,
                                                ": arrival or duration above the limit of " +
                                                std::to_string(kMaxTraceSeconds) + " s");
     }
+    if (j.members < 1 || j.members > kMaxMembers) {
+      return makeError(kc::errc::kInvalid, "job " + quoteInput(j.id) + " has " +
+                                               std::to_string(j.members) + " members (1.." +
+                                               std::to_string(kMaxMembers) + ")");
+    }
+    if (j.members > 1 && (config.queue == QueueDiscipline::EasyBackfill ||
+                          config.queue == QueueDiscipline::SlackBackfill)) {
+      return makeError(kc::errc::kInvalid,
+                       "gang " + quoteInput(j.id) +
+                           ": gangs (members > 1) run with the fcfs or backfill queue only (the "
+                           "reservation passes plan one pod per job)");
+    }
     if (i > 0 && j.arrival < trace.jobs[i - 1].arrival) {
       return makeError(kc::errc::kInvalid,
                        "trace is not sorted by arrival at job " + quoteInput(j.id));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -520,6 +521,32 @@ Status csvTime(const CsvRows& rows, const char* col, SimMs& dst) {
   return okStatus();
 }
 
+// The optional gang columns of a generic-CSV row (issue 27): members (1..kMaxMembers; each
+// member requests the row's gpus, cpu and memory_mib) and priority (a 32-bit integer, as
+// spec.priority). An empty field is the default (1 member, priority 0).
+Status gangColumns(const CsvRows& rows, Job& job) {
+  const Header& h = rows.header();
+  if (const auto col = h.find("members")) {
+    const std::string_view f = rows.field(*col);
+    auto m = parseInt(f);
+    if (!f.empty() && (!m || *m < 1 || *m > kMaxMembers)) {
+      return rows.error("members is not an integer in 1.." + std::to_string(kMaxMembers) + ": " +
+                        quoteInput(f));
+    }
+    job.members = f.empty() ? 1 : static_cast<std::uint32_t>(*m);
+  }
+  if (const auto col = h.find("priority")) {
+    const std::string_view f = rows.field(*col);
+    auto p = parseInt(f);
+    if (!f.empty() && (!p || *p < std::numeric_limits<std::int32_t>::min() ||
+                       *p > std::numeric_limits<std::int32_t>::max())) {
+      return rows.error("priority is not an integer in -2147483648..2147483647: " + quoteInput(f));
+    }
+    job.priority = f.empty() ? 0 : static_cast<std::int32_t>(*p);
+  }
+  return okStatus();
+}
+
 // One generic-CSV row: a job appended to `out`.
 Status addJobRow(const CsvRows& rows, SpecInterner& specs, LoadedTrace& out) {
   const Header& h = rows.header();
@@ -564,6 +591,9 @@ Status addJobRow(const CsvRows& rows, SpecInterner& specs, LoadedTrace& out) {
       job.gpuSpec = *specIndex;
       ++out.stats.gpuSpecConstrained;
     }
+  }
+  if (auto st = gangColumns(rows, job); !st) {
+    return st;
   }
   out.stats.zeroDuration += job.duration == 0 ? 1 : 0;
   out.trace.jobs.push_back(std::move(job));
@@ -644,8 +674,9 @@ Result<std::vector<NodeSpec>> readAlibabaNodesFile(const std::string& path) {
 
 Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source) {
   CsvRows rows(in, source);
-  if (auto s = rows.readHeader({"arrival_s", "duration_s", "gpus"},
-                               {"id", "cpu", "memory_mib", "gpu_spec"}, false);
+  if (auto s =
+          rows.readHeader({"arrival_s", "duration_s", "gpus"},
+                          {"id", "cpu", "memory_mib", "gpu_spec", "members", "priority"}, false);
       !s) {
     return s.error();
   }
@@ -681,12 +712,19 @@ void writeJobCsv(std::ostream& out, const Trace& trace) {
   // The gpu_spec column only when some job has a constraint: older readers keep working.
   const bool specs = std::any_of(trace.jobs.begin(), trace.jobs.end(),
                                  [](const Job& j) { return j.gpuSpec != 0; });
-  out << "id,arrival_s,duration_s,gpus,cpu,memory_mib" << (specs ? ",gpu_spec\n" : "\n");
+  // members and priority likewise only when some job is a gang or has a priority.
+  const bool gangs = std::any_of(trace.jobs.begin(), trace.jobs.end(),
+                                 [](const Job& j) { return j.members != 1 || j.priority != 0; });
+  out << "id,arrival_s,duration_s,gpus,cpu,memory_mib" << (specs ? ",gpu_spec" : "")
+      << (gangs ? ",members,priority\n" : "\n");
   for (const Job& j : trace.jobs) {
     out << j.id << ',' << formatMs(j.arrival) << ',' << formatMs(j.duration) << ',' << j.gpus << ','
         << formatMs(j.cpuMilli) << ',' << j.memoryMib;
     if (specs) {
       out << ',' << trace.specOf(j);
+    }
+    if (gangs) {
+      out << ',' << j.members << ',' << j.priority;
     }
     out << '\n';
   }

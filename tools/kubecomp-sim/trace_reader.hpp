@@ -83,7 +83,9 @@ Result<std::vector<NodeSpec>> readAlibabaNodesFile(const std::string& path);
 
 // Generic job CSV (documented in docs/simulator.md). First line is a header naming columns
 // in any order. Required: arrival_s, duration_s, gpus. Optional: id, cpu (cores, decimal),
-// memory_mib, gpu_spec (as the Alibaba column). Times are seconds (decimal, up to millisecond
+// memory_mib, gpu_spec (as the Alibaba column), members (a gang of that many pods, each with
+// the row's requests; 1..kMaxMembers, default 1) and priority (queue priority, a 32-bit integer,
+// default 0). Times are seconds (decimal, up to millisecond
 // precision), 0..kMaxTraceSeconds; at most kMaxJobs rows. A leading UTF-8 BOM is ignored.
 // Unknown columns are an error (a typo must not silently drop a field).
 Result<LoadedTrace> readJobCsv(std::istream& in, const std::string& source);

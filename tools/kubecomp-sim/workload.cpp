@@ -104,7 +104,55 @@ std::array<std::uint64_t, kJobTypeCount> mixCounts(const Mix& mix, std::uint64_t
   return counts;
 }
 
+namespace {
+
+Status checkGangSpec(const WorkloadSpec& spec) {
+  if (!(spec.gangShare >= 0 && spec.gangShare <= 1)) {
+    std::ostringstream m;
+    m << "gang share must be in 0..1 (got " << spec.gangShare << ")";
+    return makeError(kc::errc::kInvalid, m.str());
+  }
+  if (spec.gangMembers < 2 || spec.gangMembers > kMaxMembers) {
+    return makeError(kc::errc::kInvalid, "gang members must be 2.." + std::to_string(kMaxMembers) +
+                                             " (got " + std::to_string(spec.gangMembers) + ")");
+  }
+  if (spec.priorityLevels < 1 || spec.priorityLevels > 1000) {
+    return makeError(kc::errc::kInvalid, "priority levels must be 1..1000 (got " +
+                                             std::to_string(spec.priorityLevels) + ")");
+  }
+  return okStatus();
+}
+
+// Gangs and priorities, each from a generator of its own seeded from spec.seed: without them
+// nothing is drawn and the trace is the one generated before they existed.
+void addGangsAndPriorities(const WorkloadSpec& spec, Trace& trace) {
+  const auto gangs = static_cast<std::size_t>(
+      std::llround(spec.gangShare * static_cast<double>(trace.jobs.size())));
+  if (gangs > 0) {
+    std::vector<std::size_t> order(trace.jobs.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937_64 rng(spec.seed ^ 0x67616e67'5f6a6f62ULL);  // "gang_job"
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i = 0; i < gangs; ++i) {
+      trace.jobs[order[i]].members = spec.gangMembers;
+    }
+  }
+  if (spec.priorityLevels > 1) {
+    std::mt19937_64 rng(spec.seed ^ 0x7072696f'72697479ULL);  // "priority"
+    std::uniform_int_distribution<std::int32_t> level(
+        0, static_cast<std::int32_t>(spec.priorityLevels) - 1);
+    for (Job& j : trace.jobs) {
+      j.priority = level(rng);
+    }
+  }
+}
+
+}  // namespace
+
 Result<Trace> generateWorkload(const WorkloadSpec& spec) {
+  if (auto s = checkGangSpec(spec); !s) {
+    return s.error();
+  }
   // Bounded so that a Poisson draw stays far inside int64 (the flag has the same range).
   if (!(spec.lambda > 0 && spec.lambda <= kMaxLambda)) {
     std::ostringstream m;
@@ -154,7 +202,24 @@ Result<Trace> generateWorkload(const WorkloadSpec& spec) {
     job.cpuMilli = jt.cpuMilli;
     trace.jobs.push_back(std::move(job));
   }
+  addGangsAndPriorities(spec, trace);
   return trace;
+}
+
+std::uint64_t gangsFromMultiGpu(Trace& trace) {
+  std::uint64_t made = 0;
+  for (Job& j : trace.jobs) {
+    if (j.members != 1 || j.gpus <= 1) {
+      continue;
+    }
+    const std::int64_t n = j.gpus;
+    j.members = j.gpus;
+    j.gpus = 1;
+    j.cpuMilli = (j.cpuMilli + n - 1) / n;
+    j.memoryMib = (j.memoryMib + n - 1) / n;
+    ++made;
+  }
+  return made;
 }
 
 }  // namespace kc::sim

@@ -55,6 +55,15 @@ struct WorkloadSpec {
   SimMs intervalUnit = kMsPerSecond;  // one interval unit (1 s like the paper's scripts)
   SimMs duration = kPaperJobDuration;
   std::uint64_t seed = 1;
+  // Gangs (issue 27): this share of the jobs (0..1, rounded to whole jobs) become gangs of
+  // gangMembers (2..kMaxMembers) members, each member with its type's request (a 4-member gang
+  // of Job A asks 4 x (80 CPUs + 1 GPU)). Chosen with a generator of their own, so the rest of
+  // the trace is the one the seed gives without gangs.
+  double gangShare = 0;
+  std::uint32_t gangMembers = 4;
+  // Priorities: each job gets a priority drawn uniformly from 0..priorityLevels-1 (1: all 0),
+  // again from a generator of its own.
+  std::uint32_t priorityLevels = 1;
 };
 
 // Per-type job counts: exactly `jobs` in total, by largest remainder over the fractions
@@ -65,7 +74,13 @@ inline constexpr double kMaxLambda = 1e9;
 
 // The jobs in a seeded random order, first arrival at 0, then Poisson(lambda) gaps.
 // Error "invalid": lambda outside (0, kMaxLambda] or NaN, interval unit < 1, duration outside
-// 0..kMaxTraceMs, jobs outside 1..kMaxJobs, an arrival past kMaxTraceMs.
+// 0..kMaxTraceMs, jobs outside 1..kMaxJobs, an arrival past kMaxTraceMs, gangShare outside
+// 0..1, gangMembers outside 2..kMaxMembers, priorityLevels outside 1..1000.
 Result<Trace> generateWorkload(const WorkloadSpec& spec);
+
+// The Alibaba mapping of multi-GPU jobs to gangs (docs/results.md, "Gangs and priorities"):
+// every job of one pod asking g > 1 GPUs becomes a gang of g one-GPU members, its CPU and memory
+// split evenly (rounded up). Returns how many jobs became gangs.
+std::uint64_t gangsFromMultiGpu(Trace& trace);
 
 }  // namespace kc::sim

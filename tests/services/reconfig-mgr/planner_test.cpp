@@ -386,8 +386,9 @@ TEST_CASE("planner: FCFS claims and the move in flight and models - insufficient
     f.pods.push_back(waitingPod("small", "host01", 2, 10));
     auto plan = f.plan();
     CHECK(plan.pods[0].verdict == PodPlan::Verdict::kInsufficient);
-    CHECK(plan.pods[0].reason.find("cannot supply 7") != std::string::npos);
-    // The insufficient pod holds no claim: host01's free GPU counts for the next pod.
+    // The insufficient pod holds no claim: host01's free GPU counts for the next pod (so the
+    // big one lacks all 8).
+    CHECK(plan.pods[0].reason.find("cannot supply 8") != std::string::npos);
     CHECK(plan.pods[1].deficit == 1);
     REQUIRE(plan.next);
     CHECK(plan.next->podName == "small");

@@ -220,3 +220,35 @@ TEST_CASE("metrics: HELP text is escaped and families registered later appear", 
     CHECK((line.rfind("# ", 0) == 0 || line.rfind("kc_test_help_total", 0) == 0));
   }
 }
+
+TEST_CASE("metrics: kubecomp_daemon_ready follows the readiness checks at each scrape",
+          "[obs][metrics]") {
+  obs::HealthChecks health;
+  obs::Metrics metrics;
+  net::HttpServer server;
+  obs::installMetricsEndpoint(server, metrics, &health);
+  REQUIRE(server.start().ok());
+  net::ClientOptions options;
+  options.baseUrl = server.baseUrl();
+  auto client = net::HttpClient::create(options);
+  REQUIRE(client.ok());
+  const auto scrape = [&] {
+    auto r = (*client)->request("GET", "/metrics");
+    REQUIRE(r.ok());
+    return r->body;
+  };
+  std::atomic<bool> synced{false};
+  health.addReadinessCheck("informers", [&]() -> Status {
+    return synced ? okStatus() : makeError(errc::kUnavailable, "not synced");
+  });
+  health.addLivenessCheck("loop", [] { return okStatus(); });
+  const std::string head =
+      "# HELP kubecomp_daemon_ready 1 while every readiness check passes (/readyz), else 0\n"
+      "# TYPE kubecomp_daemon_ready gauge\n";
+  CHECK(scrape() == head + "kubecomp_daemon_ready 0\n");
+  synced = true;
+  CHECK(scrape() == head + "kubecomp_daemon_ready 1\n");
+  health.failReadiness("shutting down");
+  CHECK(scrape() == head + "kubecomp_daemon_ready 0\n");
+  server.stop(std::chrono::milliseconds(100));
+}

@@ -29,6 +29,10 @@
 // the default backfill over the same queue (queue_pass_bench.hpp): per pass, per pod tested and
 // pods decided per second (keys easy_pass_ms_5000_nodes, easy_decisions_per_s_5000_nodes, ...),
 // and the easy pass again at 1,000 nodes, so a per-pod cost that grows with the cluster shows.
+// Then gangs (issue 27, gang_bench.hpp): PodGroups of 8 two-GPU pods decided by the daemon's
+// cache at 5,000 nodes, pool policy eq1, gang pods decided per second (gang_pods_per_s_5000_nodes).
+// Then preemption (preempt_bench.hpp): a pod that fits nowhere among 10,000 running pods at 5,000
+// nodes, the cache's whole decision per preempting pod (preempt_decision_p99_ms).
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -56,12 +60,18 @@
 #include "tests/unit/kube/double_process.hpp"
 #include "tools/bench/bench_util.hpp"
 #include "tools/bench/reconfig/reconfig_overhead.hpp"
+#include "tools/bench/sched/bench_cluster.hpp"
+#include "tools/bench/sched/gang_bench.hpp"
+#include "tools/bench/sched/preempt_bench.hpp"
 #include "tools/bench/sched/queue_pass_bench.hpp"
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
+using kc::bench::benchNode;
+using kc::bench::benchNodeName;
+using kc::bench::benchPool;
 using kc::bench::parallel;
 using kc::bench::percentile;
 
@@ -75,46 +85,6 @@ constexpr double kAnchorPodsPerS = 680;
 
 [[noreturn]] void die(const std::string& what) {
   throw std::runtime_error(what);
-}
-
-std::string nodeName(int i) {
-  return fmt::format("node-{:04d}", i);
-}
-
-json node(int i) {
-  json alloc = {{"cpu", "64"},
-                {"memory", "256Gi"},
-                {"pods", "110"},
-                {kc::api::kGpuResource, std::to_string(kGpusPerNode)}};
-  return {
-      {"metadata", {{"name", nodeName(i)}, {"labels", {{"kubernetes.io/hostname", nodeName(i)}}}}},
-      {"status", {{"allocatable", alloc}, {"capacity", alloc}}}};
-}
-
-json pool(int p) {
-  json nodes = json::array();
-  json gpus = json::array();
-  for (int i = p * kNodesPerPool; i < (p + 1) * kNodesPerPool; ++i) {
-    nodes.push_back({{"name", nodeName(i)}, {"hostPort", std::to_string(i % kNodesPerPool + 1)}});
-    for (int g = 0; g < kGpusPerNode; ++g) {
-      const std::string id = fmt::format("c{}.{}", p, (i % kNodesPerPool) * kGpusPerNode + g);
-      gpus.push_back({{"id", id},
-                      {"uuid", "GPU-" + id},
-                      {"chassis", fmt::format("c{}", p)},
-                      {"node", nodeName(i)},
-                      {"health", "Healthy"},
-                      {"draining", false}});
-    }
-  }
-  return {
-      {"apiVersion", kc::api::kGpuPoolApiVersion},
-      {"kind", "GPUPool"},
-      {"metadata", {{"name", fmt::format("pool-{:02d}", p)}}},
-      {"spec",
-       {{"chassis",
-         {{{"name", fmt::format("c{}", p)}, {"driver", "h3"}, {"endpoint", "http://127.0.0.1:1"}}}},
-        {"nodes", nodes}}},
-      {"status", {{"gpus", gpus}}}};
 }
 
 json pod(int i) {
@@ -259,6 +229,18 @@ int main(int argc, char** argv) {
       queueOut["easy_pass_ms_1000_nodes"] = std::round(small.easy.passMs * 1000) / 1000;
       queueOut["easy_ms_per_tested_1000_nodes"] =
           std::round(small.easy.msPerTested() * 1000) / 1000;
+      // Gangs (issue 27): PodGroups of 8 decided by the daemon's cache at 5,000 nodes.
+      kc::bench::GangScenario gangs;
+      gangs.gangs = quick ? 800 : 1'200;
+      const auto gangFigures = kc::bench::measureGangs(gangs);
+      gangFigures.print(std::cout);
+      gangFigures.addTo(queueOut);
+      // Preemption (issue 27): a pod that fits nowhere at 5,000 nodes, 10,000 running pods.
+      kc::bench::PreemptScenario preempt;
+      preempt.samples = quick ? 100 : 300;
+      const auto preemptFigures = kc::bench::measurePreemption(preempt);
+      preemptFigures.print(std::cout);
+      preemptFigures.addTo(queueOut);
       std::cout.flush();
     }
     if (queueOnly) {
@@ -287,12 +269,12 @@ int main(int argc, char** argv) {
       }
       const auto setup0 = Clock::now();
       parallel(kNodes, 4, [&](int i) {
-        if (auto r = c.create(kc::kube::gvr::nodes(), "", node(i)); !r) {
+        if (auto r = c.create(kc::kube::gvr::nodes(), "", benchNode(i, kGpusPerNode)); !r) {
           die("node: " + r.error().message);
         }
       });
       parallel(kNodes / kNodesPerPool, 4, [&](int p) {
-        json obj = pool(p);
+        json obj = benchPool(p, kNodesPerPool, kGpusPerNode);
         json status = obj["status"];
         obj.erase("status");
         if (auto r = c.create(kPools, "", obj); !r) {
