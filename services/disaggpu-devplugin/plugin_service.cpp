@@ -56,10 +56,17 @@ class DevicePluginService::Stream final
       std::lock_guard lock(mu_);
       writing_ = false;
       if (!ok) {
-        // The peer went away; OnCancel / OnDone follow.
-        if (!finishing_) {
+        // The peer went away. The stream must still be finished once, or OnDone never comes
+        // and the server's shutdown waits for it forever: that includes a finish that
+        // OnCancel or finish() left pending behind this very write (kubelet cancelling while
+        // a list is in flight).
+        if (!finishing_ || finishPending_) {
+          grpc::Status status = finishPending_
+                                    ? std::move(finishStatus_)
+                                    : grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed");
           finishing_ = true;
-          Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
+          finishPending_ = false;
+          Finish(std::move(status));
         }
         return;
       }
