@@ -5,6 +5,15 @@
 #include "libcore/alloc/pod_affinity.hpp"
 
 namespace kc::alloc {
+namespace {
+
+bool scoredAffinity(const PlacedPod& pod) {
+  const PodAffinity* a = pod.affinity.get();
+  return a != nullptr &&
+         (!a->required.empty() || !a->preferred.empty() || !a->preferredAnti.empty());
+}
+
+}  // namespace
 
 std::shared_ptr<const PlacedPod> placedPodOf(const SchedPod& pod) {
   auto out = std::make_shared<PlacedPod>();
@@ -24,6 +33,9 @@ void PlacedPods::place(const std::string& key, const std::string& node, Entry po
   withHostPorts_ += pod->hostPorts.empty() ? 0 : 1;
   if (pod->affinity != nullptr && !pod->affinity->requiredAnti.empty()) {
     withAnti_.push_back(key);
+  }
+  if (scoredAffinity(*pod)) {
+    withScored_.push_back(key);
   }
   byNode_[node].push_back(pod);
   byKey_.emplace(key, Where{node, std::move(pod)});
@@ -50,6 +62,9 @@ void PlacedPods::remove(const std::string& key) {
   withHostPorts_ -= w.pod->hostPorts.empty() ? 0 : 1;
   if (w.pod->affinity != nullptr && !w.pod->affinity->requiredAnti.empty()) {
     std::erase(withAnti_, key);
+  }
+  if (scoredAffinity(*w.pod)) {
+    std::erase(withScored_, key);
   }
   auto n = byNode_.find(w.node);
   if (n != byNode_.end()) {

@@ -66,6 +66,16 @@ class PlacedPods {
     }
   }
   bool anyRequiredAntiAffinity() const { return !withAnti_.empty(); }
+  // The placed pods whose own terms InterPodAffinity scores an incoming pod by (required pod
+  // affinity, preferred affinity or anti-affinity; pod_preference.hpp): f(node, entry).
+  template <typename F>
+  void forEachWithScoredAffinity(F&& f) const {
+    for (const auto& key : withScored_) {
+      const Where& w = byKey_.at(key);
+      f(w.node, w.pod);
+    }
+  }
+  bool anyScoredAffinity() const { return !withScored_.empty(); }
   std::size_t size() const { return byKey_.size(); }
 
  private:
@@ -76,7 +86,8 @@ class PlacedPods {
   std::unordered_map<std::string, Where> byKey_;
   std::map<std::string, std::vector<Entry>, std::less<>> byNode_;
   std::size_t withHostPorts_ = 0;
-  std::vector<std::string> withAnti_;  // keys of pods with required anti-affinity
+  std::vector<std::string> withAnti_;    // keys of pods with required anti-affinity
+  std::vector<std::string> withScored_;  // keys of pods forEachWithScoredAffinity visits
 };
 
 }  // namespace kc::alloc

@@ -21,8 +21,10 @@
 // pod's labels (a missing labelSelector matches no pod; {} every pod). matchLabelKeys and
 // mismatchLabelKeys are merged into labelSelector by the API server (v1.31+) and not read here.
 //
-// Preferred terms are parsed and validated but not scored: kubecomp-sched ranks nodes by Eq. 1
-// alone (docs/sched.md "Limits").
+// Preferred terms do not filter: pod_preference.hpp scores them (with the required affinity and
+// preferred terms of the pods already placed) as kube-scheduler's InterPodAffinity Score does,
+// and placePod ranks by that score among the nodes needing the fewest GPU moves
+// (pod_placement.hpp).
 
 #include <cstdint>
 #include <map>

@@ -185,6 +185,42 @@ Status parsePriority(const json& spec, SchedPod& out) {
   return okStatus();
 }
 
+// spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution: a list of
+// {weight 1..100, preference: a nodeSelectorTerm}.
+Status parsePreferredNodeAffinity(const json& spec, SchedPod& out) {
+  const std::string base =
+      "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution";
+  const json& list = at(at(at(spec, "affinity"), "nodeAffinity"),
+                        "preferredDuringSchedulingIgnoredDuringExecution");
+  if (list.is_null()) {
+    return okStatus();
+  }
+  if (!list.is_array()) {
+    return invalid(base, "not a list");
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string f = base + "[" + std::to_string(i) + "]";
+    if (!list[i].is_object()) {
+      return invalid(f, "not an object");
+    }
+    const json& w = at(list[i], "weight");
+    if (!w.is_number_integer() || w.get<std::int64_t>() < 1 || w.get<std::int64_t>() > 100) {
+      return invalid(f + ".weight", "must be an integer in 1..100");
+    }
+    const json& preference = at(list[i], "preference");
+    if (preference.is_null()) {
+      return invalid(f + ".preference", "required");
+    }
+    auto term = parseNodeSelectorTerm(preference, f + ".preference");
+    if (!term) {
+      return term.error();
+    }
+    out.preferredNodeAffinity.push_back(
+        {static_cast<std::int32_t>(w.get<std::int64_t>()), std::move(*term)});
+  }
+  return okStatus();
+}
+
 }  // namespace
 
 Status parsePodFields(const nlohmann::json& pod, SchedPod& out) {
@@ -196,6 +232,9 @@ Status parsePodFields(const nlohmann::json& pod, SchedPod& out) {
     return s;
   }
   if (auto s = parsePriority(spec, out); !s) {
+    return s;
+  }
+  if (auto s = parsePreferredNodeAffinity(spec, out); !s) {
     return s;
   }
   auto affinity = parsePodAffinity(spec);

@@ -1,8 +1,8 @@
 #pragma once
 // The fields of a Pod that the filters looking at other pods, and the queue, read beyond what
 // sched_objects.cpp parses: metadata.labels, spec.schedulingGates (Pod Scheduling Readiness),
-// the pod (anti-)affinity (pod_affinity.hpp), topologySpreadConstraints
-// (topology_spread.hpp) and the host ports of spec.containers
+// the preferred node affinity, the pod (anti-)affinity (pod_affinity.hpp),
+// topologySpreadConstraints (topology_spread.hpp) and the host ports of spec.containers
 // (kube-scheduler's NodePorts reads the regular containers only, not init containers). Validated as
 // strictly as the rest of parsePod: a bad shape is an "invalid" error naming the field.
 
@@ -13,8 +13,9 @@
 
 namespace kc::alloc {
 
-// Fills out.labels, out.schedulingGates, out.priority, out.preemptNever, out.podAffinity,
-// out.topologySpread and out.hostPorts from a Pod object (v1).
+// Fills out.labels, out.schedulingGates, out.priority, out.preemptNever,
+// out.preferredNodeAffinity, out.podAffinity, out.topologySpread and out.hostPorts from a Pod
+// object (v1).
 // Called by parsePod.
 Status parsePodFields(const nlohmann::json& pod, SchedPod& out);
 

@@ -16,6 +16,18 @@
 // a decision at 5,000 nodes runs the filters on a handful of nodes. Only when nothing fits does
 // it run filterNodes over every node, for the message.
 //
+// With preference inputs (hasPreferenceInputs, pod_preference.hpp: the pod has preferred node
+// affinity, preferred pod (anti-)affinity or ScheduleAnyway spread constraints, a node has a
+// PreferNoSchedule taint, or a placed pod has required pod affinity or preferred terms), step 2
+// ranks instead every node that passes the kube filters and the pool filter by
+//   a. deficit, ascending (a soft preference never costs a GPU move),
+//   b. preference score, descending (scorePreferences' weighted sum of kube-scheduler's
+//      InterPodAffinity, PodTopologySpread, NodeAffinity and TaintToleration scores, normalized
+//      over those nodes),
+//   c. the policy's comparator, then the node name.
+// Without preference inputs every node would score the same, and the decision is Eq. 1 alone,
+// computed lazily as above.
+//
 // nodes[i], usage[i] and state.node(i) are the same node (state holds every node, in the same
 // order; a node wired to no pool has pool kNoPool). When nothing passes, the error
 // "unschedulable" carries kube-scheduler's FitError text ("0/N nodes are available: ..."),

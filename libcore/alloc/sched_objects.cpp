@@ -650,24 +650,30 @@ Result<std::vector<NodeSelectorTerm>> parseNodeSelector(const json& required,
   }
   std::vector<NodeSelectorTerm> out;
   for (std::size_t i = 0; i < terms.size(); ++i) {
-    const std::string f = tf + "[" + std::to_string(i) + "]";
-    if (auto s = expectObject(terms[i], f); !s) {
-      return s.error();
+    auto term = parseNodeSelectorTerm(terms[i], tf + "[" + std::to_string(i) + "]");
+    if (!term) {
+      return term.error();
     }
-    NodeSelectorTerm term;
-    auto exprs =
-        parseRequirements(member(terms[i], "matchExpressions"), f + ".matchExpressions", false);
-    if (!exprs) {
-      return exprs.error();
-    }
-    auto fields = parseRequirements(member(terms[i], "matchFields"), f + ".matchFields", true);
-    if (!fields) {
-      return fields.error();
-    }
-    term.matchExpressions = std::move(*exprs);
-    term.matchFields = std::move(*fields);
-    out.push_back(std::move(term));
+    out.push_back(std::move(*term));
   }
+  return out;
+}
+
+Result<NodeSelectorTerm> parseNodeSelectorTerm(const json& term, const std::string& f) {
+  if (auto s = expectObject(term, f); !s) {
+    return s.error();
+  }
+  NodeSelectorTerm out;
+  auto exprs = parseRequirements(member(term, "matchExpressions"), f + ".matchExpressions", false);
+  if (!exprs) {
+    return exprs.error();
+  }
+  auto fields = parseRequirements(member(term, "matchFields"), f + ".matchFields", true);
+  if (!fields) {
+    return fields.error();
+  }
+  out.matchExpressions = std::move(*exprs);
+  out.matchFields = std::move(*fields);
   return out;
 }
 

@@ -78,6 +78,13 @@ struct NodeSelectorTerm {
   std::vector<SelectorRequirement> matchFields{};       // key metadata.name, In/NotIn only
 };
 
+// One preferredDuringSchedulingIgnoredDuringExecution entry of a node affinity: a node matching
+// `preference` (an empty term matches no node) adds `weight` to the NodeAffinity score.
+struct PreferredSchedulingTerm {
+  std::int32_t weight = 0;  // 1..100
+  NodeSelectorTerm preference{};
+};
+
 enum class TaintEffect { NoSchedule, PreferNoSchedule, NoExecute };
 
 struct Taint {
@@ -132,6 +139,9 @@ struct SchedPod {
   // spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
   // nullopt when the pod has no required node affinity (empty is refused by validation).
   std::optional<std::vector<NodeSelectorTerm>> requiredNodeAffinity{};
+  // spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution, in spec order
+  // (pod_fields.hpp parses it; pod_preference.hpp scores it).
+  std::vector<PreferredSchedulingTerm> preferredNodeAffinity{};
   std::vector<Toleration> tolerations{};
   GpuModelFilter gpuModels{};  // annotation kubecomp.io/gpu-models
   RtPodSpec rt{};              // annotations rt.kubecomp.io/* (rt_pod.hpp)
@@ -184,6 +194,9 @@ Result<SchedPod> parsePod(const nlohmann::json& pod);
 // requirements ANDed; matchFields on metadata.name only), errors naming `field`.
 Result<std::vector<NodeSelectorTerm>> parseNodeSelector(const nlohmann::json& selector,
                                                         const std::string& field);
+// One v1.NodeSelectorTerm object (matchExpressions and matchFields), errors naming `field`.
+Result<NodeSelectorTerm> parseNodeSelectorTerm(const nlohmann::json& term,
+                                               const std::string& field);
 // A Node object (v1). Requires metadata.name; a missing status.allocatable is all zero.
 Result<SchedNode> parseNode(const nlohmann::json& node);
 

@@ -87,21 +87,6 @@ Result<SpreadConstraint> parseConstraint(const json& c, const std::string& f) {
   return out;
 }
 
-// The constraint's selector with matchLabelKeys added as `key In (the pod's value)` (a key the
-// pod does not carry is ignored).
-std::optional<LabelSelector> effectiveSelector(const SpreadConstraint& c, const SchedPod& pod) {
-  std::optional<LabelSelector> sel = c.labelSelector;
-  if (!sel || c.matchLabelKeys.empty()) {
-    return sel;
-  }
-  for (const std::string& key : c.matchLabelKeys) {
-    if (auto it = pod.labels.find(key); it != pod.labels.end()) {
-      sel->matchExpressions.push_back({key, SelectorOperator::In, {it->second}});
-    }
-  }
-  return sel;
-}
-
 // Whether `node` counts for constraint `c` (kube-scheduler: every DoNotSchedule constraint's
 // topologyKey on the node, then each constraint's own inclusion policies).
 bool hasAllKeys(const SchedNode& node, std::span<const SpreadConstraint* const> constraints) {
@@ -116,6 +101,19 @@ bool included(const SchedPod& pod, const SchedNode& node, const SpreadConstraint
 }
 
 }  // namespace
+
+std::optional<LabelSelector> spreadSelector(const SpreadConstraint& c, const SchedPod& pod) {
+  std::optional<LabelSelector> sel = c.labelSelector;
+  if (!sel || c.matchLabelKeys.empty()) {
+    return sel;
+  }
+  for (const std::string& key : c.matchLabelKeys) {
+    if (auto it = pod.labels.find(key); it != pod.labels.end()) {
+      sel->matchExpressions.push_back({key, SelectorOperator::In, {it->second}});
+    }
+  }
+  return sel;
+}
 
 Result<std::shared_ptr<const TopologySpread>> parseTopologySpread(const nlohmann::json& spec) {
   const json& list = at(spec, "topologySpreadConstraints");
@@ -157,7 +155,7 @@ std::optional<TopologySpreadState> prepareTopologySpread(const SchedPod& pod,
   std::vector<std::optional<LabelSelector>> selectors;
   TopologySpreadState state;
   for (const SpreadConstraint* c : hard) {
-    selectors.push_back(effectiveSelector(*c, pod));
+    selectors.push_back(spreadSelector(*c, pod));
     TopologySpreadState::Domains d;
     d.selfMatch = selectors.back() && matchesLabelSelector(*selectors.back(), pod.labels);
     state.constraints.push_back(std::move(d));

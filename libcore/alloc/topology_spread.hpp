@@ -15,7 +15,9 @@
 //   count(node's domain) + (1 if the pod matches the selector) - min over domains > maxSkew
 //                              "node(s) didn't match pod topology spread constraints"
 // where the minimum is 0 when minDomains is set and fewer domains than minDomains exist.
-// ScheduleAnyway constraints are parsed and validated but not scored (nodes are ranked by Eq. 1).
+// ScheduleAnyway constraints do not filter: pod_preference.hpp scores them as kube-scheduler's
+// PodTopologySpread Score does, and placePod ranks by that score among the nodes needing the
+// fewest GPU moves (pod_placement.hpp).
 
 #include <cstdint>
 #include <map>
@@ -68,6 +70,10 @@ struct TopologySpreadState {
   };
   std::vector<Domains> constraints{};
 };
+
+// The constraint's labelSelector with matchLabelKeys added as `key In (the pod's value)` (a key
+// the pod does not carry is ignored); nullopt (matches no pod) when it has no labelSelector.
+std::optional<LabelSelector> spreadSelector(const SpreadConstraint& c, const SchedPod& pod);
 
 // nullopt when the pod has no DoNotSchedule constraint.
 std::optional<TopologySpreadState> prepareTopologySpread(const SchedPod& pod,

@@ -247,3 +247,43 @@ TEST_CASE("sched semantics: topology spread puts the second replica in the other
   CHECK(actions[1].kind == Kind::kBind);
   CHECK(actions[1].node == "n3");  // zone a would be 2 against 0
 }
+
+TEST_CASE("sched semantics: preferred anti-affinity spreads replicas Eq. 1 would pack", "[sched]") {
+  // Three nodes with two GPUs each. Eq. 1's best fit alone puts web-1 and web-2 on n1 (ties by
+  // name, then the fuller node) and web-3 on n2; preferring other hosts spreads them, with no
+  // GPU moved.
+  for (const bool prefersApart : {false, true}) {
+    CAPTURE(prefersApart);
+    SchedCache cache(options());
+    const auto t0 = kc::sched::Clock::time_point{} + 1h;
+    for (const char* n : {"n1", "n2", "n3"}) {
+      json obj = node(n, 2);
+      obj["metadata"]["labels"] = {{"kubernetes.io/hostname", n}};
+      cache.ingestNode(obj);
+    }
+    cache.ingestPool(
+        pool("p0", {"n1", "n2", "n3"},
+             {{"a1", "n1"}, {"a2", "n1"}, {"b1", "n2"}, {"b2", "n2"}, {"c1", "n3"}, {"c2", "n3"}}));
+    cache.resetQueue(t0);
+    const json apart = {{"podAntiAffinity",
+                         {{"preferredDuringSchedulingIgnoredDuringExecution",
+                           json::array({{{"weight", 100},
+                                         {"podAffinityTerm",
+                                          {{"labelSelector", {{"matchLabels", {{"app", "web"}}}}},
+                                           {"topologyKey", "kubernetes.io/hostname"}}}}})}}}};
+    const PodSpec web{
+        .gpus = 1, .labels = {{"app", "web"}}, .affinity = prefersApart ? apart : json()};
+    cache.ingestPod(pod("web-1", "2026-01-01T00:00:01Z", web), t0);
+    cache.ingestPod(pod("web-2", "2026-01-01T00:00:02Z", web), t0);
+    cache.ingestPod(pod("web-3", "2026-01-01T00:00:03Z", web), t0);
+    auto actions = cache.next(t0, 10);
+    REQUIRE(actions.size() == 3);
+    std::vector<std::string> nodes;
+    for (const auto& a : actions) {
+      CHECK(a.kind == Kind::kBind);  // no GPU moved either way
+      nodes.push_back(a.node);
+    }
+    CHECK(nodes == (prefersApart ? std::vector<std::string>{"n1", "n2", "n3"}
+                                 : std::vector<std::string>{"n1", "n1", "n2"}));
+  }
+}
