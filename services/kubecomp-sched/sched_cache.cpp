@@ -141,6 +141,8 @@ SchedCache::SchedCache(CacheOptions options)
   }
   opts_.placement.filter.placed = &placed_;    // read under mu_, as every decision runs
   opts_.placement.filter.volumes = &volumes_;  // likewise
+  // The Namespaces' labels (namespaceSelector), likewise.
+  opts_.placement.filter.namespaces = &namespaces_;
   // One path per pool: a pod asking GPUs in its limits goes to device-plugin pools, one whose
   // claims ask them to DRA pools (docs/dra.md). Runs with mu_ held, as every decision does.
   opts_.placement.filter.rt = [this, rt = std::move(opts_.placement.filter.rt)](

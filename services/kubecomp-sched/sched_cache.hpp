@@ -283,6 +283,9 @@ class SchedCache {
   // Gangs (sched_gang.cpp): scheduler-plugins PodGroups. `key` "ns/name".
   nlohmann::json ingestPodGroup(const nlohmann::json& podGroup);
   void removePodGroup(const std::string& key);
+  // Namespaces (sched_namespaces.cpp): their labels, for namespaceSelector. `name` the store key.
+  nlohmann::json ingestNamespace(const nlohmann::json& ns);
+  void removeNamespace(const std::string& name);
 
   // Scheduling side (the leader's loop).
   // Forgets the queue and the in-memory reservation deadlines and rebuilds both from the cache:
@@ -364,6 +367,8 @@ class SchedCache {
   std::optional<Action> checkVolumesLocked(PodInfo& pod, Clock::time_point now, bool& waiting);
   // The pod no longer waits for its claims: the catalog's assumptions about them go.
   void clearVolumeWaitLocked(PodInfo& pod);
+  // A Namespace's labels changed: pods waiting for a decision are tried again at once.
+  void namespacesChangedLocked();
   // A pod that fits nowhere (`refusal` is its kUnschedulable): preempt lower-priority pods for
   // it (refusal becomes kPreempt), or add kube-scheduler's "preemption: ..." to its message.
   void preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point now);
@@ -470,6 +475,8 @@ class SchedCache {
   // VolumeBinding: the cluster's PVCs, PVs and StorageClasses, with this scheduler's
   // assumptions on top (placement's FilterOptions::volumes points here).
   alloc::VolumeCatalog volumes_;
+  // Namespace name -> labels (placement's FilterOptions::namespaces points here).
+  alloc::NamespaceLabels namespaces_;
   PreemptionState preempt_;  // budgets and nominations (sched_preempt.cpp)
   GangState gangs_;
   alloc::GangPlanner gangPlanner_;

@@ -203,6 +203,7 @@ Scheduler::Scheduler(SchedulerOptions options, kube::KubeClient& client, obs::Me
       [this](json&& obj) { return cache_.ingestDeviceClass(obj); },
       [this](const json& obj) { cache_.removeDeviceClass(nameOf(obj)); });
   makeVolumeInformers();
+  makeNamespaceInformer();
   if (health_ != nullptr) {
     health_->addReadinessCheck("informers", [this]() -> Status {
       if (synced()) {
@@ -219,7 +220,7 @@ Scheduler::~Scheduler() {
 
 bool Scheduler::synced() const {
   return pods_->hasSynced() && nodes_->hasSynced() && pools_->hasSynced() &&
-         volumeInformersSynced();
+         volumeInformersSynced() && (!namespacesWatched_ || namespaces_->hasSynced());
 }
 
 Scheduler::Counters Scheduler::counters() const {

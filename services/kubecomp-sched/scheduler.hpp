@@ -115,6 +115,10 @@ class Scheduler {
   // Gangs (scheduler_gang.cpp): the PodGroups informer when the API serves
   // scheduling.x-k8s.io/v1alpha1 PodGroups.
   void startGangs();
+  // Namespaces (sched_namespaces.cpp): their labels for namespaceSelector; not watched when
+  // the list is forbidden (warned once).
+  void makeNamespaceInformer();
+  void startNamespaces();
   void noteReconfigRequest();  // a request for GPU moves made (metric and counter)
   void noteError();            // an API write failed (metric)
   void executeAllocate(const Action& a);
@@ -157,6 +161,8 @@ class Scheduler {
   std::unique_ptr<kube::Informer> budgets_;
   bool draServed_ = false;                     // resource.k8s.io/v1 answered at start
   std::unique_ptr<kube::Informer> podGroups_;  // null: PodGroups not served
+  std::unique_ptr<kube::Informer> namespaces_;
+  std::atomic<bool> namespacesWatched_{false};  // started (the list is not forbidden)
   std::unique_ptr<kube::LeaderElector> elector_;
   std::thread loop_;  // without leader election
   std::atomic<bool> leading_{false};

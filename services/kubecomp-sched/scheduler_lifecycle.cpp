@@ -58,6 +58,7 @@ Status Scheduler::start() {
   startVolumeInformers();
   startGangs();
   startPreemption();
+  startNamespaces();
   pods_->start();
   if (!waitForInformers() && stopRequested_) {
     return okStatus();  // stop() takes it from here
@@ -83,6 +84,9 @@ bool Scheduler::waitForInformers() {
   }
   if (podGroups_) {
     informers.push_back(podGroups_.get());
+  }
+  if (namespacesWatched_) {
+    informers.push_back(namespaces_.get());
   }
   // Counted in slices (an informer's wait is in real time), each ended early by its sync.
   std::chrono::milliseconds waited{0};
@@ -156,6 +160,9 @@ void Scheduler::stop() {
   }
   if (podGroups_) {
     podGroups_->stop();
+  }
+  if (namespacesWatched_) {
+    namespaces_->stop();
   }
 }
 

@@ -3,10 +3,9 @@
 // PreBind writes once a node is chosen (bindAPIUpdate):
 //   - a PV chosen for a WaitForFirstConsumer claim gets spec.claimRef (and the annotation
 //     pv.kubernetes.io/bound-by-controller), written with the resourceVersion the decision saw,
-//     so a PV taken meanwhile answers 409 and the pod is scheduled again. The claim's half of
-//     the binding (spec.volumeName, pv.kubernetes.io/bind-completed, bound-by-controller) is
-//     the PV controller's in a cluster; written here too, it binds where no PV controller runs
-//     and agrees with what the PV controller would write where one does;
+//     so a PV taken meanwhile answers 409 and the pod is scheduled again. Nothing more: the
+//     claim's half of the binding (spec.volumeName, pv.kubernetes.io/bind-completed) is the PV
+//     controller's, and the pod waits for it (the cache's PreBind wait, bounded);
 //   - a claim to provision gets volume.kubernetes.io/selected-node: <node>; the provisioner
 //     (external-provisioner, after the PV controller has set its storage-provisioner
 //     annotation) creates a PV for that node and the claim is bound to it.
@@ -79,18 +78,6 @@ bool Scheduler::writeVolumes(const Action& a) {
       spdlog::warn("pod {}: binding PersistentVolume {} to claim {}/{}: {}", a.key, b.volume,
                    b.claimNs, b.claimName, r.error().message);
       return false;
-    }
-    json pvc = {{"metadata",
-                 {{"annotations",
-                   {{std::string(alloc::kAnnBindCompleted), yes},
-                    {std::string(alloc::kAnnBoundByController), yes}}}}},
-                {"spec", {{"volumeName", b.volume}}}};
-    auto c = client_.patch(pvcResource(), b.claimNs, b.claimName, kube::PatchType::kMerge, pvc);
-    if (!c) {
-      // The PV names the claim: the PV controller completes the claim's side (what a 409 or a
-      // 422 here means: it already has), and the wait sees it bound or times out.
-      spdlog::warn("pod {}: claim {}/{} of PersistentVolume {}: {}", a.key, b.claimNs, b.claimName,
-                   b.volume, c.error().message);
     }
   }
   for (const ProvisionWrite& p : a.volumeWrites.provisions) {

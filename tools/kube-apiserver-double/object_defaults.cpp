@@ -195,6 +195,14 @@ void admitOnUpdate(const ResourceInfo& res, const std::string& name, const json&
   if (res.group.empty() && res.resource == "secrets") {
     normalizeSecret(next);
   }
+  if (res.group.empty() && res.resource == "namespaces") {
+    // kube-apiserver's namespace strategy sets this label again on every update (Canonicalize):
+    // a namespaceSelector on it always matches the namespace's own name.
+    json& labels = next["metadata"]["labels"];
+    if (labels.is_null() || labels.is_object()) {
+      labels["kubernetes.io/metadata.name"] = name;
+    }
+  }
   if (res.group == dra::kGroup) {
     dra::applyDefaults(res.resource, next);
     dra::admit(res.resource, name, next, &oldObj, statusUpdate);

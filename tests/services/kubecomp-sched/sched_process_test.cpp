@@ -14,6 +14,7 @@
 using namespace std::chrono_literals;
 using kc::testing::ChildProcess;
 using kc::testing::SchedCluster;
+using nlohmann::json;
 
 namespace {
 
@@ -235,5 +236,61 @@ TEST_CASE(
                std::string::npos &&
            m->body.find("kubecomp_sched_queue_held_total 0\n") == std::string::npos;
   }));
+  CHECK(sched->terminate(10s) == 0);
+}
+
+TEST_CASE("kubecomp-sched binary: a namespaceSelector reads the Namespaces' labels as they change",
+          "[sched]") {
+  SchedCluster c;
+  c.node("n1");
+  c.node("n2");
+  c.pool("p0", {"n1", "n2"}, {});
+  const kc::kube::GroupVersionResource namespaces = kc::kube::gvr::namespaces();
+  // An app=db pod running on n1 in a-1 and one on n2 in b-1, both namespaces team=a.
+  for (const auto& [ns, node] : {std::pair<std::string, std::string>{"a-1", "n1"}, {"b-1", "n2"}}) {
+    REQUIRE(
+        c.client
+            ->create(namespaces, "", {{"metadata", {{"name", ns}, {"labels", {{"team", "a"}}}}}})
+            .ok());
+    REQUIRE(c.client
+                ->create(kc::kube::gvr::pods(), ns,
+                         {{"metadata", {{"name", "db"}, {"labels", {{"app", "db"}}}}},
+                          {"spec",
+                           {{"nodeName", node},
+                            {"containers", {{{"name", "db"}, {"image", "postgres"}}}}}}})
+                .ok());
+  }
+  auto sched = startBinary(c, "bin-ns");
+  const json away = {{"podAntiAffinity",
+                      {{"requiredDuringSchedulingIgnoredDuringExecution",
+                        json::array({{{"labelSelector", {{"matchLabels", {{"app", "db"}}}}},
+                                      {"namespaceSelector", {{"matchLabels", {{"team", "a"}}}}},
+                                      {"topologyKey", "kubernetes.io/hostname"}}})}}}};
+  REQUIRE(c.client
+              ->create(kc::kube::gvr::pods(), "team",
+                       {{"metadata", {{"name", "client"}}},
+                        {"spec",
+                         {{"schedulerName", "kubecomp-sched"},
+                          {"affinity", away},
+                          {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}})
+              .ok());
+  REQUIRE(kc::testing::eventually([&] {
+    const json cond = c.condition("client");
+    return cond.is_object() &&
+           cond.value("message", std::string())
+                   .find("2 node(s) didn't match pod anti-affinity rules") != std::string::npos;
+  }));
+  // b-1 moves to team b (the merge patch also tries to drop the name label, which the API
+  // server sets again): n2's db pod no longer counts.
+  REQUIRE(c.client
+              ->patch(namespaces, "", "b-1", kc::kube::PatchType::kMerge,
+                      {{"metadata",
+                        {{"labels", {{"team", "b"}, {"kubernetes.io/metadata.name", nullptr}}}}}})
+              .ok());
+  auto b1 = c.client->get(namespaces, "", "b-1");
+  REQUIRE(b1.ok());
+  CHECK((*b1)["metadata"]["labels"] ==
+        json({{"team", "b"}, {"kubernetes.io/metadata.name", "b-1"}}));
+  REQUIRE(kc::testing::eventually([&] { return c.nodeOf("client") == "n2"; }));
   CHECK(sched->terminate(10s) == 0);
 }

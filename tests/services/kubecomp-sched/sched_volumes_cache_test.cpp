@@ -2,7 +2,8 @@
 // time passed in by the test. The pod holds its node while its claims are bound (PreBind's
 // wait), binds once they are, and is scheduled again when the wait runs past its bound, when a
 // provisioner gives the claim back (selected-node removed) or when a write is refused; a pod
-// that also needs GPUs moved asks for them and binds once both are done.
+// that also needs GPUs moved asks for them and binds once both are done; a PV given its claimRef
+// leaves the claim to the PV controller (a stand-in step here) and the pod binds after it.
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -93,6 +94,26 @@ struct Fixture {
   const kc::sched::Clock::time_point t0 = kc::sched::Clock::time_point{} + 1h;
 };
 
+// An Available PV of class csi, reachable from every node.
+json freeVolume(const std::string& name) {
+  return {{"metadata", {{"name", name}, {"resourceVersion", "4"}}},
+          {"spec",
+           {{"storageClassName", "csi"},
+            {"capacity", {{"storage", "5Gi"}}},
+            {"accessModes", {"ReadWriteOnce"}}}},
+          {"status", {{"phase", "Available"}}}};
+}
+
+// The PV controller, played by the test: the claim a PV's claimRef names (by uid) is bound to
+// it (spec.volumeName and pv.kubernetes.io/bind-completed), as the informer then shows it.
+void standInPvControllerBinds(SchedCache& cache, const json& pv, const std::string& rv) {
+  const json& ref = pv["spec"]["claimRef"];
+  json c = claim(ref["name"].get<std::string>(), rv, {{"pv.kubernetes.io/bind-completed", "yes"}},
+                 pv["metadata"]["name"].get<std::string>());
+  REQUIRE(c["metadata"]["uid"] == ref["uid"]);
+  cache.ingestVolumeClaim(c);
+}
+
 const json kSelected = {{"volume.kubernetes.io/selected-node", "n1"}};
 const json kBound = {{"volume.kubernetes.io/selected-node", "n1"},
                      {"pv.kubernetes.io/bind-completed", "yes"}};
@@ -161,12 +182,7 @@ TEST_CASE("volumes: a provisioner that gives up makes the pod go again", "[sched
 
 TEST_CASE("volumes: a refused write drops the assumption and the node", "[sched][volumes]") {
   Fixture f(1);
-  f.cache.ingestVolume({{"metadata", {{"name", "local"}, {"resourceVersion", "4"}}},
-                        {"spec",
-                         {{"storageClassName", "csi"},
-                          {"capacity", {{"storage", "5Gi"}}},
-                          {"accessModes", {"ReadWriteOnce"}}}},
-                        {"status", {{"phase", "Available"}}}});
+  f.cache.ingestVolume(freeVolume("local"));
   f.cache.ingestPod(podWithClaim("p", "data", 1), f.t0);
   auto actions = f.cache.next(f.t0, 10);
   REQUIRE(actions.size() == 1);
@@ -201,4 +217,32 @@ TEST_CASE("volumes: GPUs moved and the claim provisioned, then the bind", "[sche
   actions = f.cache.next(f.t0 + 2s, 10);
   REQUIRE(actions.size() == 1);
   CHECK(actions[0].kind == Kind::kBind);
+}
+
+TEST_CASE("volumes: a PV given its claimRef, the pod binds once the PV controller bound the claim",
+          "[sched][volumes]") {
+  Fixture f(1);
+  f.cache.ingestVolume(freeVolume("local"));
+  f.cache.ingestPod(podWithClaim("p", "data", 1), f.t0);
+  auto actions = f.cache.next(f.t0, 10);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == Kind::kBindVolumes);
+  REQUIRE(actions[0].volumeWrites.bindings.size() == 1);
+  CHECK(actions[0].volumeWrites.provisions.empty());
+  f.cache.volumesDone("team/p", true, f.t0);
+  // The PV as the API shows it after the scheduler's write: claimRef set, the claim untouched.
+  json pv = freeVolume("local");
+  pv["metadata"]["resourceVersion"] = "5";
+  pv["spec"]["claimRef"] = {{"kind", "PersistentVolumeClaim"},
+                            {"namespace", "team"},
+                            {"name", "data"},
+                            {"uid", "uid-data"}};
+  f.cache.ingestVolume(pv);
+  CHECK(f.cache.next(f.t0 + 1s, 10).empty());  // PreBind waits for the claim's half
+  CHECK(f.cache.stats().reservations == 1);
+  standInPvControllerBinds(f.cache, pv, "2");
+  actions = f.cache.next(f.t0 + 2s, 10);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == Kind::kBind);
+  CHECK(actions[0].node == "n1");
 }

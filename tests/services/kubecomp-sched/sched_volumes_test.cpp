@@ -2,9 +2,10 @@
 // WaitForFirstConsumer claim is provisioned gets its node written on the claim
 // (volume.kubernetes.io/selected-node) and binds only once a stand-in provisioner (playing
 // external-provisioner and the PV controller) has created a PV for that node and bound the
-// claim; a local PV with node affinity steers its pod and is bound to its claim by the
-// scheduler; an unbound claim of an Immediate class leaves the pod Pending with
-// kube-scheduler's reason and no GPU moved for it.
+// claim; a local PV with node affinity steers its pod and gets its claimRef from the scheduler,
+// which then waits for a stand-in PV controller to bind the claim (kube-scheduler writes only the
+// PV's half of a static binding); an unbound claim of an Immediate class leaves the pod Pending
+// with kube-scheduler's reason and no GPU moved for it.
 
 #include <catch2/catch.hpp>
 #include <mutex>
@@ -189,6 +190,64 @@ class StandInProvisioner {
   std::vector<std::string> provisioned_;
 };
 
+// The PV controller's half of a static binding, played by the test: a PV whose claimRef names a
+// claim of "team" (by uid) that has no volumeName yet gets that claim bound to it
+// (spec.volumeName and the bind-completed and bound-by-controller annotations), and both are
+// made Bound.
+class StandInPvController {
+ public:
+  explicit StandInPvController(SchedCluster& c) : c_(c) {
+    kc::kube::InformerOptions io;
+    io.resource = kPvs;
+    informer_ = std::make_unique<kc::kube::Informer>(*c.client, io);
+    kc::kube::ResourceEventHandler h;
+    h.onAdd = [this](const kc::kube::ObjectPtr& o) { bind(*o); };
+    h.onUpdate = [this](const kc::kube::ObjectPtr&, const kc::kube::ObjectPtr& o) { bind(*o); };
+    informer_->addHandler(std::move(h));
+    informer_->start();
+  }
+  ~StandInPvController() { informer_->stop(); }
+
+  std::vector<std::string> bound() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bound_;
+  }
+
+ private:
+  void bind(const json& pv) {
+    const json ref = pv["spec"].value("claimRef", json::object());
+    if (ref.value("namespace", "") != "team" || ref.value("uid", "").empty()) {
+      return;
+    }
+    const std::string claimName = ref.value("name", "");
+    auto claim = c_.client->get(kPvcs, "team", claimName);
+    if (!claim.ok() || (*claim)["metadata"].value("uid", "") != ref.value("uid", "") ||
+        !(*claim)["spec"].value("volumeName", std::string()).empty()) {
+      return;  // another claim of that name, or bound already
+    }
+    const std::string name = pv["metadata"]["name"];
+    const bool ok = c_.client
+                        ->patch(kPvcs, "team", claimName, kc::kube::PatchType::kMerge,
+                                {{"metadata",
+                                  {{"annotations",
+                                    {{"pv.kubernetes.io/bind-completed", "yes"},
+                                     {"pv.kubernetes.io/bound-by-controller", "yes"}}}}},
+                                 {"spec", {{"volumeName", name}}}})
+                        .ok() &&
+                    c_.client
+                        ->patch(kPvs, "", name, kc::kube::PatchType::kMerge,
+                                {{"status", {{"phase", "Bound"}}}}, "status")
+                        .ok();
+    std::lock_guard<std::mutex> lock(mu_);
+    bound_.push_back(ok ? claimName + "->" + name : claimName + ": binding failed");
+  }
+
+  SchedCluster& c_;
+  std::unique_ptr<kc::kube::Informer> informer_;
+  std::mutex mu_;  // guards bound_
+  std::vector<std::string> bound_;
+};
+
 }  // namespace
 
 TEST_CASE("a WaitForFirstConsumer claim gets its selected node, then the pod binds there",
@@ -222,7 +281,7 @@ TEST_CASE("a WaitForFirstConsumer claim gets its selected node, then the pod bin
         "Successfully assigned team/trainer to n2");
 }
 
-TEST_CASE("a local PV steers its pod, and the scheduler binds it to the claim",
+TEST_CASE("a local PV steers its pod, gets its claimRef, and the PV controller binds the claim",
           "[sched][volumes]") {
   SchedCluster c;
   c.node("n1", {.gpus = 1});
@@ -244,15 +303,29 @@ TEST_CASE("a local PV steers its pod, and the scheduler binds it to the claim",
   auto s = c.startScheduler(c.options());
 
   podWithClaims(c, "reader", {"cache"});
-  REQUIRE(kc::testing::eventually([&] { return c.nodeOf("reader") == "n2"; }));
+  auto claimRefName = [&] {
+    auto pv = c.client->get(kPvs, "", "disk-n2");
+    REQUIRE(pv.ok());
+    return (*pv)["spec"].value("claimRef", json::object()).value("name", "");
+  };
+  REQUIRE(kc::testing::eventually([&] { return claimRefName() == "cache"; }));
   auto pv = c.client->get(kPvs, "", "disk-n2");
   REQUIRE(pv.ok());
-  CHECK((*pv)["spec"]["claimRef"].value("name", "") == "cache");
   CHECK((*pv)["spec"]["claimRef"].value("uid", "") == getClaim(c, "cache")["metadata"]["uid"]);
   CHECK((*pv)["metadata"]["annotations"].value("pv.kubernetes.io/bound-by-controller", "") ==
         "yes");
+  // The claim's half is the PV controller's: with none running, the scheduler leaves the claim
+  // alone and the pod waits (PreBind). Absence is checked for a while: the scheduler wrote the
+  // claim right after the PV when it did write it.
+  CHECK_FALSE(kc::testing::eventually(
+      [&] { return !getClaim(c, "cache")["spec"].value("volumeName", "").empty(); }, 500ms));
+  CHECK(claimAnnotation(c, "cache", "pv.kubernetes.io/bind-completed") == "<none>");
+  CHECK(c.nodeOf("reader").empty());
+
+  StandInPvController pvController(c);
+  REQUIRE(kc::testing::eventually([&] { return c.nodeOf("reader") == "n2"; }));
+  CHECK(pvController.bound() == std::vector<std::string>{"cache->disk-n2"});
   CHECK(getClaim(c, "cache")["spec"].value("volumeName", "") == "disk-n2");
-  CHECK(claimAnnotation(c, "cache", "pv.kubernetes.io/bind-completed") == "yes");
 
   podWithClaims(c, "writer", {"logs"});
   REQUIRE(kc::testing::eventually([&] { return c.nodeOf("writer") == "n1"; }));
