@@ -18,12 +18,11 @@ std::string podName(const SchedPod& p) {
 }
 
 // The members, largest GPU request first, ties in the given order.
-std::vector<std::size_t> planOrder(std::span<const SchedPod* const> members) {
+std::vector<std::size_t> planOrder(std::span<const GangMember> members) {
   std::vector<std::size_t> order(members.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return gpuRequest(*members[a]) > gpuRequest(*members[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return members[a].gpus > members[b].gpus; });
   return order;
 }
 
@@ -33,12 +32,15 @@ bool needsPlacedPods(std::span<const SchedPod* const> members) {
   });
 }
 
-// The member's GPUs onto its node in `state`: `deficit` chosen by the policy moved there, then
-// `gpus` free accepted GPUs of the node allocated. Appends the moves.
-Status applyGpus(ClusterState& state, NodeIndex node, const SchedPod& pod, std::uint32_t gpus,
-                 std::uint32_t deficit, const GangOptions& options, std::vector<GangMove>& moves) {
-  if (deficit > 0) {
-    auto chosen = chooseGpus(state, node, deficit, options.gpuPolicy, nullptr, pod.gpuModels);
+// Member k's GPUs onto its node in `state`: `deficit` chosen by the policy moved there, then
+// `gpus` free accepted GPUs of the node allocated (recorded in `at`). Appends the moves.
+Status applyGpus(ClusterState& state, const GangMember& member, GangMemberPlacement& at,
+                 const GangOptions& options, SplitMix64* rng, std::vector<GangMove>& moves) {
+  static const GpuModelFilter kAny{};
+  const GpuModelFilter& models = member.models != nullptr ? *member.models : kAny;
+  const NodeIndex node = at.node;
+  if (at.deficit > 0) {
+    auto chosen = chooseGpus(state, node, at.deficit, options.gpuPolicy, rng, models);
     if (!chosen) {
       return chosen.error();
     }
@@ -52,25 +54,26 @@ Status applyGpus(ClusterState& state, NodeIndex node, const SchedPod& pod, std::
       if (auto s = state.attachGpu(g, node); !s) {
         return s;
       }
-      moves.push_back(GangMove{.gpu = g, .from = from, .to = node});
+      moves.push_back(GangMove{.gpu = g, .from = from, .to = node, .member = at.member});
     }
   }
-  std::uint32_t taken = 0;
   for (GpuIndex g : state.nodeGpus(node)) {  // allocating moves no GPU between nodes
-    if (taken == gpus) {
+    if (at.allocated.size() == at.gpus) {
       break;
     }
-    if (state.gpu(g).free() && pod.gpuModels.accepts(state.gpu(g).model)) {
-      if (auto s = state.allocateGpu(g); !s) {
-        return s;
-      }
-      ++taken;
+    if (state.gpu(g).free() && models.accepts(state.gpu(g).model)) {
+      at.allocated.push_back(g);
     }
   }
-  if (taken < gpus) {
+  if (at.allocated.size() < at.gpus) {
     return makeError(kc::errc::kInternal, "gang plan: node " + state.node(node).name + " has " +
-                                              std::to_string(taken) + " of the " +
-                                              std::to_string(gpus) + " GPUs placed there");
+                                              std::to_string(at.allocated.size()) + " of the " +
+                                              std::to_string(at.gpus) + " GPUs placed there");
+  }
+  for (GpuIndex g : at.allocated) {
+    if (auto s = state.allocateGpu(g); !s) {
+      return s;
+    }
   }
   return okStatus();
 }
@@ -113,25 +116,52 @@ Status scheduleGangMoves(const ClusterState& state, const GangOptions& options, 
 
 }  // namespace
 
-Result<GangPlan> planGangOn(std::span<const SchedPod* const> members,
-                            std::span<const SchedNode> nodes, std::vector<NodeUsage>& usage,
-                            ClusterState& state, const GangOptions& options) {
-  if (auto never = gangNeverFits(members, state, options.placement.mode)) {
-    return makeError(kc::errc::kInsufficient, *never);
-  }
-  PlacementOptions placement = options.placement;
-  // The members see each other where host ports, pod (anti-)affinity or spread look at the
-  // pods on a node: a copy of the placed pods with the members added as they are placed.
-  std::optional<PlacedPods> placed;
-  if (needsPlacedPods(members)) {
-    placed.emplace(placement.filter.placed != nullptr ? *placement.filter.placed : PlacedPods{});
-    placement.filter.placed = &*placed;
-  }
+Result<GangPlan> planGangWith(std::span<const GangMember> members, GangSite& site,
+                              ClusterState& state, const GangOptions& options, SplitMix64* rng) {
   GangPlan plan;
   plan.placements.resize(members.size());
   for (std::size_t k : planOrder(members)) {
-    const SchedPod& pod = *members[k];
-    auto at = placePod(pod, nodes, usage, state, placement);
+    auto choice = site.chooseNode(k, state);
+    if (!choice) {
+      return choice.error();
+    }
+    GangMemberPlacement& at = plan.placements[k];
+    at = GangMemberPlacement{
+        .member = k, .node = choice->node, .gpus = members[k].gpus, .deficit = choice->deficit};
+    if (auto s = applyGpus(state, members[k], at, options, rng, plan.moves); !s) {
+      return s.error();
+    }
+    if (auto s = site.placed(k, at.node, state); !s) {
+      return s.error();
+    }
+  }
+  if (options.timeline) {
+    if (auto s = scheduleGangMoves(state, options, plan); !s) {
+      return s.error();
+    }
+  }
+  return plan;
+}
+
+namespace {
+
+// kubecomp-sched's members: each placed by placePod (kube's filters, then Eq. 1) and added to the
+// node usage and, where host ports, pod (anti-)affinity or spread look at the pods on a node, to
+// a copy of the placed pods, so the members see each other.
+class PlacePodSite final : public GangSite {
+ public:
+  PlacePodSite(std::span<const SchedPod* const> members, std::span<const SchedNode> nodes,
+               std::vector<NodeUsage>& usage, const PlacementOptions& placement)
+      : members_(members), nodes_(nodes), usage_(usage), placement_(placement) {
+    if (needsPlacedPods(members)) {
+      placed_.emplace(placement.filter.placed != nullptr ? *placement.filter.placed : PlacedPods{});
+      placement_.filter.placed = &*placed_;
+    }
+  }
+
+  Result<NodeChoice> chooseNode(std::size_t k, const ClusterState& state) override {
+    const SchedPod& pod = *members_[k];
+    auto at = placePod(pod, nodes_, usage_, state, placement_);
     if (!at) {
       if (at.error().code != kc::errc::kUnschedulable) {
         return at.error();
@@ -140,21 +170,47 @@ Result<GangPlan> planGangOn(std::span<const SchedPod* const> members,
           kc::errc::kUnschedulable,
           "gang member " + podName(pod) + " has no place beside the others: " + at.error().message);
     }
-    const auto node = static_cast<NodeIndex>(at->node);
-    if (auto s = applyGpus(state, node, pod, at->gpus, at->deficit, options, plan.moves); !s) {
-      return s.error();
-    }
-    addPodUsage(usage[at->node], podRequests(pod));
-    if (placed) {
-      placed->place("gang/" + podName(pod), nodes[at->node].name, pod);
-    }
-    plan.placements[k] =
-        GangMemberPlacement{.member = k, .node = node, .gpus = at->gpus, .deficit = at->deficit};
+    return NodeChoice{
+        .node = static_cast<NodeIndex>(at->node), .deficit = at->deficit, .score = at->score};
   }
-  if (auto s = scheduleGangMoves(state, options, plan); !s) {
-    return s.error();
+
+  Status placed(std::size_t k, NodeIndex node, ClusterState&) override {
+    const SchedPod& pod = *members_[k];
+    addPodUsage(usage_[node], podRequests(pod));
+    if (placed_) {
+      placed_->place("gang/" + podName(pod), nodes_[node].name, pod);
+    }
+    return okStatus();
   }
-  return plan;
+
+ private:
+  std::span<const SchedPod* const> members_;
+  std::span<const SchedNode> nodes_;
+  std::vector<NodeUsage>& usage_;
+  PlacementOptions placement_;
+  std::optional<PlacedPods> placed_;
+};
+
+}  // namespace
+
+Result<GangPlan> planGangOn(std::span<const SchedPod* const> members,
+                            std::span<const SchedNode> nodes, std::vector<NodeUsage>& usage,
+                            ClusterState& state, const GangOptions& options) {
+  if (auto never = gangNeverFits(members, state, options.placement.mode)) {
+    return makeError(kc::errc::kInsufficient, *never);
+  }
+  std::vector<GangMember> need;
+  need.reserve(members.size());
+  for (const SchedPod* p : members) {
+    const std::int64_t gpus = gpuRequest(*p);
+    if (gpus < 0 || gpus > std::numeric_limits<std::uint32_t>::max()) {
+      return makeError(kc::errc::kInvalid, "gang member " + podName(*p) + " asks " +
+                                               std::to_string(gpus) + " kubecomp.io/gpu");
+    }
+    need.push_back(GangMember{static_cast<std::uint32_t>(gpus), &p->gpuModels});
+  }
+  PlacePodSite site(members, nodes, usage, options.placement);
+  return planGangWith(need, site, state, options);
 }
 
 Result<GangPlan> GangPlanner::plan(std::span<const SchedPod* const> members,

@@ -25,6 +25,13 @@
 // and moved where it is wanted (a member larger than any pool, or more GPUs in all than the
 // cluster's healthy GPUs), instead of letting it wait forever.
 //
+// One loop, two callers: planGangWith is the gang rule itself (the order, each member on the
+// cluster as the earlier ones left it, the GPUs moved and allocated, all or nothing, the moves'
+// schedule). kubecomp-sched reaches it through planGangOn, whose members' nodes are chosen by
+// placePod; the simulator (tools/kubecomp-sim) calls it with its own node choice for one pod
+// (the same Eq. 1 selection, sim_parity_test), its GPU policy's generator and its CPU and memory
+// bookkeeping, so a gang is decided in both by the same code.
+//
 // Pure: no I/O, threads or clocks.
 
 #include <cstdint>
@@ -34,11 +41,14 @@
 #include <vector>
 
 #include "libcore/alloc/gpu_candidate.hpp"
+#include "libcore/alloc/gpu_model.hpp"
 #include "libcore/alloc/move_schedule.hpp"
+#include "libcore/alloc/node_score.hpp"
 #include "libcore/alloc/pod_fit.hpp"
 #include "libcore/alloc/pod_order.hpp"
 #include "libcore/alloc/pod_placement.hpp"
 #include "libcore/alloc/pool_model.hpp"
+#include "libcore/alloc/rng.hpp"
 #include "libcore/alloc/sched_objects.hpp"
 #include "libcore/base/result.hpp"
 
@@ -53,14 +63,18 @@ struct GangOptions {
   // move takes (any unit; GangPlan::ready is in it).
   MoveConcurrency concurrency{1, 0};
   std::int64_t moveTime = 1;
+  // false: the moves get no slots (start, end, ready and serialReady stay 0), for a caller that
+  // books them on a fabric of its own (the simulator's, which knows the moves already booked).
+  bool timeline = true;
 };
 
 // Where one member goes.
 struct GangMemberPlacement {
-  std::size_t member = 0;     // index into the members given
-  NodeIndex node = kNoNode;   // the node chosen
-  std::uint32_t gpus = 0;     // its GPU request
-  std::uint32_t deficit = 0;  // GPUs to move to the node for it (after the earlier members)
+  std::size_t member = 0;             // index into the members given
+  NodeIndex node = kNoNode;           // the node chosen
+  std::uint32_t gpus = 0;             // its GPU request
+  std::uint32_t deficit = 0;          // GPUs to move to the node for it (after the earlier members)
+  std::vector<GpuIndex> allocated{};  // the GPUs of the node the plan gave it (`gpus` of them)
   friend bool operator==(const GangMemberPlacement&, const GangMemberPlacement&) = default;
 };
 
@@ -71,6 +85,7 @@ struct GangMove {
   NodeIndex to = kNoNode;
   std::int64_t start = 0;
   std::int64_t end = 0;
+  std::size_t member = 0;  // the member it is moved for (index into the members given)
 };
 
 struct GangPlan {
@@ -80,6 +95,35 @@ struct GangPlan {
                                  // across pools and chassis as GangOptions::concurrency allows
   std::int64_t serialReady = 0;  // the same moves one after another (the paper's fabric)
 };
+
+// One member as the gang loop sees it.
+struct GangMember {
+  std::uint32_t gpus = 0;                  // its GPU request
+  const GpuModelFilter* models = nullptr;  // the GPU models it accepts (null: any)
+};
+
+// What the callers of the gang loop do their own way: the node of one member, and what a placed
+// member takes besides its GPUs (kubecomp-sched: its requests in the node usage and its place
+// among the placed pods; the simulator: its CPU and memory in the model).
+class GangSite {
+ public:
+  virtual ~GangSite() = default;
+  // Member k's node and the GPUs to move there, on `state` as the members placed before it left
+  // it. Error "unschedulable" when it has none (the message says why); any other error ends
+  // the plan with it.
+  virtual Result<NodeChoice> chooseNode(std::size_t k, const ClusterState& state) = 0;
+  // Member k now sits on `node`, its GPUs moved there and allocated in `state`.
+  virtual Status placed(std::size_t k, NodeIndex node, ClusterState& state) = 0;
+};
+
+// The gang rule (the header comment): the members placed largest GPU request first (ties in the
+// given order), each on `state` as the members before it left it: its node from the site, the
+// deficit chosen by options.gpuPolicy (with `rng`, which a random policy needs) and moved there,
+// its GPUs allocated, the site told. Leaves the plan applied on `state` (as planGangOn); on
+// error the state may be half changed and the caller restores it. Errors: the site's.
+Result<GangPlan> planGangWith(std::span<const GangMember> members, GangSite& site,
+                              ClusterState& state, const GangOptions& options,
+                              SplitMix64* rng = nullptr);
 
 // Plans gangs against one cluster. Keeps its working copy between calls (refreshed without
 // allocating when the cluster has the same shape; ClusterState::assignFrom).

@@ -75,6 +75,15 @@ GangRef readGangRef(const json& pod) {
   return ref;
 }
 
+std::string gangDraNotice(const GangRef& ref, const std::string& ns) {
+  const std::string group =
+      (ref.kind == GangRef::Kind::kPodGroup ? "PodGroup " : "Kueue pod group ") + ns + "/" +
+      ref.name;
+  return "the pod names " + group +
+         ", but gang scheduling does not cover pods that use ResourceClaims yet: it is scheduled "
+         "on its own, neither waiting for the other members nor counted toward the gang's size";
+}
+
 Result<std::pair<std::string, PodGroupSpec>> readPodGroup(const json& obj) {
   auto meta = obj.find("metadata");
   if (meta == obj.end() || !meta->is_object() || !meta->contains("name") ||

@@ -33,6 +33,9 @@ inline constexpr std::string_view kKueuePodGroupTotalCountAnnotation =
 // The PodScheduled=False reason of a gang member waiting for its gang (siblings missing, the
 // gang not fitting yet, or its GPUs moving) and the Event reason of a gang released on timeout.
 inline constexpr std::string_view kReasonWaitingForGang = "WaitingForGang";
+// The Warning Event reason on a gang member that uses ResourceClaims: gang scheduling does not
+// cover the DRA path yet, the pod is scheduled on its own (gangDraNotice says so).
+inline constexpr std::string_view kReasonGangNotCovered = "GangNotCovered";
 
 // Which gang a pod names, as its labels and annotations say.
 struct GangRef {
@@ -49,6 +52,10 @@ struct GangRef {
 // The gang a Pod object names (a PodGroup label wins over Kueue's labels when both are set).
 // A Kueue group without a valid total count is invalid (the pod is refused, naming the field).
 GangRef readGangRef(const nlohmann::json& pod);
+
+// The GangNotCovered text for a pod in namespace `ns` naming the gang `ref` whose GPUs come
+// through ResourceClaims.
+std::string gangDraNotice(const GangRef& ref, const std::string& ns);
 
 // One PodGroup as read.
 struct PodGroupSpec {

@@ -219,6 +219,9 @@ std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_poin
     }
   }
   Action a = baseAction(pod, Action::Kind::kAllocate);
+  if (pod.gang.member()) {
+    a.message = gangDraNotice(pod.gang, pod.ns);  // a GangNotCovered Event (executeAllocate)
+  }
   a.node = node;
   a.picks = pod.draPicks;
   a.deficit = fabric;

@@ -3,11 +3,15 @@
 // member's node shows its GPUs, released together on a timeout.
 //
 // A gang member popped from the queue decides its whole gang (decideGangLocked): the members
-// still to place (minMember minus those bound or assumed) are planned at once; all are bound at
-// once when no GPU has to move, else all are reserved (the ones whose GPUs move get the
-// reconfiguration request; the others wait in the cache) and serveGangsLocked binds them all
-// in one pass when every member's node shows its GPUs, or cancels every reservation when one
-// member's node is lost or the gang's timeout passes. The queue order is the pods' order, so
+// still to place (minMember minus those bound, assumed or reserved) are planned at once; all
+// are bound at once when no GPU has to move and no member holds a reservation, else all are
+// reserved (the ones whose GPUs move get the reconfiguration request; the others wait in the
+// cache) and serveGangsLocked binds every reserved member in one pass when the reservations
+// make up the gang and every member's node shows its GPUs, or cancels every reservation when
+// one member's node is lost, a member goes, or the gang's timeout passes. As scheduler-plugins'
+// coscheduling counts a group's assigned pods, members bound earlier (before a restart, or bound
+// while the rest waited) and reservations adopted after a restart count toward minMember: only
+// the members still missing are planned, on top of them. The queue order is the pods' order, so
 // gangs are taken by their earliest member, and a gang that does not fit takes nothing.
 
 #include <spdlog/spdlog.h>
@@ -75,8 +79,9 @@ SchedCache::GangCount SchedCache::gangCountLocked(const PodInfo& pod) {
   GangCount c;
   for (const std::string& key : gangs_.members(pod.gang.key)) {
     PodInfo* m = findLocked(key);
-    if (m == nullptr || !m->ours || m->deleting || m->gang.key != pod.gang.key) {
-      continue;
+    if (m == nullptr || !m->ours || m->deleting || m->gang.key != pod.gang.key ||
+        m->pod.usesClaims) {
+      continue;  // a ResourceClaim pod is scheduled on its own (gangDraNotice)
     }
     if (holdsPlace(*m)) {
       ++c.placed;
@@ -93,8 +98,8 @@ SchedCache::GangCount SchedCache::gangCountLocked(const PodInfo& pod) {
 }
 
 bool SchedCache::gangHeldLocked(PodInfo& pod) {
-  if (!pod.gang.member() || !pod.reserved()) {
-    return false;
+  if (!pod.gang.member() || !pod.reserved() || pod.pod.usesClaims) {
+    return false;  // a ResourceClaim pod's reservation is served on its own (gangDraNotice)
   }
   auto rule = gangs_.rule(pod.gang);
   if (!rule) {
@@ -126,15 +131,18 @@ bool SchedCache::decideGangLocked(PodInfo& pod, Clock::time_point now, std::opti
   if (c.placed >= rule->minMember) {
     return false;  // the quorum runs: a further member is scheduled on its own
   }
-  if (!c.reserved.empty()) {
-    // Part of the gang holds reservations (adopted after a restart) while this member waits:
-    // serveGangsLocked releases them; the gang is planned whole after that.
-    reservationsDirty_ = true;
-    return refuse(gangTitle(pod) + ": waiting for the gang's earlier reservations to be released");
+  // Bound, assumed and reserved members (reservations adopted after a restart included) count
+  // toward minMember; only the rest is planned.
+  const auto held = static_cast<std::uint32_t>(c.placed + c.reserved.size());
+  if (held >= rule->minMember) {
+    // The reservations make up the gang (serveGangsLocked binds them together); this member
+    // beyond the quorum is scheduled on its own once they are bound.
+    return refuse(gangTitle(pod) + ": its minMember " + std::to_string(rule->minMember) +
+                  " pods are placed or reserved; this pod is scheduled once they are bound");
   }
-  const std::uint32_t need = rule->minMember - c.placed;
+  const std::uint32_t need = rule->minMember - held;
   if (c.waiting.size() < need) {
-    return refuse(gangTitle(pod) + ": " + std::to_string(c.waiting.size() + c.placed) +
+    return refuse(gangTitle(pod) + ": " + std::to_string(c.waiting.size() + held) +
                   " of its minMember " + std::to_string(rule->minMember) +
                   " pods exist; waiting for the others before any is placed");
   }
@@ -177,8 +185,11 @@ void SchedCache::applyGangPlanLocked(PodInfo& pod, const std::vector<PodInfo*>& 
                                      const alloc::GangPlan& plan,
                                      std::optional<std::chrono::seconds> timeout,
                                      Clock::time_point now, std::optional<Action>& out) {
+  // Reserved, not bound, when a GPU moves or when members reserved earlier (adopted after a
+  // restart) are still to bind: the gang binds as one, in serveGangsLocked.
   const bool moves = std::any_of(plan.placements.begin(), plan.placements.end(),
-                                 [](const auto& p) { return p.deficit > 0; });
+                                 [](const auto& p) { return p.deficit > 0; }) ||
+                     !gangCountLocked(pod).reserved.empty();
   auto limit = opts_.reservationTimeout;
   if (timeout) {
     limit = std::min<std::chrono::milliseconds>(limit, *timeout);
@@ -245,10 +256,13 @@ bool SchedCache::serveGangsLocked(Clock::time_point now, std::vector<Action>& ou
     std::string cancel;
     if (!rule) {
       cancel = gangTitle(first) + " is gone";
-    } else if (c.placed + c.reserved.size() < rule->minMember) {
-      cancel = gangTitle(first) + " has " + std::to_string(c.placed + c.reserved.size()) +
+    } else if (c.placed + c.reserved.size() + c.waiting.size() < rule->minMember) {
+      // Members waiting to be planned do not cancel the reservations (after a restart the
+      // missing members are planned on top of the adopted ones); fewer than minMember do.
+      cancel = gangTitle(first) + " has " +
+               std::to_string(c.placed + c.reserved.size() + c.waiting.size()) +
                " of its minMember " + std::to_string(rule->minMember) +
-               " pods placed or reserved (a member went, or the gang is being planned again)";
+               " pods placed, reserved or waiting (a member went)";
     }
     std::vector<Action> binds;
     for (PodInfo* m : c.reserved) {
@@ -285,8 +299,8 @@ bool SchedCache::serveGangsLocked(Clock::time_point now, std::vector<Action>& ou
       }
       continue;
     }
-    if (binds.size() != c.reserved.size()) {
-      continue;  // some member's GPUs are still moving: nobody binds yet
+    if (binds.size() != c.reserved.size() || c.placed + c.reserved.size() < rule->minMember) {
+      continue;  // some member's GPUs are still moving, or members are still to be planned
     }
     for (std::size_t i = 0; i < binds.size(); ++i) {
       setHoldLocked(*c.reserved[i], PodInfo::Hold::kAssumed, binds[i].node);

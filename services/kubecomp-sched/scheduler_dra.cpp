@@ -185,6 +185,10 @@ void Scheduler::clearAllocations(const Action& a) {
 }
 
 void Scheduler::executeAllocate(const Action& a) {
+  if (!a.message.empty()) {
+    // A gang member on the DRA path (sched_dra.cpp): say that it is placed without its gang.
+    event(a, "Warning", std::string(kReasonGangNotCovered), a.message);
+  }
   std::map<std::string, std::vector<DraPick>> byClaim;
   for (const DraPick& p : a.picks) {
     byClaim[p.claim].push_back(p);

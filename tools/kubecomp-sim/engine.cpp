@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "libcore/alloc/device_offer.hpp"
+#include "libcore/alloc/gang.hpp"
 #include "libcore/alloc/gpu_candidate.hpp"
 #include "libcore/alloc/pod_order.hpp"
 #include "libcore/alloc/queue_pass.hpp"
@@ -253,7 +254,8 @@ class Engine {
   }
 
   // Whether job j (with the GPU model filter f) could run on the empty cluster: one pod by
-  // RunnableCheck; a gang when also all its members are placed there at once (gangFits).
+  // RunnableCheck; a gang when also the gang rule places all its members there at once
+  // (gangFits).
   Result<bool> runnableOnEmpty(std::uint32_t j, std::uint32_t f) {
     const Job& job = trace_.jobs[j];
     if (!runnable_.runnable(podOf(job), f, filters_[f])) {
@@ -262,7 +264,7 @@ class Engine {
     if (job.members <= 1) {
       return true;
     }
-    return gangFits(initial_, j, filters_[f]);
+    return gangFits(initial_, j, f);
   }
 
   // Queued in the order of alloc::podBefore (priority, then arrival; equal keys keep arrival
@@ -638,10 +640,10 @@ class Engine {
     return slots && lastEnd(*slots, now) < ready;
   }
 
-  // One pod (a job, or one member of a gang) on `st`: the node the policies choose, the GPUs
-  // moved to it (detached and attached there at once), `job.gpus` free GPUs of an accepted
-  // model allocated and appended to `mine`, CPU and memory reserved. nullopt when no node fits
-  // now (`st` unchanged). Used on the live cluster and, for a gang's trial, on a copy.
+  // One pod (a job of one pod) on `st`: the node the policies choose, the GPUs moved to it
+  // (detached and attached there at once), `job.gpus` free GPUs of an accepted model allocated
+  // and appended to `mine`, CPU and memory reserved. nullopt when no node fits now (`st`
+  // unchanged). A gang's members take the same steps inside alloc::planGangWith (planGang).
   struct MemberPick {
     alloc::NodeIndex node = alloc::kNoNode;
     std::uint32_t deficit = 0;
@@ -698,26 +700,61 @@ class Engine {
     return std::optional<MemberPick>(std::move(pick));
   }
 
-  // Whether all members of gang j fit at once on `base` as it is (a trial on a copy, with a
-  // copy of the GPU choice's random state, so the real placement that follows makes the same
-  // choices). The all-or-nothing rule of libcore/alloc/gang.hpp, on the simulator's own
-  // placement path (selectNode with the configured node policy, chooseGpus with its GPU policy).
-  Result<bool> gangFits(const alloc::ClusterState& base, std::uint32_t j,
-                        const alloc::GpuModelFilter& models) {
+  // The simulator's side of the gang rule (alloc::planGangWith, the loop kubecomp-sched runs
+  // too): a member's node chosen as a single pod's is (chooseNode: the configured node policy
+  // and device offer), its CPU and memory reserved in the model once placed.
+  class SimGangSite final : public alloc::GangSite {
+   public:
+    SimGangSite(Engine& e, const Job& job, const alloc::GpuModelFilter& models)
+        : e_(e), pod_(podOf(job)), models_(models) {}
+    Result<alloc::NodeChoice> chooseNode(std::size_t, const alloc::ClusterState& st) override {
+      return e_.chooseNode(st, pod_, models_);
+    }
+    Status placed(std::size_t, alloc::NodeIndex node, alloc::ClusterState& st) override {
+      if (auto s = st.reserve(node, pod_.cpuMilli, pod_.memoryMiB); !s) {
+        return internal("reserve", s.error());
+      }
+      return okStatus();
+    }
+
+   private:
+    Engine& e_;
+    alloc::PodRequest pod_;
+    const alloc::GpuModelFilter& models_;
+  };
+
+  // Gang j (with the GPU model filter f) planned by the gang rule on `st` and left applied there
+  // (GPUs moved, allocated, CPU and memory reserved); nullopt when it does not fit whole now
+  // (`st` then half changed: plan on a copy first, gangFits).
+  Result<std::optional<alloc::GangPlan>> planGang(alloc::ClusterState& st, std::uint32_t j,
+                                                  std::uint32_t f, alloc::SplitMix64& rng) {
     const Job& job = trace_.jobs[j];
+    const std::vector<alloc::GangMember> members(job.members,
+                                                 alloc::GangMember{job.gpus, &filters_[f]});
+    SimGangSite site(*this, job, filters_[f]);
+    alloc::GangOptions options;
+    options.gpuPolicy = config_.gpuPolicy;
+    options.timeline = false;  // the moves are booked on the simulator's fabric (bookMember)
+    auto plan = alloc::planGangWith(members, site, st, options, &rng);
+    if (!plan) {
+      if (plan.error().code == kc::errc::kUnschedulable) {
+        return std::optional<alloc::GangPlan>();
+      }
+      return internal("gang plan", plan.error());
+    }
+    return std::optional<alloc::GangPlan>(std::move(*plan));
+  }
+
+  // Whether gang j fits whole on `base` as it is: the gang rule on a copy, with a copy of the GPU
+  // choice's random state, so the real placement that follows makes the same choices.
+  Result<bool> gangFits(const alloc::ClusterState& base, std::uint32_t j, std::uint32_t f) {
     trial_.assignFrom(base);
     alloc::SplitMix64 rng = rng_;
-    std::vector<alloc::GpuIndex> mine;
-    for (std::uint32_t k = 0; k < job.members; ++k) {
-      auto pick = applyMember(trial_, rng, job, models, mine);
-      if (!pick) {
-        return pick.error();
-      }
-      if (!*pick) {
-        return false;
-      }
+    auto plan = planGang(trial_, j, f, rng);
+    if (!plan) {
+      return plan.error();
     }
-    return true;
+    return plan->has_value();
   }
 
   // One pod of job j placed on the live cluster now: applyMember, then its GPU moves booked on
@@ -733,6 +770,19 @@ class Engine {
       return pick ? Result<std::optional<SimMs>>(std::optional<SimMs>()) : pick.error();
     }
     placed = std::move(**pick);
+    auto ready = bookMember(j, now, placed, first);
+    if (!ready) {
+      return ready.error();
+    }
+    return std::optional<SimMs>(*ready);
+  }
+
+  // The pod of job j just placed (`placed`; its GPUs are runningGpus_[j] from `first` on): its
+  // GPU moves booked on the fabric. Returns when its GPUs are all there.
+  Result<SimMs> bookMember(std::uint32_t j, SimMs now, const MemberPick& placed,
+                           std::size_t first) {
+    const Job& job = trace_.jobs[j];
+    const std::vector<alloc::GpuIndex>& mine = runningGpus_[j];
     SimMs ready = now;
     bool interrupted = false;
     if (placed.deficit > 0) {
@@ -765,7 +815,7 @@ class Engine {
                                              mine.end());
       config_.onPlace(j, placed.node, placed.moved, own);
     }
-    return std::optional<SimMs>(ready);
+    return ready;
   }
 
   // Job j (every member) starts at `ready`, ends a duration later.
@@ -813,31 +863,44 @@ class Engine {
     return true;
   }
 
-  // A gang: nothing is taken unless every member fits (gangFits); then each member is placed
-  // in turn and all start when the last one's GPUs have landed.
+  // A gang: nothing is taken unless the gang rule places every member (gangFits); then the
+  // plan is made on the live cluster (the same choices) and each member's moves booked in turn;
+  // all start when the last one's GPUs have landed.
   Result<bool> tryPlaceGang(std::uint32_t j, SimMs now) {
     const Job& job = trace_.jobs[j];
-    auto fits = gangFits(state_, j, filters_[job.gpuSpec]);
+    auto fits = gangFits(state_, j, job.gpuSpec);
     if (!fits || !*fits) {
       return fits;
+    }
+    auto plan = planGang(state_, j, job.gpuSpec, rng_);
+    if (!plan) {
+      return plan.error();
+    }
+    if (!*plan) {
+      return makeError(kc::errc::kInternal, "simulator: gang " + quoteInput(job.id) +
+                                                " did not fit after the gang's trial did");
     }
     std::vector<alloc::NodeIndex> nodes;
     SimMs ready = now;
     std::uint32_t moved = 0;
-    for (std::uint32_t k = 0; k < job.members; ++k) {
-      MemberPick placed;
-      auto at = placeMember(j, now, placed);
-      if (!at) {
-        return at.error();
+    for (const alloc::GangMemberPlacement& at : (*plan)->placements) {
+      ++result_.placementAttempts;
+      MemberPick placed{at.node, at.deficit, {}};
+      for (const alloc::GangMove& m : (*plan)->moves) {
+        if (m.member == at.member) {
+          placed.moved.push_back(m.gpu);
+        }
       }
-      if (!*at) {
-        return makeError(kc::errc::kInternal, "simulator: gang " + quoteInput(job.id) + " member " +
-                                                  std::to_string(k) +
-                                                  " did not fit after the gang's trial did");
+      std::vector<alloc::GpuIndex>& mine = runningGpus_[j];
+      const std::size_t first = mine.size();
+      mine.insert(mine.end(), at.allocated.begin(), at.allocated.end());
+      auto booked = bookMember(j, now, placed, first);
+      if (!booked) {
+        return booked.error();
       }
-      ready = std::max(ready, **at);
-      moved += placed.deficit;
-      nodes.push_back(placed.node);
+      ready = std::max(ready, *booked);
+      moved += at.deficit;
+      nodes.push_back(at.node);
     }
     result_.jobsWithMoves += moved > 0 ? 1 : 0;
     result_.jobs[j].node = nodes.front();
@@ -891,7 +954,7 @@ class Engine {
   std::uint64_t startsPending_ = 0;
   std::vector<std::vector<alloc::GpuIndex>> runningGpus_;  // a gang's: member after member
   std::unordered_map<std::uint32_t, std::vector<alloc::NodeIndex>> memberNodes_;  // gangs placed
-  alloc::ClusterState trial_;       // a gang's trial placement (gangFits)
+  alloc::ClusterState trial_;       // a gang's trial plan (gangFits)
   std::uint64_t gangsWaiting_ = 0;  // gangs in the queue
   std::uint64_t allocated_ = 0;     // GPUs allocated to jobs (placed, moving or running)
   SimMs lastTick_ = 0;              // the previous event (stranded GPU time)

@@ -2,6 +2,8 @@
 // all, its members start at one instant, the queue follows alloc::podBefore (priority, then
 // arrival), traces without the new columns give the results they gave before, and bad column
 // values are refused.
+#include "libcore/alloc/gang.hpp"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -11,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "libcore/alloc/policy_registry.hpp"
+#include "tests/unit/alloc/cluster_builder.hpp"
 #include "tools/kubecomp-sim/cluster.hpp"
 #include "tools/kubecomp-sim/engine.hpp"
 #include "tools/kubecomp-sim/report.hpp"
@@ -382,4 +386,97 @@ TEST_CASE("multi-GPU jobs become gangs of one-GPU members") {
   auto r = simulate(c, t, config(alloc::Composability::Preconfigured, 10));
   REQUIRE(r.ok());
   CHECK_FALSE(r->jobs[1].rejected());
+}
+
+TEST_CASE("the simulator places a gang where kubecomp-sched's gang planner does") {
+  // One rule, two callers: a gang arriving on a cluster is placed by the simulator on the nodes,
+  // with the GPU moves, that alloc::GangPlanner (kubecomp-sched's call, members placed by
+  // placePod) plans on the same cluster; a gang the planner cannot place is rejected by the
+  // simulator (nothing else runs, so it could never start).
+  struct Shape {
+    std::uint32_t members;
+    std::uint32_t gpus;
+    std::uint64_t cpuMilli;  // per member, of 64 cores per node
+  };
+  const Shape shape =
+      GENERATE(Shape{2, 1, 1000}, Shape{2, 3, 1000}, Shape{3, 2, 40'000}, Shape{4, 1, 40'000},
+               Shape{3, 3, 1000}, Shape{5, 2, 30'000}, Shape{4, 3, 1000}, Shape{3, 4, 1000});
+  const std::string gpuPolicy = GENERATE(as<std::string>{}, "unattached-first", "chassis-spread");
+  const std::string nodePolicy = GENERATE(as<std::string>{}, "eq1", "least-demand");
+  CAPTURE(shape.members, shape.gpus, shape.cpuMilli, gpuPolicy, nodePolicy);
+  alloc::test::ClusterBuilder b;
+  b.pool("p0").node("n1", 2).node("n2", 0).node("n3", 1).unattached(3);
+  b.pool("p1").node("n4", 3).node("n5", 0).unattached(1);
+  const alloc::ClusterState cluster = b.build();
+
+  SimConfig cfg = config(alloc::Composability::Composable, 10);
+  cfg.nodePolicy = *alloc::findNodePolicy(nodePolicy);
+  cfg.gpuPolicy = *alloc::findGpuPolicy(gpuPolicy);
+  Trace t;
+  Job job = makeJob("g", 0, shape.gpus, 100, shape.members, 0,
+                    static_cast<double>(shape.cpuMilli) / 1000);
+  job.memoryMib = 1;
+  t.jobs.push_back(job);
+  struct Placed {
+    alloc::NodeIndex node;
+    std::vector<alloc::GpuIndex> moved;
+  };
+  std::vector<Placed> sim;
+  cfg.onPlace = [&](std::size_t, alloc::NodeIndex node, const std::vector<alloc::GpuIndex>& moved,
+                    const std::vector<alloc::GpuIndex>&) {
+    sim.push_back({node, moved});
+  };
+  auto r = simulate(cluster, t, cfg);
+  REQUIRE(r.ok());
+
+  // The same cluster as kubecomp-sched sees it: Nodes with the CPU and memory, no pods yet.
+  std::vector<alloc::SchedNode> nodes;
+  for (alloc::NodeIndex n = 0; n < cluster.nodeCount(); ++n) {
+    alloc::SchedNode node;
+    node.name = cluster.node(n).name;
+    node.labels["kubernetes.io/hostname"] = node.name;
+    node.allocatable.milliCpu = 64'000;
+    node.allocatable.memory = std::int64_t{256} << 30;
+    node.allocatablePods = 110;
+    nodes.push_back(node);
+  }
+  const std::vector<alloc::NodeUsage> usage(nodes.size());
+  std::vector<alloc::SchedPod> pods(shape.members);
+  std::vector<const alloc::SchedPod*> members;
+  for (std::uint32_t k = 0; k < shape.members; ++k) {
+    pods[k].ns = "team";
+    pods[k].name = "g-" + std::to_string(k);
+    pods[k].schedulerName = "kubecomp-sched";
+    alloc::ContainerRequest c;
+    c.name = "main";
+    c.requests.milliCpu = static_cast<std::int64_t>(shape.cpuMilli);
+    c.requests.memory = 1 << 20;
+    c.requests.scalar[std::string(alloc::kGpuResource)] = shape.gpus;
+    pods[k].containers.push_back(std::move(c));
+    members.push_back(&pods[k]);
+  }
+  alloc::GangOptions opts;
+  opts.placement.policy = cfg.nodePolicy;
+  opts.placement.mode = cfg.mode;
+  opts.gpuPolicy = cfg.gpuPolicy;
+  auto plan = alloc::GangPlanner{}.plan(members, nodes, usage, cluster, opts);
+  if (!plan) {
+    CAPTURE(plan.error().message);
+    CHECK(r->jobs[0].rejected());
+    CHECK(sim.empty());
+    return;
+  }
+  CHECK_FALSE(r->jobs[0].rejected());
+  REQUIRE(sim.size() == shape.members);
+  for (std::uint32_t k = 0; k < shape.members; ++k) {
+    CAPTURE(k);
+    CHECK(sim[k].node == plan->placements[k].node);
+    std::vector<alloc::GpuIndex> moved;
+    for (const alloc::GangMove& m : plan->moves) {
+      if (m.member == k) {
+        moved.push_back(m.gpu);
+      }
+    }
+    CHECK(sim[k].moved == moved);
+  }
 }
