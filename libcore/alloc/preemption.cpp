@@ -1,10 +1,15 @@
 #include "libcore/alloc/preemption.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include "libcore/alloc/node_filter.hpp"
+#include "libcore/alloc/rt_filter.hpp"
+#include "libcore/alloc/topology_spread.hpp"
+#include "libcore/alloc/volume_binding.hpp"
 
 namespace kc::alloc {
 namespace {
@@ -93,9 +98,14 @@ struct NodeTrial {
         std::min<std::int64_t>(freedGpus, static_cast<std::int64_t>(room.inUse));
     return gpus >= static_cast<std::int64_t>(c.gpus);
   }
-  // Every filter, with all the lower-priority pods removed.
-  bool fits(const NodeUsage& usage, std::int64_t freedGpus) const {
-    return gpusFit(freedGpus) && filterNode(pod, request, in.nodes[node], usage, c.filter).empty();
+  // Every filter, with all the lower-priority pods removed: the reasons of the first that
+  // fails (the pool's GPUs come last, as in placePod), empty when the pod fits.
+  FilterReasons fits(const NodeUsage& usage, std::int64_t freedGpus) const {
+    FilterReasons why = filterNode(pod, request, in.nodes[node], usage, c.filter);
+    if (why.empty() && !gpusFit(freedGpus)) {
+      why.emplace_back(kReasonNodeShort);
+    }
+    return why;
   }
   // A reprieve changes only which pods' requests count: the filters that read the node's usage
   // (NodeResourcesFit, the hook) are asked again. The others read the node, the pod and the
@@ -140,9 +150,12 @@ void pdbViolating(const std::vector<ResidentPod>& pods, const std::vector<std::s
   }
 }
 
+// `why` (when given) gets the node's status when there are no victims: kReasonNoVictims when
+// no lower-priority pod runs there, else the reasons the pod still does not fit without them
+// (kube-scheduler's SelectVictimsOnNode returns the filters' status then).
 std::optional<NodeVictims> victimsWith(const SchedPod& pod, const Resources& request,
                                        const PreemptionInput& in, const Context& c,
-                                       std::size_t node) {
+                                       std::size_t node, FilterReasons* why = nullptr) {
   const std::vector<ResidentPod>& pods = in.running[node];
   std::vector<std::size_t>& lower = c.lower;
   lower.clear();
@@ -152,6 +165,9 @@ std::optional<NodeVictims> victimsWith(const SchedPod& pod, const Resources& req
     }
   }
   if (lower.empty()) {
+    if (why != nullptr) {
+      *why = {std::string(kReasonNoVictims)};
+    }
     return std::nullopt;
   }
   NodeUsage usage = in.usage[node];  // copied only for a node with someone to evict
@@ -162,7 +178,10 @@ std::optional<NodeVictims> victimsWith(const SchedPod& pod, const Resources& req
   }
   const NodeTrial trial{pod, request, in,
                         c,   node,    gpuRoom(pod, in, c, static_cast<NodeIndex>(node))};
-  if (!trial.fits(usage, freed)) {
+  if (FilterReasons failed = trial.fits(usage, freed); !failed.empty()) {
+    if (why != nullptr) {
+      *why = std::move(failed);
+    }
     return std::nullopt;
   }
   std::sort(lower.begin(), lower.end(),
@@ -217,12 +236,55 @@ CandidateKey candidateKey(const NodeVictims& v, std::span<const std::vector<Resi
   return {v.pdbViolations, highest, sum, v.victims.size(), -earliest};
 }
 
-bool preemptionUnhelpful(const SchedPod& pod, const SchedNode& node) {
-  return !nodeUnschedulableFilter(pod, node).empty() || !nodeNameFilter(pod, node).empty() ||
-         !taintTolerationFilter(pod, node).empty() || !nodeAffinityFilter(pod, node).empty();
+// kube-scheduler tries preemption only on the nodes whose filters failed with Unschedulable;
+// one whose first failing filter said UnschedulableAndUnresolvable (no eviction changes that)
+// is "not helpful": cordoned, another node name, an untolerated taint, node affinity, the
+// VolumeBinding PreFilter and its volume conflicts, required pod affinity, a missing topology
+// label; here also a GPU pod on a node wired to no GPU pool, and a node not real-time capable.
+bool preemptionUnhelpful(const SchedPod& pod, const Resources& request, const PreemptionInput& in,
+                         const Context& c, std::size_t n) {
+  const SchedNode& node = in.nodes[n];
+  if (!nodeUnschedulableFilter(pod, node).empty() || !nodeNameFilter(pod, node).empty() ||
+      !taintTolerationFilter(pod, node).empty() || !nodeAffinityFilter(pod, node).empty()) {
+    return true;
+  }
+  if (c.filter.volumeBinding != nullptr && !c.filter.volumeBinding->rejectAll.empty()) {
+    return true;
+  }
+  if (c.gpus > 0 && in.state != nullptr &&
+      in.state->node(static_cast<NodeIndex>(n)).pool == kNoPool) {
+    return true;
+  }
+  static constexpr std::string_view kUnresolvable[] = {
+      kReasonPodAffinity,        kReasonSpreadMissingLabel, kReasonVolumeNodeConflict,
+      kReasonVolumeBindConflict, kReasonVolumePvNotExist,   kReasonRtNotCapable};
+  for (const std::string& reason : filterNode(pod, request, node, in.usage[n], c.filter)) {
+    if (std::find(std::begin(kUnresolvable), std::end(kUnresolvable), reason) !=
+        std::end(kUnresolvable)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
+
+bool nominatedCounts(std::int32_t nominee, std::int32_t pod) {
+  return nominee >= pod;
+}
+
+Resources nominatedHold(const Resources& request, std::int64_t terminatingGpus) {
+  Resources hold = request;
+  auto gpu = hold.scalar.find(kGpuResource);
+  if (gpu != hold.scalar.end()) {
+    gpu->second =
+        std::max<std::int64_t>(0, gpu->second - std::max<std::int64_t>(0, terminatingGpus));
+    if (gpu->second == 0) {
+      hold.scalar.erase(gpu);
+    }
+  }
+  return hold;
+}
 
 bool moreImportant(const ResidentPod& a, const ResidentPod& b) {
   if (a.priority != b.priority) {
@@ -272,13 +334,14 @@ Result<NodeVictims> selectPreemption(const SchedPod& pod, const PreemptionInput&
       break;  // kube-scheduler's DryRunPreemption stops here too
     }
     const std::size_t n = (in.startNode + k) % count;
-    if (preemptionUnhelpful(pod, in.nodes[n])) {
+    if (preemptionUnhelpful(pod, request, in, c, n)) {
       rejected.push_back({n, {std::string(kReasonPreemptionNotHelpful)}});
       continue;
     }
-    auto v = victimsWith(pod, request, in, c, n);
+    FilterReasons why;
+    auto v = victimsWith(pod, request, in, c, n, &why);
     if (!v) {
-      rejected.push_back({n, {std::string(kReasonNoVictims)}});
+      rejected.push_back({n, std::move(why)});
       continue;
     }
     if (v->victims.empty()) {

@@ -27,6 +27,14 @@
 // plus the freed ones (composable mode: plus the free accepted GPUs elsewhere in the node's
 // pool, which can be moved there) cover its request, as the pool filter counts.
 //
+// Nominated pods (kube-scheduler's addGENominatedPods, which RunFilterPluginsWithNominatedPods
+// applies to every filter, in the preemption's victim search too): once a preemption has
+// nominated pod P to node N, P counts on N as if it ran there, while its victims terminate,
+// whenever a pod Q with priority(Q) <= priority(P) is filtered; a pod of higher priority
+// ignores it. So the room P's victims free is not taken by a lower-priority pod. The caller
+// puts them in the usage (nominatedCounts, nominatedHold) before it calls placePod or
+// selectPreemption.
+//
 // Not modelled (documented in docs/sched.md): the victims' host ports and pod (anti-)affinity
 // stay counted while the node is tried (the filters read the cluster's PlacedPods as it is).
 
@@ -48,7 +56,10 @@
 
 namespace kc::alloc {
 
-// kube-scheduler's per-node statuses in the preemption FitError, and its ineligibility message.
+// kube-scheduler's per-node statuses in the preemption FitError (a node whose filters failed
+// for reasons no eviction changes: not helpful; one where no lower-priority pod runs: no
+// victims; one where the pod does not fit even without them: the filters' reasons), and its
+// ineligibility message.
 inline constexpr std::string_view kReasonNoVictims = "No preemption victims found for incoming pod";
 inline constexpr std::string_view kReasonPreemptionNotHelpful =
     "Preemption is not helpful for scheduling";
@@ -111,13 +122,25 @@ std::optional<NodeVictims> victimsOnNode(const SchedPod& pod, const Resources& r
 bool preemptsBefore(const NodeVictims& a, const NodeVictims& b,
                     std::span<const std::vector<ResidentPod>> running);
 
+// Whether a pod nominated to a node, of priority `nominee`, counts there when a pod of priority
+// `pod` is filtered (kube-scheduler's addGENominatedPods: nominee >= pod; the pod itself never
+// counts as its own nominee, which the caller knows by identity).
+bool nominatedCounts(std::int32_t nominee, std::int32_t pod);
+
+// What a nominated pod holds on its node meanwhile: its request, less the kubecomp.io/gpu that
+// the pods of lower priority being deleted there (its victims) still hold. Those GPUs come to it
+// as the victims go, and are in use until then; counted twice, the rest would be taken from the
+// pool's free GPUs, which nobody else could then use while the victims terminate. (CPU and
+// memory count twice on the node, as in kube-scheduler.)
+Resources nominatedHold(const Resources& request, std::int64_t terminatingGpus);
+
 // kube-scheduler's MoreImportantPod: higher priority, then earlier start.
 bool moreImportant(const ResidentPod& a, const ResidentPod& b);
 
 // The node and victims for `pod`. Errors: "unschedulable" with the message kube-scheduler's
-// PostFilter gives ("preemption: 0/N nodes are available: ..." or "preemption: not eligible
-// due to preemptionPolicy=Never."), to be appended to the FitError as kube-scheduler does
-// (fitError + " " + message + "."); "invalid" when the spans differ in length.
+// PostFilter gives ("preemption: 0/N nodes are available: <count> <reason>, ... ." or
+// "preemption: not eligible due to preemptionPolicy=Never."), to be appended to the FitError
+// as kube-scheduler does (fitError + " " + message); "invalid" when the spans differ in length.
 Result<NodeVictims> selectPreemption(const SchedPod& pod, const PreemptionInput& in);
 
 }  // namespace kc::alloc

@@ -356,7 +356,9 @@ class SchedCache {
   // A reservation whose node now shows the GPUs and still passes the filters: kBind. Gone or
   // failing the filters: kCancel. Otherwise nothing.
   std::optional<Action> checkReservationLocked(PodInfo& pod, Clock::time_point now);
+  // One pod's decision: decidePodLocked with the nominated pods held (below).
   std::optional<Action> decideLocked(PodInfo& pod, Clock::time_point now);
+  std::optional<Action> decidePodLocked(PodInfo& pod, Clock::time_point now);
   // VolumeBinding (sched_volumes.cpp). The node chosen for the pod: plans its claims there
   // (PVs to bind, claims to provision), assumes them in the catalog and fills `writes`; false
   // when nothing is to be written (the pod binds at once as far as volumes go).
@@ -372,6 +374,13 @@ class SchedCache {
   // A pod that fits nowhere (`refusal` is its kUnschedulable): preempt lower-priority pods for
   // it (refusal becomes kPreempt), or add kube-scheduler's "preemption: ..." to its message.
   void preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point now);
+  // kube-scheduler's nominated pods (sched_preempt.cpp): the pods a preemption nominated to a
+  // node, of priority >= `pod`'s, count there (model and NodePorts) while `pod` is decided;
+  // released after, when `pod`'s own nomination also ends if it now holds a node.
+  void holdNominatedLocked(const PodInfo& pod);
+  void releaseNominatedLocked(const PodInfo& pod);
+  // placePod, the pod's nominated node tried first (kube-scheduler's evaluateNominatedNode).
+  Result<alloc::PodPlacement> placeNominatedFirstLocked(const PodInfo& pod);
   // The DRA path (sched_dra.cpp): a pod that names ResourceClaims, decided; its reservation
   // (waiting for the binding conditions) checked; its claims' GPUs counted in its request.
   std::optional<Action> decideDraLocked(PodInfo& pod, Clock::time_point now);

@@ -173,6 +173,13 @@ std::optional<Action> SchedCache::checkReservationLocked(PodInfo& pod, Clock::ti
 }
 
 std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point now) {
+  holdNominatedLocked(pod);
+  std::optional<Action> a = decidePodLocked(pod, now);
+  releaseNominatedLocked(pod);
+  return a;
+}
+
+std::optional<Action> SchedCache::decidePodLocked(PodInfo& pod, Clock::time_point now) {
   if (!pod.invalid.empty()) {
     // Reported once per distinct problem (our own status write comes back as an update).
     if (pod.invalidReported == pod.invalid) {
@@ -202,8 +209,7 @@ std::optional<Action> SchedCache::decideLocked(PodInfo& pod, Clock::time_point n
   }
   Clock& clock = clockOr(opts_.clock);
   const auto t0 = clock.now();
-  auto placed =
-      alloc::placePod(pod.pod, model_.nodes(), model_.usage(), model_.state(), opts_.placement);
+  auto placed = placeNominatedFirstLocked(pod);
   decisions_.total += clock.now() - t0;
   ++decisions_.decisions;
   if (!placed) {

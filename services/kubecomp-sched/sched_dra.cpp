@@ -198,11 +198,14 @@ std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_poin
   decisions_.total += clock.now() - t0;
   ++decisions_.decisions;
   if (!placed) {
-    return draRefusalLocked(pod, Action::Kind::kUnschedulable,
-                            placed.error().code == kc::errc::kUnschedulable
-                                ? placed.error().message
-                                : "scheduler error: " + placed.error().message,
-                            now);
+    // The DRA path does not preempt (docs/sched.md "Priority and preemption"): said so where
+    // kube-scheduler's PostFilter text would stand.
+    return draRefusalLocked(
+        pod, Action::Kind::kUnschedulable,
+        placed.error().code == kc::errc::kUnschedulable
+            ? placed.error().message + " preemption: " + std::string(kDraNoPreemptionMessage)
+            : "scheduler error: " + placed.error().message,
+        now);
   }
   if (!*picks) {
     return draRefusalLocked(pod, Action::Kind::kUnschedulable, (*picks).error().message, now);

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -119,17 +120,82 @@ std::optional<std::string> SchedCache::nominatedNode(const std::string& key) con
   return it->second;
 }
 
-void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point now) {
-  if (pod.pod.usesClaims) {
-    return;  // the DRA path does not preempt (docs/sched.md)
+void SchedCache::holdNominatedLocked(const PodInfo& pod) {
+  preempt_.holding.clear();
+  for (const auto& [key, node] : preempt_.nominated) {
+    const auto p = pods_.find(key);
+    // A nominee still waiting (not placed elsewhere since, not going), of no lower priority.
+    if (key == pod.key || p == pods_.end() || !p->second->pending() ||
+        p->second->hold != PodInfo::Hold::kNone || !model_.indexOf(node) ||
+        !alloc::nominatedCounts(p->second->pod.priority, pod.pod.priority)) {
+      continue;
+    }
+    const PodInfo& nominee = *p->second;
+    std::int64_t terminating = 0;  // GPUs its victims (lower priority, going) still hold there
+    if (nominee.gpus > 0) {
+      for (const auto& [k, q] : pods_) {
+        if (q->deleting && q->bound() && q->pod.nodeName == node &&
+            q->pod.priority < nominee.pod.priority && alloc::holdsNodeResources(q->pod)) {
+          terminating += q->gpus;
+        }
+      }
+    }
+    model_.setHolding(key, node, alloc::nominatedHold(nominee.request, terminating));
+    // NodePorts sees its host ports; not its labels or affinity (kube-scheduler requires the
+    // node to pass without the nominated pods too, so they never satisfy a pod's affinity).
+    auto ports = std::make_shared<alloc::PlacedPod>();
+    ports->ns = nominee.ns;
+    ports->name = nominee.name;
+    ports->hostPorts = nominee.pod.hostPorts;
+    placed_.place(key, node, std::move(ports));
+    preempt_.holding.push_back(key);
   }
+  if (!preempt_.holding.empty()) {
+    model_.refresh();
+  }
+}
+
+void SchedCache::releaseNominatedLocked(const PodInfo& pod) {
+  for (const std::string& key : preempt_.holding) {
+    model_.dropHolding(key);
+    placed_.remove(key);
+    if (PodInfo* p = findLocked(key); p != nullptr) {
+      refreshHoldingLocked(*p);  // what it holds itself, if a gang decision placed it meanwhile
+    }
+  }
+  if (!preempt_.holding.empty()) {
+    preempt_.holding.clear();
+    model_.refresh();
+  }
+  if (pod.hold != PodInfo::Hold::kNone) {
+    preempt_.nominated.erase(pod.key);  // placed (on its nominated node or another)
+  }
+}
+
+Result<alloc::PodPlacement> SchedCache::placeNominatedFirstLocked(const PodInfo& pod) {
+  if (auto n = preempt_.nominated.find(pod.key);
+      n != preempt_.nominated.end() && model_.indexOf(n->second)) {
+    // kube-scheduler's evaluateNominatedNode: the nominated node alone first (its victims may
+    // be gone); if it fails, every node as usual.
+    alloc::SchedPod there = pod.pod;
+    there.nodeName = n->second;
+    auto placed =
+        alloc::placePod(there, model_.nodes(), model_.usage(), model_.state(), opts_.placement);
+    if (placed) {
+      return placed;
+    }
+  }
+  return alloc::placePod(pod.pod, model_.nodes(), model_.usage(), model_.state(), opts_.placement);
+}
+
+void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point now) {
   // kube-scheduler's PodEligibleToPreemptOthers: not while lower-priority pods on the node it
   // was nominated to are still terminating (the earlier preemption's victims).
   if (auto nominated = preempt_.nominated.find(pod.key); nominated != preempt_.nominated.end()) {
     for (const auto& [key, p] : pods_) {
       if (p->deleting && p->bound() && p->pod.nodeName == nominated->second &&
           p->pod.priority < pod.pod.priority) {
-        refusal.message += " preemption: " + std::string(kTerminatingVictimMessage) + ".";
+        refusal.message += " preemption: " + std::string(kTerminatingVictimMessage);
         return;
       }
     }
@@ -141,7 +207,6 @@ void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point 
   for (auto& onNode : running) {
     onNode.clear();
   }
-  bool anyLower = false;
   for (const auto& [key, p] : pods_) {
     // Victims: pods of lower priority running (bound, or just bound by us) and not already
     // going; a pod waiting for its GPUs (reserved) holds nothing that eviction would free. The
@@ -165,15 +230,10 @@ void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point 
     r.started = p->started.value_or(now).time_since_epoch().count();
     r.request = &p->request;
     r.labels = &p->pod.labels;
-    anyLower = true;
     running[*i].push_back(std::move(r));
   }
-  if (!anyLower) {
-    // Nobody to preempt anywhere: the FitError stays as it was (kube-scheduler would add
-    // "preemption: 0/N nodes are available: N No preemption victims found for incoming pod.";
-    // docs/sched.md says why this scheduler does not).
-    return;
-  }
+  // Nobody to preempt anywhere still runs the search: its per-node statuses are the text
+  // kube-scheduler adds ("... N No preemption victims found for incoming pod.").
   std::vector<alloc::DisruptionBudget> budgets;
   budgets.reserve(preempt_.budgets.size());
   for (const auto& [key, b] : preempt_.budgets) {
@@ -192,7 +252,7 @@ void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point 
   auto chosen = alloc::selectPreemption(pod.pod, in);
   if (!chosen) {
     if (chosen.error().code == kc::errc::kUnschedulable) {
-      refusal.message += " " + chosen.error().message + ".";
+      refusal.message += " " + chosen.error().message;
     } else {
       spdlog::warn("pod {}: preemption: {}", pod.key, chosen.error().message);
     }
@@ -204,6 +264,12 @@ void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point 
     const PodInfo* victim = findLocked(std::string(running[chosen->node][v].key));
     refusal.victims.push_back(PreemptVictim{victim->key, victim->ns, victim->name, victim->uid});
   }
+  // kube-scheduler's prepareCandidate: pods of lower priority nominated to the node lose their
+  // nomination (they may no longer fit there) and are decided anew.
+  std::erase_if(preempt_.nominated, [&](const auto& n) {
+    const PodInfo* other = findLocked(n.first);
+    return n.second == refusal.node && other != nullptr && other->pod.priority < pod.pod.priority;
+  });
   preempt_.nominated[pod.key] = refusal.node;
 }
 

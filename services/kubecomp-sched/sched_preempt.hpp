@@ -28,6 +28,11 @@ inline constexpr std::string_view kReasonPreempted = "Preempted";
 inline constexpr std::string_view kTerminatingVictimMessage =
     "not eligible due to a terminating pod on the nominated node.";
 
+// What a pod with ResourceClaims that fits nowhere is told in place of the PostFilter's text:
+// the DRA path does not preempt (docs/sched.md).
+inline constexpr std::string_view kDraNoPreemptionMessage =
+    "not tried for a pod with ResourceClaims.";
+
 // A pod to evict for a preemption.
 struct PreemptVictim {
   std::string key;  // "ns/name"
@@ -40,6 +45,8 @@ struct PreemptVictim {
 struct PreemptionState {
   std::map<std::string, alloc::DisruptionBudget> budgets;  // "ns/name" -> budget
   std::unordered_map<std::string, std::string> nominated;  // preemptor "ns/name" -> node
+  // The nominated pods counted on their node for the decision under way (holdNominatedLocked).
+  std::vector<std::string> holding;
   // Per node, the pods running there: scratch rebuilt by each decision (capacity kept).
   std::vector<std::vector<alloc::ResidentPod>> running;
   alloc::SplitMix64 rng{27};  // where each search for candidates starts

@@ -117,7 +117,8 @@ TEST_CASE(
   REQUIRE(second.size() == 1);
   CHECK(second[0].kind == Kind::kUnschedulable);
   CHECK(second[0].message ==
-        "0/2 nodes are available: 2 node(s) had too few free kubecomp.io/gpu in their GPU pool.");
+        "0/2 nodes are available: 2 node(s) had too few free kubecomp.io/gpu in their GPU pool. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.");
   // A 1-GPU pod fits with one move (g3), on n2 or n1: n1's own GPU is held by "a".
   cache.ingestPod(pod("c", 1, "2026-01-01T00:00:03Z"), t0);
   auto third = cache.next(t0, 10);

@@ -73,11 +73,12 @@ TEST_CASE(
   json cond = c.condition("picky");
   CHECK(cond["status"] == "False");
   CHECK(cond["reason"] == "Unschedulable");
-  CHECK(cond["message"] ==
-        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
+  const std::string picky =
+      "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: "
+      "0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+  CHECK(cond["message"] == picky);
   REQUIRE(kc::testing::eventually([&] { return !c.events("picky", "FailedScheduling").empty(); }));
-  CHECK(c.events("picky", "FailedScheduling").front().first ==
-        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.");
+  CHECK(c.events("picky", "FailedScheduling").front().first == picky);
   // Retries (every 100-400 ms) send the event again but never rewrite the same condition: the
   // original patched every pod on every attempt.
   const std::string rv = c.getPod("picky")["metadata"]["resourceVersion"];
@@ -92,7 +93,8 @@ TEST_CASE(
   c.pod("greedy", {.gpus = 3});
   REQUIRE(kc::testing::eventually([&] { return c.condition("greedy").is_object(); }));
   CHECK(c.condition("greedy")["message"] ==
-        "0/2 nodes are available: 2 node(s) had too few free kubecomp.io/gpu in their GPU pool.");
+        "0/2 nodes are available: 2 node(s) had too few free kubecomp.io/gpu in their GPU pool. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.");
   // The node gets the label: the next retry (backoff 100-400 ms) binds.
   c.labelNode("n2", "disk", "ssd");
   REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("picky").empty(); }, 5s));
@@ -341,7 +343,8 @@ TEST_CASE("preconfigured mode: GPUs never move, a pod goes only where its GPUs a
   REQUIRE(kc::testing::eventually([&] { return c.condition("two").is_object(); }));
   CHECK(c.condition("two")["reason"] == "Unschedulable");
   CHECK(c.condition("two")["message"] ==
-        "0/2 nodes are available: 2 Insufficient kubecomp.io/gpu.");
+        "0/2 nodes are available: 2 Insufficient kubecomp.io/gpu. preemption: 0/2 nodes are "
+        "available: 2 No preemption victims found for incoming pod.");
   CHECK(c.annotationOf("two", "kubecomp.io/dst-node") == "<none>");
   c.pod("one", {.gpus = 1});
   REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("one").empty(); }));

@@ -300,6 +300,28 @@ TEST_CASE("sched DRA: pods the scheduler does not serve stay Pending with the re
   CHECK_THAT(actions[0].message, Catch::Contains("to be created from its template"));
 }
 
+TEST_CASE("sched DRA: a claim pod that fits nowhere preempts nobody, and says so", "[sched][dra]") {
+  // The DRA path does not preempt (docs/sched.md "Priority and preemption"): a higher-priority
+  // claim pod that only evicting `low` would serve stays Pending; the condition says so where
+  // kube-scheduler's PostFilter text stands.
+  SchedCache cache(options());
+  cluster(cache);
+  cache.resetQueue(t0);
+  runOnN1(cache, "low", 2);
+  cache.ingestClaim(claim("big", 4));
+  json high = claimPod("high", {"big"}, "2026-01-01T00:00:05Z");
+  high["spec"]["priority"] = 1000;
+  cache.ingestPod(high, t0 + 2s);
+  const auto actions = cache.next(t0 + 2s, 10);
+  REQUIRE(actions.size() == 1);
+  CHECK(actions[0].kind == Kind::kUnschedulable);
+  CHECK(actions[0].victims.empty());
+  CHECK_THAT(actions[0].message,
+             Catch::StartsWith("0/2 nodes are available: ") &&
+                 Catch::EndsWith(". preemption: not tried for a pod with ResourceClaims."));
+  CHECK_FALSE(cache.nominatedNode("team/high"));
+}
+
 TEST_CASE("sched DRA: an allocation made before a restart is adopted, not made again",
           "[sched][dra]") {
   SchedCache cache(options());

@@ -131,7 +131,7 @@ TEST_CASE("a high-priority pod preempts the right low-priority pod and nothing e
     const std::string message = c.events("polite", "FailedScheduling").front().first;
     CHECK(message ==
           "0/3 nodes are available: 3 Insufficient cpu. preemption: not eligible due to "
-          "preemptionPolicy=Never..");
+          "preemptionPolicy=Never.");
     CHECK(c.condition("polite").value("message", "") == message);
     for (const char* victim : {"guarded", "batch", "important"}) {
       CHECK_FALSE(terminating(c, victim));

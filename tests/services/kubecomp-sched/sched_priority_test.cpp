@@ -139,11 +139,12 @@ TEST_CASE("sched priority: preemptionPolicy Never and equal priorities preempt n
   CHECK(actions[0].kind == Kind::kUnschedulable);
   CHECK(actions[0].message ==
         "0/1 nodes are available: 1 node(s) had too few free kubecomp.io/gpu in their GPU pool. "
-        "preemption: not eligible due to preemptionPolicy=Never..");
+        "preemption: not eligible due to preemptionPolicy=Never.");
   CHECK(actions[1].name == "peer");
   CHECK(actions[1].kind == Kind::kUnschedulable);
-  // Nobody of lower priority than `peer` runs: kube-scheduler's search would find no victims;
-  // the message stays the FitError alone (docs/sched.md).
+  // Nobody of lower priority than `peer` runs: kube-scheduler's search finds no victims, and
+  // says so.
   CHECK(actions[1].message ==
-        "0/1 nodes are available: 1 node(s) had too few free kubecomp.io/gpu in their GPU pool.");
+        "0/1 nodes are available: 1 node(s) had too few free kubecomp.io/gpu in their GPU pool. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.");
 }

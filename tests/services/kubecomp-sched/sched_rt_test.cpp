@@ -67,8 +67,8 @@ TEST_CASE(
   CHECK(c.condition("c")["reason"] == "Unschedulable");
   CHECK(c.condition("c")["message"] ==
         "0/2 nodes are available: 1 node(s) are not real-time capable, 1 node(s) had insufficient "
-        "real-time "
-        "bandwidth.");
+        "real-time bandwidth. preemption: 0/2 nodes are available: 1 No preemption victims found "
+        "for incoming pod, 1 Preemption is not helpful for scheduling.");
   REQUIRE(kc::testing::eventually([&] { return !c.events("c", "FailedScheduling").empty(); }));
   // A pod without RT annotations is not the RT filter's business.
   c.pod("web");
@@ -104,7 +104,8 @@ TEST_CASE("on an rt-group node the sum over all RT pods is limited too", "[sched
   c.pod("b", rt(500'000));
   REQUIRE(kc::testing::eventually([&] { return c.condition("b").is_object(); }));
   CHECK(c.condition("b")["message"] ==
-        "0/1 nodes are available: 1 node(s) had insufficient real-time bandwidth.");
+        "0/1 nodes are available: 1 node(s) had insufficient real-time bandwidth. preemption: "
+        "0/1 nodes are available: 1 No preemption victims found for incoming pod.");
   c.pod("small", rt(400'000));
   REQUIRE(kc::testing::eventually([&] { return !c.nodeOf("small").empty(); }));
 }

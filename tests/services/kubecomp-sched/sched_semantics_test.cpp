@@ -110,7 +110,8 @@ TEST_CASE("sched semantics: a gated pod reserves nothing, once ungated it is sch
   REQUIRE(a != nullptr);
   CHECK(a->kind == Kind::kUnschedulable);
   CHECK(a->message ==
-        "0/1 nodes are available: 1 node(s) had too few free kubecomp.io/gpu in their GPU pool.");
+        "0/1 nodes are available: 1 node(s) had too few free kubecomp.io/gpu in their GPU pool. "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.");
 }
 
 TEST_CASE("sched semantics: a gated pod that becomes ungated with free GPUs binds", "[sched]") {
@@ -156,7 +157,8 @@ TEST_CASE("sched semantics: host ports taken on a node keep a pod off it", "[sch
   REQUIRE(actions.size() == 1);
   CHECK(actions[0].kind == Kind::kUnschedulable);
   CHECK(actions[0].message ==
-        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports.");
+        "0/2 nodes are available: 2 node(s) didn't have free ports for the requested pod ports. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.");
   cache.backoff("team/b", t0);
   // Another port goes where the GPUs are.
   cache.ingestPod(pod("c", "2026-01-01T00:00:03Z", {.gpus = 1, .hostPort = 9090}), t0);
@@ -201,7 +203,8 @@ TEST_CASE("sched semantics: pod anti-affinity spreads replicas, affinity follows
   CHECK(actions[0].node != actions[1].node);
   CHECK(actions[2].kind == Kind::kUnschedulable);
   CHECK(actions[2].message ==
-        "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules.");
+        "0/2 nodes are available: 2 node(s) didn't satisfy existing pods anti-affinity rules. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.");
   // A pod that must sit next to web-2.
   const json nextToWeb2 = {{"podAffinity",
                             {{"requiredDuringSchedulingIgnoredDuringExecution",

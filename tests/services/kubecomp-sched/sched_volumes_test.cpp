@@ -335,7 +335,8 @@ TEST_CASE("a local PV steers its pod, gets its claimRef, and the PV controller b
   podWithClaims(c, "late", {"more"}, 0);
   REQUIRE(kc::testing::eventually([&] { return !c.condition("late").is_null(); }));
   CHECK(c.condition("late").value("message", "") ==
-        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind.");
+        "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.");
   CHECK(c.nodeOf("late").empty());
 }
 
@@ -352,7 +353,8 @@ TEST_CASE("an unbound Immediate claim leaves the pod Pending with the reason, no
   podWithClaims(c, "nowhere", {"absent"}, 0);
 
   const std::string reason =
-      "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.";
+      "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: "
+      "0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
   REQUIRE(kc::testing::eventually([&] { return !c.condition("stuck").is_null(); }));
   CHECK(c.condition("stuck").value("reason", "") == "Unschedulable");
   CHECK(c.condition("stuck").value("message", "") == reason);
@@ -362,7 +364,8 @@ TEST_CASE("an unbound Immediate claim leaves the pod Pending with the reason, no
   CHECK(c.events("stuck", "Reconfig").empty());
   REQUIRE(kc::testing::eventually([&] { return !c.condition("nowhere").is_null(); }));
   CHECK(c.condition("nowhere").value("message", "") ==
-        "0/1 nodes are available: persistentvolumeclaim \"absent\" not found.");
+        "0/1 nodes are available: persistentvolumeclaim \"absent\" not found. preemption: 0/1 "
+        "nodes are available: 1 Preemption is not helpful for scheduling.");
 
   // The PV controller binds the claim: the pod is scheduled (its GPUs asked for) after all.
   localVolume(c, "vol", "standard", "n1",

@@ -282,6 +282,38 @@ std::vector<Case> cases() {
     c.cluster.running = {running("a", 0, 1, 3000), running("b", 1, 200, 3000)};
     out.push_back(c);
   }
+  {
+    // kube-scheduler's SelectVictimsOnNode: without every lower-priority pod the node still
+    // fails a filter; that filter's status is the node's, not "No preemption victims".
+    Case c{"evicting every lower-priority pod does not free enough",
+           {},
+           {100, 2000},
+           "error: preemption: 0/1 nodes are available: 1 Insufficient cpu."};
+    c.cluster.nodes = {node("n0", 4000)};
+    c.cluster.running = {running("a", 0, 200, 3000), running("b", 0, 0, 500)};
+    out.push_back(c);
+  }
+  {
+    Case c{"the victims free too few GPUs",
+           {},
+           {100, 100, 2},
+           "error: preemption: 0/1 nodes are available: 1 Insufficient kubecomp.io/gpu."};
+    c.cluster.nodes = {node("n0", 4000)};
+    c.cluster.running = {running("g", 0, 0, 100, 0, 1)};
+    out.push_back(c);
+  }
+  {
+    Case c{"each node's status: not helpful, no victims, a filter",
+           {},
+           {100, 2000},
+           "error: preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 No preemption "
+           "victims found for incoming pod, 1 Preemption is not helpful for scheduling."};
+    c.cluster.nodes = {node("n0", 4000), node("n1", 4000), node("n2", 4000)};
+    c.cluster.nodes[0].cordoned = true;
+    c.cluster.running = {running("a", 0, 0, 3000), running("b", 1, 200, 3000),
+                         running("c", 2, 200, 3000), running("d", 2, 0, 500)};
+    out.push_back(c);
+  }
   for (Case& c : out) {
     if (c.cluster.poolFree.empty()) {
       c.cluster.poolFree = {{0, 0}};
@@ -305,6 +337,27 @@ TEST_CASE("preemption: victims and node as kube-scheduler documents them", "[pre
       CHECK(describeOracle(c.cluster, allowed.front()) == c.expected);
     }
   }
+}
+
+TEST_CASE("preemption: nominated pods count for pods of no higher priority", "[preemption]") {
+  // kube-scheduler's addGENominatedPods: a nominee of priority >= the pod's counts.
+  CHECK(nominatedCounts(100, 100));
+  CHECK(nominatedCounts(100, 50));
+  CHECK_FALSE(nominatedCounts(100, 200));
+  CHECK(nominatedCounts(-5, -10));
+  CHECK_FALSE(nominatedCounts(-10, -5));
+  Resources request;
+  request.milliCpu = 1500;
+  request.scalar[std::string(kGpuResource)] = 4;
+  // Its victims still hold two GPUs there: it holds the other two, and all of its CPU.
+  Resources hold = nominatedHold(request, 2);
+  CHECK(hold.milliCpu == 1500);
+  CHECK(hold.scalarOr0(kGpuResource) == 2);
+  CHECK(nominatedHold(request, 0) == request);
+  CHECK(nominatedHold(request, -1) == request);
+  hold = nominatedHold(request, 6);
+  CHECK(hold.scalarOr0(kGpuResource) == 0);
+  CHECK(hold.milliCpu == 1500);
 }
 
 TEST_CASE("preemption: the PDB violation count follows the budget order", "[preemption]") {
