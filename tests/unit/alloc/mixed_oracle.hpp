@@ -29,7 +29,8 @@
 //    the pool's free ones plus what the victims free on the node (at most what is in use there);
 //    the victims are then put back most important first (higher priority, then earlier start)
 //    while the pod still fits; the node: lowest highest-victim priority, smallest sum of
-//    priorities, fewest victims, latest earliest start among the highest-priority victims.
+//    priorities each shifted by 2^31 (as kube-scheduler sums them), fewest victims, latest
+//    earliest start among the highest-priority victims.
 
 #include <algorithm>
 #include <climits>
@@ -329,7 +330,9 @@ inline std::optional<Preemption> preemptOnNode(const nlohmann::json& pod, int pr
     }
     present.pop_back();
     out.victims.insert(p->key);
-    sum += p->priority;
+    // kube-scheduler adds 2^31 to each priority before summing (so that negative priorities
+    // do not favour more victims): in effect fewer victims first when priorities are small.
+    sum += p->priority + (std::int64_t{1} << 31);
     if (p->priority > highest) {
       highest = p->priority;
       earliest = p->start;
