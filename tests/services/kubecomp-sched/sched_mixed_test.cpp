@@ -22,8 +22,9 @@
 // reservations written (a reservation served later binds only where its GPUs are), victims
 // evicted, a few running pods ending, a new burst arriving. 300 seeds; a failing one is
 // reported with what it broke (KC_MIXED_DUMP=1 also prints the cluster of a failed preemption
-// check). Not covered: PodDisruptionBudgets (sched_priority_test, preemption_test), DRA claims,
-// volumes, gangs and the queue policies other than backfill.
+// check). PodDisruptionBudgets are handed in and counted by preemption (the test's Eviction API
+// lets every eviction through). Not covered: DRA claims, volumes, gangs and the queue policies
+// other than backfill.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -324,6 +325,7 @@ struct Tally {
   int unschedulable = 0;
   int preempts = 0;
   int victims = 0;
+  int violations = 0;    // preemptions the oracle ranks with a PDB violation
   int orderedPairs = 0;  // consecutive decisions of different priorities
   int tiedPairs = 0;     // consecutive decisions of one priority and creation second
   int reservationBinds = 0;
@@ -406,8 +408,9 @@ void dumpWorld(const World& w, const Known& k) {
 }
 
 std::string rankText(const mx::Preemption& p) {
-  const auto& [highest, sum, count, start] = p.rank;
-  std::string s = " (highest " + std::to_string(highest) + ", sum " +
+  const auto& [violations, highest, sum, count, start] = p.rank;
+  std::string s = " (violations " + std::to_string(violations) + ", highest " +
+                  std::to_string(highest) + ", sum " +
                   std::to_string(sum - static_cast<std::int64_t>(count) * (std::int64_t{1} << 31)) +
                   ", count " + std::to_string(count) + ", start " + std::to_string(-start);
   for (const auto& v : p.victims) {
@@ -455,7 +458,10 @@ void checkRefusal(World& w, const Known& k, const Action& a, Pass& pass, Tally& 
     dumpWorld(w, k);
     pass.fail(describe(a) + ": the preemption oracle allows only" + allowed + "; on " + a.node +
               (here ? rankText(*here) : std::string(" no candidate")));
-  } else if (match->victims != victims) {
+  } else if (std::get<0>(match->rank) > 0) {
+    ++t.violations;
+  }
+  if (match != choices.end() && match->victims != victims) {
     std::string want;
     for (const auto& v : match->victims) {
       want += " " + v;
@@ -639,6 +645,17 @@ std::vector<std::string> runSeed(std::uint64_t seed, Tally& t) {
   for (const auto& p : makeRunning(g, w)) {
     cache.ingestPod(p, t0);
   }
+  // PodDisruptionBudgets over some of the apps: preemption counts their violations.
+  for (int b = g.below(3); b > 0; --b) {
+    mx::Budget budget{g.chance(25) ? "other" : "team", {{"app", g.pick(kApps)}}, g.below(2)};
+    cache.ingestBudget({{"metadata",
+                         {{"name", "pdb" + std::to_string(b)},
+                          {"namespace", budget.ns},
+                          {"resourceVersion", "1"}}},
+                        {"spec", {{"selector", {{"matchLabels", budget.matchLabels}}}}},
+                        {"status", {{"disruptionsAllowed", budget.allowed}}}});
+    w.cluster.budgets.push_back(std::move(budget));
+  }
   cache.resetQueue(t0);
   std::vector<std::string> problems;
   for (int round = 0; round < 3; ++round) {
@@ -681,7 +698,7 @@ TEST_CASE("sched mixed: random clusters and bursts, every decision one the oracl
   INFO("binds " << t.binds << " reserves " << t.reserves << " unschedulable " << t.unschedulable
                 << " preempts " << t.preempts << " victims " << t.victims << " ordered pairs "
                 << t.orderedPairs << " tied pairs " << t.tiedPairs << " reservation binds "
-                << t.reservationBinds);
+                << t.reservationBinds << " PDB violations " << t.violations);
   CHECK(t.binds > 500);
   CHECK(t.reserves > 50);
   CHECK(t.unschedulable > 100);
@@ -689,6 +706,7 @@ TEST_CASE("sched mixed: random clusters and bursts, every decision one the oracl
   CHECK(t.orderedPairs > 500);
   CHECK(t.tiedPairs > 50);
   CHECK(t.reservationBinds > 0);
+  CHECK(t.violations > 0);
   for (const auto& r : kReasons) {
     INFO(r);
     CHECK(t.reasons[r] > 10);

@@ -28,7 +28,9 @@
 //    and pod (anti-)affinity still counted, as docs/sched.md says) and its GPUs are covered by
 //    the pool's free ones plus what the victims free on the node (at most what is in use there);
 //    the victims are then put back most important first (higher priority, then earlier start)
-//    while the pod still fits; the node: lowest highest-victim priority, smallest sum of
+//    while the pod still fits, first those whose eviction would take a PodDisruptionBudget
+//    below zero (budgets counted down in that order), then the others; the node: fewest such
+//    budget violations among its victims, lowest highest-victim priority, smallest sum of
 //    priorities each shifted by 2^31 (as kube-scheduler sums them), fewest victims, latest
 //    earliest start among the highest-priority victims.
 
@@ -136,10 +138,42 @@ struct Placed {
   std::int64_t start = 0;  // any monotonic unit; earlier is more important
 };
 
+// A PodDisruptionBudget: the pods of `ns` whose labels include `matchLabels` (empty: none).
+struct Budget {
+  std::string ns;
+  std::map<std::string, std::string> matchLabels;
+  int allowed = 0;  // status.disruptionsAllowed
+};
+
 struct Cluster {
   std::vector<Node> nodes;
   std::vector<int> poolUsable;  // per pool: usable GPUs, attached or not
+  std::vector<Budget> budgets;
 };
+
+// The pods of `order` (most important first) whose eviction would take one of the budgets
+// below zero, the budgets counted down along the order.
+inline std::set<std::string> violating(const std::vector<const Placed*>& order,
+                                       const std::vector<Budget>& budgets) {
+  std::set<std::string> out;
+  std::vector<int> left;
+  for (const auto& b : budgets) {
+    left.push_back(b.allowed);
+  }
+  for (const Placed* p : order) {
+    const auto labels = oracleLabels(p->pod["metadata"].value("labels", nlohmann::json()));
+    for (std::size_t b = 0; b < budgets.size(); ++b) {
+      bool selects = !budgets[b].matchLabels.empty() && oracleNs(p->pod) == budgets[b].ns;
+      for (const auto& [k, v] : budgets[b].matchLabels) {
+        selects = selects && labels.count(k) && labels.at(k) == v;
+      }
+      if (selects && --left[b] < 0) {
+        out.insert(p->key);
+      }
+    }
+  }
+  return out;
+}
 
 inline bool tolerated(const nlohmann::json& pod, const nlohmann::json& taint) {
   for (const auto& t : pod["spec"].value("tolerations", nlohmann::json::array())) {
@@ -283,7 +317,8 @@ inline std::int64_t nodeFreeGpus(const Cluster& c, int n, const std::vector<Plac
 struct Preemption {
   int node = -1;
   std::set<std::string> victims;  // keys
-  std::tuple<std::int64_t, std::int64_t, std::size_t, std::int64_t> rank{};
+  // PDB violations, highest victim priority, shifted sum, victims, -earliest start.
+  std::tuple<std::int64_t, std::int64_t, std::int64_t, std::size_t, std::int64_t> rank{};
 };
 
 // Preemption on node n (nullopt: not a candidate).
@@ -321,26 +356,35 @@ inline std::optional<Preemption> preemptOnNode(const nlohmann::json& pod, int pr
   std::int64_t highest = INT64_MIN;
   std::int64_t sum = 0;
   std::int64_t earliest = INT64_MAX;
-  for (const Placed* p : lower) {
-    const std::int64_t g = of(effectiveRequest(p->pod), "gpu");
-    present.push_back(p);
-    if (fits(present, freed - g)) {
-      freed -= g;  // put back
-      continue;
-    }
-    present.pop_back();
-    out.victims.insert(p->key);
-    // kube-scheduler adds 2^31 to each priority before summing (so that negative priorities
-    // do not favour more victims): in effect fewer victims first when priorities are small.
-    sum += p->priority + (std::int64_t{1} << 31);
-    if (p->priority > highest) {
-      highest = p->priority;
-      earliest = p->start;
-    } else if (p->priority == highest) {
-      earliest = std::min(earliest, p->start);
+  std::int64_t violations = 0;
+  const std::set<std::string> breaking = violating(lower, c.budgets);
+  // Put back the pods whose eviction would break a budget first, then the others.
+  for (const bool breaks : {true, false}) {
+    for (const Placed* p : lower) {
+      if (breaking.count(p->key) != (breaks ? 1U : 0U)) {
+        continue;
+      }
+      const std::int64_t g = of(effectiveRequest(p->pod), "gpu");
+      present.push_back(p);
+      if (fits(present, freed - g)) {
+        freed -= g;  // put back
+        continue;
+      }
+      present.pop_back();
+      out.victims.insert(p->key);
+      violations += breaks ? 1 : 0;
+      // kube-scheduler adds 2^31 to each priority before summing (so that negative priorities
+      // do not favour more victims): in effect fewer victims first when priorities are small.
+      sum += p->priority + (std::int64_t{1} << 31);
+      if (p->priority > highest) {
+        highest = p->priority;
+        earliest = p->start;
+      } else if (p->priority == highest) {
+        earliest = std::min(earliest, p->start);
+      }
     }
   }
-  out.rank = {highest, sum, out.victims.size(), -earliest};
+  out.rank = {violations, highest, sum, out.victims.size(), -earliest};
   return out;
 }
 
