@@ -53,7 +53,8 @@ kc::sched::CacheOptions options() {
   o.initialBackoff = 1s;
   o.maxBackoff = 4s;
   o.wallClock = [] {
-    return std::chrono::system_clock::time_point{} + std::chrono::hours(24 * 365 * 56);
+    return std::chrono::system_clock::time_point{} +
+           std::chrono::hours(24 * 365 * 57);  // December 2026: after every startTime here
   };
   return o;
 }
