@@ -61,6 +61,7 @@ Context makeContext(const SchedPod& pod, const PreemptionInput& in, const Resour
 struct GpuRoom {
   std::uint32_t available = 0;  // free now: on the node, or in its pool (composable)
   std::uint32_t inUse = 0;      // accepted GPUs in use on the node (what victims can free)
+  std::uint32_t owed = 0;       // the pool's GPUs held beyond its GPUs (PreemptionInput)
 };
 
 GpuRoom gpuRoom(const SchedPod& pod, const PreemptionInput& in, const Context& c, NodeIndex n) {
@@ -78,6 +79,7 @@ GpuRoom gpuRoom(const SchedPod& pod, const PreemptionInput& in, const Context& c
     room.inUse += gpu.inUse ? 1 : 0;
   }
   const PoolIndex p = in.state->node(n).pool;
+  room.owed = p != kNoPool && p < in.poolOwed.size() ? in.poolOwed[p] : 0;
   room.available = in.options.mode == Composability::Composable && p != kNoPool
                        ? std::max(nodeFree, c.poolFree[p])
                        : nodeFree;
@@ -95,7 +97,8 @@ struct NodeTrial {
   bool gpusFit(std::int64_t freedGpus) const {
     const std::int64_t gpus =
         static_cast<std::int64_t>(room.available) +
-        std::min<std::int64_t>(freedGpus, static_cast<std::int64_t>(room.inUse));
+        std::min<std::int64_t>(freedGpus, static_cast<std::int64_t>(room.inUse)) -
+        static_cast<std::int64_t>(room.owed);
     return gpus >= static_cast<std::int64_t>(c.gpus);
   }
   // Every filter, with all the lower-priority pods removed: the reasons of the first that

@@ -98,6 +98,10 @@ struct PreemptionInput {
   std::span<const std::vector<ResidentPod>> running{};
   std::span<const DisruptionBudget> budgets{};
   PlacementOptions options{};  // the filters and mode placePod used
+  // Per pool (empty: none): GPUs its pods hold beyond the pool's GPUs, which the pool model
+  // cannot mark (a nominated pod counted while its victims still hold theirs). GPUs that
+  // victims free go to those first: a node's room is that much smaller.
+  std::span<const std::uint32_t> poolOwed{};
   // kube-scheduler's DefaultPreemptionArgs: the search stops once it has found at least one
   // candidate without PDB violations and max(minCandidateNodesPercentage% of the nodes,
   // minCandidateNodesAbsolute) candidates in all (at most every node); it starts at node

@@ -6,10 +6,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
+#include <vector>
 
 #include "libcore/alloc/pod_affinity.hpp"
 #include "libcore/base/rfc3339.hpp"
@@ -33,6 +36,29 @@ const json& member(const json& obj, const char* key) {
 
 kube::GroupVersionResource podDisruptionBudgets() {
   return {"policy", "v1", "poddisruptionbudgets", true};
+}
+
+// Per pool, the GPUs its pods hold beyond what the model could mark in use or promise: a
+// nominated pod's hold while its victims, not yet seen terminating, still hold theirs (the
+// victims' GPUs are owed to it, so another preemption cannot count them as freed).
+std::vector<std::uint32_t> poolOwed(const ClusterModel& model) {
+  const alloc::ClusterState& state = model.state();
+  std::vector<std::int64_t> owed(state.poolCount(), 0);
+  for (std::size_t n = 0; n < model.nodes().size(); ++n) {
+    const alloc::PoolIndex p = state.node(static_cast<alloc::NodeIndex>(n)).pool;
+    if (p != alloc::kNoPool) {
+      owed[p] += std::max<std::int64_t>(
+          0, model.usage()[n].requested.scalarOr0(alloc::kGpuResource) - model.visibleGpus(n));
+    }
+  }
+  std::vector<std::uint32_t> out(owed.size(), 0);
+  for (alloc::PoolIndex p = 0; p < owed.size(); ++p) {
+    for (alloc::GpuIndex g : state.poolGpus(p)) {
+      owed[p] -= model.promised(g) ? 1 : 0;  // the outstanding GPUs the model did promise
+    }
+    out[p] = static_cast<std::uint32_t>(std::max<std::int64_t>(0, owed[p]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -246,6 +272,8 @@ void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point 
   in.running = running;
   in.budgets = budgets;
   in.options = opts_.placement;
+  const std::vector<std::uint32_t> owed = poolOwed(model_);
+  in.poolOwed = owed;
   // kube-scheduler starts its search for candidates at a random node (the search stops after
   // enough candidates, so the same nodes are not always the ones preempted on).
   in.startNode = static_cast<std::size_t>(preempt_.rng.below(nodes.size()));
@@ -253,6 +281,11 @@ void SchedCache::preemptLocked(PodInfo& pod, Action& refusal, Clock::time_point 
   if (!chosen) {
     if (chosen.error().code == kc::errc::kUnschedulable) {
       refusal.message += " " + chosen.error().message;
+      // kube-scheduler's Preempt: no candidate anywhere clears the pod's nominatedNodeName
+      // (its room on the node it was nominated to is no longer held for it).
+      if (!pod.pod.preemptNever) {
+        preempt_.nominated.erase(pod.key);
+      }
     } else {
       spdlog::warn("pod {}: preemption: {}", pod.key, chosen.error().message);
     }

@@ -17,7 +17,10 @@
 //      pod's GPUs and at least what the node lacks);
 //   3. a pod left Pending has no node the oracles allow, and no preemption they allow;
 //   4. a pod that preempts evicts the victims on one of the nodes the preemption oracle ranks
-//      first, exactly the victims it names.
+//      first, exactly the victims it names;
+//   in 2-4 the pods nominated by the preemptions seen so far count on their node for every pod
+//   of no higher priority (mixed_oracle.hpp: kube-scheduler's nominated pods), until placed,
+//   refused without a preemption, or displaced by a higher-priority preemption there.
 // Between passes the test plays the API: binds confirmed and shown bound with a start time,
 // reservations written (a reservation served later binds only where its GPUs are), victims
 // evicted, a few running pods ending, a new burst arriving. 300 seeds; a failing one is
@@ -214,6 +217,7 @@ struct World {
   std::map<std::string, std::string> reserved;  // key -> node: waiting for GPU moves
   std::set<std::string> pending;                // ours, holding nothing, not gated
   std::set<std::string> gated;
+  std::map<std::string, mx::Nomination> nominated;  // key -> preemptor waiting, its node
   int startSecond = 0;  // status.startTime of the next pod shown running
   int nextPod = 0;
 };
@@ -389,7 +393,7 @@ void checkReservationAction(World& w, const Action& a, Pass& pass, Tally& t) {
 }
 
 // KC_MIXED_DUMP=1: a failed preemption check prints the pod and the cluster to stderr.
-void dumpWorld(const World& w, const Known& k) {
+void dumpWorld(const World& w, const Known& k, const std::vector<mx::Placed>& placed) {
   if (std::getenv("KC_MIXED_DUMP") == nullptr) {
     return;
   }
@@ -400,9 +404,10 @@ void dumpWorld(const World& w, const Known& k) {
   for (std::size_t p = 0; p < w.cluster.poolUsable.size(); ++p) {
     d += "pool " + std::to_string(p) + " usable=" + std::to_string(w.cluster.poolUsable[p]) + "\n";
   }
-  for (const auto& p : w.placed) {
-    d += "placed " + w.cluster.nodes[p.node].name + " runs=" + std::to_string(p.runs) +
-         " start=" + std::to_string(p.start) + " " + p.pod.dump() + "\n";
+  for (const auto& p : placed) {
+    d += (p.nominee ? "nominated " : "placed ") + w.cluster.nodes[p.node].name +
+         " runs=" + std::to_string(p.runs) + " start=" + std::to_string(p.start) + " " +
+         p.pod.dump() + "\n";
   }
   std::fputs(d.c_str(), stderr);
 }
@@ -422,17 +427,19 @@ std::string rankText(const mx::Preemption& p) {
 // A decision that found no node: the oracle must allow none, and the preemption it made (or
 // its absence) must be one the preemption oracle allows.
 void checkRefusal(World& w, const Known& k, const Action& a, Pass& pass, Tally& t) {
+  const auto placed = mx::withNominated(w.placed, w.nominated, a.key, k.priority);
   for (std::size_t n = 0; n < w.cluster.nodes.size(); ++n) {
-    if (mx::allowed(k.obj, w.cluster, static_cast<int>(n), w.placed)) {
+    if (mx::allowed(k.obj, w.cluster, static_cast<int>(n), placed)) {
       pass.fail(describe(a) + ": the oracles allow " + w.cluster.nodes[n].name);
     }
   }
   for (const auto& r : kReasons) {
     t.reasons[r] += a.message.find(r) != std::string::npos ? 1 : 0;
   }
-  const auto choices = mx::preemptions(k.obj, k.priority, w.cluster, w.placed);
+  const auto choices = mx::preemptions(k.obj, k.priority, w.cluster, placed);
   if (a.kind == Kind::kUnschedulable) {
     ++t.unschedulable;
+    w.nominated.erase(a.key);  // no preemption anywhere: kube clears nominatedNodeName
     if (!choices.empty()) {
       pass.fail(describe(a) + ": the preemption oracle would preempt on " +
                 w.cluster.nodes[choices.front().node].name);
@@ -454,8 +461,8 @@ void checkRefusal(World& w, const Known& k, const Action& a, Pass& pass, Tally& 
       allowed += " " + w.cluster.nodes[c.node].name + rankText(c);
     }
     const auto here =
-        n < 0 ? std::nullopt : mx::preemptOnNode(k.obj, k.priority, w.cluster, n, w.placed);
-    dumpWorld(w, k);
+        n < 0 ? std::nullopt : mx::preemptOnNode(k.obj, k.priority, w.cluster, n, placed);
+    dumpWorld(w, k, placed);
     pass.fail(describe(a) + ": the preemption oracle allows only" + allowed + "; on " + a.node +
               (here ? rankText(*here) : std::string(" no candidate")));
   } else if (std::get<0>(match->rank) > 0) {
@@ -469,6 +476,11 @@ void checkRefusal(World& w, const Known& k, const Action& a, Pass& pass, Tally& 
     pass.fail(describe(a) + ": the preemption oracle's victims are" + want);
   }
   pass.preempted.push_back(a);
+  // Nominated to the node; pods of lower priority nominated there lose their nomination.
+  std::erase_if(w.nominated, [&](const auto& e) {
+    return e.second.node == n && e.second.priority < k.priority;
+  });
+  w.nominated[a.key] = {k.obj, std::max(n, 0), k.priority};
 }
 
 // A decision from the queue: bind, reserve, refuse or preempt, as the oracles allow.
@@ -483,15 +495,17 @@ void checkDecision(World& w, const Known& k, const Action& a, Pass& pass, Tally&
     return;
   }
   const int n = nodeIndex(w, a.node);
-  if (n < 0 || !mx::allowed(k.obj, w.cluster, n, w.placed)) {
+  const auto placed = mx::withNominated(w.placed, w.nominated, key, k.priority);
+  if (n < 0 || !mx::allowed(k.obj, w.cluster, n, placed)) {
     pass.fail(describe(a) + ": a node the oracles do not allow");
   }
   const std::int64_t gpus = mx::of(mx::effectiveRequest(k.obj), "gpu");
   // The node's own free GPUs: a reservation there holds its whole request, so the node's GPUs
   // may all be promised (never fewer than none).
   const std::int64_t nodeFree =
-      n < 0 ? 0 : std::max<std::int64_t>(0, mx::nodeFreeGpus(w.cluster, n, w.placed));
+      n < 0 ? 0 : std::max<std::int64_t>(0, mx::nodeFreeGpus(w.cluster, n, placed));
   w.pending.erase(key);
+  w.nominated.erase(key);  // placed: its nomination ends
   if (a.kind == Kind::kBind) {
     ++t.binds;
     if (gpus > nodeFree) {

@@ -166,3 +166,60 @@ TEST_CASE("sched nominated: the preemptor tries its nominated node first", "[sch
   CHECK(high->kind == Kind::kBind);
   CHECK(high->node == "n1");
 }
+
+// kube-scheduler's Preempt clears the pod's nominatedNodeName when it finds no candidate: a
+// nominee that no longer fits anywhere, with nobody to evict, holds its node no more.
+TEST_CASE("sched nominated: a nominee that finds no victims loses its nomination", "[sched]") {
+  SchedCache cache(options());
+  preemptOnN1(cache);
+  cache.removePod("team/v2");  // n1's four GPUs are free
+  // top (200) comes first and takes two of them; high (100, 4 GPUs) then fits nowhere and has
+  // nobody of lower priority to evict; low (50, 2 GPUs) takes n1's other two.
+  cache.ingestPod(pod("top", 200, "2026-01-01T00:00:09Z", 2), t0 + 2s);
+  cache.ingestPod(pod("low", 50, "2026-01-01T00:00:09Z", 2), t0 + 2s);
+  auto actions = cache.next(t0 + 2s, 10);
+  const Action* top = find(actions, "top");
+  REQUIRE(top != nullptr);
+  CHECK(top->kind == Kind::kBind);
+  CHECK(top->node == "n1");
+  const Action* high = find(actions, "high");
+  REQUIRE(high != nullptr);
+  CHECK(high->kind == Kind::kUnschedulable);
+  CHECK(high->message.find("preemption: 0/2 nodes are available: 2 No preemption victims found") !=
+        std::string::npos);
+  CHECK_FALSE(cache.nominatedNode("team/high"));
+  const Action* low = find(actions, "low");
+  REQUIRE(low != nullptr);
+  CHECK(low->kind == Kind::kBind);
+  CHECK(low->node == "n1");
+}
+
+// The GPUs a preemption's victims free are owed to its preemptor while they still run (not yet
+// seen terminating): a second preemptor of no higher priority, deciding in the same pass, counts
+// the nominated pod on the node (kube-scheduler's victim search with the nominated pods) and
+// finds that evicting the same victim gives it nothing.
+TEST_CASE("sched nominated: a second preemptor does not count the first one's GPUs as freed",
+          "[sched]") {
+  SchedCache cache(options());
+  cache.ingestNode(node("n1", 1));
+  cache.ingestNode(node("n2", 2));
+  cache.ingestPool(pool("p0", {"n1", "n2"}, {{"g1", "n1"}, {"g2", "n2"}, {"g3", "n2"}}));
+  cache.ingestPod(running("r", 0, "n1", 1), t0);
+  cache.ingestPod(running("big", 1000, "n2", 2), t0);
+  cache.resetQueue(t0);
+  cache.ingestPod(pod("a", 5, "2026-01-01T00:00:05Z", 1), t0);
+  cache.ingestPod(pod("b", 5, "2026-01-01T00:00:06Z", 1), t0);
+  auto actions = cache.next(t0, 10);
+  const Action* a = find(actions, "a");
+  REQUIRE(a != nullptr);
+  CHECK(a->kind == Kind::kPreempt);
+  CHECK(a->node == "n1");
+  REQUIRE(a->victims.size() == 1);
+  CHECK(a->victims[0].name == "r");
+  const Action* b = find(actions, "b");
+  REQUIRE(b != nullptr);
+  CHECK(b->kind == Kind::kUnschedulable);
+  CHECK(b->victims.empty());
+  CHECK(b->message.find("preemption: 0/2 nodes are available: 1 Insufficient kubecomp.io/gpu, "
+                        "1 No preemption victims found") != std::string::npos);
+}

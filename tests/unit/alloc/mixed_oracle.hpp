@@ -32,7 +32,17 @@
 //    below zero (budgets counted down in that order), then the others; the node: fewest such
 //    budget violations among its victims, lowest highest-victim priority, smallest sum of
 //    priorities each shifted by 2^31 (as kube-scheduler sums them), fewest victims, latest
-//    earliest start among the highest-priority victims.
+//    earliest start among the highest-priority victims;
+//  - nominated pods ("Pod Priority and Preemption": a preemptor waits with
+//    status.nominatedNodeName while its victims go, and a pod of lower or equal priority is
+//    scheduled as if the nominated pod already ran on that node; a pod of higher priority
+//    ignores it): while pod P is nominated to node N, deciding a pod Q other than P with
+//    priority(Q) <= priority(P) counts P on N, in the filters and in the preemption's victim
+//    search (P is no victim), with its CPU, memory, pod slot, host ports and GPUs
+//    (docs/sched.md: not its labels or affinity; its GPUs less those its terminating victims
+//    hold, and the tests show no pod terminating: victims vanish at once). The nomination ends
+//    when P is placed (bound or reserved), when P is refused with no preemption anywhere (kube
+//    clears nominatedNodeName then), or when a pod of higher priority preempts on N.
 
 #include <algorithm>
 #include <climits>
@@ -136,7 +146,29 @@ struct Placed {
   bool runs = true;  // bound or just bound (a victim if of lower priority); false: reserved
   int priority = 0;
   std::int64_t start = 0;  // any monotonic unit; earlier is more important
+  bool nominee = false;    // a nominated pod counted on its node (runs is false)
 };
+
+// A pod a preemption nominated to a node.
+struct Nomination {
+  nlohmann::json pod;
+  int node = 0;
+  int priority = 0;
+};
+
+// `placed` plus the pods nominated (by key) that count when the pod `key` of `priority` is
+// decided: those of priority >= its own, the pod itself never.
+inline std::vector<Placed> withNominated(const std::vector<Placed>& placed,
+                                         const std::map<std::string, Nomination>& nominated,
+                                         const std::string& key, int priority) {
+  std::vector<Placed> out = placed;
+  for (const auto& [k, n] : nominated) {
+    if (k != key && n.priority >= priority) {
+      out.push_back({n.pod, k, n.node, false, n.priority, 0, true});
+    }
+  }
+  return out;
+}
 
 // A PodDisruptionBudget: the pods of `ns` whose labels include `matchLabels` (empty: none).
 struct Budget {
@@ -287,12 +319,17 @@ inline bool podsAdmit(const nlohmann::json& pod, const Cluster& c, int n,
     affinity.push_back({node.name, node.labels, {}});
     spread.push_back({node.name, node.labels, false, {}});
   }
+  std::vector<nlohmann::json> ports;  // every pod on n, a nominated one too
   for (const Placed* p : holding) {
-    affinity[p->node].pods.push_back(p->pod);
-    spread[p->node].pods.push_back(p->pod);
+    if (p->node == n) {
+      ports.push_back(p->pod);
+    }
+    if (!p->nominee) {
+      affinity[p->node].pods.push_back(p->pod);
+      spread[p->node].pods.push_back(p->pod);
+    }
   }
-  return naivePortsFree(pod, affinity[n].pods) &&
-         naiveInterPod(pod, affinity[n], affinity, {}) == "ok" &&
+  return naivePortsFree(pod, ports) && naiveInterPod(pod, affinity[n], affinity, {}) == "ok" &&
          naiveSpread(pod, spread[n], spread) == "ok";
 }
 
