@@ -110,6 +110,10 @@ struct FilterOptions {
   const VolumeCatalog* volumes = nullptr;
   const VolumeBindingState* volumeBinding = nullptr;
   bool prepared = false;
+  // Whether some node has a PreferNoSchedule taint (TaintToleration's score then ranks the
+  // nodes), from a caller that keeps count as nodes come and go; nullopt: placePod looks at
+  // every node's taints.
+  std::optional<bool> preferNoScheduleTaints{};
 };
 
 // The states FilterOptions points at, owned by the caller for one decision.

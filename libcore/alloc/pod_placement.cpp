@@ -178,7 +178,7 @@ Result<PodPlacement> placePod(const SchedPod& pod, std::span<const SchedNode> no
   const PodRequest request{0, 0, static_cast<std::uint32_t>(gpus)};
   const NodePolicy policy =
       options.policy.compare != nullptr ? options.policy : *findNodePolicy(kDefaultNodePolicy);
-  if (hasPreferenceInputs(pod, nodes, filter.placed)) {
+  if (hasPreferenceInputs(pod, nodes, filter.placed, filter.preferNoScheduleTaints)) {
     // Preferences rank every node that passes: no lazy shortcut.
     return placeAfterFilters(pod, nodes, usage, state, filter, request, options.mode,
                              [&](std::span<const NodeIndex> candidates) {

@@ -295,7 +295,7 @@ Scores taintTolerationScores(const SchedPod& pod, std::span<const SchedNode> nod
 }  // namespace
 
 bool hasPreferenceInputs(const SchedPod& pod, std::span<const SchedNode> nodes,
-                         const PlacedPods* placed) {
+                         const PlacedPods* placed, std::optional<bool> preferNoScheduleTaints) {
   if (!pod.preferredNodeAffinity.empty()) {
     return true;
   }
@@ -310,6 +310,9 @@ bool hasPreferenceInputs(const SchedPod& pod, std::span<const SchedNode> nodes,
   }
   if (placed != nullptr && placed->anyScoredAffinity()) {
     return true;
+  }
+  if (preferNoScheduleTaints) {
+    return *preferNoScheduleTaints;
   }
   return std::any_of(nodes.begin(), nodes.end(), [](const SchedNode& n) {
     return std::any_of(n.taints.begin(), n.taints.end(),

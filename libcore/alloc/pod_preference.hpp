@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -52,9 +53,11 @@ inline constexpr std::int64_t kTaintTolerationScoreWeight = 3;
 // preferred node affinity, preferred pod (anti-)affinity or ScheduleAnyway constraints, a node
 // has a PreferNoSchedule taint, or a placed pod has terms InterPodAffinity scores by
 // (PlacedPods::anyScoredAffinity). Without any, every node scores the same and placePod keeps
-// Eq. 1 alone. O(nodes' taints).
+// Eq. 1 alone. `preferNoScheduleTaints`: whether a node has that taint, when the caller keeps
+// count (FilterOptions); nullopt: O(nodes' taints).
 bool hasPreferenceInputs(const SchedPod& pod, std::span<const SchedNode> nodes,
-                         const PlacedPods* placed);
+                         const PlacedPods* placed,
+                         std::optional<bool> preferNoScheduleTaints = std::nullopt);
 
 // Per candidate, in the order given, each in 0..kMaxNodeScore; total is the weighted sum.
 struct PreferenceScores {

@@ -14,10 +14,19 @@ std::int64_t gpuOf(const alloc::Resources& r) {
   return r.scalarOr0(alloc::kGpuResource);
 }
 
+std::size_t preferTaint(const alloc::SchedNode& n) {
+  return std::any_of(
+             n.taints.begin(), n.taints.end(),
+             [](const alloc::Taint& t) { return t.effect == alloc::TaintEffect::PreferNoSchedule; })
+             ? 1
+             : 0;
+}
+
 }  // namespace
 
 void ClusterModel::setNode(const std::string& name, alloc::SchedNode node) {
   const std::int64_t gpus = gpuOf(node.allocatable);
+  preferTaintNodes_ += preferTaint(node);
   auto it = nodeMap_.find(name);
   if (it == nodeMap_.end()) {
     nodeMap_.emplace(name, NodeEntry{std::move(node), gpus});
@@ -25,6 +34,7 @@ void ClusterModel::setNode(const std::string& name, alloc::SchedNode node) {
     return;
   }
   const bool gpusChanged = it->second.allocatableGpus != gpus;
+  preferTaintNodes_ -= preferTaint(it->second.node);
   it->second.node = std::move(node);
   it->second.allocatableGpus = gpus;
   if (!structureDirty_) {
@@ -36,7 +46,10 @@ void ClusterModel::setNode(const std::string& name, alloc::SchedNode node) {
 }
 
 void ClusterModel::removeNode(const std::string& name) {
-  if (nodeMap_.erase(name) > 0) {
+  auto it = nodeMap_.find(name);
+  if (it != nodeMap_.end()) {
+    preferTaintNodes_ -= preferTaint(it->second.node);
+    nodeMap_.erase(it);
     structureDirty_ = true;
   }
 }

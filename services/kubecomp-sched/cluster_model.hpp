@@ -67,6 +67,8 @@ class ClusterModel {
   // node's pool.
   void setNode(const std::string& name, alloc::SchedNode node);
   void removeNode(const std::string& name);
+  // Whether some node has a PreferNoSchedule taint (kept as nodes are set and removed).
+  bool anyPreferNoScheduleTaint() const { return preferTaintNodes_ > 0; }
   void setPool(const std::string& name, ModelPool pool);
   void removePool(const std::string& name);
 
@@ -121,6 +123,7 @@ class ClusterModel {
   void removeUsage(const Holding& h);
 
   std::map<std::string, NodeEntry, std::less<>> nodeMap_;
+  std::size_t preferTaintNodes_ = 0;  // nodes of nodeMap_ with a PreferNoSchedule taint
   std::map<std::string, ModelPool, std::less<>> poolMap_;
   std::unordered_map<std::string, Holding> holdings_;  // pod key -> what it holds
 

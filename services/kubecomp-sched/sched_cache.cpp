@@ -143,6 +143,7 @@ SchedCache::SchedCache(CacheOptions options)
   opts_.placement.filter.volumes = &volumes_;  // likewise
   // The Namespaces' labels (namespaceSelector), likewise.
   opts_.placement.filter.namespaces = &namespaces_;
+  opts_.placement.filter.preferNoScheduleTaints = false;  // no node yet
   // One path per pool: a pod asking GPUs in its limits goes to device-plugin pools, one whose
   // claims ask them to DRA pools (docs/dra.md). Runs with mu_ held, as every decision does.
   opts_.placement.filter.rt = [this, rt = std::move(opts_.placement.filter.rt)](
@@ -277,6 +278,7 @@ json SchedCache::ingestNode(const json& obj) {
     rt_.setNode(*parsed);
     model_.setNode(name, std::move(*parsed));
   }
+  opts_.placement.filter.preferNoScheduleTaints = model_.anyPreferNoScheduleTaint();
   reservationsDirty_ = !reservedByOrder_.empty();
   released_ = true;
   dirty_ = true;
@@ -288,6 +290,7 @@ void SchedCache::removeNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   rt_.removeNode(name);
   model_.removeNode(name);
+  opts_.placement.filter.preferNoScheduleTaints = model_.anyPreferNoScheduleTaint();
   reservationsDirty_ = !reservedByOrder_.empty();
   dirty_ = true;
   cv_.notify_all();

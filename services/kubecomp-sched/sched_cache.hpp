@@ -402,6 +402,7 @@ class SchedCache {
                                              std::uint32_t fabric, const std::string& node,
                                              Clock::time_point now);
   // A DRA pod's refusal: the condition message, and backoff.
+  Action draClearPartialLocked(PodInfo& pod, const DraDemand& d, Clock::time_point now);
   Action draRefusalLocked(PodInfo& pod, Action::Kind kind, std::string message,
                           Clock::time_point now);
   // The reservations, oldest first, through checkReservationLocked (when something changed or

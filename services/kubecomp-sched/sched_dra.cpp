@@ -144,6 +144,21 @@ void SchedCache::adoptDraAllocationLocked(PodInfo& pod, const DraDemand& d, Cloc
   reservationsDirty_ = true;
 }
 
+// Partly allocated (a write cut short): clear the allocations, then place the pod again.
+Action SchedCache::draClearPartialLocked(PodInfo& pod, const DraDemand& d, Clock::time_point now) {
+  Action a = draRefusalLocked(pod, Action::Kind::kCancel,
+                              "some of the pod's claims were allocated and others not; the "
+                              "allocations are cleared and the pod scheduled again",
+                              now);
+  for (const api::Claim& c : d.claims) {
+    if (c.allocation) {
+      a.clearClaims.push_back(c.ns + "/" + c.name);
+    }
+  }
+  pod.clearing = true;
+  return a;
+}
+
 std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_point now) {
   using V = DraDemand::Verdict;
   const DraDemand d = dra_.demand(pod.ns, pod.uid, pod.claimRefs, model_.draProbes());
@@ -166,18 +181,7 @@ std::optional<Action> SchedCache::decideDraLocked(PodInfo& pod, Clock::time_poin
       break;
   }
   if (!d.message.empty()) {
-    // Partly allocated (a write cut short): clear it, then place the pod again.
-    Action a = draRefusalLocked(pod, Action::Kind::kCancel,
-                                "some of the pod's claims were allocated and others not; the "
-                                "allocations are cleared and the pod scheduled again",
-                                now);
-    for (const api::Claim& c : d.claims) {
-      if (c.allocation) {
-        a.clearClaims.push_back(c.ns + "/" + c.name);
-      }
-    }
-    pod.clearing = true;
-    return a;
+    return draClearPartialLocked(pod, d, now);
   }
   pod.draPicks.clear();
   pod.pod.claimGpus = d.gpus;
