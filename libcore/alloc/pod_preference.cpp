@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "libcore/alloc/node_filter.hpp"
 #include "libcore/alloc/topology_spread.hpp"
@@ -52,17 +53,18 @@ void addToPair(PairScores& scores, const SchedNode& node, const std::string& key
 // terms matching the incoming pod.
 void addPlacedPod(PairScores& scores, const SchedPod& pod, const PlacedPod& p,
                   const SchedNode& node, const NamespaceLabels* namespaces) {
+  // Weighted terms written in a pod of `ownerNs`, each matched against a pod of `ns`, `labels`.
+  auto addWeighted = [&](const std::vector<WeightedPodAffinityTerm>& terms, std::int64_t sign,
+                         std::string_view ownerNs, std::string_view ns, const StringMap& labels) {
+    for (const auto& w : terms) {
+      if (affinityTermMatches(w.term, ownerNs, ns, labels, namespaces)) {
+        addToPair(scores, node, w.term.topologyKey, sign * w.weight);
+      }
+    }
+  };
   if (const PodAffinity* own = pod.podAffinity.get(); own != nullptr) {
-    for (const auto& w : own->preferred) {
-      if (affinityTermMatches(w.term, pod.ns, p.ns, p.labels, namespaces)) {
-        addToPair(scores, node, w.term.topologyKey, w.weight);
-      }
-    }
-    for (const auto& w : own->preferredAnti) {
-      if (affinityTermMatches(w.term, pod.ns, p.ns, p.labels, namespaces)) {
-        addToPair(scores, node, w.term.topologyKey, -std::int64_t{w.weight});
-      }
-    }
+    addWeighted(own->preferred, 1, pod.ns, p.ns, p.labels);
+    addWeighted(own->preferredAnti, -1, pod.ns, p.ns, p.labels);
   }
   const PodAffinity* theirs = p.affinity.get();
   if (theirs == nullptr) {
@@ -73,16 +75,8 @@ void addPlacedPod(PairScores& scores, const SchedPod& pod, const PlacedPod& p,
       addToPair(scores, node, t.topologyKey, kHardPodAffinityWeight);
     }
   }
-  for (const auto& w : theirs->preferred) {
-    if (affinityTermMatches(w.term, p.ns, pod.ns, pod.labels, namespaces)) {
-      addToPair(scores, node, w.term.topologyKey, w.weight);
-    }
-  }
-  for (const auto& w : theirs->preferredAnti) {
-    if (affinityTermMatches(w.term, p.ns, pod.ns, pod.labels, namespaces)) {
-      addToPair(scores, node, w.term.topologyKey, -std::int64_t{w.weight});
-    }
-  }
+  addWeighted(theirs->preferred, 1, p.ns, pod.ns, pod.labels);
+  addWeighted(theirs->preferredAnti, -1, p.ns, pod.ns, pod.labels);
 }
 
 Scores interPodAffinityScores(const SchedPod& pod, std::span<const SchedNode> nodes,
